@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/* sample_filter.bpf.c: decides, in the kernel, which samples of a per-CPU
+ * sampling event reach the ring buffer.
+ *
+ * The sampling engine opens one event per CPU, so that every thread of the
+ * target is covered from the moment it exists, without racing thread creation
+ * from user space. This program, attached to each of those events, keeps the
+ * samples whose process is a target (and, unless all threads are wanted, whose
+ * thread is the process's main thread) and drops every other sample before it
+ * is written. Returning 0 from a perf_event program suppresses the sample.
+ *
+ * Not here: any notion of time windows; the gate (--filter) extends this.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "sample_filter.h"
+
+/* Set by the loader before load. */
+const volatile bool all_threads = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RV_FILTER_MAX_PROCESSES);
+	__type(key, u32);  /* tgid */
+	__type(value, u8); /* unused */
+} target_processes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RV_FILTER_NR_STATS);
+	__type(key, u32);
+	__type(value, u64);
+} filter_stats SEC(".maps");
+
+static __always_inline void count(u32 slot)
+{
+	u64 *value = bpf_map_lookup_elem(&filter_stats, &slot);
+
+	if (value)
+		*value += 1;
+}
+
+SEC("perf_event")
+int filter_sample(struct bpf_perf_event_data *ctx)
+{
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+	u32 tgid = pid_tgid >> 32;
+	u32 tid = (u32)pid_tgid;
+
+	if (!bpf_map_lookup_elem(&target_processes, &tgid)) {
+		count(RV_FILTER_OTHER);
+		return 0;
+	}
+	if (!all_threads && tid != tgid) {
+		count(RV_FILTER_THREAD);
+		return 0;
+	}
+	count(RV_FILTER_KEPT);
+	return 1;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

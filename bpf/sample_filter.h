@@ -1,0 +1,16 @@
+/* sample_filter.h: what the sampling filter's BPF side and user side share. */
+#ifndef RV_BPF_SAMPLE_FILTER_H
+#define RV_BPF_SAMPLE_FILTER_H
+
+/* Most processes one recording can follow (-p PID,PID,...). */
+#define RV_FILTER_MAX_PROCESSES 1024
+
+/* Slots of the per-CPU statistics array. */
+enum rv_filter_stat {
+	RV_FILTER_KEPT = 0,    /* samples of a target thread, passed on */
+	RV_FILTER_OTHER = 1,   /* samples of other processes, dropped */
+	RV_FILTER_THREAD = 2,  /* samples of a target's non-main thread without --multi-thread */
+	RV_FILTER_NR_STATS = 3,
+};
+
+#endif

@@ -1,0 +1,204 @@
+/* perf_data.h: perf.data, perf's own file format, written and read here and
+ * nowhere else (the layout: linux tools/perf/Documentation/
+ * perf.data-file-format.txt).
+ *
+ * What rearview records is kept as perf.data so that `perf report`, `perf
+ * script` and `rearview decode` all open it. The writer streams records into
+ * the data section and writes the attributes and header features when it is
+ * finished. The reader walks the data section record by record with every
+ * length checked, and parses samples according to their attribute.
+ *
+ * Designed to grow: records carrying a payload after their header (such as
+ * PERF_RECORD_AUXTRACE) go through rv_perf_writer_write_payload and come back
+ * from the reader with the payload attached.
+ *
+ * This module is not: a recorder or a decoder. It knows the file, not what
+ * the records mean for a trace.
+ */
+#ifndef RV_CAPTURE_PERF_DATA_H
+#define RV_CAPTURE_PERF_DATA_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+/* Header feature bits (perf's HEADER_* numbering). */
+enum rv_perf_feature {
+	RV_FEAT_TRACING_DATA = 1,
+	RV_FEAT_BUILD_ID = 2,
+	RV_FEAT_HOSTNAME = 3,
+	RV_FEAT_OSRELEASE = 4,
+	RV_FEAT_VERSION = 5,
+	RV_FEAT_ARCH = 6,
+	RV_FEAT_NRCPUS = 7,
+	RV_FEAT_CPUDESC = 8,
+	RV_FEAT_CPUID = 9,
+	RV_FEAT_TOTAL_MEM = 10,
+	RV_FEAT_CMDLINE = 11,
+	RV_FEAT_EVENT_DESC = 12,
+	RV_FEAT_CPU_TOPOLOGY = 13,
+	RV_FEAT_NUMA_TOPOLOGY = 14,
+	RV_FEAT_BRANCH_STACK = 15,
+	RV_FEAT_PMU_MAPPINGS = 16,
+	RV_FEAT_GROUP_DESC = 17,
+	RV_FEAT_AUXTRACE = 18,
+	RV_FEAT_STAT = 19,
+	RV_FEAT_CACHE = 20,
+	RV_FEAT_SAMPLE_TIME = 21,
+	RV_FEAT_MEM_TOPOLOGY = 22,
+	RV_FEAT_CLOCKID = 23,
+	RV_FEAT_DIR_FORMAT = 24,
+	RV_FEAT_BPF_PROG_INFO = 25,
+	RV_FEAT_BPF_BTF = 26,
+	RV_FEAT_COMPRESSED = 27,
+	RV_FEAT_CPU_PMU_CAPS = 28,
+	RV_FEAT_CLOCK_DATA = 29,
+	RV_FEAT_HYBRID_TOPOLOGY = 30,
+	RV_FEAT_PMU_CAPS = 31,
+	RV_FEAT_MAX = 256,
+};
+
+/* What the writer puts in the header features. Strings may be NULL (the
+ * writer then fills what it can find out itself: uname, /proc/cpuinfo,
+ * sysconf), except argv, which is the recording's own command line. */
+struct rv_perf_meta {
+	const char *hostname;
+	const char *os_release;
+	const char *perf_version; /* HEADER_VERSION; default "rearview <version>" */
+	const char *arch;
+	const char *cpu_desc;
+	const char *cpuid;	  /* perf's form, e.g. "GenuineIntel,6,78,3" */
+	int argc;
+	const char *const *argv;
+	int clockid;		  /* -1: none recorded (HEADER_CLOCKID omitted) */
+	uint64_t sample_time_first_ns, sample_time_last_ns; /* 0,0: omitted */
+};
+
+struct rv_perf_writer;
+
+/* Creates (truncates) the file at path, mode 0600 if kernel_data, else 0644. */
+int rv_perf_writer_open(struct rv_perf_writer **out, const char *path, bool kernel_data,
+			struct rv_error *err);
+
+/* Declares an event: its attribute as opened, a name for HEADER_EVENT_DESC
+ * ("cpu-clock"), and the kernel's ids for it (PERF_EVENT_IOC_ID) so that
+ * samples carrying PERF_SAMPLE_ID/IDENTIFIER map back to it. May be called at
+ * any time before rv_perf_writer_finish. */
+int rv_perf_writer_add_attr(struct rv_perf_writer *w, const struct perf_event_attr *attr,
+			    const char *name, const uint64_t *ids, size_t nr_ids,
+			    struct rv_error *err);
+
+/* Appends one record (record->size bytes, a multiple of 8) to the data section. */
+int rv_perf_writer_write(struct rv_perf_writer *w, const struct perf_event_header *record,
+			 struct rv_error *err);
+
+/* Appends a record followed by a payload of `size` bytes that is not counted in
+ * record->size (PERF_RECORD_AUXTRACE). */
+int rv_perf_writer_write_payload(struct rv_perf_writer *w, const struct perf_event_header *record,
+				 const void *payload, uint64_t size, struct rv_error *err);
+
+/* Writes attributes, ids and features, then the final header. The file is a
+ * valid perf.data only after this returns 0. */
+int rv_perf_writer_finish(struct rv_perf_writer *w, const struct rv_perf_meta *meta,
+			  struct rv_error *err);
+
+/* Bytes in the data section so far. */
+uint64_t rv_perf_writer_data_size(const struct rv_perf_writer *w);
+
+/* Closes the file (removing it if it was not finished) and frees the writer. */
+void rv_perf_writer_free(struct rv_perf_writer *w);
+
+/* ---- reading ---- */
+
+struct rv_perf_attr {
+	struct perf_event_attr attr; /* normalised to sizeof(struct perf_event_attr) */
+	const char *name;	     /* from HEADER_EVENT_DESC, or NULL */
+	const uint64_t *ids;
+	size_t nr_ids;
+};
+
+/* A record from the data section. `header` points at record->size bytes that
+ * stay valid until the next call to rv_perf_reader_next; `payload` is set for
+ * records that carry one (PERF_RECORD_AUXTRACE), else NULL with size 0. */
+struct rv_perf_record {
+	const struct perf_event_header *header;
+	uint64_t file_offset;
+	const void *payload;
+	uint64_t payload_size;
+};
+
+/* A PERF_RECORD_SAMPLE split into its fields, as the attribute's sample_type
+ * says they are laid out. Pointers point into the record. Absent fields are 0. */
+struct rv_perf_sample {
+	const struct rv_perf_attr *attr;
+	uint64_t sample_type;
+	uint64_t id, ip, addr, time, stream_id, period;
+	uint32_t pid, tid, cpu, res;
+	uint64_t nr_callchain;
+	const uint64_t *callchain; /* as the kernel wrote it, PERF_CONTEXT_* markers included */
+	uint32_t raw_size;
+	const void *raw;
+	uint64_t regs_user_abi;	    /* PERF_SAMPLE_REGS_ABI_*; 0 means no registers */
+	uint64_t regs_user_mask;    /* attr.sample_regs_user */
+	const uint64_t *regs_user;  /* popcount(mask) values, in bit order */
+	uint64_t stack_user_size;   /* bytes valid at stack_user (dyn_size) */
+	const uint8_t *stack_user;
+	uint64_t aux_size;	    /* PERF_SAMPLE_AUX */
+	const void *aux;
+};
+
+/* The sample_id trailer of a non-sample record (attr.sample_id_all). */
+struct rv_perf_sample_id {
+	uint32_t pid, tid, cpu;
+	uint64_t time, id, stream_id;
+	bool valid;
+};
+
+struct rv_perf_reader;
+
+/* Opens a perf.data file (file mode; pipe mode as well once the PT work needs
+ * it) and validates its header, attributes and section bounds. */
+int rv_perf_reader_open(struct rv_perf_reader **out, const char *path, struct rv_error *err);
+
+/* 1 and *rec set: a record; 0: end of data; negative: a truncated or corrupt
+ * record, described in err (the records before it were good). */
+int rv_perf_reader_next(struct rv_perf_reader *r, struct rv_perf_record *rec,
+			struct rv_error *err);
+
+size_t rv_perf_reader_nr_attrs(const struct rv_perf_reader *r);
+const struct rv_perf_attr *rv_perf_reader_attr(const struct rv_perf_reader *r, size_t index);
+
+/* The attribute a record belongs to: by its id when samples carry one, else the
+ * only attribute; NULL if it cannot be told. */
+const struct rv_perf_attr *rv_perf_reader_attr_for_id(const struct rv_perf_reader *r, uint64_t id);
+
+int rv_perf_reader_parse_sample(const struct rv_perf_reader *r,
+				const struct perf_event_header *record,
+				struct rv_perf_sample *out, struct rv_error *err);
+
+/* Parses the sample_id trailer of MMAP2, COMM, FORK, EXIT, LOST, ... records;
+ * out->valid is false when the attributes have no sample_id_all. */
+int rv_perf_reader_parse_sample_id(const struct rv_perf_reader *r,
+				   const struct perf_event_header *record,
+				   struct rv_perf_sample_id *out, struct rv_error *err);
+
+bool rv_perf_reader_has_feature(const struct rv_perf_reader *r, enum rv_perf_feature feature);
+
+/* HEADER_HOSTNAME, OSRELEASE, VERSION, ARCH, CPUDESC, CPUID as a string, or
+ * NULL when absent. Owned by the reader. */
+const char *rv_perf_reader_feature_string(const struct rv_perf_reader *r,
+					  enum rv_perf_feature feature);
+
+/* HEADER_CMDLINE: argc and argv owned by the reader; 0 when absent. */
+int rv_perf_reader_cmdline(const struct rv_perf_reader *r, const char *const **argv);
+
+/* Raw bytes of a feature section (for the features without an accessor). */
+const void *rv_perf_reader_feature_data(const struct rv_perf_reader *r,
+					enum rv_perf_feature feature, uint64_t *size);
+
+void rv_perf_reader_free(struct rv_perf_reader *r);
+
+#endif

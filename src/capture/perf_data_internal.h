@@ -1,0 +1,18 @@
+/* perf_data_internal.h: entry points of the perf.data module that are not part
+ * of its public contract, for its own tests (and, later, pipe mode).
+ *
+ * Opening from memory lets the robustness tests hand the reader a buffer of
+ * exactly the file's length, so that AddressSanitizer sees any read past its
+ * end (a read past the end of an mmap'd file inside its last page is silent).
+ */
+#ifndef RV_CAPTURE_PERF_DATA_INTERNAL_H
+#define RV_CAPTURE_PERF_DATA_INTERNAL_H
+
+#include "capture/perf_data.h"
+
+/* Like rv_perf_reader_open, over `size` bytes at `data`, which the caller keeps
+ * valid and unchanged until rv_perf_reader_free. `name` is used in messages. */
+int rv_perf_reader_open_buffer(struct rv_perf_reader **out, const void *data, size_t size,
+			       const char *name, struct rv_error *err);
+
+#endif

@@ -1,0 +1,466 @@
+/* options.c: parsing and help for rearview's command line; see options.h. */
+#include "cli/options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+enum {
+	OPT_BACKEND = 1000,
+	OPT_SAMPLING,
+	OPT_TIMER,
+	OPT_CALLGRAPH,
+	OPT_KERNEL,
+	OPT_MULTI_THREAD,
+	OPT_FULL,
+	OPT_SNAPSHOT_SIZE,
+	OPT_WORKDIR,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+static const struct option long_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "sampling", no_argument, NULL, OPT_SAMPLING },
+	{ "timer-resolution", required_argument, NULL, OPT_TIMER },
+	{ "callgraph-mode", required_argument, NULL, OPT_CALLGRAPH },
+	{ "trace-include-kernel", no_argument, NULL, OPT_KERNEL },
+	{ "multi-thread", no_argument, NULL, OPT_MULTI_THREAD },
+	{ "full-execution", no_argument, NULL, OPT_FULL },
+	{ "snapshot-size", required_argument, NULL, OPT_SNAPSHOT_SIZE },
+	{ "working-directory", required_argument, NULL, OPT_WORKDIR },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+const char *rv_command_name(enum rv_command command)
+{
+	switch (command) {
+	case RV_CMD_RUN:
+		return "run";
+	case RV_CMD_ATTACH:
+		return "attach";
+	case RV_CMD_DECODE:
+		return "decode";
+	case RV_CMD_NONE:
+		break;
+	}
+	return "";
+}
+
+static const char overview_help[] =
+	"Usage: rearview COMMAND [OPTIONS]\n"
+	"\n"
+	"Record what a program was doing in the moments before now, and write a trace\n"
+	"that opens in the Perfetto UI (https://ui.perfetto.dev).\n"
+	"\n"
+	"Commands:\n"
+	"  run [OPTIONS] -- COMMAND [ARGS...]   start COMMAND and record it\n"
+	"  attach [OPTIONS] [-p PID[,PID...]]   record running processes until Ctrl-C\n"
+	"                                       or until they exit\n"
+	"\n"
+	"  rearview COMMAND --help   shows the options of a command.\n"
+	"  rearview --version        prints the version.\n"
+	"\n"
+	"Options may be spelt with one dash or two (-output or --output).\n";
+
+static const char record_options_help[] =
+	"Output:\n"
+	"  -o, --output FILE          the trace: FILE.fxt (default trace.fxt), .fxt.gz,\n"
+	"                             .json or .json.gz; an existing file is replaced\n"
+	"      --working-directory DIR\n"
+	"                             keep the capture (DIR/perf.data, which perf report\n"
+	"                             opens) there; by default it goes to a temporary\n"
+	"                             directory that is removed afterwards\n"
+	"\n"
+	"Recording:\n"
+	"      --backend auto|sample  how to record. auto uses Intel PT where the\n"
+	"                             intel_pt PMU exists and stack sampling otherwise,\n"
+	"                             with a note saying so. This version records by\n"
+	"                             sampling only.\n"
+	"      --sampling             same as --backend sample\n"
+	"      --timer-resolution R   sampling rate: low (1 kHz), normal (10 kHz, the\n"
+	"                             default), high (the kernel's\n"
+	"                             perf_event_max_sample_rate) or sample:HZ\n"
+	"      --callgraph-mode fp|dwarf|lbr\n"
+	"                             how stacks are taken: fp walks frame pointers in the\n"
+	"                             kernel; dwarf copies registers and 8 KiB of stack\n"
+	"                             per sample and unwinds them with the binaries' CFI\n"
+	"                             (works without frame pointers; the default); lbr\n"
+	"                             needs last branch records, which few CPUs expose\n"
+	"      --trace-include-kernel also record kernel frames (root only)\n"
+	"      --multi-thread         every thread of the target, not only its main thread\n"
+	"      --snapshot-size SIZE   keep the last SIZE of samples (a flight recorder,\n"
+	"                             written at exit or Ctrl-C), e.g. 512K, 16M; rounded\n"
+	"                             up to a power-of-two number of pages. Default 4M\n"
+	"                             with fp, 64M with dwarf\n"
+	"      --full-execution       keep everything from start to end instead\n"
+	"\n"
+	"General:\n"
+	"  -v, --verbose              more detail on stderr (repeat for more)\n"
+	"      --help                 this text\n";
+
+static const char run_help[] =
+	"Usage: rearview run [OPTIONS] [--] COMMAND [ARGS...]\n"
+	"\n"
+	"Starts COMMAND stopped before its first instruction, sets up recording, lets it\n"
+	"run, and writes the trace when it exits or at Ctrl-C. COMMAND's standard input\n"
+	"and output are its own; rearview exits with COMMAND's exit status.\n"
+	"\n";
+
+static const char attach_help[] =
+	"Usage: rearview attach [OPTIONS] [-p PID[,PID...]]\n"
+	"\n"
+	"Records running processes until Ctrl-C or until they all exit, then writes the\n"
+	"trace; the processes keep running, unharmed. Without -p, offers the running\n"
+	"processes to choose from (through fzf where it is installed, else as a\n"
+	"numbered list).\n"
+	"\n"
+	"  -p, --pid PID[,PID...]     the processes to record\n"
+	"\n";
+
+void rv_options_print_help(enum rv_command command, FILE *out)
+{
+	switch (command) {
+	case RV_CMD_RUN:
+		fputs(run_help, out);
+		fputs(record_options_help, out);
+		break;
+	case RV_CMD_ATTACH:
+		fputs(attach_help, out);
+		fputs(record_options_help, out);
+		break;
+	default:
+		fputs(overview_help, out);
+		break;
+	}
+}
+
+uint64_t rv_round_pow2_pages(uint64_t bytes, uint64_t page_size)
+{
+	uint64_t pages = (bytes + page_size - 1) / page_size;
+	uint64_t pow2 = 1;
+
+	while (pow2 < pages)
+		pow2 <<= 1;
+	return pow2 * page_size;
+}
+
+int rv_parse_size(const char *text, uint64_t *bytes, struct rv_error *err)
+{
+	const char *p = text;
+	uint64_t value = 0, shift = 0;
+
+	if (!isdigit((unsigned char)*p))
+		goto bad;
+	while (isdigit((unsigned char)*p)) {
+		unsigned digit = (unsigned)(*p - '0');
+
+		if (value > (UINT64_MAX - digit) / 10)
+			goto bad;
+		value = value * 10 + digit;
+		p++;
+	}
+	switch (toupper((unsigned char)*p)) {
+	case '\0':
+		break;
+	case 'K':
+		shift = 10;
+		break;
+	case 'M':
+		shift = 20;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	case 'T':
+		shift = 40;
+		break;
+	default:
+		goto bad;
+	}
+	if (shift) {
+		p++;
+		if (*p == 'i' && (p[1] == 'B' || p[1] == 'b'))
+			p += 2;
+		else if (*p == 'B' || *p == 'b')
+			p++;
+	}
+	if (*p != '\0' || value == 0)
+		goto bad;
+	if (value > (UINT64_MAX >> shift) || (value << shift) > (1ULL << 48))
+		return rv_error_set(err, ERANGE, "size '%s' is too large", text);
+	*bytes = value << shift;
+	return 0;
+bad:
+	return rv_error_set(err, EINVAL,
+			    "invalid size '%s': use a number of bytes with an optional K, M, G "
+			    "or T suffix, such as 512K or 16M",
+			    text);
+}
+
+int rv_parse_pid_list(const char *text, pid_t *pids, size_t max, size_t *count,
+		      struct rv_error *err)
+{
+	const char *p = text;
+
+	*count = 0;
+	while (*p) {
+		char *end;
+		long value;
+
+		errno = 0;
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		value = strtol(p, &end, 10);
+		if (errno || value <= 0 || value > INT_MAX)
+			goto bad;
+		if (*count == max)
+			return rv_error_set(err, E2BIG, "too many PIDs (at most %zu)", max);
+		pids[(*count)++] = (pid_t)value;
+		p = end;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			goto bad;
+	}
+	if (*count == 0)
+		goto bad;
+	return 0;
+bad:
+	return rv_error_set(err, EINVAL,
+			    "invalid PID list '%s': use process IDs separated by commas, "
+			    "such as -p 1234 or -p 1234,5678",
+			    text);
+}
+
+int rv_parse_timer_resolution(const char *text, enum rv_timer_kind *kind, uint64_t *hz,
+			      struct rv_error *err)
+{
+	char *end;
+	unsigned long long value;
+	const char *number = NULL;
+
+	if (!strcasecmp(text, "low")) {
+		*kind = RV_TIMER_LOW;
+		return 0;
+	}
+	if (!strcasecmp(text, "normal")) {
+		*kind = RV_TIMER_NORMAL;
+		return 0;
+	}
+	if (!strcasecmp(text, "high")) {
+		*kind = RV_TIMER_HIGH;
+		return 0;
+	}
+	if (!strncasecmp(text, "sample:", 7))
+		number = text + 7;
+	else if (!strncasecmp(text, "(Sample (freq ", 14))
+		number = text + 14; /* magic-trace's sexp spelling */
+	if (number && isdigit((unsigned char)*number)) {
+		errno = 0;
+		value = strtoull(number, &end, 10);
+		if (number == text + 14 && strcmp(end, "))") == 0)
+			end += 2;
+		if (!errno && *end == '\0' && value >= 1 && value <= 10000000) {
+			*kind = RV_TIMER_SAMPLE;
+			*hz = value;
+			return 0;
+		}
+	}
+	if (!strncasecmp(text, "custom", 6))
+		return rv_error_set(err, EINVAL,
+				    "--timer-resolution %s configures Intel PT, which this version "
+				    "does not record with; for sampling use low, normal, high or "
+				    "sample:HZ",
+				    text);
+	return rv_error_set(err, EINVAL,
+			    "invalid --timer-resolution '%s': use low (1 kHz), normal (10 kHz), "
+			    "high (the kernel's maximum sample rate) or sample:HZ, such as "
+			    "sample:4000",
+			    text);
+}
+
+static int parse_backend(const char *text, enum rv_backend *backend, struct rv_error *err)
+{
+	if (!strcmp(text, "auto")) {
+		*backend = RV_BACKEND_AUTO;
+		return 0;
+	}
+	if (!strcmp(text, "sample") || !strcmp(text, "sampling")) {
+		*backend = RV_BACKEND_SAMPLE;
+		return 0;
+	}
+	if (!strcmp(text, "pt")) {
+		*backend = RV_BACKEND_PT;
+		return 0;
+	}
+	return rv_error_set(err, EINVAL, "invalid --backend '%s': use auto or sample", text);
+}
+
+static int parse_callgraph(const char *text, enum rv_callgraph_mode *mode, struct rv_error *err)
+{
+	if (!strcmp(text, "fp")) {
+		*mode = RV_CALLGRAPH_FP;
+		return 0;
+	}
+	if (!strcmp(text, "dwarf")) {
+		*mode = RV_CALLGRAPH_DWARF;
+		return 0;
+	}
+	if (!strcmp(text, "lbr")) {
+		*mode = RV_CALLGRAPH_LBR;
+		return 0;
+	}
+	return rv_error_set(err, EINVAL, "invalid --callgraph-mode '%s': use fp, dwarf or lbr",
+			    text);
+}
+
+static enum rv_command command_from_name(const char *name)
+{
+	if (!strcmp(name, "run"))
+		return RV_CMD_RUN;
+	if (!strcmp(name, "attach"))
+		return RV_CMD_ATTACH;
+	return RV_CMD_NONE;
+}
+
+static int parse_global(struct rv_options *opts, const char *arg, struct rv_error *err)
+{
+	if (!strcmp(arg, "--help") || !strcmp(arg, "-help") || !strcmp(arg, "-h")) {
+		opts->help = true;
+		return 0;
+	}
+	if (!strcmp(arg, "--version") || !strcmp(arg, "-version")) {
+		opts->version = true;
+		return 0;
+	}
+	return rv_error_set(err, EINVAL,
+			    "unknown command '%s': use 'rearview run -- COMMAND' or 'rearview "
+			    "attach -p PID' (see rearview --help)",
+			    arg);
+}
+
+int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_error *err)
+{
+	int c, ret;
+
+	memset(opts, 0, sizeof(*opts));
+	opts->output = RV_DEFAULT_OUTPUT;
+	opts->timer = RV_TIMER_NORMAL;
+
+	if (argc < 2) {
+		opts->help = true;
+		return 0;
+	}
+	opts->command = command_from_name(argv[1]);
+	if (opts->command == RV_CMD_NONE)
+		return parse_global(opts, argv[1], err);
+
+	/* '+': stop at the first non-option, which is the command to run. */
+	optind = 2;
+	opterr = 0;
+	while ((c = getopt_long_only(argc, argv, "+:o:p:vh", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!*optarg)
+				return rv_error_set(err, EINVAL, "--output needs a file name");
+			opts->output = optarg;
+			break;
+		case 'p':
+			if (opts->command != RV_CMD_ATTACH)
+				return rv_error_set(err, EINVAL,
+						    "-p belongs to 'rearview attach'; 'rearview "
+						    "run' starts its own command");
+			ret = rv_parse_pid_list(optarg, opts->pids, RV_MAX_PIDS, &opts->nr_pids,
+						err);
+			if (ret)
+				return ret;
+			break;
+		case 'v':
+			opts->verbose++;
+			break;
+		case 'h':
+		case OPT_HELP:
+			opts->help = true;
+			break;
+		case OPT_VERSION:
+			opts->version = true;
+			break;
+		case OPT_BACKEND:
+			ret = parse_backend(optarg, &opts->backend, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_SAMPLING:
+			opts->backend = RV_BACKEND_SAMPLE;
+			break;
+		case OPT_TIMER:
+			ret = rv_parse_timer_resolution(optarg, &opts->timer, &opts->sample_hz, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_CALLGRAPH:
+			ret = parse_callgraph(optarg, &opts->callgraph, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_KERNEL:
+			opts->include_kernel = true;
+			break;
+		case OPT_MULTI_THREAD:
+			opts->multi_thread = true;
+			break;
+		case OPT_FULL:
+			opts->full_execution = true;
+			break;
+		case OPT_SNAPSHOT_SIZE:
+			ret = rv_parse_size(optarg, &opts->snapshot_size_bytes, err);
+			if (ret)
+				return rv_error_prefix(err, "--snapshot-size");
+			opts->snapshot_size_bytes =
+				rv_round_pow2_pages(opts->snapshot_size_bytes, 4096);
+			break;
+		case OPT_WORKDIR:
+			if (!*optarg)
+				return rv_error_set(err, EINVAL,
+						    "--working-directory needs a directory");
+			opts->working_directory = optarg;
+			break;
+		case ':':
+			return rv_error_set(err, EINVAL, "option '%s' needs a value (see rearview %s --help)",
+					    argv[optind - 1], rv_command_name(opts->command));
+		default:
+			return rv_error_set(err, EINVAL, "unknown option '%s' (see rearview %s --help)",
+					    argv[optind - 1], rv_command_name(opts->command));
+		}
+	}
+	if (opts->help || opts->version)
+		return 0;
+
+	opts->argv = argv + optind;
+	opts->argc = argc - optind;
+	if (opts->command == RV_CMD_RUN && opts->argc == 0)
+		return rv_error_set(err, EINVAL,
+				    "no command to run: use 'rearview run [OPTIONS] -- COMMAND "
+				    "[ARGS...]'");
+	if (opts->command == RV_CMD_ATTACH && opts->argc > 0)
+		return rv_error_set(err, EINVAL,
+				    "unexpected argument '%s': 'rearview attach' takes processes "
+				    "with -p PID[,PID...]",
+				    opts->argv[0]);
+	if (opts->full_execution && opts->snapshot_size_bytes)
+		return rv_error_set(err, EINVAL,
+				    "--snapshot-size sets the flight recorder's size, and "
+				    "--full-execution keeps everything: use one or the other");
+	return 0;
+}

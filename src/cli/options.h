@@ -1,0 +1,97 @@
+/* options.h: the command line of rearview, parsed into one struct.
+ *
+ * GNU long options and magic-trace's single-dash spellings (getopt_long_only),
+ * values validated here so that a bad value is refused before anything is set
+ * up. Help texts live here too, next to the options they describe, so that
+ * --help cannot drift from what is parsed.
+ *
+ * Not here: any decision that needs the machine (which backend, which clock);
+ * see record/pmu.h.
+ */
+#ifndef RV_CLI_OPTIONS_H
+#define RV_CLI_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "util/error.h"
+
+enum rv_command {
+	RV_CMD_NONE,
+	RV_CMD_RUN,
+	RV_CMD_ATTACH,
+	RV_CMD_DECODE,
+};
+
+enum rv_backend {
+	RV_BACKEND_AUTO,
+	RV_BACKEND_PT,
+	RV_BACKEND_SAMPLE,
+};
+
+enum rv_callgraph_mode {
+	RV_CALLGRAPH_DEFAULT, /* decided by the engine: see rv_callgraph_resolve */
+	RV_CALLGRAPH_FP,
+	RV_CALLGRAPH_DWARF,
+	RV_CALLGRAPH_LBR,
+};
+
+enum rv_timer_kind {
+	RV_TIMER_LOW,	 /* sampling: 1 kHz */
+	RV_TIMER_NORMAL, /* sampling: 10 kHz */
+	RV_TIMER_HIGH,	 /* sampling: kernel.perf_event_max_sample_rate */
+	RV_TIMER_SAMPLE, /* sampling at sample_hz */
+};
+
+#define RV_MAX_PIDS 1024
+#define RV_DEFAULT_OUTPUT "trace.fxt"
+
+struct rv_options {
+	enum rv_command command;
+	const char *output; /* never NULL after parsing */
+	enum rv_backend backend;
+	enum rv_timer_kind timer;
+	uint64_t sample_hz; /* RV_TIMER_SAMPLE only */
+	enum rv_callgraph_mode callgraph;
+	bool include_kernel;
+	bool multi_thread;
+	bool full_execution;
+	uint64_t snapshot_size_bytes; /* 0: the engine's default; else a power-of-two of pages */
+	const char *working_directory;
+	int verbose;
+	bool help;
+	bool version;
+
+	/* attach */
+	pid_t pids[RV_MAX_PIDS];
+	size_t nr_pids;
+
+	/* run: the command and its arguments, NULL-terminated; decode: the capture */
+	char **argv;
+	int argc;
+};
+
+/* Parses argv (argv[0] is the program, argv[1] the command). On a bad command
+ * line returns a negative code with a message that names the option and says
+ * what is accepted. --help and --version set the flags and return 0. */
+int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_error *err);
+
+/* The help text for a command (RV_CMD_NONE: the tool's overview). */
+void rv_options_print_help(enum rv_command command, FILE *out);
+
+/* Strict parsers, exposed for the tests. */
+int rv_parse_size(const char *text, uint64_t *bytes, struct rv_error *err);
+int rv_parse_pid_list(const char *text, pid_t *pids, size_t max, size_t *count,
+		      struct rv_error *err);
+int rv_parse_timer_resolution(const char *text, enum rv_timer_kind *kind, uint64_t *hz,
+			      struct rv_error *err);
+
+/* Rounds bytes up to a power-of-two number of pages (at least one page). */
+uint64_t rv_round_pow2_pages(uint64_t bytes, uint64_t page_size);
+
+const char *rv_command_name(enum rv_command command);
+
+#endif

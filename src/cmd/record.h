@@ -1,0 +1,43 @@
+/* record.h: one recording session, shared by `run` and `attach`: check the
+ * options against the machine, set up the engine around a target, record
+ * until the target exits or the user interrupts, keep the capture, render it.
+ *
+ * Not here: how the target came to be (run.c spawns, attach.c attaches).
+ */
+#ifndef RV_CMD_RECORD_H
+#define RV_CMD_RECORD_H
+
+#include <signal.h>
+
+#include "cli/options.h"
+#include "record/target.h"
+#include "write/trace_writer.h"
+
+struct rv_session {
+	const struct rv_options *opts;
+	struct rv_trace_writer *writer; /* opened before the target starts */
+	sigset_t waited_signals;	/* blocked, read through a signalfd */
+	int signal_fd;
+	char capture_dir[4096];
+	bool capture_dir_is_temporary;
+	uint64_t frequency;
+	bool dwarf;
+	uint64_t snapshot_size_bytes;
+	const char *backend_note; /* said once recording starts, e.g. why we sample */
+	int stop_signal; /* the signal that ended the recording, 0 if the target ended it */
+};
+
+/* Everything that can be refused before a target exists: option combinations
+ * the machine cannot do, the output path, the capture directory. Blocks the
+ * signals the session waits for. Prints nothing; err says what is wrong. */
+int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err);
+
+/* Records the target (a spawned child is released once recording is set
+ * up), then writes the capture and the trace. Returns 0 or a negative code
+ * with err set. */
+int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_error *err);
+
+/* Removes a temporary capture directory, closes what is open. */
+void rv_session_cleanup(struct rv_session *s);
+
+#endif

@@ -1,0 +1,138 @@
+/* render.c: capture -> decoder -> builder -> writer, then the summary; see render.h. */
+#define RV_LOG_DOMAIN "render"
+#include "cmd/render.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "decode/sample_decoder.h"
+#include "symbolize/symbolizer.h"
+#include "trace/builder.h"
+#include "util/log.h"
+
+#define TOP_FUNCTIONS 5
+
+static void human_bytes(uint64_t bytes, char *out, size_t size)
+{
+	if (bytes >= 10ull << 20)
+		snprintf(out, size, "%.0f MiB", bytes / 1048576.0);
+	else if (bytes >= 1ull << 20)
+		snprintf(out, size, "%.1f MiB", bytes / 1048576.0);
+	else if (bytes >= 1ull << 10)
+		snprintf(out, size, "%.1f KiB", bytes / 1024.0);
+	else
+		snprintf(out, size, "%llu bytes", (unsigned long long)bytes);
+}
+
+static void human_time(uint64_t ns, char *out, size_t size)
+{
+	if (ns >= 10000000000ull)
+		snprintf(out, size, "%.1f s", ns / 1e9);
+	else if (ns >= 1000000000ull)
+		snprintf(out, size, "%.3f s", ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(out, size, "%.1f ms", ns / 1e6);
+	else
+		snprintf(out, size, "%.1f us", ns / 1e3);
+}
+
+static void print_summary(const struct rv_render_options *ro, const struct rv_builder *b,
+			  const struct rv_trace_writer *w)
+{
+	struct rv_builder_stats bs;
+	struct rv_trace_writer_stats ws;
+	struct rv_function_time top[TOP_FUNCTIONS];
+	size_t nr_top = rv_builder_top_functions(b, top, TOP_FUNCTIONS);
+	uint64_t covered;
+	char span_text[32], size_text[32];
+	char cwd[4096];
+	const char *path = rv_trace_writer_path(w);
+
+	rv_builder_stats(b, &bs);
+	rv_trace_writer_stats(w, &ws);
+	covered = bs.last_time > bs.first_time ? bs.last_time - bs.first_time : 0;
+	human_time(covered, span_text, sizeof(span_text));
+	fprintf(stderr, "rearview: the trace covers %s: %llu samples", span_text,
+		(unsigned long long)bs.samples);
+	if (ro->recording_note)
+		fprintf(stderr, " (%s)", ro->recording_note);
+	fprintf(stderr, ", %llu lost, %llu thread%s\n",
+		(unsigned long long)(bs.lost > ro->lost_while_recording ? bs.lost
+									 : ro->lost_while_recording),
+		(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+	if (nr_top) {
+		fprintf(stderr, "rearview: top functions by self time:\n");
+		for (size_t i = 0; i < nr_top; i++) {
+			char t[32];
+
+			human_time(top[i].self_ns, t, sizeof(t));
+			fprintf(stderr, "  %5.1f%%  %10s  %s\n",
+				bs.self_ns ? 100.0 * (double)top[i].self_ns / (double)bs.self_ns : 0.0,
+				t, top[i].name);
+		}
+	}
+	human_bytes(ws.bytes, size_text, sizeof(size_text));
+	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		fprintf(stderr, "rearview: wrote %s/%s (%s, %llu spans)\n", cwd, path, size_text,
+			(unsigned long long)ws.spans);
+	else
+		fprintf(stderr, "rearview: wrote %s (%s, %llu spans)\n", path, size_text,
+			(unsigned long long)ws.spans);
+	fprintf(stderr, "rearview: open it in the Perfetto UI: https://ui.perfetto.dev, then "
+			"\"Open trace file\"\n");
+}
+
+int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer,
+	      struct rv_error *err)
+{
+	struct rv_symbolizer_options so = {
+		.kallsyms_path = ro->include_kernel ? "/proc/kallsyms" : NULL,
+		.want_lines = false,
+	};
+	struct rv_symbolizer *symbolizer = NULL;
+	struct rv_sample_decoder *decoder = NULL;
+	struct rv_builder *builder = NULL;
+	struct rv_event ev;
+	int ret;
+
+	ret = rv_symbolizer_new(&symbolizer, &so, err);
+	if (!ret)
+		ret = rv_sample_decoder_open(&decoder, ro->capture_path, symbolizer, err);
+	if (!ret)
+		ret = rv_builder_new(&builder, symbolizer, writer, err);
+	while (!ret) {
+		int got = rv_sample_decoder_next(decoder, &ev, err);
+
+		if (got == 0)
+			break;
+		if (got < 0) {
+			/* A damaged capture: keep what came before the damage, and say so. */
+			rv_warn("%s; the trace holds what was read before that point",
+				err->message);
+			rv_error_clear(err);
+			break;
+		}
+		ret = rv_builder_add(builder, &ev, err);
+	}
+	if (!ret)
+		ret = rv_builder_finish(builder, err);
+	if (!ret)
+		ret = rv_trace_writer_commit(writer, err);
+	if (!ret) {
+		struct rv_sample_decoder_stats ds;
+
+		rv_sample_decoder_stats(decoder, &ds);
+		if (ds.unwind_failures)
+			rv_debug("%llu of %llu samples could not be unwound past their IP",
+				 (unsigned long long)ds.unwind_failures,
+				 (unsigned long long)ds.samples);
+		print_summary(ro, builder, writer);
+	} else {
+		rv_trace_writer_abort(writer);
+	}
+	rv_builder_free(builder);
+	rv_sample_decoder_free(decoder);
+	rv_symbolizer_free(symbolizer);
+	return ret;
+}

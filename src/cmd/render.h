@@ -1,0 +1,28 @@
+/* render.h: a capture turned into a trace file, and the summary printed after
+ * it. Shared by every command that ends with a trace (run, attach, decode).
+ *
+ * Not here: recording.
+ */
+#ifndef RV_CMD_RENDER_H
+#define RV_CMD_RENDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/error.h"
+#include "write/trace_writer.h"
+
+struct rv_render_options {
+	const char *capture_path;
+	bool include_kernel; /* name kernel frames from /proc/kallsyms */
+	const char *recording_note; /* e.g. "10000 Hz on cpu-clock"; may be NULL */
+	uint64_t lost_while_recording;
+};
+
+/* Decodes the capture, builds the spans, writes and commits the trace, and
+ * prints the summary on stderr. On error the trace is aborted (nothing is left
+ * at its path). */
+int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer,
+	      struct rv_error *err);
+
+#endif

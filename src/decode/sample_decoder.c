@@ -1,0 +1,329 @@
+/* sample_decoder.c: sampling captures into stack events; see sample_decoder.h. */
+#define RV_LOG_DOMAIN "decode"
+#include "decode/sample_decoder.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/perf_data.h"
+#include "decode/unwind.h"
+#include "util/log.h"
+
+#define MAX_FRAMES 512
+#define PROT_EXEC_BIT 4
+
+struct rv_sample_decoder {
+	struct rv_perf_reader *reader;
+	struct rv_symbolizer *symbolizer;
+	struct rv_unwinder *unwinder;
+	struct rv_frame frames[MAX_FRAMES];
+	uint64_t unwound[MAX_FRAMES];
+	char name[32];
+	struct rv_sample_decoder_stats stats;
+};
+
+int rv_sample_decoder_open(struct rv_sample_decoder **out, const char *capture_path,
+			   struct rv_symbolizer *symbolizer, struct rv_error *err)
+{
+	struct rv_sample_decoder *d = calloc(1, sizeof(*d));
+	int ret;
+
+	*out = NULL;
+	if (!d)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	d->symbolizer = symbolizer;
+	ret = rv_perf_reader_open(&d->reader, capture_path, err);
+	if (ret) {
+		free(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+/* Fixed-length fields of MMAP2 and the offset of its file name. */
+struct mmap2_body {
+	uint32_t pid, tid;
+	uint64_t start, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+};
+
+static int on_mmap2(struct rv_sample_decoder *d, const struct perf_event_header *h,
+		    struct rv_error *err)
+{
+	struct mmap2_body body;
+	const char *name = (const char *)h + sizeof(*h) + sizeof(body);
+	size_t room;
+
+	if (h->size < sizeof(*h) + sizeof(body) + 1)
+		return 0;
+	memcpy(&body, (const uint8_t *)h + sizeof(*h), sizeof(body));
+	room = h->size - sizeof(*h) - sizeof(body);
+	if (strnlen(name, room) == room)
+		return 0; /* not terminated: ignore rather than read past it */
+	return rv_symbolizer_add_mapping(d->symbolizer, body.pid, body.start, body.len, body.pgoff,
+					 (body.prot & PROT_EXEC_BIT) != 0, name, err);
+}
+
+static int on_mmap(struct rv_sample_decoder *d, const struct perf_event_header *h,
+		   struct rv_error *err)
+{
+	struct {
+		uint32_t pid, tid;
+		uint64_t start, len, pgoff;
+	} body;
+	const char *name = (const char *)h + sizeof(*h) + sizeof(body);
+	size_t room;
+
+	if (h->size < sizeof(*h) + sizeof(body) + 1 ||
+	    (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
+		return 0; /* kernel text is named from kallsyms */
+	memcpy(&body, (const uint8_t *)h + sizeof(*h), sizeof(body));
+	room = h->size - sizeof(*h) - sizeof(body);
+	if (strnlen(name, room) == room)
+		return 0;
+	/* Without mmap_data, perf only reports executable mappings as MMAP. */
+	return rv_symbolizer_add_mapping(d->symbolizer, body.pid, body.start, body.len, body.pgoff,
+					 !(h->misc & PERF_RECORD_MISC_MMAP_DATA), name, err);
+}
+
+static uint64_t nominal_interval(const struct perf_event_attr *attr)
+{
+	if (attr->freq && attr->sample_freq)
+		return 1000000000ull / attr->sample_freq;
+	if (!attr->freq && attr->type == PERF_TYPE_SOFTWARE &&
+	    (attr->config == PERF_COUNT_SW_CPU_CLOCK || attr->config == PERF_COUNT_SW_TASK_CLOCK))
+		return attr->sample_period; /* clock events count nanoseconds */
+	return 1000000; /* unknown: call it a millisecond */
+}
+
+/* Splits a kernel call chain into frames: PERF_CONTEXT_* markers say whether
+ * the addresses that follow are kernel or user ones. */
+static size_t frames_from_callchain(struct rv_sample_decoder *d, const struct rv_perf_sample *s)
+{
+	size_t n = 0;
+	bool kernel = false, next_is_ip = true;
+
+	for (uint64_t i = 0; i < s->nr_callchain && n < MAX_FRAMES; i++) {
+		uint64_t addr = s->callchain[i];
+
+		if (addr >= PERF_CONTEXT_MAX) {
+			if (addr == PERF_CONTEXT_KERNEL) {
+				kernel = true;
+				next_is_ip = true;
+			} else if (addr == PERF_CONTEXT_USER) {
+				kernel = false;
+				next_is_ip = true;
+			} else {
+				/* hypervisor and guest contexts are not ours */
+				kernel = true;
+			}
+			continue;
+		}
+		d->frames[n].addr = addr;
+		d->frames[n].kernel = kernel;
+		d->frames[n].is_ip = next_is_ip;
+		next_is_ip = false;
+		n++;
+	}
+	return n;
+}
+
+/* DWARF mode: the kernel part (if any) comes from the call chain, the user part
+ * from unwinding the copied registers and stack. */
+static size_t frames_from_dwarf(struct rv_sample_decoder *d, const struct rv_perf_sample *s)
+{
+	size_t n = 0, nr_unwound = 0;
+	struct rv_unwind_input in;
+	struct rv_error ignored = { 0 };
+
+	for (uint64_t i = 0; i < s->nr_callchain && n < MAX_FRAMES; i++) {
+		uint64_t addr = s->callchain[i];
+
+		if (addr == PERF_CONTEXT_USER)
+			break;
+		if (addr >= PERF_CONTEXT_MAX)
+			continue;
+		d->frames[n].addr = addr;
+		d->frames[n].kernel = true;
+		d->frames[n].is_ip = n == 0;
+		n++;
+	}
+	if (s->regs_user_abi == PERF_SAMPLE_REGS_ABI_NONE || !s->regs_user)
+		return n; /* a kernel thread, or a sample taken in the kernel without user state */
+	if (!d->unwinder && rv_unwinder_new(&d->unwinder, d->symbolizer, &ignored))
+		return n;
+	in.pid = s->pid;
+	in.tid = s->tid;
+	in.regs_mask = s->regs_user_mask;
+	in.regs = s->regs_user;
+	in.stack = s->stack_user;
+	in.stack_size = s->stack_user_size;
+	if (rv_unwind(d->unwinder, &in, d->unwound, MAX_FRAMES - n, &nr_unwound, &ignored) ||
+	    nr_unwound <= 1)
+		d->stats.unwind_failures++;
+	for (size_t i = 0; i < nr_unwound && n < MAX_FRAMES; i++) {
+		d->frames[n].addr = d->unwound[i];
+		d->frames[n].kernel = false;
+		d->frames[n].is_ip = i == 0;
+		n++;
+	}
+	return n;
+}
+
+static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header *h,
+		     struct rv_event *ev, struct rv_error *err)
+{
+	struct rv_perf_sample s;
+	int ret = rv_perf_reader_parse_sample(d->reader, h, &s, err);
+
+	if (ret)
+		return ret;
+	if (!(s.sample_type & PERF_SAMPLE_TID) || !(s.sample_type & PERF_SAMPLE_TIME))
+		return rv_error_set(err, EINVAL,
+				    "the capture's samples carry no thread or time; record with "
+				    "rearview, or with perf record -T");
+	ev->kind = RV_EVENT_STACK_SAMPLE;
+	ev->pid = s.pid;
+	ev->tid = s.tid;
+	ev->time = s.time;
+	ev->stack.interval_ns = nominal_interval(&s.attr->attr);
+	if (s.sample_type & PERF_SAMPLE_STACK_USER)
+		ev->stack.nr_frames = frames_from_dwarf(d, &s);
+	else if (s.sample_type & PERF_SAMPLE_CALLCHAIN)
+		ev->stack.nr_frames = frames_from_callchain(d, &s);
+	else {
+		d->frames[0].addr = s.ip;
+		d->frames[0].kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+				      PERF_RECORD_MISC_KERNEL;
+		d->frames[0].is_ip = true;
+		ev->stack.nr_frames = 1;
+	}
+	ev->stack.frames = d->frames;
+	d->stats.samples++;
+	if (!d->stats.first_time || s.time < d->stats.first_time)
+		d->stats.first_time = s.time;
+	if (s.time > d->stats.last_time)
+		d->stats.last_time = s.time;
+	return 1;
+}
+
+static uint64_t record_time(const struct rv_sample_decoder *d, const struct perf_event_header *h)
+{
+	struct rv_perf_sample_id id;
+	struct rv_error ignored = { 0 };
+
+	if (rv_perf_reader_parse_sample_id(d->reader, h, &id, &ignored) || !id.valid)
+		return 0;
+	return id.time;
+}
+
+int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev,
+			   struct rv_error *err)
+{
+	struct rv_perf_record rec;
+	int ret;
+
+	for (;;) {
+		const struct perf_event_header *h;
+		const uint8_t *body;
+
+		ret = rv_perf_reader_next(d->reader, &rec, err);
+		if (ret <= 0)
+			return ret;
+		d->stats.records++;
+		h = rec.header;
+		body = (const uint8_t *)h + sizeof(*h);
+		memset(ev, 0, sizeof(*ev));
+		switch (h->type) {
+		case PERF_RECORD_SAMPLE:
+			return on_sample(d, h, ev, err);
+		case PERF_RECORD_MMAP2:
+			ret = on_mmap2(d, h, err);
+			if (ret)
+				return ret;
+			break;
+		case PERF_RECORD_MMAP:
+			ret = on_mmap(d, h, err);
+			if (ret)
+				return ret;
+			break;
+		case PERF_RECORD_COMM: {
+			size_t room;
+
+			if (h->size < sizeof(*h) + 9)
+				break;
+			memcpy(&ev->pid, body, 4);
+			memcpy(&ev->tid, body + 4, 4);
+			room = h->size - sizeof(*h) - 8;
+			if (room > sizeof(d->name) - 1)
+				room = sizeof(d->name) - 1;
+			memcpy(d->name, body + 8, room);
+			d->name[room] = '\0';
+			ev->kind = RV_EVENT_THREAD_NAME;
+			ev->time = record_time(d, h);
+			ev->thread.name = d->name;
+			return 1;
+		}
+		case PERF_RECORD_EXIT: {
+			struct {
+				uint32_t pid, ppid, tid, ptid;
+				uint64_t time;
+			} body_exit;
+
+			if (h->size < sizeof(*h) + sizeof(body_exit))
+				break;
+			memcpy(&body_exit, body, sizeof(body_exit));
+			ev->kind = RV_EVENT_THREAD_EXIT;
+			ev->pid = body_exit.pid;
+			ev->tid = body_exit.tid;
+			ev->time = body_exit.time;
+			return 1;
+		}
+		case PERF_RECORD_LOST: {
+			uint64_t id_and_lost[2];
+
+			if (h->size < sizeof(*h) + sizeof(id_and_lost))
+				break;
+			memcpy(id_and_lost, body, sizeof(id_and_lost));
+			d->stats.lost += id_and_lost[1];
+			ev->kind = RV_EVENT_LOST;
+			ev->time = record_time(d, h);
+			ev->lost.count = id_and_lost[1];
+			return 1;
+		}
+		case PERF_RECORD_LOST_SAMPLES: {
+			uint64_t lost;
+
+			if (h->size < sizeof(*h) + sizeof(lost))
+				break;
+			memcpy(&lost, body, sizeof(lost));
+			d->stats.lost += lost;
+			ev->kind = RV_EVENT_LOST;
+			ev->time = record_time(d, h);
+			ev->lost.count = lost;
+			return 1;
+		}
+		default:
+			break;
+		}
+	}
+}
+
+void rv_sample_decoder_stats(const struct rv_sample_decoder *d,
+			     struct rv_sample_decoder_stats *out)
+{
+	*out = d->stats;
+}
+
+void rv_sample_decoder_free(struct rv_sample_decoder *d)
+{
+	if (!d)
+		return;
+	rv_unwinder_free(d->unwinder);
+	rv_perf_reader_free(d->reader);
+	free(d);
+}

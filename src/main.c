@@ -1,0 +1,36 @@
+/* main.c: rearview's entry point: parse the command line, dispatch to the
+ * command, and turn a usage error into one line and exit status 2. */
+#include <stdio.h>
+
+#include "cli/options.h"
+#include "cmd/commands.h"
+#include "util/log.h"
+
+int main(int argc, char **argv)
+{
+	struct rv_options opts;
+	struct rv_error err = { 0 };
+
+	if (rv_options_parse(&opts, argc, argv, &err)) {
+		rv_error_msg("%s", err.message);
+		return 2;
+	}
+	if (opts.version) {
+		printf("rearview %s\n", RV_VERSION);
+		return 0;
+	}
+	if (opts.help) {
+		rv_options_print_help(opts.command, stdout);
+		return 0;
+	}
+	rv_log_set_verbosity(opts.verbose);
+	switch (opts.command) {
+	case RV_CMD_RUN:
+		return rv_cmd_run(&opts);
+	case RV_CMD_ATTACH:
+		return rv_cmd_attach(&opts);
+	default:
+		rv_options_print_help(RV_CMD_NONE, stderr);
+		return 2;
+	}
+}

@@ -1,0 +1,104 @@
+/* reorder.c: time-ordering of records from several rings; see reorder.h. */
+#include "record/reorder.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rv_reorder_init(struct rv_reorder *ro)
+{
+	memset(ro, 0, sizeof(*ro));
+}
+
+void rv_reorder_destroy(struct rv_reorder *ro)
+{
+	free(ro->arena);
+	free(ro->entries);
+	memset(ro, 0, sizeof(*ro));
+}
+
+int rv_reorder_push(struct rv_reorder *ro, const struct perf_event_header *rec, uint64_t time)
+{
+	struct rv_reorder_entry *e;
+
+	if (ro->arena_used + rec->size > ro->arena_cap) {
+		size_t cap = ro->arena_cap ? ro->arena_cap * 2 : 1 << 20;
+		uint8_t *grown;
+
+		while (cap < ro->arena_used + rec->size)
+			cap *= 2;
+		grown = realloc(ro->arena, cap);
+		if (!grown)
+			return -ENOMEM;
+		ro->arena = grown;
+		ro->arena_cap = cap;
+	}
+	if (ro->nr_entries == ro->cap_entries) {
+		size_t cap = ro->cap_entries ? ro->cap_entries * 2 : 4096;
+		struct rv_reorder_entry *grown = realloc(ro->entries, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		ro->entries = grown;
+		ro->cap_entries = cap;
+	}
+	e = &ro->entries[ro->nr_entries++];
+	e->time = time;
+	e->seq = ro->next_seq++;
+	e->offset = ro->arena_used;
+	e->size = rec->size;
+	memcpy(ro->arena + ro->arena_used, rec, rec->size);
+	ro->arena_used += (rec->size + 7) & ~7u;
+	return 0;
+}
+
+static int compare_entries(const void *a, const void *b)
+{
+	const struct rv_reorder_entry *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int rv_reorder_release(struct rv_reorder *ro, uint64_t before, rv_reorder_sink sink, void *ctx)
+{
+	size_t released = 0, kept_bytes = 0;
+	int ret = 0;
+
+	if (ro->nr_entries == 0)
+		return 0;
+	qsort(ro->entries, ro->nr_entries, sizeof(*ro->entries), compare_entries);
+	while (released < ro->nr_entries && ro->entries[released].time < before) {
+		const struct rv_reorder_entry *e = &ro->entries[released];
+
+		ret = sink(ctx, (const struct perf_event_header *)(const void *)(ro->arena + e->offset),
+			   e->time);
+		if (ret)
+			break;
+		released++;
+	}
+	if (released == 0)
+		return ret;
+	/* Compact what is kept to the front of the arena, in time order. */
+	if (released < ro->nr_entries) {
+		uint8_t *fresh = malloc(ro->arena_cap);
+
+		if (!fresh)
+			return -ENOMEM;
+		for (size_t i = released; i < ro->nr_entries; i++) {
+			struct rv_reorder_entry *e = &ro->entries[i];
+
+			memcpy(fresh + kept_bytes, ro->arena + e->offset, e->size);
+			e->offset = kept_bytes;
+			kept_bytes += (e->size + 7) & ~7u;
+		}
+		free(ro->arena);
+		ro->arena = fresh;
+		memmove(ro->entries, ro->entries + released,
+			(ro->nr_entries - released) * sizeof(*ro->entries));
+	}
+	ro->nr_entries -= released;
+	ro->arena_used = kept_bytes;
+	return ret;
+}

@@ -1,0 +1,843 @@
+/* sample_engine.c: per-CPU sampling events with a BPF filter, drained into a
+ * flight recorder or the capture; see sample_engine.h.
+ *
+ * Record layout: every event has sample_type IDENTIFIER|IP|TID|TIME|CPU|PERIOD|
+ * CALLCHAIN (plus REGS_USER|STACK_USER for DWARF) and sample_id_all, so each
+ * non-sample record ends with the trailer {pid,tid}{time}{cpu,res}{id}. The
+ * engine relies on exactly this layout to find times and pids quickly; the
+ * capture module parses it generally when the capture is read back.
+ */
+#define RV_LOG_DOMAIN "sample"
+#include "record/sample_engine.h"
+
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "decode/unwind.h"
+#include "record/flight_recorder.h"
+#include "record/reorder.h"
+#include "sample_filter.h"
+#include "sample_filter.skel.h"
+#include "util/log.h"
+
+#define SAMPLE_TYPE                                                                          \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |      \
+	 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
+
+/* The sample_id_all trailer for SAMPLE_TYPE. */
+struct id_trailer {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu, res;
+	uint64_t id;
+};
+
+struct ring {
+	int fd;
+	int cpu;
+	uint64_t id;
+	void *base;
+	size_t mmap_bytes;
+};
+
+/* Sideband kept whole in flight-recorder mode, in time order. */
+struct record_list {
+	uint8_t *data;
+	size_t used, cap;
+};
+
+struct rv_sample_engine {
+	struct rv_sample_config config;
+	struct perf_event_attr attr;
+	const char *clock_name;
+	struct ring *rings;
+	size_t nr_rings;
+	size_t page_size;
+	struct sample_filter_bpf *filter;
+	struct rv_reorder reorder;
+	uint64_t previous_pass_start;
+	struct rv_flight_recorder flight;
+	struct record_list sideband;
+	uint8_t *wrap_copy; /* a record split by the ring's end, made contiguous */
+	struct rv_sample_stats stats;
+	struct rv_error *sink_err; /* where sink failures are described */
+	bool started;
+};
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+			   unsigned long flags)
+{
+	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+static bool is_target(const struct rv_sample_engine *e, uint32_t pid)
+{
+	for (size_t i = 0; i < e->config.nr_pids; i++)
+		if ((uint32_t)e->config.pids[i] == pid)
+			return true;
+	return false;
+}
+
+static int libbpf_print_debug(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+
+	if (rv_log_verbosity() < 2)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	rv_debug2("libbpf: %s", line);
+	return 0;
+}
+
+static void build_attr(struct rv_sample_engine *e, bool hardware)
+{
+	struct perf_event_attr *a = &e->attr;
+	const struct rv_sample_config *c = &e->config;
+
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	if (hardware) {
+		a->type = PERF_TYPE_HARDWARE;
+		a->config = PERF_COUNT_HW_CPU_CYCLES;
+	} else {
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_CPU_CLOCK;
+	}
+	a->freq = 1;
+	a->sample_freq = c->frequency;
+	a->sample_type = SAMPLE_TYPE;
+	if (c->dwarf) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = RV_UNWIND_X86_64_REGS_MASK;
+		a->sample_stack_user = RV_DWARF_STACK_BYTES;
+		/* perf's own unwinder (perf report on the capture) needs the
+		 * read-only segments too: .eh_frame_hdr lives there. */
+		a->mmap_data = 1;
+	}
+	a->disabled = 1;
+	a->exclude_kernel = !c->include_kernel;
+	a->exclude_callchain_kernel = !c->include_kernel;
+	a->exclude_hv = 1;
+	a->exclude_idle = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->watermark = 1;
+}
+
+static size_t ring_data_pages(const struct rv_sample_config *c)
+{
+	/* A DWARF sample carries 8 KiB of stack: give each CPU room for a few
+	 * hundred of them between two drains. */
+	return c->dwarf ? 1024 : 128;
+}
+
+static int open_ring(struct rv_sample_engine *e, int cpu, struct ring *r, struct rv_error *err)
+{
+	size_t data_bytes = ring_data_pages(&e->config) * e->page_size;
+	int fd;
+
+	e->attr.wakeup_watermark = (uint32_t)(data_bytes / 4);
+	fd = perf_event_open(&e->attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r->fd = fd;
+	r->cpu = cpu;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &r->id)) {
+		int saved = errno;
+
+		close(fd);
+		return rv_error_set(err, saved, "cannot read the id of a perf event: %s",
+				    strerror(saved));
+	}
+	r->mmap_bytes = data_bytes + e->page_size;
+	r->base = mmap(NULL, r->mmap_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (r->base == MAP_FAILED) {
+		int saved = errno;
+
+		r->base = NULL;
+		close(fd);
+		return rv_error_set(err, saved,
+				    "cannot map the sample buffer of CPU %d (%zu KiB): %s; check "
+				    "ulimit -l and kernel.perf_event_mlock_kb",
+				    cpu, r->mmap_bytes / 1024, strerror(saved));
+	}
+	return 0;
+}
+
+static int explain_open_failure(int error, const struct rv_sample_engine *e, struct rv_error *err)
+{
+	if (error == EACCES || error == EPERM)
+		return rv_error_set(err, error,
+				    "not allowed to open perf events on every CPU: rearview samples "
+				    "with per-CPU events and a BPF filter, which need root (or "
+				    "CAP_PERFMON and CAP_BPF); run it as root");
+	return rv_error_set(err, error, "cannot open the %s sampling event: %s", e->clock_name,
+			    strerror(error));
+}
+
+static int open_rings(struct rv_sample_engine *e, struct rv_error *err)
+{
+	long nr_cpus = sysconf(_SC_NPROCESSORS_CONF);
+	int ret = 0;
+
+	if (nr_cpus < 1)
+		nr_cpus = 1;
+	e->rings = calloc((size_t)nr_cpus, sizeof(*e->rings));
+	if (!e->rings)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (int pass = 0; pass < 2; pass++) {
+		/* First pass: hardware cycles; if the machine has no hardware PMU
+		 * (VMs often do not), cpu-clock. */
+		bool hardware = pass == 0;
+
+		build_attr(e, hardware);
+		e->clock_name = hardware ? "cycles" : "cpu-clock";
+		for (int cpu = 0; cpu < nr_cpus; cpu++) {
+			ret = open_ring(e, cpu, &e->rings[e->nr_rings], err);
+			if (ret == -ENODEV || ret == -ENXIO) {
+				ret = 0; /* an offline CPU */
+				continue;
+			}
+			if (ret)
+				break;
+			e->nr_rings++;
+		}
+		if (!ret && e->nr_rings > 0)
+			break;
+		for (size_t i = 0; i < e->nr_rings; i++) {
+			munmap(e->rings[i].base, e->rings[i].mmap_bytes);
+			close(e->rings[i].fd);
+		}
+		e->nr_rings = 0;
+		if (hardware && (ret == -ENOENT || ret == -EOPNOTSUPP || ret == -EINVAL)) {
+			rv_debug("no hardware cycles event (%s); sampling on cpu-clock",
+				 strerror(-ret));
+			continue;
+		}
+		if (ret == 0)
+			return rv_error_set(err, ENODEV, "no online CPU could be sampled");
+		if (err->code == 0) /* perf_event_open itself failed */
+			return explain_open_failure(-ret, e, err);
+		return ret;
+	}
+	rv_debug("sampling %zu CPUs on %s at %llu Hz", e->nr_rings, e->clock_name,
+		 (unsigned long long)e->config.frequency);
+	return 0;
+}
+
+static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
+{
+	int ret, prog_fd;
+	uint8_t one = 1;
+
+	libbpf_set_print(libbpf_print_debug);
+	e->filter = sample_filter_bpf__open();
+	if (!e->filter)
+		return rv_error_set(err, errno, "cannot open the BPF sample filter: %s",
+				    strerror(errno));
+	e->filter->rodata->all_threads = e->config.all_threads;
+	ret = sample_filter_bpf__load(e->filter);
+	if (ret) {
+		if (ret == -EPERM || ret == -EACCES)
+			return rv_error_set(err, -ret,
+					    "not allowed to load BPF programs: run rearview as root "
+					    "(or with CAP_BPF and CAP_PERFMON)");
+		return rv_error_set(err, -ret,
+				    "cannot load the BPF sample filter: %s (run with -vv to see "
+				    "the verifier's log)",
+				    strerror(-ret));
+	}
+	for (size_t i = 0; i < e->config.nr_pids; i++) {
+		uint32_t pid = (uint32_t)e->config.pids[i];
+
+		ret = bpf_map__update_elem(e->filter->maps.target_processes, &pid, sizeof(pid),
+					   &one, sizeof(one), BPF_ANY);
+		if (ret)
+			return rv_error_set(err, -ret, "cannot add process %u to the BPF filter: %s",
+					    pid, strerror(-ret));
+	}
+	prog_fd = bpf_program__fd(e->filter->progs.filter_sample);
+	for (size_t i = 0; i < e->nr_rings; i++) {
+		if (ioctl(e->rings[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd))
+			return rv_error_set(err, errno,
+					    "cannot attach the BPF sample filter to CPU %d's event: "
+					    "%s",
+					    e->rings[i].cpu, strerror(errno));
+	}
+	return 0;
+}
+
+int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_config *config,
+			  struct rv_error *err)
+{
+	struct rv_sample_engine *e = calloc(1, sizeof(*e));
+	int ret;
+
+	*out = NULL;
+	if (!e)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	e->config = *config;
+	e->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	rv_reorder_init(&e->reorder);
+	e->wrap_copy = malloc(1 << 16);
+	if (!e->wrap_copy) {
+		free(e);
+		return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	if (!config->full_execution) {
+		ret = rv_flight_recorder_init(&e->flight, config->snapshot_size_bytes);
+		if (ret) {
+			rv_sample_engine_free(e);
+			return rv_error_set(err, -ret, "cannot allocate a %llu-byte flight recorder",
+					    (unsigned long long)config->snapshot_size_bytes);
+		}
+	}
+	ret = open_rings(e, err);
+	if (!ret)
+		ret = load_filter(e, err);
+	if (ret) {
+		rv_sample_engine_free(e);
+		return ret;
+	}
+	e->stats.clock_name = e->clock_name;
+	e->stats.frequency = config->frequency;
+	*out = e;
+	return 0;
+}
+
+/* ---- where records go ---- */
+
+static int list_append(struct record_list *l, const struct perf_event_header *rec)
+{
+	if (l->used + rec->size > l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 1 << 16;
+		uint8_t *grown;
+
+		while (cap < l->used + rec->size)
+			cap *= 2;
+		grown = realloc(l->data, cap);
+		if (!grown)
+			return -ENOMEM;
+		l->data = grown;
+		l->cap = cap;
+	}
+	memcpy(l->data + l->used, rec, rec->size);
+	l->used += rec->size;
+	return 0;
+}
+
+static int sink(void *ctx, const struct perf_event_header *rec, uint64_t time)
+{
+	struct rv_sample_engine *e = ctx;
+
+	if (e->config.full_execution || rec->type != PERF_RECORD_SAMPLE) {
+		if (e->config.full_execution) {
+			if (rec->type == PERF_RECORD_SAMPLE)
+				e->stats.written_samples++;
+			return rv_perf_writer_write(e->config.capture, rec, e->sink_err);
+		}
+		if (list_append(&e->sideband, rec))
+			return rv_error_set(e->sink_err, ENOMEM, "out of memory keeping sideband");
+		return 0;
+	}
+	rv_flight_recorder_push(&e->flight, rec);
+	return 0;
+}
+
+/* Sideband and samples of the targets go on; other processes' sideband (per-CPU
+ * events see every task) is dropped here. */
+static int accept_record(struct rv_sample_engine *e, const struct perf_event_header *rec)
+{
+	const uint8_t *bytes = (const uint8_t *)rec;
+	const struct id_trailer *trailer;
+	uint64_t time;
+	uint32_t pid;
+
+	if (rec->size < sizeof(*rec) + sizeof(*trailer))
+		return 0;
+	if (rec->type == PERF_RECORD_SAMPLE) {
+		/* header, identifier, ip, {pid, tid}, time */
+		memcpy(&pid, bytes + 24, sizeof(pid));
+		memcpy(&time, bytes + 32, sizeof(time));
+		e->stats.samples++;
+		return rv_reorder_push(&e->reorder, rec, time);
+	}
+	trailer = (const struct id_trailer *)(const void *)(bytes + rec->size - sizeof(*trailer));
+	switch (rec->type) {
+	case PERF_RECORD_LOST: {
+		uint64_t lost;
+
+		memcpy(&lost, bytes + 16, sizeof(lost));
+		e->stats.lost += lost;
+		break;
+	}
+	case PERF_RECORD_LOST_SAMPLES: {
+		uint64_t lost;
+
+		memcpy(&lost, bytes + 8, sizeof(lost));
+		e->stats.lost += lost;
+		break;
+	}
+	case PERF_RECORD_THROTTLE:
+		e->stats.throttled++;
+		return 0;
+	case PERF_RECORD_UNTHROTTLE:
+		return 0;
+	case PERF_RECORD_MMAP:
+		return 0; /* MMAP2 carries the same and more */
+	default:
+		/* MMAP2, COMM, FORK, EXIT, ...: the first u32 after the header is the pid. */
+		memcpy(&pid, bytes + 8, sizeof(pid));
+		if (!is_target(e, pid))
+			return 0;
+		break;
+	}
+	return rv_reorder_push(&e->reorder, rec, trailer->time);
+}
+
+static int drain_ring(struct rv_sample_engine *e, struct ring *r, struct rv_error *err)
+{
+	struct perf_event_mmap_page *page = r->base;
+	uint8_t *data = (uint8_t *)r->base + e->page_size;
+	uint64_t size = r->mmap_bytes - e->page_size;
+	uint64_t head = __atomic_load_n(&page->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = page->data_tail;
+	int ret = 0;
+
+	while (tail < head) {
+		uint64_t offset = tail % size;
+		struct perf_event_header hdr;
+		const struct perf_event_header *rec;
+
+		if (offset + sizeof(hdr) <= size) {
+			memcpy(&hdr, data + offset, sizeof(hdr));
+		} else {
+			size_t first = (size_t)(size - offset);
+
+			memcpy(&hdr, data + offset, first);
+			memcpy((uint8_t *)&hdr + first, data, sizeof(hdr) - first);
+		}
+		if (hdr.size < sizeof(hdr) || hdr.size > head - tail || (hdr.size & 7)) {
+			/* The kernel never writes this; stop trusting the ring. */
+			ret = rv_error_set(err, EIO,
+					   "corrupt record in CPU %d's sample buffer (size %u)",
+					   r->cpu, hdr.size);
+			tail = head;
+			break;
+		}
+		if (offset + hdr.size <= size) {
+			rec = (const struct perf_event_header *)(const void *)(data + offset);
+		} else {
+			size_t first = (size_t)(size - offset);
+
+			memcpy(e->wrap_copy, data + offset, first);
+			memcpy(e->wrap_copy + first, data, hdr.size - first);
+			rec = (const struct perf_event_header *)(const void *)e->wrap_copy;
+		}
+		if (accept_record(e, rec)) {
+			ret = rv_error_set(err, ENOMEM, "out of memory buffering samples");
+			tail += hdr.size;
+			break;
+		}
+		tail += hdr.size;
+	}
+	__atomic_store_n(&page->data_tail, tail, __ATOMIC_RELEASE);
+	return ret;
+}
+
+int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
+{
+	uint64_t pass_start = monotonic_ns();
+	int ret;
+
+	for (size_t i = 0; i < e->nr_rings; i++) {
+		ret = drain_ring(e, &e->rings[i], err);
+		if (ret)
+			return ret;
+	}
+	/* Everything stamped before the previous pass began has been read by now. */
+	e->sink_err = err;
+	ret = rv_reorder_release(&e->reorder, e->previous_pass_start, sink, e);
+	e->previous_pass_start = pass_start;
+	return ret;
+}
+
+size_t rv_sample_engine_pollfds(const struct rv_sample_engine *e, struct pollfd *fds, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < e->nr_rings && n < max; i++, n++) {
+		fds[n].fd = e->rings[i].fd;
+		fds[n].events = POLLIN;
+		fds[n].revents = 0;
+	}
+	return n;
+}
+
+/* ---- synthesizing what existed before recording began ---- */
+
+struct synth_buffer {
+	union {
+		struct perf_event_header header;
+		uint8_t bytes[8192];
+	};
+};
+
+static void put_trailer(struct rv_sample_engine *e, uint8_t *end, uint32_t pid, uint32_t tid,
+			uint64_t time)
+{
+	struct id_trailer t = {
+		.pid = pid, .tid = tid, .time = time, .cpu = 0, .res = 0, .id = e->rings[0].id,
+	};
+
+	memcpy(end, &t, sizeof(t));
+}
+
+static int synth_comm(struct rv_sample_engine *e, uint32_t pid, uint32_t tid, const char *comm,
+		      uint64_t time)
+{
+	struct synth_buffer b;
+	size_t len = strnlen(comm, 15) + 1;
+	size_t body = 8 + ((len + 7) & ~(size_t)7);
+
+	memset(&b, 0, sizeof(b));
+	b.header.type = PERF_RECORD_COMM;
+	b.header.size = (uint16_t)(sizeof(b.header) + body + sizeof(struct id_trailer));
+	memcpy(b.bytes + 8, &pid, 4);
+	memcpy(b.bytes + 12, &tid, 4);
+	memcpy(b.bytes + 16, comm, len - 1);
+	put_trailer(e, b.bytes + sizeof(b.header) + body, pid, tid, time);
+	return rv_reorder_push(&e->reorder, &b.header, time);
+}
+
+static uint32_t parse_prot(const char *perms)
+{
+	uint32_t prot = 0;
+
+	if (perms[0] == 'r')
+		prot |= 1; /* PROT_READ */
+	if (perms[1] == 'w')
+		prot |= 2; /* PROT_WRITE */
+	if (perms[2] == 'x')
+		prot |= 4; /* PROT_EXEC */
+	return prot;
+}
+
+static int synth_mmaps(struct rv_sample_engine *e, uint32_t pid, uint64_t time)
+{
+	char path[64], line[4096 + 256];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0; /* the process is gone; its exit will end the recording */
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, inode;
+		unsigned int major, minor;
+		char perms[8] = "";
+		int name_at = 0;
+		const char *name;
+		struct synth_buffer b;
+		size_t name_len, body;
+		uint32_t prot, flags, tid = pid;
+		uint64_t len, generation = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
+			   &major, &minor, &inode, &name_at) < 7)
+			continue;
+		name = name_at > 0 ? line + name_at : "";
+		name_len = strcspn(name, "\n");
+		/* Executable mappings always; in DWARF mode also the other
+		 * mappings of files, as mmap_data reports them live. */
+		if (perms[2] != 'x' && (!e->config.dwarf || name[0] != '/'))
+			continue;
+		if (name_len == 0) {
+			name = "//anon";
+			name_len = 6;
+		}
+		if (name_len > 4096)
+			name_len = 4096;
+		prot = parse_prot(perms);
+		flags = perms[3] == 's' ? 1 /* MAP_SHARED */ : 2 /* MAP_PRIVATE */;
+		len = end - start;
+		body = 8 + 8 * 3 + 4 * 2 + 8 * 2 + 4 * 2 + ((name_len + 1 + 7) & ~(size_t)7);
+		memset(&b, 0, sizeof(b));
+		b.header.type = PERF_RECORD_MMAP2;
+		b.header.misc = PERF_RECORD_MISC_USER;
+		if (perms[2] != 'x')
+			b.header.misc |= PERF_RECORD_MISC_MMAP_DATA;
+		b.header.size = (uint16_t)(sizeof(b.header) + body + sizeof(struct id_trailer));
+		{
+			uint8_t *p = b.bytes + 8;
+			uint64_t start64 = start, pgoff64 = pgoff, inode64 = inode;
+
+			memcpy(p, &pid, 4);
+			memcpy(p + 4, &tid, 4);
+			memcpy(p + 8, &start64, 8);
+			memcpy(p + 16, &len, 8);
+			memcpy(p + 24, &pgoff64, 8);
+			memcpy(p + 32, &major, 4);
+			memcpy(p + 36, &minor, 4);
+			memcpy(p + 40, &inode64, 8);
+			memcpy(p + 48, &generation, 8);
+			memcpy(p + 56, &prot, 4);
+			memcpy(p + 60, &flags, 4);
+			memcpy(p + 64, name, name_len);
+		}
+		put_trailer(e, b.bytes + sizeof(b.header) + body, pid, tid, time);
+		ret = rv_reorder_push(&e->reorder, &b.header, time);
+		if (ret)
+			break;
+	}
+	fclose(f);
+	return ret;
+}
+
+static int synth_threads(struct rv_sample_engine *e, uint32_t pid, uint64_t time)
+{
+	char path[64];
+	DIR *dir;
+	struct dirent *de;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir)) && !ret) {
+		char comm_path[96], comm[32] = "";
+		char *end;
+		unsigned long tid = strtoul(de->d_name, &end, 10);
+		FILE *f;
+
+		if (*end || tid == 0)
+			continue;
+		snprintf(comm_path, sizeof(comm_path), "/proc/%u/task/%lu/comm", pid, tid);
+		f = fopen(comm_path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+		ret = synth_comm(e, pid, (uint32_t)tid, comm, time);
+	}
+	closedir(dir);
+	return ret;
+}
+
+/* The kernel's text as one mapping, as perf writes it, so that perf report
+ * resolves kernel samples: "[kernel.kallsyms]_text" from _text to the end. */
+static int synth_kernel_mmap(struct rv_sample_engine *e, uint64_t time)
+{
+	struct synth_buffer b;
+	static const char name[] = "[kernel.kallsyms]_text";
+	uint64_t text = 0, len;
+	uint32_t pid = UINT32_MAX, tid = 0;
+	size_t body = 8 + 8 * 3 + sizeof(name) + 1; /* rounded to 8 below */
+	char line[512];
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, symbol[256];
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, symbol) == 3 &&
+		    !strcmp(symbol, "_text")) {
+			text = addr;
+			break;
+		}
+	}
+	fclose(f);
+	if (!text)
+		return 0; /* kptr_restrict hides addresses: nothing to map */
+	body = (body + 7) & ~(size_t)7;
+	len = UINT64_MAX - text;
+	memset(&b, 0, sizeof(b));
+	b.header.type = PERF_RECORD_MMAP;
+	b.header.misc = PERF_RECORD_MISC_KERNEL;
+	b.header.size = (uint16_t)(sizeof(b.header) + body + sizeof(struct id_trailer));
+	memcpy(b.bytes + 8, &pid, 4);
+	memcpy(b.bytes + 12, &tid, 4);
+	memcpy(b.bytes + 16, &text, 8);
+	memcpy(b.bytes + 24, &len, 8);
+	memcpy(b.bytes + 32, &text, 8);
+	memcpy(b.bytes + 40, name, sizeof(name));
+	put_trailer(e, b.bytes + sizeof(b.header) + body, pid, tid, time);
+	return rv_reorder_push(&e->reorder, &b.header, time);
+}
+
+int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err)
+{
+	uint64_t time = monotonic_ns();
+
+	for (size_t i = 0; i < e->nr_rings; i++) {
+		if (ioctl(e->rings[i].fd, PERF_EVENT_IOC_ENABLE, 0))
+			return rv_error_set(err, errno, "cannot enable sampling on CPU %d: %s",
+					    e->rings[i].cpu, strerror(errno));
+	}
+	e->started = true;
+	e->previous_pass_start = time;
+	if (e->config.include_kernel && synth_kernel_mmap(e, time))
+		return rv_error_set(err, ENOMEM, "out of memory");
+	/* After enabling, so that a mapping made in between is seen twice rather
+	 * than never. */
+	for (size_t i = 0; i < e->config.nr_pids; i++) {
+		uint32_t pid = (uint32_t)e->config.pids[i];
+
+		if (synth_threads(e, pid, time) || synth_mmaps(e, pid, time))
+			return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static void read_filter_stats(struct rv_sample_engine *e)
+{
+	int nr_cpus = libbpf_num_possible_cpus();
+	uint64_t *values;
+
+	if (!e->filter || nr_cpus <= 0)
+		return;
+	values = calloc((size_t)nr_cpus, sizeof(*values));
+	if (!values)
+		return;
+	for (uint32_t slot = 0; slot < RV_FILTER_NR_STATS; slot++) {
+		uint64_t total = 0;
+
+		if (bpf_map__lookup_elem(e->filter->maps.filter_stats, &slot, sizeof(slot), values,
+					 (size_t)nr_cpus * sizeof(*values), 0))
+			continue;
+		for (int cpu = 0; cpu < nr_cpus; cpu++)
+			total += values[cpu];
+		if (slot == RV_FILTER_KEPT)
+			e->stats.filter_kept = total;
+		else if (slot == RV_FILTER_OTHER)
+			e->stats.filter_other = total;
+		else
+			e->stats.filter_thread = total;
+	}
+	free(values);
+}
+
+/* Writes the kept sideband and the flight recorder's samples, merged by time. */
+static int write_flight(struct rv_sample_engine *e, struct rv_error *err)
+{
+	size_t side = 0, cursor = 0, visited = 0;
+	const struct perf_event_header *sample = rv_flight_recorder_next(&e->flight, &cursor,
+									 &visited);
+	int ret;
+
+	while (side < e->sideband.used || sample) {
+		const struct perf_event_header *rec = NULL;
+
+		if (side < e->sideband.used) {
+			const struct perf_event_header *sb =
+				(const void *)(e->sideband.data + side);
+			const struct id_trailer *t =
+				(const void *)((const uint8_t *)sb + sb->size - sizeof(*t));
+			uint64_t sample_time = UINT64_MAX;
+
+			if (sample)
+				memcpy(&sample_time, (const uint8_t *)sample + 32, 8);
+			if (t->time <= sample_time) {
+				rec = sb;
+				side += sb->size;
+			}
+		}
+		if (!rec) {
+			rec = sample;
+			sample = rv_flight_recorder_next(&e->flight, &cursor, &visited);
+			e->stats.written_samples++;
+		}
+		ret = rv_perf_writer_write(e->config.capture, rec, err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int rv_sample_engine_stop(struct rv_sample_engine *e, struct rv_error *err)
+{
+	int ret;
+
+	for (size_t i = 0; i < e->nr_rings; i++)
+		ioctl(e->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	ret = rv_sample_engine_drain(e, err);
+	if (ret)
+		return ret;
+	e->sink_err = err;
+	ret = rv_reorder_release(&e->reorder, UINT64_MAX, sink, e);
+	if (ret)
+		return ret;
+	read_filter_stats(e);
+	if (!e->config.full_execution) {
+		e->stats.evicted = e->flight.evicted_records;
+		ret = write_flight(e, err);
+		if (ret)
+			return ret;
+	}
+	{
+		uint64_t *ids = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*ids));
+
+		if (!ids)
+			return rv_error_set(err, ENOMEM, "out of memory");
+		for (size_t i = 0; i < e->nr_rings; i++)
+			ids[i] = e->rings[i].id;
+		ret = rv_perf_writer_add_attr(e->config.capture, &e->attr, e->clock_name, ids,
+					      e->nr_rings, err);
+		free(ids);
+	}
+	return ret;
+}
+
+void rv_sample_engine_stats(const struct rv_sample_engine *e, struct rv_sample_stats *out)
+{
+	*out = e->stats;
+}
+
+void rv_sample_engine_free(struct rv_sample_engine *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->nr_rings; i++) {
+		if (e->rings[i].base)
+			munmap(e->rings[i].base, e->rings[i].mmap_bytes);
+		close(e->rings[i].fd);
+	}
+	free(e->rings);
+	sample_filter_bpf__destroy(e->filter);
+	rv_reorder_destroy(&e->reorder);
+	rv_flight_recorder_destroy(&e->flight);
+	free(e->sideband.data);
+	free(e->wrap_copy);
+	free(e);
+}

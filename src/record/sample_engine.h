@@ -1,0 +1,79 @@
+/* sample_engine.h: the sampling engine, which records stacks on any Linux
+ * machine.
+ *
+ * One perf event per CPU samples at a fixed frequency on the best clock the
+ * machine has (hardware cycles, else cpu-clock), with call chains by frame
+ * pointers (the kernel walks them) or with a copy of registers and user stack
+ * for DWARF unwinding later. A BPF program on every event keeps only the
+ * target's samples (bpf/sample_filter.bpf.c). The per-CPU rings are drained
+ * into time order; samples go either into a flight recorder holding the last
+ * snapshot_size bytes, or, with full_execution, straight into the capture.
+ * Sideband (MMAP2, COMM, FORK, EXIT) of the target is always kept whole, and
+ * the target's existing threads and mappings are synthesized from /proc at
+ * start, as perf does, so that nothing mapped before recording is unknown.
+ *
+ * Not here: what the samples mean. The engine fills a perf.data capture.
+ */
+#ifndef RV_RECORD_SAMPLE_ENGINE_H
+#define RV_RECORD_SAMPLE_ENGINE_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "capture/perf_data.h"
+#include "util/error.h"
+
+/* Bytes of user stack copied per sample in DWARF mode. */
+#define RV_DWARF_STACK_BYTES 8192
+
+struct rv_sample_config {
+	const pid_t *pids;
+	size_t nr_pids;
+	bool all_threads;    /* --multi-thread */
+	bool include_kernel; /* kernel samples and kernel call chains */
+	bool dwarf;	     /* registers and stack instead of frame-pointer chains */
+	bool full_execution; /* keep everything instead of a flight recorder */
+	uint64_t frequency;  /* samples per second per CPU */
+	uint64_t snapshot_size_bytes; /* flight recorder capacity */
+	struct rv_perf_writer *capture;
+};
+
+struct rv_sample_stats {
+	uint64_t samples;	  /* target samples read */
+	uint64_t lost;		  /* samples the kernel could not write (ring full) */
+	uint64_t throttled;	  /* times the kernel throttled sampling */
+	uint64_t evicted;	  /* samples that aged out of the flight recorder */
+	uint64_t written_samples; /* samples in the capture */
+	uint64_t filter_kept, filter_other, filter_thread; /* the BPF filter's counts */
+	const char *clock_name;	  /* "cycles" or "cpu-clock" */
+	uint64_t frequency;
+};
+
+struct rv_sample_engine;
+
+/* Opens the events (disabled), maps their rings, loads and attaches the BPF
+ * filter. Errors say what permission or feature is missing. */
+int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_config *config,
+			  struct rv_error *err);
+
+/* Enables sampling and synthesizes the targets' threads and mappings. */
+int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err);
+
+/* File descriptors to poll for readable data (POLLIN). */
+size_t rv_sample_engine_pollfds(const struct rv_sample_engine *e, struct pollfd *fds, size_t max);
+
+/* Drains every ring once. */
+int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err);
+
+/* Disables sampling, drains what is left, and writes everything kept into the
+ * capture (which the caller then finishes). */
+int rv_sample_engine_stop(struct rv_sample_engine *e, struct rv_error *err);
+
+void rv_sample_engine_stats(const struct rv_sample_engine *e, struct rv_sample_stats *out);
+
+void rv_sample_engine_free(struct rv_sample_engine *e);
+
+#endif

@@ -1,0 +1,398 @@
+/* target.c: starting, attaching to and following target processes; see target.h. */
+#define RV_LOG_DOMAIN "target"
+#include "record/target.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* execvp's search, done up front so that "command not found" is reported by
+ * us, in words, rather than as a child that exits 127. */
+static int resolve_command(const char *name, char *path, size_t size, struct rv_error *err)
+{
+	const char *dirs = getenv("PATH");
+	int saved = ENOENT;
+
+	if (strchr(name, '/')) {
+		if (access(name, X_OK) == 0) {
+			snprintf(path, size, "%s", name);
+			return 0;
+		}
+		saved = errno;
+		if (saved == ENOENT)
+			return rv_error_set(err, ENOENT, "cannot run '%s': no such file", name);
+		return rv_error_set(err, saved, "cannot run '%s': %s", name, strerror(saved));
+	}
+	if (!dirs)
+		dirs = "/usr/local/bin:/usr/bin:/bin";
+	while (*dirs) {
+		const char *colon = strchr(dirs, ':');
+		size_t len = colon ? (size_t)(colon - dirs) : strlen(dirs);
+		struct stat st;
+
+		snprintf(path, size, "%.*s/%s", (int)len, len ? dirs : ".", name);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(path, X_OK) == 0)
+				return 0;
+			saved = EACCES;
+		}
+		dirs += len;
+		if (*dirs == ':')
+			dirs++;
+	}
+	if (saved == EACCES)
+		return rv_error_set(err, EACCES, "cannot run '%s': permission denied", name);
+	return rv_error_set(err, ENOENT,
+			    "command not found: '%s' (not in PATH; give a path such as ./%s)", name,
+			    name);
+}
+
+int rv_target_spawn(struct rv_target *t, char *const argv[], struct rv_error *err)
+{
+	char path[PATH_MAX];
+	int status, ret, errpipe[2], child_errno = 0;
+	pid_t pid;
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < sizeof(t->pidfds) / sizeof(t->pidfds[0]); i++)
+		t->pidfds[i] = -1;
+	ret = resolve_command(argv[0], path, sizeof(path), err);
+	if (ret)
+		return ret;
+	if (pipe2(errpipe, O_CLOEXEC))
+		return rv_error_set(err, errno, "cannot create a pipe: %s", strerror(errno));
+
+	pid = fork();
+	if (pid < 0) {
+		ret = errno;
+		close(errpipe[0]);
+		close(errpipe[1]);
+		return rv_error_set(err, ret, "cannot start '%s': %s", argv[0], strerror(ret));
+	}
+	if (pid == 0) {
+		/* The child: stop at exec (PTRACE_TRACEME turns a successful execve
+		 * into a SIGTRAP stop), or report why exec failed through the pipe. */
+		sigset_t none;
+
+		close(errpipe[0]);
+		/* rearview blocks the signals it waits for; the program must not
+		 * inherit that. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+			execv(path, argv);
+		child_errno = errno;
+		if (write(errpipe[1], &child_errno, sizeof(child_errno)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(errpipe[1]);
+	if (read(errpipe[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
+		close(errpipe[0]);
+		waitpid(pid, &status, 0);
+		return rv_error_set(err, child_errno, "cannot run '%s': %s", argv[0],
+				    strerror(child_errno));
+	}
+	close(errpipe[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		return rv_error_set(err, errno, "cannot wait for '%s': %s", argv[0],
+				    strerror(errno));
+	if (!WIFSTOPPED(status)) {
+		return rv_error_set(err, ECHILD, "'%s' ended before it started (status 0x%x)",
+				    argv[0], status);
+	}
+	t->pids[0] = pid;
+	t->nr_pids = 1;
+	t->spawned = true;
+	rv_debug("started '%s' as pid %d, stopped at its first instruction", path, (int)pid);
+	return 0;
+}
+
+int rv_target_release(struct rv_target *t, struct rv_error *err)
+{
+	if (!t->spawned || t->released)
+		return 0;
+	if (ptrace(PTRACE_DETACH, t->pids[0], NULL, NULL))
+		return rv_error_set(err, errno, "cannot start the traced program: %s",
+				    strerror(errno));
+	t->released = true;
+	return 0;
+}
+
+void rv_target_kill(struct rv_target *t)
+{
+	int status;
+
+	if (!t->spawned || t->exited)
+		return;
+	kill(t->pids[0], SIGKILL);
+	while (waitpid(t->pids[0], &status, 0) < 0 && errno == EINTR)
+		;
+	t->exited = true;
+	t->exit_status = status;
+}
+
+int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids,
+		     struct rv_error *err)
+{
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < sizeof(t->pidfds) / sizeof(t->pidfds[0]); i++)
+		t->pidfds[i] = -1;
+	if (nr_pids > sizeof(t->pids) / sizeof(t->pids[0]))
+		return rv_error_set(err, E2BIG, "too many processes");
+	for (size_t i = 0; i < nr_pids; i++) {
+		if (kill(pids[i], 0) && errno == ESRCH) {
+			for (size_t j = 0; j < i; j++)
+				close(t->pidfds[j]);
+			return rv_error_set(err, ESRCH,
+					    "no process with PID %d (list processes with 'ps ax', "
+					    "or run 'rearview attach' without -p to choose one)",
+					    (int)pids[i]);
+		}
+		t->pids[i] = pids[i];
+		t->pidfds[i] = open_pidfd(pids[i]);
+	}
+	t->nr_pids = nr_pids;
+	return 0;
+}
+
+bool rv_target_poll_exit(struct rv_target *t)
+{
+	int status;
+
+	if (t->exited)
+		return true;
+	if (t->spawned) {
+		pid_t r = waitpid(t->pids[0], &status, WNOHANG);
+
+		if (r == t->pids[0] && (WIFEXITED(status) || WIFSIGNALED(status))) {
+			t->exited = true;
+			t->exit_status = status;
+		}
+		return t->exited;
+	}
+	for (size_t i = 0; i < t->nr_pids; i++) {
+		if (kill(t->pids[i], 0) == 0 || errno != ESRCH) {
+			/* A zombie still answers kill(0); check its state. */
+			char path[64], state = '?';
+			FILE *f;
+
+			snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pids[i]);
+			f = fopen(path, "re");
+			if (f) {
+				int scanned = fscanf(f, "%*d (%*[^)]) %c", &state);
+
+				fclose(f);
+				if (scanned == 1 && state != 'Z' && state != 'X')
+					return false;
+			}
+		}
+	}
+	t->exited = true;
+	return true;
+}
+
+int rv_target_wait(struct rv_target *t)
+{
+	int status;
+
+	if (!t->spawned || t->exited)
+		return 0;
+	while (waitpid(t->pids[0], &status, 0) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	t->exited = true;
+	t->exit_status = status;
+	return 0;
+}
+
+int rv_exit_code_from_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+void rv_target_comm(pid_t pid, char *out, size_t size)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(out, size, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(out, (int)size, f))
+		out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+/* ---- choosing a process interactively ---- */
+
+struct process_line {
+	pid_t pid;
+	char text[256];
+};
+
+static int list_processes(struct process_line **out, size_t *count)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *de;
+	struct process_line *lines = NULL;
+	size_t n = 0, cap = 0;
+	pid_t self = getpid();
+
+	if (!proc)
+		return -errno;
+	while ((de = readdir(proc))) {
+		char path[64], cmdline[200];
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		FILE *f;
+		size_t len;
+
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		len = fread(cmdline, 1, sizeof(cmdline) - 1, f);
+		fclose(f);
+		if (len == 0)
+			continue; /* kernel threads have no command line */
+		for (size_t i = 0; i < len; i++)
+			if (cmdline[i] == '\0' || cmdline[i] == '\n')
+				cmdline[i] = ' ';
+		cmdline[len] = '\0';
+		if (n == cap) {
+			struct process_line *grown;
+
+			cap = cap ? cap * 2 : 256;
+			grown = realloc(lines, cap * sizeof(*lines));
+			if (!grown) {
+				free(lines);
+				closedir(proc);
+				return -ENOMEM;
+			}
+			lines = grown;
+		}
+		lines[n].pid = (pid_t)pid;
+		snprintf(lines[n].text, sizeof(lines[n].text), "%7ld  %s", pid, cmdline);
+		n++;
+	}
+	closedir(proc);
+	*out = lines;
+	*count = n;
+	return 0;
+}
+
+static bool have_fzf(void)
+{
+	return system("command -v fzf >/dev/null 2>&1") == 0;
+}
+
+static int pick_with_fzf(const struct process_line *lines, size_t n, pid_t *pid,
+			 struct rv_error *err)
+{
+	char tmpl[] = "/tmp/rearview-pick-XXXXXX", command[128], answer[300];
+	int fd = mkstemp(tmpl);
+	FILE *f, *result;
+	long chosen;
+
+	if (fd < 0)
+		return rv_error_set(err, errno, "cannot create a temporary file: %s",
+				    strerror(errno));
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmpl);
+		return rv_error_set(err, errno, "cannot write a temporary file");
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s\n", lines[i].text);
+	fclose(f);
+	snprintf(command, sizeof(command), "fzf --prompt='process to record> ' < %s", tmpl);
+	result = popen(command, "r");
+	if (!result || !fgets(answer, sizeof(answer), result)) {
+		if (result)
+			pclose(result);
+		unlink(tmpl);
+		return rv_error_set(err, ECANCELED, "no process chosen");
+	}
+	pclose(result);
+	unlink(tmpl);
+	chosen = strtol(answer, NULL, 10);
+	if (chosen <= 0)
+		return rv_error_set(err, ECANCELED, "no process chosen");
+	*pid = (pid_t)chosen;
+	return 0;
+}
+
+static int pick_from_list(const struct process_line *lines, size_t n, pid_t *pid,
+			  struct rv_error *err)
+{
+	char answer[64];
+	char *end;
+	long choice;
+
+	for (size_t i = 0; i < n; i++)
+		fprintf(stderr, "%4zu) %s\n", i + 1, lines[i].text);
+	fprintf(stderr, "Record which process? Enter its number (1-%zu): ", n);
+	fflush(stderr);
+	if (!fgets(answer, sizeof(answer), stdin))
+		return rv_error_set(err, ECANCELED,
+				    "no process chosen (standard input closed); use -p PID");
+	choice = strtol(answer, &end, 10);
+	if (end == answer || (*end && *end != '\n') || choice < 1 || (size_t)choice > n)
+		return rv_error_set(err, EINVAL, "'%.*s' is not a number between 1 and %zu",
+				    (int)strcspn(answer, "\n"), answer, n);
+	*pid = lines[choice - 1].pid;
+	return 0;
+}
+
+int rv_target_pick(pid_t *pid, struct rv_error *err)
+{
+	struct process_line *lines = NULL;
+	size_t n = 0;
+	int ret = list_processes(&lines, &n);
+
+	if (ret)
+		return rv_error_set(err, -ret, "cannot list processes: %s", strerror(-ret));
+	if (n == 0) {
+		free(lines);
+		return rv_error_set(err, ESRCH, "no processes to record");
+	}
+	if (isatty(STDIN_FILENO) && isatty(STDERR_FILENO) && have_fzf())
+		ret = pick_with_fzf(lines, n, pid, err);
+	else
+		ret = pick_from_list(lines, n, pid, err);
+	free(lines);
+	return ret;
+}

@@ -1,0 +1,64 @@
+/* target.h: the processes rearview records.
+ *
+ * `run` starts a command under ptrace so that it stops at its first
+ * instruction (right after execve), which lets the recorder set up before the
+ * program does anything; rv_target_release then lets it go. `attach` checks
+ * that the processes exist and can be recorded. Without -p, rv_target_pick
+ * offers the running processes to the user.
+ *
+ * Not here: recording. A target is only the processes and their lifetimes.
+ */
+#ifndef RV_RECORD_TARGET_H
+#define RV_RECORD_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "util/error.h"
+
+struct rv_target {
+	pid_t pids[1024];
+	size_t nr_pids;
+	bool spawned;	  /* started by us (run): pids[0] is our child */
+	bool released;	  /* the child was let go */
+	bool exited;	  /* every process has exited (spawned: reaped) */
+	int exit_status;  /* spawned child's wait status once exited */
+	int pidfds[1024]; /* -1 where pidfd_open is unavailable */
+};
+
+/* Starts argv[0] (searched in PATH) stopped before its first instruction.
+ * Fails cleanly, with nothing left running, when the command does not exist
+ * or cannot be executed. */
+int rv_target_spawn(struct rv_target *t, char *const argv[], struct rv_error *err);
+
+/* Lets a spawned child run. */
+int rv_target_release(struct rv_target *t, struct rv_error *err);
+
+/* Kills and reaps a spawned child that was never released (setup failed). */
+void rv_target_kill(struct rv_target *t);
+
+/* Checks that each pid exists and can be recorded, and opens pidfds to follow
+ * their exit. */
+int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids,
+		     struct rv_error *err);
+
+/* Lets the user choose a process: through fzf when it is installed and both
+ * stdin and stderr are terminals, else as a numbered list on stderr read from
+ * stdin. */
+int rv_target_pick(pid_t *pid, struct rv_error *err);
+
+/* Non-blocking check: returns true once every target process has exited
+ * (reaping a spawned child and recording its status). */
+bool rv_target_poll_exit(struct rv_target *t);
+
+/* Waits for a spawned child to exit and records its status. */
+int rv_target_wait(struct rv_target *t);
+
+/* The process's short name (comm), "?" when unknown. */
+void rv_target_comm(pid_t pid, char *out, size_t size);
+
+/* rearview's exit code for a child's wait status (the shell's convention). */
+int rv_exit_code_from_status(int status);
+
+#endif

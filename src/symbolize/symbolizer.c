@@ -1,0 +1,1054 @@
+/* symbolizer.c: addresses to names for user code and the kernel; see
+ * symbolizer.h.
+ *
+ * Per process, the executable file mappings the capture reported; on first
+ * use, a libdwfl session with one module per (file, load bias), which also
+ * finds separate .debug files and, where DEBUGINFOD_URLS is set, debuginfod.
+ * Symbol names come from a sorted per-file index (symtab.c), file and line
+ * from libdwfl, kernel names from a kallsyms table (kallsyms.c). In front of
+ * all of it, a cache by (process generation, address).
+ *
+ * This is not: an unwinder (decode/unwind.c borrows the per-process Dwfl), a
+ * reader of the capture, or thread-safe: one decoding thread owns a symbolizer.
+ */
+#define RV_LOG_DOMAIN "symbolize"
+
+#include "symbolize/symbolizer.h"
+
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/intern.h"
+#include "symbolize/kallsyms.h"
+#include "symbolize/symtab.h"
+#include "util/log.h"
+
+/* The lowest kernel address on x86-64 (the canonical high half). */
+#define KERNEL_START  0xffff800000000000ull
+#define PAGE_SIZE_X86 4096ull
+
+/* Cache keys pair an address with a generation: the kernel's, that of
+ * processes with no mappings, or one per process and per change of its
+ * mappings (so a change makes its old entries unreachable at once). */
+#define GENERATION_EMPTY	 0
+#define GENERATION_KERNEL	 1
+#define GENERATION_NO_PROCESS	 2
+#define GENERATION_FIRST_PROCESS 3
+
+#define CACHE_MIN_SLOTS 4096u
+/* 64-byte slots: at most 64 MiB of cache, then it starts again empty. */
+#define CACHE_MAX_SLOTS (1u << 20)
+
+#define FLAG_KNOWN  1
+#define FLAG_KERNEL 2
+
+enum file_state { FILE_UNKNOWN, FILE_ELF, FILE_MISSING };
+
+struct load_segment {
+	uint64_t offset, vaddr, filesz;
+	bool executable;
+};
+
+/* One file on disk, shared by every process that maps it. */
+struct file_info {
+	const char *path; /* pooled */
+	enum file_state state;
+	uint16_t e_type;
+	struct load_segment *loads;
+	size_t nr_loads;
+	struct rv_symtab *symtab; /* built on first lookup in the file */
+};
+
+/* One file at one load bias in one process: a Dwfl module. */
+struct module {
+	struct file_info *file;
+	uint64_t bias;
+	Dwfl_Module *dwmod; /* NULL until reported, or if libdwfl refused it */
+	bool reported;
+};
+
+enum mapping_kind { MAP_FILE, MAP_SPECIAL, MAP_ANON };
+
+struct mapping {
+	uint64_t start, end, pgoff;
+	const char *path;     /* pooled, as the capture named it */
+	const char *basename; /* pooled */
+	enum mapping_kind kind;
+	bool resolved;		/* file and module looked up */
+	struct file_info *file; /* MAP_FILE, once resolved */
+	struct module *module;	/* MAP_FILE of an ELF file, once resolved */
+};
+
+struct jit_symbol {
+	uint64_t start, size;
+	const char *name; /* pooled */
+};
+
+struct process {
+	uint32_t pid;
+	uint64_t generation;
+	bool cached;	      /* the cache may hold entries of this generation */
+	struct mapping *maps; /* sorted by start, not overlapping */
+	size_t nr_maps, cap_maps;
+	struct module **modules;
+	size_t nr_modules, cap_modules;
+	Dwfl *dwfl;
+	bool unresolved;	/* mappings were added since the last sync */
+	bool stale_dwfl;	/* a mapping replaced one of a reported module */
+	struct jit_symbol *jit; /* from /tmp/perf-PID.map */
+	size_t nr_jit;
+	bool jit_loaded;
+	const char *jit_module;
+};
+
+struct cache_entry {
+	uint64_t addr;
+	uint64_t generation; /* GENERATION_EMPTY: free slot */
+	const char *name, *module, *file;
+	uint64_t start, size;
+	int32_t line;
+	uint8_t flags;
+};
+
+struct rv_symbolizer {
+	bool want_lines;
+	struct rv_intern strings;
+	const char *empty, *kernel_module, *out_of_memory;
+
+	struct process **procs; /* open addressing by pid */
+	size_t cap_procs, nr_procs;
+	struct process *last_proc;
+	uint64_t next_generation;
+
+	struct file_info **files; /* open addressing by pooled path pointer */
+	size_t cap_files, nr_files;
+
+	struct cache_entry *cache;
+	size_t cap_cache, nr_cache;
+
+	struct rv_kallsyms kallsyms;
+	bool have_kallsyms;
+
+	struct rv_symbolizer_stats stats;
+};
+
+/* Offline-style callbacks: we report modules ourselves, with their biases;
+ * libdwfl looks for debug information by build ID and debuglink, then asks
+ * debuginfod when DEBUGINFOD_URLS is set. */
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static const char *pool(struct rv_symbolizer *s, const char *str)
+{
+	const char *pooled = rv_intern(&s->strings, str);
+
+	return pooled ? pooled : s->out_of_memory;
+}
+
+static const char *path_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+/* ---- processes ---- */
+
+static size_t pid_slot(uint32_t pid, size_t cap)
+{
+	return mix64(pid) & (cap - 1);
+}
+
+static struct process *find_process(struct rv_symbolizer *s, uint32_t pid)
+{
+	size_t at;
+
+	if (s->last_proc && s->last_proc->pid == pid)
+		return s->last_proc;
+	if (!s->cap_procs)
+		return NULL;
+	for (at = pid_slot(pid, s->cap_procs); s->procs[at]; at = (at + 1) & (s->cap_procs - 1)) {
+		if (s->procs[at]->pid == pid) {
+			s->last_proc = s->procs[at];
+			return s->procs[at];
+		}
+	}
+	return NULL;
+}
+
+static int grow_process_table(struct rv_symbolizer *s, size_t cap)
+{
+	struct process **procs = calloc(cap, sizeof(*procs));
+	size_t nr = 0;
+
+	if (!procs)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap_procs; i++) {
+		struct process *p = s->procs[i];
+		size_t at;
+
+		if (!p)
+			continue;
+		for (at = pid_slot(p->pid, cap); procs[at]; at = (at + 1) & (cap - 1))
+			;
+		procs[at] = p;
+		nr++;
+	}
+	free(s->procs);
+	s->procs = procs;
+	s->cap_procs = cap;
+	s->nr_procs = nr;
+	return 0;
+}
+
+static struct process *get_process(struct rv_symbolizer *s, uint32_t pid)
+{
+	struct process *p = find_process(s, pid);
+	size_t at;
+
+	if (p)
+		return p;
+	if ((s->nr_procs + 1) * 2 > s->cap_procs &&
+	    grow_process_table(s, s->cap_procs ? s->cap_procs * 2 : 64))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->generation = s->next_generation++;
+	for (at = pid_slot(pid, s->cap_procs); s->procs[at]; at = (at + 1) & (s->cap_procs - 1))
+		;
+	s->procs[at] = p;
+	s->nr_procs++;
+	return p;
+}
+
+static void free_modules(struct process *p)
+{
+	for (size_t i = 0; i < p->nr_modules; i++)
+		free(p->modules[i]);
+	p->nr_modules = 0;
+}
+
+static void free_process(struct process *p)
+{
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	free_modules(p);
+	free(p->modules);
+	free(p->maps);
+	free(p->jit);
+	free(p);
+}
+
+/* ---- files ---- */
+
+static size_t file_slot(const char *path, size_t cap)
+{
+	return mix64((uint64_t)(uintptr_t)path) & (cap - 1);
+}
+
+static struct file_info *get_file(struct rv_symbolizer *s, const char *pooled_path)
+{
+	struct file_info *f;
+	size_t at;
+
+	if (s->cap_files) {
+		for (at = file_slot(pooled_path, s->cap_files); s->files[at];
+		     at = (at + 1) & (s->cap_files - 1)) {
+			if (s->files[at]->path == pooled_path)
+				return s->files[at];
+		}
+	}
+	if ((s->nr_files + 1) * 2 > s->cap_files) {
+		size_t cap = s->cap_files ? s->cap_files * 2 : 64;
+		struct file_info **files = calloc(cap, sizeof(*files));
+
+		if (!files)
+			return NULL;
+		for (size_t i = 0; i < s->cap_files; i++) {
+			if (!s->files[i])
+				continue;
+			for (at = file_slot(s->files[i]->path, cap); files[at];
+			     at = (at + 1) & (cap - 1))
+				;
+			files[at] = s->files[i];
+		}
+		free(s->files);
+		s->files = files;
+		s->cap_files = cap;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->path = pooled_path;
+	for (at = file_slot(pooled_path, s->cap_files); s->files[at];
+	     at = (at + 1) & (s->cap_files - 1))
+		;
+	s->files[at] = f;
+	s->nr_files++;
+	return f;
+}
+
+static bool read_load_segments(struct file_info *f, Elf *elf)
+{
+	GElf_Ehdr ehdr;
+	size_t phnum;
+
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
+	    (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN) || elf_getphdrnum(elf, &phnum) != 0)
+		return false;
+	f->e_type = ehdr.e_type;
+	f->loads = calloc(phnum ? phnum : 1, sizeof(*f->loads));
+	if (!f->loads)
+		return false;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr phdr;
+
+		if (!gelf_getphdr(elf, (int)i, &phdr) || phdr.p_type != PT_LOAD || !phdr.p_filesz)
+			continue;
+		f->loads[f->nr_loads].offset = phdr.p_offset;
+		f->loads[f->nr_loads].vaddr = phdr.p_vaddr;
+		f->loads[f->nr_loads].filesz = phdr.p_filesz;
+		f->loads[f->nr_loads].executable = (phdr.p_flags & PF_X) != 0;
+		f->nr_loads++;
+	}
+	return f->nr_loads > 0;
+}
+
+/* Opens the file once to learn its type and PT_LOAD layout. */
+static void examine_file(struct rv_symbolizer *s, struct file_info *f)
+{
+	int fd;
+	Elf *elf;
+	bool ok;
+
+	if (f->state != FILE_UNKNOWN)
+		return;
+	fd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rv_debug("cannot open '%s' (%s); its addresses are named by offset", f->path,
+			 strerror(errno));
+		f->state = FILE_MISSING;
+		s->stats.missing_files++;
+		return;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	ok = elf && read_load_segments(f, elf);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (!ok) {
+		rv_debug("'%s' is not an ELF executable or library; its addresses are named by "
+			 "offset",
+			 f->path);
+		f->state = FILE_MISSING;
+		s->stats.missing_files++;
+		return;
+	}
+	f->state = FILE_ELF;
+	s->stats.modules++;
+}
+
+/* The load bias of a file mapped by m: process address minus link-time
+ * address. It comes from the PT_LOAD segment that holds the mapped file
+ * offset, which need not be the first one (text often is the second). */
+static uint64_t mapping_bias(const struct file_info *f, const struct mapping *m)
+{
+	const struct load_segment *best = NULL;
+
+	if (f->e_type == ET_EXEC)
+		return 0;
+	for (size_t i = 0; i < f->nr_loads; i++) {
+		const struct load_segment *seg = &f->loads[i];
+		uint64_t first_page = seg->offset & ~(PAGE_SIZE_X86 - 1);
+
+		if (m->pgoff < first_page || m->pgoff >= seg->offset + seg->filesz)
+			continue;
+		if (seg->executable) {
+			best = seg;
+			break;
+		}
+		if (!best)
+			best = seg;
+	}
+	/* A layout we do not understand: take file offsets for addresses. */
+	if (!best)
+		return m->start - m->pgoff;
+	return m->start + best->offset - m->pgoff - best->vaddr;
+}
+
+/* ---- mappings and the libdwfl session ---- */
+
+static struct module *get_module(struct process *p, struct file_info *f, uint64_t bias)
+{
+	struct module *mod;
+
+	for (size_t i = 0; i < p->nr_modules; i++) {
+		if (p->modules[i]->file == f && p->modules[i]->bias == bias)
+			return p->modules[i];
+	}
+	if (p->nr_modules == p->cap_modules) {
+		size_t cap = p->cap_modules ? p->cap_modules * 2 : 16;
+		struct module **grown = realloc(p->modules, cap * sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		p->modules = grown;
+		p->cap_modules = cap;
+	}
+	mod = calloc(1, sizeof(*mod));
+	if (!mod)
+		return NULL;
+	mod->file = f;
+	mod->bias = bias;
+	p->modules[p->nr_modules++] = mod;
+	return mod;
+}
+
+static void resolve_mapping(struct rv_symbolizer *s, struct process *p, struct mapping *m)
+{
+	m->resolved = true;
+	if (m->kind != MAP_FILE)
+		return;
+	m->file = get_file(s, m->path);
+	if (!m->file)
+		return;
+	examine_file(s, m->file);
+	if (m->file->state == FILE_ELF)
+		m->module = get_module(p, m->file, mapping_bias(m->file, m));
+}
+
+static void report_modules(struct process *p)
+{
+	bool pending = false;
+
+	for (size_t i = 0; i < p->nr_modules; i++)
+		pending |= !p->modules[i]->reported;
+	if (!pending)
+		return;
+	if (!p->dwfl) {
+		p->dwfl = dwfl_begin(&dwfl_callbacks);
+		if (!p->dwfl) {
+			rv_debug("pid %" PRIu32 ": cannot start a libdwfl session: %s", p->pid,
+				 dwfl_errmsg(-1));
+			return;
+		}
+	}
+	dwfl_report_begin_add(p->dwfl);
+	for (size_t i = 0; i < p->nr_modules; i++) {
+		struct module *mod = p->modules[i];
+
+		if (mod->reported)
+			continue;
+		mod->reported = true;
+		/* add_p_vaddr: the base we pass is the bias itself. */
+		mod->dwmod = dwfl_report_elf(p->dwfl, mod->file->path, mod->file->path, -1,
+					     mod->bias, true);
+		if (!mod->dwmod)
+			rv_debug("pid %" PRIu32 ": libdwfl refused '%s' at bias 0x%" PRIx64 ": %s",
+				 p->pid, mod->file->path, mod->bias, dwfl_errmsg(-1));
+	}
+	dwfl_report_end(p->dwfl, NULL, NULL);
+}
+
+/* Brings the process's modules and Dwfl up to date with its mappings. */
+static void sync_process(struct rv_symbolizer *s, struct process *p)
+{
+	if (!p->unresolved && !p->stale_dwfl)
+		return;
+	if (p->stale_dwfl) {
+		/* A module's range now belongs to another file: start over,
+		 * since libdwfl cannot take a module back out of a session. */
+		if (p->dwfl)
+			dwfl_end(p->dwfl);
+		p->dwfl = NULL;
+		free_modules(p);
+		for (size_t i = 0; i < p->nr_maps; i++) {
+			p->maps[i].resolved = false;
+			p->maps[i].module = NULL;
+		}
+	}
+	for (size_t i = 0; i < p->nr_maps; i++) {
+		if (!p->maps[i].resolved)
+			resolve_mapping(s, p, &p->maps[i]);
+	}
+	report_modules(p);
+	p->unresolved = false;
+	p->stale_dwfl = false;
+}
+
+static enum mapping_kind classify_path(const char *path)
+{
+	if (path[0] == '[')
+		return MAP_SPECIAL; /* [vdso], [vsyscall], [uprobes], ... */
+	if (!path[0] || strncmp(path, "//anon", 6) == 0 || strncmp(path, "anon_inode:", 11) == 0)
+		return MAP_ANON;
+	return MAP_FILE;
+}
+
+/* Index of the first mapping that ends above addr. */
+static size_t first_ending_above(const struct process *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nr_maps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct mapping *find_mapping(struct process *p, uint64_t addr)
+{
+	size_t i = first_ending_above(p, addr);
+
+	return i < p->nr_maps && p->maps[i].start <= addr ? &p->maps[i] : NULL;
+}
+
+static int reserve_maps(struct process *p, size_t more)
+{
+	if (p->nr_maps + more > p->cap_maps) {
+		size_t cap = p->cap_maps ? p->cap_maps * 2 : 32;
+		struct mapping *grown;
+
+		while (cap < p->nr_maps + more)
+			cap *= 2;
+		grown = realloc(p->maps, cap * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		p->maps = grown;
+		p->cap_maps = cap;
+	}
+	return 0;
+}
+
+/* Makes room for [start, end) by trimming or dropping what it overlaps. */
+static void carve_out(struct process *p, uint64_t start, uint64_t end,
+		      const struct mapping *incoming)
+{
+	size_t i = first_ending_above(p, start);
+
+	while (i < p->nr_maps && p->maps[i].start < end) {
+		struct mapping *m = &p->maps[i];
+		bool same_layout = m->path == incoming->path &&
+				   m->start - m->pgoff == incoming->start - incoming->pgoff;
+
+		if (!same_layout && m->module && m->module->reported)
+			p->stale_dwfl = true;
+		if (m->start < start && m->end > end) {
+			/* The new mapping punches a hole: keep both sides (room was reserved). */
+			struct mapping tail = *m;
+
+			tail.pgoff += end - m->start;
+			tail.start = end;
+			m->end = start;
+			memmove(&p->maps[i + 2], &p->maps[i + 1],
+				(p->nr_maps - i - 1) * sizeof(*p->maps));
+			p->maps[i + 1] = tail;
+			p->nr_maps++;
+			return;
+		}
+		if (m->start < start) {
+			m->end = start;
+			i++;
+		} else if (m->end > end) {
+			m->pgoff += end - m->start;
+			m->start = end;
+			i++;
+		} else {
+			memmove(m, m + 1, (p->nr_maps - i - 1) * sizeof(*p->maps));
+			p->nr_maps--;
+		}
+	}
+}
+
+int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t start, uint64_t len,
+			      uint64_t pgoff, bool executable, const char *path,
+			      struct rv_error *err)
+{
+	struct mapping m = { 0 };
+	struct process *p;
+	size_t at;
+
+	/* Kernel images and modules are named from kallsyms instead. */
+	if (!executable || !len || !path || start >= KERNEL_START)
+		return 0;
+	m.start = start;
+	m.end = len > KERNEL_START - start ? KERNEL_START : start + len;
+	m.pgoff = pgoff;
+	m.path = rv_intern(&s->strings, path);
+	m.basename = m.path ? rv_intern(&s->strings, path_basename(path)) : NULL;
+	p = m.basename ? get_process(s, pid) : NULL;
+	if (!p || reserve_maps(p, 2))
+		return rv_error_set(err, ENOMEM,
+				    "out of memory recording the mappings of pid %" PRIu32, pid);
+	m.kind = classify_path(path);
+	at = first_ending_above(p, m.start);
+	if (at < p->nr_maps && p->maps[at].start == m.start && p->maps[at].end == m.end &&
+	    p->maps[at].pgoff == m.pgoff && p->maps[at].path == m.path)
+		return 0; /* reported twice (synthesized, then by the kernel) */
+	carve_out(p, m.start, m.end, &m);
+	at = first_ending_above(p, m.start);
+	memmove(&p->maps[at + 1], &p->maps[at], (p->nr_maps - at) * sizeof(*p->maps));
+	p->maps[at] = m;
+	p->nr_maps++;
+	p->unresolved = true;
+	if (p->cached) {
+		p->generation = s->next_generation++;
+		p->cached = false;
+	}
+	return 0;
+}
+
+void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid)
+{
+	struct process *p = find_process(s, pid);
+	size_t mask = s->cap_procs - 1, at;
+
+	if (!p)
+		return;
+	if (s->last_proc == p)
+		s->last_proc = NULL;
+	for (at = pid_slot(pid, s->cap_procs); s->procs[at] != p; at = (at + 1) & mask)
+		;
+	s->procs[at] = NULL;
+	s->nr_procs--;
+	/* Linear probing: re-place the rest of the cluster so no chain breaks. */
+	for (size_t i = (at + 1) & mask; s->procs[i]; i = (i + 1) & mask) {
+		struct process *moved = s->procs[i];
+		size_t to;
+
+		s->procs[i] = NULL;
+		for (to = pid_slot(moved->pid, s->cap_procs); s->procs[to]; to = (to + 1) & mask)
+			;
+		s->procs[to] = moved;
+	}
+	/* Its cache entries stay behind under a generation nothing will ask for. */
+	free_process(p);
+}
+
+Dwfl *rv_symbolizer_dwfl(struct rv_symbolizer *s, uint32_t pid)
+{
+	struct process *p = find_process(s, pid);
+
+	if (!p || !p->nr_maps)
+		return NULL;
+	sync_process(s, p);
+	return p->dwfl;
+}
+
+/* ---- naming ---- */
+
+static void name_raw_address(struct rv_symbolizer *s, uint64_t addr, struct rv_symbol *out)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "0x%" PRIx64, addr);
+	out->name = pool(s, text);
+	out->start = addr;
+}
+
+static void name_by_offset(struct rv_symbolizer *s, const char *module, uint64_t offset,
+			   struct rv_symbol *out)
+{
+	size_t len = strlen(module) + 32;
+	char *text = malloc(len);
+
+	if (!text) {
+		out->name = s->out_of_memory;
+		return;
+	}
+	snprintf(text, len, "%s+0x%" PRIx64, module, offset);
+	out->name = pool(s, text);
+	free(text);
+}
+
+static int compare_jit(const void *a, const void *b)
+{
+	const struct jit_symbol *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* /tmp/perf-PID.map, written by JIT compilers: "START SIZE name" in hex. */
+static void load_jit_map(struct rv_symbolizer *s, struct process *p)
+{
+	char path[64], line[4096];
+	size_t cap = 0;
+	FILE *f;
+
+	p->jit_loaded = true;
+	snprintf(path, sizeof(path), "/tmp/perf-%" PRIu32 ".map", p->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	p->jit_module = pool(s, path_basename(path));
+	while (fgets(line, sizeof(line), f)) {
+		char *end, *name;
+		uint64_t start = strtoull(line, &end, 16), size;
+
+		if (end == line || *end != ' ')
+			continue;
+		name = end;
+		size = strtoull(name, &end, 16);
+		if (end == name || *end != ' ' || !size)
+			continue;
+		name = end + 1;
+		name[strcspn(name, "\n")] = '\0';
+		if (p->nr_jit == cap) {
+			size_t grown_cap = cap ? cap * 2 : 256;
+			struct jit_symbol *grown = realloc(p->jit, grown_cap * sizeof(*grown));
+
+			if (!grown)
+				break;
+			p->jit = grown;
+			cap = grown_cap;
+		}
+		p->jit[p->nr_jit].start = start;
+		p->jit[p->nr_jit].size = size;
+		p->jit[p->nr_jit].name = pool(s, name);
+		p->nr_jit++;
+	}
+	fclose(f);
+	qsort(p->jit, p->nr_jit, sizeof(*p->jit), compare_jit);
+	rv_debug("pid %" PRIu32 ": %zu JIT symbols from %s", p->pid, p->nr_jit, path);
+}
+
+static bool name_jit(struct rv_symbolizer *s, struct process *p, uint64_t addr,
+		     struct rv_symbol *out)
+{
+	size_t lo = 0, hi;
+
+	if (!p->jit_loaded)
+		load_jit_map(s, p);
+	hi = p->nr_jit;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->jit[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr - p->jit[lo - 1].start >= p->jit[lo - 1].size)
+		return false;
+	out->name = p->jit[lo - 1].name;
+	out->module = p->jit_module;
+	out->start = p->jit[lo - 1].start;
+	out->size = p->jit[lo - 1].size;
+	out->known = true;
+	return true;
+}
+
+static struct rv_symtab *module_symtab(struct module *mod)
+{
+	struct file_info *f = mod->file;
+
+	if (!f->symtab && mod->dwmod && rv_symtab_build(&f->symtab, mod->dwmod, mod->bias))
+		rv_debug("out of memory indexing the symbols of '%s'", f->path);
+	return f->symtab;
+}
+
+static const char *display_name(struct rv_symbolizer *s, const struct rv_symtab *t,
+				struct rv_symtab_entry *e)
+{
+	if (!e->display) {
+		const char *raw = rv_symtab_raw_name(t, e);
+		char *readable = rv_demangle(raw);
+		const char *pooled = rv_intern(&s->strings, readable ? readable : raw);
+
+		free(readable);
+		if (!pooled)
+			return s->out_of_memory;
+		e->display = pooled;
+	}
+	return e->display;
+}
+
+static void add_source_line(struct rv_symbolizer *s, Dwfl_Module *dwmod, uint64_t addr,
+			    struct rv_symbol *out)
+{
+	Dwfl_Line *line = dwfl_module_getsrc(dwmod, addr);
+	const char *file;
+	int lineno = 0;
+
+	if (!line)
+		return;
+	file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+	if (!file)
+		return;
+	out->file = rv_intern(&s->strings, file);
+	out->line = out->file ? lineno : 0;
+}
+
+static void resolve_user(struct rv_symbolizer *s, struct process *p, uint64_t addr,
+			 struct rv_symbol *out)
+{
+	struct rv_symtab_entry *entry = NULL;
+	struct rv_symtab *table = NULL;
+	struct mapping *m;
+	struct module *mod;
+
+	if (!p)
+		return name_raw_address(s, addr, out);
+	sync_process(s, p);
+	m = find_mapping(p, addr);
+	if (!m || m->kind == MAP_ANON) {
+		if (!name_jit(s, p, addr, out))
+			name_raw_address(s, addr, out);
+		return;
+	}
+	out->module = m->basename;
+	mod = m->module;
+	if (mod)
+		table = module_symtab(mod);
+	if (table)
+		entry = rv_symtab_find(table, addr - mod->bias);
+	if (entry) {
+		out->name = display_name(s, table, entry);
+		out->start = entry->addr + mod->bias;
+		out->size = entry->size;
+		out->known = true;
+	} else {
+		name_by_offset(s, m->basename, addr - m->start + m->pgoff, out);
+	}
+	if (s->want_lines && mod && mod->dwmod)
+		add_source_line(s, mod->dwmod, addr, out);
+}
+
+static void resolve_kernel(struct rv_symbolizer *s, uint64_t addr, struct rv_symbol *out)
+{
+	struct rv_ksym *sym = s->have_kallsyms ? rv_kallsyms_find(&s->kallsyms, addr) : NULL;
+
+	out->kernel = true;
+	out->module = s->kernel_module;
+	if (!sym)
+		return name_raw_address(s, addr, out);
+	if (!sym->display)
+		sym->display = rv_intern(&s->strings, sym->name);
+	out->name = sym->display ? sym->display : s->out_of_memory;
+	out->start = sym->addr;
+	out->size = sym->size;
+	out->known = true;
+}
+
+/* ---- the cache ---- */
+
+static size_t cache_slot(uint64_t generation, uint64_t addr, size_t cap)
+{
+	return mix64(addr ^ (generation * 0x9e3779b97f4a7c15ull)) & (cap - 1);
+}
+
+static struct cache_entry *cache_find(struct rv_symbolizer *s, uint64_t generation, uint64_t addr)
+{
+	size_t at;
+
+	if (!s->cap_cache)
+		return NULL;
+	for (at = cache_slot(generation, addr, s->cap_cache); s->cache[at].generation;
+	     at = (at + 1) & (s->cap_cache - 1)) {
+		if (s->cache[at].addr == addr && s->cache[at].generation == generation)
+			return &s->cache[at];
+	}
+	return NULL;
+}
+
+static void cache_clear(struct rv_symbolizer *s)
+{
+	memset(s->cache, 0, s->cap_cache * sizeof(*s->cache));
+	s->nr_cache = 0;
+	for (size_t i = 0; i < s->cap_procs; i++) {
+		if (s->procs[i])
+			s->procs[i]->cached = false;
+	}
+}
+
+static bool cache_make_room(struct rv_symbolizer *s)
+{
+	struct cache_entry *fresh;
+	size_t cap;
+
+	if ((s->nr_cache + 1) * 2 <= s->cap_cache)
+		return true;
+	if (s->cap_cache >= CACHE_MAX_SLOTS) {
+		cache_clear(s);
+		return true;
+	}
+	cap = s->cap_cache ? s->cap_cache * 2 : CACHE_MIN_SLOTS;
+	fresh = calloc(cap, sizeof(*fresh));
+	if (!fresh) {
+		if (s->cap_cache)
+			cache_clear(s);
+		return s->cap_cache != 0;
+	}
+	for (size_t i = 0; i < s->cap_cache; i++) {
+		const struct cache_entry *e = &s->cache[i];
+		size_t at;
+
+		if (!e->generation)
+			continue;
+		for (at = cache_slot(e->generation, e->addr, cap); fresh[at].generation;
+		     at = (at + 1) & (cap - 1))
+			;
+		fresh[at] = *e;
+	}
+	free(s->cache);
+	s->cache = fresh;
+	s->cap_cache = cap;
+	return true;
+}
+
+static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t addr,
+			 const struct rv_symbol *sym)
+{
+	struct cache_entry *e;
+	size_t at;
+
+	if (!cache_make_room(s))
+		return;
+	for (at = cache_slot(generation, addr, s->cap_cache); s->cache[at].generation;
+	     at = (at + 1) & (s->cap_cache - 1))
+		;
+	e = &s->cache[at];
+	e->addr = addr;
+	e->generation = generation;
+	e->name = sym->name;
+	e->module = sym->module;
+	e->file = sym->file;
+	e->start = sym->start;
+	e->size = sym->size;
+	e->line = sym->line;
+	e->flags = (sym->known ? FLAG_KNOWN : 0) | (sym->kernel ? FLAG_KERNEL : 0);
+	s->nr_cache++;
+}
+
+void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
+			  struct rv_symbol *out)
+{
+	struct process *p = NULL;
+	const struct cache_entry *hit;
+	uint64_t generation;
+
+	s->stats.lookups++;
+	if (addr >= KERNEL_START) {
+		generation = GENERATION_KERNEL;
+	} else {
+		p = find_process(s, pid);
+		generation = p ? p->generation : GENERATION_NO_PROCESS;
+	}
+	hit = cache_find(s, generation, addr);
+	if (hit) {
+		s->stats.cache_hits++;
+		out->name = hit->name;
+		out->module = hit->module;
+		out->file = hit->file;
+		out->line = hit->line;
+		out->start = hit->start;
+		out->size = hit->size;
+		out->known = hit->flags & FLAG_KNOWN;
+		out->kernel = hit->flags & FLAG_KERNEL;
+		return;
+	}
+	out->module = s->empty;
+	out->file = NULL;
+	out->line = 0;
+	out->start = addr;
+	out->size = 0;
+	out->known = false;
+	out->kernel = false;
+	if (generation == GENERATION_KERNEL)
+		resolve_kernel(s, addr, out);
+	else
+		resolve_user(s, p, addr, out);
+	if (p)
+		p->cached = true;
+	cache_insert(s, generation, addr, out);
+}
+
+/* ---- life cycle ---- */
+
+int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_options *options,
+		      struct rv_error *err)
+{
+	struct rv_symbolizer *s = calloc(1, sizeof(*s));
+	int ret;
+
+	*out = NULL;
+	if (!s)
+		return rv_error_set(err, ENOMEM, "out of memory creating the symbolizer");
+	rv_intern_init(&s->strings);
+	s->next_generation = GENERATION_FIRST_PROCESS;
+	s->want_lines = options && options->want_lines;
+	s->empty = rv_intern(&s->strings, "");
+	s->kernel_module = rv_intern(&s->strings, "[kernel.kallsyms]");
+	s->out_of_memory = rv_intern(&s->strings, "[out of memory]");
+	if (!s->empty || !s->kernel_module || !s->out_of_memory) {
+		rv_symbolizer_free(s);
+		return rv_error_set(err, ENOMEM, "out of memory creating the symbolizer");
+	}
+	elf_version(EV_CURRENT);
+	if (options && options->kallsyms_path) {
+		ret = rv_kallsyms_load(&s->kallsyms, options->kallsyms_path, err);
+		if (ret) {
+			rv_symbolizer_free(s);
+			return ret;
+		}
+		s->have_kallsyms = true;
+		s->stats.kernel_symbols = s->kallsyms.nr;
+	}
+	*out = s;
+	return 0;
+}
+
+void rv_symbolizer_stats(const struct rv_symbolizer *s, struct rv_symbolizer_stats *out)
+{
+	*out = s->stats;
+}
+
+void rv_symbolizer_free(struct rv_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->cap_procs; i++) {
+		if (s->procs[i])
+			free_process(s->procs[i]);
+	}
+	free(s->procs);
+	for (size_t i = 0; i < s->cap_files; i++) {
+		if (!s->files[i])
+			continue;
+		rv_symtab_free(s->files[i]->symtab);
+		free(s->files[i]->loads);
+		free(s->files[i]);
+	}
+	free(s->files);
+	free(s->cache);
+	rv_kallsyms_free(&s->kallsyms);
+	rv_intern_free(&s->strings);
+	free(s);
+}

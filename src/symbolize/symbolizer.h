@@ -1,0 +1,88 @@
+/* symbolizer.h: addresses to function names, for user code (elfutils libdwfl
+ * over the mappings the capture recorded) and for the kernel (/proc/kallsyms
+ * or a copy of it).
+ *
+ * The caller reports each process's file mappings as the capture lists them
+ * (MMAP2 records, synthesized ones included); lookups then go through a cache
+ * by (pid, address), because the trace builder asks for the same addresses
+ * constantly. Names are demangled (C++ and Rust legacy mangling; Rust's hash
+ * suffix is dropped). Where no symbol covers an address, the result still
+ * names something useful: "module+0xOFFSET" when a mapping covers it, or
+ * "0xADDRESS" otherwise, with `known` false.
+ *
+ * Every string returned is owned by the symbolizer and lives until it is freed,
+ * so callers may keep and compare the pointers (same function, same pointer).
+ *
+ * This module is not: an unwinder (see decode/unwind.h, which borrows the
+ * per-process Dwfl) nor a reader of the capture.
+ */
+#ifndef RV_SYMBOLIZE_SYMBOLIZER_H
+#define RV_SYMBOLIZE_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef struct Dwfl Dwfl;
+
+struct rv_symbolizer_options {
+	/* Path of a kallsyms file for kernel addresses; NULL: no kernel symbols.
+	 * The caller passes "/proc/kallsyms" when the kernel is in scope. */
+	const char *kallsyms_path;
+	/* Look up DWARF file and line for each symbol (costs time on first lookup). */
+	bool want_lines;
+};
+
+struct rv_symbol {
+	const char *name;   /* demangled; never NULL */
+	const char *module; /* file name of the DSO, "[kernel.kallsyms]", or "" */
+	const char *file;   /* source file (want_lines and DWARF present), else NULL */
+	int line;	    /* source line, 0 if unknown */
+	uint64_t start;	    /* address of the function's first byte; the address itself when !known */
+	uint64_t size;	    /* function size in bytes, 0 if unknown */
+	bool known;	    /* a symbol covers the address */
+	bool kernel;	    /* the address is a kernel address */
+};
+
+struct rv_symbolizer;
+
+int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_options *options,
+		      struct rv_error *err);
+
+/* A file mapping of process pid: [start, start+len) maps `path` from file
+ * offset pgoff. Only executable mappings matter; others may be passed and are
+ * ignored. Mappings of files that cannot be opened (deleted, missing) are kept
+ * so their addresses are named after the file. Fails only on allocation
+ * failure. "[vdso]" and other special names are accepted as names. */
+int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t start, uint64_t len,
+			      uint64_t pgoff, bool executable, const char *path,
+			      struct rv_error *err);
+
+/* Forgets process pid's mappings (exec replaced its image). */
+void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid);
+
+/* Names addr in process pid. Kernel addresses (high half) use kallsyms. */
+void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
+			  struct rv_symbol *out);
+
+/* The libdwfl session holding process pid's modules (created on first use),
+ * for the DWARF unwinder; NULL when pid has no mappings. */
+Dwfl *rv_symbolizer_dwfl(struct rv_symbolizer *s, uint32_t pid);
+
+struct rv_symbolizer_stats {
+	uint64_t lookups, cache_hits;
+	uint64_t modules;	/* ELF files opened */
+	uint64_t missing_files; /* mapped files that could not be opened */
+	uint64_t kernel_symbols;
+};
+
+void rv_symbolizer_stats(const struct rv_symbolizer *s, struct rv_symbolizer_stats *out);
+
+void rv_symbolizer_free(struct rv_symbolizer *s);
+
+/* Demangles C++ (_Z...) and Rust legacy (_ZN...17h<hash>E) names into a
+ * malloc'd string with the Rust hash dropped; NULL if name is not mangled. */
+char *rv_demangle(const char *name);
+
+#endif

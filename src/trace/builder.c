@@ -1,0 +1,470 @@
+/* builder.c: stacks to spans; see builder.h. */
+#define RV_LOG_DOMAIN "builder"
+#include "trace/builder.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+struct pending_span {
+	const char *name;
+	uint64_t begin, end;
+};
+
+struct open_frame {
+	uint64_t identity; /* the function's start address (or the address itself) */
+	const char *name;
+	uint64_t begin;
+	/* Closed descendants that began when this frame did, in the order they
+	 * must be written after it. */
+	struct pending_span *held;
+	size_t nr_held, cap_held;
+};
+
+struct thread_state {
+	uint32_t pid, tid;
+	bool used;    /* the hash slot is taken */
+	bool named;   /* the track's current name has been written */
+	bool counted; /* counted in stats.threads */
+	char name[32];
+	struct open_frame *stack;
+	size_t depth, cap;
+	uint64_t last_time;     /* of the last sample */
+	uint64_t last_interval;
+	const char *last_leaf;  /* leaf function of the last sample, for self time */
+	bool has_sample;
+};
+
+struct self_time_slot {
+	const char *name;
+	uint64_t ns;
+};
+
+struct rv_builder {
+	struct rv_symbolizer *symbolizer;
+	struct rv_trace_writer *writer;
+	struct thread_state *threads;
+	size_t nr_threads, cap_threads; /* open addressing, cap a power of two */
+	struct self_time_slot *self;
+	size_t nr_self, cap_self;
+	uint64_t base;			     /* the trace's zero on the capture clock */
+	bool have_base;
+	struct rv_builder_stats stats;
+	/* the current sample's functions, root first */
+	struct {
+		uint64_t identity;
+		const char *name;
+	} *path;
+	size_t cap_path;
+};
+
+static size_t hash_u64(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	return (size_t)v;
+}
+
+int rv_builder_new(struct rv_builder **out, struct rv_symbolizer *symbolizer,
+		   struct rv_trace_writer *writer, struct rv_error *err)
+{
+	struct rv_builder *b = calloc(1, sizeof(*b));
+
+	*out = NULL;
+	if (!b)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	b->symbolizer = symbolizer;
+	b->writer = writer;
+	b->cap_threads = 64;
+	b->threads = calloc(b->cap_threads, sizeof(*b->threads));
+	b->cap_self = 1024;
+	b->self = calloc(b->cap_self, sizeof(*b->self));
+	if (!b->threads || !b->self) {
+		rv_builder_free(b);
+		return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	*out = b;
+	return 0;
+}
+
+/* ---- tables ---- */
+
+static struct thread_state *find_slot(struct thread_state *table, size_t cap, uint32_t tid)
+{
+	size_t i = hash_u64(tid) & (cap - 1);
+
+	while (table[i].used && table[i].tid != tid)
+		i = (i + 1) & (cap - 1);
+	return &table[i];
+}
+
+static struct thread_state *thread_for(struct rv_builder *b, uint32_t pid, uint32_t tid)
+{
+	struct thread_state *t = find_slot(b->threads, b->cap_threads, tid);
+
+	if (t->used)
+		return t;
+	if ((b->nr_threads + 1) * 2 > b->cap_threads) {
+		size_t cap = b->cap_threads * 2;
+		struct thread_state *grown = calloc(cap, sizeof(*grown));
+
+		if (!grown)
+			return NULL;
+		for (size_t i = 0; i < b->cap_threads; i++)
+			if (b->threads[i].used)
+				*find_slot(grown, cap, b->threads[i].tid) = b->threads[i];
+		free(b->threads);
+		b->threads = grown;
+		b->cap_threads = cap;
+		t = find_slot(b->threads, b->cap_threads, tid);
+	}
+	memset(t, 0, sizeof(*t));
+	t->used = true;
+	t->pid = pid;
+	t->tid = tid;
+	b->nr_threads++;
+	return t;
+}
+
+static int add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
+{
+	size_t i;
+
+	if ((b->nr_self + 1) * 2 > b->cap_self) {
+		size_t cap = b->cap_self * 2;
+		struct self_time_slot *grown = calloc(cap, sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		for (size_t j = 0; j < b->cap_self; j++) {
+			if (!b->self[j].name)
+				continue;
+			i = hash_u64((uintptr_t)b->self[j].name) & (cap - 1);
+			while (grown[i].name)
+				i = (i + 1) & (cap - 1);
+			grown[i] = b->self[j];
+		}
+		free(b->self);
+		b->self = grown;
+		b->cap_self = cap;
+	}
+	i = hash_u64((uintptr_t)name) & (b->cap_self - 1);
+	while (b->self[i].name && b->self[i].name != name)
+		i = (i + 1) & (b->cap_self - 1);
+	if (!b->self[i].name) {
+		b->self[i].name = name;
+		b->nr_self++;
+	}
+	b->self[i].ns += ns;
+	b->stats.self_ns += ns;
+	return 0;
+}
+
+/* ---- writing spans ---- */
+
+static uint64_t rel(const struct rv_builder *b, uint64_t time)
+{
+	return time > b->base ? time - b->base : 0;
+}
+
+static int ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
+{
+	char track[96];
+	int ret;
+
+	if (t->named)
+		return 0;
+	if (!t->name[0] && t->tid != t->pid) {
+		/* A new thread carries its process's name until it renames itself
+		 * (the kernel reports COMM only for exec and renames). */
+		struct thread_state *main_thread = find_slot(b->threads, b->cap_threads, t->pid);
+
+		if (main_thread->used)
+			snprintf(t->name, sizeof(t->name), "%s", main_thread->name);
+	}
+	snprintf(track, sizeof(track), "%s [%u/%u]", t->name[0] ? t->name : "?", t->pid, t->tid);
+	if (t->pid == t->tid) {
+		ret = rv_trace_writer_process(b->writer, t->pid, t->name[0] ? t->name : "?", err);
+		if (ret)
+			return ret;
+	}
+	ret = rv_trace_writer_thread(b->writer, t->pid, t->tid, track, err);
+	if (ret)
+		return ret;
+	t->named = true;
+	if (!t->counted) {
+		t->counted = true;
+		b->stats.threads++;
+	}
+	return 0;
+}
+
+static int write_span(struct rv_builder *b, const struct thread_state *t, const char *name,
+		      uint64_t begin, uint64_t end, struct rv_error *err)
+{
+	b->stats.spans++;
+	return rv_trace_writer_span(b->writer, t->pid, t->tid, name, rel(b, begin), rel(b, end),
+				    NULL, 0, err);
+}
+
+static int hold(struct open_frame *parent, const char *name, uint64_t begin, uint64_t end)
+{
+	if (parent->nr_held == parent->cap_held) {
+		size_t cap = parent->cap_held ? parent->cap_held * 2 : 4;
+		struct pending_span *grown = realloc(parent->held, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		parent->held = grown;
+		parent->cap_held = cap;
+	}
+	parent->held[parent->nr_held++] = (struct pending_span){ name, begin, end };
+	return 0;
+}
+
+/* Ends the top frame of t at `end`. */
+static int close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
+		     struct rv_error *err)
+{
+	struct open_frame *f = &t->stack[--t->depth];
+	struct open_frame *parent = t->depth ? &t->stack[t->depth - 1] : NULL;
+	int ret = 0;
+
+	if (parent && parent->begin == f->begin) {
+		/* The parent is written later with the same begin time: hold this
+		 * span (and what it held) until then, in the same order. */
+		ret = hold(parent, f->name, f->begin, end);
+		for (size_t i = 0; !ret && i < f->nr_held; i++)
+			ret = hold(parent, f->held[i].name, f->held[i].begin, f->held[i].end);
+		if (ret)
+			ret = rv_error_set(err, ENOMEM, "out of memory");
+	} else {
+		ret = write_span(b, t, f->name, f->begin, end, err);
+		for (size_t i = 0; !ret && i < f->nr_held; i++)
+			ret = write_span(b, t, f->held[i].name, f->held[i].begin, f->held[i].end,
+					 err);
+	}
+	f->nr_held = 0;
+	return ret;
+}
+
+static int push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin)
+{
+	struct open_frame *f;
+
+	if (t->depth == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 32;
+		struct open_frame *grown = realloc(t->stack, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		memset(grown + t->cap, 0, (cap - t->cap) * sizeof(*grown));
+		t->stack = grown;
+		t->cap = cap;
+	}
+	f = &t->stack[t->depth++];
+	f->identity = identity;
+	f->name = name;
+	f->begin = begin;
+	f->nr_held = 0;
+	return 0;
+}
+
+/* Closes the thread's last sample: its leaf gets the time until this sample
+ * as self time. A gap of more than twice the nominal interval means the thread
+ * was off the CPU (sampling only sees running threads), so then only the
+ * nominal interval counts: self time is time on the CPU. */
+static int account_previous(struct rv_builder *b, struct thread_state *t, uint64_t now)
+{
+	uint64_t elapsed;
+
+	if (!t->has_sample || !t->last_leaf)
+		return 0;
+	elapsed = now > t->last_time ? now - t->last_time : 0;
+	if (elapsed > 2 * t->last_interval)
+		elapsed = t->last_interval;
+	return add_self_time(b, t->last_leaf, elapsed);
+}
+
+static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
+{
+	struct thread_state *t = thread_for(b, ev->pid, ev->tid);
+	size_t n = ev->stack.nr_frames, common = 0;
+	int ret;
+
+	if (!t)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	ret = ensure_track(b, t, err);
+	if (ret)
+		return ret;
+	if (n > b->cap_path) {
+		void *grown = realloc(b->path, n * sizeof(*b->path));
+
+		if (!grown)
+			return rv_error_set(err, ENOMEM, "out of memory");
+		b->path = grown;
+		b->cap_path = n;
+	}
+	/* Name the frames, root first. */
+	for (size_t i = 0; i < n; i++) {
+		const struct rv_frame *f = &ev->stack.frames[n - 1 - i];
+		uint64_t lookup = f->is_ip || f->addr == 0 ? f->addr : f->addr - 1;
+		struct rv_symbol sym;
+
+		rv_symbolizer_lookup(b->symbolizer, ev->pid, lookup, &sym);
+		b->path[i].identity = sym.known ? sym.start : f->addr;
+		b->path[i].name = sym.name;
+	}
+	while (common < n && common < t->depth && t->stack[common].identity == b->path[common].identity)
+		common++;
+	while (t->depth > common) {
+		ret = close_top(b, t, ev->time, err);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = common; i < n; i++) {
+		if (push_frame(t, b->path[i].identity, b->path[i].name, ev->time))
+			return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	if (account_previous(b, t, ev->time))
+		return rv_error_set(err, ENOMEM, "out of memory");
+	t->has_sample = true;
+	t->last_time = ev->time;
+	t->last_interval = ev->stack.interval_ns;
+	t->last_leaf = n ? b->path[n - 1].name : NULL;
+	b->stats.samples++;
+	if (ev->time > b->stats.last_time)
+		b->stats.last_time = ev->time;
+	return 0;
+}
+
+static int end_thread(struct rv_builder *b, struct thread_state *t, uint64_t end,
+		      struct rv_error *err)
+{
+	int ret;
+
+	if (t->has_sample) {
+		if (account_previous(b, t, end))
+			return rv_error_set(err, ENOMEM, "out of memory");
+		if (end > b->stats.last_time)
+			b->stats.last_time = end;
+	}
+	while (t->depth) {
+		ret = close_top(b, t, end, err);
+		if (ret)
+			return ret;
+	}
+	t->has_sample = false;
+	t->last_leaf = NULL;
+	return 0;
+}
+
+int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
+{
+	struct thread_state *t;
+
+	if (!b->have_base && ev->kind == RV_EVENT_STACK_SAMPLE) {
+		b->base = ev->time;
+		b->have_base = true;
+		b->stats.first_time = ev->time;
+	}
+	switch (ev->kind) {
+	case RV_EVENT_STACK_SAMPLE:
+		return on_stack(b, ev, err);
+	case RV_EVENT_THREAD_NAME:
+		t = thread_for(b, ev->pid, ev->tid);
+		if (!t)
+			return rv_error_set(err, ENOMEM, "out of memory");
+		if (strcmp(t->name, ev->thread.name)) {
+			snprintf(t->name, sizeof(t->name), "%s", ev->thread.name);
+			t->named = false; /* rename the track if it was already written */
+			if (t->counted)
+				return ensure_track(b, t, err);
+		}
+		return 0;
+	case RV_EVENT_THREAD_EXIT:
+		t = find_slot(b->threads, b->cap_threads, ev->tid);
+		if (!t->used || !t->has_sample)
+			return 0;
+		/* The thread ran until it exited, or at least through its last sample. */
+		return end_thread(b, t,
+				  ev->time > t->last_time ? ev->time
+							  : t->last_time + t->last_interval,
+				  err);
+	case RV_EVENT_LOST:
+		b->stats.lost += ev->lost.count;
+		return 0;
+	}
+	return 0;
+}
+
+int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
+{
+	for (size_t i = 0; i < b->cap_threads; i++) {
+		struct thread_state *t = &b->threads[i];
+		int ret;
+
+		if (!t->used || !t->has_sample)
+			continue;
+		ret = end_thread(b, t, t->last_time + t->last_interval, err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out)
+{
+	*out = b->stats;
+}
+
+static int compare_self(const void *x, const void *y)
+{
+	const struct rv_function_time *a = x, *c = y;
+
+	if (a->self_ns != c->self_ns)
+		return a->self_ns > c->self_ns ? -1 : 1;
+	return strcmp(a->name, c->name);
+}
+
+size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_function_time *out,
+				size_t n)
+{
+	struct rv_function_time *all = malloc((b->nr_self ? b->nr_self : 1) * sizeof(*all));
+	size_t count = 0;
+
+	if (!all)
+		return 0;
+	for (size_t i = 0; i < b->cap_self; i++)
+		if (b->self[i].name)
+			all[count++] = (struct rv_function_time){ b->self[i].name, b->self[i].ns };
+	qsort(all, count, sizeof(*all), compare_self);
+	if (count > n)
+		count = n;
+	memcpy(out, all, count * sizeof(*out));
+	free(all);
+	return count;
+}
+
+void rv_builder_free(struct rv_builder *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; b->threads && i < b->cap_threads; i++) {
+		struct thread_state *t = &b->threads[i];
+
+		if (!t->used)
+			continue;
+		for (size_t j = 0; j < t->cap; j++)
+			free(t->stack[j].held);
+		free(t->stack);
+	}
+	free(b->threads);
+	free(b->self);
+	free(b->path);
+	free(b);
+}

@@ -1,0 +1,703 @@
+/* fxt.c: encodes spans, instants and process and thread names as records of
+ * the Fuchsia trace format (fuchsia.dev/fuchsia-src/reference/tracing/
+ * trace-format; notes in shared/reference/formats.md), which Perfetto reads.
+ *
+ * Everything it can, it refers to by index: strings through the string table
+ * (32,767 entries), threads through the thread table (255 entries), so that a
+ * span without arguments is exactly three words. When the string table is
+ * full, new strings are written inline in the records that use them; when the
+ * thread table is full, the least recently used slot is given to the new
+ * thread by writing its thread record again.
+ *
+ * This is not a reader, and it neither orders nor checks the nesting of what
+ * it is given: that is the trace builder's job.
+ */
+#include "write/writer_internal.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum record_type {
+	RECORD_METADATA = 0,
+	RECORD_INITIALIZATION = 1,
+	RECORD_STRING = 2,
+	RECORD_THREAD = 3,
+	RECORD_EVENT = 4,
+	RECORD_KERNEL_OBJECT = 7,
+};
+
+enum event_type {
+	EVENT_INSTANT = 0,
+	EVENT_DURATION_COMPLETE = 4,
+};
+
+enum argument_type {
+	ARGUMENT_INT32 = 1,
+	ARGUMENT_UINT32 = 2,
+	ARGUMENT_INT64 = 3,
+	ARGUMENT_UINT64 = 4,
+	ARGUMENT_STRING = 6,
+	ARGUMENT_POINTER = 7,
+	ARGUMENT_KOID = 8,
+};
+
+enum zx_object_type {
+	ZX_OBJ_TYPE_PROCESS = 1,
+	ZX_OBJ_TYPE_THREAD = 2,
+};
+
+/* Metadata record, trace info type 0, magic 0x16547846: "FxT" and a byte. */
+#define FXT_MAGIC_RECORD 0x0016547846040010ULL
+#define TICKS_PER_SECOND 1000000000ULL
+/* The specification's own conservative limit, which keeps a record with
+ * one such string under the 4095-word record limit. */
+#define MAX_STRING_BYTES  32000
+#define MAX_STRING_INDEX  0x7fff
+#define INLINE_STRING_REF 0x8000
+#define MAX_THREAD_INDEX  255
+#define MAX_RECORD_WORDS  4095
+#define MAX_ARGS	  15
+
+/* Linear probing; at most half full, since it never grows past 32,767 keys. */
+#define STRING_TABLE_MIN_SLOTS 1024
+/* Twice the thread table, so probes stay short. */
+#define THREAD_MAP_SLOTS 512
+
+struct string_slot {
+	size_t key_offset; /* of the caller's original bytes in key_bytes */
+	uint32_t key_length;
+	uint32_t hash;
+	uint16_t index; /* 0: empty slot */
+};
+
+struct thread_map_slot {
+	uint64_t key;  /* pid << 32 | tid */
+	uint8_t index; /* 0: empty slot */
+};
+
+struct thread_slot {
+	uint64_t key;
+	uint64_t last_use;
+};
+
+struct rv_fxt {
+	struct rv_out *out;
+
+	struct string_slot *string_slots;
+	size_t string_slots_mask;
+	unsigned nr_strings;
+	char *key_bytes;
+	size_t key_bytes_used;
+	size_t key_bytes_capacity;
+
+	struct thread_map_slot thread_map[THREAD_MAP_SLOTS];
+	struct thread_slot threads[MAX_THREAD_INDEX + 1]; /* by index; 0 unused */
+	unsigned nr_threads;
+	uint64_t clock;
+	uint64_t last_thread_key;
+	uint8_t last_thread_index; /* 0: no last thread */
+
+	uint64_t inline_strings;
+	uint64_t thread_evictions;
+};
+
+/* A string as a record refers to it: by index, or inline with the length of
+ * its stream (after UTF-8 repair and truncation). */
+struct string_ref {
+	const char *bytes;
+	size_t length;
+	size_t inline_length;
+	uint16_t ref;
+};
+
+/* One argument, laid out: its header's upper 32 bits, and either a value
+ * word or an inline value string. */
+struct argument_plan {
+	unsigned type;
+	struct string_ref name;
+	struct string_ref value; /* ARGUMENT_STRING */
+	uint32_t header_value;
+	bool has_value_word;
+	uint64_t value_word;
+};
+
+static const unsigned char replacement_character[] = { 0xef, 0xbf, 0xbd };
+
+static void put_word(unsigned char *p, uint64_t word)
+{
+	uint64_t le = htole64(word);
+
+	memcpy(p, &le, sizeof(le));
+}
+
+static size_t stream_words(size_t bytes)
+{
+	return (bytes + 7) / 8;
+}
+
+static bool is_inline(const struct string_ref *s)
+{
+	return s->ref & INLINE_STRING_REF;
+}
+
+/* Copies s[0..length) to out (when out is not NULL), replacing each byte that
+ * is not part of well-formed UTF-8 with U+FFFD, and stopping at the last whole
+ * character that fits in max bytes. Returns the number of bytes produced. */
+static size_t copy_utf8(char *out, const char *s, size_t length, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t in = 0, produced = 0;
+
+	while (in < length) {
+		size_t consumed = rv_utf8_sequence_length(p + in, length - in);
+		const unsigned char *from = p + in;
+		size_t emitted = consumed;
+
+		if (consumed == 0) {
+			from = replacement_character;
+			emitted = sizeof(replacement_character);
+			consumed = 1;
+		}
+		if (emitted > max - produced)
+			break;
+		if (out)
+			memcpy(out + produced, from, emitted);
+		produced += emitted;
+		in += consumed;
+	}
+	return produced;
+}
+
+/* Writes the stream of s (inline_length bytes) zero-padded to whole words at
+ * p; returns the bytes written. */
+static size_t write_stream(unsigned char *p, const char *bytes, size_t length, size_t inline_length)
+{
+	size_t padded = stream_words(inline_length) * 8;
+
+	if (padded)
+		memset(p + padded - 8, 0, 8);
+	copy_utf8((char *)p, bytes, length, inline_length);
+	return padded;
+}
+
+static uint64_t hash_bytes(const char *s, size_t length)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ length;
+	uint64_t word;
+
+	while (length >= 8) {
+		memcpy(&word, s, 8);
+		h = (h ^ word) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+		s += 8;
+		length -= 8;
+	}
+	if (length) {
+		word = 0;
+		memcpy(&word, s, length);
+		h = (h ^ word) * 0xff51afd7ed558ccdULL;
+	}
+	h ^= h >> 29;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 32;
+	return h;
+}
+
+static void write_string_record(struct rv_fxt *fxt, uint16_t index, const char *s, size_t length)
+{
+	size_t stored = copy_utf8(NULL, s, length, MAX_STRING_BYTES);
+	size_t words = 1 + stream_words(stored);
+	unsigned char *p = rv_out_take(fxt->out, words * 8);
+
+	put_word(p, RECORD_STRING | (uint64_t)words << 4 | (uint64_t)index << 16 |
+			    (uint64_t)stored << 32);
+	write_stream(p + 8, s, length, stored);
+}
+
+static int grow_string_slots(struct rv_fxt *fxt, struct rv_error *err)
+{
+	size_t old_count = fxt->string_slots_mask + 1;
+	size_t new_count = old_count * 2;
+	struct string_slot *slots = calloc(new_count, sizeof(*slots));
+	size_t i;
+
+	if (!slots)
+		return rv_error_set(err, ENOMEM, "out of memory for the trace's string table");
+	for (i = 0; i < old_count; i++) {
+		const struct string_slot *old = &fxt->string_slots[i];
+		size_t j;
+
+		if (!old->index)
+			continue;
+		for (j = old->hash & (new_count - 1); slots[j].index; j = (j + 1) & (new_count - 1))
+			;
+		slots[j] = *old;
+	}
+	free(fxt->string_slots);
+	fxt->string_slots = slots;
+	fxt->string_slots_mask = new_count - 1;
+	return 0;
+}
+
+static int store_key(struct rv_fxt *fxt, const char *s, size_t length, size_t *offset,
+		     struct rv_error *err)
+{
+	if (fxt->key_bytes_capacity - fxt->key_bytes_used < length) {
+		size_t capacity = fxt->key_bytes_capacity ? fxt->key_bytes_capacity : 64 * 1024;
+		char *bytes;
+
+		while (capacity - fxt->key_bytes_used < length)
+			capacity *= 2;
+		bytes = realloc(fxt->key_bytes, capacity);
+		if (!bytes)
+			return rv_error_set(err, ENOMEM,
+					    "out of memory for the trace's string table");
+		fxt->key_bytes = bytes;
+		fxt->key_bytes_capacity = capacity;
+	}
+	memcpy(fxt->key_bytes + fxt->key_bytes_used, s, length);
+	*offset = fxt->key_bytes_used;
+	fxt->key_bytes_used += length;
+	return 0;
+}
+
+static void make_inline(struct rv_fxt *fxt, struct string_ref *str)
+{
+	str->inline_length = copy_utf8(NULL, str->bytes, str->length, MAX_STRING_BYTES);
+	str->ref = INLINE_STRING_REF | str->inline_length;
+	fxt->inline_strings++;
+}
+
+/* Finds s in the string table, adding it (and writing its string record) when
+ * there is room, or makes it an inline string when there is not. */
+static int resolve_string(struct rv_fxt *fxt, const char *s, struct string_ref *str,
+			  struct rv_error *err)
+{
+	uint32_t hash;
+	size_t i;
+	int r;
+
+	str->bytes = s;
+	str->inline_length = 0;
+	str->ref = 0;
+	if (!s || !*s) {
+		str->length = 0;
+		return 0;
+	}
+	str->length = strlen(s);
+	hash = (uint32_t)hash_bytes(s, str->length);
+	for (i = hash & fxt->string_slots_mask; fxt->string_slots[i].index;
+	     i = (i + 1) & fxt->string_slots_mask) {
+		const struct string_slot *slot = &fxt->string_slots[i];
+
+		if (slot->hash == hash && slot->key_length == str->length &&
+		    !memcmp(fxt->key_bytes + slot->key_offset, s, str->length)) {
+			str->ref = slot->index;
+			return 0;
+		}
+	}
+	if (fxt->nr_strings == MAX_STRING_INDEX || str->length > UINT32_MAX) {
+		make_inline(fxt, str);
+		return 0;
+	}
+	if ((fxt->nr_strings + 1) * 2 > fxt->string_slots_mask + 1) {
+		r = grow_string_slots(fxt, err);
+		if (r < 0)
+			return r;
+		for (i = hash & fxt->string_slots_mask; fxt->string_slots[i].index;
+		     i = (i + 1) & fxt->string_slots_mask)
+			;
+	}
+	r = store_key(fxt, s, str->length, &fxt->string_slots[i].key_offset, err);
+	if (r < 0)
+		return r;
+	fxt->nr_strings++;
+	fxt->string_slots[i].key_length = (uint32_t)str->length;
+	fxt->string_slots[i].hash = hash;
+	fxt->string_slots[i].index = (uint16_t)fxt->nr_strings;
+	str->ref = (uint16_t)fxt->nr_strings;
+	write_string_record(fxt, str->ref, s, str->length);
+	return 0;
+}
+
+static size_t thread_map_home(uint64_t key)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 55) & (THREAD_MAP_SLOTS - 1);
+}
+
+/* Backward-shift deletion keeps every remaining key reachable from its home
+ * slot without tombstones. */
+static void thread_map_remove(struct rv_fxt *fxt, uint64_t key)
+{
+	struct thread_map_slot *map = fxt->thread_map;
+	size_t hole = thread_map_home(key), j;
+
+	while (map[hole].index && map[hole].key != key)
+		hole = (hole + 1) & (THREAD_MAP_SLOTS - 1);
+	if (!map[hole].index)
+		return;
+	for (j = (hole + 1) & (THREAD_MAP_SLOTS - 1); map[j].index;
+	     j = (j + 1) & (THREAD_MAP_SLOTS - 1)) {
+		size_t home = thread_map_home(map[j].key);
+		bool home_in_gap =
+			hole < j ? (home > hole && home <= j) : (home > hole || home <= j);
+
+		if (!home_in_gap) {
+			map[hole] = map[j];
+			hole = j;
+		}
+	}
+	map[hole].index = 0;
+}
+
+static uint8_t assign_thread_index(struct rv_fxt *fxt, uint64_t key)
+{
+	struct thread_map_slot *map = fxt->thread_map;
+	unsigned index, i;
+	unsigned char *p;
+	size_t j;
+
+	if (fxt->nr_threads < MAX_THREAD_INDEX) {
+		index = ++fxt->nr_threads;
+	} else {
+		index = 1;
+		for (i = 2; i <= MAX_THREAD_INDEX; i++)
+			if (fxt->threads[i].last_use < fxt->threads[index].last_use)
+				index = i;
+		thread_map_remove(fxt, fxt->threads[index].key);
+		fxt->thread_evictions++;
+	}
+	fxt->threads[index].key = key;
+	for (j = thread_map_home(key); map[j].index; j = (j + 1) & (THREAD_MAP_SLOTS - 1))
+		;
+	map[j].key = key;
+	map[j].index = (uint8_t)index;
+
+	p = rv_out_take(fxt->out, 3 * 8);
+	put_word(p, RECORD_THREAD | 3 << 4 | (uint64_t)index << 16);
+	put_word(p + 8, key >> 32);
+	put_word(p + 16, key & 0xffffffffu);
+	return (uint8_t)index;
+}
+
+/* The thread's index in the thread table, writing its thread record first if
+ * it has none. */
+static uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	uint8_t index = 0;
+	size_t j;
+
+	if (fxt->last_thread_index && fxt->last_thread_key == key) {
+		index = fxt->last_thread_index;
+	} else {
+		for (j = thread_map_home(key); fxt->thread_map[j].index;
+		     j = (j + 1) & (THREAD_MAP_SLOTS - 1)) {
+			if (fxt->thread_map[j].key == key) {
+				index = fxt->thread_map[j].index;
+				break;
+			}
+		}
+		if (!index)
+			index = assign_thread_index(fxt, key);
+		fxt->last_thread_key = key;
+		fxt->last_thread_index = index;
+	}
+	fxt->threads[index].last_use = ++fxt->clock;
+	return index;
+}
+
+static int plan_argument(struct rv_fxt *fxt, const struct rv_arg *arg, struct argument_plan *plan,
+			 struct rv_error *err)
+{
+	int r = resolve_string(fxt, arg->name, &plan->name, err);
+
+	if (r < 0)
+		return r;
+	plan->header_value = 0;
+	plan->has_value_word = false;
+	plan->value.ref = 0;
+	plan->value.inline_length = 0;
+	switch (arg->kind) {
+	case RV_ARG_INT:
+		if (arg->i >= INT32_MIN && arg->i <= INT32_MAX) {
+			plan->type = ARGUMENT_INT32;
+			plan->header_value = (uint32_t)(int32_t)arg->i;
+		} else {
+			plan->type = ARGUMENT_INT64;
+			plan->has_value_word = true;
+			plan->value_word = (uint64_t)arg->i;
+		}
+		return 0;
+	case RV_ARG_UINT:
+		if (arg->u <= UINT32_MAX) {
+			plan->type = ARGUMENT_UINT32;
+			plan->header_value = (uint32_t)arg->u;
+		} else {
+			plan->type = ARGUMENT_UINT64;
+			plan->has_value_word = true;
+			plan->value_word = arg->u;
+		}
+		return 0;
+	case RV_ARG_POINTER:
+		plan->type = ARGUMENT_POINTER;
+		plan->has_value_word = true;
+		plan->value_word = arg->u;
+		return 0;
+	case RV_ARG_STRING:
+		plan->type = ARGUMENT_STRING;
+		/* Its header carries value.ref, read when written: fitting the
+		 * record may still shorten an inline value. */
+		return resolve_string(fxt, arg->s, &plan->value, err);
+	}
+	return rv_error_set(err, EINVAL, "argument '%s' has an unknown kind %d",
+			    arg->name ? arg->name : "", (int)arg->kind);
+}
+
+static size_t argument_words(const struct argument_plan *plan)
+{
+	return 1 + stream_words(plan->name.inline_length) + plan->has_value_word +
+	       stream_words(plan->value.inline_length);
+}
+
+/* Inline strings are the only part of a record that can be long; when they
+ * would push it past the record size limit, each gets an equal share of the
+ * room left, cut at a character boundary. */
+static void fit_inline_strings(struct string_ref **strings, size_t count, size_t fixed_words)
+{
+	size_t words = fixed_words, share, i;
+
+	for (i = 0; i < count; i++)
+		words += stream_words(strings[i]->inline_length);
+	if (words <= MAX_RECORD_WORDS || count == 0)
+		return;
+	share = (MAX_RECORD_WORDS - fixed_words) / count * 8;
+	for (i = 0; i < count; i++) {
+		struct string_ref *s = strings[i];
+
+		if (s->inline_length > share) {
+			s->inline_length = copy_utf8(NULL, s->bytes, s->length, share);
+			s->ref = INLINE_STRING_REF | s->inline_length;
+		}
+	}
+}
+
+/* Collects the inline strings of a record: its name, then each argument's
+ * name and value, and returns the words of everything else. */
+static size_t collect_inline(struct string_ref *name, struct argument_plan *plans, size_t nr_args,
+			     size_t base_words, struct string_ref **strings, size_t *count)
+{
+	size_t words = base_words, i;
+
+	*count = 0;
+	if (is_inline(name))
+		strings[(*count)++] = name;
+	for (i = 0; i < nr_args; i++) {
+		words += 1 + plans[i].has_value_word;
+		if (is_inline(&plans[i].name))
+			strings[(*count)++] = &plans[i].name;
+		if (plans[i].type == ARGUMENT_STRING && is_inline(&plans[i].value))
+			strings[(*count)++] = &plans[i].value;
+	}
+	return words;
+}
+
+static size_t write_arguments(unsigned char *p, const struct argument_plan *plans, size_t nr_args)
+{
+	unsigned char *start = p;
+	size_t i;
+
+	for (i = 0; i < nr_args; i++) {
+		const struct argument_plan *a = &plans[i];
+		uint32_t header_value = a->type == ARGUMENT_STRING ? a->value.ref : a->header_value;
+
+		put_word(p, a->type | (uint64_t)argument_words(a) << 4 |
+				    (uint64_t)a->name.ref << 16 | (uint64_t)header_value << 32);
+		p += 8;
+		if (is_inline(&a->name))
+			p += write_stream(p, a->name.bytes, a->name.length, a->name.inline_length);
+		if (a->has_value_word) {
+			put_word(p, a->value_word);
+			p += 8;
+		}
+		if (a->type == ARGUMENT_STRING && is_inline(&a->value))
+			p += write_stream(p, a->value.bytes, a->value.length,
+					  a->value.inline_length);
+	}
+	return (size_t)(p - start);
+}
+
+static int plan_arguments(struct rv_fxt *fxt, const struct rv_arg *args, size_t nr_args,
+			  struct argument_plan *plans, struct rv_error *err)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < nr_args; i++) {
+		r = plan_argument(fxt, &args[i], &plans[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Any event: header, timestamp, [name stream], arguments, [end timestamp].
+ * The thread is always indexed and the category always empty. */
+static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread, struct string_ref *name,
+		       uint64_t ts, bool has_end, uint64_t end, const struct rv_arg *args,
+		       size_t nr_args, struct rv_error *err)
+{
+	struct argument_plan plans[MAX_ARGS];
+	struct string_ref *strings[1 + 2 * MAX_ARGS];
+	size_t nr_strings, fixed_words, words, i;
+	unsigned char *p;
+	int r;
+
+	r = plan_arguments(fxt, args, nr_args, plans, err);
+	if (r < 0)
+		return r;
+	fixed_words = collect_inline(name, plans, nr_args, 2 + has_end, strings, &nr_strings);
+	fit_inline_strings(strings, nr_strings, fixed_words);
+	words = fixed_words;
+	for (i = 0; i < nr_strings; i++)
+		words += stream_words(strings[i]->inline_length);
+
+	p = rv_out_take(fxt->out, words * 8);
+	put_word(p, RECORD_EVENT | (uint64_t)words << 4 | (uint64_t)type << 16 |
+			    (uint64_t)nr_args << 20 | (uint64_t)thread << 24 |
+			    (uint64_t)name->ref << 48);
+	put_word(p + 8, ts);
+	p += 16;
+	if (is_inline(name))
+		p += write_stream(p, name->bytes, name->length, name->inline_length);
+	p += write_arguments(p, plans, nr_args);
+	if (has_end)
+		put_word(p, end);
+	return 0;
+}
+
+static int write_kernel_object(struct rv_fxt *fxt, unsigned object_type, uint64_t koid,
+			       const char *name, bool has_process, uint64_t process_koid,
+			       struct rv_error *err)
+{
+	struct argument_plan plan = { .type = ARGUMENT_KOID };
+	struct string_ref name_ref;
+	struct string_ref *strings[2];
+	size_t nr_strings, fixed_words, words, i;
+	unsigned char *p;
+	int r;
+
+	r = resolve_string(fxt, name, &name_ref, err);
+	if (r < 0)
+		return r;
+	if (has_process) {
+		r = resolve_string(fxt, "process", &plan.name, err);
+		if (r < 0)
+			return r;
+		plan.has_value_word = true;
+		plan.value_word = process_koid;
+	}
+	fixed_words = collect_inline(&name_ref, &plan, has_process, 2, strings, &nr_strings);
+	fit_inline_strings(strings, nr_strings, fixed_words);
+	words = fixed_words;
+	for (i = 0; i < nr_strings; i++)
+		words += stream_words(strings[i]->inline_length);
+
+	p = rv_out_take(fxt->out, words * 8);
+	put_word(p, RECORD_KERNEL_OBJECT | (uint64_t)words << 4 | (uint64_t)object_type << 16 |
+			    (uint64_t)name_ref.ref << 24 | (uint64_t)has_process << 40);
+	put_word(p + 8, koid);
+	p += 16;
+	if (is_inline(&name_ref))
+		p += write_stream(p, name_ref.bytes, name_ref.length, name_ref.inline_length);
+	write_arguments(p, &plan, has_process);
+	return 0;
+}
+
+int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *err)
+{
+	struct rv_fxt *fxt = calloc(1, sizeof(*fxt));
+	unsigned char *p;
+
+	if (fxt)
+		fxt->string_slots = calloc(STRING_TABLE_MIN_SLOTS, sizeof(*fxt->string_slots));
+	if (!fxt || !fxt->string_slots) {
+		free(fxt);
+		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
+	}
+	fxt->string_slots_mask = STRING_TABLE_MIN_SLOTS - 1;
+	fxt->out = out;
+
+	p = rv_out_take(out, 3 * 8);
+	put_word(p, FXT_MAGIC_RECORD);
+	put_word(p + 8, RECORD_INITIALIZATION | 2 << 4);
+	put_word(p + 16, TICKS_PER_SECOND);
+	*out_fxt = fxt;
+	return 0;
+}
+
+int rv_fxt_process(struct rv_fxt *fxt, uint32_t pid, const char *name, struct rv_error *err)
+{
+	return write_kernel_object(fxt, ZX_OBJ_TYPE_PROCESS, pid, name, false, 0, err);
+}
+
+int rv_fxt_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name,
+		  struct rv_error *err)
+{
+	return write_kernel_object(fxt, ZX_OBJ_TYPE_THREAD, tid, name, true, pid, err);
+}
+
+int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t begin_ns,
+		uint64_t end_ns, const struct rv_arg *args, size_t nr_args, struct rv_error *err)
+{
+	uint8_t thread = resolve_thread(fxt, pid, tid);
+	struct string_ref name_ref;
+	unsigned char *p;
+	int r;
+
+	r = resolve_string(fxt, name, &name_ref, err);
+	if (r < 0)
+		return r;
+	if (nr_args == 0 && !is_inline(&name_ref)) {
+		p = rv_out_take(fxt->out, 3 * 8);
+		put_word(p, RECORD_EVENT | 3 << 4 | EVENT_DURATION_COMPLETE << 16 |
+				    (uint64_t)thread << 24 | (uint64_t)name_ref.ref << 48);
+		put_word(p + 8, begin_ns);
+		put_word(p + 16, end_ns);
+		return 0;
+	}
+	return write_event(fxt, EVENT_DURATION_COMPLETE, thread, &name_ref, begin_ns, true, end_ns,
+			   args, nr_args, err);
+}
+
+int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
+		   const struct rv_arg *args, size_t nr_args, struct rv_error *err)
+{
+	uint8_t thread = resolve_thread(fxt, pid, tid);
+	struct string_ref name_ref;
+	int r;
+
+	r = resolve_string(fxt, name, &name_ref, err);
+	if (r < 0)
+		return r;
+	return write_event(fxt, EVENT_INSTANT, thread, &name_ref, ts_ns, false, 0, args, nr_args,
+			   err);
+}
+
+void rv_fxt_stats(const struct rv_fxt *fxt, struct rv_trace_writer_stats *stats)
+{
+	stats->strings = fxt->nr_strings;
+	stats->inline_strings = fxt->inline_strings;
+	stats->thread_evictions = fxt->thread_evictions;
+}
+
+void rv_fxt_free(struct rv_fxt *fxt)
+{
+	if (!fxt)
+		return;
+	free(fxt->string_slots);
+	free(fxt->key_bytes);
+	free(fxt);
+}

@@ -1,0 +1,273 @@
+/* json.c: encodes spans, instants and process and thread names in the Chrome
+ * trace event format ({"traceEvents":[...]}), the legacy format that Perfetto
+ * and chrome://tracing both read: "X" events for spans, "i" events for
+ * instants, "M" events for names. Times are microseconds with three decimals,
+ * so nothing below the nanosecond is lost.
+ *
+ * Every string goes through one escaper that turns control characters into
+ * \u00XX and invalid UTF-8 into U+FFFD, so the document is valid JSON
+ * whatever the symbol names contain.
+ *
+ * This is not a JSON library: it only ever writes this one document shape.
+ */
+#include "write/writer_internal.h"
+
+#include <string.h>
+
+/* Input bytes escaped per reservation; an input byte becomes at most six. */
+#define ESCAPE_CHUNK 4096
+/* Longer than any run of punctuation and numbers written between strings. */
+#define FIELDS_MAX 192
+
+#define put_literal(out, literal) rv_out_write((out), (literal), sizeof(literal) - 1)
+
+static const char hex_digits[] = "0123456789abcdef";
+
+static size_t format_u64(char *p, uint64_t v)
+{
+	char digits[20];
+	size_t n = 0, i;
+
+	do {
+		digits[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		p[i] = digits[n - 1 - i];
+	return n;
+}
+
+static size_t format_i64(char *p, int64_t v)
+{
+	if (v < 0) {
+		*p = '-';
+		return 1 + format_u64(p + 1, -(uint64_t)v);
+	}
+	return format_u64(p, (uint64_t)v);
+}
+
+/* Nanoseconds as microseconds with exactly three decimals: 12345 -> 12.345. */
+static size_t format_microseconds(char *p, uint64_t ns)
+{
+	size_t n = format_u64(p, ns / 1000);
+	unsigned frac = (unsigned)(ns % 1000);
+
+	p[n++] = '.';
+	p[n++] = (char)('0' + frac / 100);
+	p[n++] = (char)('0' + frac / 10 % 10);
+	p[n++] = (char)('0' + frac % 10);
+	return n;
+}
+
+static size_t format_hex(char *p, uint64_t v)
+{
+	char digits[16];
+	size_t n = 0, i;
+
+	do {
+		digits[n++] = hex_digits[v & 0xf];
+		v >>= 4;
+	} while (v);
+	p[0] = '0';
+	p[1] = 'x';
+	for (i = 0; i < n; i++)
+		p[2 + i] = digits[n - 1 - i];
+	return 2 + n;
+}
+
+static size_t escape_byte(char *p, unsigned char c)
+{
+	static const char short_escapes[] = {
+		['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't'
+	};
+
+	p[0] = '\\';
+	if (c == '"' || c == '\\') {
+		p[1] = (char)c;
+		return 2;
+	}
+	if (c < sizeof(short_escapes) && short_escapes[c]) {
+		p[1] = short_escapes[c];
+		return 2;
+	}
+	memcpy(p + 1, "u00", 3);
+	p[4] = hex_digits[c >> 4];
+	p[5] = hex_digits[c & 0xf];
+	return 6;
+}
+
+static void write_string(struct rv_out *out, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t length = strlen((const char *)p), i = 0;
+
+	put_literal(out, "\"");
+	while (i < length) {
+		char *o = (char *)rv_out_reserve(out, ESCAPE_CHUNK + 8);
+		size_t n = 0;
+
+		while (i < length && n <= ESCAPE_CHUNK) {
+			unsigned char c = p[i];
+			size_t sequence;
+
+			if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+				o[n++] = (char)c;
+				i++;
+			} else if (c < 0x80) {
+				n += escape_byte(o + n, c);
+				i++;
+			} else if ((sequence = rv_utf8_sequence_length(p + i, length - i))) {
+				memcpy(o + n, p + i, sequence);
+				n += sequence;
+				i += sequence;
+			} else {
+				memcpy(o + n, "\\ufffd", 6);
+				n += 6;
+				i++;
+			}
+		}
+		rv_out_advance(out, n);
+	}
+	put_literal(out, "\"");
+}
+
+static void begin_event(struct rv_json *json)
+{
+	if (json->wrote_event)
+		put_literal(json->out, ",\n");
+	else
+		put_literal(json->out, "\n");
+	json->wrote_event = true;
+}
+
+/* ,"pid":P,"tid":T,"ts":TS[,"dur":DUR] */
+static void write_place_and_time(struct rv_out *out, uint32_t pid, uint32_t tid, uint64_t ts_ns,
+				 bool has_duration, uint64_t duration_ns)
+{
+	char *p = (char *)rv_out_reserve(out, FIELDS_MAX);
+	size_t n = 0;
+
+	memcpy(p + n, ",\"pid\":", 7);
+	n += 7;
+	n += format_u64(p + n, pid);
+	memcpy(p + n, ",\"tid\":", 7);
+	n += 7;
+	n += format_u64(p + n, tid);
+	memcpy(p + n, ",\"ts\":", 6);
+	n += 6;
+	n += format_microseconds(p + n, ts_ns);
+	if (has_duration) {
+		memcpy(p + n, ",\"dur\":", 7);
+		n += 7;
+		n += format_microseconds(p + n, duration_ns);
+	}
+	rv_out_advance(out, n);
+}
+
+static void write_arg_value(struct rv_out *out, const struct rv_arg *arg)
+{
+	char *p;
+
+	switch (arg->kind) {
+	case RV_ARG_INT:
+		p = (char *)rv_out_reserve(out, 24);
+		rv_out_advance(out, format_i64(p, arg->i));
+		return;
+	case RV_ARG_UINT:
+		p = (char *)rv_out_reserve(out, 24);
+		rv_out_advance(out, format_u64(p, arg->u));
+		return;
+	case RV_ARG_POINTER:
+		p = (char *)rv_out_reserve(out, 24);
+		p[0] = '"';
+		rv_out_advance(out, 1 + format_hex(p + 1, arg->u));
+		put_literal(out, "\"");
+		return;
+	case RV_ARG_STRING:
+		write_string(out, arg->s);
+		return;
+	}
+	put_literal(out, "null");
+}
+
+static void write_args(struct rv_out *out, const struct rv_arg *args, size_t nr_args)
+{
+	size_t i;
+
+	if (nr_args == 0)
+		return;
+	put_literal(out, ",\"args\":{");
+	for (i = 0; i < nr_args; i++) {
+		if (i)
+			put_literal(out, ",");
+		write_string(out, args[i].name);
+		put_literal(out, ":");
+		write_arg_value(out, &args[i]);
+	}
+	put_literal(out, "}");
+}
+
+void rv_json_open(struct rv_json *json, struct rv_out *out)
+{
+	json->out = out;
+	json->wrote_event = false;
+	put_literal(out, "{\"traceEvents\":[");
+}
+
+void rv_json_process(struct rv_json *json, uint32_t pid, const char *name)
+{
+	char *p;
+
+	begin_event(json);
+	put_literal(json->out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+	p = (char *)rv_out_reserve(json->out, 24);
+	rv_out_advance(json->out, format_u64(p, pid));
+	put_literal(json->out, ",\"tid\":0,\"args\":{\"name\":");
+	write_string(json->out, name);
+	put_literal(json->out, "}}");
+}
+
+void rv_json_thread(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name)
+{
+	char *p;
+	size_t n;
+
+	begin_event(json);
+	put_literal(json->out, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+	p = (char *)rv_out_reserve(json->out, 64);
+	n = format_u64(p, pid);
+	memcpy(p + n, ",\"tid\":", 7);
+	n += 7;
+	n += format_u64(p + n, tid);
+	rv_out_advance(json->out, n);
+	put_literal(json->out, ",\"args\":{\"name\":");
+	write_string(json->out, name);
+	put_literal(json->out, "}}");
+}
+
+void rv_json_span(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name,
+		  uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args, size_t nr_args)
+{
+	begin_event(json);
+	put_literal(json->out, "{\"ph\":\"X\",\"name\":");
+	write_string(json->out, name);
+	write_place_and_time(json->out, pid, tid, begin_ns, true, end_ns - begin_ns);
+	write_args(json->out, args, nr_args);
+	put_literal(json->out, "}");
+}
+
+void rv_json_instant(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name,
+		     uint64_t ts_ns, const struct rv_arg *args, size_t nr_args)
+{
+	begin_event(json);
+	put_literal(json->out, "{\"ph\":\"i\",\"s\":\"t\",\"name\":");
+	write_string(json->out, name);
+	write_place_and_time(json->out, pid, tid, ts_ns, false, 0);
+	write_args(json->out, args, nr_args);
+	put_literal(json->out, "}");
+}
+
+void rv_json_close(struct rv_json *json)
+{
+	put_literal(json->out, "\n],\"displayTimeUnit\":\"ns\"}\n");
+}

@@ -1,0 +1,527 @@
+/* trace_writer.c: the trace writer's front (see trace_writer.h): picks the
+ * format from the output path, owns the output file, and hands each call to
+ * the FXT or JSON encoder.
+ *
+ * The output is a temporary file next to the final path, written through a
+ * buffer of our own (no system call per event) and, for ".gz" paths, through
+ * zlib's deflate with a gzip wrapper. Commit renames it into place; abort
+ * removes it. A failed write (a full disk) is remembered, and every later call
+ * reports the same error, so the caller may check as often as it likes.
+ *
+ * This is not an encoder: record layouts live in fxt.c and json.c.
+ */
+#define RV_LOG_DOMAIN "write"
+
+#include "write/trace_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/log.h"
+#include "write/writer_internal.h"
+
+#define GZIP_BUFFER_SIZE (128 * 1024)
+/* windowBits 15 plus 16 asks deflate for a gzip header and trailer. */
+#define GZIP_WINDOW_BITS (15 + 16)
+/* Trace records repeat a lot, so fast levels already shrink them well; the
+ * higher levels cost several times the time of writing the trace. */
+#define GZIP_LEVEL 3
+#define MAX_ARGS   15
+
+enum writer_state {
+	WRITER_OPEN,
+	WRITER_COMMITTED,
+	WRITER_ABORTED,
+};
+
+struct rv_trace_writer {
+	char *path;
+	char *temp_path;
+	bool temp_created;
+	enum rv_trace_format format;
+	enum writer_state state;
+	struct rv_out out;
+	struct rv_fxt *fxt;
+	struct rv_json json;
+	uint64_t spans;
+	uint64_t instants;
+	bool failed;
+	struct rv_error failure; /* the first output failure, repeated to later calls */
+	bool private_file;	 /* 0600: the trace shows kernel data */
+};
+
+static bool ends_with(const char *s, size_t length, const char *suffix)
+{
+	size_t suffix_length = strlen(suffix);
+
+	return length >= suffix_length &&
+	       !memcmp(s + length - suffix_length, suffix, suffix_length);
+}
+
+int rv_trace_format_from_path(const char *path, enum rv_trace_format *format, bool *gzip,
+			      struct rv_error *err)
+{
+	static const struct {
+		const char *suffix;
+		enum rv_trace_format format;
+		bool gzip;
+	} endings[] = {
+		{ ".fxt", RV_TRACE_FXT, false },
+		{ ".fxt.gz", RV_TRACE_FXT, true },
+		{ ".json", RV_TRACE_JSON, false },
+		{ ".json.gz", RV_TRACE_JSON, true },
+	};
+	size_t length, i;
+
+	if (!path || !*path)
+		return rv_error_set(err, EINVAL,
+				    "no trace path given: use a name ending in .fxt, .fxt.gz, "
+				    ".json or .json.gz");
+	length = strlen(path);
+	for (i = 0; i < sizeof(endings) / sizeof(endings[0]); i++) {
+		if (ends_with(path, length, endings[i].suffix)) {
+			*format = endings[i].format;
+			*gzip = endings[i].gzip;
+			return 0;
+		}
+	}
+	return rv_error_set(err, EINVAL,
+			    "unknown trace format for '%s': use a name ending in .fxt, .fxt.gz, "
+			    ".json or .json.gz",
+			    path);
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t written = write(fd, p, n);
+
+		if (written < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (written == 0)
+			return -EIO;
+		p += written;
+		n -= (size_t)written;
+	}
+	return 0;
+}
+
+static int deflate_and_write(struct rv_out *out, const unsigned char *data, size_t n, int flush)
+{
+	z_stream *z = &out->zstream;
+
+	z->next_in = (Bytef *)data;
+	z->avail_in = (uInt)n;
+	for (;;) {
+		size_t produced;
+		int zr, r;
+
+		z->next_out = out->zbuf;
+		z->avail_out = GZIP_BUFFER_SIZE;
+		zr = deflate(z, flush);
+		if (zr == Z_STREAM_ERROR)
+			return -EIO;
+		produced = GZIP_BUFFER_SIZE - z->avail_out;
+		if (produced) {
+			r = write_all(out->fd, out->zbuf, produced);
+			if (r < 0)
+				return r;
+		}
+		if (flush == Z_FINISH ? zr == Z_STREAM_END : z->avail_out != 0)
+			return 0;
+		if (zr == Z_BUF_ERROR && produced == 0)
+			return -EIO;
+	}
+}
+
+int rv_out_flush(struct rv_out *out)
+{
+	int r;
+
+	if (out->error) {
+		out->used = 0;
+		return -out->error;
+	}
+	if (!out->used)
+		return 0;
+	if (out->gzip)
+		r = deflate_and_write(out, out->buf, out->used, Z_NO_FLUSH);
+	else
+		r = write_all(out->fd, out->buf, out->used);
+	out->flushed += out->used;
+	out->used = 0;
+	if (r < 0)
+		out->error = -r;
+	return r;
+}
+
+static int out_finish(struct rv_out *out)
+{
+	int r = rv_out_flush(out);
+
+	if (r < 0)
+		return r;
+	if (out->gzip) {
+		r = deflate_and_write(out, NULL, 0, Z_FINISH);
+		if (r < 0)
+			out->error = -r;
+	}
+	return r;
+}
+
+static void out_release(struct rv_out *out)
+{
+	if (out->zstream_ready)
+		deflateEnd(&out->zstream);
+	out->zstream_ready = false;
+	free(out->buf);
+	free(out->zbuf);
+	out->buf = NULL;
+	out->zbuf = NULL;
+	if (out->fd >= 0)
+		close(out->fd);
+	out->fd = -1;
+}
+
+/* Remembers an output failure so that every later call repeats it. */
+static int fail(struct rv_trace_writer *w, int code, struct rv_error *err)
+{
+	if (code == ENOSPC)
+		rv_error_set(
+			&w->failure, code,
+			"cannot write the trace to '%s': %s; free some space or choose another "
+			"path with -o",
+			w->path, strerror(code));
+	else
+		rv_error_set(&w->failure, code, "cannot write the trace to '%s': %s", w->path,
+			     strerror(code));
+	w->failed = true;
+	if (err)
+		*err = w->failure;
+	return -code;
+}
+
+static int check_usable(struct rv_trace_writer *w, struct rv_error *err)
+{
+	if (!w)
+		return rv_error_set(err, EINVAL, "no trace writer");
+	if (w->failed) {
+		if (err)
+			*err = w->failure;
+		return -w->failure.code;
+	}
+	if (w->state != WRITER_OPEN)
+		return rv_error_set(err, EINVAL, "the trace '%s' was already %s", w->path,
+				    w->state == WRITER_COMMITTED ? "written" : "abandoned");
+	return 0;
+}
+
+static int check_args(const char *what, const char *name, const struct rv_arg *args, size_t nr_args,
+		      struct rv_error *err)
+{
+	size_t i;
+
+	if (nr_args > MAX_ARGS)
+		return rv_error_set(err, EINVAL,
+				    "%s '%s' has %zu arguments; a trace event holds at most %d",
+				    what, name ? name : "", nr_args, MAX_ARGS);
+	if (nr_args && !args)
+		return rv_error_set(err, EINVAL, "%s '%s' has %zu arguments but no array of them",
+				    what, name ? name : "", nr_args);
+	for (i = 0; i < nr_args; i++) {
+		switch (args[i].kind) {
+		case RV_ARG_INT:
+		case RV_ARG_UINT:
+		case RV_ARG_POINTER:
+		case RV_ARG_STRING:
+			break;
+		default:
+			return rv_error_set(err, EINVAL,
+					    "argument '%s' of %s '%s' has unknown kind %d",
+					    args[i].name ? args[i].name : "", what,
+					    name ? name : "", (int)args[i].kind);
+		}
+	}
+	return 0;
+}
+
+/* After an encoder call: an output failure wins over anything else. */
+static int finish_call(struct rv_trace_writer *w, int r, struct rv_error *err)
+{
+	if (w->out.error)
+		return fail(w, w->out.error, err);
+	return r;
+}
+
+static int cannot_write(const char *path, int code, struct rv_error *err)
+{
+	return rv_error_set(err, code,
+			    "cannot write the trace to '%s': %s; choose another path with -o", path,
+			    strerror(code));
+}
+
+static int create_temp_file(struct rv_trace_writer *w, struct rv_error *err)
+{
+	const char *slash = strrchr(w->path, '/');
+	const char *base = slash ? slash + 1 : w->path;
+	struct stat st;
+
+	if (stat(w->path, &st) == 0 && S_ISDIR(st.st_mode))
+		return rv_error_set(
+			err, EISDIR,
+			"cannot write the trace to '%s': it is a directory; choose another "
+			"path with -o",
+			w->path);
+	if (asprintf(&w->temp_path, "%.*s.%s.XXXXXX", (int)(base - w->path), w->path, base) < 0) {
+		w->temp_path = NULL;
+		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
+	}
+	w->out.fd = mkostemp(w->temp_path, O_CLOEXEC);
+	if (w->out.fd < 0)
+		return cannot_write(w->path, errno, err);
+	w->temp_created = true;
+	return 0;
+}
+
+static int init_output(struct rv_trace_writer *w, bool gzip, struct rv_error *err)
+{
+	struct rv_out *out = &w->out;
+
+	out->gzip = gzip;
+	out->buf = malloc(RV_OUT_BUFFER_SIZE);
+	if (!out->buf)
+		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
+	if (!gzip)
+		return 0;
+	out->zbuf = malloc(GZIP_BUFFER_SIZE);
+	if (!out->zbuf)
+		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
+	if (deflateInit2(&out->zstream, GZIP_LEVEL, Z_DEFLATED, GZIP_WINDOW_BITS, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return rv_error_set(err, ENOMEM, "cannot start gzip compression for '%s'", w->path);
+	out->zstream_ready = true;
+	return 0;
+}
+
+int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct rv_error *err)
+{
+	struct rv_trace_writer *w;
+	bool gzip;
+	int r;
+
+	if (!out)
+		return rv_error_set(err, EINVAL, "no place to return the trace writer");
+	*out = NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
+	w->out.fd = -1;
+	w->state = WRITER_OPEN;
+	r = rv_trace_format_from_path(path, &w->format, &gzip, err);
+	if (r < 0)
+		goto fail;
+	w->path = strdup(path);
+	if (!w->path) {
+		r = rv_error_set(err, ENOMEM, "out of memory for the trace writer");
+		goto fail;
+	}
+	r = create_temp_file(w, err);
+	if (r < 0)
+		goto fail;
+	r = init_output(w, gzip, err);
+	if (r < 0)
+		goto fail;
+	if (w->format == RV_TRACE_FXT) {
+		r = rv_fxt_open(&w->fxt, &w->out, err);
+		if (r < 0)
+			goto fail;
+	} else {
+		rv_json_open(&w->json, &w->out);
+	}
+	rv_debug("writing %s trace%s to '%s' through '%s'",
+		 w->format == RV_TRACE_FXT ? "FXT" : "JSON", gzip ? " (gzip)" : "", w->path,
+		 w->temp_path);
+	*out = w;
+	return 0;
+
+fail:
+	rv_trace_writer_free(w);
+	return r;
+}
+
+int rv_trace_writer_process(struct rv_trace_writer *w, uint32_t pid, const char *name,
+			    struct rv_error *err)
+{
+	int r = check_usable(w, err);
+
+	if (r < 0)
+		return r;
+	if (w->format == RV_TRACE_FXT)
+		r = rv_fxt_process(w->fxt, pid, name, err);
+	else
+		rv_json_process(&w->json, pid, name);
+	return finish_call(w, r, err);
+}
+
+int rv_trace_writer_thread(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
+			   struct rv_error *err)
+{
+	int r = check_usable(w, err);
+
+	if (r < 0)
+		return r;
+	if (w->format == RV_TRACE_FXT)
+		r = rv_fxt_thread(w->fxt, pid, tid, name, err);
+	else
+		rv_json_thread(&w->json, pid, tid, name);
+	return finish_call(w, r, err);
+}
+
+int rv_trace_writer_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
+			 uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
+			 size_t nr_args, struct rv_error *err)
+{
+	int r = check_usable(w, err);
+
+	if (r < 0)
+		return r;
+	if (end_ns < begin_ns)
+		return rv_error_set(err, EINVAL,
+				    "span '%s' ends (%" PRIu64 " ns) before it begins (%" PRIu64
+				    " ns)",
+				    name ? name : "", end_ns, begin_ns);
+	if (nr_args) {
+		r = check_args("span", name, args, nr_args, err);
+		if (r < 0)
+			return r;
+	}
+	if (w->format == RV_TRACE_FXT)
+		r = rv_fxt_span(w->fxt, pid, tid, name, begin_ns, end_ns, args, nr_args, err);
+	else
+		rv_json_span(&w->json, pid, tid, name, begin_ns, end_ns, args, nr_args);
+	if (r == 0)
+		w->spans++;
+	return finish_call(w, r, err);
+}
+
+int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
+			    uint64_t ts_ns, const struct rv_arg *args, size_t nr_args,
+			    struct rv_error *err)
+{
+	int r = check_usable(w, err);
+
+	if (r < 0)
+		return r;
+	r = check_args("instant", name, args, nr_args, err);
+	if (r < 0)
+		return r;
+	if (w->format == RV_TRACE_FXT)
+		r = rv_fxt_instant(w->fxt, pid, tid, name, ts_ns, args, nr_args, err);
+	else
+		rv_json_instant(&w->json, pid, tid, name, ts_ns, args, nr_args);
+	if (r == 0)
+		w->instants++;
+	return finish_call(w, r, err);
+}
+
+static void remove_temp_file(struct rv_trace_writer *w)
+{
+	out_release(&w->out);
+	if (w->temp_created && unlink(w->temp_path) < 0 && errno != ENOENT)
+		rv_debug("cannot remove '%s': %s", w->temp_path, strerror(errno));
+	w->state = WRITER_ABORTED;
+}
+
+int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err)
+{
+	int r = check_usable(w, err);
+	int code;
+
+	if (r < 0)
+		return r;
+	if (w->format == RV_TRACE_JSON)
+		rv_json_close(&w->json);
+	out_finish(&w->out);
+	if (w->out.error) {
+		r = fail(w, w->out.error, err);
+		remove_temp_file(w);
+		return r;
+	}
+	/* mkstemp made it 0600; a trace is meant to be shared. */
+	if (fchmod(w->out.fd, w->private_file ? 0600 : 0644) < 0)
+		rv_debug("cannot make '%s' readable by others: %s", w->temp_path, strerror(errno));
+	code = close(w->out.fd) < 0 ? errno : 0;
+	w->out.fd = -1;
+	if (code) {
+		r = fail(w, code, err);
+		remove_temp_file(w);
+		return r;
+	}
+	if (rename(w->temp_path, w->path) < 0) {
+		code = errno;
+		r = rv_error_set(&w->failure, code,
+				 "cannot put the trace in place at '%s': %s; choose another path "
+				 "with -o",
+				 w->path, strerror(code));
+		w->failed = true;
+		if (err)
+			*err = w->failure;
+		remove_temp_file(w);
+		return r;
+	}
+	out_release(&w->out);
+	w->state = WRITER_COMMITTED;
+	rv_debug("wrote '%s': %" PRIu64 " spans, %" PRIu64 " instants, %" PRIu64 " bytes", w->path,
+		 w->spans, w->instants, w->out.flushed);
+	return 0;
+}
+
+void rv_trace_writer_abort(struct rv_trace_writer *w)
+{
+	if (!w || w->state != WRITER_OPEN)
+		return;
+	remove_temp_file(w);
+}
+
+void rv_trace_writer_free(struct rv_trace_writer *w)
+{
+	if (!w)
+		return;
+	if (w->state == WRITER_OPEN)
+		remove_temp_file(w);
+	rv_fxt_free(w->fxt);
+	free(w->temp_path);
+	free(w->path);
+	free(w);
+}
+
+void rv_trace_writer_stats(const struct rv_trace_writer *w, struct rv_trace_writer_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!w)
+		return;
+	out->spans = w->spans;
+	out->instants = w->instants;
+	out->bytes = w->out.flushed + w->out.used;
+	if (w->fxt)
+		rv_fxt_stats(w->fxt, out);
+}
+
+void rv_trace_writer_set_private(struct rv_trace_writer *w)
+{
+	w->private_file = true;
+}
+
+const char *rv_trace_writer_path(const struct rv_trace_writer *w)
+{
+	return w ? w->path : NULL;
+}

@@ -1,0 +1,112 @@
+/* trace_writer.h: the last stage of the pipeline, turning spans into a file
+ * that the Perfetto UI opens.
+ *
+ * The format comes from the output path: ".fxt" (Fuchsia trace format, the
+ * default), ".json" (Chrome trace event format), and either of them followed
+ * by ".gz" for gzip. Anything else is refused by rv_trace_writer_open with a
+ * message listing the accepted endings.
+ *
+ * Nothing half-written is ever left at the output path: the writer works on a
+ * temporary file in the same directory (so an unwritable directory fails at
+ * open, before any recording starts) and renames it into place on commit.
+ * rv_trace_writer_abort removes the temporary file.
+ *
+ * Timestamps are nanoseconds from the start of the trace. The caller (the
+ * trace builder) is responsible for nesting: spans of one thread are either
+ * disjoint or nested, and when a parent and its child begin at the same
+ * timestamp the parent is written first.
+ *
+ * This module is not: a trace model, a sorter, or a place that knows about
+ * samples or symbols. It writes what it is given, in the order given.
+ */
+#ifndef RV_WRITE_TRACE_WRITER_H
+#define RV_WRITE_TRACE_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+enum rv_trace_format {
+	RV_TRACE_FXT,
+	RV_TRACE_JSON,
+};
+
+/* Parses the output path's ending; returns 0 and sets *format and *gzip, or a
+ * negative code with a message naming the accepted endings. */
+int rv_trace_format_from_path(const char *path, enum rv_trace_format *format, bool *gzip,
+			      struct rv_error *err);
+
+enum rv_arg_kind {
+	RV_ARG_INT,	/* int64 */
+	RV_ARG_UINT,	/* uint64 */
+	RV_ARG_POINTER, /* an address, shown in hex */
+	RV_ARG_STRING,
+};
+
+struct rv_arg {
+	const char *name;
+	enum rv_arg_kind kind;
+	union {
+		int64_t i;
+		uint64_t u;
+		const char *s;
+	};
+};
+
+struct rv_trace_writer;
+
+/* Creates the temporary file next to `path` and writes the file's preamble
+ * (FXT: magic record, initialization record with 1e9 ticks per second). */
+int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct rv_error *err);
+
+/* Names a process (FXT: kernel object of type process, koid = pid). */
+int rv_trace_writer_process(struct rv_trace_writer *w, uint32_t pid, const char *name,
+			    struct rv_error *err);
+
+/* Names a thread (FXT: kernel object of type thread, koid = tid, with a
+ * "process" koid argument = pid). The track is named after it. */
+int rv_trace_writer_thread(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+			   const char *name, struct rv_error *err);
+
+/* A span [begin_ns, end_ns] on the thread's track (FXT: duration complete
+ * event; JSON: "X" event). Up to 15 arguments; nr_args 0 costs no bytes. */
+int rv_trace_writer_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
+			 uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
+			 size_t nr_args, struct rv_error *err);
+
+/* A zero-length marker on the thread's track (FXT: instant event, thread
+ * scope; JSON: "i" event). */
+int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+			    const char *name, uint64_t ts_ns, const struct rv_arg *args,
+			    size_t nr_args, struct rv_error *err);
+
+/* Flushes, closes and renames the temporary file to the output path. The
+ * writer stays valid for the getters below until rv_trace_writer_free. */
+int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err);
+
+/* Removes the temporary file; nothing appears at the output path. */
+void rv_trace_writer_abort(struct rv_trace_writer *w);
+
+/* Frees the writer; aborts it first if it was neither committed nor aborted. */
+void rv_trace_writer_free(struct rv_trace_writer *w);
+
+struct rv_trace_writer_stats {
+	uint64_t spans;		  /* span calls */
+	uint64_t instants;	  /* instant calls */
+	uint64_t bytes;		  /* bytes of trace written, before compression */
+	uint64_t strings;	  /* distinct strings interned (FXT) */
+	uint64_t inline_strings;  /* strings written inline because the table was full */
+	uint64_t thread_evictions; /* thread-table slots reused (FXT, >255 threads) */
+};
+
+void rv_trace_writer_stats(const struct rv_trace_writer *w, struct rv_trace_writer_stats *out);
+
+/* The committed file gets mode 0600 instead of 0644: for traces that show
+ * kernel data, which only root may see. */
+void rv_trace_writer_set_private(struct rv_trace_writer *w);
+
+const char *rv_trace_writer_path(const struct rv_trace_writer *w);
+
+#endif

@@ -1,0 +1,154 @@
+/* writer_internal.h: what the trace writer's pieces share inside src/write/.
+ *
+ * trace_writer.c owns the output (a buffered, optionally gzip-compressed file
+ * descriptor) and dispatches each call to an encoder: fxt.c or json.c. The
+ * encoders build records directly in the output buffer, so that a span costs
+ * no allocation and no system call.
+ *
+ * This is not a public interface: only files in src/write/ include it.
+ */
+#ifndef RV_WRITE_WRITER_INTERNAL_H
+#define RV_WRITE_WRITER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "util/error.h"
+#include "write/trace_writer.h"
+
+/* Large enough to hold the biggest FXT record (4095 words) many times over,
+ * small enough to stay in cache. */
+#define RV_OUT_BUFFER_SIZE (256 * 1024)
+
+struct rv_out {
+	int fd;
+	bool gzip;
+	bool zstream_ready;
+	z_stream zstream;
+	unsigned char *zbuf;
+	unsigned char *buf;
+	size_t used;
+	uint64_t flushed; /* bytes handed to write() or deflate() so far */
+	int error;	  /* first errno of a failed write, sticky; 0 when fine */
+};
+
+/* Hands the buffered bytes to the file (through deflate for gzip). On failure
+ * it records out->error, drops the buffered bytes and returns -errno; later
+ * writes go to the buffer and are dropped again, so that encoders need not
+ * check every step: the caller checks out->error once per call. */
+int rv_out_flush(struct rv_out *out);
+
+/* A pointer to n bytes (n <= RV_OUT_BUFFER_SIZE) at the end of the output,
+ * which the caller fills; the bytes count as written. */
+static inline unsigned char *rv_out_take(struct rv_out *out, size_t n)
+{
+	unsigned char *p;
+
+	if (RV_OUT_BUFFER_SIZE - out->used < n)
+		rv_out_flush(out);
+	p = out->buf + out->used;
+	out->used += n;
+	return p;
+}
+
+/* Room for up to n bytes without committing them; rv_out_advance commits. */
+static inline unsigned char *rv_out_reserve(struct rv_out *out, size_t n)
+{
+	if (RV_OUT_BUFFER_SIZE - out->used < n)
+		rv_out_flush(out);
+	return out->buf + out->used;
+}
+
+static inline void rv_out_advance(struct rv_out *out, size_t n)
+{
+	out->used += n;
+}
+
+static inline void rv_out_write(struct rv_out *out, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+
+	while (n > 0) {
+		size_t chunk = n < RV_OUT_BUFFER_SIZE ? n : RV_OUT_BUFFER_SIZE;
+
+		memcpy(rv_out_take(out, chunk), p, chunk);
+		p += chunk;
+		n -= chunk;
+	}
+}
+
+/* The length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
+ * no surrogates, nothing above U+10FFFF) at s, which has avail > 0 bytes; 0
+ * when the bytes there are not one. */
+static inline size_t rv_utf8_sequence_length(const unsigned char *s, size_t avail)
+{
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		else if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		else if (c == 0xf4)
+			hi = 0x8f;
+	} else {
+		return 0;
+	}
+	if (avail < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+/* FXT encoder (fxt.c). rv_fxt_open writes the preamble. Every function
+ * returns 0 or a negative errno for failures of its own (memory); output
+ * failures are left in out->error for the caller to report. */
+struct rv_fxt;
+
+int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *err);
+int rv_fxt_process(struct rv_fxt *fxt, uint32_t pid, const char *name, struct rv_error *err);
+int rv_fxt_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name,
+		  struct rv_error *err);
+int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t begin_ns,
+		uint64_t end_ns, const struct rv_arg *args, size_t nr_args, struct rv_error *err);
+int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
+		   const struct rv_arg *args, size_t nr_args, struct rv_error *err);
+/* Fills the FXT-specific fields: strings, inline_strings, thread_evictions. */
+void rv_fxt_stats(const struct rv_fxt *fxt, struct rv_trace_writer_stats *stats);
+void rv_fxt_free(struct rv_fxt *fxt);
+
+/* Chrome JSON encoder (json.c). It keeps no state but whether an event was
+ * written, so it needs no allocation. */
+struct rv_json {
+	struct rv_out *out;
+	bool wrote_event;
+};
+
+void rv_json_open(struct rv_json *json, struct rv_out *out);
+void rv_json_process(struct rv_json *json, uint32_t pid, const char *name);
+void rv_json_thread(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name);
+void rv_json_span(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name,
+		  uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args, size_t nr_args);
+void rv_json_instant(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name,
+		     uint64_t ts_ns, const struct rv_arg *args, size_t nr_args);
+/* Writes what closes the document; nothing may be written after it. */
+void rv_json_close(struct rv_json *json);
+
+#endif

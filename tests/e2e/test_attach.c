@@ -1,0 +1,183 @@
+/* test_attach.c: `rearview attach` records a running process until Ctrl-C and
+ * leaves it running, unharmed and untraced. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fxt_reader.h"
+#include "harness.h"
+
+/* Starts forever with its stdout on a pipe and waits for "PID ready". */
+static pid_t start_forever(int *pipe_read)
+{
+	int fds[2];
+	pid_t pid;
+	char line[64];
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execl(build_path("tests/targets/forever"), "forever", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	cr_assert(read_line_timeout(fds[0], line, sizeof(line), 10), "forever did not start");
+	cr_assert(strstr(line, "ready"));
+	*pipe_read = fds[0];
+	return pid;
+}
+
+static char proc_state(pid_t pid, int *tracer)
+{
+	char path[64], line[256], state = '?';
+	FILE *f;
+
+	*tracer = -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "State:", 6))
+			sscanf(line, "State: %c", &state);
+		if (!strncmp(line, "TracerPid:", 10))
+			*tracer = atoi(line + 10);
+	}
+	fclose(f);
+	return state;
+}
+
+static size_t uprobes_and_perf_fds_of(pid_t pid)
+{
+	/* After detaching nothing of rearview's may point at the target: no perf
+	 * event of ours still open (rearview has exited, so its fds are closed),
+	 * which we check by the target's own fd table having only what it had. */
+	char cmd[128];
+	FILE *p;
+	size_t n = 0;
+	char line[256];
+
+	snprintf(cmd, sizeof(cmd), "ls -l /proc/%d/fd 2>/dev/null | grep -c perf_event", (int)pid);
+	p = popen(cmd, "r");
+	if (p && fgets(line, sizeof(line), p))
+		n = strtoul(line, NULL, 10);
+	if (p)
+		pclose(p);
+	return n;
+}
+
+Test(attach, records_until_ctrl_c_and_leaves_the_process_running, .timeout = 60)
+{
+	char dir[64], out[128], pidtext[32];
+	struct proc_result r;
+	struct fxt_trace *t = NULL;
+	int pipe_read, out_fd, err_fd, tracer, status;
+	pid_t target = start_forever(&pipe_read), rearview;
+	char state;
+	char errbuf[256];
+
+	make_test_dir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/attach.fxt", dir);
+	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
+	char *argv[] = { (char *)build_path("rearview"), "attach", "-p", pidtext, "-o", out,
+			 "--callgraph-mode", "fp", NULL };
+	rearview = start_process(argv, &out_fd, &err_fd);
+	sleep(1);
+	kill(rearview, SIGINT);
+	finish_process(rearview, out_fd, err_fd, 30, &r);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "Ctrl-C"), "attach says how to stop: %s", r.err);
+
+	cr_assert_eq(fxt_read_file(out, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
+	cr_assert_gt(fxt_count_spans(t, FXT_ANY, (uint64_t)target, "busy_loop_body"), 0);
+	cr_assert_gt(fxt_count_spans(t, FXT_ANY, (uint64_t)target, "main"), 0);
+	fxt_trace_free(t);
+
+	/* Still running, not stopped, not traced, and still responsive to signals. */
+	usleep(200 * 1000);
+	state = proc_state(target, &tracer);
+	cr_assert(state == 'R' || state == 'S', "the target is in state %c", state);
+	cr_assert_eq(tracer, 0, "the target is still being traced by %d", tracer);
+	cr_assert_eq(uprobes_and_perf_fds_of(target), 0);
+	cr_assert_eq(waitpid(target, &status, WNOHANG), 0, "the target exited");
+	kill(target, SIGTERM);
+	cr_assert_eq(waitpid(target, &status, 0), target);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	close(pipe_read);
+	cleanup_dir(dir);
+}
+
+Test(attach, stops_when_the_process_exits, .timeout = 60)
+{
+	char dir[64], out[128], pidtext[32];
+	struct proc_result r;
+	int pipe_read, out_fd, err_fd, status;
+	pid_t target = start_forever(&pipe_read), rearview;
+
+	make_test_dir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/attach.fxt", dir);
+	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
+	char *argv[] = { (char *)build_path("rearview"), "attach", "-p", pidtext, "-o", out,
+			 NULL };
+	rearview = start_process(argv, &out_fd, &err_fd);
+	sleep(1);
+	kill(target, SIGKILL);
+	waitpid(target, &status, 0);
+	finish_process(rearview, out_fd, err_fd, 30, &r);
+	cr_assert(!r.timed_out, "attach did not notice the exit");
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_assert(file_exists(out));
+	close(pipe_read);
+	cleanup_dir(dir);
+}
+
+Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
+{
+	char dir[64], out[128], answer[32], needle[32];
+	struct proc_result r;
+	int pipe_read, status, out_fd, err_fd, number = 0;
+	pid_t target = start_forever(&pipe_read), rearview;
+	const char *line;
+
+	make_test_dir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/pick.fxt", dir);
+	char *argv[] = { (char *)build_path("rearview"), "attach", "-o", out, NULL };
+
+	/* With no answer, it lists the processes and gives up cleanly. */
+	run_process(argv, 30, &r);
+	cr_assert_eq(r.exit_code, 1);
+	cr_assert(strstr(r.err, "no process chosen"), "%s", r.err);
+	cr_assert(!file_exists(out));
+	snprintf(needle, sizeof(needle), ") %7d  ", (int)target);
+	for (line = r.err; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *hit = strstr(line, needle);
+		const char *eol = strchr(line, '\n');
+
+		if (hit && (!eol || hit < eol) && strstr(hit, "forever")) {
+			number = atoi(line);
+			break;
+		}
+	}
+	cr_assert_gt(number, 0, "forever (pid %d) is not in the list: %.3000s", (int)target,
+		     r.err);
+
+	/* Answering with its number records it. */
+	snprintf(answer, sizeof(answer), "%d\n", number);
+	rearview = start_process_input(argv, answer, &out_fd, &err_fd);
+	sleep(1);
+	kill(rearview, SIGINT);
+	finish_process(rearview, out_fd, err_fd, 30, &r);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_assert(file_exists(out), "choosing from the list records the process");
+	kill(target, SIGKILL);
+	waitpid(target, &status, 0);
+	close(pipe_read);
+	cleanup_dir(dir);
+}

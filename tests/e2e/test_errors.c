@@ -1,0 +1,99 @@
+/* test_errors.c: each mistake gives one clear line, a non-zero exit status and
+ * no output file. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static void expect_error(char *const argv[], int code, const char *says, const char *output)
+{
+	struct proc_result r;
+
+	run_process(argv, 30, &r);
+	cr_assert_eq(r.exit_code, code, "exit %d, wanted %d: %s", r.exit_code, code, r.err);
+	cr_assert_eq(count_lines(r.err), 1, "one line, got: %s", r.err);
+	cr_assert(strstr(r.err, says), "'%s' does not say '%s'", r.err, says);
+	if (output)
+		cr_assert(!file_exists(output), "%s was left behind", output);
+}
+
+Test(errors, command_not_found)
+{
+	char *argv[] = { (char *)build_path("rearview"), "run", "-o", "/tmp/rv-nf.fxt", "--",
+			 "no-such-command-anywhere", NULL };
+	expect_error(argv, 1, "command not found", "/tmp/rv-nf.fxt");
+}
+
+Test(errors, pid_that_does_not_exist)
+{
+	char *argv[] = { (char *)build_path("rearview"), "attach", "-p", "999999999", "-o",
+			 "/tmp/rv-nopid.fxt", NULL };
+	/* 999999999 is above pid_max on any Linux machine. */
+	expect_error(argv, 1, "no process with PID 999999999", "/tmp/rv-nopid.fxt");
+}
+
+Test(errors, bad_option_values)
+{
+	char *a1[] = { (char *)build_path("rearview"), "run", "--snapshot-size", "3x", "true",
+		       NULL };
+	char *a2[] = { (char *)build_path("rearview"), "run", "--timer-resolution", "fast",
+		       "true", NULL };
+	char *a3[] = { (char *)build_path("rearview"), "run", "--callgraph-mode", "lbr", "-o",
+		       "/tmp/rv-lbr.fxt", "true", NULL };
+
+	expect_error(a1, 2, "invalid size '3x'", NULL);
+	expect_error(a2, 2, "invalid --timer-resolution 'fast'", NULL);
+	/* This machine has no LBR (an AMD VM); the message says so. */
+	expect_error(a3, 1, "lbr", "/tmp/rv-lbr.fxt");
+}
+
+Test(errors, unwritable_output)
+{
+	char *a1[] = { (char *)build_path("rearview"), "run", "-o", "/no/such/dir/t.fxt", "--",
+		       "true", NULL };
+	char *a2[] = { (char *)build_path("rearview"), "run", "-o", "/tmp/t.txt", "--", "true",
+		       NULL };
+
+	expect_error(a1, 1, "/no/such/dir/t.fxt", "/no/such/dir/t.fxt");
+	expect_error(a2, 1, ".fxt", "/tmp/t.txt");
+}
+
+Test(errors, not_root)
+{
+	char *a1[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		       (char *)build_path("rearview"), "run", "-o", "/tmp/rv-user.fxt", "--",
+		       "/bin/true", NULL };
+	char *a2[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		       (char *)build_path("rearview"), "run", "--trace-include-kernel", "-o",
+		       "/tmp/rv-user.fxt", "--", "/bin/true", NULL };
+
+	cr_assert_eq(geteuid(), 0, "the tests run as root");
+	expect_error(a1, 1, "root", "/tmp/rv-user.fxt");
+	expect_error(a2, 1, "--trace-include-kernel needs root", "/tmp/rv-user.fxt");
+}
+
+Test(errors, help_and_version_tell_the_truth)
+{
+	struct proc_result r;
+	char *a1[] = { (char *)build_path("rearview"), "--help", NULL };
+	char *a2[] = { (char *)build_path("rearview"), "run", "--help", NULL };
+	char *a3[] = { (char *)build_path("rearview"), "-version", NULL };
+
+	run_process(a1, 10, &r);
+	cr_assert_eq(r.exit_code, 0);
+	cr_assert(strstr(r.out, "run [OPTIONS]") && strstr(r.out, "attach"));
+	run_process(a2, 10, &r);
+	cr_assert_eq(r.exit_code, 0);
+	/* Every option the parser accepts is in the help. */
+	const char *options[] = { "--output",	    "--backend",	      "--sampling",
+				  "--timer-resolution", "--callgraph-mode", "--trace-include-kernel",
+				  "--multi-thread",	    "--full-execution", "--snapshot-size",
+				  "--working-directory", "--verbose",	      "--help" };
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
+		cr_assert(strstr(r.out, options[i]), "run --help lacks %s", options[i]);
+	run_process(a3, 10, &r);
+	cr_assert_eq(r.exit_code, 0);
+	cr_assert(!strncmp(r.out, "rearview ", 9));
+}

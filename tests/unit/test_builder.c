@@ -1,0 +1,205 @@
+/* test_builder.c: stack samples diffed into spans, written and read back with
+ * the strict FXT reader. Addresses without mappings are named "0x..." by the
+ * symbolizer, and each is its own function, which keeps these tests about
+ * the builder alone. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fxt_reader.h"
+#include "trace/builder.h"
+
+struct fixture {
+	char path[64];
+	struct rv_symbolizer *sym;
+	struct rv_trace_writer *w;
+	struct rv_builder *b;
+	struct rv_error err;
+};
+
+static void open_fixture(struct fixture *f)
+{
+	struct rv_symbolizer_options so = { 0 };
+	int fd;
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->path, sizeof(f->path), "/tmp/rv-builder-XXXXXX");
+	fd = mkstemp(f->path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	strcat(f->path, ".fxt");
+	cr_assert_eq(rv_symbolizer_new(&f->sym, &so, &f->err), 0, "%s", f->err.message);
+	cr_assert_eq(rv_trace_writer_open(&f->w, f->path, &f->err), 0, "%s", f->err.message);
+	cr_assert_eq(rv_builder_new(&f->b, f->sym, f->w, &f->err), 0);
+}
+
+/* stack: root first, as a test reads best; the event wants leaf first. */
+static void sample(struct fixture *f, uint32_t tid, uint64_t time, const uint64_t *root_first,
+		   size_t n)
+{
+	struct rv_frame frames[32];
+	struct rv_event ev = { .kind = RV_EVENT_STACK_SAMPLE, .pid = 100, .tid = tid, .time = time };
+
+	for (size_t i = 0; i < n; i++) {
+		frames[i].addr = root_first[n - 1 - i];
+		frames[i].kernel = false;
+		frames[i].is_ip = true; /* look up exactly this address */
+	}
+	ev.stack.frames = frames;
+	ev.stack.nr_frames = n;
+	ev.stack.interval_ns = 10;
+	cr_assert_eq(rv_builder_add(f->b, &ev, &f->err), 0, "%s", f->err.message);
+}
+
+static struct fxt_trace *finish(struct fixture *f)
+{
+	struct fxt_trace *t = NULL;
+	char err[256];
+
+	cr_assert_eq(rv_builder_finish(f->b, &f->err), 0, "%s", f->err.message);
+	cr_assert_eq(rv_trace_writer_commit(f->w, &f->err), 0, "%s", f->err.message);
+	cr_assert_eq(fxt_read_file(f->path, &t, err, sizeof(err)), 0, "%s", err);
+	return t;
+}
+
+static void close_fixture(struct fixture *f, struct fxt_trace *t)
+{
+	fxt_trace_free(t);
+	rv_builder_free(f->b);
+	rv_trace_writer_free(f->w);
+	rv_symbolizer_free(f->sym);
+	unlink(f->path);
+}
+
+static const struct fxt_span *span(const struct fxt_trace *t, const char *name, size_t nth)
+{
+	const struct fxt_span *s = fxt_find_span(t, FXT_ANY, FXT_ANY, name, nth);
+
+	cr_assert(s, "no span %s #%zu", name, nth);
+	return s;
+}
+
+Test(builder, consecutive_stacks_become_nested_spans)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	/* main=0x1000, a=0x2000, b=0x3000, c=0x4000 */
+	const uint64_t s1[] = { 0x1000, 0x2000 };
+	const uint64_t s2[] = { 0x1000, 0x2000, 0x3000 };
+	const uint64_t s3[] = { 0x1000, 0x4000 };
+	const uint64_t s4[] = { 0x1000 };
+
+	open_fixture(&f);
+	sample(&f, 100, 1000, s1, 2);
+	sample(&f, 100, 1010, s2, 3);
+	sample(&f, 100, 1020, s2, 3);
+	sample(&f, 100, 1030, s3, 2);
+	sample(&f, 100, 1040, s4, 1);
+	t = finish(&f);
+
+	cr_assert_eq(t->nr_spans, 4);
+	cr_assert_eq(span(t, "0x1000", 0)->begin_ns, 0);
+	cr_assert_eq(span(t, "0x1000", 0)->end_ns, 50, "the last sample lasts its interval");
+	cr_assert_eq(span(t, "0x2000", 0)->begin_ns, 0);
+	cr_assert_eq(span(t, "0x2000", 0)->end_ns, 30);
+	cr_assert_eq(span(t, "0x3000", 0)->begin_ns, 10);
+	cr_assert_eq(span(t, "0x3000", 0)->end_ns, 30);
+	cr_assert_eq(span(t, "0x4000", 0)->begin_ns, 30);
+	cr_assert_eq(span(t, "0x4000", 0)->end_ns, 40);
+	cr_assert_str_eq(fxt_span_parent(t, span(t, "0x3000", 0))->name, "0x2000");
+	cr_assert_str_eq(fxt_span_parent(t, span(t, "0x4000", 0))->name, "0x1000");
+	cr_assert_null(fxt_span_parent(t, span(t, "0x1000", 0)));
+	close_fixture(&f, t);
+}
+
+Test(builder, same_function_again_after_a_different_one_is_a_new_span)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	const uint64_t a[] = { 0x1000, 0x2000 };
+	const uint64_t b[] = { 0x1000, 0x3000 };
+
+	open_fixture(&f);
+	sample(&f, 100, 0, a, 2);
+	sample(&f, 100, 10, b, 2);
+	sample(&f, 100, 20, a, 2);
+	t = finish(&f);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x2000"), 2);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x1000"), 1);
+	close_fixture(&f, t);
+}
+
+Test(builder, children_that_begin_with_their_parent_are_written_after_it)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	/* The whole chain begins at the first sample; the deepest frames end
+	 * first. The strict reader fails on a child written before its parent. */
+	const uint64_t deep[] = { 0x1000, 0x2000, 0x3000, 0x4000 };
+	const uint64_t shallow[] = { 0x1000, 0x2000 };
+
+	open_fixture(&f);
+	sample(&f, 100, 0, deep, 4);
+	sample(&f, 100, 10, shallow, 2);
+	sample(&f, 100, 20, deep, 4);
+	t = finish(&f);
+	cr_assert_eq(t->nr_spans, 6);
+	cr_assert_eq(span(t, "0x4000", 0)->depth, 3);
+	cr_assert_eq(span(t, "0x4000", 1)->depth, 3);
+	close_fixture(&f, t);
+}
+
+Test(builder, threads_get_their_own_named_tracks)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	const uint64_t s[] = { 0x1000, 0x2000 };
+	struct rv_event name = { .kind = RV_EVENT_THREAD_NAME, .pid = 100, .tid = 101 };
+	struct rv_builder_stats stats;
+
+	open_fixture(&f);
+	name.thread.name = "worker";
+	cr_assert_eq(rv_builder_add(f.b, &name, &f.err), 0);
+	sample(&f, 100, 0, s, 2);
+	sample(&f, 101, 5, s, 2);
+	sample(&f, 100, 10, s, 2);
+	sample(&f, 101, 15, s, 2);
+	rv_builder_stats(f.b, &stats);
+	t = finish(&f);
+	cr_assert_eq(stats.threads, 2);
+	cr_assert_eq(fxt_count_spans(t, 100, 100, "0x2000"), 1);
+	cr_assert_eq(fxt_count_spans(t, 100, 101, "0x2000"), 1);
+	cr_assert_str_eq(fxt_thread_name(t, 100, 101), "worker [100/101]");
+	close_fixture(&f, t);
+}
+
+Test(builder, thread_exit_ends_its_spans_and_self_time_is_accounted)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	const uint64_t a[] = { 0x1000, 0x2000 };
+	const uint64_t b[] = { 0x1000, 0x3000 };
+	struct rv_event exit_ev = { .kind = RV_EVENT_THREAD_EXIT, .pid = 100, .tid = 100,
+				    .time = 60 };
+	struct rv_function_time top[4];
+	size_t n;
+
+	open_fixture(&f);
+	sample(&f, 100, 0, a, 2);
+	sample(&f, 100, 10, a, 2);
+	sample(&f, 100, 20, a, 2);
+	sample(&f, 100, 30, b, 2);
+	cr_assert_eq(rv_builder_add(f.b, &exit_ev, &f.err), 0);
+	n = rv_builder_top_functions(f.b, top, 4);
+	t = finish(&f);
+	cr_assert_eq(span(t, "0x1000", 0)->end_ns, 60, "open spans end at the exit");
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(top[0].name, "0x2000");
+	cr_assert_eq(top[0].self_ns, 30);
+	/* 30 ns until the exit is more than twice the 10 ns interval: the thread
+	 * was off the CPU, so only one interval counts as self time. */
+	cr_assert_eq(top[1].self_ns, 10);
+	close_fixture(&f, t);
+}

@@ -1,0 +1,175 @@
+/* test_options.c: the command line, parsed strictly. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "cli/options.h"
+
+static int parse(struct rv_options *o, struct rv_error *err, int argc, const char **argv)
+{
+	return rv_options_parse(o, argc, (char **)argv, err);
+}
+
+Test(options, run_with_command_and_single_dash_spellings)
+{
+	const char *argv[] = { "rearview", "run", "-output", "x.json.gz", "-multi-thread",
+			       "--timer-resolution", "sample:4000", "-callgraph-mode", "fp",
+			       "--", "prog", "-o", "arg", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 13, argv), 0, "%s", err.message);
+	cr_assert_eq(o.command, RV_CMD_RUN);
+	cr_assert_str_eq(o.output, "x.json.gz");
+	cr_assert(o.multi_thread);
+	cr_assert_eq(o.timer, RV_TIMER_SAMPLE);
+	cr_assert_eq(o.sample_hz, 4000);
+	cr_assert_eq(o.callgraph, RV_CALLGRAPH_FP);
+	cr_assert_eq(o.argc, 3);
+	cr_assert_str_eq(o.argv[0], "prog");
+	cr_assert_str_eq(o.argv[1], "-o", "options after the command belong to it");
+}
+
+Test(options, command_without_double_dash_stops_option_parsing)
+{
+	const char *argv[] = { "rearview", "run", "-v", "ls", "-l", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 5, argv), 0, "%s", err.message);
+	cr_assert_eq(o.verbose, 1);
+	cr_assert_eq(o.argc, 2);
+	cr_assert_str_eq(o.argv[1], "-l");
+}
+
+Test(options, defaults)
+{
+	const char *argv[] = { "rearview", "run", "true", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 3, argv), 0);
+	cr_assert_str_eq(o.output, "trace.fxt");
+	cr_assert_eq(o.backend, RV_BACKEND_AUTO);
+	cr_assert_eq(o.timer, RV_TIMER_NORMAL);
+	cr_assert_eq(o.snapshot_size_bytes, 0);
+	cr_assert(!o.multi_thread && !o.full_execution && !o.include_kernel);
+}
+
+Test(options, attach_pid_list)
+{
+	const char *argv[] = { "rearview", "attach", "-p", "12,34,56", "--sampling", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 5, argv), 0, "%s", err.message);
+	cr_assert_eq(o.command, RV_CMD_ATTACH);
+	cr_assert_eq(o.nr_pids, 3);
+	cr_assert_eq(o.pids[2], 56);
+	cr_assert_eq(o.backend, RV_BACKEND_SAMPLE);
+}
+
+Test(options, bad_values_are_refused_with_a_useful_message)
+{
+	struct {
+		const char *argv[6];
+		int argc;
+		const char *says;
+	} cases[] = {
+		{ { "rearview", "run", "--snapshot-size", "3x", "true" }, 5, "512K" },
+		{ { "rearview", "run", "--timer-resolution", "fast", "true" }, 5, "sample:HZ" },
+		{ { "rearview", "run", "--backend", "magic", "true" }, 5, "auto or sample" },
+		{ { "rearview", "run", "--callgraph-mode", "x", "true" }, 5, "fp, dwarf or lbr" },
+		{ { "rearview", "attach", "-p", "12,abc" }, 4, "process IDs" },
+		{ { "rearview", "attach", "-p", "0" }, 4, "process IDs" },
+		{ { "rearview", "run", "--bogus", "true" }, 4, "unknown option" },
+		{ { "rearview", "run" }, 2, "no command to run" },
+		{ { "rearview", "frobnicate" }, 2, "unknown command" },
+		{ { "rearview", "run", "-o" }, 3, "needs a value" },
+		{ { "rearview", "run", "-p", "1", "true" }, 5, "attach" },
+		{ { "rearview", "run", "--full-execution", "--snapshot-size", "1M", "true" },
+		  6,
+		  "one or the other" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rv_options o;
+		struct rv_error err = { 0 };
+
+		cr_assert_neq(parse(&o, &err, cases[i].argc, cases[i].argv), 0, "case %zu", i);
+		cr_assert(strstr(err.message, cases[i].says), "case %zu: '%s' lacks '%s'", i,
+			  err.message, cases[i].says);
+	}
+}
+
+Test(options, sizes)
+{
+	uint64_t v;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_parse_size("4096", &v, &err), 0);
+	cr_assert_eq(v, 4096);
+	cr_assert_eq(rv_parse_size("512K", &v, &err), 0);
+	cr_assert_eq(v, 512 * 1024);
+	cr_assert_eq(rv_parse_size("16MiB", &v, &err), 0);
+	cr_assert_eq(v, 16ull << 20);
+	cr_assert_eq(rv_parse_size("1g", &v, &err), 0);
+	cr_assert_eq(v, 1ull << 30);
+	cr_assert_neq(rv_parse_size("", &v, &err), 0);
+	cr_assert_neq(rv_parse_size("0", &v, &err), 0);
+	cr_assert_neq(rv_parse_size("-1", &v, &err), 0);
+	cr_assert_neq(rv_parse_size("1.5M", &v, &err), 0);
+	cr_assert_neq(rv_parse_size("99999999999999999999", &v, &err), 0);
+	cr_assert_neq(rv_parse_size("1000000T", &v, &err), 0);
+}
+
+Test(options, snapshot_size_rounds_up_to_power_of_two_pages)
+{
+	cr_assert_eq(rv_round_pow2_pages(1, 4096), 4096);
+	cr_assert_eq(rv_round_pow2_pages(4096, 4096), 4096);
+	cr_assert_eq(rv_round_pow2_pages(4097, 4096), 8192);
+	cr_assert_eq(rv_round_pow2_pages(3 * 4096, 4096), 4 * 4096);
+	cr_assert_eq(rv_round_pow2_pages(5u << 20, 4096), 8u << 20);
+
+	const char *argv[] = { "rearview", "run", "--snapshot-size", "3M", "true", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 5, argv), 0);
+	cr_assert_eq(o.snapshot_size_bytes, 4u << 20);
+}
+
+Test(options, timer_resolutions)
+{
+	enum rv_timer_kind k;
+	uint64_t hz = 0;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_parse_timer_resolution("Low", &k, &hz, &err), 0);
+	cr_assert_eq(k, RV_TIMER_LOW);
+	cr_assert_eq(rv_parse_timer_resolution("high", &k, &hz, &err), 0);
+	cr_assert_eq(k, RV_TIMER_HIGH);
+	cr_assert_eq(rv_parse_timer_resolution("(Sample (freq 250))", &k, &hz, &err), 0);
+	cr_assert_eq(k, RV_TIMER_SAMPLE);
+	cr_assert_eq(hz, 250);
+	cr_assert_neq(rv_parse_timer_resolution("sample:0", &k, &hz, &err), 0);
+	cr_assert_neq(rv_parse_timer_resolution("sample:12x", &k, &hz, &err), 0);
+	cr_assert_neq(rv_parse_timer_resolution("custom:cyc=1", &k, &hz, &err), 0);
+	cr_assert(strstr(err.message, "Intel PT"));
+}
+
+Test(options, help_and_version)
+{
+	const char *a1[] = { "rearview", "--version", NULL };
+	const char *a2[] = { "rearview", "run", "-help", NULL };
+	const char *a3[] = { "rearview", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 2, a1), 0);
+	cr_assert(o.version);
+	cr_assert_eq(parse(&o, &err, 3, a2), 0);
+	cr_assert(o.help);
+	cr_assert_eq(o.command, RV_CMD_RUN);
+	cr_assert_eq(parse(&o, &err, 1, a3), 0);
+	cr_assert(o.help);
+}

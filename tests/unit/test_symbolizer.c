@@ -1,0 +1,771 @@
+/* test_symbolizer.c: the symbolizer against the truth of real processes.
+ *
+ * Target programs (tests/targets/sym_c.c, sym_cpp.cpp) print where their
+ * functions are and stop themselves; the tests then report the stopped
+ * process's /proc/PID/maps, as a capture would, and check names, starts,
+ * sizes, modules, DWARF lines and demangling against what the target said.
+ * Kernel names are checked against a kallsyms file written here and against
+ * the running kernel's /proc/kallsyms (the tests run as root).
+ *
+ * Not here: unwinding (test_unwind.c).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "symbolize/symbolizer.h"
+
+#define MAX_TRUTHS 32
+
+struct truth {
+	char name[160];
+	uint64_t addr;
+};
+
+/* A target program, stopped, and what it printed. */
+struct target {
+	pid_t pid;
+	struct truth truths[MAX_TRUTHS];
+	size_t nr_truths;
+};
+
+static void target_path(char *buf, size_t len, const char *name)
+{
+	const char *build = getenv("RV_BUILD");
+
+	snprintf(buf, len, "%s/tests/targets/%s", build && *build ? build : "build", name);
+}
+
+/* Parses "name 0xADDR" (C target) or "0xADDR name with spaces" (C++ target). */
+static void parse_truth(struct target *t, const char *line)
+{
+	struct truth *tr;
+	const char *space = strchr(line, ' ');
+
+	cr_assert(space, "unexpected target output '%s'", line);
+	cr_assert(t->nr_truths < MAX_TRUTHS);
+	tr = &t->truths[t->nr_truths++];
+	if (strncmp(line, "0x", 2) == 0) {
+		tr->addr = strtoull(line, NULL, 16);
+		snprintf(tr->name, sizeof(tr->name), "%s", space + 1);
+	} else {
+		snprintf(tr->name, sizeof(tr->name), "%.*s", (int)(space - line), line);
+		tr->addr = strtoull(space + 1, NULL, 16);
+	}
+	tr->name[strcspn(tr->name, "\n")] = '\0';
+	cr_assert(tr->addr, "no address in '%s'", line);
+}
+
+/* Runs path (argv[0] = path), reads its lines up to "end", waits until it has
+ * stopped itself. */
+static void start_target(struct target *t, const char *path)
+{
+	char line[512];
+	int fds[2], status;
+	FILE *out;
+
+	memset(t, 0, sizeof(*t));
+	cr_assert_eq(access(path, X_OK), 0, "%s is missing: run make first", path);
+	cr_assert_eq(pipe(fds), 0);
+	t->pid = fork();
+	cr_assert_geq(t->pid, 0);
+	if (t->pid == 0) {
+		/* A failed assertion ends the test process: take the target along. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	out = fdopen(fds[0], "r");
+	cr_assert(out);
+	while (fgets(line, sizeof(line), out) && strcmp(line, "end\n") != 0)
+		parse_truth(t, line);
+	fclose(out);
+	cr_assert_eq(waitpid(t->pid, &status, WUNTRACED), t->pid);
+	cr_assert(WIFSTOPPED(status), "%s did not stop itself", path);
+}
+
+static void stop_target(struct target *t)
+{
+	kill(t->pid, SIGKILL);
+	waitpid(t->pid, NULL, 0);
+}
+
+static uint64_t truth_of(const struct target *t, const char *name)
+{
+	for (size_t i = 0; i < t->nr_truths; i++) {
+		if (strcmp(t->truths[i].name, name) == 0)
+			return t->truths[i].addr;
+	}
+	cr_assert_fail("the target did not print '%s'", name);
+	return 0;
+}
+
+struct map_line {
+	uint64_t start, end, pgoff;
+	bool executable;
+	char path[512];
+};
+
+static bool next_map_line(FILE *maps, struct map_line *m)
+{
+	char line[1024], perms[8];
+	int used = 0;
+
+	if (!fgets(line, sizeof(line), maps))
+		return false;
+	cr_assert_geq(sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &m->start,
+			     &m->end, perms, &m->pgoff, &used),
+		      4, "bad maps line '%s'", line);
+	m->executable = perms[2] == 'x';
+	snprintf(m->path, sizeof(m->path), "%s", used ? line + used : "");
+	m->path[strcspn(m->path, "\n")] = '\0';
+	return true;
+}
+
+/* Reports pid's mappings as a capture would. Mappings of `skip` are left out;
+ * paths equal to `rename_from` are reported as `rename_to`. */
+static void report_maps_as(struct rv_symbolizer *s, pid_t pid, const char *skip,
+			   const char *rename_from, const char *rename_to)
+{
+	char path[64];
+	struct map_line m;
+	struct rv_error err = { 0 };
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "r");
+	cr_assert(maps);
+	while (next_map_line(maps, &m)) {
+		const char *name = m.path;
+
+		if (skip && strstr(m.path, skip))
+			continue;
+		if (rename_from && strcmp(m.path, rename_from) == 0)
+			name = rename_to;
+		cr_assert_eq(rv_symbolizer_add_mapping(s, (uint32_t)pid, m.start, m.end - m.start,
+						       m.pgoff, m.executable, name, &err),
+			     0, "%s", err.message);
+	}
+	fclose(maps);
+}
+
+static void report_maps(struct rv_symbolizer *s, pid_t pid)
+{
+	report_maps_as(s, pid, NULL, NULL, NULL);
+}
+
+/* The mapping of pid that holds addr. */
+static struct map_line mapping_of(pid_t pid, uint64_t addr)
+{
+	char path[64];
+	struct map_line m;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "r");
+	cr_assert(maps);
+	while (next_map_line(maps, &m)) {
+		if (m.start <= addr && addr < m.end) {
+			fclose(maps);
+			return m;
+		}
+	}
+	fclose(maps);
+	cr_assert_fail("no mapping of pid %d holds 0x%" PRIx64, (int)pid, addr);
+	return m;
+}
+
+static struct rv_symbolizer *new_symbolizer(bool want_lines, const char *kallsyms)
+{
+	struct rv_symbolizer_options options = { .kallsyms_path = kallsyms,
+						 .want_lines = want_lines };
+	struct rv_symbolizer *s = NULL;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_symbolizer_new(&s, &options, &err), 0, "%s", err.message);
+	cr_assert(s);
+	return s;
+}
+
+/* The line of tests/targets/NAME carrying the comment LINE:<tag>. */
+static int marked_line(const char *source, const char *tag)
+{
+	char path[256], line[512], marker[128];
+	int number = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "tests/targets/%s", source);
+	snprintf(marker, sizeof(marker), "LINE:%s ", tag);
+	f = fopen(path, "r");
+	cr_assert(f, "cannot read %s (run the tests from the repository root)", path);
+	while (fgets(line, sizeof(line), f)) {
+		number++;
+		if (strstr(line, marker)) {
+			fclose(f);
+			return number;
+		}
+	}
+	fclose(f);
+	cr_assert_fail("no LINE:%s in %s", tag, path);
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static void expect_function(struct rv_symbolizer *s, pid_t pid, uint64_t addr, const char *name,
+			    const char *module)
+{
+	struct rv_symbol sym;
+
+	/* At its first byte and inside it. */
+	for (uint64_t delta = 0; delta <= 3; delta += 3) {
+		rv_symbolizer_lookup(s, (uint32_t)pid, addr + delta, &sym);
+		cr_assert(sym.known, "0x%" PRIx64 " (%s) not known: got '%s'", addr + delta, name,
+			  sym.name);
+		cr_assert_str_eq(sym.name, name);
+		cr_assert_eq(sym.start, addr, "%s starts at 0x%" PRIx64 ", not 0x%" PRIx64, name,
+			     sym.start, addr);
+		cr_assert_str_eq(sym.module, module);
+		cr_assert_not(sym.kernel);
+	}
+	cr_assert_gt(sym.size, 3, "%s: size %" PRIu64, name, sym.size);
+	/* Its end is where it ends: the next byte belongs to someone else. */
+	rv_symbolizer_lookup(s, (uint32_t)pid, addr + sym.size, &sym);
+	cr_assert(sym.start != addr, "%s extends past its size", name);
+}
+
+static uint16_t elf_type_of(const char *path)
+{
+	unsigned char header[18];
+	int fd = open(path, O_RDONLY);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(read(fd, header, sizeof(header)), (ssize_t)sizeof(header));
+	close(fd);
+	return (uint16_t)(header[16] | header[17] << 8);
+}
+
+Test(symbolizer, names_c_functions_of_an_aslr_pie_process)
+{
+	static const char *const functions[] = { "sym_c_deepest", "inner_static", "sym_c_middle",
+						 "sym_c_outer", "main" };
+	struct rv_symbolizer_stats stats;
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct target t;
+	char path[256];
+
+	target_path(path, sizeof(path), "sym_c");
+	cr_assert_eq(elf_type_of(path), 3 /* ET_DYN */, "the target should be a PIE");
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	/* ASLR placed it far from its link-time addresses (which start at 0). */
+	cr_assert_gt(truth_of(&t, "main"), 0x100000);
+	for (size_t i = 0; i < sizeof(functions) / sizeof(functions[0]); i++)
+		expect_function(s, t.pid, truth_of(&t, functions[i]), functions[i], "sym_c");
+	/* A shared library whose code is not in its first PT_LOAD. */
+	expect_function(s, t.pid, truth_of(&t, "strerror"), "strerror", "libc.so.6");
+	rv_symbolizer_stats(s, &stats);
+	cr_assert_geq(stats.modules, 2);
+	cr_assert_eq(stats.missing_files, 0);
+	stop_target(&t);
+	rv_symbolizer_free(s);
+}
+
+Test(symbolizer, finds_dwarf_file_and_line)
+{
+	struct rv_symbolizer *s = new_symbolizer(true, NULL);
+	struct rv_symbol sym;
+	struct target t;
+	char path[256];
+	int expected_line = marked_line("sym_c.c", "call_deepest");
+
+	target_path(path, sizeof(path), "sym_c");
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	/* Inside the call instruction that returns to call_site. */
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, truth_of(&t, "call_site") - 1, &sym);
+	cr_assert_str_eq(sym.name, "inner_static");
+	cr_assert(sym.file, "no source file for inner_static");
+	cr_assert(ends_with(sym.file, "sym_c.c"), "file is '%s'", sym.file);
+	cr_assert_eq(sym.line, expected_line);
+	stop_target(&t);
+	rv_symbolizer_free(s);
+}
+
+Test(symbolizer, without_lines_gives_no_file)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_symbol sym;
+	struct target t;
+	char path[256];
+
+	target_path(path, sizeof(path), "sym_c");
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, truth_of(&t, "call_site") - 1, &sym);
+	cr_assert_str_eq(sym.name, "inner_static");
+	cr_assert_null(sym.file);
+	cr_assert_eq(sym.line, 0);
+	stop_target(&t);
+	rv_symbolizer_free(s);
+}
+
+Test(symbolizer, demangles_cpp_names)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct target t;
+	char path[256];
+
+	target_path(path, sizeof(path), "sym_cpp");
+	start_target(&t, path);
+	cr_assert_eq(t.nr_truths, 6);
+	report_maps(s, t.pid);
+	for (size_t i = 0; i < t.nr_truths; i++)
+		expect_function(s, t.pid, t.truths[i].addr, t.truths[i].name, "sym_cpp");
+	stop_target(&t);
+	rv_symbolizer_free(s);
+}
+
+Test(symbolizer, names_stripped_code_by_file_offset)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_symbol sym, again;
+	struct map_line m;
+	struct target t;
+	char path[256], expected[128];
+	uint64_t addr;
+
+	target_path(path, sizeof(path), "sym_c.stripped");
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	addr = truth_of(&t, "sym_c_middle") + 2;
+	m = mapping_of(t.pid, addr);
+	snprintf(expected, sizeof(expected), "sym_c.stripped+0x%" PRIx64, addr - m.start + m.pgoff);
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, addr, &sym);
+	cr_assert_str_eq(sym.name, expected);
+	cr_assert_not(sym.known);
+	cr_assert_eq(sym.start, addr);
+	cr_assert_eq(sym.size, 0);
+	cr_assert_str_eq(sym.module, "sym_c.stripped");
+	/* Stripped of .symtab, libc still has its dynamic symbols (and maybe a .debug file). */
+	expect_function(s, t.pid, truth_of(&t, "strerror"), "strerror", "libc.so.6");
+	/* The cache gives the same answer, pointer for pointer. */
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, addr, &again);
+	cr_assert_eq(again.name, sym.name);
+	stop_target(&t);
+	rv_symbolizer_free(s);
+}
+
+static void run_command(const char *command)
+{
+	int status = system(command);
+
+	cr_assert(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "'%s' failed",
+		  command);
+}
+
+Test(symbolizer, uses_a_separate_debug_file)
+{
+	struct rv_symbolizer *s = new_symbolizer(true, NULL);
+	char dir[] = "/tmp/rv-symbolizer-XXXXXX", original[256], stripped[300], command[1024];
+	struct rv_symbol sym;
+	struct target t;
+
+	cr_assert(mkdtemp(dir));
+	target_path(original, sizeof(original), "sym_c");
+	snprintf(stripped, sizeof(stripped), "%s/sym_c_split", dir);
+	/* The classic split: symbols and DWARF in NAME.debug beside the binary,
+	 * found through the binary's .gnu_debuglink. */
+	snprintf(command, sizeof(command),
+		 "objcopy --only-keep-debug %s %s/sym_c_split.debug && "
+		 "objcopy --strip-all --add-gnu-debuglink=%s/sym_c_split.debug %s %s",
+		 original, dir, dir, original, stripped);
+	run_command(command);
+	start_target(&t, stripped);
+	report_maps(s, t.pid);
+	expect_function(s, t.pid, truth_of(&t, "inner_static"), "inner_static", "sym_c_split");
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, truth_of(&t, "call_site") - 1, &sym);
+	cr_assert_str_eq(sym.name, "inner_static");
+	cr_assert(sym.file && ends_with(sym.file, "sym_c.c"));
+	cr_assert_eq(sym.line, marked_line("sym_c.c", "call_deepest"));
+	stop_target(&t);
+	rv_symbolizer_free(s);
+	snprintf(command, sizeof(command), "rm -rf %s", dir);
+	run_command(command);
+}
+
+Test(symbolizer, names_a_non_pie_executable)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	char dir[] = "/tmp/rv-symbolizer-XXXXXX", binary[300], command[1024];
+	struct target t;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(binary, sizeof(binary), "%s/sym_c_exec", dir);
+	snprintf(command, sizeof(command),
+		 "cc -O1 -g -fno-omit-frame-pointer -fno-pie -no-pie -o %s tests/targets/sym_c.c",
+		 binary);
+	run_command(command);
+	cr_assert_eq(elf_type_of(binary), 2 /* ET_EXEC */);
+	start_target(&t, binary);
+	report_maps(s, t.pid);
+	expect_function(s, t.pid, truth_of(&t, "sym_c_outer"), "sym_c_outer", "sym_c_exec");
+	expect_function(s, t.pid, truth_of(&t, "inner_static"), "inner_static", "sym_c_exec");
+	stop_target(&t);
+	rv_symbolizer_free(s);
+	snprintf(command, sizeof(command), "rm -rf %s", dir);
+	run_command(command);
+}
+
+Test(symbolizer, names_what_it_cannot_read)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_symbolizer_stats stats;
+	struct rv_error err = { 0 };
+	struct rv_symbol sym;
+
+	cr_assert_eq(rv_symbolizer_add_mapping(s, 42, 0x7f0000000000, 0x3000, 0x1000, true,
+					       "/nonexistent/dir/libgone.so.1", &err),
+		     0);
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(s, 42, 0x7ffff7fc1000, 0x2000, 0, true, "[vdso]", &err),
+		0);
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(s, 42, 0x500000, 0x1000, 0, false, "/usr/bin/true", &err),
+		0);
+	rv_symbolizer_lookup(s, 42, 0x7f0000000010, &sym);
+	cr_assert_str_eq(sym.name, "libgone.so.1+0x1010");
+	cr_assert_str_eq(sym.module, "libgone.so.1");
+	cr_assert_not(sym.known);
+	cr_assert_eq(sym.start, 0x7f0000000010);
+	rv_symbolizer_lookup(s, 42, 0x7f0000002fff, &sym);
+	cr_assert_str_eq(sym.name, "libgone.so.1+0x3fff");
+	rv_symbolizer_lookup(s, 42, 0x7ffff7fc1a10, &sym);
+	cr_assert_str_eq(sym.name, "[vdso]+0xa10");
+	cr_assert_str_eq(sym.module, "[vdso]");
+	cr_assert_not(sym.known);
+	/* Not executable: ignored, so the address is just an address. */
+	rv_symbolizer_lookup(s, 42, 0x500010, &sym);
+	cr_assert_str_eq(sym.name, "0x500010");
+	cr_assert_str_eq(sym.module, "");
+	/* Beyond every mapping, and in a process nobody reported. */
+	rv_symbolizer_lookup(s, 42, 0x7f0000003000, &sym);
+	cr_assert_str_eq(sym.name, "0x7f0000003000");
+	rv_symbolizer_lookup(s, 4242, 0xdeadbeef, &sym);
+	cr_assert_str_eq(sym.name, "0xdeadbeef");
+	cr_assert_not(sym.known);
+	cr_assert_eq(sym.start, 0xdeadbeef);
+	cr_assert_null(rv_symbolizer_dwfl(s, 4242));
+	rv_symbolizer_stats(s, &stats);
+	cr_assert_eq(stats.missing_files, 1);
+	rv_symbolizer_free(s);
+}
+
+Test(symbolizer, mapping_changes_reach_cached_names)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_error err = { 0 };
+	struct rv_symbol sym;
+
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(s, 7, 0x10000000, 0x1000, 0, true, "/gone/a.so", &err),
+		0);
+	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
+	cr_assert_str_eq(sym.name, "0x20000010");
+	/* A later mmap (dlopen) covers the address looked up before. */
+	cr_assert_eq(rv_symbolizer_add_mapping(s, 7, 0x20000000, 0x1000, 0x4000, true, "/gone/b.so",
+					       &err),
+		     0);
+	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
+	cr_assert_str_eq(sym.name, "b.so+0x4010");
+	/* Another mapping replaces part of it. */
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(s, 7, 0x20000000, 0x800, 0, true, "/gone/c.so", &err), 0);
+	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
+	cr_assert_str_eq(sym.name, "c.so+0x10");
+	rv_symbolizer_lookup(s, 7, 0x20000810, &sym);
+	cr_assert_str_eq(sym.name, "b.so+0x4810");
+	/* And one lands in the middle of what is left. */
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(s, 7, 0x20000900, 0x100, 0, true, "/gone/d.so", &err), 0);
+	rv_symbolizer_lookup(s, 7, 0x20000850, &sym);
+	cr_assert_str_eq(sym.name, "b.so+0x4850");
+	rv_symbolizer_lookup(s, 7, 0x20000950, &sym);
+	cr_assert_str_eq(sym.name, "d.so+0x50");
+	rv_symbolizer_lookup(s, 7, 0x20000a10, &sym);
+	cr_assert_str_eq(sym.name, "b.so+0x4a10");
+	rv_symbolizer_lookup(s, 7, 0x10000010, &sym);
+	cr_assert_str_eq(sym.name, "a.so+0x10");
+	/* exec: everything goes. */
+	rv_symbolizer_forget_process(s, 7);
+	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
+	cr_assert_str_eq(sym.name, "0x20000010");
+	cr_assert_null(rv_symbolizer_dwfl(s, 7));
+	rv_symbolizer_free(s);
+}
+
+Test(symbolizer, cache_gives_the_same_pointers)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_symbolizer_stats before, after;
+	struct rv_symbol a, b, c;
+	struct target t;
+	char path[256];
+	uint64_t middle;
+
+	target_path(path, sizeof(path), "sym_c");
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	middle = truth_of(&t, "sym_c_middle");
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, middle + 1, &a);
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, middle + 5, &b);
+	cr_assert_eq(a.name, b.name, "one function, one name pointer");
+	cr_assert_eq(a.module, b.module);
+	rv_symbolizer_stats(s, &before);
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, middle + 1, &c);
+	rv_symbolizer_stats(s, &after);
+	cr_assert_eq(after.lookups, before.lookups + 1);
+	cr_assert_eq(after.cache_hits, before.cache_hits + 1);
+	cr_assert_eq(c.name, a.name);
+	cr_assert_eq(c.start, a.start);
+	cr_assert_eq(c.size, a.size);
+	cr_assert_eq(c.known, a.known);
+	/* The same name in another process is the same pointer too. */
+	{
+		struct rv_symbol other;
+		struct target t2;
+
+		start_target(&t2, path);
+		report_maps(s, t2.pid);
+		rv_symbolizer_lookup(s, (uint32_t)t2.pid, truth_of(&t2, "sym_c_middle") + 2,
+				     &other);
+		cr_assert_eq(other.name, a.name);
+		stop_target(&t2);
+	}
+	stop_target(&t);
+	rv_symbolizer_free(s);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(symbolizer, names_jit_code_from_perf_map)
+{
+	/* A pid no process has (above the default pid_max), so the map is ours. */
+	const uint32_t pid = 4199999;
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_error err = { 0 };
+	char path[64];
+	struct rv_symbol sym, again;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", pid);
+	write_file(path, "7f1200001000 40 LazyCompile:*fib app.js:3\n"
+			 "not a line\n"
+			 "7f1200001100 80 Builtin:ArgumentsAdaptor\n");
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(s, pid, 0x7f1200000000, 0x10000, 0, true, "//anon", &err),
+		0);
+	rv_symbolizer_lookup(s, pid, 0x7f1200001010, &sym);
+	cr_assert_str_eq(sym.name, "LazyCompile:*fib app.js:3");
+	cr_assert(sym.known);
+	cr_assert_eq(sym.start, 0x7f1200001000);
+	cr_assert_eq(sym.size, 0x40);
+	cr_assert_str_eq(sym.module, "perf-4199999.map");
+	rv_symbolizer_lookup(s, pid, 0x7f1200001050, &sym);
+	cr_assert_str_eq(sym.name, "0x7f1200001050", "between JIT symbols");
+	rv_symbolizer_lookup(s, pid, 0x7f120000117f, &sym);
+	cr_assert_str_eq(sym.name, "Builtin:ArgumentsAdaptor");
+	rv_symbolizer_lookup(s, pid, 0x7f120000117f, &again);
+	cr_assert_eq(again.name, sym.name);
+	rv_symbolizer_free(s);
+	unlink(path);
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+Test(symbolizer, adds_libraries_mapped_later)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	uint64_t deflate_at = (uint64_t)(uintptr_t)&deflate;
+	uint64_t own_function = (uint64_t)(uintptr_t)&target_path;
+	struct map_line libz = mapping_of(getpid(), deflate_at);
+	struct map_line self_map = mapping_of(getpid(), own_function);
+	struct rv_symbol sym;
+	pid_t self = getpid();
+
+	cr_assert(strstr(libz.path, "libz.so"), "deflate is in '%s'", libz.path);
+	/* This test program, without libz at first, as if libz came by dlopen. */
+	report_maps_as(s, self, "libz.so", NULL, NULL);
+	expect_function(s, self, own_function, "target_path", basename_of(self_map.path));
+	cr_assert(rv_symbolizer_dwfl(s, (uint32_t)self));
+	rv_symbolizer_lookup(s, (uint32_t)self, deflate_at, &sym);
+	cr_assert_not(sym.known, "libz is not reported yet, got '%s'", sym.name);
+	report_maps(s, self);
+	/* libz ships stripped: its exported functions come from .dynsym. */
+	expect_function(s, self, deflate_at, "deflate", basename_of(libz.path));
+	expect_function(s, self, own_function, "target_path", basename_of(self_map.path));
+	rv_symbolizer_free(s);
+}
+
+Test(symbolizer, names_kernel_addresses_from_a_kallsyms_file)
+{
+	char path[] = "/tmp/rv-kallsyms-XXXXXX";
+	struct rv_symbolizer_stats stats;
+	struct rv_symbolizer *s;
+	struct rv_symbol sym;
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	write_file(path, "ffffffff81000000 T _stext\n"
+			 "ffffffff81000100 t helper_local\n"
+			 "ffffffff81000180 D some_data\n"
+			 "ffffffff81000300 W weak_fn\n"
+			 "ffffffff81000300 t __weak_fn_alias\n"
+			 "ffffffff81000400 T last_core\n"
+			 "ffffffffc0001000 t mod_func\t[mymod]\n"
+			 "ffffffffc0001080 T mod_func2\t[mymod]\n"
+			 "garbage line\n");
+	s = new_symbolizer(false, path);
+	rv_symbolizer_lookup(s, 1, 0xffffffff81000150, &sym);
+	cr_assert_str_eq(sym.name, "helper_local");
+	cr_assert(sym.known && sym.kernel);
+	cr_assert_eq(sym.start, 0xffffffff81000100);
+	cr_assert_eq(sym.size, 0x200, "data symbols do not end functions");
+	cr_assert_str_eq(sym.module, "[kernel.kallsyms]");
+	rv_symbolizer_lookup(s, 1, 0xffffffff81000300, &sym);
+	cr_assert_str_eq(sym.name, "weak_fn");
+	rv_symbolizer_lookup(s, 99, 0xffffffffc0001090, &sym);
+	cr_assert_str_eq(sym.name, "mod_func2");
+	cr_assert_eq(sym.start, 0xffffffffc0001080);
+	rv_symbolizer_lookup(s, 1, 0xffffffffc0001010, &sym);
+	cr_assert_str_eq(sym.name, "mod_func");
+	cr_assert_eq(sym.size, 0x80);
+	/* The last core symbol does not swallow the gap up to the modules. */
+	rv_symbolizer_lookup(s, 1, 0xffffffff90000000, &sym);
+	cr_assert_not(sym.known);
+	cr_assert_str_eq(sym.name, "0xffffffff90000000");
+	cr_assert(sym.kernel);
+	rv_symbolizer_lookup(s, 1, 0xffff800000001000, &sym);
+	cr_assert_str_eq(sym.name, "0xffff800000001000");
+	rv_symbolizer_stats(s, &stats);
+	cr_assert_eq(stats.kernel_symbols, 6);
+	rv_symbolizer_free(s);
+	unlink(path);
+}
+
+Test(symbolizer, refuses_unusable_kallsyms)
+{
+	struct rv_symbolizer_options options = { .kallsyms_path = "/nonexistent/kallsyms" };
+	char path[] = "/tmp/rv-kallsyms-XXXXXX";
+	struct rv_symbolizer *s = NULL;
+	struct rv_error err = { 0 };
+	int fd;
+
+	cr_assert_eq(rv_symbolizer_new(&s, &options, &err), -ENOENT);
+	cr_assert_null(s);
+	cr_assert(strstr(err.message, "/nonexistent/kallsyms"), "%s", err.message);
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	/* What an unprivileged reader sees with kptr_restrict set. */
+	write_file(path, "0000000000000000 T _stext\n0000000000000000 t helper\n");
+	options.kallsyms_path = path;
+	cr_assert_eq(rv_symbolizer_new(&s, &options, &err), -EPERM);
+	cr_assert(strstr(err.message, "kptr_restrict"), "%s", err.message);
+	unlink(path);
+}
+
+Test(symbolizer, names_the_running_kernel)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, "/proc/kallsyms");
+	struct rv_symbolizer_stats stats;
+	char line[512], name[256], type;
+	uint64_t addr, ksys_read = 0;
+	struct rv_symbol sym;
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNx64 " %c %255s", &addr, &type, name) == 3 &&
+		    strcmp(name, "ksys_read") == 0) {
+			ksys_read = addr;
+			break;
+		}
+	}
+	fclose(f);
+	cr_assert(ksys_read, "ksys_read is not in /proc/kallsyms");
+	rv_symbolizer_lookup(s, 1, ksys_read + 4, &sym);
+	cr_assert_str_eq(sym.name, "ksys_read");
+	cr_assert_eq(sym.start, ksys_read);
+	cr_assert(sym.known && sym.kernel);
+	cr_assert_gt(sym.size, 4);
+	rv_symbolizer_stats(s, &stats);
+	cr_assert_gt(stats.kernel_symbols, 10000);
+	rv_symbolizer_free(s);
+}
+
+Test(symbolizer, demangles_cpp_and_rust_legacy)
+{
+	static const struct {
+		const char *mangled, *readable;
+	} cases[] = {
+		{ "_ZN2ns6Widget4frobEi", "ns::Widget::frob(int)" },
+		{ "_ZN3foo3barE", "foo::bar" },
+		{ "_ZN4core3fmt9Formatter3pad17h0123456789abcdefE", "core::fmt::Formatter::pad" },
+		{ "_ZN66_$LT$alloc..vec..Vec$LT$T$GT$$u20$as$u20$core..ops..drop..Drop$GT$"
+		  "4drop17h0123456789abcdefE",
+		  "<alloc::vec::Vec<T> as core::ops::drop::Drop>::drop" },
+		{ "_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17hfedcba9876543210E",
+		  "std::rt::lang_start::{{closure}}" },
+		{ "_ZN3foo3bar17h0123456789abcdefE.llvm.12345", "foo::bar" },
+		{ "_ZN3foo17hzzzzzzzzzzzzzzzzE", "foo::hzzzzzzzzzzzzzzzz" },
+	};
+	static const char *const not_mangled[] = { "main", "_Z", "_Znotvalid", "",
+						   "_ZN3fooE_extra" };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *readable = rv_demangle(cases[i].mangled);
+
+		cr_assert(readable, "'%s' not demangled", cases[i].mangled);
+		cr_assert_str_eq(readable, cases[i].readable);
+		free(readable);
+	}
+	for (size_t i = 0; i < sizeof(not_mangled) / sizeof(not_mangled[0]); i++) {
+		char *readable = rv_demangle(not_mangled[i]);
+
+		cr_assert_null(readable, "'%s' became '%s'", not_mangled[i], readable);
+	}
+	cr_assert_null(rv_demangle(NULL));
+}
