@@ -135,7 +135,8 @@ test: $(TEST_DEPS)
 	RV_BUILD=$(BUILD) $(BUILD)/tests/e2e-tests --jobs 1
 
 check-asan:
-	$(MAKE) BUILD=build-asan SAN=1 test
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ASAN_OPTIONS=detect_leaks=1 \
+		$(MAKE) BUILD=build-asan SAN=1 test
 
 bench: all $(TARGET_BINS)
 	RV_BUILD=$(BUILD) bench/run

@@ -123,6 +123,19 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 		struct rv_sample_decoder_stats ds;
 
 		rv_sample_decoder_stats(decoder, &ds);
+		{
+			struct rv_builder_stats bs;
+
+			rv_builder_stats(builder, &bs);
+			if (bs.skipped_callers)
+				rv_debug("%llu samples in a prologue or at a return had the caller "
+					 "their frame-pointer walk skipped restored",
+					 (unsigned long long)bs.skipped_callers);
+			if (bs.grafted)
+				rv_debug("%llu stacks cut short by unwinding were completed from "
+					 "the stack before them",
+					 (unsigned long long)bs.grafted);
+		}
 		if (ds.unwind_failures)
 			rv_debug("%llu of %llu samples could not be unwound past their IP",
 				 (unsigned long long)ds.unwind_failures,

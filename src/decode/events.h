@@ -37,6 +37,10 @@ struct rv_event {
 			const struct rv_frame *frames; /* leaf first */
 			size_t nr_frames;
 			uint64_t interval_ns; /* nominal time one sample stands for */
+			/* the user frames come from a frame-pointer walk, which
+			 * cannot see the caller of a function that has not yet set
+			 * up its frame */
+			bool frame_pointers;
 		} stack;
 		struct {
 			const char *name;

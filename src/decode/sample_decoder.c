@@ -193,8 +193,10 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 	ev->stack.interval_ns = nominal_interval(&s.attr->attr);
 	if (s.sample_type & PERF_SAMPLE_STACK_USER)
 		ev->stack.nr_frames = frames_from_dwarf(d, &s);
-	else if (s.sample_type & PERF_SAMPLE_CALLCHAIN)
+	else if (s.sample_type & PERF_SAMPLE_CALLCHAIN) {
 		ev->stack.nr_frames = frames_from_callchain(d, &s);
+		ev->stack.frame_pointers = true;
+	}
 	else {
 		d->frames[0].addr = s.ip;
 		d->frames[0].kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
@@ -263,6 +265,10 @@ int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev,
 				room = sizeof(d->name) - 1;
 			memcpy(d->name, body + 8, room);
 			d->name[room] = '\0';
+			/* exec replaced the process's image: its old mappings are gone,
+			 * and the new image's MMAP2 records follow this one. */
+			if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && ev->pid == ev->tid)
+				rv_symbolizer_forget_process(d->symbolizer, ev->pid);
 			ev->kind = RV_EVENT_THREAD_NAME;
 			ev->time = record_time(d, h);
 			ev->thread.name = d->name;

@@ -662,6 +662,26 @@ Dwfl *rv_symbolizer_dwfl(struct rv_symbolizer *s, uint32_t pid)
 	return p->dwfl;
 }
 
+size_t rv_symbolizer_read_code(struct rv_symbolizer *s, uint32_t pid, uint64_t addr, void *buf,
+				size_t len)
+{
+	Dwfl *dwfl = rv_symbolizer_dwfl(s, pid);
+	Dwfl_Module *mod;
+	Elf_Scn *scn;
+	Elf_Data *data;
+	Dwarf_Addr offset = addr, bias;
+
+	if (!dwfl || !(mod = dwfl_addrmodule(dwfl, addr)))
+		return 0;
+	scn = dwfl_module_address_section(mod, &offset, &bias);
+	if (!scn || !(data = elf_getdata(scn, NULL)) || !data->d_buf || offset >= data->d_size)
+		return 0;
+	if (len > data->d_size - offset)
+		len = data->d_size - offset;
+	memcpy(buf, (const char *)data->d_buf + offset, len);
+	return len;
+}
+
 /* ---- naming ---- */
 
 static void name_raw_address(struct rv_symbolizer *s, uint64_t addr, struct rv_symbol *out)

@@ -20,6 +20,7 @@
 #define RV_SYMBOLIZE_SYMBOLIZER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/error.h"
@@ -69,6 +70,12 @@ void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 /* The libdwfl session holding process pid's modules (created on first use),
  * for the DWARF unwinder; NULL when pid has no mappings. */
 Dwfl *rv_symbolizer_dwfl(struct rv_symbolizer *s, uint32_t pid);
+
+/* Copies up to len bytes of the code at addr in process pid from the mapped
+ * file's section (SHT_NOBITS and unmapped addresses give 0). Returns the bytes
+ * copied. */
+size_t rv_symbolizer_read_code(struct rv_symbolizer *s, uint32_t pid, uint64_t addr, void *buf,
+			       size_t len);
 
 struct rv_symbolizer_stats {
 	uint64_t lookups, cache_hits;

@@ -29,6 +29,7 @@ struct thread_state {
 	bool used;    /* the hash slot is taken */
 	bool named;   /* the track's current name has been written */
 	bool counted; /* counted in stats.threads */
+	bool process_named; /* (main thread) the process's name has been written */
 	char name[32];
 	struct open_frame *stack;
 	size_t depth, cap;
@@ -57,6 +58,7 @@ struct rv_builder {
 	struct {
 		uint64_t identity;
 		const char *name;
+		bool known; /* identity is a symbol's start */
 	} *path;
 	size_t cap_path;
 };
@@ -176,21 +178,28 @@ static int ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_
 	char track[96];
 	int ret;
 
+	struct thread_state *main_thread;
+
 	if (t->named)
 		return 0;
-	if (!t->name[0] && t->tid != t->pid) {
-		/* A new thread carries its process's name until it renames itself
-		 * (the kernel reports COMM only for exec and renames). */
-		struct thread_state *main_thread = find_slot(b->threads, b->cap_threads, t->pid);
-
-		if (main_thread->used)
-			snprintf(t->name, sizeof(t->name), "%s", main_thread->name);
-	}
+	main_thread = t->tid == t->pid ? t : find_slot(b->threads, b->cap_threads, t->pid);
+	if (!main_thread->used)
+		main_thread = NULL;
+	/* A new thread carries its process's name until it renames itself (the
+	 * kernel reports COMM only for exec and renames). */
+	if (!t->name[0] && main_thread)
+		snprintf(t->name, sizeof(t->name), "%s", main_thread->name);
 	snprintf(track, sizeof(track), "%s [%u/%u]", t->name[0] ? t->name : "?", t->pid, t->tid);
-	if (t->pid == t->tid) {
-		ret = rv_trace_writer_process(b->writer, t->pid, t->name[0] ? t->name : "?", err);
+	/* Name the process too, even when its main thread never ran while sampled. */
+	if (!main_thread || !main_thread->process_named) {
+		const char *process = main_thread && main_thread->name[0] ? main_thread->name
+									  : t->name;
+
+		ret = rv_trace_writer_process(b->writer, t->pid, process[0] ? process : "?", err);
 		if (ret)
 			return ret;
+		if (main_thread)
+			main_thread->process_named = true;
 	}
 	ret = rv_trace_writer_thread(b->writer, t->pid, t->tid, track, err);
 	if (ret)
@@ -290,6 +299,76 @@ static int account_previous(struct rv_builder *b, struct thread_state *t, uint64
 	return add_self_time(b, t->last_leaf, elapsed);
 }
 
+/* Whether a frame-pointer walk from a sample at ip skips the leaf function's
+ * caller: %rbp does not yet (at `push %rbp` or `mov %rsp,%rbp` of the
+ * prologue, or at an endbr64 before them) or no longer (at `ret`, after `pop
+ * %rbp`) point at the leaf's own frame, so the walk starts from the caller's
+ * frame and finds the caller's caller. Decided from the code bytes at ip. */
+static bool walk_skips_caller(struct rv_builder *b, uint32_t pid, uint64_t ip)
+{
+	uint8_t code[4];
+	size_t got = rv_symbolizer_read_code(b->symbolizer, pid, ip, code, sizeof(code));
+
+	if (got >= 1 && (code[0] == 0x55 || code[0] == 0xc3 || code[0] == 0xc2))
+		return true; /* push %rbp; ret; ret $n */
+	if (got >= 3 && code[0] == 0x48 && code[1] == 0x89 && code[2] == 0xe5)
+		return true; /* mov %rsp,%rbp */
+	return got >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa;
+}
+
+/* For a sample where the walk skipped the leaf's caller (the path reads ...,
+ * grandcaller, leaf): when the grandcaller is on the thread's open stack with
+ * a frame above it, that frame is the caller the walk could not see, and it is
+ * put back. Returns 1 if a frame was inserted before the leaf. */
+static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t,
+				     size_t n)
+{
+	uint64_t grandcaller = b->path[n - 2].identity;
+	size_t depth;
+
+	if (t->depth < 2)
+		return 0;
+	for (depth = t->depth - 1; depth > 0; depth--)
+		if (t->stack[depth - 1].identity == grandcaller)
+			break;
+	if (depth == 0 || t->stack[depth].identity == b->path[n - 1].identity)
+		return 0;
+	b->path[n] = b->path[n - 1];
+	b->path[n - 1].identity = t->stack[depth].identity;
+	b->path[n - 1].name = t->stack[depth].name;
+	b->path[n - 1].known = true;
+	b->stats.skipped_callers++;
+	return 1;
+}
+
+/* A stack whose unwinding stopped early (a sample in a prologue or an
+ * epilogue, where frame pointers or call frame information cannot see the
+ * caller) starts in the middle of the real stack. When its root function is
+ * on the thread's open stack but is not its root, the sample is taken to be
+ * that stack cut short, and the missing outer frames are put back; otherwise
+ * every such sample would end the outer spans and begin new ones. Returns how
+ * many frames were put in front of the path. */
+static size_t graft_truncated_stack(struct rv_builder *b, const struct thread_state *t, size_t n)
+{
+	size_t depth;
+
+	if (n == 0 || t->depth == 0 || t->stack[0].identity == b->path[0].identity)
+		return 0;
+	for (depth = t->depth - 1; depth > 0; depth--)
+		if (t->stack[depth].identity == b->path[0].identity)
+			break;
+	if (depth == 0)
+		return 0;
+	memmove(b->path + depth, b->path, n * sizeof(*b->path));
+	for (size_t i = 0; i < depth; i++) {
+		b->path[i].identity = t->stack[i].identity;
+		b->path[i].name = t->stack[i].name;
+		b->path[i].known = true;
+	}
+	b->stats.grafted++;
+	return depth;
+}
+
 static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t = thread_for(b, ev->pid, ev->tid);
@@ -301,13 +380,13 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 	ret = ensure_track(b, t, err);
 	if (ret)
 		return ret;
-	if (n > b->cap_path) {
-		void *grown = realloc(b->path, n * sizeof(*b->path));
+	if (n + t->depth + 1 > b->cap_path) {
+		void *grown = realloc(b->path, (n + t->depth + 1) * sizeof(*b->path));
 
 		if (!grown)
 			return rv_error_set(err, ENOMEM, "out of memory");
 		b->path = grown;
-		b->cap_path = n;
+		b->cap_path = n + t->depth + 1;
 	}
 	/* Name the frames, root first. */
 	for (size_t i = 0; i < n; i++) {
@@ -318,7 +397,12 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		rv_symbolizer_lookup(b->symbolizer, ev->pid, lookup, &sym);
 		b->path[i].identity = sym.known ? sym.start : f->addr;
 		b->path[i].name = sym.name;
+		b->path[i].known = sym.known;
 	}
+	if (ev->stack.frame_pointers && n >= 2 && !ev->stack.frames[0].kernel &&
+	    b->path[n - 1].known && walk_skips_caller(b, ev->pid, ev->stack.frames[0].addr))
+		n += restore_skipped_caller(b, t, n);
+	n += graft_truncated_stack(b, t, n);
 	while (common < n && common < t->depth && t->stack[common].identity == b->path[common].identity)
 		common++;
 	while (t->depth > common) {
@@ -382,6 +466,8 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 		if (strcmp(t->name, ev->thread.name)) {
 			snprintf(t->name, sizeof(t->name), "%s", ev->thread.name);
 			t->named = false; /* rename the track if it was already written */
+			if (t->tid == t->pid)
+				t->process_named = false;
 			if (t->counted)
 				return ensure_track(b, t, err);
 		}

@@ -5,7 +5,9 @@
  * disappeared end and frames that appeared begin, at the sample's time. Each
  * frame is one function (named by the symbolizer); a sample stands for the
  * time until the thread's next sample, and the last one for its nominal
- * interval. One track per thread, named "comm [pid/tid]".
+ * interval. One track per thread, named "comm [pid/tid]". A stack that was
+ * cut short by unwinding (its root is a function in the middle of the open
+ * stack) is completed from the open stack rather than read as a return to it.
  *
  * It also keeps what the summary needs: time covered and self time by
  * function.
@@ -51,6 +53,8 @@ struct rv_builder_stats {
 	uint64_t lost;
 	uint64_t first_time, last_time; /* capture clock; first_time is the trace's zero */
 	uint64_t self_ns;		/* self time of all functions together */
+	uint64_t grafted;		/* truncated stacks completed from the open stack */
+	uint64_t skipped_callers;	/* callers a frame-pointer walk skipped, restored */
 };
 
 void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out);

@@ -116,7 +116,7 @@ Test(run, four_threads_give_four_tracks, .timeout = 180)
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	t = read_trace(out);
 	for (int w = 0; w < 4; w++) {
-		char name[16], line[64];
+		char name[32], line[64];
 		const struct fxt_span *s;
 		const char *p;
 		unsigned long tid;
@@ -130,7 +130,7 @@ Test(run, four_threads_give_four_tracks, .timeout = 180)
 			     tid);
 		/* That thread runs its own worker and no other. */
 		for (int other = 0; other < 4; other++) {
-			char other_name[16];
+			char other_name[32];
 
 			snprintf(other_name, sizeof(other_name), "worker_%d", other);
 			if (other != w)
@@ -141,6 +141,8 @@ Test(run, four_threads_give_four_tracks, .timeout = 180)
 		seen[w] = 1;
 	}
 	cr_assert(seen[0] && seen[1] && seen[2] && seen[3]);
+	cr_assert_eq(t->nr_processes, 1);
+	cr_assert_str_eq(t->processes[0].name, "threads4", "the process is named");
 	fxt_trace_free(t);
 	cleanup_dir(dir);
 }

@@ -3,6 +3,7 @@
  * symbolizer, and each is its own function, which keeps these tests about
  * the builder alone. */
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,8 @@ static void open_fixture(struct fixture *f)
 }
 
 /* stack: root first, as a test reads best; the event wants leaf first. */
-static void sample(struct fixture *f, uint32_t tid, uint64_t time, const uint64_t *root_first,
-		   size_t n)
+static void sample_fp(struct fixture *f, uint32_t tid, uint64_t time, const uint64_t *root_first,
+		      size_t n, bool frame_pointers)
 {
 	struct rv_frame frames[32];
 	struct rv_event ev = { .kind = RV_EVENT_STACK_SAMPLE, .pid = 100, .tid = tid, .time = time };
@@ -50,7 +51,14 @@ static void sample(struct fixture *f, uint32_t tid, uint64_t time, const uint64_
 	ev.stack.frames = frames;
 	ev.stack.nr_frames = n;
 	ev.stack.interval_ns = 10;
+	ev.stack.frame_pointers = frame_pointers;
 	cr_assert_eq(rv_builder_add(f->b, &ev, &f->err), 0, "%s", f->err.message);
+}
+
+static void sample(struct fixture *f, uint32_t tid, uint64_t time, const uint64_t *root_first,
+		   size_t n)
+{
+	sample_fp(f, tid, time, root_first, n, false);
 }
 
 static struct fxt_trace *finish(struct fixture *f)
@@ -201,5 +209,111 @@ Test(builder, thread_exit_ends_its_spans_and_self_time_is_accounted)
 	/* 30 ns until the exit is more than twice the 10 ns interval: the thread
 	 * was off the CPU, so only one interval counts as self time. */
 	cr_assert_eq(top[1].self_ns, 10);
+	close_fixture(&f, t);
+}
+
+Test(builder, a_stack_cut_short_by_unwinding_is_completed)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+	const uint64_t full[] = { 0x1000, 0x2000, 0x3000, 0x4000 };
+	const uint64_t cut[] = { 0x3000, 0x4000 }; /* unwinding stopped at 0x3000 */
+	const uint64_t other_root[] = { 0x9000, 0x4000 };
+
+	open_fixture(&f);
+	sample(&f, 100, 0, full, 4);
+	sample(&f, 100, 10, cut, 2);
+	sample(&f, 100, 20, full, 4);
+	rv_builder_stats(f.b, &stats);
+	cr_assert_eq(stats.grafted, 1);
+	/* A root that is nowhere on the open stack is a real change of stack. */
+	sample(&f, 100, 30, other_root, 2);
+	t = finish(&f);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x1000"), 1, "main was not cut");
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x3000"), 1);
+	cr_assert_eq(span(t, "0x3000", 0)->end_ns, 30);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x9000"), 1);
+	cr_assert_eq(span(t, "0x9000", 0)->depth, 0);
+	close_fixture(&f, t);
+}
+
+Test(builder, a_frame_pointer_sample_at_a_function_entry_gets_its_caller_back)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+	const uint64_t in_caller[] = { 0x1000, 0x2000 };
+	/* At 0x3000's first byte its frame is not set up: the walk skips 0x2000.
+	 * Unmapped addresses are each their own "function", so the leaf address
+	 * equals its identity, which is what an entry looks like. */
+	const uint64_t at_entry[] = { 0x1000, 0x3000 };
+
+	open_fixture(&f);
+	sample_fp(&f, 100, 0, in_caller, 2, true);
+	sample_fp(&f, 100, 10, at_entry, 2, true);
+	sample_fp(&f, 100, 20, in_caller, 2, true);
+	rv_builder_stats(f.b, &stats);
+	t = finish(&f);
+	/* Unmapped addresses are not known symbols: nothing is restored for them. */
+	cr_assert_eq(stats.skipped_callers, 0);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x2000"), 2);
+	close_fixture(&f, t);
+}
+
+static uint64_t nm_address(const char *binary, const char *symbol)
+{
+	char cmd[512], line[256];
+	FILE *p;
+	uint64_t value = 0;
+
+	snprintf(cmd, sizeof(cmd), "nm %s", binary);
+	p = popen(cmd, "r");
+	cr_assert(p);
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long v;
+		char type, name[200];
+
+		if (sscanf(line, "%llx %c %199s", &v, &type, name) == 3 && !strcmp(name, symbol))
+			value = v;
+	}
+	pclose(p);
+	cr_assert_neq(value, 0, "%s not in %s", symbol, binary);
+	return value;
+}
+
+Test(builder, entry_caller_restored_with_real_symbols)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+	char binary[256];
+	const char *build = getenv("RV_BUILD");
+	const uint64_t base = 0x555555554000ull;
+	uint64_t main_at, long_at, spin_at;
+
+	snprintf(binary, sizeof(binary), "%s/tests/targets/ratio", build ? build : "build");
+	open_fixture(&f);
+	cr_assert_eq(rv_symbolizer_add_mapping(f.sym, 100, base, 0x10000, 0, true, binary, &f.err),
+		     0);
+	main_at = base + nm_address(binary, "main");
+	long_at = base + nm_address(binary, "work_long");
+	spin_at = base + nm_address(binary, "spin");
+	{
+		const uint64_t in_long[] = { main_at + 20, long_at + 8 };
+		const uint64_t at_spin_entry[] = { main_at + 20, spin_at };
+		const uint64_t in_spin[] = { main_at + 20, long_at + 8, spin_at + 8 };
+
+		sample_fp(&f, 100, 0, in_long, 2, true);
+		sample_fp(&f, 100, 10, at_spin_entry, 2, true);
+		sample_fp(&f, 100, 20, in_spin, 3, true);
+	}
+	rv_builder_stats(f.b, &stats);
+	t = finish(&f);
+	cr_assert_eq(stats.skipped_callers, 1);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work_long"), 1,
+		     "work_long goes on through the sample at spin's entry");
+	cr_assert_str_eq(fxt_span_parent(t, span(t, "spin", 0))->name, "work_long");
+	cr_assert_eq(span(t, "spin", 0)->begin_ns, 10);
 	close_fixture(&f, t);
 }
