@@ -61,6 +61,10 @@ static void print_summary(const struct rv_render_options *ro, const struct rv_bu
 		(unsigned long long)(bs.lost > ro->lost_while_recording ? bs.lost
 									 : ro->lost_while_recording),
 		(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+	if (bs.samples == 0)
+		fprintf(stderr, "rearview: no samples: the target did not run on a CPU while it "
+				"was recorded (a sleeping or blocked process gives none; kernel "
+				"threads need --trace-include-kernel)\n");
 	if (nr_top) {
 		fprintf(stderr, "rearview: top functions by self time:\n");
 		for (size_t i = 0; i < nr_top; i++) {

@@ -13,6 +13,7 @@ void rv_reorder_init(struct rv_reorder *ro)
 void rv_reorder_destroy(struct rv_reorder *ro)
 {
 	free(ro->arena);
+	free(ro->spare);
 	free(ro->entries);
 	memset(ro, 0, sizeof(*ro));
 }
@@ -80,21 +81,34 @@ int rv_reorder_release(struct rv_reorder *ro, uint64_t before, rv_reorder_sink s
 	}
 	if (released == 0)
 		return ret;
-	/* Compact what is kept to the front of the arena, in time order. */
+	/* Compact what is kept into the spare arena, in time order, and swap: two
+	 * arenas that live as long as the recording, rather than a fresh one per
+	 * release (which would fault in new pages every time). */
 	if (released < ro->nr_entries) {
-		uint8_t *fresh = malloc(ro->arena_cap);
+		if (ro->spare_cap < ro->arena_cap) {
+			uint8_t *grown = realloc(ro->spare, ro->arena_cap);
 
-		if (!fresh)
-			return -ENOMEM;
+			if (!grown)
+				return -ENOMEM;
+			ro->spare = grown;
+			ro->spare_cap = ro->arena_cap;
+		}
 		for (size_t i = released; i < ro->nr_entries; i++) {
 			struct rv_reorder_entry *e = &ro->entries[i];
 
-			memcpy(fresh + kept_bytes, ro->arena + e->offset, e->size);
+			memcpy(ro->spare + kept_bytes, ro->arena + e->offset, e->size);
 			e->offset = kept_bytes;
 			kept_bytes += (e->size + 7) & ~7u;
 		}
-		free(ro->arena);
-		ro->arena = fresh;
+		{
+			uint8_t *old_arena = ro->arena;
+			size_t old_cap = ro->arena_cap;
+
+			ro->arena = ro->spare;
+			ro->arena_cap = ro->spare_cap;
+			ro->spare = old_arena;
+			ro->spare_cap = old_cap;
+		}
 		memmove(ro->entries, ro->entries + released,
 			(ro->nr_entries - released) * sizeof(*ro->entries));
 	}

@@ -25,6 +25,8 @@ struct rv_reorder_entry {
 struct rv_reorder {
 	uint8_t *arena;
 	size_t arena_used, arena_cap;
+	uint8_t *spare; /* the other arena: kept records are compacted into it */
+	size_t spare_cap;
 	struct rv_reorder_entry *entries;
 	size_t nr_entries, cap_entries;
 	uint64_t next_seq;
