@@ -70,10 +70,10 @@ struct rv_perf_meta {
 	const char *perf_version; /* HEADER_VERSION; default "rearview <version>" */
 	const char *arch;
 	const char *cpu_desc;
-	const char *cpuid;	  /* perf's form, e.g. "GenuineIntel,6,78,3" */
+	const char *cpuid; /* perf's form, e.g. "GenuineIntel,6,78,3" */
 	int argc;
 	const char *const *argv;
-	int clockid;		  /* -1: none recorded (HEADER_CLOCKID omitted) */
+	int clockid; /* -1: none recorded (HEADER_CLOCKID omitted) */
 	uint64_t sample_time_first_ns, sample_time_last_ns; /* 0,0: omitted */
 };
 
@@ -141,12 +141,12 @@ struct rv_perf_sample {
 	const uint64_t *callchain; /* as the kernel wrote it, PERF_CONTEXT_* markers included */
 	uint32_t raw_size;
 	const void *raw;
-	uint64_t regs_user_abi;	    /* PERF_SAMPLE_REGS_ABI_*; 0 means no registers */
-	uint64_t regs_user_mask;    /* attr.sample_regs_user */
-	const uint64_t *regs_user;  /* popcount(mask) values, in bit order */
-	uint64_t stack_user_size;   /* bytes valid at stack_user (dyn_size) */
+	uint64_t regs_user_abi;	   /* PERF_SAMPLE_REGS_ABI_*; 0 means no registers */
+	uint64_t regs_user_mask;   /* attr.sample_regs_user */
+	const uint64_t *regs_user; /* popcount(mask) values, in bit order */
+	uint64_t stack_user_size;  /* bytes valid at stack_user (dyn_size) */
 	const uint8_t *stack_user;
-	uint64_t aux_size;	    /* PERF_SAMPLE_AUX */
+	uint64_t aux_size; /* PERF_SAMPLE_AUX */
 	const void *aux;
 };
 
@@ -165,8 +165,7 @@ int rv_perf_reader_open(struct rv_perf_reader **out, const char *path, struct rv
 
 /* 1 and *rec set: a record; 0: end of data; negative: a truncated or corrupt
  * record, described in err (the records before it were good). */
-int rv_perf_reader_next(struct rv_perf_reader *r, struct rv_perf_record *rec,
-			struct rv_error *err);
+int rv_perf_reader_next(struct rv_perf_reader *r, struct rv_perf_record *rec, struct rv_error *err);
 
 size_t rv_perf_reader_nr_attrs(const struct rv_perf_reader *r);
 const struct rv_perf_attr *rv_perf_reader_attr(const struct rv_perf_reader *r, size_t index);
@@ -176,8 +175,8 @@ const struct rv_perf_attr *rv_perf_reader_attr(const struct rv_perf_reader *r, s
 const struct rv_perf_attr *rv_perf_reader_attr_for_id(const struct rv_perf_reader *r, uint64_t id);
 
 int rv_perf_reader_parse_sample(const struct rv_perf_reader *r,
-				const struct perf_event_header *record,
-				struct rv_perf_sample *out, struct rv_error *err);
+				const struct perf_event_header *record, struct rv_perf_sample *out,
+				struct rv_error *err);
 
 /* Parses the sample_id trailer of MMAP2, COMM, FORK, EXIT, LOST, ... records;
  * out->valid is false when the attributes have no sample_id_all. */

@@ -405,7 +405,8 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			opts->backend = RV_BACKEND_SAMPLE;
 			break;
 		case OPT_TIMER:
-			ret = rv_parse_timer_resolution(optarg, &opts->timer, &opts->sample_hz, err);
+			ret = rv_parse_timer_resolution(optarg, &opts->timer, &opts->sample_hz,
+							err);
 			if (ret)
 				return ret;
 			break;
@@ -437,10 +438,12 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			opts->working_directory = optarg;
 			break;
 		case ':':
-			return rv_error_set(err, EINVAL, "option '%s' needs a value (see rearview %s --help)",
+			return rv_error_set(err, EINVAL,
+					    "option '%s' needs a value (see rearview %s --help)",
 					    argv[optind - 1], rv_command_name(opts->command));
 		default:
-			return rv_error_set(err, EINVAL, "unknown option '%s' (see rearview %s --help)",
+			return rv_error_set(err, EINVAL,
+					    "unknown option '%s' (see rearview %s --help)",
 					    argv[optind - 1], rv_command_name(opts->command));
 		}
 	}

@@ -46,7 +46,7 @@ enum rv_timer_kind {
 	RV_TIMER_SAMPLE, /* sampling at sample_hz */
 };
 
-#define RV_MAX_PIDS 1024
+#define RV_MAX_PIDS	  1024
 #define RV_DEFAULT_OUTPUT "trace.fxt"
 
 struct rv_options {

@@ -21,7 +21,7 @@
 #include "record/sample_engine.h"
 #include "util/log.h"
 
-#define DEFAULT_SNAPSHOT_FP (4ull << 20)
+#define DEFAULT_SNAPSHOT_FP    (4ull << 20)
 #define DEFAULT_SNAPSHOT_DWARF (64ull << 20)
 
 static int choose_backend(struct rv_session *s, const struct rv_options *opts,
@@ -30,10 +30,11 @@ static int choose_backend(struct rv_session *s, const struct rv_options *opts,
 	switch (opts->backend) {
 	case RV_BACKEND_PT:
 		if (!m->has_intel_pt)
-			return rv_error_set(err, ENODEV,
-					    "--backend pt: this machine has no Intel PT (no "
-					    "/sys/bus/event_source/devices/intel_pt); use --backend "
-					    "sample");
+			return rv_error_set(
+				err, ENODEV,
+				"--backend pt: this machine has no Intel PT (no "
+				"/sys/bus/event_source/devices/intel_pt); use --backend "
+				"sample");
 		return rv_error_set(err, ENOTSUP,
 				    "--backend pt: this version of rearview records by sampling "
 				    "only; use --backend sample");
@@ -51,8 +52,7 @@ static int choose_backend(struct rv_session *s, const struct rv_options *opts,
 	return 0;
 }
 
-static int choose_frequency(struct rv_session *s, const struct rv_machine *m,
-			    struct rv_error *err)
+static int choose_frequency(struct rv_session *s, const struct rv_machine *m, struct rv_error *err)
 {
 	const struct rv_options *opts = s->opts;
 
@@ -71,17 +71,16 @@ static int choose_frequency(struct rv_session *s, const struct rv_machine *m,
 		break;
 	}
 	if (m->max_sample_rate && s->frequency > m->max_sample_rate)
-		return rv_error_set(err, EINVAL,
-				    "--timer-resolution: %llu Hz is above the kernel's limit of %llu "
-				    "Hz (kernel.perf_event_max_sample_rate); ask for less, or use "
-				    "high",
-				    (unsigned long long)s->frequency,
-				    (unsigned long long)m->max_sample_rate);
+		return rv_error_set(
+			err, EINVAL,
+			"--timer-resolution: %llu Hz is above the kernel's limit of %llu "
+			"Hz (kernel.perf_event_max_sample_rate); ask for less, or use "
+			"high",
+			(unsigned long long)s->frequency, (unsigned long long)m->max_sample_rate);
 	return 0;
 }
 
-static int choose_callgraph(struct rv_session *s, const struct rv_machine *m,
-			    struct rv_error *err)
+static int choose_callgraph(struct rv_session *s, const struct rv_machine *m, struct rv_error *err)
 {
 	switch (s->opts->callgraph) {
 	case RV_CALLGRAPH_LBR:
@@ -292,8 +291,7 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 	}
 	s->stop_signal = stop_signal;
 	if (stop_signal)
-		rv_note("%s: stopping the recording and writing the trace",
-			strsignal(stop_signal));
+		rv_note("%s: stopping the recording and writing the trace", strsignal(stop_signal));
 	ret = rv_sample_engine_stop(engine, err);
 	rv_sample_engine_stats(engine, &stats);
 	rv_sample_engine_free(engine);

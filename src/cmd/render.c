@@ -59,7 +59,7 @@ static void print_summary(const struct rv_render_options *ro, const struct rv_bu
 		fprintf(stderr, " (%s)", ro->recording_note);
 	fprintf(stderr, ", %llu lost, %llu thread%s\n",
 		(unsigned long long)(bs.lost > ro->lost_while_recording ? bs.lost
-									 : ro->lost_while_recording),
+									: ro->lost_while_recording),
 		(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
 	if (bs.samples == 0)
 		fprintf(stderr, "rearview: no samples: the target did not run on a CPU while it "
@@ -72,7 +72,8 @@ static void print_summary(const struct rv_render_options *ro, const struct rv_bu
 
 			human_time(top[i].self_ns, t, sizeof(t));
 			fprintf(stderr, "  %5.1f%%  %10s  %s\n",
-				bs.self_ns ? 100.0 * (double)top[i].self_ns / (double)bs.self_ns : 0.0,
+				bs.self_ns ? 100.0 * (double)top[i].self_ns / (double)bs.self_ns
+					   : 0.0,
 				t, top[i].name);
 		}
 	}

@@ -14,7 +14,7 @@
 
 struct rv_render_options {
 	const char *capture_path;
-	bool include_kernel; /* name kernel frames from /proc/kallsyms */
+	bool include_kernel;	    /* name kernel frames from /proc/kallsyms */
 	const char *recording_note; /* e.g. "10000 Hz on cpu-clock"; may be NULL */
 	uint64_t lost_while_recording;
 };

@@ -10,7 +10,7 @@
 #include "decode/unwind.h"
 #include "util/log.h"
 
-#define MAX_FRAMES 512
+#define MAX_FRAMES    512
 #define PROT_EXEC_BIT 4
 
 struct rv_sample_decoder {
@@ -97,7 +97,7 @@ static uint64_t nominal_interval(const struct perf_event_attr *attr)
 	if (!attr->freq && attr->type == PERF_TYPE_SOFTWARE &&
 	    (attr->config == PERF_COUNT_SW_CPU_CLOCK || attr->config == PERF_COUNT_SW_TASK_CLOCK))
 		return attr->sample_period; /* clock events count nanoseconds */
-	return 1000000; /* unknown: call it a millisecond */
+	return 1000000;			    /* unknown: call it a millisecond */
 }
 
 /* Splits a kernel call chain into frames: PERF_CONTEXT_* markers say whether
@@ -196,11 +196,10 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 	else if (s.sample_type & PERF_SAMPLE_CALLCHAIN) {
 		ev->stack.nr_frames = frames_from_callchain(d, &s);
 		ev->stack.frame_pointers = true;
-	}
-	else {
+	} else {
 		d->frames[0].addr = s.ip;
-		d->frames[0].kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
-				      PERF_RECORD_MISC_KERNEL;
+		d->frames[0].kernel =
+			(h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
 		d->frames[0].is_ip = true;
 		ev->stack.nr_frames = 1;
 	}
@@ -223,8 +222,7 @@ static uint64_t record_time(const struct rv_sample_decoder *d, const struct perf
 	return id.time;
 }
 
-int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev,
-			   struct rv_error *err)
+int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev, struct rv_error *err)
 {
 	struct rv_perf_record rec;
 	int ret;
@@ -319,8 +317,7 @@ int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev,
 	}
 }
 
-void rv_sample_decoder_stats(const struct rv_sample_decoder *d,
-			     struct rv_sample_decoder_stats *out)
+void rv_sample_decoder_stats(const struct rv_sample_decoder *d, struct rv_sample_decoder_stats *out)
 {
 	*out = d->stats;
 }

@@ -27,7 +27,7 @@ struct rv_sample_decoder_stats {
 	uint64_t records;
 	uint64_t samples;
 	uint64_t lost;
-	uint64_t unwind_failures; /* DWARF samples left with just their IP */
+	uint64_t unwind_failures;	/* DWARF samples left with just their IP */
 	uint64_t first_time, last_time; /* of samples; 0 when none */
 };
 

@@ -22,10 +22,10 @@
 
 struct rv_unwind_input {
 	uint32_t pid, tid;
-	uint64_t regs_mask;	/* the sample's attr.sample_regs_user */
-	const uint64_t *regs;	/* popcount(regs_mask) values in bit order */
-	const uint8_t *stack;	/* copy of user memory from the sampled SP upwards */
-	uint64_t stack_size;	/* valid bytes at stack */
+	uint64_t regs_mask;   /* the sample's attr.sample_regs_user */
+	const uint64_t *regs; /* popcount(regs_mask) values in bit order */
+	const uint8_t *stack; /* copy of user memory from the sampled SP upwards */
+	uint64_t stack_size;  /* valid bytes at stack */
 };
 
 struct rv_unwinder;

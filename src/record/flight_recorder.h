@@ -5,8 +5,9 @@
  * to be written at exit or Ctrl-C. Records are copied in whole and evicted in
  * whole; one larger than the capacity is counted and dropped.
  *
- * Not here: ordering (records arrive in time order from the reorder buffer)
- * or sideband, which is kept whole elsewhere.
+ * Not here: ordering (records are held in arrival order; the sampling engine
+ * sorts them by time when it writes them) or sideband, which is kept whole
+ * elsewhere.
  */
 #ifndef RV_RECORD_FLIGHT_RECORDER_H
 #define RV_RECORD_FLIGHT_RECORDER_H

@@ -12,12 +12,12 @@
 #include <stdint.h>
 
 struct rv_machine {
-	bool has_intel_pt;	     /* /sys/bus/event_source/devices/intel_pt exists */
-	bool has_lbr;		     /* every CPU in /proc/cpuinfo has the pdcm flag and a cpu PMU exists */
-	bool has_cpu_pmu;	     /* /sys/bus/event_source/devices/cpu: hardware cycles */
-	int perf_event_paranoid;     /* kernel.perf_event_paranoid; 2 if unreadable */
-	uint64_t max_sample_rate;    /* kernel.perf_event_max_sample_rate; 0 if unreadable */
-	int nr_cpus;		     /* possible CPUs (0..nr_cpus-1 may be opened) */
+	bool has_intel_pt; /* /sys/bus/event_source/devices/intel_pt exists */
+	bool has_lbr;	   /* every CPU in /proc/cpuinfo has the pdcm flag and a cpu PMU exists */
+	bool has_cpu_pmu;  /* /sys/bus/event_source/devices/cpu: hardware cycles */
+	int perf_event_paranoid;  /* kernel.perf_event_paranoid; 2 if unreadable */
+	uint64_t max_sample_rate; /* kernel.perf_event_max_sample_rate; 0 if unreadable */
+	int nr_cpus;		  /* possible CPUs (0..nr_cpus-1 may be opened) */
 };
 
 /* Reads everything; missing files leave conservative values. */

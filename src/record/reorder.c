@@ -73,7 +73,8 @@ int rv_reorder_release(struct rv_reorder *ro, uint64_t before, rv_reorder_sink s
 	while (released < ro->nr_entries && ro->entries[released].time < before) {
 		const struct rv_reorder_entry *e = &ro->entries[released];
 
-		ret = sink(ctx, (const struct perf_event_header *)(const void *)(ro->arena + e->offset),
+		ret = sink(ctx,
+			   (const struct perf_event_header *)(const void *)(ro->arena + e->offset),
 			   e->time);
 		if (ret)
 			break;

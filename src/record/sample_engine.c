@@ -31,8 +31,8 @@
 #include "sample_filter.skel.h"
 #include "util/log.h"
 
-#define SAMPLE_TYPE                                                                          \
-	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |      \
+#define SAMPLE_TYPE                                                                                \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |            \
 	 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
 
 /* The sample_id_all trailer for SAMPLE_TYPE. */
@@ -193,10 +193,11 @@ static int open_ring(struct rv_sample_engine *e, int cpu, struct ring *r, struct
 static int explain_open_failure(int error, const struct rv_sample_engine *e, struct rv_error *err)
 {
 	if (error == EACCES || error == EPERM)
-		return rv_error_set(err, error,
-				    "not allowed to open perf events on every CPU: rearview samples "
-				    "with per-CPU events and a BPF filter, which need root (or "
-				    "CAP_PERFMON and CAP_BPF); run it as root");
+		return rv_error_set(
+			err, error,
+			"not allowed to open perf events on every CPU: rearview samples "
+			"with per-CPU events and a BPF filter, which need root (or "
+			"CAP_PERFMON and CAP_BPF); run it as root");
 	return rv_error_set(err, error, "cannot open the %s sampling event: %s", e->clock_name,
 			    strerror(error));
 }
@@ -265,9 +266,10 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 	ret = sample_filter_bpf__load(e->filter);
 	if (ret) {
 		if (ret == -EPERM || ret == -EACCES)
-			return rv_error_set(err, -ret,
-					    "not allowed to load BPF programs: run rearview as root "
-					    "(or with CAP_BPF and CAP_PERFMON)");
+			return rv_error_set(
+				err, -ret,
+				"not allowed to load BPF programs: run rearview as root "
+				"(or with CAP_BPF and CAP_PERFMON)");
 		return rv_error_set(err, -ret,
 				    "cannot load the BPF sample filter: %s (run with -vv to see "
 				    "the verifier's log)",
@@ -279,16 +281,18 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 		ret = bpf_map__update_elem(e->filter->maps.target_processes, &pid, sizeof(pid),
 					   &one, sizeof(one), BPF_ANY);
 		if (ret)
-			return rv_error_set(err, -ret, "cannot add process %u to the BPF filter: %s",
-					    pid, strerror(-ret));
+			return rv_error_set(err, -ret,
+					    "cannot add process %u to the BPF filter: %s", pid,
+					    strerror(-ret));
 	}
 	prog_fd = bpf_program__fd(e->filter->progs.filter_sample);
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		if (ioctl(e->rings[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd))
-			return rv_error_set(err, errno,
-					    "cannot attach the BPF sample filter to CPU %d's event: "
-					    "%s",
-					    e->rings[i].cpu, strerror(errno));
+			return rv_error_set(
+				err, errno,
+				"cannot attach the BPF sample filter to CPU %d's event: "
+				"%s",
+				e->rings[i].cpu, strerror(errno));
 	}
 	return 0;
 }
@@ -314,7 +318,8 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 		ret = rv_flight_recorder_init(&e->flight, config->snapshot_size_bytes);
 		if (ret) {
 			rv_sample_engine_free(e);
-			return rv_error_set(err, -ret, "cannot allocate a %llu-byte flight recorder",
+			return rv_error_set(err, -ret,
+					    "cannot allocate a %llu-byte flight recorder",
 					    (unsigned long long)config->snapshot_size_bytes);
 		}
 	}
@@ -524,7 +529,12 @@ static void put_trailer(struct rv_sample_engine *e, uint8_t *end, uint32_t pid, 
 			uint64_t time)
 {
 	struct id_trailer t = {
-		.pid = pid, .tid = tid, .time = time, .cpu = 0, .res = 0, .id = e->rings[0].id,
+		.pid = pid,
+		.tid = tid,
+		.time = time,
+		.cpu = 0,
+		.res = 0,
+		.id = e->rings[0].id,
 	};
 
 	memcpy(end, &t, sizeof(t));

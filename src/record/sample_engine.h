@@ -5,9 +5,10 @@
  * machine has (hardware cycles, else cpu-clock), with call chains by frame
  * pointers (the kernel walks them) or with a copy of registers and user stack
  * for DWARF unwinding later. A BPF program on every event keeps only the
- * target's samples (bpf/sample_filter.bpf.c). The per-CPU rings are drained
- * into time order; samples go either into a flight recorder holding the last
- * snapshot_size bytes, or, with full_execution, straight into the capture.
+ * target's samples (bpf/sample_filter.bpf.c). Samples drained from the per-CPU
+ * rings go either into a flight recorder holding the last snapshot_size bytes
+ * (sorted by time when it is written), or, with full_execution, through a
+ * reorder buffer into the capture in time order.
  * Sideband (MMAP2, COMM, FORK, EXIT) of the target is always kept whole, and
  * the target's existing threads and mappings are synthesized from /proc at
  * start, as perf does, so that nothing mapped before recording is unknown.
@@ -32,11 +33,11 @@
 struct rv_sample_config {
 	const pid_t *pids;
 	size_t nr_pids;
-	bool all_threads;    /* --multi-thread */
-	bool include_kernel; /* kernel samples and kernel call chains */
-	bool dwarf;	     /* registers and stack instead of frame-pointer chains */
-	bool full_execution; /* keep everything instead of a flight recorder */
-	uint64_t frequency;  /* samples per second per CPU */
+	bool all_threads;	      /* --multi-thread */
+	bool include_kernel;	      /* kernel samples and kernel call chains */
+	bool dwarf;		      /* registers and stack instead of frame-pointer chains */
+	bool full_execution;	      /* keep everything instead of a flight recorder */
+	uint64_t frequency;	      /* samples per second per CPU */
 	uint64_t snapshot_size_bytes; /* flight recorder capacity */
 	struct rv_perf_writer *capture;
 };
@@ -48,7 +49,7 @@ struct rv_sample_stats {
 	uint64_t evicted;	  /* samples that aged out of the flight recorder */
 	uint64_t written_samples; /* samples in the capture */
 	uint64_t filter_kept, filter_other, filter_thread; /* the BPF filter's counts */
-	const char *clock_name;	  /* "cycles" or "cpu-clock" */
+	const char *clock_name;				   /* "cycles" or "cpu-clock" */
 	uint64_t frequency;
 };
 

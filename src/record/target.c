@@ -154,8 +154,7 @@ void rv_target_kill(struct rv_target *t)
 	t->exit_status = status;
 }
 
-int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids,
-		     struct rv_error *err)
+int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids, struct rv_error *err)
 {
 	memset(t, 0, sizeof(*t));
 	for (size_t i = 0; i < sizeof(t->pidfds) / sizeof(t->pidfds[0]); i++)

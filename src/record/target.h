@@ -40,8 +40,7 @@ void rv_target_kill(struct rv_target *t);
 
 /* Checks that each pid exists and can be recorded, and opens pidfds to follow
  * their exit. */
-int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids,
-		     struct rv_error *err);
+int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids, struct rv_error *err);
 
 /* Lets the user choose a process: through fzf when it is installed and both
  * stdin and stderr are terminals, else as a numbered list on stderr read from

@@ -663,7 +663,7 @@ Dwfl *rv_symbolizer_dwfl(struct rv_symbolizer *s, uint32_t pid)
 }
 
 size_t rv_symbolizer_read_code(struct rv_symbolizer *s, uint32_t pid, uint64_t addr, void *buf,
-				size_t len)
+			       size_t len)
 {
 	Dwfl *dwfl = rv_symbolizer_dwfl(s, pid);
 	Dwfl_Module *mod;

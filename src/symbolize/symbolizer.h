@@ -40,10 +40,10 @@ struct rv_symbol {
 	const char *module; /* file name of the DSO, "[kernel.kallsyms]", or "" */
 	const char *file;   /* source file (want_lines and DWARF present), else NULL */
 	int line;	    /* source line, 0 if unknown */
-	uint64_t start;	    /* address of the function's first byte; the address itself when !known */
-	uint64_t size;	    /* function size in bytes, 0 if unknown */
-	bool known;	    /* a symbol covers the address */
-	bool kernel;	    /* the address is a kernel address */
+	uint64_t start; /* address of the function's first byte; the address itself when !known */
+	uint64_t size;	/* function size in bytes, 0 if unknown */
+	bool known;	/* a symbol covers the address */
+	bool kernel;	/* the address is a kernel address */
 };
 
 struct rv_symbolizer;

@@ -26,16 +26,16 @@ struct open_frame {
 
 struct thread_state {
 	uint32_t pid, tid;
-	bool used;    /* the hash slot is taken */
-	bool named;   /* the track's current name has been written */
-	bool counted; /* counted in stats.threads */
+	bool used;	    /* the hash slot is taken */
+	bool named;	    /* the track's current name has been written */
+	bool counted;	    /* counted in stats.threads */
 	bool process_named; /* (main thread) the process's name has been written */
 	char name[32];
 	struct open_frame *stack;
 	size_t depth, cap;
-	uint64_t last_time;     /* of the last sample */
+	uint64_t last_time; /* of the last sample */
 	uint64_t last_interval;
-	const char *last_leaf;  /* leaf function of the last sample, for self time */
+	const char *last_leaf; /* leaf function of the last sample, for self time */
 	bool has_sample;
 };
 
@@ -51,7 +51,7 @@ struct rv_builder {
 	size_t nr_threads, cap_threads; /* open addressing, cap a power of two */
 	struct self_time_slot *self;
 	size_t nr_self, cap_self;
-	uint64_t base;			     /* the trace's zero on the capture clock */
+	uint64_t base; /* the trace's zero on the capture clock */
 	bool have_base;
 	struct rv_builder_stats stats;
 	/* the current sample's functions, root first */
@@ -59,7 +59,7 @@ struct rv_builder {
 		uint64_t identity;
 		const char *name;
 		bool known; /* identity is a symbol's start */
-	} *path;
+	} * path;
 	size_t cap_path;
 };
 
@@ -192,8 +192,8 @@ static int ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_
 	snprintf(track, sizeof(track), "%s [%u/%u]", t->name[0] ? t->name : "?", t->pid, t->tid);
 	/* Name the process too, even when its main thread never ran while sampled. */
 	if (!main_thread || !main_thread->process_named) {
-		const char *process = main_thread && main_thread->name[0] ? main_thread->name
-									  : t->name;
+		const char *process =
+			main_thread && main_thread->name[0] ? main_thread->name : t->name;
 
 		ret = rv_trace_writer_process(b->writer, t->pid, process[0] ? process : "?", err);
 		if (ret)
@@ -320,8 +320,7 @@ static bool walk_skips_caller(struct rv_builder *b, uint32_t pid, uint64_t ip)
  * grandcaller, leaf): when the grandcaller is on the thread's open stack with
  * a frame above it, that frame is the caller the walk could not see, and it is
  * put back. Returns 1 if a frame was inserted before the leaf. */
-static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t,
-				     size_t n)
+static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t, size_t n)
 {
 	uint64_t grandcaller = b->path[n - 2].identity;
 	size_t depth;
@@ -403,7 +402,8 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 	    b->path[n - 1].known && walk_skips_caller(b, ev->pid, ev->stack.frames[0].addr))
 		n += restore_skipped_caller(b, t, n);
 	n += graft_truncated_stack(b, t, n);
-	while (common < n && common < t->depth && t->stack[common].identity == b->path[common].identity)
+	while (common < n && common < t->depth &&
+	       t->stack[common].identity == b->path[common].identity)
 		common++;
 	while (t->depth > common) {
 		ret = close_top(b, t, ev->time, err);
@@ -477,10 +477,9 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 		if (!t->used || !t->has_sample)
 			return 0;
 		/* The thread ran until it exited, or at least through its last sample. */
-		return end_thread(b, t,
-				  ev->time > t->last_time ? ev->time
-							  : t->last_time + t->last_interval,
-				  err);
+		return end_thread(
+			b, t, ev->time > t->last_time ? ev->time : t->last_time + t->last_interval,
+			err);
 	case RV_EVENT_LOST:
 		b->stats.lost += ev->lost.count;
 		return 0;
@@ -517,8 +516,7 @@ static int compare_self(const void *x, const void *y)
 	return strcmp(a->name, c->name);
 }
 
-size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_function_time *out,
-				size_t n)
+size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_function_time *out, size_t n)
 {
 	struct rv_function_time *all = malloc((b->nr_self ? b->nr_self : 1) * sizeof(*all));
 	size_t count = 0;

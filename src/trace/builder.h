@@ -61,8 +61,7 @@ void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out);
 
 /* The n functions with the most self time, most first; returns how many were
  * filled. */
-size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_function_time *out,
-				size_t n);
+size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_function_time *out, size_t n);
 
 void rv_builder_free(struct rv_builder *b);
 

@@ -10,7 +10,7 @@
 #include <stdarg.h>
 
 struct rv_error {
-	int code;	   /* positive errno value, or 0 when no error is set */
+	int code; /* positive errno value, or 0 when no error is set */
 	char message[1024];
 };
 

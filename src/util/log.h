@@ -22,9 +22,9 @@ void rv_log_print(int level, const char *domain, const char *kind, const char *f
 	__attribute__((format(printf, 4, 5)));
 
 #define rv_error_msg(...) rv_log_print(0, NULL, "error: ", __VA_ARGS__)
-#define rv_warn(...) rv_log_print(0, NULL, "warning: ", __VA_ARGS__)
-#define rv_note(...) rv_log_print(0, NULL, "", __VA_ARGS__)
-#define rv_debug(...) rv_log_print(1, RV_LOG_DOMAIN, "", __VA_ARGS__)
-#define rv_debug2(...) rv_log_print(2, RV_LOG_DOMAIN, "", __VA_ARGS__)
+#define rv_warn(...)	  rv_log_print(0, NULL, "warning: ", __VA_ARGS__)
+#define rv_note(...)	  rv_log_print(0, NULL, "", __VA_ARGS__)
+#define rv_debug(...)	  rv_log_print(1, RV_LOG_DOMAIN, "", __VA_ARGS__)
+#define rv_debug2(...)	  rv_log_print(2, RV_LOG_DOMAIN, "", __VA_ARGS__)
 
 #endif

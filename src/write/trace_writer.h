@@ -67,8 +67,8 @@ int rv_trace_writer_process(struct rv_trace_writer *w, uint32_t pid, const char 
 
 /* Names a thread (FXT: kernel object of type thread, koid = tid, with a
  * "process" koid argument = pid). The track is named after it. */
-int rv_trace_writer_thread(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
-			   const char *name, struct rv_error *err);
+int rv_trace_writer_thread(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
+			   struct rv_error *err);
 
 /* A span [begin_ns, end_ns] on the thread's track (FXT: duration complete
  * event; JSON: "X" event). Up to 15 arguments; nr_args 0 costs no bytes. */
@@ -78,9 +78,9 @@ int rv_trace_writer_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, 
 
 /* A zero-length marker on the thread's track (FXT: instant event, thread
  * scope; JSON: "i" event). */
-int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
-			    const char *name, uint64_t ts_ns, const struct rv_arg *args,
-			    size_t nr_args, struct rv_error *err);
+int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
+			    uint64_t ts_ns, const struct rv_arg *args, size_t nr_args,
+			    struct rv_error *err);
 
 /* Flushes, closes and renames the temporary file to the output path. The
  * writer stays valid for the getters below until rv_trace_writer_free. */
@@ -93,11 +93,11 @@ void rv_trace_writer_abort(struct rv_trace_writer *w);
 void rv_trace_writer_free(struct rv_trace_writer *w);
 
 struct rv_trace_writer_stats {
-	uint64_t spans;		  /* span calls */
-	uint64_t instants;	  /* instant calls */
-	uint64_t bytes;		  /* bytes of trace written, before compression */
-	uint64_t strings;	  /* distinct strings interned (FXT) */
-	uint64_t inline_strings;  /* strings written inline because the table was full */
+	uint64_t spans;		   /* span calls */
+	uint64_t instants;	   /* instant calls */
+	uint64_t bytes;		   /* bytes of trace written, before compression */
+	uint64_t strings;	   /* distinct strings interned (FXT) */
+	uint64_t inline_strings;   /* strings written inline because the table was full */
 	uint64_t thread_evictions; /* thread-table slots reused (FXT, >255 threads) */
 };
 

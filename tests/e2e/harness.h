@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 struct proc_result {
-	int exit_code;	 /* exit status, or 128+signal */
+	int exit_code; /* exit status, or 128+signal */
 	bool timed_out;
 	char out[65536]; /* stdout, truncated */
 	char err[65536]; /* stderr, truncated */

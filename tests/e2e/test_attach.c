@@ -86,8 +86,15 @@ Test(attach, records_until_ctrl_c_and_leaves_the_process_running, .timeout = 60)
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/attach.fxt", dir);
 	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
-	char *argv[] = { (char *)build_path("rearview"), "attach", "-p", pidtext, "-o", out,
-			 "--callgraph-mode", "fp", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "attach",
+			 "-p",
+			 pidtext,
+			 "-o",
+			 out,
+			 "--callgraph-mode",
+			 "fp",
+			 NULL };
 	rearview = start_process(argv, &out_fd, &err_fd);
 	sleep(1);
 	kill(rearview, SIGINT);
@@ -124,8 +131,7 @@ Test(attach, stops_when_the_process_exits, .timeout = 60)
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/attach.fxt", dir);
 	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
-	char *argv[] = { (char *)build_path("rearview"), "attach", "-p", pidtext, "-o", out,
-			 NULL };
+	char *argv[] = { (char *)build_path("rearview"), "attach", "-p", pidtext, "-o", out, NULL };
 	rearview = start_process(argv, &out_fd, &err_fd);
 	sleep(1);
 	kill(target, SIGKILL);
@@ -156,7 +162,8 @@ Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
 	cr_assert(strstr(r.err, "no process chosen"), "%s", r.err);
 	cr_assert(!file_exists(out));
 	snprintf(needle, sizeof(needle), ") %7d  ", (int)target);
-	for (line = r.err; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+	for (line = r.err; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		const char *hit = strstr(line, needle);
 		const char *eol = strchr(line, '\n');
 
@@ -165,8 +172,7 @@ Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
 			break;
 		}
 	}
-	cr_assert_gt(number, 0, "forever (pid %d) is not in the list: %.3000s", (int)target,
-		     r.err);
+	cr_assert_gt(number, 0, "forever (pid %d) is not in the list: %.3000s", (int)target, r.err);
 
 	/* Answering with its number records it. */
 	snprintf(answer, sizeof(answer), "%d\n", number);

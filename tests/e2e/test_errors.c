@@ -22,26 +22,39 @@ static void expect_error(char *const argv[], int code, const char *says, const c
 Test(errors, command_not_found)
 {
 	char *argv[] = { (char *)build_path("rearview"), "run", "-o", "/tmp/rv-nf.fxt", "--",
-			 "no-such-command-anywhere", NULL };
+			 "no-such-command-anywhere",	 NULL };
 	expect_error(argv, 1, "command not found", "/tmp/rv-nf.fxt");
 }
 
 Test(errors, pid_that_does_not_exist)
 {
-	char *argv[] = { (char *)build_path("rearview"), "attach", "-p", "999999999", "-o",
-			 "/tmp/rv-nopid.fxt", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "attach",
+			 "-p",
+			 "999999999",
+			 "-o",
+			 "/tmp/rv-nopid.fxt",
+			 NULL };
 	/* 999999999 is above pid_max on any Linux machine. */
 	expect_error(argv, 1, "no process with PID 999999999", "/tmp/rv-nopid.fxt");
 }
 
 Test(errors, bad_option_values)
 {
-	char *a1[] = { (char *)build_path("rearview"), "run", "--snapshot-size", "3x", "true",
+	char *a1[] = {
+		(char *)build_path("rearview"), "run", "--snapshot-size", "3x", "true", NULL
+	};
+	char *a2[] = {
+		(char *)build_path("rearview"), "run", "--timer-resolution", "fast", "true", NULL
+	};
+	char *a3[] = { (char *)build_path("rearview"),
+		       "run",
+		       "--callgraph-mode",
+		       "lbr",
+		       "-o",
+		       "/tmp/rv-lbr.fxt",
+		       "true",
 		       NULL };
-	char *a2[] = { (char *)build_path("rearview"), "run", "--timer-resolution", "fast",
-		       "true", NULL };
-	char *a3[] = { (char *)build_path("rearview"), "run", "--callgraph-mode", "lbr", "-o",
-		       "/tmp/rv-lbr.fxt", "true", NULL };
 
 	expect_error(a1, 2, "invalid size '3x'", NULL);
 	expect_error(a2, 2, "invalid --timer-resolution 'fast'", NULL);
@@ -51,10 +64,16 @@ Test(errors, bad_option_values)
 
 Test(errors, unwritable_output)
 {
-	char *a1[] = { (char *)build_path("rearview"), "run", "-o", "/no/such/dir/t.fxt", "--",
-		       "true", NULL };
-	char *a2[] = { (char *)build_path("rearview"), "run", "-o", "/tmp/t.txt", "--", "true",
+	char *a1[] = { (char *)build_path("rearview"),
+		       "run",
+		       "-o",
+		       "/no/such/dir/t.fxt",
+		       "--",
+		       "true",
 		       NULL };
+	char *a2[] = {
+		(char *)build_path("rearview"), "run", "-o", "/tmp/t.txt", "--", "true", NULL
+	};
 
 	expect_error(a1, 1, "/no/such/dir/t.fxt", "/no/such/dir/t.fxt");
 	expect_error(a2, 1, ".fxt", "/tmp/t.txt");
@@ -62,12 +81,29 @@ Test(errors, unwritable_output)
 
 Test(errors, not_root)
 {
-	char *a1[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-		       (char *)build_path("rearview"), "run", "-o", "/tmp/rv-user.fxt", "--",
-		       "/bin/true", NULL };
-	char *a2[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-		       (char *)build_path("rearview"), "run", "--trace-include-kernel", "-o",
-		       "/tmp/rv-user.fxt", "--", "/bin/true", NULL };
+	char *a1[] = { "/usr/bin/setpriv",
+		       "--reuid=65534",
+		       "--regid=65534",
+		       "--clear-groups",
+		       (char *)build_path("rearview"),
+		       "run",
+		       "-o",
+		       "/tmp/rv-user.fxt",
+		       "--",
+		       "/bin/true",
+		       NULL };
+	char *a2[] = { "/usr/bin/setpriv",
+		       "--reuid=65534",
+		       "--regid=65534",
+		       "--clear-groups",
+		       (char *)build_path("rearview"),
+		       "run",
+		       "--trace-include-kernel",
+		       "-o",
+		       "/tmp/rv-user.fxt",
+		       "--",
+		       "/bin/true",
+		       NULL };
 
 	cr_assert_eq(geteuid(), 0, "the tests run as root");
 	expect_error(a1, 1, "root", "/tmp/rv-user.fxt");
@@ -87,10 +123,12 @@ Test(errors, help_and_version_tell_the_truth)
 	run_process(a2, 10, &r);
 	cr_assert_eq(r.exit_code, 0);
 	/* Every option the parser accepts is in the help. */
-	const char *options[] = { "--output",	    "--backend",	      "--sampling",
-				  "--timer-resolution", "--callgraph-mode", "--trace-include-kernel",
-				  "--multi-thread",	    "--full-execution", "--snapshot-size",
-				  "--working-directory", "--verbose",	      "--help" };
+	const char *options[] = { "--output",	      "--backend",
+				  "--sampling",	      "--timer-resolution",
+				  "--callgraph-mode", "--trace-include-kernel",
+				  "--multi-thread",   "--full-execution",
+				  "--snapshot-size",  "--working-directory",
+				  "--verbose",	      "--help" };
 	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
 		cr_assert(strstr(r.out, options[i]), "run --help lacks %s", options[i]);
 	run_process(a3, 10, &r);

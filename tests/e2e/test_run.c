@@ -109,9 +109,16 @@ Test(run, four_threads_give_four_tracks, .timeout = 180)
 
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/threads.fxt", dir);
-	char *argv[] = { (char *)build_path("rearview"), "run", "--multi-thread",
-			 "--full-execution", "-o", out, "--",
-			 (char *)build_path("tests/targets/threads4"), "100", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "--multi-thread",
+			 "--full-execution",
+			 "-o",
+			 out,
+			 "--",
+			 (char *)build_path("tests/targets/threads4"),
+			 "100",
+			 NULL };
 	run_process(argv, 120, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	t = read_trace(out);
@@ -155,8 +162,14 @@ Test(run, main_thread_only_without_multi_thread, .timeout = 120)
 
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/main.fxt", dir);
-	char *argv[] = { (char *)build_path("rearview"), "run", "-o", out, "--",
-			 (char *)build_path("tests/targets/threads4"), "40", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "-o",
+			 out,
+			 "--",
+			 (char *)build_path("tests/targets/threads4"),
+			 "40",
+			 NULL };
 	run_process(argv, 120, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	t = read_trace(out);
@@ -177,9 +190,17 @@ Test(run, json_and_gzip_outputs, .timeout = 120)
 
 		make_test_dir(dir, sizeof(dir));
 		snprintf(out, sizeof(out), "%s/%s", dir, names[i]);
-		char *argv[] = { (char *)build_path("rearview"), "run", "--callgraph-mode", "fp",
-				 "-o", out, "--", (char *)build_path("tests/targets/ratio"), "40",
-				 "1000000", NULL };
+		char *argv[] = { (char *)build_path("rearview"),
+				 "run",
+				 "--callgraph-mode",
+				 "fp",
+				 "-o",
+				 out,
+				 "--",
+				 (char *)build_path("tests/targets/ratio"),
+				 "40",
+				 "1000000",
+				 NULL };
 		run_process(argv, 120, &r);
 		cr_assert_eq(r.exit_code, 0, "%s: %s", names[i], r.err);
 		if (strstr(names[i], ".json")) {
@@ -227,17 +248,27 @@ Test(run, perf_report_opens_the_capture, .timeout = 180)
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/t.fxt", dir);
 	snprintf(capture, sizeof(capture), "%s/work", dir);
-	char *argv[] = { (char *)build_path("rearview"), "run", "--callgraph-mode", "fp",
-			 "--working-directory", capture, "-o", out, "--",
-			 (char *)build_path("tests/targets/ratio"), "60", "1000000", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "--callgraph-mode",
+			 "fp",
+			 "--working-directory",
+			 capture,
+			 "-o",
+			 out,
+			 "--",
+			 (char *)build_path("tests/targets/ratio"),
+			 "60",
+			 "1000000",
+			 NULL };
 	run_process(argv, 120, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	strcat(capture, "/perf.data");
 	cr_assert(file_exists(capture), "the capture is kept in --working-directory");
 	cr_assert(strstr(r.err, capture), "the summary says where the capture is: %s", r.err);
 
-	char *report[] = { "/usr/bin/perf", "report", "-i", capture, "--stdio", "--sort", "sym",
-			   NULL };
+	char *report[] = { "/usr/bin/perf", "report", "-i",  capture,
+			   "--stdio",	    "--sort", "sym", NULL };
 	run_process(report, 120, &r);
 	cr_assert_eq(r.exit_code, 0, "perf report failed: %s", r.err);
 	cr_assert(strstr(r.out, "work_long"), "perf report shows the samples: %.2000s", r.out);
@@ -252,8 +283,15 @@ Test(run, exits_with_the_programs_status, .timeout = 60)
 
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/t.fxt", dir);
-	char *argv[] = { (char *)build_path("rearview"), "run", "-o", out, "--",
-			 (char *)build_path("tests/targets/forever"), "exit-after", "300", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "-o",
+			 out,
+			 "--",
+			 (char *)build_path("tests/targets/forever"),
+			 "exit-after",
+			 "300",
+			 NULL };
 	run_process(argv, 60, &r);
 	cr_assert_eq(r.exit_code, 3, "%s", r.err);
 	cr_assert(file_exists(out), "a trace is written even when the program fails");
@@ -270,9 +308,19 @@ Test(run, flight_recorder_keeps_only_the_end, .timeout = 120)
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/t.fxt", dir);
 	/* About 1.5 s of work, and room for a few hundred samples. */
-	char *argv[] = { (char *)build_path("rearview"), "run", "--callgraph-mode", "fp",
-			 "--snapshot-size", "64K", "-o", out, "--",
-			 (char *)build_path("tests/targets/ratio"), "300", "1500000", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "--callgraph-mode",
+			 "fp",
+			 "--snapshot-size",
+			 "64K",
+			 "-o",
+			 out,
+			 "--",
+			 (char *)build_path("tests/targets/ratio"),
+			 "300",
+			 "1500000",
+			 NULL };
 	run_process(argv, 120, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	t = read_trace(out);
@@ -302,9 +350,18 @@ Test(run, kernel_frames_nest_under_the_caller, .timeout = 120)
 	snprintf(out, sizeof(out), "%s/t.fxt", dir);
 	/* DWARF unwinding: libc's read() has no frame pointer, so a frame-pointer
 	 * walk from the kernel would skip read_zeros. */
-	char *argv[] = { (char *)build_path("rearview"), "run", "--trace-include-kernel",
-			 "--callgraph-mode", "dwarf", "--full-execution", "-o", out, "--",
-			 (char *)build_path("tests/targets/syscalls"), "3000", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "--trace-include-kernel",
+			 "--callgraph-mode",
+			 "dwarf",
+			 "--full-execution",
+			 "-o",
+			 out,
+			 "--",
+			 (char *)build_path("tests/targets/syscalls"),
+			 "3000",
+			 NULL };
 	run_process(argv, 120, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 	t = read_trace(out);
@@ -341,8 +398,13 @@ Test(run, ctrl_c_mid_run_writes_a_valid_trace, .timeout = 60)
 
 		make_test_dir(dir, sizeof(dir));
 		snprintf(out, sizeof(out), "%s/t.fxt", dir);
-		char *argv[] = { (char *)build_path("rearview"), "run", "-o", out, "--",
-				 (char *)build_path("tests/targets/forever"), NULL };
+		char *argv[] = { (char *)build_path("rearview"),
+				 "run",
+				 "-o",
+				 out,
+				 "--",
+				 (char *)build_path("tests/targets/forever"),
+				 NULL };
 		pid = start_process(argv, &out_fd, &err_fd);
 		usleep((useconds_t)delays_ms[i] * 1000);
 		kill(-pid, SIGINT); /* as the terminal does: the whole process group */

@@ -18,14 +18,14 @@ __attribute__((noinline)) static void spin(void)
 		x = x * 6364136223846793005ul + 1;
 }
 
-#define WORKER(n)                                                                    \
-	__attribute__((noinline)) void *worker_##n(void *arg)                         \
-	{                                                                            \
-		unsigned long calls = 0;                                             \
-		for (unsigned long r = 0; r < rounds; r++, calls++)                  \
-			spin();                                                      \
-		printf("worker_" #n " tid %ld calls %lu\n", (long)syscall(SYS_gettid), calls); \
-		return arg;                                                          \
+#define WORKER(n)                                                                                  \
+	__attribute__((noinline)) void *worker_##n(void *arg)                                      \
+	{                                                                                          \
+		unsigned long calls = 0;                                                           \
+		for (unsigned long r = 0; r < rounds; r++, calls++)                                \
+			spin();                                                                    \
+		printf("worker_" #n " tid %ld calls %lu\n", (long)syscall(SYS_gettid), calls);     \
+		return arg;                                                                        \
 	}
 
 WORKER(0)

@@ -36,6 +36,6 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	sink = x;
 	printf("elapsed_ns %lld\n", (long long)(end.tv_sec - start.tv_sec) * 1000000000ll +
-					   (end.tv_nsec - start.tv_nsec));
+					    (end.tv_nsec - start.tv_nsec));
 	return 0;
 }

@@ -41,7 +41,9 @@ static void sample_fp(struct fixture *f, uint32_t tid, uint64_t time, const uint
 		      size_t n, bool frame_pointers)
 {
 	struct rv_frame frames[32];
-	struct rv_event ev = { .kind = RV_EVENT_STACK_SAMPLE, .pid = 100, .tid = tid, .time = time };
+	struct rv_event ev = {
+		.kind = RV_EVENT_STACK_SAMPLE, .pid = 100, .tid = tid, .time = time
+	};
 
 	for (size_t i = 0; i < n; i++) {
 		frames[i].addr = root_first[n - 1 - i];
@@ -189,8 +191,9 @@ Test(builder, thread_exit_ends_its_spans_and_self_time_is_accounted)
 	struct fxt_trace *t;
 	const uint64_t a[] = { 0x1000, 0x2000 };
 	const uint64_t b[] = { 0x1000, 0x3000 };
-	struct rv_event exit_ev = { .kind = RV_EVENT_THREAD_EXIT, .pid = 100, .tid = 100,
-				    .time = 60 };
+	struct rv_event exit_ev = {
+		.kind = RV_EVENT_THREAD_EXIT, .pid = 100, .tid = 100, .time = 60
+	};
 	struct rv_function_time top[4];
 	size_t n;
 

@@ -11,9 +11,20 @@ static int parse(struct rv_options *o, struct rv_error *err, int argc, const cha
 
 Test(options, run_with_command_and_single_dash_spellings)
 {
-	const char *argv[] = { "rearview", "run", "-output", "x.json.gz", "-multi-thread",
-			       "--timer-resolution", "sample:4000", "-callgraph-mode", "fp",
-			       "--", "prog", "-o", "arg", NULL };
+	const char *argv[] = { "rearview",
+			       "run",
+			       "-output",
+			       "x.json.gz",
+			       "-multi-thread",
+			       "--timer-resolution",
+			       "sample:4000",
+			       "-callgraph-mode",
+			       "fp",
+			       "--",
+			       "prog",
+			       "-o",
+			       "arg",
+			       NULL };
 	struct rv_options o;
 	struct rv_error err = { 0 };
 
