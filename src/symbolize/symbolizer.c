@@ -15,6 +15,7 @@
 
 #include "symbolize/symbolizer.h"
 
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -810,16 +811,52 @@ static const char *display_name(struct rv_symbolizer *s, const struct rv_symtab 
 	return e->display;
 }
 
+/* dwfl_module_getsrc finds the compile unit through .debug_aranges, which
+ * clang does not emit; elfutils 0.188 then fails on DWARF 5 units ("address
+ * out of range"). This walks the units' own address ranges instead. */
+static const char *source_line_by_unit_ranges(Dwfl_Module *dwmod, uint64_t addr, int *lineno)
+{
+	Dwarf_Addr bias;
+	Dwarf *dwarf = dwfl_module_getdwarf(dwmod, &bias);
+	Dwarf_Off offset = 0, next;
+	size_t header_size;
+
+	if (!dwarf)
+		return NULL;
+	addr -= bias;
+	while (dwarf_nextcu(dwarf, offset, &next, &header_size, NULL, NULL, NULL) == 0) {
+		Dwarf_Die unit;
+		Dwarf_Addr base, start, end;
+		ptrdiff_t range = 0;
+
+		if (dwarf_offdie(dwarf, offset + header_size, &unit)) {
+			while ((range = dwarf_ranges(&unit, range, &base, &start, &end)) > 0) {
+				Dwarf_Line *line;
+
+				if (addr < start || addr >= end)
+					continue;
+				line = dwarf_getsrc_die(&unit, addr);
+				if (!line || dwarf_lineno(line, lineno))
+					return NULL;
+				return dwarf_linesrc(line, NULL, NULL);
+			}
+		}
+		offset = next;
+	}
+	return NULL;
+}
+
 static void add_source_line(struct rv_symbolizer *s, Dwfl_Module *dwmod, uint64_t addr,
 			    struct rv_symbol *out)
 {
 	Dwfl_Line *line = dwfl_module_getsrc(dwmod, addr);
-	const char *file;
+	const char *file = NULL;
 	int lineno = 0;
 
-	if (!line)
-		return;
-	file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+	if (line)
+		file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+	else
+		file = source_line_by_unit_ranges(dwmod, addr, &lineno);
 	if (!file)
 		return;
 	out->file = rv_intern(&s->strings, file);

@@ -414,6 +414,34 @@ Test(symbolizer, uses_a_separate_debug_file)
 	run_command(command);
 }
 
+/* clang emits no .debug_aranges and DWARF 5 units, which elfutils 0.188's own
+ * lookup cannot place; lines must still be found. */
+Test(symbolizer, finds_lines_in_a_clang_binary)
+{
+	struct rv_symbolizer *s = new_symbolizer(true, NULL);
+	char dir[] = "/tmp/rv-symbolizer-XXXXXX", binary[300], command[1024];
+	struct rv_symbol sym;
+	struct target t;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(binary, sizeof(binary), "%s/sym_c_clang", dir);
+	snprintf(command, sizeof(command),
+		 "clang -O1 -g -fno-omit-frame-pointer -o %s tests/targets/sym_c.c 2>/dev/null",
+		 binary);
+	run_command(command);
+	start_target(&t, binary);
+	report_maps(s, t.pid);
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, truth_of(&t, "call_site") - 1, &sym);
+	cr_assert_str_eq(sym.name, "inner_static");
+	cr_assert(sym.file && ends_with(sym.file, "sym_c.c"), "file is '%s'",
+		  sym.file ? sym.file : "(none)");
+	cr_assert_eq(sym.line, marked_line("sym_c.c", "call_deepest"));
+	stop_target(&t);
+	rv_symbolizer_free(s);
+	snprintf(command, sizeof(command), "rm -rf %s", dir);
+	run_command(command);
+}
+
 Test(symbolizer, names_a_non_pie_executable)
 {
 	struct rv_symbolizer *s = new_symbolizer(false, NULL);
