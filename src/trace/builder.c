@@ -316,21 +316,25 @@ static bool walk_skips_caller(struct rv_builder *b, uint32_t pid, uint64_t ip)
 	return got >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa;
 }
 
-/* For a sample where the walk skipped the leaf's caller (the path reads ...,
- * grandcaller, leaf): when the grandcaller is on the thread's open stack with
- * a frame above it, that frame is the caller the walk could not see, and it is
- * put back. Returns 1 if a frame was inserted before the leaf. */
-static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t, size_t n)
+/* For a frame-pointer sample whose walk skipped the leaf's caller (the path
+ * reads ..., grandcaller, leaf): when the grandcaller is on the thread's open
+ * stack with a frame above it that is not the leaf, that frame is the caller
+ * the walk could not see, and it is put back. The open stack is searched
+ * first, so that the code bytes are read only for the rare sample that would
+ * change the stack. Returns 1 if a frame was inserted before the leaf. */
+static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t,
+				     const struct rv_event *ev, size_t n)
 {
 	uint64_t grandcaller = b->path[n - 2].identity;
 	size_t depth;
 
-	if (t->depth < 2)
+	if (t->depth < 2 || !b->path[n - 1].known)
 		return 0;
 	for (depth = t->depth - 1; depth > 0; depth--)
 		if (t->stack[depth - 1].identity == grandcaller)
 			break;
-	if (depth == 0 || t->stack[depth].identity == b->path[n - 1].identity)
+	if (depth == 0 || t->stack[depth].identity == b->path[n - 1].identity ||
+	    !walk_skips_caller(b, ev->pid, ev->stack.frames[0].addr))
 		return 0;
 	b->path[n] = b->path[n - 1];
 	b->path[n - 1].identity = t->stack[depth].identity;
@@ -398,9 +402,8 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		b->path[i].name = sym.name;
 		b->path[i].known = sym.known;
 	}
-	if (ev->stack.frame_pointers && n >= 2 && !ev->stack.frames[0].kernel &&
-	    b->path[n - 1].known && walk_skips_caller(b, ev->pid, ev->stack.frames[0].addr))
-		n += restore_skipped_caller(b, t, n);
+	if (ev->stack.frame_pointers && n >= 2 && !ev->stack.frames[0].kernel)
+		n += restore_skipped_caller(b, t, ev, n);
 	n += graft_truncated_stack(b, t, n);
 	while (common < n && common < t->depth &&
 	       t->stack[common].identity == b->path[common].identity)
