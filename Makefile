@@ -122,7 +122,7 @@ $(BUILD)/examples/%: examples/%.c
 example: $(BUILD)/rearview $(EXAMPLES)
 	$(BUILD)/rearview run -o $(BUILD)/example.fxt -- $(BUILD)/examples/demo
 
-TEST_DEPS := all $(BUILD)/tests/unit-tests $(BUILD)/tests/e2e-tests $(TARGET_BINS) $(TARGET_STRIPPED)
+TEST_DEPS += all $(BUILD)/tests/unit-tests $(BUILD)/tests/e2e-tests $(TARGET_BINS) $(TARGET_STRIPPED)
 
 unit: $(TEST_DEPS)
 	RV_BUILD=$(BUILD) $(BUILD)/tests/unit-tests --jobs 2
@@ -153,7 +153,8 @@ vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/x86/vmlinux.h
 
 format:
-	clang-format -i $(SRC) $(wildcard src/*/*.h src/*.h tests/*/*.c tests/*/*.h tools/*.c bpf/*.c bpf/*.h)
+	clang-format -i $(SRC) $(wildcard src/*/*.h src/*.h tests/*/*.c tests/*/*.h tests/*/*.cpp tools/*.c \
+		tools/*/*.c tools/*/*.h bpf/*.c bpf/*.h)
 
 clean:
 	rm -rf build build-asan

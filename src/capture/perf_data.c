@@ -1,12 +1,15 @@
-/* perf_data.c: perf.data files (perf's file mode), written and read.
+/* perf_data.c: perf.data files, written (perf's file mode) and read (file
+ * mode and pipe mode).
  *
  * The writer streams records into the data section right after the file
  * header, then, when finished, appends the header features (which perf looks
  * for immediately after the data section), the ids and the attributes, and
- * finally rewrites the header. The reader maps the file, checks every offset
- * and length in the header, the attributes and the features, and walks the
- * data section with a record stream that knows nothing of the file layout, so
- * that pipe mode can feed the same stream later.
+ * finally rewrites the header. The reader maps the file (or reads a pipe into
+ * memory), checks every offset and length in the header, the attributes and
+ * the features, and walks the records with a record stream that knows nothing
+ * of the file layout: file mode hands it the data section, pipe mode
+ * everything after the 16-byte header, where attributes and features come as
+ * records that one scan at open collects.
  *
  * This file does not interpret records beyond their layout: what a sample or
  * an MMAP2 means for a trace is the decoder's business.
@@ -17,6 +20,7 @@
 #include "capture/perf_data_internal.h"
 #include "util/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -47,9 +51,20 @@
 
 /* Record types perf adds in user space (tools/perf/util/event.h). */
 #define RECORD_USER_TYPE_START	   64
+#define RECORD_HEADER_ATTR	   64
 #define RECORD_HEADER_TRACING_DATA 66
+#define RECORD_AUXTRACE_INFO	   70
 #define RECORD_AUXTRACE		   71
+#define RECORD_EVENT_UPDATE	   78
+#define RECORD_HEADER_FEATURE	   80
 #define RECORD_MISC_BUILD_ID_SIZE  (1 << 15)
+
+/* PERF_RECORD_AUXTRACE_INFO: u32 type at 8; Intel PT's PMU type is priv[0]. */
+#define AUXTRACE_TYPE_INTEL_PT	      1
+#define AUXTRACE_INFO_PMU_TYPE_OFFSET 16
+
+/* EVENT_UPDATE: u64 type, u64 id, then the name for PERF_EVENT_UPDATE__NAME. */
+#define EVENT_UPDATE_NAME 2
 
 #ifndef PERF_SAMPLE_BRANCH_COUNTERS
 #define PERF_SAMPLE_BRANCH_COUNTERS (1ULL << 19)
@@ -451,6 +466,9 @@ struct rv_perf_writer {
 	struct dso_table dsos;
 	struct aux_index_entry *aux_index;
 	size_t nr_aux_index, aux_index_cap;
+	bool have_auxtrace_info;
+	bool have_intel_pt_pmu; /* an Intel PT AUXTRACE_INFO named this PMU type */
+	uint32_t intel_pt_pmu_type;
 };
 
 static int pwrite_all(int fd, const void *buf, size_t len, uint64_t offset)
@@ -682,6 +700,39 @@ static int check_record(const struct perf_event_header *record, struct rv_error 
 	return 0;
 }
 
+/* perf sets up its trace decoder when it meets AUXTRACE_INFO: a second one
+ * would start over, and the PMU type it names must be in the PMU mappings. */
+static int writer_note_auxtrace_info(struct rv_perf_writer *w,
+				     const struct perf_event_header *record, struct rv_error *err)
+{
+	const uint8_t *bytes = (const uint8_t *)record;
+
+	if (w->have_auxtrace_info)
+		return rv_error_set(err, EINVAL,
+				    "perf.data writer: a second AUXTRACE_INFO record; a capture "
+				    "has one");
+	if (record->size < AUXTRACE_INFO_PMU_TYPE_OFFSET + 8)
+		return rv_error_set(err, EINVAL,
+				    "perf.data writer: an AUXTRACE_INFO record of %u bytes is too "
+				    "short to say what it describes",
+				    record->size);
+	if (load_u32(bytes + 8) == AUXTRACE_TYPE_INTEL_PT) {
+		uint64_t type = load_u64(bytes + AUXTRACE_INFO_PMU_TYPE_OFFSET);
+
+		/* A fixed type would make perf take the sideband's software
+		 * events for the trace's. */
+		if (type < PERF_TYPE_MAX || type > UINT32_MAX)
+			return rv_error_set(err, EINVAL,
+					    "perf.data writer: Intel PT's PMU type %llu is not a "
+					    "dynamic PMU type (%d or more)",
+					    (unsigned long long)type, PERF_TYPE_MAX);
+		w->have_intel_pt_pmu = true;
+		w->intel_pt_pmu_type = (uint32_t)type;
+	}
+	w->have_auxtrace_info = true;
+	return 0;
+}
+
 int rv_perf_writer_write(struct rv_perf_writer *w, const struct perf_event_header *record,
 			 struct rv_error *err)
 {
@@ -689,11 +740,18 @@ int rv_perf_writer_write(struct rv_perf_writer *w, const struct perf_event_heade
 
 	if (!ret)
 		ret = check_record(record, err);
+	if (!ret && record->type == RECORD_AUXTRACE_INFO)
+		ret = writer_note_auxtrace_info(w, record, err);
 	if (ret)
 		return ret;
 	if (record->type == PERF_RECORD_MMAP2 || record->type == PERF_RECORD_MMAP)
 		writer_note_mapping(w, record);
 	return writer_append(w, record, record->size, err);
+}
+
+bool rv_perf_writer_has_auxtrace_info(const struct rv_perf_writer *w)
+{
+	return w->have_auxtrace_info;
 }
 
 /* The records whose header is followed by data that header.size does not
@@ -767,8 +825,10 @@ int rv_perf_writer_write_payload(struct rv_perf_writer *w, const struct perf_eve
 			w->aux_index = index;
 			w->aux_index_cap = cap;
 		}
+		/* perf's entry holds the record's size without the trace
+		 * (auxtrace_index__auxtrace_event), and its reader insists. */
 		w->aux_index[w->nr_aux_index].file_offset = offset;
-		w->aux_index[w->nr_aux_index].size = record->size + padded;
+		w->aux_index[w->nr_aux_index].size = record->size;
 		w->nr_aux_index++;
 	}
 	ret = writer_append(w, record, record->size, err);
@@ -907,6 +967,147 @@ static const char *default_event_name(const struct perf_event_attr *attr, char *
 	return buf;
 }
 
+/* HEADER_PMU_MAPPINGS entries, owned. */
+struct pmu_list {
+	struct {
+		char *name;
+		uint32_t type;
+	} * entries;
+	size_t nr, cap;
+	bool failed;
+};
+
+static void pmu_list_add(struct pmu_list *l, const char *name, uint32_t type)
+{
+	char *copy;
+
+	if (l->failed)
+		return;
+	if (l->nr == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		void *entries = realloc(l->entries, cap * sizeof(*l->entries));
+
+		if (!entries) {
+			l->failed = true;
+			return;
+		}
+		l->entries = entries;
+		l->cap = cap;
+	}
+	copy = strdup(name);
+	if (!copy) {
+		l->failed = true;
+		return;
+	}
+	l->entries[l->nr].name = copy;
+	l->entries[l->nr].type = type;
+	l->nr++;
+}
+
+static void pmu_list_free(struct pmu_list *l)
+{
+	for (size_t i = 0; i < l->nr; i++)
+		free(l->entries[i].name);
+	free(l->entries);
+	memset(l, 0, sizeof(*l));
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* This machine's PMUs, as perf lists them: every directory of
+ * /sys/bus/event_source/devices with a type, by name. */
+static void local_pmus(struct pmu_list *l)
+{
+	static const char dir_path[] = "/sys/bus/event_source/devices";
+	DIR *dir = opendir(dir_path);
+	struct dirent *de;
+	char **names = NULL;
+	size_t nr = 0, cap = 0;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		char **grown;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (nr == cap) {
+			cap = cap ? cap * 2 : 32;
+			grown = realloc(names, cap * sizeof(*names));
+			if (!grown)
+				break;
+			names = grown;
+		}
+		names[nr] = strdup(de->d_name);
+		if (names[nr])
+			nr++;
+	}
+	closedir(dir);
+	if (nr)
+		qsort(names, nr, sizeof(*names), compare_names);
+	for (size_t i = 0; i < nr; i++) {
+		char path[PATH_MAX], text[32];
+		unsigned long type;
+		char *end;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s/type", dir_path, names[i]);
+		f = fopen(path, "re");
+		if (f && fgets(text, sizeof(text), f)) {
+			type = strtoul(text, &end, 10);
+			if (end != text && type <= UINT32_MAX)
+				pmu_list_add(l, names[i], (uint32_t)type);
+		}
+		if (f)
+			fclose(f);
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* The PMU mappings to record: the caller's or this machine's, with the Intel
+ * PT PMU of the capture's AUXTRACE_INFO in place of whatever had its type. */
+static void put_pmu_mappings(struct bytes *b, const struct rv_perf_writer *w,
+			     const struct rv_perf_meta *meta)
+{
+	struct pmu_list l = { 0 };
+	size_t kept = 0;
+
+	if (meta->pmu_mappings) {
+		for (size_t i = 0; i < meta->nr_pmu_mappings; i++)
+			if (meta->pmu_mappings[i].name)
+				pmu_list_add(&l, meta->pmu_mappings[i].name,
+					     meta->pmu_mappings[i].type);
+	} else {
+		local_pmus(&l);
+	}
+	if (w->have_intel_pt_pmu) {
+		for (size_t i = 0; i < l.nr; i++) {
+			if (l.entries[i].type == w->intel_pt_pmu_type ||
+			    !strcmp(l.entries[i].name, "intel_pt")) {
+				free(l.entries[i].name);
+				continue;
+			}
+			l.entries[kept++] = l.entries[i];
+		}
+		l.nr = kept;
+		pmu_list_add(&l, "intel_pt", w->intel_pt_pmu_type);
+	}
+	if (l.failed) {
+		b->failed = true;
+	} else if (l.nr) {
+		bytes_put_u32(b, (uint32_t)l.nr);
+		for (size_t i = 0; i < l.nr; i++) {
+			bytes_put_u32(b, l.entries[i].type);
+			bytes_put_string(b, l.entries[i].name);
+		}
+	}
+	pmu_list_free(&l);
+}
+
 static void put_build_ids(struct bytes *b, const struct dso_table *dsos)
 {
 	/* perf puts the kernel first (its reader checks the first entry's name). */
@@ -973,8 +1174,10 @@ static void build_features(const struct rv_perf_writer *w, const struct rv_perf_
 			   meta->perf_version ? meta->perf_version : "rearview " RV_VERSION);
 	PUT_STRING_FEATURE(RV_FEAT_ARCH, meta->arch ? meta->arch : have_uts ? uts.machine : NULL);
 	{
-		long configured = sysconf(_SC_NPROCESSORS_CONF);
-		long online = sysconf(_SC_NPROCESSORS_ONLN);
+		long configured = meta->nr_cpus_avail ? (long)meta->nr_cpus_avail
+						      : sysconf(_SC_NPROCESSORS_CONF);
+		long online = meta->nr_cpus_online ? (long)meta->nr_cpus_online
+						   : sysconf(_SC_NPROCESSORS_ONLN);
 
 		if (configured > 0 && online > 0) {
 			/* available first, then online: perf's order, not its doc's */
@@ -1020,6 +1223,9 @@ static void build_features(const struct rv_perf_writer *w, const struct rv_perf_
 		}
 		feature_set(bitmap, RV_FEAT_EVENT_DESC);
 	}
+	put_pmu_mappings(&body[RV_FEAT_PMU_MAPPINGS], w, meta);
+	if (body[RV_FEAT_PMU_MAPPINGS].len)
+		feature_set(bitmap, RV_FEAT_PMU_MAPPINGS);
 	if (w->nr_aux_index) {
 		struct bytes *b = &body[RV_FEAT_AUXTRACE];
 
@@ -1098,6 +1304,9 @@ int rv_perf_writer_finish(struct rv_perf_writer *w, const struct rv_perf_meta *m
 
 		if (!feature_test(header.features, f))
 			continue;
+		/* perf reads sections where the table says they are; starting
+		 * each at 8 bytes lets readers of a mapped file load its u64s */
+		bytes_pad_to(&tail, 8);
 		section.offset = feat_offset + tail.len;
 		section.size = body[f].len;
 		bytes_put(&tail, body[f].data, body[f].len);
@@ -1298,6 +1507,8 @@ struct rv_perf_reader {
 	const uint8_t *data;
 	size_t size;
 	bool mapped;
+	uint8_t *owned_data; /* a pipe's bytes, read into memory */
+	bool pipe_mode;
 	uint64_t feature_bits[RV_FEAT_MAX / 64];
 	struct feature_location features[RV_FEAT_MAX];
 	char *feature_strings[RV_FEAT_MAX];
@@ -1511,82 +1722,50 @@ bad:
 	rv_debug("%s: HEADER_EVENT_DESC is malformed; event names may be missing", r->name);
 }
 
-static int read_attrs(struct rv_perf_reader *r, const struct file_header *h, struct rv_error *err)
+/* An attribute as the capture records it, with its ids. */
+struct attr_source {
+	const uint8_t *attr;
+	uint32_t attr_bytes; /* as declared (0 read as PERF_ATTR_SIZE_VER0), validated */
+	const uint8_t *ids;  /* nr_ids u64 values, not necessarily aligned */
+	uint64_t nr_ids;
+};
+
+/* Normalises the attributes and indexes their ids; the sources were checked. */
+static int build_attrs(struct rv_perf_reader *r, const struct attr_source *src, size_t nr,
+		       struct rv_error *err)
 {
-	uint64_t attr_bytes = h->attr_size - sizeof(struct file_section);
 	uint64_t total_ids = 0;
 	size_t next_id = 0;
 
-	if (h->attr_size < PERF_ATTR_SIZE_VER0 + sizeof(struct file_section) ||
-	    h->attr_size > MAX_ATTR_BYTES + sizeof(struct file_section) || h->attr_size % 8)
-		return rv_error_set(err, EINVAL,
-				    "'%s' is corrupt: its attribute entries are %llu bytes long, "
-				    "which no version of perf writes",
-				    r->name, (unsigned long long)h->attr_size);
-	if (!section_in_file(r, h->attrs.offset, h->attrs.size))
-		return rv_error_set(err, EINVAL,
-				    "'%s' is corrupt or truncated: its attribute section "
-				    "(offset %llu, %llu bytes) lies beyond its %zu bytes",
-				    r->name, (unsigned long long)h->attrs.offset,
-				    (unsigned long long)h->attrs.size, r->size);
-	if (h->attrs.size % h->attr_size)
-		return rv_error_set(err, EINVAL,
-				    "'%s' is corrupt: its attribute section (%llu bytes) is not a "
-				    "whole number of %llu-byte entries",
-				    r->name, (unsigned long long)h->attrs.size,
-				    (unsigned long long)h->attr_size);
-	r->nr_attrs = (size_t)(h->attrs.size / h->attr_size);
-	if (r->nr_attrs == 0)
+	if (nr == 0)
 		return rv_error_set(err, EINVAL,
 				    "'%s' declares no events; it holds nothing to read", r->name);
-	r->attrs = calloc(r->nr_attrs, sizeof(*r->attrs));
-	r->names = calloc(r->nr_attrs, sizeof(*r->names));
-	if (!r->attrs || !r->names)
+	for (size_t i = 0; i < nr; i++)
+		total_ids += src[i].nr_ids;
+	if (total_ids > SIZE_MAX / sizeof(*r->id_map))
 		return rv_error_set(err, ENOMEM, "out of memory reading '%s'", r->name);
-
-	for (size_t i = 0; i < r->nr_attrs; i++) {
-		const uint8_t *entry = r->data + h->attrs.offset + i * h->attr_size;
-		struct file_section ids;
-		uint32_t declared = load_u32(entry + offsetof(struct perf_event_attr, size));
-		struct perf_event_attr *attr = &r->attrs[i].attr;
-
-		if (declared == 0)
-			declared = PERF_ATTR_SIZE_VER0; /* perf's first ABI had no size */
-		if (declared < PERF_ATTR_SIZE_VER0 || declared > attr_bytes)
-			return rv_error_set(err, EINVAL,
-					    "'%s' is corrupt: event %zu says its attribute is %u "
-					    "bytes, in entries of %llu",
-					    r->name, i, declared, (unsigned long long)attr_bytes);
-		memset(attr, 0, sizeof(*attr));
-		memcpy(attr, entry, declared < sizeof(*attr) ? declared : sizeof(*attr));
-		attr->size = sizeof(*attr);
-		memcpy(&ids, entry + attr_bytes, sizeof(ids));
-		if (!section_in_file(r, ids.offset, ids.size) || ids.size % 8)
-			return rv_error_set(err, EINVAL,
-					    "'%s' is corrupt or truncated: the ids of event %zu "
-					    "(offset %llu, %llu bytes) are not within the file",
-					    r->name, i, (unsigned long long)ids.offset,
-					    (unsigned long long)ids.size);
-		r->attrs[i].nr_ids = (size_t)(ids.size / 8);
-		total_ids += ids.size / 8;
-	}
-
+	r->nr_attrs = nr;
+	r->attrs = calloc(nr, sizeof(*r->attrs));
+	r->names = calloc(nr, sizeof(*r->names));
 	r->ids = calloc(total_ids ? (size_t)total_ids : 1, sizeof(*r->ids));
 	r->id_map = calloc(total_ids ? (size_t)total_ids : 1, sizeof(*r->id_map));
-	if (!r->ids || !r->id_map)
+	if (!r->attrs || !r->names || !r->ids || !r->id_map)
 		return rv_error_set(err, ENOMEM, "out of memory reading '%s'", r->name);
-	for (size_t i = 0; i < r->nr_attrs; i++) {
-		const uint8_t *entry = r->data + h->attrs.offset + i * h->attr_size;
-		struct file_section ids;
+	for (size_t i = 0; i < nr; i++) {
+		struct perf_event_attr *attr = &r->attrs[i].attr;
+		size_t n = src[i].attr_bytes < sizeof(*attr) ? src[i].attr_bytes : sizeof(*attr);
 
-		memcpy(&ids, entry + attr_bytes, sizeof(ids));
-		memcpy(r->ids + next_id, r->data + ids.offset, r->attrs[i].nr_ids * 8);
+		memset(attr, 0, sizeof(*attr));
+		memcpy(attr, src[i].attr, n);
+		attr->size = sizeof(*attr);
+		memcpy(r->ids + next_id, src[i].ids, (size_t)src[i].nr_ids * 8);
 		r->attrs[i].ids = r->ids + next_id;
-		for (size_t k = 0; k < r->attrs[i].nr_ids; k++) {
+		r->attrs[i].nr_ids = (size_t)src[i].nr_ids;
+		for (size_t k = 0; k < src[i].nr_ids; k++) {
 			r->id_map[next_id + k].id = r->ids[next_id + k];
 			r->id_map[next_id + k].attr_index = i;
 		}
-		next_id += r->attrs[i].nr_ids;
+		next_id += (size_t)src[i].nr_ids;
 	}
 	r->nr_id_map = next_id;
 	qsort(r->id_map, r->nr_id_map, sizeof(*r->id_map), compare_id_map);
@@ -1608,6 +1787,72 @@ static int read_attrs(struct rv_perf_reader *r, const struct file_header *h, str
 			r->any_sample_id_all = true;
 	}
 	return 0;
+}
+
+/* The attribute section of a file-mode perf.data. */
+static int read_attrs(struct rv_perf_reader *r, const struct file_header *h, struct rv_error *err)
+{
+	uint64_t attr_bytes = h->attr_size - sizeof(struct file_section);
+	struct attr_source *src;
+	size_t nr;
+	int ret;
+
+	if (h->attr_size < PERF_ATTR_SIZE_VER0 + sizeof(struct file_section) ||
+	    h->attr_size > MAX_ATTR_BYTES + sizeof(struct file_section) || h->attr_size % 8)
+		return rv_error_set(err, EINVAL,
+				    "'%s' is corrupt: its attribute entries are %llu bytes long, "
+				    "which no version of perf writes",
+				    r->name, (unsigned long long)h->attr_size);
+	if (!section_in_file(r, h->attrs.offset, h->attrs.size))
+		return rv_error_set(err, EINVAL,
+				    "'%s' is corrupt or truncated: its attribute section "
+				    "(offset %llu, %llu bytes) lies beyond its %zu bytes",
+				    r->name, (unsigned long long)h->attrs.offset,
+				    (unsigned long long)h->attrs.size, r->size);
+	if (h->attrs.size % h->attr_size)
+		return rv_error_set(err, EINVAL,
+				    "'%s' is corrupt: its attribute section (%llu bytes) is not a "
+				    "whole number of %llu-byte entries",
+				    r->name, (unsigned long long)h->attrs.size,
+				    (unsigned long long)h->attr_size);
+	nr = (size_t)(h->attrs.size / h->attr_size);
+	if (nr == 0)
+		return rv_error_set(err, EINVAL,
+				    "'%s' declares no events; it holds nothing to read", r->name);
+	src = calloc(nr, sizeof(*src));
+	if (!src)
+		return rv_error_set(err, ENOMEM, "out of memory reading '%s'", r->name);
+	for (size_t i = 0; i < nr; i++) {
+		const uint8_t *entry = r->data + h->attrs.offset + i * h->attr_size;
+		struct file_section ids;
+		uint32_t declared = load_u32(entry + offsetof(struct perf_event_attr, size));
+
+		if (declared == 0)
+			declared = PERF_ATTR_SIZE_VER0; /* perf's first ABI had no size */
+		if (declared < PERF_ATTR_SIZE_VER0 || declared > attr_bytes) {
+			free(src);
+			return rv_error_set(err, EINVAL,
+					    "'%s' is corrupt: event %zu says its attribute is %u "
+					    "bytes, in entries of %llu",
+					    r->name, i, declared, (unsigned long long)attr_bytes);
+		}
+		memcpy(&ids, entry + attr_bytes, sizeof(ids));
+		if (!section_in_file(r, ids.offset, ids.size) || ids.size % 8) {
+			free(src);
+			return rv_error_set(err, EINVAL,
+					    "'%s' is corrupt or truncated: the ids of event %zu "
+					    "(offset %llu, %llu bytes) are not within the file",
+					    r->name, i, (unsigned long long)ids.offset,
+					    (unsigned long long)ids.size);
+		}
+		src[i].attr = entry;
+		src[i].attr_bytes = declared;
+		src[i].ids = r->data + ids.offset;
+		src[i].nr_ids = ids.size / 8;
+	}
+	ret = build_attrs(r, src, nr, err);
+	free(src);
+	return ret;
 }
 
 /* Locates the feature sections; a table or section outside the file only
@@ -1644,6 +1889,162 @@ static void locate_features(struct rv_perf_reader *r, const struct file_header *
 	}
 }
 
+/* ---- reader: pipe mode ----
+ *
+ * `perf record -o -` writes a 16-byte header (magic, size 16) and then only
+ * records: the attributes as HEADER_ATTR records, the features as
+ * HEADER_FEATURE records (the same bodies as file mode's sections), event
+ * names as EVENT_UPDATE records, then the recording. The whole stream is in
+ * memory, so one scan at open finds the attributes and features wherever they
+ * are; the walk then returns every record, these included, as perf counts
+ * them. */
+
+#define PIPE_HEADER_SIZE 16
+
+/* HEADER_ATTR: the attribute (its own size field says how long), then ids. */
+static int pipe_attr(struct rv_perf_reader *r, const uint8_t *p, uint16_t size, uint64_t offset,
+		     struct attr_source *src, struct rv_error *err)
+{
+	uint64_t body = size - sizeof(struct perf_event_header);
+	uint32_t declared;
+
+	if (body < PERF_ATTR_SIZE_VER0)
+		return rv_error_set(err, EINVAL,
+				    "'%s' is corrupt: the event attribute record at offset %llu is "
+				    "%u bytes, too short for an attribute",
+				    r->name, (unsigned long long)offset, size);
+	declared = load_u32(p + 8 + offsetof(struct perf_event_attr, size));
+	if (declared == 0)
+		declared = PERF_ATTR_SIZE_VER0;
+	if (declared < PERF_ATTR_SIZE_VER0 || declared > body || declared % 8 ||
+	    (body - declared) % 8)
+		return rv_error_set(err, EINVAL,
+				    "'%s' is corrupt: the event attribute record at offset %llu "
+				    "says its attribute is %u bytes, in a record of %u",
+				    r->name, (unsigned long long)offset, declared, size);
+	src->attr = p + 8;
+	src->attr_bytes = declared;
+	src->ids = p + 8 + declared;
+	src->nr_ids = (body - declared) / 8;
+	return 0;
+}
+
+/* An EVENT_UPDATE naming the event of an id, kept until the ids are known. */
+struct pipe_name {
+	uint64_t id;
+	const char *name;
+	size_t max_len;
+};
+
+static void apply_pipe_names(struct rv_perf_reader *r, const struct pipe_name *names, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++) {
+		const struct rv_perf_attr *a = lookup_id(r, names[i].id);
+		size_t index, len = strnlen(names[i].name, names[i].max_len);
+		char *name;
+
+		if (!a || len == names[i].max_len)
+			continue; /* an unknown id, or no NUL within the record */
+		index = (size_t)(a - r->attrs);
+		name = strndup(names[i].name, len);
+		if (!name)
+			continue;
+		/* perf lets an update override the name it had */
+		free(r->names[index]);
+		r->names[index] = name;
+		r->attrs[index].name = name;
+	}
+}
+
+static int parse_pipe(struct rv_perf_reader *r, struct rv_error *err)
+{
+	struct attr_source *src = NULL;
+	struct pipe_name *names = NULL;
+	size_t nr_src = 0, src_cap = 0, nr_names = 0, names_cap = 0;
+	uint64_t pos = PIPE_HEADER_SIZE;
+	int ret = 0;
+
+	r->pipe_mode = true;
+	r->stream.base = r->data + PIPE_HEADER_SIZE;
+	r->stream.base_offset = PIPE_HEADER_SIZE;
+	r->stream.end = r->size - PIPE_HEADER_SIZE;
+	r->stream.declared_end = r->stream.end;
+
+	/* Stops quietly at the first record that does not fit: the walk reports
+	 * it when it gets there, after the good records. */
+	while (r->size - pos >= sizeof(struct perf_event_header)) {
+		const uint8_t *p = r->data + pos;
+		struct perf_event_header h;
+		uint64_t payload = 0;
+		unsigned int width;
+
+		memcpy(&h, p, sizeof(h));
+		if (h.size < sizeof(h) || h.size > r->size - pos)
+			break;
+		if (record_has_payload(h.type, &width) &&
+		    (payload_size_field(p, h.size, width, &payload) ||
+		     payload > r->size - pos - h.size))
+			break;
+		if (h.type == RECORD_HEADER_ATTR) {
+			if (nr_src == src_cap) {
+				size_t cap = src_cap ? src_cap * 2 : 8;
+				struct attr_source *grown = realloc(src, cap * sizeof(*src));
+
+				if (!grown) {
+					ret = rv_error_set(err, ENOMEM,
+							   "out of memory reading '%s'", r->name);
+					break;
+				}
+				src = grown;
+				src_cap = cap;
+			}
+			ret = pipe_attr(r, p, h.size, pos, &src[nr_src], err);
+			if (ret)
+				break;
+			nr_src++;
+		} else if (h.type == RECORD_HEADER_FEATURE && h.size >= 16) {
+			uint64_t feature = load_u64(p + 8);
+
+			if (feature < RV_FEAT_MAX) {
+				r->features[feature].offset = pos + 16;
+				r->features[feature].size = h.size - 16u;
+				r->features[feature].present = true;
+				feature_set(r->feature_bits, (unsigned int)feature);
+			}
+		} else if (h.type == RECORD_EVENT_UPDATE && h.size > 24 &&
+			   load_u64(p + 8) == EVENT_UPDATE_NAME) {
+			if (nr_names == names_cap) {
+				size_t cap = names_cap ? names_cap * 2 : 8;
+				struct pipe_name *grown = realloc(names, cap * sizeof(*names));
+
+				if (!grown) {
+					ret = rv_error_set(err, ENOMEM,
+							   "out of memory reading '%s'", r->name);
+					break;
+				}
+				names = grown;
+				names_cap = cap;
+			}
+			names[nr_names].id = load_u64(p + 16);
+			names[nr_names].name = (const char *)p + 24;
+			names[nr_names].max_len = h.size - 24u;
+			nr_names++;
+		}
+		pos += h.size + payload;
+	}
+	if (!ret)
+		ret = build_attrs(r, src, nr_src, err);
+	if (!ret) {
+		read_string_features(r);
+		read_cmdline(r);
+		read_event_names(r);
+		apply_pipe_names(r, names, nr_names);
+	}
+	free(src);
+	free(names);
+	return ret;
+}
+
 static int parse_file(struct rv_perf_reader *r, struct rv_error *err)
 {
 	struct file_header h;
@@ -1673,12 +2074,8 @@ static int parse_file(struct rv_perf_reader *r, struct rv_error *err)
 				: "");
 	memset(&h, 0, sizeof(h));
 	memcpy(&h, r->data, r->size < sizeof(h) ? r->size : sizeof(h));
-	if (h.size == 16)
-		return rv_error_set(
-			err, ENOTSUP,
-			"'%s' is a pipe-mode perf.data, which rearview does not read yet; "
-			"record to a file instead of a pipe",
-			r->name);
+	if (h.size == PIPE_HEADER_SIZE)
+		return parse_pipe(r, err);
 	if (h.size != sizeof(h) && h.size != FILE_HEADER_NO_FEATURES_SIZE)
 		return rv_error_set(err, EINVAL,
 				    "'%s' is corrupt: its header says it is %llu bytes", r->name,
@@ -1758,59 +2155,125 @@ int rv_perf_reader_open_buffer(struct rv_perf_reader **out, const void *data, si
 	return 0;
 }
 
+/* Reads what a pipe (or FIFO, or terminal) gives until its end. */
+static int read_stream(int fd, const char *name, uint8_t **data, size_t *size, struct rv_error *err)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			size_t grown_cap = cap ? cap * 2 : 1 << 20;
+			uint8_t *grown;
+
+			if (grown_cap < cap || !(grown = realloc(buf, grown_cap))) {
+				free(buf);
+				return rv_error_set(err, ENOMEM,
+						    "out of memory reading '%s' (%zu bytes so far)",
+						    name, len);
+			}
+			buf = grown;
+			cap = grown_cap;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			free(buf);
+			return rv_error_set(err, e, "cannot read '%s': %s", name, strerror(e));
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*data = buf;
+	*size = len;
+	return 0;
+}
+
 int rv_perf_reader_open(struct rv_perf_reader **out, const char *path, struct rv_error *err)
 {
 	struct rv_perf_reader *r;
 	char *dir_data = NULL;
+	bool is_stdin = strcmp(path, "-") == 0;
+	const char *name = is_stdin ? "standard input" : path;
+	uint8_t *stream = NULL;
+	size_t stream_size = 0;
 	struct stat st;
-	void *map;
+	void *map = NULL;
 	int fd, ret, e;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && !is_stdin && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		/* perf's directory layout (perf record --kcore): DIR/data */
 		close(fd);
 		if (asprintf(&dir_data, "%s/data", path) < 0)
 			return rv_error_set(err, ENOMEM, "out of memory opening '%s'", path);
 		fd = open(dir_data, O_RDONLY | O_CLOEXEC);
-		path = dir_data;
+		name = dir_data;
 	}
 	if (fd < 0) {
 		e = errno;
-		ret = rv_error_set(err, e, "cannot open '%s': %s", path, strerror(e));
+		ret = rv_error_set(err, e, "cannot open '%s': %s", name, strerror(e));
 		free(dir_data);
 		return ret;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) != 0) {
 		e = errno;
-		ret = rv_error_set(err, e ? e : EINVAL, "'%s' is not a regular file", path);
+		ret = rv_error_set(err, e, "cannot examine '%s': %s", name, strerror(e));
 		goto out_close;
 	}
-	if (st.st_size == 0) {
-		ret = rv_error_set(err, EINVAL, "'%s' is empty; it holds no capture", path);
-		goto out_close;
-	}
-	if ((uint64_t)st.st_size > SIZE_MAX) {
-		ret = rv_error_set(err, EFBIG, "'%s' is too large to map", path);
-		goto out_close;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED) {
-		e = errno;
-		ret = rv_error_set(err, e, "cannot map '%s': %s", path, strerror(e));
+	if (S_ISREG(st.st_mode)) {
+		if (st.st_size == 0) {
+			ret = rv_error_set(err, EINVAL, "'%s' is empty; it holds no capture", name);
+			goto out_close;
+		}
+		if ((uint64_t)st.st_size > SIZE_MAX) {
+			ret = rv_error_set(err, EFBIG, "'%s' is too large to map", name);
+			goto out_close;
+		}
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED) {
+			e = errno;
+			ret = rv_error_set(err, e, "cannot map '%s': %s", name, strerror(e));
+			goto out_close;
+		}
+		stream_size = (size_t)st.st_size;
+	} else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || is_stdin) {
+		ret = read_stream(fd, name, &stream, &stream_size, err);
+		if (ret)
+			goto out_close;
+		if (stream_size == 0) {
+			free(stream);
+			ret = rv_error_set(err, EINVAL, "'%s' is empty; it holds no capture", name);
+			goto out_close;
+		}
+	} else {
+		ret = rv_error_set(err, EINVAL, "'%s' is not a regular file or a pipe", name);
 		goto out_close;
 	}
 	close(fd);
 	fd = -1;
-	ret = reader_new(&r, path, err);
+	ret = reader_new(&r, name, err);
 	if (ret) {
-		munmap(map, (size_t)st.st_size);
+		if (map)
+			munmap(map, stream_size);
+		free(stream);
 		goto out_close;
 	}
-	r->data = map;
-	r->size = (size_t)st.st_size;
-	r->mapped = true;
+	if (map) {
+		r->data = map;
+		r->mapped = true;
+	} else {
+		r->data = stream;
+		r->owned_data = stream;
+	}
+	r->size = stream_size;
 	ret = parse_file(r, err);
 	if (ret) {
 		rv_perf_reader_free(r);
@@ -1822,6 +2285,11 @@ out_close:
 		close(fd);
 	free(dir_data);
 	return ret;
+}
+
+bool rv_perf_reader_is_pipe(const struct rv_perf_reader *r)
+{
+	return r->pipe_mode;
 }
 
 int rv_perf_reader_next(struct rv_perf_reader *r, struct rv_perf_record *rec, struct rv_error *err)
@@ -1948,6 +2416,10 @@ static const struct rv_perf_attr *record_attr(const struct rv_perf_reader *r,
 	}
 	id = load_u64(body + 8 * (from_end ? words - (uint64_t)pos : (uint64_t)pos));
 	a = rv_perf_reader_attr_for_id(r, id);
+	/* perf synthesizes sideband with an id of zero and takes it for its
+	 * first event's (evlist__event2evsel) */
+	if (!a && id == 0)
+		a = &r->attrs[0];
 	if (!a) {
 		describe_record(r, record, where, sizeof(where));
 		rv_error_set(err, EINVAL,
@@ -2196,6 +2668,7 @@ void rv_perf_reader_free(struct rv_perf_reader *r)
 		return;
 	if (r->mapped)
 		munmap((void *)r->data, r->size);
+	free(r->owned_data);
 	for (unsigned int f = 0; f < RV_FEAT_MAX; f++)
 		free(r->feature_strings[f]);
 	for (int i = 0; i < r->cmdline_argc; i++)

@@ -10,7 +10,11 @@
  *
  * Designed to grow: records carrying a payload after their header (such as
  * PERF_RECORD_AUXTRACE) go through rv_perf_writer_write_payload and come back
- * from the reader with the payload attached.
+ * from the reader with the payload attached. The reader reads both of perf's
+ * layouts: file mode (`perf record -o file`) and pipe mode (`perf record -o -`,
+ * where attributes and features travel as records in the stream), from a file
+ * or from standard input. Intel PT's records are built and parsed in
+ * auxtrace.h, sideband records in synth.h.
  *
  * This module is not: a recorder or a decoder. It knows the file, not what
  * the records mean for a trace.
@@ -61,9 +65,41 @@ enum rv_perf_feature {
 	RV_FEAT_MAX = 256,
 };
 
+/* Record types perf defines in user space (tools/perf/util/event.h), after
+ * the kernel's PERF_RECORD_*. */
+enum rv_perf_user_record {
+	RV_PERF_RECORD_HEADER_ATTR = 64,
+	RV_PERF_RECORD_HEADER_EVENT_TYPE = 65,
+	RV_PERF_RECORD_HEADER_TRACING_DATA = 66,
+	RV_PERF_RECORD_HEADER_BUILD_ID = 67,
+	RV_PERF_RECORD_FINISHED_ROUND = 68,
+	RV_PERF_RECORD_ID_INDEX = 69,
+	RV_PERF_RECORD_AUXTRACE_INFO = 70,
+	RV_PERF_RECORD_AUXTRACE = 71,
+	RV_PERF_RECORD_AUXTRACE_ERROR = 72,
+	RV_PERF_RECORD_THREAD_MAP = 73,
+	RV_PERF_RECORD_CPU_MAP = 74,
+	RV_PERF_RECORD_STAT_CONFIG = 75,
+	RV_PERF_RECORD_STAT = 76,
+	RV_PERF_RECORD_STAT_ROUND = 77,
+	RV_PERF_RECORD_EVENT_UPDATE = 78,
+	RV_PERF_RECORD_TIME_CONV = 79,
+	RV_PERF_RECORD_HEADER_FEATURE = 80,
+	RV_PERF_RECORD_COMPRESSED = 81,
+	RV_PERF_RECORD_FINISHED_INIT = 82,
+};
+
+/* One entry of HEADER_PMU_MAPPINGS: a PMU's name and its perf_event_attr.type. */
+struct rv_perf_pmu_mapping {
+	const char *name;
+	uint32_t type;
+};
+
 /* What the writer puts in the header features. Strings may be NULL (the
  * writer then fills what it can find out itself: uname, /proc/cpuinfo,
- * sysconf), except argv, which is the recording's own command line. */
+ * sysconf), except argv, which is the recording's own command line. A
+ * capture made for another machine (softpt claims an Intel CPU) sets cpuid,
+ * cpu_desc, the CPU counts and the PMU mappings of that machine. */
 struct rv_perf_meta {
 	const char *hostname;
 	const char *os_release;
@@ -75,6 +111,14 @@ struct rv_perf_meta {
 	const char *const *argv;
 	int clockid; /* -1: none recorded (HEADER_CLOCKID omitted) */
 	uint64_t sample_time_first_ns, sample_time_last_ns; /* 0,0: omitted */
+	/* HEADER_NRCPUS; 0: this machine's. perf refuses records of a CPU at or
+	 * above nr_cpus_avail. */
+	uint32_t nr_cpus_avail, nr_cpus_online;
+	/* HEADER_PMU_MAPPINGS; NULL: this machine's (sysfs). Either way an
+	 * Intel PT capture's "intel_pt" entry is added with the type its
+	 * AUXTRACE_INFO names, replacing any entry of that type. */
+	const struct rv_perf_pmu_mapping *pmu_mappings;
+	size_t nr_pmu_mappings;
 };
 
 struct rv_perf_writer;
@@ -120,9 +164,13 @@ struct rv_perf_attr {
 	size_t nr_ids;
 };
 
-/* A record from the data section. `header` points at record->size bytes that
- * stay valid until the next call to rv_perf_reader_next; `payload` is set for
- * records that carry one (PERF_RECORD_AUXTRACE), else NULL with size 0. */
+/* A record from the data section (file mode) or the stream (pipe mode, where
+ * perf's HEADER_ATTR, HEADER_FEATURE, EVENT_UPDATE, ... records come too).
+ * `header` points at record->size bytes, 8-byte aligned, that stay valid until
+ * the next call to rv_perf_reader_next; `file_offset` counts from the start of
+ * the file or stream (a pipe's 16-byte header included, which perf's own
+ * "offset@pipe" leaves out); `payload` is set for records that carry one
+ * (PERF_RECORD_AUXTRACE, HEADER_TRACING_DATA), else NULL with size 0. */
 struct rv_perf_record {
 	const struct perf_event_header *header;
 	uint64_t file_offset;
@@ -159,9 +207,17 @@ struct rv_perf_sample_id {
 
 struct rv_perf_reader;
 
-/* Opens a perf.data file (file mode; pipe mode as well once the PT work needs
- * it) and validates its header, attributes and section bounds. */
+/* Opens a perf.data in file mode or pipe mode, from a file, a FIFO, a
+ * directory of perf's (DIR/data) or, for "-", standard input, and validates
+ * its header, attributes and section bounds. Files are mapped; a pipe is read
+ * whole into memory first. In pipe mode the attributes, event names and
+ * features are those of the stream's HEADER_ATTR, EVENT_UPDATE and
+ * HEADER_FEATURE records (up to the first corrupt record, which
+ * rv_perf_reader_next then reports in its turn). */
 int rv_perf_reader_open(struct rv_perf_reader **out, const char *path, struct rv_error *err);
+
+/* True when the capture is in pipe mode. */
+bool rv_perf_reader_is_pipe(const struct rv_perf_reader *r);
 
 /* 1 and *rec set: a record; 0: end of data; negative: a truncated or corrupt
  * record, described in err (the records before it were good). */
@@ -179,7 +235,9 @@ int rv_perf_reader_parse_sample(const struct rv_perf_reader *r,
 				struct rv_error *err);
 
 /* Parses the sample_id trailer of MMAP2, COMM, FORK, EXIT, LOST, ... records;
- * out->valid is false when the attributes have no sample_id_all. */
+ * out->valid is false when the attributes have no sample_id_all. A record
+ * whose id is 0 (perf's synthesized sideband) is taken for the first event's,
+ * as perf takes it. */
 int rv_perf_reader_parse_sample_id(const struct rv_perf_reader *r,
 				   const struct perf_event_header *record,
 				   struct rv_perf_sample_id *out, struct rv_error *err);
@@ -194,7 +252,9 @@ const char *rv_perf_reader_feature_string(const struct rv_perf_reader *r,
 /* HEADER_CMDLINE: argc and argv owned by the reader; 0 when absent. */
 int rv_perf_reader_cmdline(const struct rv_perf_reader *r, const char *const **argv);
 
-/* Raw bytes of a feature section (for the features without an accessor). */
+/* Raw bytes of a feature section (for the features without an accessor).
+ * Sections this writer wrote start 8-byte aligned; perf's need not (in pipe
+ * mode they often are not), so copy values out rather than load them in place. */
 const void *rv_perf_reader_feature_data(const struct rv_perf_reader *r,
 					enum rv_perf_feature feature, uint64_t *size);
 

@@ -1,5 +1,6 @@
 /* perf_data_internal.h: entry points of the perf.data module that are not part
- * of its public contract, for its own tests (and, later, pipe mode).
+ * of its public contract, for its own tests and its own other files
+ * (auxtrace.c).
  *
  * Opening from memory lets the robustness tests hand the reader a buffer of
  * exactly the file's length, so that AddressSanitizer sees any read past its
@@ -14,5 +15,9 @@
  * valid and unchanged until rv_perf_reader_free. `name` is used in messages. */
 int rv_perf_reader_open_buffer(struct rv_perf_reader **out, const void *data, size_t size,
 			       const char *name, struct rv_error *err);
+
+/* Whether an AUXTRACE_INFO record has been written: AUXTRACE buffers may only
+ * follow one (auxtrace.c). */
+bool rv_perf_writer_has_auxtrace_info(const struct rv_perf_writer *w);
 
 #endif

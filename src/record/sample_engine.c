@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture/synth.h"
 #include "decode/unwind.h"
 #include "record/flight_recorder.h"
 #include "record/reorder.h"
@@ -518,6 +519,7 @@ size_t rv_sample_engine_pollfds(const struct rv_sample_engine *e, struct pollfd 
 
 /* ---- synthesizing what existed before recording began ---- */
 
+/* Room for any record synth.h builds (4096 + PATH_MAX bytes). */
 struct synth_buffer {
 	union {
 		struct perf_event_header header;
@@ -525,35 +527,34 @@ struct synth_buffer {
 	};
 };
 
-static void put_trailer(struct rv_sample_engine *e, uint8_t *end, uint32_t pid, uint32_t tid,
-			uint64_t time)
+/* Synthesized records carry the trailer of the engine's events, with the
+ * first CPU's id, as perf's synthesized records carry its first event's. */
+static struct rv_synth engine_synth(const struct rv_sample_engine *e)
 {
-	struct id_trailer t = {
-		.pid = pid,
-		.tid = tid,
-		.time = time,
-		.cpu = 0,
-		.res = 0,
-		.id = e->rings[0].id,
+	struct rv_synth s = { .sample_type = e->attr.sample_type, .sample_id_all = true };
+
+	return s;
+}
+
+static struct rv_synth_id engine_id(const struct rv_sample_engine *e, uint32_t pid, uint32_t tid,
+				    uint64_t time)
+{
+	struct rv_synth_id id = {
+		.pid = pid, .tid = tid, .cpu = 0, .time = time, .id = e->rings[0].id
 	};
 
-	memcpy(end, &t, sizeof(t));
+	return id;
 }
 
 static int synth_comm(struct rv_sample_engine *e, uint32_t pid, uint32_t tid, const char *comm,
 		      uint64_t time)
 {
+	struct rv_synth synth = engine_synth(e);
+	struct rv_synth_id id = engine_id(e, pid, tid, time);
 	struct synth_buffer b;
-	size_t len = strnlen(comm, 15) + 1;
-	size_t body = 8 + ((len + 7) & ~(size_t)7);
 
-	memset(&b, 0, sizeof(b));
-	b.header.type = PERF_RECORD_COMM;
-	b.header.size = (uint16_t)(sizeof(b.header) + body + sizeof(struct id_trailer));
-	memcpy(b.bytes + 8, &pid, 4);
-	memcpy(b.bytes + 12, &tid, 4);
-	memcpy(b.bytes + 16, comm, len - 1);
-	put_trailer(e, b.bytes + sizeof(b.header) + body, pid, tid, time);
+	if (!rv_synth_comm(&synth, b.bytes, sizeof(b.bytes), pid, tid, comm, false, &id))
+		return 0; /* cannot happen: a name is at most 16 bytes */
 	return rv_reorder_push(&e->reorder, &b.header, time);
 }
 
@@ -572,7 +573,9 @@ static uint32_t parse_prot(const char *perms)
 
 static int synth_mmaps(struct rv_sample_engine *e, uint32_t pid, uint64_t time)
 {
-	char path[64], line[4096 + 256];
+	struct rv_synth synth = engine_synth(e);
+	struct rv_synth_id id = engine_id(e, pid, pid, time);
+	char path[64], line[4096 + 256], filename[4096 + 1];
 	FILE *f;
 	int ret = 0;
 
@@ -587,9 +590,9 @@ static int synth_mmaps(struct rv_sample_engine *e, uint32_t pid, uint64_t time)
 		int name_at = 0;
 		const char *name;
 		struct synth_buffer b;
-		size_t name_len, body;
-		uint32_t prot, flags, tid = pid;
-		uint64_t len, generation = 0;
+		size_t name_len;
+		uint32_t prot, flags;
+		uint16_t misc;
 
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
 			   &major, &minor, &inode, &name_at) < 7)
@@ -604,36 +607,18 @@ static int synth_mmaps(struct rv_sample_engine *e, uint32_t pid, uint64_t time)
 			name = "//anon";
 			name_len = 6;
 		}
-		if (name_len > 4096)
-			name_len = 4096;
+		if (name_len > sizeof(filename) - 1)
+			name_len = sizeof(filename) - 1;
+		memcpy(filename, name, name_len);
+		filename[name_len] = '\0';
 		prot = parse_prot(perms);
 		flags = perms[3] == 's' ? 1 /* MAP_SHARED */ : 2 /* MAP_PRIVATE */;
-		len = end - start;
-		body = 8 + 8 * 3 + 4 * 2 + 8 * 2 + 4 * 2 + ((name_len + 1 + 7) & ~(size_t)7);
-		memset(&b, 0, sizeof(b));
-		b.header.type = PERF_RECORD_MMAP2;
-		b.header.misc = PERF_RECORD_MISC_USER;
+		misc = PERF_RECORD_MISC_USER;
 		if (perms[2] != 'x')
-			b.header.misc |= PERF_RECORD_MISC_MMAP_DATA;
-		b.header.size = (uint16_t)(sizeof(b.header) + body + sizeof(struct id_trailer));
-		{
-			uint8_t *p = b.bytes + 8;
-			uint64_t start64 = start, pgoff64 = pgoff, inode64 = inode;
-
-			memcpy(p, &pid, 4);
-			memcpy(p + 4, &tid, 4);
-			memcpy(p + 8, &start64, 8);
-			memcpy(p + 16, &len, 8);
-			memcpy(p + 24, &pgoff64, 8);
-			memcpy(p + 32, &major, 4);
-			memcpy(p + 36, &minor, 4);
-			memcpy(p + 40, &inode64, 8);
-			memcpy(p + 48, &generation, 8);
-			memcpy(p + 56, &prot, 4);
-			memcpy(p + 60, &flags, 4);
-			memcpy(p + 64, name, name_len);
-		}
-		put_trailer(e, b.bytes + sizeof(b.header) + body, pid, tid, time);
+			misc |= PERF_RECORD_MISC_MMAP_DATA;
+		if (!rv_synth_mmap2(&synth, b.bytes, sizeof(b.bytes), pid, pid, start, end - start,
+				    pgoff, major, minor, inode, prot, flags, filename, misc, &id))
+			continue; /* cannot happen: the name fits the buffer */
 		ret = rv_reorder_push(&e->reorder, &b.header, time);
 		if (ret)
 			break;
@@ -678,11 +663,10 @@ static int synth_threads(struct rv_sample_engine *e, uint32_t pid, uint64_t time
  * resolves kernel samples: "[kernel.kallsyms]_text" from _text to the end. */
 static int synth_kernel_mmap(struct rv_sample_engine *e, uint64_t time)
 {
+	struct rv_synth synth = engine_synth(e);
+	struct rv_synth_id id = engine_id(e, UINT32_MAX, 0, time);
 	struct synth_buffer b;
-	static const char name[] = "[kernel.kallsyms]_text";
-	uint64_t text = 0, len;
-	uint32_t pid = UINT32_MAX, tid = 0;
-	size_t body = 8 + 8 * 3 + sizeof(name) + 1; /* rounded to 8 below */
+	uint64_t text = 0;
 	char line[512];
 	FILE *f = fopen("/proc/kallsyms", "re");
 
@@ -701,19 +685,9 @@ static int synth_kernel_mmap(struct rv_sample_engine *e, uint64_t time)
 	fclose(f);
 	if (!text)
 		return 0; /* kptr_restrict hides addresses: nothing to map */
-	body = (body + 7) & ~(size_t)7;
-	len = UINT64_MAX - text;
-	memset(&b, 0, sizeof(b));
-	b.header.type = PERF_RECORD_MMAP;
-	b.header.misc = PERF_RECORD_MISC_KERNEL;
-	b.header.size = (uint16_t)(sizeof(b.header) + body + sizeof(struct id_trailer));
-	memcpy(b.bytes + 8, &pid, 4);
-	memcpy(b.bytes + 12, &tid, 4);
-	memcpy(b.bytes + 16, &text, 8);
-	memcpy(b.bytes + 24, &len, 8);
-	memcpy(b.bytes + 32, &text, 8);
-	memcpy(b.bytes + 40, name, sizeof(name));
-	put_trailer(e, b.bytes + sizeof(b.header) + body, pid, tid, time);
+	if (!rv_synth_mmap(&synth, b.bytes, sizeof(b.bytes), UINT32_MAX, 0, text, UINT64_MAX - text,
+			   text, "[kernel.kallsyms]_text", PERF_RECORD_MISC_KERNEL, &id))
+		return 0; /* cannot happen: the name is short */
 	return rv_reorder_push(&e->reorder, &b.header, time);
 }
 

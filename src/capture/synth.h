@@ -1,0 +1,75 @@
+/* synth.h: builders of the kernel's sideband records (MMAP, MMAP2, COMM,
+ * FORK, EXIT, ITRACE_START, AUX, SWITCH, SWITCH_CPU_WIDE) and of perf's
+ * FINISHED_ROUND and FINISHED_INIT, laid out as the kernel writes them
+ * (include/uapi/linux/perf_event.h), so that recorders (the sampling engine,
+ * softpt, the PT engine) never lay out records by hand.
+ *
+ * Each record ends with the sample_id trailer of the attribute it belongs to
+ * (when that attribute has sample_id_all): TID, TIME, ID, STREAM_ID, CPU and
+ * IDENTIFIER, in the kernel's order, as the attribute's sample_type selects.
+ *
+ * Not here: writing records (perf_data.h), samples (their layout is the
+ * recorder's), or anything perf-specific beyond the two round markers.
+ */
+#ifndef RV_CAPTURE_SYNTH_H
+#define RV_CAPTURE_SYNTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The trailer's values. STREAM_ID gets `id` too, as the kernel's for an
+ * event that is not inherited; res after cpu is 0. */
+struct rv_synth_id {
+	uint32_t pid, tid, cpu;
+	uint64_t time, id;
+};
+
+/* Of the attribute the records carry: which trailer fields they have. */
+struct rv_synth {
+	uint64_t sample_type;
+	bool sample_id_all;
+};
+
+/* Each returns the record size in bytes (multiple of 8), or 0 if buf_size is too small
+ * (or the record would exceed the 64 KiB a record's u16 size allows). buf needs no
+ * alignment. Buffers of 4096+PATH_MAX bytes are always enough. `id` may be NULL
+ * (a trailer of zeros). Strings are copied up to their NUL and padded to 8 with zeros;
+ * COMM names are cut to the kernel's 15 characters. */
+size_t rv_synth_mmap(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
+		     uint32_t tid, uint64_t start, uint64_t len, uint64_t pgoff,
+		     const char *filename, uint16_t misc, const struct rv_synth_id *id);
+/* MMAP2 in its device/inode form (misc must not ask for PERF_RECORD_MISC_MMAP_BUILD_ID);
+ * ino_generation is 0. */
+size_t rv_synth_mmap2(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
+		      uint32_t tid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj,
+		      uint32_t min, uint64_t ino, uint32_t prot, uint32_t flags,
+		      const char *filename, uint16_t misc, const struct rv_synth_id *id);
+/* exec: the name changed by exec (PERF_RECORD_MISC_COMM_EXEC), not prctl. */
+size_t rv_synth_comm(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
+		     uint32_t tid, const char *comm, bool exec, const struct rv_synth_id *id);
+size_t rv_synth_fork(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
+		     uint32_t ppid, uint32_t tid, uint32_t ptid, uint64_t time,
+		     const struct rv_synth_id *id);
+size_t rv_synth_exit(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
+		     uint32_t ppid, uint32_t tid, uint32_t ptid, uint64_t time,
+		     const struct rv_synth_id *id);
+size_t rv_synth_itrace_start(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
+			     uint32_t tid, const struct rv_synth_id *id);
+/* flags: PERF_AUX_FLAG_*. */
+size_t rv_synth_aux(const struct rv_synth *s, void *buf, size_t buf_size, uint64_t aux_offset,
+		    uint64_t aux_size, uint64_t flags, const struct rv_synth_id *id);
+/* The switched task is the trailer's pid/tid; preempt only counts when out. */
+size_t rv_synth_switch(const struct rv_synth *s, void *buf, size_t buf_size, bool out, bool preempt,
+		       const struct rv_synth_id *id);
+/* next_prev: the task switched to (out) or from (in). */
+size_t rv_synth_switch_cpu_wide(const struct rv_synth *s, void *buf, size_t buf_size, bool out,
+				bool preempt, uint32_t next_prev_pid, uint32_t next_prev_tid,
+				const struct rv_synth_id *id);
+/* perf's markers. At a FINISHED_ROUND perf delivers, in time order, what it
+ * queued that is older than the newest record of the round before: no record
+ * may be older than that. FINISHED_INIT ends the synthesized sideband. */
+size_t rv_synth_finished_round(void *buf, size_t buf_size);
+size_t rv_synth_finished_init(void *buf, size_t buf_size);
+
+#endif
