@@ -31,22 +31,6 @@
  * bounds the record to one perf_event_header can describe. */
 #define FILTER_MAX_BYTES 4096
 
-static uint64_t load_u64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint32_t load_u32(const void *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 static int check_type(const struct perf_event_header *rec, uint32_t type, const char *name,
 		      struct rv_error *err)
 {
@@ -127,7 +111,7 @@ int rv_intel_pt_info_parse(const struct perf_event_header *rec, struct rv_intel_
 		return ret;
 	if (rec->size < AUXTRACE_INFO_PRIV_OFFSET)
 		return too_short(rec, "AUXTRACE_INFO", AUXTRACE_INFO_PRIV_OFFSET, err);
-	type = load_u32(bytes + 8);
+	type = rv_load_u32(bytes + 8);
 	if (type != RV_PERF_AUXTRACE_INTEL_PT)
 		return rv_error_set(err, ENOTSUP,
 				    "the AUXTRACE_INFO is of type %u, not Intel PT (%u): the "
@@ -140,7 +124,7 @@ int rv_intel_pt_info_parse(const struct perf_event_header *rec, struct rv_intel_
 		return too_short(rec, "Intel PT AUXTRACE_INFO",
 				 AUXTRACE_INFO_PRIV_OFFSET + 8 * INTEL_PT_PRIV_MIN, err);
 	for (size_t i = 0; i < nr_priv; i++)
-		priv[i] = load_u64(bytes + AUXTRACE_INFO_PRIV_OFFSET + 8 * i);
+		priv[i] = rv_load_u64(bytes + AUXTRACE_INFO_PRIV_OFFSET + 8 * i);
 	out->nr_priv = nr_priv;
 	out->pmu_type = priv[0];
 	out->time_shift = priv[1];
@@ -223,12 +207,12 @@ int rv_perf_auxtrace_parse(const struct perf_event_header *rec, struct rv_perf_a
 		return ret;
 	if (rec->size < AUXTRACE_RECORD_BYTES)
 		return too_short(rec, "AUXTRACE", AUXTRACE_RECORD_BYTES, err);
-	out->size = load_u64(bytes + 8);
-	out->offset = load_u64(bytes + 16);
-	out->reference = load_u64(bytes + 24);
-	out->idx = load_u32(bytes + 32);
-	out->tid = load_u32(bytes + 36);
-	out->cpu = load_u32(bytes + 40);
+	out->size = rv_load_u64(bytes + 8);
+	out->offset = rv_load_u64(bytes + 16);
+	out->reference = rv_load_u64(bytes + 24);
+	out->idx = rv_load_u32(bytes + 32);
+	out->tid = rv_load_u32(bytes + 36);
+	out->cpu = rv_load_u32(bytes + 40);
 	return 0;
 }
 
@@ -270,12 +254,12 @@ int rv_perf_time_conv_parse(const struct perf_event_header *rec, struct rv_perf_
 		return ret;
 	if (rec->size < TIME_CONV_BASE_BYTES)
 		return too_short(rec, "TIME_CONV", TIME_CONV_BASE_BYTES, err);
-	out->time_shift = load_u64(bytes + 8);
-	out->time_mult = load_u64(bytes + 16);
-	out->time_zero = load_u64(bytes + 24);
+	out->time_shift = rv_load_u64(bytes + 8);
+	out->time_mult = rv_load_u64(bytes + 16);
+	out->time_zero = rv_load_u64(bytes + 24);
 	if (rec->size >= TIME_CONV_FULL_BYTES) {
-		out->time_cycles = load_u64(bytes + 32);
-		out->time_mask = load_u64(bytes + 40);
+		out->time_cycles = rv_load_u64(bytes + 32);
+		out->time_mask = rv_load_u64(bytes + 40);
 		out->cap_user_time_zero = bytes[48] != 0;
 		out->cap_user_time_short = bytes[49] != 0;
 	} else {
@@ -345,9 +329,9 @@ int rv_perf_aux_parse(const struct perf_event_header *rec, struct rv_perf_aux *o
 		return ret;
 	if (rec->size < 32)
 		return too_short(rec, "AUX", 32, err);
-	out->aux_offset = load_u64(bytes + 8);
-	out->aux_size = load_u64(bytes + 16);
-	out->flags = load_u64(bytes + 24);
+	out->aux_offset = rv_load_u64(bytes + 8);
+	out->aux_size = rv_load_u64(bytes + 16);
+	out->flags = rv_load_u64(bytes + 24);
 	return 0;
 }
 
@@ -363,8 +347,8 @@ int rv_perf_itrace_start_parse(const struct perf_event_header *rec,
 		return ret;
 	if (rec->size < 16)
 		return too_short(rec, "ITRACE_START", 16, err);
-	out->pid = load_u32(bytes + 8);
-	out->tid = load_u32(bytes + 12);
+	out->pid = rv_load_u32(bytes + 8);
+	out->tid = rv_load_u32(bytes + 12);
 	return 0;
 }
 
@@ -389,8 +373,8 @@ int rv_perf_switch_parse(const struct perf_event_header *rec, struct rv_perf_swi
 	if (out->cpu_wide) {
 		if (rec->size < 16)
 			return too_short(rec, "SWITCH_CPU_WIDE", 16, err);
-		out->next_prev_pid = load_u32(bytes + 8);
-		out->next_prev_tid = load_u32(bytes + 12);
+		out->next_prev_pid = rv_load_u32(bytes + 8);
+		out->next_prev_tid = rv_load_u32(bytes + 12);
 	}
 	return 0;
 }

@@ -122,22 +122,6 @@ static uint64_t align_up(uint64_t value, uint64_t alignment)
 	return (value + alignment - 1) / alignment * alignment;
 }
 
-static uint64_t load_u64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static uint32_t load_u32(const void *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 static int feature_test(const uint64_t *bitmap, unsigned int feature)
 {
 	return (bitmap[feature / 64] >> (feature % 64)) & 1;
@@ -228,9 +212,9 @@ static size_t build_id_from_notes(const uint8_t *notes, size_t size, uint8_t *id
 	size_t pos = 0;
 
 	while (size - pos >= 12) {
-		uint32_t namesz = load_u32(notes + pos);
-		uint32_t descsz = load_u32(notes + pos + 4);
-		uint32_t type = load_u32(notes + pos + 8);
+		uint32_t namesz = rv_load_u32(notes + pos);
+		uint32_t descsz = rv_load_u32(notes + pos + 4);
+		uint32_t type = rv_load_u32(notes + pos + 8);
 		uint64_t name_at = pos + 12;
 		uint64_t desc_at = name_at + align_up(namesz, 4);
 		uint64_t next = desc_at + align_up(descsz, 4);
@@ -716,8 +700,8 @@ static int writer_note_auxtrace_info(struct rv_perf_writer *w,
 				    "perf.data writer: an AUXTRACE_INFO record of %u bytes is too "
 				    "short to say what it describes",
 				    record->size);
-	if (load_u32(bytes + 8) == AUXTRACE_TYPE_INTEL_PT) {
-		uint64_t type = load_u64(bytes + AUXTRACE_INFO_PMU_TYPE_OFFSET);
+	if (rv_load_u32(bytes + 8) == AUXTRACE_TYPE_INTEL_PT) {
+		uint64_t type = rv_load_u64(bytes + AUXTRACE_INFO_PMU_TYPE_OFFSET);
 
 		/* A fixed type would make perf take the sideband's software
 		 * events for the trace's. */
@@ -776,7 +760,7 @@ static int payload_size_field(const uint8_t *record, uint16_t record_size, unsig
 {
 	if (record_size < 8 + width)
 		return -1;
-	*size = width == 8 ? load_u64(record + 8) : load_u32(record + 8);
+	*size = width == 8 ? rv_load_u64(record + 8) : rv_load_u32(record + 8);
 	return 0;
 }
 
@@ -1593,7 +1577,7 @@ static char *read_header_string(const uint8_t *p, uint64_t avail, uint64_t *cons
 
 	if (avail < 4)
 		return NULL;
-	len = load_u32(p);
+	len = rv_load_u32(p);
 	if (len > avail - 4)
 		return NULL;
 	s = strndup((const char *)p + 4, len);
@@ -1634,7 +1618,7 @@ static void read_cmdline(struct rv_perf_reader *r)
 	if (!loc->present || loc->size < 4)
 		return;
 	p = r->data + loc->offset;
-	nr = load_u32(p);
+	nr = rv_load_u32(p);
 	left = loc->size - 4;
 	p += 4;
 	if (nr > left / 4 || nr > INT_MAX - 1)
@@ -1674,8 +1658,8 @@ static void read_event_names(struct rv_perf_reader *r)
 	if (!loc->present || loc->size < 8)
 		return;
 	p = r->data + loc->offset;
-	nr = load_u32(p);
-	attr_bytes = load_u32(p + 4);
+	nr = rv_load_u32(p);
+	attr_bytes = rv_load_u32(p + 4);
 	p += 8;
 	left = loc->size - 8;
 	if (attr_bytes < PERF_ATTR_SIZE_VER0 || attr_bytes > MAX_ATTR_BYTES)
@@ -1688,7 +1672,7 @@ static void read_event_names(struct rv_perf_reader *r)
 
 		if (left < (uint64_t)attr_bytes + 4)
 			goto bad;
-		nr_ids = load_u32(p + attr_bytes);
+		nr_ids = rv_load_u32(p + attr_bytes);
 		p += attr_bytes + 4;
 		left -= (uint64_t)attr_bytes + 4;
 		name = read_header_string(p, left, &consumed);
@@ -1701,7 +1685,7 @@ static void read_event_names(struct rv_perf_reader *r)
 			goto bad;
 		}
 		for (uint32_t k = 0; k < nr_ids && target == SIZE_MAX; k++) {
-			const struct rv_perf_attr *a = lookup_id(r, load_u64(p + 8 * (size_t)k));
+			const struct rv_perf_attr *a = lookup_id(r, rv_load_u64(p + 8 * (size_t)k));
 
 			if (a)
 				target = (size_t)(a - r->attrs);
@@ -1825,7 +1809,7 @@ static int read_attrs(struct rv_perf_reader *r, const struct file_header *h, str
 	for (size_t i = 0; i < nr; i++) {
 		const uint8_t *entry = r->data + h->attrs.offset + i * h->attr_size;
 		struct file_section ids;
-		uint32_t declared = load_u32(entry + offsetof(struct perf_event_attr, size));
+		uint32_t declared = rv_load_u32(entry + offsetof(struct perf_event_attr, size));
 
 		if (declared == 0)
 			declared = PERF_ATTR_SIZE_VER0; /* perf's first ABI had no size */
@@ -1913,7 +1897,7 @@ static int pipe_attr(struct rv_perf_reader *r, const uint8_t *p, uint16_t size, 
 				    "'%s' is corrupt: the event attribute record at offset %llu is "
 				    "%u bytes, too short for an attribute",
 				    r->name, (unsigned long long)offset, size);
-	declared = load_u32(p + 8 + offsetof(struct perf_event_attr, size));
+	declared = rv_load_u32(p + 8 + offsetof(struct perf_event_attr, size));
 	if (declared == 0)
 		declared = PERF_ATTR_SIZE_VER0;
 	if (declared < PERF_ATTR_SIZE_VER0 || declared > body || declared % 8 ||
@@ -2003,7 +1987,7 @@ static int parse_pipe(struct rv_perf_reader *r, struct rv_error *err)
 				break;
 			nr_src++;
 		} else if (h.type == RECORD_HEADER_FEATURE && h.size >= 16) {
-			uint64_t feature = load_u64(p + 8);
+			uint64_t feature = rv_load_u64(p + 8);
 
 			if (feature < RV_FEAT_MAX) {
 				r->features[feature].offset = pos + 16;
@@ -2012,7 +1996,7 @@ static int parse_pipe(struct rv_perf_reader *r, struct rv_error *err)
 				feature_set(r->feature_bits, (unsigned int)feature);
 			}
 		} else if (h.type == RECORD_EVENT_UPDATE && h.size > 24 &&
-			   load_u64(p + 8) == EVENT_UPDATE_NAME) {
+			   rv_load_u64(p + 8) == EVENT_UPDATE_NAME) {
 			if (nr_names == names_cap) {
 				size_t cap = names_cap ? names_cap * 2 : 8;
 				struct pipe_name *grown = realloc(names, cap * sizeof(*names));
@@ -2025,7 +2009,7 @@ static int parse_pipe(struct rv_perf_reader *r, struct rv_error *err)
 				names = grown;
 				names_cap = cap;
 			}
-			names[nr_names].id = load_u64(p + 16);
+			names[nr_names].id = rv_load_u64(p + 16);
 			names[nr_names].name = (const char *)p + 24;
 			names[nr_names].max_len = h.size - 24u;
 			nr_names++;
@@ -2330,7 +2314,7 @@ static bool take_u64(struct cursor *c, uint64_t *v)
 {
 	if (c->end - c->p < 8)
 		return false;
-	*v = load_u64(c->p);
+	*v = rv_load_u64(c->p);
 	c->p += 8;
 	return true;
 }
@@ -2339,8 +2323,8 @@ static bool take_u32_pair(struct cursor *c, uint32_t *a, uint32_t *b)
 {
 	if (c->end - c->p < 8)
 		return false;
-	*a = load_u32(c->p);
-	*b = load_u32(c->p + 4);
+	*a = rv_load_u32(c->p);
+	*b = rv_load_u32(c->p + 4);
 	c->p += 8;
 	return true;
 }
@@ -2414,7 +2398,7 @@ static const struct rv_perf_attr *record_attr(const struct rv_perf_reader *r,
 		field_error(r, record, kind, "id", err);
 		return NULL;
 	}
-	id = load_u64(body + 8 * (from_end ? words - (uint64_t)pos : (uint64_t)pos));
+	id = rv_load_u64(body + 8 * (from_end ? words - (uint64_t)pos : (uint64_t)pos));
 	a = rv_perf_reader_attr_for_id(r, id);
 	/* perf synthesizes sideband with an id of zero and takes it for its
 	 * first event's (evlist__event2evsel) */
@@ -2529,7 +2513,7 @@ int rv_perf_reader_parse_sample(const struct rv_perf_reader *r,
 	if (type & PERF_SAMPLE_RAW) {
 		/* u32 size, then the data; the kernel pads so that both end aligned */
 		TAKE(1, (c.end - c.p >= 4), "raw size");
-		out->raw_size = load_u32(c.p);
+		out->raw_size = rv_load_u32(c.p);
 		c.p += 4;
 		TAKE(1, take_bytes(&c, out->raw_size, &bytes), "raw");
 		out->raw = bytes;

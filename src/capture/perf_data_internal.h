@@ -9,7 +9,27 @@
 #ifndef RV_CAPTURE_PERF_DATA_INTERNAL_H
 #define RV_CAPTURE_PERF_DATA_INTERNAL_H
 
+#include <string.h>
+
 #include "capture/perf_data.h"
+
+/* Unaligned little-endian loads from records (perf.data is read on the
+ * machine that wrote it or one of the same byte order). */
+static inline uint64_t rv_load_u64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t rv_load_u32(const void *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
 
 /* Like rv_perf_reader_open, over `size` bytes at `data`, which the caller keeps
  * valid and unchanged until rv_perf_reader_free. `name` is used in messages. */

@@ -61,6 +61,8 @@ struct output_opts {
 };
 
 struct options {
+	int argc;
+	char **argv_self; /* softpt's own command line, for HEADER_CMDLINE */
 	struct output_opts *outs;
 	size_t nr_outs;
 	char *const *argv;
@@ -217,6 +219,19 @@ static int check_pt(struct session *s, int rc, const struct thread_rec *t)
 
 /* ---- mappings ---- */
 
+static void comm_of(struct session *s, pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(s->comm, sizeof(s->comm), f))
+		s->comm[strcspn(s->comm, "\n")] = 0;
+	fclose(f);
+}
+
 static bool mapping_seen(struct session *s, const struct mapping_key *k)
 {
 	for (size_t i = 0; i < s->nr_maps; i++)
@@ -255,9 +270,18 @@ static int on_maps_changed(void *ctx, pid_t pid, bool exec)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return rv_error_set(s->err, errno, "cannot read %s", path);
-	if (exec)
-		s->nr_maps = 0;
 	int rc = 0;
+	if (exec) {
+		/* A new program image: its name, as the kernel reports it at exec. */
+		uint8_t rec[512];
+		struct rv_synth_id id =
+			synth_id(s, (uint32_t)pid, (uint32_t)pid, sideband_id(0), s->tsc);
+		s->nr_maps = 0;
+		comm_of(s, pid);
+		rc = append_record(s, rec,
+				   rv_synth_comm(&s->synth, rec, sizeof(rec), (uint32_t)pid,
+						 (uint32_t)pid, s->comm, true, &id));
+	}
 	while (rc == 0 && fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, pgoff, ino;
 		unsigned maj, min;
@@ -299,19 +323,6 @@ static int on_maps_changed(void *ctx, pid_t pid, bool exec)
 
 /* ---- the flow ---- */
 
-static void comm_of(struct session *s, pid_t pid)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(s->comm, sizeof(s->comm), f))
-		s->comm[strcspn(s->comm, "\n")] = 0;
-	fclose(f);
-}
-
 static int on_thread_begin(void *ctx, pid_t pid, pid_t tid, pid_t parent_tid, uint64_t ip)
 {
 	struct session *s = ctx;
@@ -341,19 +352,15 @@ static int on_thread_begin(void *ctx, pid_t pid, pid_t tid, pid_t parent_tid, ui
 	t->begin_tsc = s->tsc;
 	t->in_user = true;
 
+	/* The first thread's COMM came with its exec (on_maps_changed). */
 	struct rv_synth_id id = synth_id(s, t->pid, t->tid, sideband_id(t->idx), s->tsc);
-	if (parent_tid == 0) {
-		comm_of(s, pid);
-		rc = append_record(s, rec,
-				   rv_synth_comm(&s->synth, rec, sizeof(rec), t->pid, t->tid,
-						 s->comm, true, &id));
-	} else {
+	if (parent_tid != 0) {
 		rc = append_record(s, rec,
 				   rv_synth_fork(&s->synth, rec, sizeof(rec), t->pid, t->pid,
 						 t->tid, t->parent_tid, id.time, &id));
+		if (rc)
+			return rc;
 	}
-	if (rc)
-		return rc;
 	id.id = pt_id(t->idx);
 	rc = append_record(s, rec,
 			   rv_synth_itrace_start(&s->synth, rec, sizeof(rec), t->pid, t->tid, &id));
@@ -730,7 +737,8 @@ static int write_capture(struct session *s, const struct output *out, const char
 		.cpu_desc = SOFTPT_CPU_DESC,
 		.perf_version = "softpt " RV_VERSION,
 		.clockid = -1,
-		.argc = 0,
+		.argc = s->opt->argc,
+		.argv = (const char *const *)s->opt->argv_self,
 	};
 	rc = rv_perf_writer_finish(w, &meta, s->err);
 out:
@@ -1183,7 +1191,7 @@ static void print_stats(const struct session *s, uint64_t elapsed_ns,
 
 int main(int argc, char **argv)
 {
-	struct options opt = { 0 };
+	struct options opt = { .argc = argc, .argv_self = argv };
 	struct rv_error err = { 0 };
 	struct stepper_stats stats = { 0 };
 	int status = 0;

@@ -227,24 +227,34 @@ static int on_step(struct stepper *s, struct thread *t, struct rv_error *err)
 	return step(s, t, 0, err);
 }
 
-static bool signal_caught(pid_t pid, int sig)
+/* The value of a "Name:" line of /proc/PID/status, or false. */
+static bool status_field(pid_t pid, const char *name, char *value, size_t size)
 {
 	char path[64], line[256];
-	bool caught = false;
+	size_t len = strlen(name);
+	bool found = false;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "SigCgt:", 7) == 0) {
-			unsigned long long mask = strtoull(line + 7, NULL, 16);
-			caught = sig >= 1 && sig <= 64 && (mask >> (sig - 1)) & 1;
-			break;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, name, len) == 0 && line[len] == ':') {
+			snprintf(value, size, "%s", line + len + 1);
+			found = true;
 		}
 	}
 	fclose(f);
-	return caught;
+	return found;
+}
+
+static bool signal_caught(pid_t pid, int sig)
+{
+	char value[64];
+
+	if (sig < 1 || sig > 64 || !status_field(pid, "SigCgt", value, sizeof(value)))
+		return false;
+	return (strtoull(value, NULL, 16) >> (sig - 1)) & 1;
 }
 
 /* A signal is about to be delivered to the thread. Only caught signals
@@ -344,18 +354,9 @@ static int on_thread_exit(struct stepper *s, struct thread *t, struct rv_error *
 
 static int pid_of(pid_t tid, pid_t fallback)
 {
-	char path[64], line[128];
-	int pid = fallback;
+	char value[64];
 
-	snprintf(path, sizeof(path), "/proc/%d/status", tid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return fallback;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &pid) == 1)
-			break;
-	fclose(f);
-	return pid;
+	return status_field(tid, "Tgid", value, sizeof(value)) ? atoi(value) : fallback;
 }
 
 static int loop(struct stepper *s, int *exit_status, struct rv_error *err)
