@@ -1067,8 +1067,7 @@ static void check_lazy_binding(const struct capture *c)
  * workload in one run (1 to 2 s of single-stepping for the static programs,
  * 5 to 20 s for the dynamic ones). Snapshots need a trace of several PSB
  * periods; some static targets make one with a longer workload, in a second
- * run, and two whose workload is fixed (signals, tailcall) trace too little
- * for one. */
+ * run. */
 #define FULL_CONFIGS                                                                               \
 	&config_low, &config_noretcomp, &config_normal, &config_high, &config_tsc_only, &config_psb
 
@@ -1103,12 +1102,16 @@ static const struct pt_target target_longjmp = {
 };
 static const struct pt_target target_signals = {
 	.name = "tests/pt/signals",
-	.configs = { FULL_CONFIGS, &config_overflow },
+	.configs = { FULL_CONFIGS, &config_snapshot_mtc, &config_overflow },
+	.snapshot_size = "4096",
+	.snapshot_program_arg = "100",
 	.overflow_at = "10600",
 };
 static const struct pt_target target_tailcall = {
 	.name = "tests/pt/tailcall",
-	.configs = { FULL_CONFIGS, &config_overflow },
+	.configs = { FULL_CONFIGS, &config_snapshot, &config_overflow },
+	.snapshot_size = "2048",
+	.snapshot_program_arg = "40",
 	.overflow_at = "10800",
 };
 static const struct pt_target target_syscalls = {

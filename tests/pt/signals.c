@@ -86,9 +86,10 @@ static int wait_for_alarm(const sigset_t *while_waiting)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	sigset_t alarm_only, unblocked;
+	int raises = argc > 1 ? atoi(argv[1]) : 3; /* more for a longer trace */
 
 	page_size = sysconf(_SC_PAGESIZE);
 	sigemptyset(&alarm_only);
@@ -99,7 +100,7 @@ int main(void)
 	if (install(SIGUSR1, on_usr1) || install(SIGALRM, on_alarm) || install_fault_handler())
 		return 2;
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < raises; i++)
 		raise(SIGUSR1);
 	for (int i = 0; i < 2; i++)
 		if (wait_for_alarm(&unblocked))

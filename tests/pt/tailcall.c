@@ -35,13 +35,16 @@ __attribute__((noinline)) int dispatch(int x)
 
 int main(int argc, char **argv)
 {
-	int x = argc > 1 ? atoi(argv[1]) : 27;
+	int walks = argc > 1 ? atoi(argv[1]) : 1; /* more for a longer trace */
 	int steps = 0;
 
 	/* The Collatz walk from 27 takes 111 steps. */
-	while (x != 1 && steps < 1000) {
-		x = dispatch(x);
-		steps++;
+	for (int walk = 0; walk < walks; walk++) {
+		int x = 27;
+		while (x != 1) {
+			x = dispatch(x);
+			steps++;
+		}
 	}
 	printf("steps %d\n", steps);
 	printf("count dispatch %lu\n", dispatch_calls);
