@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "capture/perf_data.h"
+#include "perf_names.h"
 #include "capture/perf_data_internal.h"
 
 #include <errno.h>
@@ -291,56 +292,6 @@ static void require_perf(void)
 	cr_skip_test("perf is not installed (Debian package linux-perf)");
 }
 
-static const char *record_type_name(uint32_t type)
-{
-	static const char *const names[] = {
-		[PERF_RECORD_MMAP] = "MMAP",
-		[PERF_RECORD_LOST] = "LOST",
-		[PERF_RECORD_COMM] = "COMM",
-		[PERF_RECORD_EXIT] = "EXIT",
-		[PERF_RECORD_THROTTLE] = "THROTTLE",
-		[PERF_RECORD_UNTHROTTLE] = "UNTHROTTLE",
-		[PERF_RECORD_FORK] = "FORK",
-		[PERF_RECORD_READ] = "READ",
-		[PERF_RECORD_SAMPLE] = "SAMPLE",
-		[PERF_RECORD_MMAP2] = "MMAP2",
-		[PERF_RECORD_AUX] = "AUX",
-		[PERF_RECORD_ITRACE_START] = "ITRACE_START",
-		[PERF_RECORD_LOST_SAMPLES] = "LOST_SAMPLES",
-		[PERF_RECORD_SWITCH] = "SWITCH",
-		[PERF_RECORD_SWITCH_CPU_WIDE] = "SWITCH_CPU_WIDE",
-		[PERF_RECORD_NAMESPACES] = "NAMESPACES",
-		[PERF_RECORD_KSYMBOL] = "KSYMBOL",
-		[PERF_RECORD_BPF_EVENT] = "BPF_EVENT",
-		[PERF_RECORD_CGROUP] = "CGROUP",
-		[PERF_RECORD_TEXT_POKE] = "TEXT_POKE",
-		[PERF_RECORD_AUX_OUTPUT_HW_ID] = "AUX_OUTPUT_HW_ID",
-		[64] = "ATTR",
-		[65] = "EVENT_TYPE",
-		[66] = "TRACING_DATA",
-		[67] = "BUILD_ID",
-		[68] = "FINISHED_ROUND",
-		[69] = "ID_INDEX",
-		[70] = "AUXTRACE_INFO",
-		[71] = "AUXTRACE",
-		[72] = "AUXTRACE_ERROR",
-		[73] = "THREAD_MAP",
-		[74] = "CPU_MAP",
-		[75] = "STAT_CONFIG",
-		[76] = "STAT",
-		[77] = "STAT_ROUND",
-		[78] = "EVENT_UPDATE",
-		[79] = "TIME_CONV",
-		[80] = "FEATURE",
-		[81] = "COMPRESSED",
-		[82] = "FINISHED_INIT",
-	};
-
-	if (type < sizeof(names) / sizeof(names[0]) && names[type])
-		return names[type];
-	return NULL;
-}
-
 /* Compares our per-type record counts with the "Aggregated stats" that
  * `perf report -D` prints. */
 static void check_counts_against_perf(const char *path, const long *counts, size_t nr_types)
@@ -370,8 +321,8 @@ static void check_counts_against_perf(const char *path, const long *counts, size
 			continue;
 		}
 		for (t = 0; t < nr_types; t++)
-			if (record_type_name((uint32_t)t) &&
-			    !strcmp(record_type_name((uint32_t)t), name))
+			if (perf_record_type_name((uint32_t)t) &&
+			    !strcmp(perf_record_type_name((uint32_t)t), name))
 				break;
 		cr_assert_lt(t, nr_types, "perf counts %s records, which the test does not know",
 			     name);

@@ -11,6 +11,7 @@
 
 #include "capture/auxtrace.h"
 #include "capture/perf_data.h"
+#include "perf_names.h"
 #include "capture/perf_data_internal.h"
 #include "capture/synth.h"
 
@@ -158,54 +159,11 @@ static int open_via_stdin_pipe(struct rv_perf_reader **r, const char *path, stru
 
 /* ---- perf report -D, parsed ---- */
 
-static const char *const type_names[NR_TYPES] = {
-	[PERF_RECORD_MMAP] = "MMAP",
-	[PERF_RECORD_LOST] = "LOST",
-	[PERF_RECORD_COMM] = "COMM",
-	[PERF_RECORD_EXIT] = "EXIT",
-	[PERF_RECORD_THROTTLE] = "THROTTLE",
-	[PERF_RECORD_UNTHROTTLE] = "UNTHROTTLE",
-	[PERF_RECORD_FORK] = "FORK",
-	[PERF_RECORD_READ] = "READ",
-	[PERF_RECORD_SAMPLE] = "SAMPLE",
-	[PERF_RECORD_MMAP2] = "MMAP2",
-	[PERF_RECORD_AUX] = "AUX",
-	[PERF_RECORD_ITRACE_START] = "ITRACE_START",
-	[PERF_RECORD_LOST_SAMPLES] = "LOST_SAMPLES",
-	[PERF_RECORD_SWITCH] = "SWITCH",
-	[PERF_RECORD_SWITCH_CPU_WIDE] = "SWITCH_CPU_WIDE",
-	[PERF_RECORD_NAMESPACES] = "NAMESPACES",
-	[PERF_RECORD_KSYMBOL] = "KSYMBOL",
-	[PERF_RECORD_BPF_EVENT] = "BPF_EVENT",
-	[PERF_RECORD_CGROUP] = "CGROUP",
-	[PERF_RECORD_TEXT_POKE] = "TEXT_POKE",
-	[PERF_RECORD_AUX_OUTPUT_HW_ID] = "AUX_OUTPUT_HW_ID",
-	[RV_PERF_RECORD_HEADER_ATTR] = "ATTR",
-	[RV_PERF_RECORD_HEADER_EVENT_TYPE] = "EVENT_TYPE",
-	[RV_PERF_RECORD_HEADER_TRACING_DATA] = "TRACING_DATA",
-	[RV_PERF_RECORD_HEADER_BUILD_ID] = "BUILD_ID",
-	[RV_PERF_RECORD_FINISHED_ROUND] = "FINISHED_ROUND",
-	[RV_PERF_RECORD_ID_INDEX] = "ID_INDEX",
-	[RV_PERF_RECORD_AUXTRACE_INFO] = "AUXTRACE_INFO",
-	[RV_PERF_RECORD_AUXTRACE] = "AUXTRACE",
-	[RV_PERF_RECORD_AUXTRACE_ERROR] = "AUXTRACE_ERROR",
-	[RV_PERF_RECORD_THREAD_MAP] = "THREAD_MAP",
-	[RV_PERF_RECORD_CPU_MAP] = "CPU_MAP",
-	[RV_PERF_RECORD_STAT_CONFIG] = "STAT_CONFIG",
-	[RV_PERF_RECORD_STAT] = "STAT",
-	[RV_PERF_RECORD_STAT_ROUND] = "STAT_ROUND",
-	[RV_PERF_RECORD_EVENT_UPDATE] = "EVENT_UPDATE",
-	[RV_PERF_RECORD_TIME_CONV] = "TIME_CONV",
-	[RV_PERF_RECORD_HEADER_FEATURE] = "FEATURE",
-	[RV_PERF_RECORD_COMPRESSED] = "COMPRESSED",
-	[RV_PERF_RECORD_FINISHED_INIT] = "FINISHED_INIT",
-};
-
 static int type_of_name(const char *name, size_t len)
 {
 	for (int t = 0; t < NR_TYPES; t++)
-		if (type_names[t] && strlen(type_names[t]) == len &&
-		    !memcmp(type_names[t], name, len))
+		if (perf_record_type_name(t) && strlen(perf_record_type_name(t)) == len &&
+		    !memcmp(perf_record_type_name(t), name, len))
 			return t;
 	return -1;
 }
@@ -584,7 +542,7 @@ static void compare_with_dump(struct rv_perf_reader *r, struct perf_dump *d, uin
 		dr->matched = true;
 		cr_assert_eq(dr->type, (int)rec.header->type,
 			     "at %#" PRIx64 ": type %u, perf says %s", dr->offset, rec.header->type,
-			     type_names[dr->type]);
+			     perf_record_type_name(dr->type));
 		cr_assert_eq(dr->size, rec.header->size);
 		compare_record(r, &rec, d, dr, c);
 		if (rec.header->type < NR_TYPES)
@@ -598,7 +556,8 @@ static void compare_with_dump(struct rv_perf_reader *r, struct perf_dump *d, uin
 		     c->records);
 	for (int t = 0; t < NR_TYPES; t++)
 		cr_expect_eq(counts[t], d->counts[t], "%s records: we read %ld, perf counted %ld",
-			     type_names[t] ? type_names[t] : "?", counts[t], d->counts[t]);
+			     perf_record_type_name(t) ? perf_record_type_name(t) : "?", counts[t],
+			     d->counts[t]);
 }
 
 static void print_summary(const char *what, const struct rv_perf_reader *r,
@@ -609,7 +568,8 @@ static void print_summary(const char *what, const struct rv_perf_reader *r,
 	for (int t = 0, first = 1; t < NR_TYPES; t++) {
 		if (!d->counts[t])
 			continue;
-		fprintf(stderr, "%s%s %ld", first ? "" : ", ", type_names[t], d->counts[t]);
+		fprintf(stderr, "%s%s %ld", first ? "" : ", ", perf_record_type_name(t),
+			d->counts[t]);
 		first = 0;
 	}
 	fprintf(stderr, "); %ld AUXTRACE buffers\n", c->auxtrace);
