@@ -519,6 +519,14 @@ static int emit_psb_if_due(struct ptgen *g, uint64_t ip, uint64_t tsc)
 	return emit_psb_plus(g, ip, tsc);
 }
 
+/* Timing (re)starts at tsc: the cycle counter, and the MTC schedule. */
+static void restart_timing(struct ptgen *g, uint64_t tsc)
+{
+	g->cyc_reference = cycles_at(g, tsc);
+	if (g->config.mtc)
+		schedule_next_mtc(g, tsc);
+}
+
 /* The first PSB+ starts the trace: TraceEn is set in the kernel while
  * PacketEn is still clear (user-only tracing), so with PacketByteCnt = 0 the
  * processor writes PSB+ without MODE.Exec or FUP (Table 36-50, case 2b); that
@@ -527,9 +535,7 @@ static int emit_psb_if_due(struct ptgen *g, uint64_t ip, uint64_t tsc)
 static int start_trace(struct ptgen *g, uint64_t tsc)
 {
 	g->last_tsc = tsc;
-	g->cyc_reference = cycles_at(g, tsc);
-	if (g->config.mtc)
-		schedule_next_mtc(g, tsc);
+	restart_timing(g, tsc);
 	return emit_psb_plus(g, 0, tsc);
 }
 
@@ -762,9 +768,7 @@ int ptgen_overflow_end(struct ptgen *g, uint64_t ip, uint64_t tsc)
 	err = emit_timing_state(g, tsc);
 	if (err < 0)
 		return err;
-	if (g->config.mtc)
-		schedule_next_mtc(g, tsc);
-	g->cyc_reference = cycles_at(g, tsc);
+	restart_timing(g, tsc);
 	g->last_ip_unreliable = true;
 	if (!g->packet_en)
 		return 0;
@@ -790,8 +794,6 @@ int ptgen_switch_out(struct ptgen *g, uint64_t tsc)
 
 int ptgen_switch_in(struct ptgen *g, uint64_t tsc)
 {
-	int err;
-
 	if (!g)
 		return -pte_invalid;
 	if (!g->switched_out)
@@ -800,14 +802,10 @@ int ptgen_switch_in(struct ptgen *g, uint64_t tsc)
 		return -pte_invalid;
 	g->switched_out = false;
 	g->last_tsc = tsc;
-	if (g->config.mtc)
-		schedule_next_mtc(g, tsc);
-	g->cyc_reference = cycles_at(g, tsc);
+	restart_timing(g, tsc);
+	/* No TNT can be pending: it went out with the TIP.PGD before. */
 	if (g->in_overflow)
 		return 0;
-	err = flush_tnt(g);
-	if (err < 0)
-		return err;
 	return emit_timing_state(g, tsc);
 }
 
