@@ -198,6 +198,18 @@ static int resume_user(struct stepper *s, struct thread *t, uint64_t ip, struct 
 	return 0;
 }
 
+/* The pending instruction completed and the thread went to ip (a system
+ * call: it is in the kernel, ip is where it will come back). */
+static int retire_pending(struct stepper *s, struct thread *t, uint64_t ip, struct rv_error *err)
+{
+	if (t->insn.cls == PTGEN_SYSCALL)
+		return retire_syscall(s, t, err);
+	if (s->ops->retire(s->ctx, t->tid, t->ip0, &t->insn, ip, 0))
+		return rv_error_set(err, EIO, "recording thread %d failed", t->tid);
+	t->ip0 = ip;
+	return 0;
+}
+
 /* A single-step stop: the pending instruction executed, or the thread came
  * back from the kernel. */
 static int on_step(struct stepper *s, struct thread *t, struct rv_error *err)
@@ -212,15 +224,14 @@ static int on_step(struct stepper *s, struct thread *t, struct rv_error *err)
 	if (!t->in_user) {
 		if (resume_user(s, t, ip, err))
 			return -1;
-	} else if (t->insn.cls == PTGEN_SYSCALL) {
-		if (retire_syscall(s, t, err) || resume_user(s, t, ip, err))
-			return -1;
 	} else if (ip == t->ip0 && t->insn.rep_string) {
 		/* One more iteration of a REP string instruction: not retired yet. */
 	} else {
-		if (s->ops->retire(s->ctx, t->tid, t->ip0, &t->insn, ip, 0))
-			return rv_error_set(err, EIO, "recording thread %d failed", t->tid);
-		t->ip0 = ip;
+		if (retire_pending(s, t, ip, err))
+			return -1;
+		/* A system call: the stop is its return to user space. */
+		if (!t->in_user && resume_user(s, t, ip, err))
+			return -1;
 	}
 	if (prepare(s, t, err))
 		return -1;
@@ -269,16 +280,8 @@ static int on_signal(struct stepper *s, struct thread *t, int sig, struct rv_err
 		return step(s, t, sig, err);
 	if (t->in_user && ip != t->ip0) {
 		/* The pending instruction completed before the signal came. */
-		if (t->insn.cls == PTGEN_SYSCALL) {
-			if (retire_syscall(s, t, err))
-				return -1;
-		} else {
-			if (s->ops->retire(s->ctx, t->tid, t->ip0, &t->insn, ip, 0))
-				return rv_error_set(err, EIO, "recording thread %d failed", t->tid);
-			t->ip0 = ip;
-			if (prepare(s, t, err))
-				return -1;
-		}
+		if (retire_pending(s, t, ip, err) || (t->in_user && prepare(s, t, err)))
+			return -1;
 	}
 	if (t->in_user && signal_caught(t->pid, sig)) {
 		t->in_user = false;
