@@ -17,6 +17,45 @@ enum rv_event_kind {
 	RV_EVENT_THREAD_NAME,  /* a thread got (or changed) its name */
 	RV_EVENT_THREAD_EXIT,  /* a thread ended */
 	RV_EVENT_LOST,	       /* records the kernel could not deliver */
+	RV_EVENT_BRANCH,       /* a control transfer the trace recorded (PT, perf script) */
+	RV_EVENT_TRACE_ERROR,  /* the decoder lost its place: overflow or decode error */
+};
+
+/* What a branch did, as perf script's "flags" field names it. */
+enum rv_branch_kind {
+	RV_BRANCH_NONE,	     /* no transfer: only trace begin or end (see flags) */
+	RV_BRANCH_CALL,	     /* call (near or far) */
+	RV_BRANCH_RETURN,    /* ret */
+	RV_BRANCH_JUMP,	     /* jmp, direct or indirect */
+	RV_BRANCH_COND,	     /* jcc taken */
+	RV_BRANCH_SYSCALL,   /* syscall/sysenter: user to kernel */
+	RV_BRANCH_SYSRET,    /* sysret/sysexit: kernel to user */
+	RV_BRANCH_INTERRUPT, /* hardware interrupt, exception or fault ("hw int") */
+	RV_BRANCH_SOFT_INT,  /* int n, int3, into ("int") */
+	RV_BRANCH_IRET,	     /* iret */
+	RV_BRANCH_TX_ABORT,  /* a TSX transaction aborted */
+};
+
+/* Flags of a branch (perf's PERF_IP_FLAG_TRACE_BEGIN, _TRACE_END, _ASYNC,
+ * _IN_TX). A branch whose destination was not traced carries TRACE_END and
+ * to == 0 ("tr end syscall": the kernel is out of scope); the first branch
+ * after tracing resumed carries TRACE_BEGIN and from == 0 when the place it
+ * resumed from is unknown. */
+#define RV_BRANCH_TRACE_BEGIN (1u << 0)
+#define RV_BRANCH_TRACE_END   (1u << 1)
+#define RV_BRANCH_ASYNC	      (1u << 2) /* not caused by the instruction at from */
+#define RV_BRANCH_IN_TX	      (1u << 3) /* inside a TSX transaction */
+
+/* One end of a branch: the address, and what the producer knows of its
+ * symbol. A decoder with binaries leaves sym NULL and the builder asks the
+ * symbolizer; an import of text (perf script) gives the name it read and the
+ * function's start (ip - symoff) as sym_start, with sym_known false when the
+ * text said "[unknown]". Strings live as long as the producer. */
+struct rv_branch_end {
+	uint64_t ip; /* 0: unknown or not traced */
+	const char *sym;
+	uint64_t sym_start;
+	const char *dso; /* NULL when not known */
 };
 
 struct rv_frame {
@@ -48,6 +87,17 @@ struct rv_event {
 		struct {
 			uint64_t count;
 		} lost;
+		struct {
+			enum rv_branch_kind kind;
+			uint32_t flags; /* RV_BRANCH_* */
+			struct rv_branch_end from, to;
+		} branch;
+		struct {
+			const char *message; /* "overflow", "no memory mapped at 0x...", ... */
+			uint64_t offset;     /* in the trace buffer; UINT64_MAX if unknown */
+			uint64_t ip;	     /* where the decoder was, 0 if unknown */
+			bool overflow;	     /* the hardware dropped packets (PT OVF) */
+		} error;
 	};
 };
 

@@ -1,0 +1,116 @@
+/* pt_decoder.h: Intel PT packets to branch events, with libipt's block
+ * decoder.
+ *
+ * One call decodes one trace buffer (a per-thread or per-CPU AUX buffer, or a
+ * raw dump) against a libipt image and hands the events, in trace order, to a
+ * sink: RV_EVENT_BRANCH for every call, return, jump, syscall, interrupt and
+ * trace begin/end, RV_EVENT_TRACE_ERROR for an overflow or a decode error
+ * (after which decoding resumes at the next PSB). Times are the capture's
+ * clock: TSC converted by the capture's TIME_CONV, refined by MTC and CYC
+ * where the trace has them (libipt's timing), or raw TSC ticks when there is
+ * no conversion.
+ *
+ * Parallel decoding: the buffer is cut at PSB packets into chunks of at least
+ * chunk_bytes (boundaries depend only on the buffer and chunk_bytes, never on
+ * the number of jobs); chunks are decoded by `jobs` threads and their events
+ * handed to the sink in buffer order, with the instructions a chunk ran past
+ * its end (up to the next chunk's first IP) dropped at the seam, so the sink
+ * sees the same events whatever `jobs` is. The memory held is a few chunks'
+ * events per job, whatever the buffer's length.
+ *
+ * Not here: where buffers, images and threads come from (pt_capture.h), what
+ * the events mean for call stacks (trace/builder.h), symbols.
+ */
+#ifndef RV_DECODE_PT_DECODER_H
+#define RV_DECODE_PT_DECODER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <intel-pt.h>
+
+#include "capture/auxtrace.h"
+#include "decode/events.h"
+#include "util/error.h"
+
+/* The sink: called from the decoding thread that called rv_pt_decode, in
+ * buffer order. A negative return stops decoding and is returned. */
+typedef int (*rv_pt_sink_fn)(void *ctx, const struct rv_event *ev, struct rv_error *err);
+
+/* What task runs, and in which address space, at `time` on the buffer's CPU:
+ * called when a chunk starts and whenever tracing is enabled again (a context
+ * switch happens while tracing is off). Called from several threads at once;
+ * must only read. Returns 0, or negative with err set to stop decoding. */
+typedef int (*rv_pt_resolve_fn)(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
+				struct pt_image **image, struct rv_error *err);
+
+struct rv_pt_decode_options {
+	/* CPU and timing (from the capture's cpuid and AUXTRACE_INFO, or
+	 * --cpu for raw dumps): cpu (errata are applied from it), mtc_freq,
+	 * nom_freq, cpuid_0x15_eax/ebx, addr_filter. begin/end/buffer are set
+	 * by the decoder. */
+	struct pt_config config;
+	const struct rv_perf_time_conv *time_conv; /* NULL: times are TSC ticks */
+
+	/* Fixed task and image, used when resolve is NULL. */
+	uint32_t pid, tid;
+	struct pt_image *image;
+	rv_pt_resolve_fn resolve;
+	void *resolve_ctx;
+
+	unsigned jobs;	    /* decoding threads; 0 or 1: the calling thread only */
+	size_t chunk_bytes; /* 0: the default (256 KiB) */
+
+	/* Stop after this many instructions (0: no limit); for tests. */
+	uint64_t max_insns;
+};
+
+/* Where decoding failed, for --stats and warnings. */
+struct rv_pt_error_site {
+	uint64_t offset; /* in the buffer */
+	uint64_t ip;	 /* 0 if unknown */
+	int code;	 /* libipt's pte_* (negative), or 0 for an overflow */
+};
+
+#define RV_PT_MAX_ERROR_SITES 64
+
+struct rv_pt_stats {
+	uint64_t bytes;	  /* of trace decoded */
+	uint64_t chunks;  /* PSB-delimited pieces decoded */
+	uint64_t insns;	  /* instructions (blocks' ninsn summed) */
+	uint64_t blocks;
+	uint64_t calls, returns, jumps, syscalls, interrupts;
+	uint64_t errors;    /* decode errors, overflows not included */
+	uint64_t overflows; /* OVF packets */
+	uint64_t nomap;	    /* errors that were code missing from the image */
+	uint64_t skipped_bytes; /* trace between an error and the next PSB */
+	uint64_t first_time, last_time; /* capture clock of the first and last event; 0 if none */
+	struct rv_pt_error_site sites[RV_PT_MAX_ERROR_SITES]; /* the first errors */
+	size_t nr_sites;
+};
+
+/* Adds b's counts to a (sites appended while there is room; times widened). */
+void rv_pt_stats_merge(struct rv_pt_stats *a, const struct rv_pt_stats *b);
+
+/* Decodes buf[0, size). stats is filled (zeroed first) also on error. A
+ * buffer with no PSB gives no events and stats.skipped_bytes == size. Errors
+ * inside the trace are events, not failures; the return is negative only when
+ * the sink or resolve failed, or on allocation failure. */
+int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options *options,
+		 rv_pt_sink_fn sink, void *sink_ctx, struct rv_pt_stats *stats,
+		 struct rv_error *err);
+
+/* Packets in buf (a pass with libipt's packet decoder, resyncing at the next
+ * PSB after a bad packet); for --stats. */
+uint64_t rv_pt_count_packets(const void *buf, size_t size, const struct pt_config *config);
+
+/* Fills config->cpu from "FAMILY/MODEL/STEPPING" (decimal or 0x hex, as
+ * --cpu takes it) or from perf's cpuid string "GenuineIntel,6,78,3", and
+ * config->errata from libipt's table. */
+int rv_pt_cpu_parse(const char *text, struct pt_config *config, struct rv_error *err);
+
+/* libipt's error text for a pte_* code, in words for the user. */
+const char *rv_pt_strerror(int code);
+
+#endif
