@@ -10,27 +10,37 @@ int main(int argc, char **argv)
 {
 	struct rv_options opts;
 	struct rv_error err = { 0 };
+	int status;
 
 	if (rv_options_parse(&opts, argc, argv, &err)) {
 		rv_error_msg("%s", err.message);
+		rv_options_free(&opts);
 		return 2;
 	}
-	if (opts.version) {
-		printf("rearview %s\n", RV_VERSION);
-		return 0;
-	}
-	if (opts.help) {
-		rv_options_print_help(opts.command, stdout);
+	if (opts.version || opts.help) {
+		if (opts.version)
+			printf("rearview %s\n", RV_VERSION);
+		else
+			rv_options_print_help(opts.command, stdout);
+		rv_options_free(&opts);
 		return 0;
 	}
 	rv_log_set_verbosity(opts.verbose);
 	switch (opts.command) {
 	case RV_CMD_RUN:
-		return rv_cmd_run(&opts);
+		status = rv_cmd_run(&opts);
+		break;
 	case RV_CMD_ATTACH:
-		return rv_cmd_attach(&opts);
+		status = rv_cmd_attach(&opts);
+		break;
+	case RV_CMD_DECODE:
+		status = rv_cmd_decode(&opts);
+		break;
 	default:
 		rv_options_print_help(RV_CMD_NONE, stderr);
-		return 2;
+		status = 2;
+		break;
 	}
+	rv_options_free(&opts);
+	return status;
 }

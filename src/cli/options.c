@@ -22,6 +22,14 @@ enum {
 	OPT_WORKDIR,
 	OPT_HELP,
 	OPT_VERSION,
+	OPT_RAW_PT,
+	OPT_IMAGE,
+	OPT_CPU,
+	OPT_ADDR_FILTER,
+	OPT_STATS,
+	OPT_PERF_SCRIPT,
+	OPT_VMLINUX,
+	OPT_CHUNK_SIZE,
 };
 
 static const struct option long_options[] = {
@@ -36,6 +44,15 @@ static const struct option long_options[] = {
 	{ "snapshot-size", required_argument, NULL, OPT_SNAPSHOT_SIZE },
 	{ "working-directory", required_argument, NULL, OPT_WORKDIR },
 	{ "pid", required_argument, NULL, 'p' },
+	{ "raw-pt", required_argument, NULL, OPT_RAW_PT },
+	{ "image", required_argument, NULL, OPT_IMAGE },
+	{ "cpu", required_argument, NULL, OPT_CPU },
+	{ "addr-filter", required_argument, NULL, OPT_ADDR_FILTER },
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "perf-script", required_argument, NULL, OPT_PERF_SCRIPT },
+	{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
+	{ "jobs", required_argument, NULL, 'j' },
+	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -67,6 +84,8 @@ static const char overview_help[] =
 	"  run [OPTIONS] -- COMMAND [ARGS...]   start COMMAND and record it\n"
 	"  attach [OPTIONS] [-p PID[,PID...]]   record running processes until Ctrl-C\n"
 	"                                       or until they exit\n"
+	"  decode [OPTIONS] CAPTURE             turn an Intel PT capture (perf.data or a\n"
+	"                                       capture directory) into a trace\n"
 	"\n"
 	"  rearview COMMAND --help   shows the options of a command.\n"
 	"  rearview --version        prints the version.\n"
@@ -128,9 +147,141 @@ static const char attach_help[] =
 	"  -p, --pid PID[,PID...]     the processes to record\n"
 	"\n";
 
+static const char decode_help[] =
+	"Usage: rearview decode [OPTIONS] CAPTURE\n"
+	"       rearview decode [OPTIONS] --raw-pt FILE --image FILE@ADDR[,FILE@ADDR...]\n"
+	"       rearview decode [OPTIONS] --perf-script FILE\n"
+	"\n"
+	"Decodes an Intel PT capture into a trace of every call and return. CAPTURE is\n"
+	"a perf.data (file or pipe mode, \"-\" for standard input) or a directory\n"
+	"holding one (DIR/perf.data or perf's DIR/data), as written by rearview,\n"
+	"softpt or `perf record -e intel_pt//`. Code comes from the binaries the\n"
+	"capture names, which must still be there (a missing one is reported with\n"
+	"how much trace it left undecoded); the vdso from DIR/vdso.so; kernel code\n"
+	"from DIR/kcore_dir or --vmlinux.\n"
+	"\n"
+	"Output:\n"
+	"  -o, --output FILE          the trace: FILE.fxt (default trace.fxt), .fxt.gz,\n"
+	"                             .json or .json.gz; an existing file is replaced\n"
+	"      --stats                print what was decoded: packets, instructions,\n"
+	"                             blocks, calls, returns, errors with their offsets,\n"
+	"                             the time the trace covers and the decoding speed\n"
+	"\n"
+	"Input:\n"
+	"      --trace-include-kernel decode and name kernel code too (root only)\n"
+	"      --vmlinux FILE         the kernel image, for captures without kcore_dir;\n"
+	"                             relocated by the KASLR offset the capture records\n"
+	"      --raw-pt FILE          a raw PT packet stream instead of a capture (like\n"
+	"                             ptxed --raw), with its code given by --image\n"
+	"      --image FILE@ADDR[,FILE@ADDR...]\n"
+	"                             flat memory images loaded at ADDR (repeatable)\n"
+	"      --cpu FAMILY/MODEL/STEPPING\n"
+	"                             the CPU that recorded a raw trace, for its errata\n"
+	"                             (e.g. 6/142/10)\n"
+	"      --addr-filter BEGIN-END\n"
+	"                             the address filter the raw trace was recorded with\n"
+	"                             (default: from the lowest to the highest image byte)\n"
+	"      --perf-script FILE     import branches printed by `perf script --itrace=be\n"
+	"                             -F pid,tid,time,flags,ip,addr,sym,symoff,dso` on\n"
+	"                             another machine (\"-\" for standard input)\n"
+	"\n"
+	"Speed:\n"
+	"  -j, --jobs N               decoding threads (default: one per CPU); the trace\n"
+	"                             is the same whatever N is\n"
+	"      --chunk-size SIZE      cut PT buffers at PSB packets into pieces of at\n"
+	"                             least SIZE for parallel decoding (default 256K)\n"
+	"\n"
+	"General:\n"
+	"  -v, --verbose              more detail on stderr (repeat for more)\n"
+	"      --help                 this text\n";
+
+void rv_options_free(struct rv_options *opts)
+{
+	for (size_t i = 0; i < opts->nr_images; i++)
+		free(opts->images[i].path);
+	opts->nr_images = 0;
+}
+
+static int parse_u64(const char *text, uint64_t *out)
+{
+	char *end;
+
+	if (!*text || *text == '-')
+		return -1;
+	errno = 0;
+	*out = strtoull(text, &end, 0);
+	if (errno || *end)
+		return -1;
+	return 0;
+}
+
+int rv_parse_image(const char *text, struct rv_raw_image *out, struct rv_error *err)
+{
+	const char *at = strrchr(text, '@');
+
+	if (!at || at == text || !at[1])
+		return rv_error_set(err, EINVAL,
+				    "invalid --image '%s': use FILE@ADDRESS, e.g. image.bin@0x400000",
+				    text);
+	if (parse_u64(at + 1, &out->addr))
+		return rv_error_set(err, EINVAL,
+				    "invalid --image '%s': '%s' is not an address (decimal or 0x hex)",
+				    text, at + 1);
+	out->path = strndup(text, (size_t)(at - text));
+	if (!out->path)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+int rv_parse_addr_range(const char *text, uint64_t range[2], struct rv_error *err)
+{
+	char begin[64];
+	const char *dash = strchr(text, '-');
+
+	if (!dash || (size_t)(dash - text) >= sizeof(begin))
+		return rv_error_set(err, EINVAL,
+				    "invalid --addr-filter '%s': use BEGIN-END, e.g. 0x400000-0x427000",
+				    text);
+	memcpy(begin, text, (size_t)(dash - text));
+	begin[dash - text] = '\0';
+	if (parse_u64(begin, &range[0]) || parse_u64(dash + 1, &range[1]))
+		return rv_error_set(err, EINVAL,
+				    "invalid --addr-filter '%s': BEGIN and END are addresses "
+				    "(decimal or 0x hex)",
+				    text);
+	if (range[1] <= range[0])
+		return rv_error_set(err, EINVAL,
+				    "invalid --addr-filter '%s': END must be above BEGIN", text);
+	return 0;
+}
+
+static int parse_images(struct rv_options *opts, const char *text, struct rv_error *err)
+{
+	char *copy = strdup(text), *save = NULL;
+	int ret = 0;
+
+	if (!copy)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (char *spec = strtok_r(copy, ",", &save); spec && !ret;
+	     spec = strtok_r(NULL, ",", &save)) {
+		if (opts->nr_images == RV_MAX_IMAGES) {
+			ret = rv_error_set(err, E2BIG, "more than %d --image files", RV_MAX_IMAGES);
+			break;
+		}
+		ret = rv_parse_image(spec, &opts->images[opts->nr_images], err);
+		if (!ret)
+			opts->nr_images++;
+	}
+	free(copy);
+	return ret;
+}
+
 void rv_options_print_help(enum rv_command command, FILE *out)
 {
 	switch (command) {
+	case RV_CMD_DECODE:
+		fputs(decode_help, out);
+		break;
 	case RV_CMD_RUN:
 		fputs(run_help, out);
 		fputs(record_options_help, out);
@@ -331,6 +482,8 @@ static enum rv_command command_from_name(const char *name)
 		return RV_CMD_RUN;
 	if (!strcmp(name, "attach"))
 		return RV_CMD_ATTACH;
+	if (!strcmp(name, "decode"))
+		return RV_CMD_DECODE;
 	return RV_CMD_NONE;
 }
 
@@ -345,9 +498,44 @@ static int parse_global(struct rv_options *opts, const char *arg, struct rv_erro
 		return 0;
 	}
 	return rv_error_set(err, EINVAL,
-			    "unknown command '%s': use 'rearview run -- COMMAND' or 'rearview "
-			    "attach -p PID' (see rearview --help)",
+			    "unknown command '%s': use 'rearview run -- COMMAND', 'rearview "
+			    "attach -p PID' or 'rearview decode CAPTURE' (see rearview --help)",
 			    arg);
+}
+
+static int check_decode(struct rv_options *opts, struct rv_error *err)
+{
+	size_t inputs = (opts->argc > 0) + (opts->raw_pt != NULL) + (opts->perf_script != NULL);
+
+	if (opts->argc > 1)
+		return rv_error_set(err, EINVAL,
+				    "unexpected argument '%s': 'rearview decode' takes one capture",
+				    opts->argv[1]);
+	if (inputs == 0)
+		return rv_error_set(err, EINVAL,
+				    "nothing to decode: give a capture (perf.data or its "
+				    "directory), --raw-pt FILE --image FILE@ADDR, or "
+				    "--perf-script FILE");
+	if (inputs > 1)
+		return rv_error_set(err, EINVAL,
+				    "give one input: a capture, --raw-pt or --perf-script");
+	if (opts->raw_pt && opts->nr_images == 0)
+		return rv_error_set(err, EINVAL,
+				    "--raw-pt needs the code it ran: --image FILE@ADDR[,...]");
+	if (!opts->raw_pt && (opts->nr_images || opts->cpu || opts->addr_filter[1]))
+		return rv_error_set(err, EINVAL,
+				    "--image, --cpu and --addr-filter describe a --raw-pt trace");
+	if (opts->perf_script && (opts->vmlinux || opts->stats))
+		return rv_error_set(err, EINVAL,
+				    "--perf-script imports decoded text: --vmlinux and --stats "
+				    "apply to PT data");
+	if (opts->backend != RV_BACKEND_AUTO || opts->snapshot_size_bytes ||
+	    opts->full_execution || opts->multi_thread || opts->working_directory ||
+	    opts->callgraph != RV_CALLGRAPH_DEFAULT)
+		return rv_error_set(err, EINVAL,
+				    "recording options have no effect on 'rearview decode' (see "
+				    "rearview decode --help)");
+	return 0;
 }
 
 int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_error *err)
@@ -366,10 +554,13 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 	if (opts->command == RV_CMD_NONE)
 		return parse_global(opts, argv[1], err);
 
-	/* '+': stop at the first non-option, which is the command to run. */
+	/* run: '+' stops at the first non-option, which is the command to run;
+	 * decode: options may come after the capture, as they do in perf. */
 	optind = 2;
 	opterr = 0;
-	while ((c = getopt_long_only(argc, argv, "+:o:p:vh", long_options, NULL)) != -1) {
+	while ((c = getopt_long_only(argc, argv,
+				     opts->command == RV_CMD_DECODE ? ":o:p:j:vh" : "+:o:p:j:vh",
+				     long_options, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (!*optarg)
@@ -431,6 +622,46 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			opts->snapshot_size_bytes =
 				rv_round_pow2_pages(opts->snapshot_size_bytes, 4096);
 			break;
+		case OPT_RAW_PT:
+			opts->raw_pt = optarg;
+			break;
+		case OPT_IMAGE:
+			ret = parse_images(opts, optarg, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_CPU:
+			opts->cpu = optarg;
+			break;
+		case OPT_ADDR_FILTER:
+			ret = rv_parse_addr_range(optarg, opts->addr_filter, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_STATS:
+			opts->stats = true;
+			break;
+		case OPT_PERF_SCRIPT:
+			opts->perf_script = optarg;
+			break;
+		case OPT_VMLINUX:
+			opts->vmlinux = optarg;
+			break;
+		case 'j': {
+			uint64_t jobs;
+
+			if (parse_u64(optarg, &jobs) || jobs == 0 || jobs > 1024)
+				return rv_error_set(err, EINVAL,
+						    "invalid --jobs '%s': use a number from 1 to 1024",
+						    optarg);
+			opts->jobs = (unsigned)jobs;
+			break;
+		}
+		case OPT_CHUNK_SIZE:
+			ret = rv_parse_size(optarg, &opts->chunk_bytes, err);
+			if (ret)
+				return rv_error_prefix(err, "--chunk-size");
+			break;
 		case OPT_WORKDIR:
 			if (!*optarg)
 				return rv_error_set(err, EINVAL,
@@ -461,6 +692,13 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 				    "unexpected argument '%s': 'rearview attach' takes processes "
 				    "with -p PID[,PID...]",
 				    opts->argv[0]);
+	if (opts->command == RV_CMD_DECODE)
+		return check_decode(opts, err);
+	if (opts->raw_pt || opts->nr_images || opts->cpu || opts->addr_filter[1] || opts->stats ||
+	    opts->perf_script || opts->vmlinux || opts->jobs || opts->chunk_bytes)
+		return rv_error_set(err, EINVAL,
+				    "--raw-pt, --image, --cpu, --addr-filter, --stats, --perf-script, "
+				    "--vmlinux, --jobs and --chunk-size belong to 'rearview decode'");
 	if (opts->full_execution && opts->snapshot_size_bytes)
 		return rv_error_set(err, EINVAL,
 				    "--snapshot-size sets the flight recorder's size, and "

@@ -47,6 +47,7 @@ enum rv_timer_kind {
 };
 
 #define RV_MAX_PIDS	  1024
+#define RV_MAX_IMAGES	  64
 #define RV_DEFAULT_OUTPUT "trace.fxt"
 
 struct rv_options {
@@ -69,6 +70,21 @@ struct rv_options {
 	pid_t pids[RV_MAX_PIDS];
 	size_t nr_pids;
 
+	/* decode */
+	const char *raw_pt;	 /* --raw-pt FILE */
+	struct rv_raw_image {	 /* --image FILE@ADDR */
+		char *path;	 /* owned (rv_options_free) */
+		uint64_t addr;
+	} images[RV_MAX_IMAGES];
+	size_t nr_images;
+	const char *cpu;	 /* --cpu FAMILY/MODEL/STEPPING, checked by the decoder */
+	uint64_t addr_filter[2]; /* --addr-filter BEGIN-END; both 0 when not given */
+	bool stats;		 /* --stats */
+	const char *perf_script; /* --perf-script FILE */
+	const char *vmlinux;	 /* --vmlinux FILE */
+	unsigned jobs;		 /* --jobs N; 0: one per online CPU */
+	uint64_t chunk_bytes;	 /* --chunk-size SIZE; 0: the decoder's default */
+
 	/* run: the command and its arguments, NULL-terminated; decode: the capture */
 	char **argv;
 	int argc;
@@ -79,6 +95,9 @@ struct rv_options {
  * what is accepted. --help and --version set the flags and return 0. */
 int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_error *err);
 
+/* Frees what parsing allocated (the --image paths). */
+void rv_options_free(struct rv_options *opts);
+
 /* The help text for a command (RV_CMD_NONE: the tool's overview). */
 void rv_options_print_help(enum rv_command command, FILE *out);
 
@@ -86,6 +105,8 @@ void rv_options_print_help(enum rv_command command, FILE *out);
 int rv_parse_size(const char *text, uint64_t *bytes, struct rv_error *err);
 int rv_parse_pid_list(const char *text, pid_t *pids, size_t max, size_t *count,
 		      struct rv_error *err);
+int rv_parse_image(const char *text, struct rv_raw_image *out, struct rv_error *err);
+int rv_parse_addr_range(const char *text, uint64_t range[2], struct rv_error *err);
 int rv_parse_timer_resolution(const char *text, enum rv_timer_kind *kind, uint64_t *hz,
 			      struct rv_error *err);
 

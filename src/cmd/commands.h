@@ -8,5 +8,6 @@
 
 int rv_cmd_run(const struct rv_options *opts);
 int rv_cmd_attach(const struct rv_options *opts);
+int rv_cmd_decode(const struct rv_options *opts);
 
 #endif

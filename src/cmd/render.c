@@ -37,14 +37,14 @@ static void human_time(uint64_t ns, char *out, size_t size)
 		snprintf(out, size, "%.1f us", ns / 1e3);
 }
 
-static void print_summary(const struct rv_render_options *ro, const struct rv_builder *b,
-			  const struct rv_trace_writer *w)
+void rv_render_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
+		       const struct rv_render_options *ro)
 {
 	struct rv_builder_stats bs;
 	struct rv_trace_writer_stats ws;
 	struct rv_function_time top[TOP_FUNCTIONS];
 	size_t nr_top = rv_builder_top_functions(b, top, TOP_FUNCTIONS);
-	uint64_t covered;
+	uint64_t covered, lost;
 	char span_text[32], size_text[32];
 	char cwd[4096];
 	const char *path = rv_trace_writer_path(w);
@@ -53,15 +53,27 @@ static void print_summary(const struct rv_render_options *ro, const struct rv_bu
 	rv_trace_writer_stats(w, &ws);
 	covered = bs.last_time > bs.first_time ? bs.last_time - bs.first_time : 0;
 	human_time(covered, span_text, sizeof(span_text));
-	fprintf(stderr, "rearview: the trace covers %s: %llu samples", span_text,
-		(unsigned long long)bs.samples);
-	if (ro->recording_note)
-		fprintf(stderr, " (%s)", ro->recording_note);
-	fprintf(stderr, ", %llu lost, %llu thread%s\n",
-		(unsigned long long)(bs.lost > ro->lost_while_recording ? bs.lost
-									: ro->lost_while_recording),
-		(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
-	if (bs.samples == 0)
+	lost = ro && ro->lost_while_recording > bs.lost ? ro->lost_while_recording : bs.lost;
+	if (bs.samples || !bs.calls) {
+		fprintf(stderr, "rearview: the trace covers %s: %llu samples", span_text,
+			(unsigned long long)bs.samples);
+		if (ro && ro->recording_note)
+			fprintf(stderr, " (%s)", ro->recording_note);
+		fprintf(stderr, ", %llu lost, %llu thread%s\n", (unsigned long long)lost,
+			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+	} else {
+		fprintf(stderr,
+			"rearview: the trace covers %s: %llu calls, %llu returns, %llu "
+			"thread%s",
+			span_text, (unsigned long long)bs.calls, (unsigned long long)bs.returns,
+			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+		if (bs.errors)
+			fprintf(stderr, ", %llu gap%s (decode errors or overflows, marked in the "
+					"trace)",
+				(unsigned long long)bs.errors, bs.errors == 1 ? "" : "s");
+		fprintf(stderr, "\n");
+	}
+	if (bs.samples == 0 && bs.calls == 0 && ro)
 		fprintf(stderr, "rearview: no samples: the target did not run on a CPU while it "
 				"was recorded (a sleeping or blocked process gives none; kernel "
 				"threads need --trace-include-kernel)\n");
@@ -145,7 +157,7 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 			rv_debug("%llu of %llu samples could not be unwound past their IP",
 				 (unsigned long long)ds.unwind_failures,
 				 (unsigned long long)ds.samples);
-		print_summary(ro, builder, writer);
+		rv_render_summary(builder, writer, ro);
 	} else {
 		rv_trace_writer_abort(writer);
 	}

@@ -25,4 +25,12 @@ struct rv_render_options {
 int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer,
 	      struct rv_error *err);
 
+struct rv_builder;
+
+/* The summary on stderr after a trace is written: what it covers (samples
+ * or calls), the top functions by self time, where the file is and how to
+ * open it. ro may be NULL (no recording behind the trace: decode). */
+void rv_render_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
+		       const struct rv_render_options *ro);
+
 #endif

@@ -49,8 +49,8 @@ enum rv_branch_kind {
 /* One end of a branch: the address, and what the producer knows of its
  * symbol. A decoder with binaries leaves sym NULL and the builder asks the
  * symbolizer; an import of text (perf script) gives the name it read and the
- * function's start (ip - symoff) as sym_start, with sym_known false when the
- * text said "[unknown]". Strings live as long as the producer. */
+ * function's start (ip - symoff) as sym_start; "[unknown]" in the text is
+ * sym "[unknown]" with sym_start = ip. Strings live as long as the producer. */
 struct rv_branch_end {
 	uint64_t ip; /* 0: unknown or not traced */
 	const char *sym;

@@ -1,7 +1,8 @@
 /* pt_capture.h: an Intel PT capture opened for decoding: a perf.data (file or
  * pipe mode) written by rearview, softpt or `perf record -e intel_pt//`, or a
  * capture directory holding one (DIR/perf.data or perf's DIR/data, with
- * DIR/vdso.so and DIR/kcore_dir/ when present).
+ * DIR/vdso.so and DIR/kcore_dir/ when present; for a perf.data file, DIR is
+ * the directory it is in).
  *
  * Opening reads the whole sideband: AUXTRACE_INFO (the PT configuration),
  * TIME_CONV, the cpuid (CPU errata), COMM/FORK/EXIT (threads and their
@@ -9,15 +10,35 @@
  * one shared section cache, and into the symbolizer), ITRACE_START and
  * SWITCH/SWITCH_CPU_WIDE (which task ran on which CPU when). Code comes from
  * the mapped files as the capture names them; the vdso from DIR/vdso.so;
- * kernel code from DIR/kcore_dir/kcore, or from `vmlinux` relocated by the
- * KASLR offset the capture's kallsyms gives. Files that cannot be found are
- * listed (rv_pt_capture_missing) rather than failing the open.
+ * kernel code (when asked for, and only if the kernel was traced) from
+ * DIR/kcore_dir/kcore, or from `vmlinux` relocated by the KASLR offset: the
+ * capture's kallsyms' _stext (or _text), else the address perf's kernel MMAP
+ * gives its reference symbol, minus vmlinux's. Files that cannot be found or
+ * read are listed (rv_pt_capture_missing) rather than failing the open.
  *
  * Decoding hands the sink, per thread and in time order within each thread:
  * RV_EVENT_THREAD_NAME when a thread is first seen or renamed, the branch and
  * error events of its trace, and RV_EVENT_THREAD_EXIT. Per-thread buffers are
  * decoded with their thread's process image; per-CPU buffers are attributed
- * to threads by the context-switch sideband.
+ * to threads by the sideband: a task owns its CPU from its SWITCH IN (or
+ * ITRACE_START, or exec) record on, and a stretch of trace that begins
+ * (TIP.PGE) up to a microsecond before a task's IN record is that task's, as
+ * the kernel enables a task's PT event just before it writes the record.
+ *
+ * Images are kept per process and per exec: the mappings a process had before
+ * an exec are used for its trace before the exec's time, the new ones after.
+ * A forked process starts with its parent's mappings. Within one generation
+ * the newest mapping of an address wins for the whole generation (munmap is
+ * not in the sideband).
+ *
+ * Each AUXTRACE record is decoded on its own, from its first PSB: snapshots
+ * of one buffer, and the pieces full-trace mode writes of one buffer, are
+ * decoded separately and in order, so decoding resynchronises at the start
+ * of each piece (the bytes before a piece's first PSB are skipped).
+ *
+ * The caller makes the symbolizer before opening (open reports the mappings
+ * to it); a capture's own kernel symbols are at
+ * rv_pt_capture_probe_kallsyms(path), to be passed as its kallsyms_path.
  *
  * Not here: the packet decoding itself (pt_decoder.h), call stacks, writing.
  */
@@ -33,52 +54,78 @@
 #include "util/error.h"
 
 struct rv_pt_capture_options {
-	const char *path;	/* perf.data, "-" for standard input, or a capture directory */
-	const char *vmlinux;	/* --vmlinux, or NULL */
-	bool include_kernel;	/* decode and name kernel code (else kernel parts are gaps) */
-	unsigned jobs;		/* decoding threads (see rv_pt_decode_options.jobs) */
-	bool progress;		/* report progress on stderr (the caller checks it is a tty) */
+	const char *path;    /* perf.data, "-" for standard input, or a capture directory */
+	const char *vmlinux; /* --vmlinux, or NULL */
+	bool include_kernel; /* decode and name kernel code (else kernel parts are gaps) */
+	unsigned jobs;	     /* decoding threads (see rv_pt_decode_options.jobs) */
+	size_t chunk_bytes;  /* see rv_pt_decode_options.chunk_bytes; 0: the default */
+	bool progress;	     /* report progress on stderr (the caller checks it is a tty) */
 };
 
 struct rv_pt_capture;
 
 /* Reads the capture's sideband, builds the images and reports every
- * executable mapping to the symbolizer. Fails with a clear message when the
- * file is not a perf.data, holds no Intel PT trace (naming what it holds
- * instead), or is damaged before its first AUXTRACE record. */
+ * executable mapping to the symbolizer (which may be NULL: no symbols).
+ * Fails with a clear message when the file is not a perf.data, holds no
+ * Intel PT trace (-ENOTSUP, naming what it holds instead, e.g. samples for
+ * the sampling path), or is damaged before its first AUXTRACE record. */
 int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_options *options,
 		       struct rv_symbolizer *symbolizer, struct rv_error *err);
 
-/* The kallsyms file for kernel symbols (DIR/kcore_dir/kallsyms, or NULL when
- * the capture has none); valid until the capture is freed. */
+/* The kallsyms file a capture at `path` (as in rv_pt_capture_options.path)
+ * carries, DIR/kcore_dir/kallsyms, for the symbolizer's kallsyms_path: a
+ * malloc'd path, or NULL when it has none. Reads nothing but the directory. */
+char *rv_pt_capture_probe_kallsyms(const char *path);
+
+/* The same for an open capture, or NULL; valid until the capture is freed. */
 const char *rv_pt_capture_kallsyms(const struct rv_pt_capture *c);
 
+/* Damage found past the first AUXTRACE record (a truncated or corrupt
+ * record): reading stopped there, what came before is decoded, and this says
+ * what and where, for the caller's warning. NULL when the capture is whole. */
+const char *rv_pt_capture_damage(const struct rv_pt_capture *c);
+
 /* Decodes every AUXTRACE buffer into the sink; stats are summed over all
- * buffers. Damage past the first buffer is reported as a warning and what
- * was decoded is kept. */
+ * buffers. Per-thread buffers are decoded one thread after another, each
+ * with `jobs` threads. Per-CPU buffers are decoded all at once, each CPU's on
+ * its own thread (jobs shared among them) into a bounded queue, and merged by
+ * time, so that each thread's events reach the sink in time order and memory
+ * stays bounded by the queues, not by the trace. Returns negative only when
+ * the sink failed (its error) or memory ran out. */
 int rv_pt_capture_decode(struct rv_pt_capture *c, rv_pt_sink_fn sink, void *sink_ctx,
 			 struct rv_pt_stats *stats, struct rv_error *err);
 
 struct rv_pt_missing {
-	const char *path;     /* as the capture names it */
-	uint64_t mappings;    /* how many mappings of it */
-	uint64_t errors;      /* decode errors at addresses it covers */
-	uint64_t skipped_bytes; /* trace that could not be decoded because of it */
+	const char *path;	/* as the capture names it ("[kernel.kallsyms]" for the kernel) */
+	const char *reason;	/* why its code could not be read: "no such file", ... */
+	uint64_t mappings;	/* how many mappings of it */
+	uint64_t errors;	/* decode errors at addresses it covers */
+	uint64_t skipped_bytes; /* trace from those errors to the next PSB */
 };
 
-/* Binaries the capture maps that could not be read; after decoding, with
- * what their absence cost. */
+/* Binaries the capture maps that could not be read (kernel and modules
+ * included when the kernel was traced and its code is not available); after
+ * decoding, with what their absence cost. The array is valid until the next
+ * call or until the capture is freed. */
 size_t rv_pt_capture_missing(const struct rv_pt_capture *c, const struct rv_pt_missing **out);
 
 struct rv_pt_capture_info {
-	uint64_t buffers;	/* AUXTRACE records */
-	uint64_t trace_bytes;	/* their sizes summed */
-	bool per_cpu;		/* per-CPU buffers (else per-thread) */
-	bool snapshot;		/* snapshot mode */
-	bool kernel;		/* the kernel was traced */
+	uint64_t buffers;     /* AUXTRACE records */
+	uint64_t trace_bytes; /* their sizes summed */
+	bool per_cpu;	      /* per-CPU buffers (else per-thread) */
+	bool snapshot;	      /* snapshot mode */
+	bool kernel;	      /* the kernel was traced */
 	uint64_t threads;
+	/* The earliest time a buffer's trace starts at (its first TSC packet,
+	 * in the capture's clock), 0 when no buffer has one: the trace's zero,
+	 * since threads are decoded one after another and a later one may have
+	 * started first. */
+	uint64_t first_time;
 };
 void rv_pt_capture_info(const struct rv_pt_capture *c, struct rv_pt_capture_info *out);
+
+/* The packets in every buffer (rv_pt_count_packets over each), for --stats. */
+uint64_t rv_pt_capture_count_packets(const struct rv_pt_capture *c);
 
 void rv_pt_capture_free(struct rv_pt_capture *c);
 

@@ -10,13 +10,38 @@
  * where the trace has them (libipt's timing), or raw TSC ticks when there is
  * no conversion.
  *
+ * The branches are those `perf script --itrace=be` shows for the trace, with
+ * perf's flags: every taken branch (a not-taken jcc is none), its kind from
+ * the instruction (call, return, jmp, jcc, syscall, sysret, int, iret; far
+ * ones by their near kind); "tr strt" (RV_BRANCH_NONE, TRACE_BEGIN, from 0)
+ * where tracing is enabled (TIP.PGE), where it resumes after an overflow,
+ * and where decoding (re)starts at a PSB: the buffer's first one, or the one
+ * after an error (perf begins nothing there); "tr end KIND" (TRACE_END, to
+ * 0) for the branch that left tracing (a syscall whose destination is not
+ * traced), "tr end async" (RV_BRANCH_NONE, ASYNC|TRACE_END, from the
+ * interrupted address) for an interrupt, fault or signal out of traced code;
+ * "hw int" (RV_BRANCH_INTERRUPT, ASYNC) for one that lands in traced code;
+ * "tx abrt" for a TSX abort, and IN_TX on branches inside a transaction. An
+ * overflow is an error event (overflow set) at the address the decoder had
+ * reached, followed by the trace begin where tracing resumed. The time of a
+ * branch is that of the packet that decided it (TNT, TIP), or of the last one
+ * before it for branches that need none (direct calls and jumps); an event's
+ * is its packet's; a PSB+'s timing counts from its FUP's address on. That is
+ * perf's time to the nanosecond with TSC and MTC timing; with CYC, libipt
+ * and perf estimate the cycles' time differently (by some tens of ns).
+ *
  * Parallel decoding: the buffer is cut at PSB packets into chunks of at least
  * chunk_bytes (boundaries depend only on the buffer and chunk_bytes, never on
  * the number of jobs); chunks are decoded by `jobs` threads and their events
  * handed to the sink in buffer order, with the instructions a chunk ran past
  * its end (up to the next chunk's first IP) dropped at the seam, so the sink
- * sees the same events whatever `jobs` is. The memory held is a few chunks'
- * events per job, whatever the buffer's length.
+ * sees the same events, times included, whatever `jobs` and chunk_bytes are
+ * (an error met past a chunk's last packet resumes at the next PSB, which a
+ * plain libipt walk would skip). The memory held is a few chunks' events per
+ * job, whatever the buffer's length. Each thread decodes with its own copy
+ * of an image (pt_image_copy: libipt's lookups reorder an image's sections,
+ * so one image cannot serve two threads); a read-memory callback set on an
+ * image is not copied, so code read through one decodes with jobs <= 1 only.
  *
  * Not here: where buffers, images and threads come from (pt_capture.h), what
  * the events mean for call stacks (trace/builder.h), symbols.
@@ -49,7 +74,9 @@ struct rv_pt_decode_options {
 	/* CPU and timing (from the capture's cpuid and AUXTRACE_INFO, or
 	 * --cpu for raw dumps): cpu (errata are applied from it), mtc_freq,
 	 * nom_freq, cpuid_0x15_eax/ebx, addr_filter. begin/end/buffer are set
-	 * by the decoder. */
+	 * by the decoder, and so are the block decoder's flags; BDM70's
+	 * workaround is always on (a PSB+ between TIP.PGD and TIP.PGE may hold
+	 * a FUP, which would make a chunk starting there fail). */
 	struct pt_config config;
 	const struct rv_perf_time_conv *time_conv; /* NULL: times are TSC ticks */
 
@@ -59,10 +86,21 @@ struct rv_pt_decode_options {
 	rv_pt_resolve_fn resolve;
 	void *resolve_ctx;
 
+	/* The section cache the images' code was added through
+	 * (pt_iscache_add_file + pt_image_add_cached). The decoder reads the
+	 * last instruction of a block from it to tell a taken conditional
+	 * branch from a fall-through and to name far transfers. Code from
+	 * sections without an id (pt_image_add_file, the image's read
+	 * callback) cannot be read: there a conditional branch counts as
+	 * taken unless the next block starts 2 or 6 bytes after it, and an
+	 * unknown transfer is a jump. */
+	struct pt_image_section_cache *iscache;
+
 	unsigned jobs;	    /* decoding threads; 0 or 1: the calling thread only */
 	size_t chunk_bytes; /* 0: the default (256 KiB) */
 
-	/* Stop after this many instructions (0: no limit); for tests. */
+	/* Stop after this many instructions (0: no limit; decoding is then
+	 * on the calling thread only); for tests. */
 	uint64_t max_insns;
 };
 
@@ -79,7 +117,9 @@ struct rv_pt_stats {
 	uint64_t bytes;	  /* of trace decoded */
 	uint64_t chunks;  /* PSB-delimited pieces decoded */
 	uint64_t insns;	  /* instructions (blocks' ninsn summed) */
-	uint64_t blocks;
+	uint64_t blocks;  /* libipt's blocks: how it cuts them depends on its block
+			   * cache, which threads share, so this count may vary */
+	/* branch events: jumps are jmp and jcc, interrupts hw int and int */
 	uint64_t calls, returns, jumps, syscalls, interrupts;
 	uint64_t errors;    /* decode errors, overflows not included */
 	uint64_t overflows; /* OVF packets */

@@ -1,4 +1,4 @@
-/* intern.h: the symbolizer's string pool (private to src/symbolize/).
+/* intern.h: a string pool: the symbolizer's, and the perf script import's.
  *
  * Every string the symbolizer hands out lives here, one copy per distinct
  * value, so that callers may compare names by pointer: the same function always

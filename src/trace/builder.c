@@ -7,61 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/builder_internal.h"
 #include "util/log.h"
-
-struct pending_span {
-	const char *name;
-	uint64_t begin, end;
-};
-
-struct open_frame {
-	uint64_t identity; /* the function's start address (or the address itself) */
-	const char *name;
-	uint64_t begin;
-	/* Closed descendants that began when this frame did, in the order they
-	 * must be written after it. */
-	struct pending_span *held;
-	size_t nr_held, cap_held;
-};
-
-struct thread_state {
-	uint32_t pid, tid;
-	bool used;	    /* the hash slot is taken */
-	bool named;	    /* the track's current name has been written */
-	bool counted;	    /* counted in stats.threads */
-	bool process_named; /* (main thread) the process's name has been written */
-	char name[32];
-	struct open_frame *stack;
-	size_t depth, cap;
-	uint64_t last_time; /* of the last sample */
-	uint64_t last_interval;
-	const char *last_leaf; /* leaf function of the last sample, for self time */
-	bool has_sample;
-};
-
-struct self_time_slot {
-	const char *name;
-	uint64_t ns;
-};
-
-struct rv_builder {
-	struct rv_symbolizer *symbolizer;
-	struct rv_trace_writer *writer;
-	struct thread_state *threads;
-	size_t nr_threads, cap_threads; /* open addressing, cap a power of two */
-	struct self_time_slot *self;
-	size_t nr_self, cap_self;
-	uint64_t base; /* the trace's zero on the capture clock */
-	bool have_base;
-	struct rv_builder_stats stats;
-	/* the current sample's functions, root first */
-	struct {
-		uint64_t identity;
-		const char *name;
-		bool known; /* identity is a symbol's start */
-	} * path;
-	size_t cap_path;
-};
 
 static size_t hash_u64(uint64_t v)
 {
@@ -104,12 +51,17 @@ static struct thread_state *find_slot(struct thread_state *table, size_t cap, ui
 	return &table[i];
 }
 
-static struct thread_state *thread_for(struct rv_builder *b, uint32_t pid, uint32_t tid)
+struct thread_state *builder_thread(struct rv_builder *b, uint32_t pid, uint32_t tid)
 {
-	struct thread_state *t = find_slot(b->threads, b->cap_threads, tid);
+	struct thread_state *t;
 
+	/* Branch events come in long runs of one thread. */
+	if (b->last_thread && b->last_thread->tid == tid)
+		return b->last_thread;
+	t = find_slot(b->threads, b->cap_threads, tid);
 	if (t->used)
-		return t;
+		return b->last_thread = t;
+	b->last_thread = NULL;
 	if ((b->nr_threads + 1) * 2 > b->cap_threads) {
 		size_t cap = b->cap_threads * 2;
 		struct thread_state *grown = calloc(cap, sizeof(*grown));
@@ -129,10 +81,17 @@ static struct thread_state *thread_for(struct rv_builder *b, uint32_t pid, uint3
 	t->pid = pid;
 	t->tid = tid;
 	b->nr_threads++;
-	return t;
+	return b->last_thread = t;
 }
 
-static int add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
+struct thread_state *builder_find_thread(struct rv_builder *b, uint32_t tid)
+{
+	struct thread_state *t = find_slot(b->threads, b->cap_threads, tid);
+
+	return t->used ? t : NULL;
+}
+
+int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 {
 	size_t i;
 
@@ -168,12 +127,12 @@ static int add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 
 /* ---- writing spans ---- */
 
-static uint64_t rel(const struct rv_builder *b, uint64_t time)
+uint64_t builder_rel(const struct rv_builder *b, uint64_t time)
 {
 	return time > b->base ? time - b->base : 0;
 }
 
-static int ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
+int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
 {
 	char track[96];
 	int ret;
@@ -212,56 +171,87 @@ static int ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_
 	return 0;
 }
 
-static int write_span(struct rv_builder *b, const struct thread_state *t, const char *name,
-		      uint64_t begin, uint64_t end, struct rv_error *err)
+int builder_write_span(struct rv_builder *b, const struct thread_state *t,
+		       const struct pending_span *span, struct rv_error *err)
 {
+	static const struct rv_arg inferred = { .name = "inferred_start_time",
+						.kind = RV_ARG_STRING,
+						.s = "true" };
+
 	b->stats.spans++;
-	return rv_trace_writer_span(b->writer, t->pid, t->tid, name, rel(b, begin), rel(b, end),
-				    NULL, 0, err);
+	return rv_trace_writer_span(b->writer, t->pid, t->tid, span->name,
+				    builder_rel(b, span->begin), builder_rel(b, span->end),
+				    span->inferred ? &inferred : NULL, span->inferred ? 1 : 0, err);
 }
 
-static int hold(struct open_frame *parent, const char *name, uint64_t begin, uint64_t end)
+static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
+			  const struct pending_span *span)
 {
-	if (parent->nr_held == parent->cap_held) {
-		size_t cap = parent->cap_held ? parent->cap_held * 2 : 4;
-		struct pending_span *grown = realloc(parent->held, cap * sizeof(*grown));
+	if (*nr == *cap) {
+		size_t grown_cap = *cap ? *cap * 2 : 4;
+		struct pending_span *grown = realloc(*list, grown_cap * sizeof(*grown));
 
 		if (!grown)
 			return -ENOMEM;
-		parent->held = grown;
-		parent->cap_held = cap;
+		*list = grown;
+		*cap = grown_cap;
 	}
-	parent->held[parent->nr_held++] = (struct pending_span){ name, begin, end };
+	(*list)[(*nr)++] = *span;
 	return 0;
 }
 
-/* Ends the top frame of t at `end`. */
-static int close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
-		     struct rv_error *err)
+/* Every span in a held list began when its holder did, so a span and what it
+ * held always go to the same place, in order:
+ * - the bottom frame of a branch stack that began at the stack's create_time
+ *   becomes an orphan: a frame inferred to have begun then may still be pushed
+ *   under it (a return above the first frame), and must be written first;
+ * - a span that began with the frame below it is held by that frame;
+ * - anything else is written now. */
+int builder_settle(struct rv_builder *b, struct thread_state *t, const struct pending_span *span,
+		   const struct pending_span *held, size_t nr_held, size_t pos,
+		   struct rv_error *err)
 {
-	struct open_frame *f = &t->stack[--t->depth];
-	struct open_frame *parent = t->depth ? &t->stack[t->depth - 1] : NULL;
+	struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
 	int ret = 0;
 
-	if (parent && parent->begin == f->begin) {
-		/* The parent is written later with the same begin time: hold this
-		 * span (and what it held) until then, in the same order. */
-		ret = hold(parent, f->name, f->begin, end);
-		for (size_t i = 0; !ret && i < f->nr_held; i++)
-			ret = hold(parent, f->held[i].name, f->held[i].begin, f->held[i].end);
-		if (ret)
-			ret = rv_error_set(err, ENOMEM, "out of memory");
+	if (seg && pos == seg->base && span->begin == seg->create_time) {
+		ret = append_pending(&seg->orphans, &seg->nr_orphans, &seg->cap_orphans, span);
+		for (size_t i = 0; !ret && i < nr_held; i++)
+			ret = append_pending(&seg->orphans, &seg->nr_orphans, &seg->cap_orphans,
+					     &held[i]);
+	} else if (pos > 0 && t->stack[pos - 1].begin == span->begin) {
+		struct open_frame *parent = &t->stack[pos - 1];
+
+		ret = append_pending(&parent->held, &parent->nr_held, &parent->cap_held, span);
+		for (size_t i = 0; !ret && i < nr_held; i++)
+			ret = append_pending(&parent->held, &parent->nr_held, &parent->cap_held,
+					     &held[i]);
 	} else {
-		ret = write_span(b, t, f->name, f->begin, end, err);
-		for (size_t i = 0; !ret && i < f->nr_held; i++)
-			ret = write_span(b, t, f->held[i].name, f->held[i].begin, f->held[i].end,
-					 err);
+		ret = builder_write_span(b, t, span, err);
+		for (size_t i = 0; !ret && i < nr_held; i++)
+			ret = builder_write_span(b, t, &held[i], err);
+		return ret;
 	}
+	return ret ? rv_error_set(err, ENOMEM, "out of memory") : 0;
+}
+
+int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
+		      struct rv_error *err)
+{
+	struct open_frame *f = &t->stack[--t->depth];
+	struct pending_span span = {
+		.name = f->name,
+		.begin = f->begin,
+		.end = end,
+		.inferred = f->flags & FRAME_INFERRED,
+	};
+	int ret = builder_settle(b, t, &span, f->held, f->nr_held, t->depth, err);
+
 	f->nr_held = 0;
 	return ret;
 }
 
-static int push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin)
+int builder_push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin)
 {
 	struct open_frame *f;
 
@@ -279,6 +269,8 @@ static int push_frame(struct thread_state *t, uint64_t identity, const char *nam
 	f->identity = identity;
 	f->name = name;
 	f->begin = begin;
+	f->lo = f->hi = 0;
+	f->flags = 0;
 	f->nr_held = 0;
 	return 0;
 }
@@ -296,7 +288,7 @@ static int account_previous(struct rv_builder *b, struct thread_state *t, uint64
 	elapsed = now > t->last_time ? now - t->last_time : 0;
 	if (elapsed > 2 * t->last_interval)
 		elapsed = t->last_interval;
-	return add_self_time(b, t->last_leaf, elapsed);
+	return builder_add_self_time(b, t->last_leaf, elapsed);
 }
 
 /* Whether a frame-pointer walk from a sample at ip skips the leaf function's
@@ -374,13 +366,18 @@ static size_t graft_truncated_stack(struct rv_builder *b, const struct thread_st
 
 static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
-	struct thread_state *t = thread_for(b, ev->pid, ev->tid);
+	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
 	size_t n = ev->stack.nr_frames, common = 0;
 	int ret;
 
 	if (!t)
 		return rv_error_set(err, ENOMEM, "out of memory");
-	ret = ensure_track(b, t, err);
+	if (t->br.batch_open) {
+		ret = builder_flush_branches(b, t, err);
+		if (ret)
+			return ret;
+	}
+	ret = builder_ensure_track(b, t, err);
 	if (ret)
 		return ret;
 	if (n + t->depth + 1 > b->cap_path) {
@@ -409,12 +406,12 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 	       t->stack[common].identity == b->path[common].identity)
 		common++;
 	while (t->depth > common) {
-		ret = close_top(b, t, ev->time, err);
+		ret = builder_close_top(b, t, ev->time, err);
 		if (ret)
 			return ret;
 	}
 	for (size_t i = common; i < n; i++) {
-		if (push_frame(t, b->path[i].identity, b->path[i].name, ev->time))
+		if (builder_push_frame(t, b->path[i].identity, b->path[i].name, ev->time))
 			return rv_error_set(err, ENOMEM, "out of memory");
 	}
 	if (account_previous(b, t, ev->time))
@@ -441,7 +438,7 @@ static int end_thread(struct rv_builder *b, struct thread_state *t, uint64_t end
 			b->stats.last_time = end;
 	}
 	while (t->depth) {
-		ret = close_top(b, t, end, err);
+		ret = builder_close_top(b, t, end, err);
 		if (ret)
 			return ret;
 	}
@@ -450,11 +447,25 @@ static int end_thread(struct rv_builder *b, struct thread_state *t, uint64_t end
 	return 0;
 }
 
+static bool has_branches(const struct thread_state *t)
+{
+	return t->br.active || t->br.batch_open || t->br.in_gap;
+}
+
+void rv_builder_set_base(struct rv_builder *b, uint64_t time)
+{
+	b->base = time;
+	b->have_base = true;
+	b->stats.first_time = time;
+}
+
 int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t;
+	int ret;
 
-	if (!b->have_base && ev->kind == RV_EVENT_STACK_SAMPLE) {
+	if (!b->have_base && (ev->kind == RV_EVENT_STACK_SAMPLE || ev->kind == RV_EVENT_BRANCH ||
+			      ev->kind == RV_EVENT_TRACE_ERROR)) {
 		b->base = ev->time;
 		b->have_base = true;
 		b->stats.first_time = ev->time;
@@ -462,8 +473,11 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 	switch (ev->kind) {
 	case RV_EVENT_STACK_SAMPLE:
 		return on_stack(b, ev, err);
+	case RV_EVENT_BRANCH:
+	case RV_EVENT_TRACE_ERROR:
+		return builder_add_branch(b, ev, err);
 	case RV_EVENT_THREAD_NAME:
-		t = thread_for(b, ev->pid, ev->tid);
+		t = builder_thread(b, ev->pid, ev->tid);
 		if (!t)
 			return rv_error_set(err, ENOMEM, "out of memory");
 		if (strcmp(t->name, ev->thread.name)) {
@@ -472,12 +486,20 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 			if (t->tid == t->pid)
 				t->process_named = false;
 			if (t->counted)
-				return ensure_track(b, t, err);
+				return builder_ensure_track(b, t, err);
 		}
 		return 0;
 	case RV_EVENT_THREAD_EXIT:
-		t = find_slot(b->threads, b->cap_threads, ev->tid);
-		if (!t->used || !t->has_sample)
+		t = builder_find_thread(b, ev->tid);
+		if (!t)
+			return 0;
+		if (has_branches(t)) {
+			/* The thread ran until it exited. */
+			ret = builder_end_branches(b, t, ev->time, err);
+			if (ret)
+				return ret;
+		}
+		if (!t->has_sample)
 			return 0;
 		/* The thread ran until it exited, or at least through its last sample. */
 		return end_thread(
@@ -496,7 +518,15 @@ int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
 		struct thread_state *t = &b->threads[i];
 		int ret;
 
-		if (!t->used || !t->has_sample)
+		if (!t->used)
+			continue;
+		if (has_branches(t)) {
+			/* Open frames end with the thread's last event. */
+			ret = builder_end_branches(b, t, t->br.last_time, err);
+			if (ret)
+				return ret;
+		}
+		if (!t->has_sample)
 			continue;
 		ret = end_thread(b, t, t->last_time + t->last_interval, err);
 		if (ret)
@@ -549,6 +579,7 @@ void rv_builder_free(struct rv_builder *b)
 		for (size_t j = 0; j < t->cap; j++)
 			free(t->stack[j].held);
 		free(t->stack);
+		builder_free_branches(&t->br);
 	}
 	free(b->threads);
 	free(b->self);

@@ -9,13 +9,61 @@
  * cut short by unwinding (its root is a function in the middle of the open
  * stack) is completed from the open stack rather than read as a return to it.
  *
+ * For branches (RV_EVENT_BRANCH, RV_EVENT_TRACE_ERROR: Intel PT decoded here
+ * or imported from perf script) it keeps each thread's call stack with
+ * magic-trace's rules (docs: reference/magic-trace.md section 4), each frame
+ * one function, named by the event's sym when given (perf script: sym and
+ * sym_start are trusted, nothing is looked up) or else by the symbolizer
+ * (where no symbol covers the address: the symbolizer's "module+0xOFFSET" or
+ * "0xADDRESS", or "[unknown]" from perf script text):
+ * - Time: a thread's events that share a timestamp are a batch; when a later
+ *   time t' comes the batch's events get t + i*(t'-t)/n, in order (magic-trace
+ *   spreads calls only, which makes zero-length spans and frames that end when
+ *   they begin). A thread's last batch spreads up to its exit's time; with no
+ *   later time known (the end of the trace, or a batch of more than 65536
+ *   events) each event takes 1 ns, so that the order survives.
+ * - CALL pushes `to`'s function ("[untraced]" when to.ip is 0). RETURN pops,
+ *   then `to` must be in the new top's function; if it is in the middle of a
+ *   deeper frame's function, the frames above that one end (longjmp,
+ *   exceptions); else the top is replaced (magic-trace's ret+call heuristic),
+ *   or, when the popped frame was entered asynchronously (a signal handler),
+ *   `to` is pushed on top (__restore_rt). A RETURN on an empty stack makes an
+ *   inferred span for `from`'s function from the stack's create_time.
+ * - JUMP, COND and TX_ABORT out of the top frame's function: to a function's
+ *   first byte is a tail call (the top is replaced); into the middle of a
+ *   deeper frame's function unwinds to it; else the top is replaced. Jumps
+ *   inside the top frame's function cost a range compare (no lookup).
+ * - TRACE_END (kernel not traced) pushes a placeholder, "[syscall]" for a
+ *   SYSCALL, "[returned]" for a RETURN (after its pop), "[untraced]" else,
+ *   which TRACE_BEGIN pops; TRACE_BEGIN then resumes in the top frame, unwinds
+ *   to a deeper one, or pushes `to` (a signal handler).
+ * - Into the kernel (SYSCALL, INTERRUPT, SOFT_INT or an async branch to a
+ *   kernel address) the stack is set aside and a fresh one started; SYSRET or
+ *   IRET ends that one and takes the set-aside stack back.
+ * - Whenever a stack is empty and `to` must be on it, `to`'s function is
+ *   pushed with an inferred begin at the stack's create_time (the thread's
+ *   first event, or the kernel entry): such spans carry one argument,
+ *   inferred_start_time = "true"; no other span has arguments.
+ * - A trace error writes an instant "[overflow]" or "[decode error: MSG]",
+ *   ends every frame (set-aside stacks too) and a span "[trace gap]" runs to
+ *   the thread's next event, which starts afresh; an event at the error's
+ *   exact time moves 1 ns later (magic-trace #155).
+ * Self time goes to the top frame (placeholders excluded). TSX transactions
+ * are not replayed: IN_TX branches are taken as they come. Because of the
+ * batches, a thread's last events are in the spans, stats and self time only
+ * once its time moves on, it exits, or rv_builder_finish is called.
+ *
  * It also keeps what the summary needs: time covered and self time by
  * function.
  *
  * Spans are handed to the writer as complete spans when they end, in an order
  * that keeps them nested for a reader that sorts by begin time: a child that
  * begins at the same time as its parent is held back until the parent has
- * been written.
+ * been written (and a frame that began at its stack's create_time until no
+ * inferred parent can come).
+ *
+ * Names the builder is given (event syms, thread names are copied) must live
+ * until rv_builder_finish; the symbolizer's always do.
  *
  * Not here: decoding or symbol lookup logic, and file formats.
  */
@@ -35,10 +83,17 @@ struct rv_builder;
 int rv_builder_new(struct rv_builder **out, struct rv_symbolizer *symbolizer,
 		   struct rv_trace_writer *writer, struct rv_error *err);
 
+/* The trace's zero on the capture clock, for producers that hand over one
+ * thread after another (a thread decoded later may have begun earlier than the
+ * first event seen). Without it the first event's time is the zero; times
+ * before the zero are clamped to it. Call before the first event. */
+void rv_builder_set_base(struct rv_builder *b, uint64_t time);
+
 /* Events must come in time order for each thread. */
 int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err);
 
-/* Ends every open span at the end of its thread's last sample. */
+/* Ends every open span at the end of its thread's last sample, or at its
+ * last branch event. */
 int rv_builder_finish(struct rv_builder *b, struct rv_error *err);
 
 struct rv_function_time {
@@ -55,6 +110,14 @@ struct rv_builder_stats {
 	uint64_t self_ns;		/* self time of all functions together */
 	uint64_t grafted;		/* truncated stacks completed from the open stack */
 	uint64_t skipped_callers;	/* callers a frame-pointer walk skipped, restored */
+	/* branches */
+	uint64_t branches;   /* RV_EVENT_BRANCH events taken */
+	uint64_t calls;	     /* CALL branches */
+	uint64_t returns;    /* RETURN branches */
+	uint64_t inferred;   /* spans whose begin was inferred */
+	uint64_t errors;     /* trace errors (overflows included) */
+	uint64_t unwinds;    /* frames ended by an unwind (longjmp, exceptions, sigreturn) */
+	uint64_t tail_calls; /* jumps to a function's first byte that replaced the top */
 };
 
 void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out);

@@ -17,7 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fxt_reader.h"
+#include "capture/perf_data.h"
 #include "harness.h"
+#include "symbolize/symbolizer.h"
 
 #define PERF		 "/usr/bin/perf"
 #define SOFTPT_TIMEOUT_S 240
@@ -423,8 +426,8 @@ static int compare_symbols(const void *a, const void *b)
 	return x->address < y->address ? -1 : x->address > y->address;
 }
 
-/* Call targets and return sources are where functions are named: the index
- * of perf's names for them, built once per capture. */
+/* Both ends of perf's calls and returns are where functions are named: the
+ * index of perf's names for them, built once per capture. */
 static void index_symbols(struct capture *c)
 {
 	c->symbols = calloc(2 * c->decoded.count + 1, sizeof(*c->symbols));
@@ -432,9 +435,11 @@ static void index_symbols(struct capture *c)
 	for (size_t i = 0; i < c->decoded.count; i++) {
 		const struct event *e = &c->decoded.items[i];
 
-		if (e->kind == EVENT_CALL)
+		if (!is_branch(e))
+			continue;
+		if (e->to_sym)
 			c->symbols[c->nr_symbols++] = (struct symbol_entry){ e->to, e->to_sym };
-		else if (e->kind == EVENT_RETURN)
+		if (e->from_sym)
 			c->symbols[c->nr_symbols++] = (struct symbol_entry){ e->from, e->from_sym };
 	}
 	qsort(c->symbols, c->nr_symbols, sizeof(*c->symbols), compare_symbols);
@@ -820,6 +825,320 @@ static size_t check_program_counts(const struct capture *c)
 	return checked;
 }
 
+/* ---- rearview decode on the same captures ---- */
+
+/* Function names compared as perf prints them and as the trace names them:
+ * up to "+0x" (perf) or "(" (demangled C++ arguments, which the two may
+ * spell differently). */
+static size_t function_len(const char *name)
+{
+	size_t n = 0;
+
+	while (name[n] && name[n] != '(' && strncmp(name + n, "+0x", 3))
+		n++;
+	return n;
+}
+
+/* a: the trace's (demangled) name; b: perf's (--no-demangle), or a name the
+ * program printed. */
+static bool same_function(const char *a, const char *b)
+{
+	char *demangled = NULL, plain[512];
+	size_t la, lb;
+	bool same;
+
+	if (!a || !b)
+		return false;
+	if (!strncmp(b, "_Z", 2)) {
+		/* rv_demangle wants the bare symbol, without perf's "+0x..". */
+		snprintf(plain, sizeof(plain), "%.*s", (int)strcspn(b, "+"), b);
+		demangled = rv_demangle(plain);
+		if (demangled)
+			b = demangled;
+	}
+	la = function_len(a);
+	lb = function_len(b);
+	same = la == lb && !strncmp(a, b, la);
+	free(demangled);
+	return same;
+}
+
+static bool is_placeholder(const char *name)
+{
+	return name[0] == '[';
+}
+
+/* The nearest enclosing span that is a function, not a placeholder. */
+static const struct fxt_span *function_parent(const struct fxt_trace *t, const struct fxt_span *s)
+{
+	const struct fxt_span *p = fxt_span_parent(t, s);
+
+	while (p && is_placeholder(p->name))
+		p = fxt_span_parent(t, p);
+	return p;
+}
+
+struct span_walk {
+	const struct fxt_span **items;
+	size_t count, capacity;
+};
+
+static void walk_preorder(const struct fxt_trace *t, const struct fxt_span *s, struct span_walk *w)
+{
+	for (; s; s = fxt_span_next_sibling(t, s)) {
+		if (w->count == w->capacity) {
+			w->capacity = w->capacity ? w->capacity * 2 : 1024;
+			w->items = realloc(w->items, w->capacity * sizeof(*w->items));
+			cr_assert_not_null(w->items);
+		}
+		w->items[w->count++] = s;
+		walk_preorder(t, fxt_span_first_child(t, s), w);
+	}
+}
+
+/* Every ground-truth call of the thread (perf's, around an overflow) must be
+ * a span of the callee nested in a span of the caller, in the same order: the
+ * calls are a subsequence of the thread's spans in depth-first order (which
+ * also holds functions entered by jumps, placeholders and inferred frames). */
+static size_t compare_trace_thread(const struct capture *c, const struct fxt_trace *t,
+				   struct rv_symbolizer *sym, uint32_t tid, const char *trace_name)
+{
+	struct rv_symbol to, from;
+	struct span_walk w = { 0 };
+	size_t next = 0, matched = 0;
+	bool lost = false;
+
+	/* Around an overflow, the ground truth and a decoder may differ by the
+	 * direct calls made between the last packet and the overflow (see
+	 * compare_overflowed_thread): there the calls are perf's. */
+	const struct event_list *expected =
+		c->config->kind == CAPTURE_OVERFLOW ? &c->decoded : &c->truth;
+
+	walk_preorder(t, fxt_first_root(t, c->pid, tid), &w);
+	for (size_t i = 0; i < expected->count; i++) {
+		const struct event *e = &expected->items[i];
+		const char *callee, *caller;
+		bool found = false;
+
+		if (e->tid != tid)
+			continue;
+		if (e->kind == EVENT_OVERFLOW)
+			lost = true;
+		if (e->kind == EVENT_RESUME)
+			lost = false;
+		if (e->kind != EVENT_CALL || lost)
+			continue;
+		rv_symbolizer_lookup(sym, c->pid, e->to, &to);
+		rv_symbolizer_lookup(sym, c->pid, e->from, &from);
+		callee = to.name;
+		caller = from.name;
+		for (size_t j = next; j < w.count && !found; j++) {
+			const struct fxt_span *parent;
+
+			if (!same_function(w.items[j]->name, callee))
+				continue;
+			parent = function_parent(t, w.items[j]);
+			if (!parent || !same_function(parent->name, caller))
+				continue;
+			found = true;
+			next = j + 1;
+		}
+		if (!found) {
+			char context[2048] = "";
+			size_t used = 0;
+
+			for (size_t j = next > 4 ? next - 4 : 0; j < w.count && j < next + 8; j++) {
+				const struct fxt_span *parent = function_parent(t, w.items[j]);
+
+				used += (size_t)snprintf(context + used, sizeof(context) - used,
+							 "\n  %s span %zu: %s in %s at %" PRIu64,
+							 j == next ? ">" : " ", j, w.items[j]->name,
+							 parent ? parent->name : "-",
+							 w.items[j]->begin_ns);
+				if (used >= sizeof(context))
+					break;
+			}
+			cr_assert_fail("[%s] %s: the trace (%s) has no span of %s called from %s "
+				       "for call %zu of thread %u (ground truth line %zu), after "
+				       "span %zu of %zu:%s",
+				       c->config->name, c->target, trace_name,
+				       callee ? callee : "?", caller ? caller : "?", matched, tid,
+				       e->line_no, next, w.count, context);
+		}
+		matched++;
+	}
+	free(w.items);
+	return matched;
+}
+
+/* The program's own counts, in spans: a function called N times (or entered
+ * N times by jumps or by the kernel) has N spans. */
+static void check_trace_counts(const struct capture *c, const struct fxt_trace *t)
+{
+	char *text = strdup(c->softpt->out), *save = NULL;
+
+	cr_assert_not_null(text);
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char function[128];
+		unsigned long expected;
+		size_t spans = 0;
+
+		if (sscanf(line, "count %127s %lu", function, &expected) != 2 &&
+		    sscanf(line, "entered %127s %lu", function, &expected) != 2)
+			continue;
+		for (size_t i = 0; i < t->nr_spans; i++)
+			spans += same_function(t->spans[i].name, function);
+		cr_assert_eq(spans, expected, "[%s] %s: the program counted %lu for %s, the trace "
+			     "has %zu spans of it",
+			     c->config->name, c->target, expected, function, spans);
+	}
+	free(text);
+}
+
+static struct fxt_trace *decode_capture(const struct capture *c, const char *name,
+					const char *jobs, const char *chunk)
+{
+	struct proc_result *r = calloc(1, sizeof(*r));
+	struct fxt_trace *t = NULL;
+	char out[160], err[256];
+	char *argv[12] = { (char *)build_path("rearview"), "decode", (char *)c->dir, "-o", out,
+			   "--jobs", (char *)jobs, NULL };
+
+	cr_assert_not_null(r);
+	snprintf(out, sizeof(out), "%s/%s", c->dir, name);
+	if (chunk) {
+		argv[7] = "--chunk-size";
+		argv[8] = (char *)chunk;
+	}
+	run_process(argv, 120, r);
+	cr_assert_eq(r->exit_code, 0, "[%s] %s: rearview decode failed (%d): %s", c->config->name,
+		     c->target, r->exit_code, r->err);
+	cr_assert_eq(fxt_read_file(out, &t, err, sizeof(err)), 0, "[%s] %s: %s", c->config->name,
+		     out, err);
+	free(r);
+	return t;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	bool same = fa && fb;
+	int ca, cb;
+
+	while (same) {
+		ca = fgetc(fa);
+		cb = fgetc(fb);
+		same = ca == cb;
+		if (ca == EOF || cb == EOF)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
+static size_t count_instants_prefixed(const struct fxt_trace *t, const char *prefix)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nr_instants; i++)
+		n += !strncmp(t->instants[i].name, prefix, strlen(prefix));
+	return n;
+}
+
+/* Names for the ground truth's addresses, as a symbolizer given the
+ * capture's mappings gives them (perf may pick another of a function's
+ * aliases: __libc_start_main_impl for __libc_start_main). */
+static struct rv_symbolizer *capture_symbolizer(const struct capture *c)
+{
+	struct rv_symbolizer_options so = { 0 };
+	struct rv_symbolizer *sym;
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	struct rv_error err = { 0 };
+	char path[160], vdso[160];
+	int got;
+
+	snprintf(path, sizeof(path), "%s/perf.data", c->dir);
+	snprintf(vdso, sizeof(vdso), "%s/vdso.so", c->dir);
+	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
+	while ((got = rv_perf_reader_next(r, &rec, &err)) == 1) {
+		const unsigned char *p = (const void *)rec.header;
+		uint32_t pid, prot;
+		uint64_t start, len, pgoff;
+		const char *file;
+
+		/* header, pid, tid, addr, len, pgoff, 24 bytes of device or build
+		 * id, prot, flags, filename */
+		if (rec.header->type != PERF_RECORD_MMAP2 || rec.header->size < 72)
+			continue;
+		memcpy(&pid, p + 8, 4);
+		memcpy(&start, p + 16, 8);
+		memcpy(&len, p + 24, 8);
+		memcpy(&pgoff, p + 32, 8);
+		memcpy(&prot, p + 64, 4);
+		file = (const char *)p + 72;
+		cr_assert(memchr(file, '\0', rec.header->size - 72), "MMAP2 name unterminated");
+		if (!strcmp(file, "[vdso]")) {
+			file = vdso;
+			pgoff = 0;
+		}
+		cr_assert_eq(rv_symbolizer_add_mapping(sym, pid, start, len, pgoff, prot & 4, file,
+						       &err),
+			     0, "%s", err.message);
+	}
+	cr_assert_eq(got, 0, "%s", err.message);
+	rv_perf_reader_free(r);
+	return sym;
+}
+
+/* rearview decode of the capture perf decoded: since perf's calls and returns
+ * equal the ground truth's, the trace matches both. */
+static size_t check_rearview_decode(const struct capture *c)
+{
+	struct fxt_trace *t = decode_capture(c, "trace.fxt", "1", NULL);
+	struct rv_symbolizer *sym = capture_symbolizer(c);
+	size_t calls = 0;
+	size_t overflows = 0, errors = count_instants_prefixed(t, "[decode error");
+
+	for (size_t i = 0; i < c->truth.count; i++)
+		overflows += c->truth.items[i].kind == EVENT_OVERFLOW;
+	for (size_t i = 0; i < c->nr_threads; i++)
+		calls += compare_trace_thread(c, t, sym, c->tids[i], "trace.fxt");
+	cr_assert_eq(errors, 0, "[%s] %s: the trace has %zu decode errors", c->config->name,
+		     c->target, errors);
+	cr_assert_eq(count_instants_prefixed(t, "[overflow]"), overflows,
+		     "[%s] %s: the trace marks %zu overflows, softpt injected %zu",
+		     c->config->name, c->target, count_instants_prefixed(t, "[overflow]"),
+		     overflows);
+	if (c->config->kind == CAPTURE_FULL)
+		check_trace_counts(c, t);
+
+	/* Parallel decoding, cut at every PSB it can: the same file whatever
+	 * the number of threads, and still every call. */
+	if (!strcmp(c->config->name, "psb-2k")) {
+		struct fxt_trace *one = decode_capture(c, "chunked-1.fxt", "1", "1K");
+		struct fxt_trace *two = decode_capture(c, "chunked-2.fxt", "2", "1K");
+		char a[160], b[160];
+
+		snprintf(a, sizeof(a), "%s/chunked-1.fxt", c->dir);
+		snprintf(b, sizeof(b), "%s/chunked-2.fxt", c->dir);
+		cr_assert(same_file(a, b), "[%s] %s: decoding on 2 threads gives another trace "
+			  "than on 1", c->config->name, c->target);
+		for (size_t i = 0; i < c->nr_threads; i++)
+			compare_trace_thread(c, two, sym, c->tids[i], "chunked-2.fxt");
+		check_trace_counts(c, two);
+		fxt_trace_free(one);
+		fxt_trace_free(two);
+	}
+	fxt_trace_free(t);
+	rv_symbolizer_free(sym);
+	return calls;
+}
+
 /* ---- Targets ---- */
 
 struct pt_target {
@@ -936,7 +1255,7 @@ static void check_target(const struct pt_target *target)
 
 	for (size_t i = 0; i < count; i++) {
 		struct capture *c = &captures[i];
-		size_t calls, returns, functions = 0;
+		size_t calls, returns, functions = 0, traced;
 
 		cr_assert_eq(c->perf->exit_code, 0, "[%s] perf script failed (%d): %s",
 			     c->config->name, c->perf->exit_code, c->perf->err);
@@ -953,11 +1272,12 @@ static void check_target(const struct pt_target *target)
 		}
 		if (c->config->kind == CAPTURE_SNAPSHOT)
 			check_snapshot_starts_mid_way(c, calls + returns);
+		traced = check_rearview_decode(c);
 		fprintf(stderr,
 			"softpt oracle: %-23s %-9s %5zu calls %5zu returns compared, %zu threads, "
-			"%zu counts checked, %zu other samples\n",
+			"%zu counts checked, %zu other samples; rearview's trace: %zu calls\n",
 			target->name, c->config->name, calls, returns, c->nr_threads, functions,
-			c->other_samples);
+			c->other_samples, traced);
 	}
 	fprintf(stderr, "softpt oracle: %-23s %zu captures in %.1f s\n", target->name, count,
 		seconds_since(&start));

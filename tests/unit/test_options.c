@@ -184,3 +184,72 @@ Test(options, help_and_version)
 	cr_assert_eq(parse(&o, &err, 1, a3), 0);
 	cr_assert(o.help);
 }
+
+Test(options, decode_raw_pt_with_images_and_filter)
+{
+	const char *argv[] = { "rearview",   "decode",	"-raw-pt",	"t.pt",
+			       "--image",    "a.bin@0x400000,b.bin@4096",
+			       "--image",    "/x/c@d.bin@0x10", "--addr-filter",
+			       "0x400000-0x427000", "--cpu",	"6/142/10", "--stats",
+			       "-j",	     "3",	"--chunk-size", "64K",
+			       NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 17, argv), 0, "%s", err.message);
+	cr_assert_eq(o.command, RV_CMD_DECODE);
+	cr_assert_str_eq(o.raw_pt, "t.pt");
+	cr_assert_eq(o.nr_images, 3);
+	cr_assert_str_eq(o.images[0].path, "a.bin");
+	cr_assert_eq(o.images[0].addr, 0x400000);
+	cr_assert_str_eq(o.images[1].path, "b.bin");
+	cr_assert_eq(o.images[1].addr, 4096);
+	cr_assert_str_eq(o.images[2].path, "/x/c@d.bin", "the last @ separates the address");
+	cr_assert_eq(o.addr_filter[0], 0x400000);
+	cr_assert_eq(o.addr_filter[1], 0x427000);
+	cr_assert_str_eq(o.cpu, "6/142/10");
+	cr_assert(o.stats);
+	cr_assert_eq(o.jobs, 3);
+	cr_assert_eq(o.chunk_bytes, 65536);
+	rv_options_free(&o);
+}
+
+Test(options, decode_capture_and_mistakes)
+{
+	const char *ok[] = { "rearview", "decode", "dir", "-o", "t.json", "--vmlinux", "vm",
+			     "--trace-include-kernel", NULL };
+	const char *none[] = { "rearview", "decode", NULL };
+	const char *two_inputs[] = { "rearview", "decode", "a", "--raw-pt", "b", "--image",
+				     "i@1", NULL };
+	const char *two_captures[] = { "rearview", "decode", "a", "b", NULL };
+	const char *image_alone[] = { "rearview", "decode", "a", "--image", "i@1", NULL };
+	const char *bad_image[] = { "rearview", "decode", "--raw-pt", "t", "--image", "i@zz",
+				    NULL };
+	const char *recording[] = { "rearview", "decode", "a", "--snapshot-size", "1M", NULL };
+	const char *not_decode[] = { "rearview", "attach", "-p", "1", "--raw-pt", "x", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 8, ok), 0, "%s", err.message);
+	cr_assert_eq(o.argc, 1);
+	cr_assert_str_eq(o.argv[0], "dir");
+	cr_assert_str_eq(o.vmlinux, "vm");
+	cr_assert(o.include_kernel);
+	cr_assert_neq(parse(&o, &err, 2, none), 0);
+	cr_assert(strstr(err.message, "nothing to decode"), "%s", err.message);
+	cr_assert_neq(parse(&o, &err, 7, two_inputs), 0);
+	cr_assert(strstr(err.message, "give one input"), "%s", err.message);
+	rv_options_free(&o);
+	cr_assert_neq(parse(&o, &err, 4, two_captures), 0);
+	cr_assert(strstr(err.message, "takes one capture"), "%s", err.message);
+	cr_assert_neq(parse(&o, &err, 5, image_alone), 0);
+	cr_assert(strstr(err.message, "describe a --raw-pt trace"), "%s", err.message);
+	rv_options_free(&o);
+	cr_assert_neq(parse(&o, &err, 6, bad_image), 0);
+	cr_assert(strstr(err.message, "'zz' is not an address"), "%s", err.message);
+	cr_assert_neq(parse(&o, &err, 5, recording), 0);
+	cr_assert(strstr(err.message, "no effect on 'rearview decode'"), "%s", err.message);
+	cr_assert_neq(parse(&o, &err, 6, not_decode), 0);
+	cr_assert(strstr(err.message, "belong to 'rearview decode'"), "%s", err.message);
+	rv_options_free(&o);
+}

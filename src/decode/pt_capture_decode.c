@@ -1,0 +1,847 @@
+/* pt_capture_decode.c: decoding an open Intel PT capture's buffers into the
+ * sink; see pt_capture.h.
+ *
+ * A lane is the buffers of one thread (per-thread captures) or of one CPU
+ * (per-CPU captures), decoded in file order. Per-thread lanes are decoded one
+ * after another on the calling thread. Per-CPU lanes run at once, one
+ * producer thread each, into queues of a few fixed blocks of events; the
+ * calling thread merges the queues' heads by time (a k-way merge), so that a
+ * thread that moved between CPUs still reaches the sink in time order, with
+ * memory bounded by the queues whatever the trace's length.
+ *
+ * On the way to the sink, in the calling thread: a THREAD_NAME before a
+ * thread's first event and at each rename, errors charged to the missing file
+ * that covers their address, and THREAD_EXIT once a thread's events are over.
+ *
+ * Not here: the sideband and images (pt_capture.c), the packets
+ * (pt_decoder.c).
+ */
+#define RV_LOG_DOMAIN "pt-capture"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/pt_capture.h"
+#include "decode/pt_capture_internal.h"
+#include "util/log.h"
+
+/* A queue block: events of one lane, handed over as a whole. */
+#define BLOCK_EVENTS 2048
+/* Blocks a lane may have queued before its producer waits. */
+#define MAX_QUEUED_BLOCKS 2
+/* Room for the messages of a block's errors (copied: the decoder's may not
+ * outlive its call); a block that has no more is handed over early. */
+#define BLOCK_MESSAGES 4096
+#define MESSAGE_MAX    256
+/* Events between two updates of a lane's progress estimate. */
+#define PROGRESS_EVERY 1024
+/* The kernel schedules a task's PT event in (TraceEn 0 -> 1, with an exact
+ * TSC) before it writes the task's SWITCH IN record, some hundreds of
+ * nanoseconds later (465 ns in the Skylake capture); its OUT record comes
+ * before the event is scheduled out. So trace that begins at t belongs to
+ * the task that is in at t + SWITCH_SLACK, and trace that goes on after an
+ * OUT record belongs to the task before it, until the next IN. Capture
+ * clock units: nanoseconds, or TSC ticks without TIME_CONV. */
+#define SWITCH_SLACK 1000
+
+static const uint8_t psb_pattern[16] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82 };
+
+/* Where a buffer's PSBs are and the time each one's TSC gives: for the bytes
+ * an error skipped (to the next PSB) and for progress (the bytes before the
+ * PSB whose time an event has reached). */
+struct psb_index {
+	uint64_t *offsets;
+	uint64_t *times; /* UINT64_MAX: that PSB+ has no TSC */
+	size_t nr, cap;
+};
+
+struct queued {
+	struct rv_event ev;
+	uint64_t skipped; /* errors: bytes to the next PSB */
+};
+
+struct block {
+	struct block *next;
+	size_t n;
+	size_t messages_used;
+	struct queued items[BLOCK_EVENTS];
+	char messages[BLOCK_MESSAGES];
+};
+
+struct run;
+
+struct lane_image {
+	struct pt_image *source, *copy;
+};
+
+struct lane {
+	struct run *run;
+	size_t index;
+	uint32_t cpu; /* per-CPU lanes; PTC_NONE for a thread's */
+	const struct ptc_cpu *timeline;
+	uint32_t pid, tid; /* per-thread lanes */
+	size_t *bufs;	   /* indices into c->buffers, in file order */
+	size_t nr_bufs, cap_bufs;
+	unsigned jobs;
+
+	/* the producer's */
+	const struct ptc_buffer *buf;
+	struct psb_index psb;
+	uint64_t done_bytes; /* of the buffers finished */
+	uint64_t since_progress;
+	uint64_t est_offset;
+	struct rv_pt_stats stats;
+	bool have_interval; /* the task of [iv_start, iv_end) on this CPU */
+	uint64_t iv_start, iv_end;
+	uint32_t iv_pid, iv_tid;
+	uint64_t span_floor; /* the lookup time of the trace's last begin */
+	struct block *filling;
+
+	/* shared with the consumer, under run->lock */
+	struct block *head, *tail;
+	size_t queued;
+	bool done;
+	int rc;
+	struct rv_error err;
+	_Atomic uint64_t progress; /* bytes decoded, estimated */
+
+	/* Per-CPU lanes decode at the same time, and libipt's lookups reorder
+	 * an image's sections: each lane decodes with its own copies. */
+	pthread_mutex_t images_lock;
+	struct lane_image *images;
+	size_t nr_images, cap_images;
+
+	/* the consumer's */
+	struct block *consuming;
+	size_t pos;
+	bool exhausted;
+	pthread_t thread;
+	bool started;
+};
+
+struct run {
+	struct rv_pt_capture *c;
+	rv_pt_sink_fn sink;
+	void *sink_ctx;
+	struct lane *lanes;
+	size_t nr_lanes, cap_lanes;
+	bool merged; /* per-CPU lanes: producers and queues */
+
+	pthread_mutex_t lock;
+	pthread_cond_t data, space;
+	bool abort;
+	struct block *free_blocks;
+
+	int last_percent;
+	int progress_width;
+	uint64_t consumed;
+
+	/* the thread of the last event, and until when its name holds */
+	struct ptc_thread *cur;
+	uint32_t cur_tid;
+	uint64_t cur_until;
+};
+
+/* ---- PSB index ---- */
+
+static bool psb_add(struct psb_index *x, uint64_t offset, uint64_t time)
+{
+	if (x->nr == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 64;
+		uint64_t *o = realloc(x->offsets, cap * sizeof(*o));
+
+		if (!o)
+			return false;
+		x->offsets = o;
+		uint64_t *t = realloc(x->times, cap * sizeof(*t));
+		if (!t)
+			return false;
+		x->times = t;
+		x->cap = cap;
+	}
+	x->offsets[x->nr] = offset;
+	x->times[x->nr] = time;
+	x->nr++;
+	return true;
+}
+
+/* The TSC of the PSB+ at offset, converted to the capture's clock. */
+static uint64_t psb_time(const struct rv_pt_capture *c, struct pt_packet_decoder *d,
+			 uint64_t offset)
+{
+	struct pt_packet p;
+
+	if (pt_pkt_sync_set(d, offset) < 0)
+		return UINT64_MAX;
+	for (int i = 0; i < 32; i++) {
+		if (pt_pkt_next(d, &p, sizeof(p)) < 0 || p.type == ppt_psbend)
+			break;
+		if (p.type == ppt_tsc)
+			return c->have_time_conv
+				       ? rv_perf_tsc_to_time(&c->time_conv, p.payload.tsc.tsc)
+				       : p.payload.tsc.tsc;
+	}
+	return UINT64_MAX;
+}
+
+static int psb_build(const struct rv_pt_capture *c, const struct ptc_buffer *b, struct psb_index *x)
+{
+	struct pt_config config = c->config;
+	struct pt_packet_decoder *d;
+	const uint8_t *p = b->data, *end = b->data + b->size;
+
+	x->nr = 0;
+	if (!b->size)
+		return 0;
+	config.begin = (uint8_t *)b->data;
+	config.end = (uint8_t *)b->data + b->size;
+	d = pt_pkt_alloc_decoder(&config);
+	if (!d)
+		return -ENOMEM;
+	while ((size_t)(end - p) >= sizeof(psb_pattern)) {
+		const uint8_t *hit = memmem(p, (size_t)(end - p), psb_pattern, sizeof(psb_pattern));
+		uint64_t offset;
+
+		if (!hit)
+			break;
+		offset = (uint64_t)(hit - b->data);
+		if (!psb_add(x, offset, psb_time(c, d, offset))) {
+			pt_pkt_free_decoder(d);
+			return -ENOMEM;
+		}
+		p = hit + sizeof(psb_pattern);
+	}
+	pt_pkt_free_decoder(d);
+	return 0;
+}
+
+/* Bytes from an error at offset to the next PSB (or the end). */
+static uint64_t psb_skipped(const struct psb_index *x, uint64_t offset, uint64_t size)
+{
+	size_t lo = 0, hi = x->nr;
+
+	if (offset >= size)
+		return 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->offsets[mid] <= offset)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (lo < x->nr ? x->offsets[lo] : size) - offset;
+}
+
+/* The offset of the last PSB whose time is at or before `time`. */
+static uint64_t psb_offset_at(const struct psb_index *x, uint64_t time)
+{
+	uint64_t best = 0;
+
+	for (size_t lo = 0, hi = x->nr; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (x->times[mid] == UINT64_MAX || x->times[mid] <= time) {
+			best = x->offsets[mid];
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return best;
+}
+
+static void psb_free(struct psb_index *x)
+{
+	free(x->offsets);
+	free(x->times);
+	memset(x, 0, sizeof(*x));
+}
+
+/* ---- attribution ---- */
+
+/* The lane's own copy of an image (per-CPU lanes only). */
+static int lane_image(struct lane *l, struct pt_image *source, struct pt_image **out,
+		      struct rv_error *err)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&l->images_lock);
+	for (size_t i = 0; i < l->nr_images; i++) {
+		if (l->images[i].source == source) {
+			*out = l->images[i].copy;
+			goto out;
+		}
+	}
+	if (!ptc_grow(&l->images, &l->cap_images, l->nr_images + 1, sizeof(*l->images))) {
+		ret = rv_error_set(err, ENOMEM, "out of memory for a CPU's images");
+		goto out;
+	}
+	struct pt_image *copy = pt_image_alloc(pt_image_name(source));
+	if (!copy || pt_image_copy(copy, source) < 0) {
+		pt_image_free(copy);
+		ret = rv_error_set(err, ENOMEM, "cannot copy an image for a CPU's decoding");
+		goto out;
+	}
+	l->images[l->nr_images++] = (struct lane_image){ source, copy };
+	*out = copy;
+out:
+	pthread_mutex_unlock(&l->images_lock);
+	return ret;
+}
+
+static int lane_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
+			struct pt_image **image, struct rv_error *err)
+{
+	struct lane *l = ctx;
+	const struct rv_pt_capture *c = l->run->c;
+	const struct ptc_generation *g;
+
+	if (l->cpu != PTC_NONE) {
+		if (!ptc_task_at(l->timeline, time + SWITCH_SLACK, pid, tid))
+			*pid = *tid = PTC_NONE;
+	} else {
+		*pid = l->pid;
+		*tid = l->tid;
+	}
+	g = *pid == PTC_NONE ? NULL : ptc_generation_at(ptc_process_find(c, *pid), time);
+	*image = g ? g->image : c->kernel_image;
+	return l->run->merged ? lane_image(l, *image, image, err) : 0;
+}
+
+/* The task on the lane's CPU at `time`, through a one-interval cache (events
+ * come in time order, so most hit it). */
+static void lane_task(struct lane *l, uint64_t time, uint32_t *pid, uint32_t *tid)
+{
+	const struct ptc_cpu *k = l->timeline;
+
+	if (l->have_interval && time >= l->iv_start && time < l->iv_end) {
+		*pid = l->iv_pid;
+		*tid = l->iv_tid;
+		return;
+	}
+	size_t lo = 0, hi = k ? k->nr : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->points[mid].time <= time)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	l->have_interval = true;
+	if (lo == 0) {
+		l->iv_start = 0;
+		l->iv_pid = l->iv_tid = PTC_NONE;
+	} else {
+		l->iv_start = k->points[lo - 1].time;
+		l->iv_pid = k->points[lo - 1].pid;
+		l->iv_tid = k->points[lo - 1].tid;
+	}
+	l->iv_end = k && lo < k->nr ? k->points[lo].time : UINT64_MAX;
+	*pid = l->iv_pid;
+	*tid = l->iv_tid;
+}
+
+/* ---- progress ---- */
+
+static void progress_update(struct lane *l, uint64_t time)
+{
+	uint64_t off;
+
+	if (++l->since_progress < PROGRESS_EVERY || !l->buf)
+		return;
+	l->since_progress = 0;
+	off = psb_offset_at(&l->psb, time);
+	if (off > l->est_offset)
+		l->est_offset = off;
+	atomic_store_explicit(&l->progress, l->done_bytes + l->est_offset, memory_order_relaxed);
+}
+
+static void progress_print(struct run *r, bool force)
+{
+	const struct rv_pt_capture *c = r->c;
+	uint64_t done = 0;
+	int percent;
+
+	if (!c->progress || !c->trace_bytes)
+		return;
+	for (size_t i = 0; i < r->nr_lanes; i++)
+		done += atomic_load_explicit(&r->lanes[i].progress, memory_order_relaxed);
+	if (done > c->trace_bytes)
+		done = c->trace_bytes;
+	percent = (int)(done * 100 / c->trace_bytes);
+	if (percent == r->last_percent && !force)
+		return;
+	r->last_percent = percent;
+	r->progress_width = fprintf(stderr, "\rrearview: decoding %d%% (%.1f of %.1f MiB)", percent,
+				    (double)done / (1 << 20), (double)c->trace_bytes / (1 << 20)) -
+			    1;
+	fflush(stderr);
+}
+
+static void progress_clear(struct run *r)
+{
+	if (!r->c->progress || r->progress_width <= 0)
+		return;
+	fprintf(stderr, "\r%*s\r", r->progress_width, "");
+	fflush(stderr);
+}
+
+/* ---- the consumer: names, missing files, the sink ---- */
+
+static int emit(struct run *r, const struct rv_event *ev, struct rv_error *err)
+{
+	return r->sink(r->sink_ctx, ev, err);
+}
+
+static int consume(struct run *r, const struct rv_event *ev, uint64_t skipped, struct rv_error *err)
+{
+	struct rv_pt_capture *c = r->c;
+	struct ptc_thread *t;
+	int ret;
+
+	/* the same thread as before, its name still current: only the sink */
+	if (r->cur && ev->tid == r->cur_tid && ev->time < r->cur_until &&
+	    ev->kind == RV_EVENT_BRANCH) {
+		if (ev->time > r->cur->last_time)
+			r->cur->last_time = ev->time;
+		ret = emit(r, ev, err);
+		if (++r->consumed % PROGRESS_EVERY == 0)
+			progress_print(r, false);
+		return ret;
+	}
+	t = ptc_thread_find_mut(c, ev->tid);
+
+	if (ev->kind == RV_EVENT_TRACE_ERROR && !ev->error.overflow && ev->error.ip) {
+		size_t m = ptc_missing_at(c, ev->pid, ev->time, ev->error.ip);
+
+		if (m != SIZE_MAX) {
+			c->missing[m].pub.errors++;
+			c->missing[m].pub.skipped_bytes += skipped;
+		}
+	}
+	if (t) {
+		size_t i = ptc_comm_at(t, ev->time);
+
+		if (i != SIZE_MAX && (!t->named || i > t->named_comm)) {
+			struct rv_event name = {
+				.kind = RV_EVENT_THREAD_NAME,
+				.pid = ev->pid,
+				.tid = ev->tid,
+				.time = ev->time,
+			};
+
+			name.thread.name = t->comms[i].name;
+			t->named = true;
+			t->named_comm = i;
+			ret = emit(r, &name, err);
+			if (ret)
+				return ret;
+		}
+		t->has_events = true;
+		if (ev->time > t->last_time)
+			t->last_time = ev->time;
+		r->cur = t;
+		r->cur_tid = ev->tid;
+		r->cur_until = t->named && t->named_comm + 1 < t->nr_comms
+				       ? t->comms[t->named_comm + 1].time
+				       : UINT64_MAX;
+	}
+	ret = emit(r, ev, err);
+	if (++r->consumed % PROGRESS_EVERY == 0)
+		progress_print(r, false);
+	return ret;
+}
+
+static int emit_exit(struct run *r, struct ptc_thread *t, struct rv_error *err)
+{
+	struct rv_event ev = {
+		.kind = RV_EVENT_THREAD_EXIT,
+		.pid = t->pid,
+		.tid = t->tid,
+		.time = t->exit_time > t->last_time ? t->exit_time : t->last_time,
+	};
+
+	if (!t->exited || !t->has_events || t->exit_sent)
+		return 0;
+	t->exit_sent = true;
+	return emit(r, &ev, err);
+}
+
+/* ---- the producers ---- */
+
+/* An event from the decoder, on the lane's thread. */
+static int lane_sink(void *ctx, const struct rv_event *in, struct rv_error *err)
+{
+	struct lane *l = ctx;
+	struct run *r = l->run;
+	struct rv_event ev;
+	uint64_t skipped = 0;
+
+	if (in->kind == RV_EVENT_TRACE_ERROR && in->error.offset != UINT64_MAX)
+		skipped = psb_skipped(&l->psb, in->error.offset, l->buf->size);
+	progress_update(l, in->time);
+	if (l->cpu == PTC_NONE && !r->merged)
+		return consume(r, in, skipped, err); /* a thread's lane: as it came */
+	ev = *in;
+	if (l->cpu != PTC_NONE) {
+		/* within a stretch of trace, the task of its beginning until the
+		 * sideband says another one came in */
+		if (ev.kind == RV_EVENT_BRANCH && (ev.branch.flags & RV_BRANCH_TRACE_BEGIN))
+			l->span_floor = ev.time + SWITCH_SLACK;
+		lane_task(l, ev.time > l->span_floor ? ev.time : l->span_floor, &ev.pid, &ev.tid);
+	}
+	if (!r->merged)
+		return consume(r, &ev, skipped, err);
+
+	if (!l->filling) {
+		pthread_mutex_lock(&r->lock);
+		l->filling = r->free_blocks;
+		if (l->filling)
+			r->free_blocks = l->filling->next;
+		pthread_mutex_unlock(&r->lock);
+		if (!l->filling && !(l->filling = malloc(sizeof(*l->filling))))
+			return rv_error_set(err, ENOMEM, "out of memory for decoded events");
+		l->filling->n = 0;
+		l->filling->messages_used = 0;
+		l->filling->next = NULL;
+	}
+	struct block *b = l->filling;
+	struct queued *q = &b->items[b->n++];
+	q->ev = ev;
+	q->skipped = skipped;
+	if (ev.kind == RV_EVENT_TRACE_ERROR) {
+		char *m = b->messages + b->messages_used;
+		int n = snprintf(m, MESSAGE_MAX, "%s",
+				 ev.error.message ? ev.error.message : "decode error");
+
+		q->ev.error.message = m;
+		b->messages_used += (n < MESSAGE_MAX ? (size_t)n : MESSAGE_MAX - 1) + 1;
+	}
+	if (b->n < BLOCK_EVENTS && b->messages_used + MESSAGE_MAX <= BLOCK_MESSAGES)
+		return 0;
+
+	pthread_mutex_lock(&r->lock);
+	while (l->queued >= MAX_QUEUED_BLOCKS && !r->abort)
+		pthread_cond_wait(&r->space, &r->lock);
+	if (r->abort) {
+		pthread_mutex_unlock(&r->lock);
+		return rv_error_set(err, ECANCELED, "decoding stopped");
+	}
+	if (l->tail)
+		l->tail->next = l->filling;
+	else
+		l->head = l->filling;
+	l->tail = l->filling;
+	l->queued++;
+	l->filling = NULL;
+	pthread_cond_broadcast(&r->data);
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+/* Decodes the lane's buffers, in order. */
+static int lane_decode(struct lane *l, struct rv_error *err)
+{
+	const struct rv_pt_capture *c = l->run->c;
+	int ret = 0;
+
+	for (size_t i = 0; i < l->nr_bufs && !ret; i++) {
+		struct rv_pt_decode_options o;
+		struct rv_pt_stats s;
+
+		l->buf = &c->buffers[l->bufs[i]];
+		l->est_offset = 0;
+		l->have_interval = false;
+		l->span_floor = 0;
+		if (psb_build(c, l->buf, &l->psb))
+			return rv_error_set(err, ENOMEM, "out of memory indexing the trace");
+		memset(&o, 0, sizeof(o));
+		o.config = c->config;
+		o.time_conv = c->have_time_conv ? &c->time_conv : NULL;
+		o.pid = l->pid;
+		o.tid = l->tid;
+		o.image = c->kernel_image;
+		o.resolve = lane_resolve;
+		o.resolve_ctx = l;
+		o.iscache = c->iscache;
+		o.jobs = l->jobs;
+		o.chunk_bytes = c->chunk_bytes;
+		ret = rv_pt_decode(l->buf->data, (size_t)l->buf->size, &o, lane_sink, l, &s, err);
+		rv_pt_stats_merge(&l->stats, &s);
+		l->done_bytes += l->buf->size;
+		atomic_store_explicit(&l->progress, l->done_bytes, memory_order_relaxed);
+	}
+	return ret;
+}
+
+static void *producer(void *arg)
+{
+	struct lane *l = arg;
+	struct run *r = l->run;
+	int rc = lane_decode(l, &l->err);
+
+	pthread_mutex_lock(&r->lock);
+	if (l->filling && l->filling->n && !r->abort) {
+		if (l->tail)
+			l->tail->next = l->filling;
+		else
+			l->head = l->filling;
+		l->tail = l->filling;
+		l->queued++;
+		l->filling = NULL;
+	}
+	if (l->filling) {
+		l->filling->next = r->free_blocks;
+		r->free_blocks = l->filling;
+		l->filling = NULL;
+	}
+	l->rc = rc;
+	l->done = true;
+	pthread_cond_broadcast(&r->data);
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* ---- lanes ---- */
+
+static struct lane *lane_for(struct run *r, uint32_t cpu, uint32_t tid)
+{
+	for (size_t i = 0; i < r->nr_lanes; i++)
+		if (r->lanes[i].cpu == cpu && (cpu != PTC_NONE || r->lanes[i].tid == tid))
+			return &r->lanes[i];
+	if (!ptc_grow(&r->lanes, &r->cap_lanes, r->nr_lanes + 1, sizeof(*r->lanes)))
+		return NULL;
+	struct lane *l = &r->lanes[r->nr_lanes];
+	memset(l, 0, sizeof(*l));
+	l->index = r->nr_lanes++;
+	l->cpu = cpu;
+	l->tid = tid;
+	pthread_mutex_init(&l->images_lock, NULL);
+	return l;
+}
+
+static int make_lanes(struct run *r, bool per_cpu, struct rv_error *err)
+{
+	struct rv_pt_capture *c = r->c;
+
+	r->nr_lanes = 0;
+	for (size_t i = 0; i < c->nr_buffers; i++) {
+		const struct rv_perf_auxtrace *a = &c->buffers[i].aux;
+		bool cpu_buffer = c->info.per_cpu_mmaps && a->cpu != PTC_NONE;
+		struct lane *l;
+
+		if (cpu_buffer != per_cpu)
+			continue;
+		l = lane_for(r, per_cpu ? a->cpu : PTC_NONE, per_cpu ? PTC_NONE : a->tid);
+		if (!l || !ptc_grow(&l->bufs, &l->cap_bufs, l->nr_bufs + 1, sizeof(*l->bufs)))
+			return rv_error_set(err, ENOMEM, "out of memory");
+		l->bufs[l->nr_bufs++] = i;
+	}
+	for (size_t i = 0; i < r->nr_lanes; i++) {
+		struct lane *l = &r->lanes[i];
+		const struct ptc_thread *t = ptc_thread_find(c, l->tid);
+
+		l->run = r;
+		if (per_cpu) {
+			l->timeline = ptc_cpu_find(c, l->cpu);
+			l->pid = l->tid = PTC_NONE;
+		} else {
+			l->pid = t ? t->pid : l->tid;
+		}
+	}
+	return 0;
+}
+
+static void lanes_free(struct run *r)
+{
+	for (size_t i = 0; i < r->nr_lanes; i++) {
+		struct lane *l = &r->lanes[i];
+
+		while (l->head) {
+			struct block *b = l->head;
+
+			l->head = b->next;
+			free(b);
+		}
+		free(l->consuming);
+		free(l->filling);
+		free(l->bufs);
+		psb_free(&l->psb);
+		for (size_t j = 0; j < l->nr_images; j++)
+			pt_image_free(l->images[j].copy);
+		free(l->images);
+		pthread_mutex_destroy(&l->images_lock);
+	}
+	free(r->lanes);
+	r->lanes = NULL;
+	r->nr_lanes = r->cap_lanes = 0;
+	while (r->free_blocks) {
+		struct block *b = r->free_blocks;
+
+		r->free_blocks = b->next;
+		free(b);
+	}
+}
+
+/* Per-thread lanes, one after another on this thread. */
+static int decode_threads(struct run *r, struct rv_pt_stats *stats, struct rv_error *err)
+{
+	int ret = make_lanes(r, false, err);
+
+	for (size_t i = 0; !ret && i < r->nr_lanes; i++) {
+		struct lane *l = &r->lanes[i];
+		struct ptc_thread *t = ptc_thread_find_mut(r->c, l->tid);
+
+		l->jobs = r->c->jobs;
+		ret = lane_decode(l, err);
+		rv_pt_stats_merge(stats, &l->stats);
+		if (!ret && t)
+			ret = emit_exit(r, t, err);
+	}
+	lanes_free(r);
+	return ret;
+}
+
+/* The next queued event of a lane, waiting for its producer; NULL when the
+ * lane has no more. */
+static struct queued *lane_head(struct run *r, struct lane *l)
+{
+	if (l->exhausted)
+		return NULL;
+	if (l->consuming && l->pos < l->consuming->n)
+		return &l->consuming->items[l->pos];
+	pthread_mutex_lock(&r->lock);
+	if (l->consuming) {
+		l->consuming->next = r->free_blocks;
+		r->free_blocks = l->consuming;
+		l->consuming = NULL;
+	}
+	while (!l->head && !l->done)
+		pthread_cond_wait(&r->data, &r->lock);
+	if (l->head) {
+		l->consuming = l->head;
+		l->head = l->head->next;
+		if (!l->head)
+			l->tail = NULL;
+		l->queued--;
+		l->pos = 0;
+		pthread_cond_broadcast(&r->space);
+	} else {
+		l->exhausted = true;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return l->exhausted ? NULL : &l->consuming->items[0];
+}
+
+static int merge(struct run *r, struct rv_error *err)
+{
+	for (;;) {
+		struct lane *best = NULL;
+		struct queued *best_q = NULL;
+
+		for (size_t i = 0; i < r->nr_lanes; i++) {
+			struct queued *q = lane_head(r, &r->lanes[i]);
+
+			if (q && (!best_q || q->ev.time < best_q->ev.time)) {
+				best = &r->lanes[i];
+				best_q = q;
+			}
+		}
+		if (!best)
+			return 0;
+		int ret = consume(r, &best_q->ev, best_q->skipped, err);
+		if (ret)
+			return ret;
+		best->pos++;
+	}
+}
+
+/* Per-CPU lanes: producers and the merge. */
+static int decode_cpus(struct run *r, struct rv_pt_stats *stats, struct rv_error *err)
+{
+	int ret = make_lanes(r, true, err);
+	unsigned jobs = r->c->jobs ? r->c->jobs : 1;
+
+	if (ret || !r->nr_lanes) {
+		lanes_free(r);
+		return ret;
+	}
+	r->merged = true;
+	for (size_t i = 0; i < r->nr_lanes; i++) {
+		struct lane *l = &r->lanes[i];
+
+		l->jobs = (unsigned)((jobs + r->nr_lanes - 1) / r->nr_lanes);
+		if (pthread_create(&l->thread, NULL, producer, l)) {
+			ret = rv_error_set(err, EAGAIN, "cannot start a decoding thread");
+			break;
+		}
+		l->started = true;
+	}
+	if (!ret)
+		ret = merge(r, err);
+	pthread_mutex_lock(&r->lock);
+	r->abort = ret != 0;
+	pthread_cond_broadcast(&r->space);
+	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < r->nr_lanes; i++) {
+		struct lane *l = &r->lanes[i];
+
+		if (l->started)
+			pthread_join(l->thread, NULL);
+		rv_pt_stats_merge(stats, &l->stats);
+		if (!ret && l->rc < 0 && l->rc != -ECANCELED) {
+			ret = l->rc;
+			if (err)
+				*err = l->err;
+		}
+	}
+	for (size_t i = 0; !ret && i < r->c->nr_threads; i++)
+		ret = emit_exit(r, &r->c->threads[i], err);
+	lanes_free(r);
+	return ret;
+}
+
+int rv_pt_capture_decode(struct rv_pt_capture *c, rv_pt_sink_fn sink, void *sink_ctx,
+			 struct rv_pt_stats *stats, struct rv_error *err)
+{
+	struct run r;
+	int ret;
+
+	memset(stats, 0, sizeof(*stats));
+	if (!c || !sink)
+		return rv_error_set(err, EINVAL, "no capture or no sink to decode into");
+	memset(&r, 0, sizeof(r));
+	r.c = c;
+	r.sink = sink;
+	r.sink_ctx = sink_ctx;
+	r.last_percent = -1;
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.data, NULL);
+	pthread_cond_init(&r.space, NULL);
+	for (size_t i = 0; i < c->nr_missing; i++)
+		c->missing[i].pub.errors = c->missing[i].pub.skipped_bytes = 0;
+	for (size_t i = 0; i < c->nr_threads; i++) {
+		c->threads[i].named = false;
+		c->threads[i].has_events = false;
+		c->threads[i].last_time = 0;
+		c->threads[i].exit_sent = false;
+	}
+
+	progress_print(&r, true);
+	ret = decode_threads(&r, stats, err);
+	if (!ret)
+		ret = decode_cpus(&r, stats, err);
+	progress_clear(&r);
+	pthread_cond_destroy(&r.space);
+	pthread_cond_destroy(&r.data);
+	pthread_mutex_destroy(&r.lock);
+	return ret;
+}

@@ -1,0 +1,208 @@
+/* pt_code.c: instruction length and transfer class by address, with Zydis
+ * over bytes from libipt's image section cache, in an open-addressing cache. */
+#include "decode/pt_code.h"
+
+#include <Zydis/Zydis.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct slot {
+	uint64_t ip;
+	int isid; /* 0: the slot is empty (sections without an id are never cached) */
+	uint8_t mode;
+	struct rv_pt_insn insn;
+};
+
+struct rv_pt_code {
+	struct pt_image_section_cache *iscache;
+	ZydisDecoder decoder64, decoder32, decoder16;
+	struct slot *slots;
+	size_t mask, used;
+	uint64_t decoded;
+};
+
+#define INITIAL_SLOTS (1u << 14)
+
+static size_t slot_of(uint64_t ip, int isid, size_t mask)
+{
+	uint64_t h = ip ^ ((uint64_t)(uint32_t)isid << 47);
+
+	h ^= h >> 31;
+	h *= 0x9e3779b97f4a7c15ULL;
+	h ^= h >> 29;
+	return (size_t)h & mask;
+}
+
+struct rv_pt_code *rv_pt_code_new(struct pt_image_section_cache *iscache)
+{
+	struct rv_pt_code *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->iscache = iscache;
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&c->decoder64, ZYDIS_MACHINE_MODE_LONG_64,
+					   ZYDIS_STACK_WIDTH_64)) ||
+	    !ZYAN_SUCCESS(ZydisDecoderInit(&c->decoder32, ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
+					   ZYDIS_STACK_WIDTH_32)) ||
+	    !ZYAN_SUCCESS(ZydisDecoderInit(&c->decoder16, ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
+					   ZYDIS_STACK_WIDTH_16))) {
+		free(c);
+		return NULL;
+	}
+	c->mask = INITIAL_SLOTS - 1;
+	c->slots = calloc(INITIAL_SLOTS, sizeof(*c->slots));
+	if (!c->slots) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void rv_pt_code_free(struct rv_pt_code *c)
+{
+	if (!c)
+		return;
+	free(c->slots);
+	free(c);
+}
+
+uint64_t rv_pt_code_decoded(const struct rv_pt_code *c)
+{
+	return c->decoded;
+}
+
+static bool grow(struct rv_pt_code *c)
+{
+	size_t mask = c->mask * 2 + 1;
+	struct slot *slots = calloc(mask + 1, sizeof(*slots));
+
+	if (!slots)
+		return false;
+	for (size_t i = 0; i <= c->mask; i++) {
+		const struct slot *s = &c->slots[i];
+
+		if (!s->isid)
+			continue;
+		size_t j = slot_of(s->ip, s->isid, mask);
+
+		while (slots[j].isid)
+			j = (j + 1) & mask;
+		slots[j] = *s;
+	}
+	free(c->slots);
+	c->slots = slots;
+	c->mask = mask;
+	return true;
+}
+
+static enum rv_pt_insn_class classify(const ZydisDecodedInstruction *insn)
+{
+	bool far = insn->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+	bool direct = insn->raw.imm[0].is_relative;
+
+	switch (insn->mnemonic) {
+	case ZYDIS_MNEMONIC_SYSCALL:
+	case ZYDIS_MNEMONIC_SYSENTER:
+		return RV_PT_INSN_SYSCALL;
+	case ZYDIS_MNEMONIC_SYSRET:
+	case ZYDIS_MNEMONIC_SYSEXIT:
+		return RV_PT_INSN_SYSRET;
+	case ZYDIS_MNEMONIC_INT:
+	case ZYDIS_MNEMONIC_INT1:
+	case ZYDIS_MNEMONIC_INT3:
+	case ZYDIS_MNEMONIC_INTO:
+		return RV_PT_INSN_SOFT_INT;
+	case ZYDIS_MNEMONIC_IRET:
+	case ZYDIS_MNEMONIC_IRETD:
+	case ZYDIS_MNEMONIC_IRETQ:
+		return RV_PT_INSN_IRET;
+	case ZYDIS_MNEMONIC_RET:
+		return far ? RV_PT_INSN_FAR_RETURN : RV_PT_INSN_RETURN;
+	case ZYDIS_MNEMONIC_JMP:
+		if (far)
+			return RV_PT_INSN_FAR_JUMP;
+		return direct ? RV_PT_INSN_JUMP : RV_PT_INSN_JUMP_IND;
+	case ZYDIS_MNEMONIC_CALL:
+		if (far)
+			return RV_PT_INSN_FAR_CALL;
+		return direct ? RV_PT_INSN_CALL : RV_PT_INSN_CALL_IND;
+	default:
+		break;
+	}
+	if (insn->meta.category == ZYDIS_CATEGORY_COND_BR)
+		return RV_PT_INSN_COND;
+	return RV_PT_INSN_OTHER;
+}
+
+static const ZydisDecoder *decoder_for(const struct rv_pt_code *c, enum pt_exec_mode mode)
+{
+	switch (mode) {
+	case ptem_32bit:
+		return &c->decoder32;
+	case ptem_16bit:
+		return &c->decoder16;
+	default:
+		return &c->decoder64;
+	}
+}
+
+const struct rv_pt_insn *rv_pt_code_get(struct rv_pt_code *c, int isid, uint64_t ip,
+					enum pt_exec_mode mode, const uint8_t *raw,
+					uint8_t raw_size)
+{
+	uint8_t bytes[pt_max_insn_size];
+	size_t size;
+
+	if (isid <= 0)
+		return NULL;
+
+	size_t i = slot_of(ip, isid, c->mask);
+
+	for (;; i = (i + 1) & c->mask) {
+		struct slot *s = &c->slots[i];
+
+		if (!s->isid)
+			break;
+		if (s->ip == ip && s->isid == isid && s->mode == (uint8_t)mode)
+			return &s->insn;
+	}
+
+	if (raw && raw_size) {
+		size = raw_size < sizeof(bytes) ? raw_size : sizeof(bytes);
+		memcpy(bytes, raw, size);
+	} else {
+		int n = c->iscache ? pt_iscache_read(c->iscache, bytes, sizeof(bytes), isid, ip)
+				   : -pte_invalid;
+
+		if (n <= 0)
+			return NULL;
+		size = (size_t)n;
+	}
+
+	ZydisDecodedInstruction insn;
+
+	if (!ZYAN_SUCCESS(
+		    ZydisDecoderDecodeInstruction(decoder_for(c, mode), NULL, bytes, size, &insn)))
+		return NULL;
+	c->decoded++;
+
+	if ((c->used + 1) * 2 > c->mask) {
+		if (!grow(c))
+			return NULL;
+		i = slot_of(ip, isid, c->mask);
+		while (c->slots[i].isid)
+			i = (i + 1) & c->mask;
+	}
+
+	struct slot *s = &c->slots[i];
+
+	s->ip = ip;
+	s->isid = isid;
+	s->mode = (uint8_t)mode;
+	s->insn.size = insn.length;
+	s->insn.cls = (uint8_t)classify(&insn);
+	s->insn.disp = insn.raw.imm[0].is_relative ? (int32_t)insn.raw.imm[0].value.s : 0;
+	c->used++;
+	return &s->insn;
+}

@@ -1,0 +1,746 @@
+/* branches.c: call stacks from branches (Intel PT decoded here, or imported
+ * from perf script), with the rules builder.h lists: batches of events that
+ * share a timestamp, calls and returns, tail calls and unwinds, placeholders
+ * for untraced time, stacks set aside while the kernel runs, trace errors.
+ *
+ * A thread's stacks live in its one frame array (thread_state.stack): the
+ * active stack is the last segment, the stacks set aside by kernel entries
+ * are the segments below it, so that a frame's parent for the writer's
+ * nesting order is always the frame below it in the array.
+ *
+ * Not here: sampled stacks (builder.c), symbol lookup (the symbolizer), file
+ * formats (the writer).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/builder_internal.h"
+
+/* The lowest kernel address on x86-64 (the canonical high half). */
+#define KERNEL_START 0xffff800000000000ull
+
+/* A batch this long is handled at its own time rather than spread: the
+ * clock is too coarse for spreading to mean anything, and the memory a batch
+ * holds stays bounded. */
+#define MAX_BATCH 65536
+
+/* Kernel entries nest a few deep (syscall, interrupt, NMI); a stream that
+ * enters more often than it leaves keeps what is beyond this on one stack. */
+#define MAX_STACKS 16
+
+static const char NAME_UNKNOWN[] = "[unknown]";
+static const char NAME_UNTRACED[] = "[untraced]";
+static const char NAME_SYSCALL[] = "[syscall]";
+static const char NAME_RETURNED[] = "[returned]";
+static const char NAME_GAP[] = "[trace gap]";
+
+/* A function as far as the stack rules care. */
+struct function {
+	const char *name;
+	uint64_t start, end; /* [start, end); end 0 when the size is unknown */
+	bool known;	     /* a symbol covers it; else all unknown code is one function */
+};
+
+/* One end of a branch, resolved to its function only when a rule needs it. */
+struct target {
+	uint64_t ip;
+	const char *sym; /* from the event (perf script); NULL: ask the symbolizer */
+	uint64_t sym_start;
+	bool resolved;
+	struct function fn;
+};
+
+/* The event being handled. */
+struct step {
+	struct rv_builder *b;
+	struct thread_state *t;
+	uint64_t now;
+	struct rv_error *err;
+};
+
+static int out_of_memory(struct rv_error *err)
+{
+	return rv_error_set(err, ENOMEM, "out of memory");
+}
+
+static struct segment *active_segment(const struct thread_state *t)
+{
+	return &t->br.segs[t->br.nr_segs - 1];
+}
+
+static bool stack_empty(const struct thread_state *t)
+{
+	return t->depth == active_segment(t)->base;
+}
+
+static struct open_frame *top_frame(const struct thread_state *t)
+{
+	return &t->stack[t->depth - 1];
+}
+
+/* The events whose time the batch spreads: all of them. magic-trace spreads
+ * over calls only, which leaves a call and its return in one batch a
+ * zero-length span, and a frame ended by a jump (a tail call, a longjmp) at
+ * the time it began, which a reader may take for its parent's sibling. Every
+ * branch taking its share keeps each span a length and the order of events
+ * that nesting needs. */
+static bool takes_share(const struct batched_event *e)
+{
+	(void)e;
+	return true;
+}
+
+static const struct function *resolve(struct step *s, struct target *tg)
+{
+	struct function *fn = &tg->fn;
+
+	if (tg->resolved)
+		return fn;
+	tg->resolved = true;
+	*fn = (struct function){ .name = NAME_UNKNOWN };
+	if (tg->sym) {
+		/* perf script's text: trusted as given */
+		if (tg->sym[0] && strcmp(tg->sym, "[unknown]")) {
+			fn->name = tg->sym;
+			fn->start = tg->sym_start;
+			fn->known = true;
+		}
+	} else if (tg->ip) {
+		struct rv_symbol sym;
+
+		rv_symbolizer_lookup(s->b->symbolizer, s->t->pid, tg->ip, &sym);
+		/* Code no symbol covers is named by where it is ("libfoo.so+0x1038",
+		 * or the address itself), though for the rules it is all one
+		 * unknown function. */
+		fn->name = sym.name;
+		if (sym.known) {
+			fn->name = sym.name;
+			fn->start = sym.start;
+			/* A size that does not cover the address (kallsyms guesses)
+			 * is no size: the start is compared instead. */
+			if (sym.size && tg->ip - sym.start < sym.size)
+				fn->end = sym.start + sym.size;
+			fn->known = true;
+		}
+	}
+	return fn;
+}
+
+/* Whether `tg` is in f's function: a range compare for a function of known
+ * size, which is every jump inside a function traced with binaries. */
+static bool frame_has(struct step *s, const struct open_frame *f, struct target *tg)
+{
+	const struct function *fn;
+
+	if (f->flags & FRAME_PLACEHOLDER)
+		return false;
+	if (f->hi)
+		return tg->ip >= f->lo && tg->ip < f->hi;
+	fn = resolve(s, tg);
+	if (!fn->known)
+		return !(f->flags & FRAME_KNOWN);
+	return (f->flags & FRAME_KNOWN) && f->lo == fn->start;
+}
+
+/* The index of the nearest frame below the top (in the active stack) whose
+ * function `tg` is in the middle of, or -1. A function's first byte is a call
+ * or a tail call, never a place to unwind to; unknown code is never one. */
+static long deeper_frame(struct step *s, struct target *tg)
+{
+	const struct thread_state *t = s->t;
+	const struct function *fn = resolve(s, tg);
+	size_t base = active_segment(t)->base;
+
+	if (!fn->known || tg->ip == fn->start || t->depth < base + 2)
+		return -1;
+	for (size_t i = t->depth - 1; i-- > base;) {
+		const struct open_frame *f = &t->stack[i];
+
+		if ((f->flags & (FRAME_KNOWN | FRAME_PLACEHOLDER)) == FRAME_KNOWN &&
+		    f->lo == fn->start)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* Self time: the top frame ran from when it became the top until now. */
+static int account(struct step *s)
+{
+	struct thread_state *t = s->t;
+
+	if (t->depth && !(top_frame(t)->flags & FRAME_PLACEHOLDER) && s->now > t->br.since &&
+	    builder_add_self_time(s->b, top_frame(t)->name, s->now - t->br.since))
+		return out_of_memory(s->err);
+	t->br.since = s->now;
+	return 0;
+}
+
+/* Pushes a frame that begins now, or, inferred, at the active stack's
+ * create_time, taking the stack's orphans as the spans it held. */
+static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsigned flags)
+{
+	struct thread_state *t = s->t;
+	struct segment *seg = active_segment(t);
+	uint64_t begin = flags & FRAME_INFERRED ? seg->create_time : s->now;
+	struct open_frame *f;
+	int ret = account(s);
+
+	if (ret)
+		return ret;
+	if (builder_push_frame(t, lo, name, begin))
+		return out_of_memory(s->err);
+	f = top_frame(t);
+	f->lo = lo;
+	f->hi = hi;
+	f->flags = flags;
+	if (!(flags & FRAME_INFERRED))
+		return 0;
+	s->b->stats.inferred++;
+	if (t->depth - 1 != seg->base || !seg->nr_orphans)
+		return 0;
+	if (f->cap_held < seg->nr_orphans) {
+		struct pending_span *grown = realloc(f->held, seg->nr_orphans * sizeof(*grown));
+
+		if (!grown)
+			return out_of_memory(s->err);
+		f->held = grown;
+		f->cap_held = seg->nr_orphans;
+	}
+	memcpy(f->held, seg->orphans, seg->nr_orphans * sizeof(*f->held));
+	f->nr_held = seg->nr_orphans;
+	seg->nr_orphans = 0;
+	return 0;
+}
+
+static int push_target(struct step *s, struct target *tg, unsigned flags)
+{
+	const struct function *fn = resolve(s, tg);
+
+	return push(s, fn->name, fn->start, fn->end, flags | (fn->known ? FRAME_KNOWN : 0));
+}
+
+static int push_placeholder(struct step *s, const char *name)
+{
+	return push(s, name, 0, 0, FRAME_PLACEHOLDER);
+}
+
+static int pop(struct step *s)
+{
+	int ret = account(s);
+
+	return ret ? ret : builder_close_top(s->b, s->t, s->now, s->err);
+}
+
+/* Ends the frames above index (longjmp, exceptions, sigreturn). */
+static int unwind_to(struct step *s, size_t index)
+{
+	while (s->t->depth > index + 1) {
+		int ret = pop(s);
+
+		if (ret)
+			return ret;
+		s->b->stats.unwinds++;
+	}
+	return 0;
+}
+
+/* A frame that takes the top's place (a tail call, ret+call) was entered as
+ * the top was: a signal handler's tail callee returns to the restorer too. */
+static int replace_top(struct step *s, struct target *tg)
+{
+	unsigned entered = top_frame(s->t)->flags & FRAME_ASYNC;
+	int ret = pop(s);
+
+	return ret ? ret : push_target(s, tg, entered);
+}
+
+enum otherwise {
+	OTHERWISE_REPLACE, /* `to` was reached by a ret or jmp from the top's function */
+	OTHERWISE_PUSH,	   /* `to` runs on top of the stack (a signal handler) */
+};
+
+/* Brings the stack in line with execution continuing at `tg`. */
+static int land(struct step *s, struct target *tg, enum otherwise otherwise, bool infer_if_empty)
+{
+	long deeper;
+
+	if (!tg->ip)
+		return 0;
+	if (stack_empty(s->t))
+		return push_target(s, tg, infer_if_empty ? FRAME_INFERRED : 0);
+	if (frame_has(s, top_frame(s->t), tg))
+		return 0;
+	deeper = deeper_frame(s, tg);
+	if (deeper >= 0)
+		return unwind_to(s, (size_t)deeper);
+	if (otherwise == OTHERWISE_REPLACE)
+		return replace_top(s, tg);
+	return push_target(s, tg, FRAME_ASYNC);
+}
+
+static int on_return(struct step *s, struct target *from, struct target *to, bool traced)
+{
+	struct thread_state *t = s->t;
+	bool entered_async = false;
+	int ret;
+
+	s->b->stats.returns++;
+	if (stack_empty(t)) {
+		/* Called before the stack's start: it ran since then, as a guess. */
+		const struct function *fn = resolve(s, from);
+		struct pending_span span = {
+			.name = fn->name,
+			.begin = active_segment(t)->create_time,
+			.end = s->now,
+			.inferred = true,
+		};
+
+		s->b->stats.inferred++;
+		ret = builder_settle(s->b, t, &span, NULL, 0, t->depth, s->err);
+	} else {
+		entered_async = top_frame(t)->flags & FRAME_ASYNC;
+		ret = pop(s);
+	}
+	if (ret)
+		return ret;
+	if (!traced)
+		return push_placeholder(s, NAME_RETURNED);
+	/* A handler's ret goes to a restorer nobody called: it runs on top. */
+	return land(s, to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
+}
+
+static int on_jump(struct step *s, struct target *to)
+{
+	const struct function *fn;
+	long deeper;
+
+	if (!to->ip)
+		return 0;
+	if (stack_empty(s->t))
+		return push_target(s, to, FRAME_INFERRED);
+	if (frame_has(s, top_frame(s->t), to))
+		return 0;
+	fn = resolve(s, to);
+	if (fn->known && to->ip == fn->start) {
+		s->b->stats.tail_calls++;
+		return replace_top(s, to);
+	}
+	deeper = deeper_frame(s, to);
+	if (deeper >= 0)
+		return unwind_to(s, (size_t)deeper);
+	return replace_top(s, to);
+}
+
+static int on_trace_begin(struct step *s, struct target *to)
+{
+	struct thread_state *t = s->t;
+
+	if (!stack_empty(t) && (top_frame(t)->flags & FRAME_PLACEHOLDER)) {
+		int ret = pop(s);
+
+		if (ret)
+			return ret;
+	}
+	if (!to->ip)
+		return 0;
+	if (stack_empty(t))
+		return push_target(s, to, t->br.fresh ? FRAME_INFERRED : 0);
+	return land(s, to, OTHERWISE_PUSH, false);
+}
+
+static int enter_kernel(struct step *s, struct target *to)
+{
+	struct branch_state *br = &s->t->br;
+	struct segment *seg;
+
+	if (br->nr_segs == MAX_STACKS)
+		return push_target(s, to, 0);
+	if (br->nr_segs == br->cap_segs) {
+		size_t cap = br->cap_segs * 2;
+		struct segment *grown = realloc(br->segs, cap * sizeof(*grown));
+
+		if (!grown)
+			return out_of_memory(s->err);
+		memset(grown + br->cap_segs, 0, (cap - br->cap_segs) * sizeof(*grown));
+		br->segs = grown;
+		br->cap_segs = cap;
+	}
+	seg = &br->segs[br->nr_segs++];
+	seg->base = s->t->depth;
+	seg->create_time = s->now;
+	seg->nr_orphans = 0;
+	return push_target(s, to, 0);
+}
+
+/* Drops the active segment (already empty): its orphans go where a span
+ * standing at its base goes now. */
+static int pop_segment(struct step *s)
+{
+	struct branch_state *br = &s->t->br;
+	struct segment *dead = &br->segs[--br->nr_segs];
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < dead->nr_orphans; i++)
+		ret = builder_settle(s->b, s->t, &dead->orphans[i], NULL, 0, dead->base, s->err);
+	dead->nr_orphans = 0;
+	return ret;
+}
+
+static int end_active_stack(struct step *s)
+{
+	while (!stack_empty(s->t)) {
+		int ret = pop(s);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int leave_kernel(struct step *s, struct target *to, bool traced)
+{
+	int ret = end_active_stack(s);
+
+	if (!ret && s->t->br.nr_segs > 1)
+		ret = pop_segment(s);
+	if (ret)
+		return ret;
+	if (!traced)
+		return push_placeholder(s, NAME_UNTRACED);
+	return land(s, to, OTHERWISE_PUSH, true);
+}
+
+/* Ends every frame of every stack now; the thread's next event starts
+ * afresh. */
+static int close_all(struct step *s)
+{
+	struct branch_state *br = &s->t->br;
+	struct segment *bottom;
+	int ret;
+
+	if (!br->active)
+		return 0;
+	for (;;) {
+		ret = end_active_stack(s);
+		if (!ret && br->nr_segs > 1)
+			ret = pop_segment(s);
+		else if (!ret)
+			break;
+		if (ret)
+			return ret;
+	}
+	/* No inferred parent can come any more. */
+	bottom = &br->segs[0];
+	for (size_t i = 0; !ret && i < bottom->nr_orphans; i++)
+		ret = builder_write_span(s->b, s->t, &bottom->orphans[i], s->err);
+	bottom->nr_orphans = 0;
+	br->nr_segs = 0;
+	br->active = false;
+	return ret;
+}
+
+static int on_error(struct step *s, const struct batched_event *e)
+{
+	struct branch_state *br = &s->t->br;
+	char name[256];
+	int ret;
+
+	s->b->stats.errors++;
+	if (e->overflow)
+		snprintf(name, sizeof(name), "[overflow]");
+	else
+		snprintf(name, sizeof(name), "[decode error: %s]", e->message);
+	ret = rv_trace_writer_instant(s->b->writer, s->t->pid, s->t->tid, name,
+				      builder_rel(s->b, s->now), NULL, 0, s->err);
+	if (!ret)
+		ret = close_all(s);
+	br->in_gap = true;
+	br->gap_begin = s->now;
+	br->have_error = true;
+	br->error_time = s->now;
+	return ret;
+}
+
+static int start_stack(struct step *s)
+{
+	struct branch_state *br = &s->t->br;
+
+	if (!br->cap_segs) {
+		br->segs = calloc(4, sizeof(*br->segs));
+		if (!br->segs)
+			return out_of_memory(s->err);
+		br->cap_segs = 4;
+	}
+	br->nr_segs = 1;
+	br->segs[0].base = s->t->depth;
+	br->segs[0].create_time = s->now;
+	br->segs[0].nr_orphans = 0;
+	br->active = true;
+	br->fresh = true;
+	br->since = s->now;
+	return 0;
+}
+
+static int on_branch(struct step *s, const struct batched_event *e)
+{
+	const unsigned both = RV_BRANCH_TRACE_BEGIN | RV_BRANCH_TRACE_END;
+	bool traced = !(e->flags & RV_BRANCH_TRACE_END);
+	struct target from = { .ip = e->from_ip, .sym = e->from_sym, .sym_start = e->from_start };
+	struct target to = { .ip = e->to_ip, .sym = e->to_sym, .sym_start = e->to_start };
+
+	s->b->stats.branches++;
+	if ((e->flags & both) == both)
+		return 0; /* nothing ran traced */
+	if (e->flags & RV_BRANCH_TRACE_BEGIN)
+		return on_trace_begin(s, &to);
+	switch (e->kind) {
+	case RV_BRANCH_CALL:
+		s->b->stats.calls++;
+		if (!to.ip)
+			return push_placeholder(s, NAME_UNTRACED);
+		return push_target(s, &to, 0);
+	case RV_BRANCH_RETURN:
+		return on_return(s, &from, &to, traced);
+	case RV_BRANCH_SYSRET:
+	case RV_BRANCH_IRET:
+		return leave_kernel(s, &to, traced);
+	default:
+		break;
+	}
+	if (!traced)
+		return push_placeholder(s, e->kind == RV_BRANCH_SYSCALL ? NAME_SYSCALL
+									: NAME_UNTRACED);
+	if ((e->kind == RV_BRANCH_SYSCALL || e->kind == RV_BRANCH_INTERRUPT ||
+	     e->kind == RV_BRANCH_SOFT_INT || (e->flags & RV_BRANCH_ASYNC)) &&
+	    to.ip >= KERNEL_START)
+		return enter_kernel(s, &to);
+	if (e->kind == RV_BRANCH_NONE)
+		return 0;
+	return on_jump(s, &to); /* JUMP, COND, TX_ABORT, and int/syscall to user code */
+}
+
+static int handle(struct rv_builder *b, struct thread_state *t, const struct batched_event *e,
+		  uint64_t now, struct rv_error *err)
+{
+	struct step s = { .b = b, .t = t, .now = now, .err = err };
+	struct branch_state *br = &t->br;
+	int ret = builder_ensure_track(b, t, err);
+
+	if (ret)
+		return ret;
+	br->last_time = now;
+	if (br->in_gap) {
+		struct pending_span gap = { .name = NAME_GAP, .begin = br->gap_begin, .end = now };
+
+		br->in_gap = false;
+		if (now > gap.begin) {
+			ret = builder_write_span(b, t, &gap, err);
+			if (ret)
+				return ret;
+		}
+	}
+	if (e->error)
+		return on_error(&s, e);
+	if (!br->active) {
+		ret = start_stack(&s);
+		if (ret)
+			return ret;
+	}
+	ret = on_branch(&s, e);
+	br->fresh = false;
+	return ret;
+}
+
+/* The hot path: a jump or jcc inside the top frame's function of known size
+ * changes nothing, and is decided here without a call. */
+static bool stays_in_top(const struct thread_state *t, const struct batched_event *e)
+{
+	const struct open_frame *top;
+
+	if ((e->kind != RV_BRANCH_COND && e->kind != RV_BRANCH_JUMP) || e->flags || e->error ||
+	    !t->br.active || t->br.in_gap || t->depth == active_segment(t)->base)
+		return false;
+	top = top_frame(t);
+	return top->hi && e->to_ip >= top->lo && e->to_ip < top->hi;
+}
+
+/* Takes one event at its time (after spreading). */
+static int take(struct rv_builder *b, struct thread_state *t, const struct batched_event *e,
+		uint64_t now, struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+
+	if (br->have_error && now <= br->error_time)
+		now = br->error_time + 1; /* magic-trace #155 */
+	if (now > b->stats.last_time)
+		b->stats.last_time = now;
+	if (stays_in_top(t, e)) {
+		br->last_time = now;
+		b->stats.branches++;
+		return 0;
+	}
+	return handle(b, t, e, now, err);
+}
+
+/* Takes the batched events spread over [batch_time, next_time), and closes
+ * the batch. The batch's first event, taken when it came, had the batch's
+ * time, as it would now. */
+static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t next_time,
+		       struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	uint64_t span = next_time > br->batch_time ? next_time - br->batch_time : 0;
+	uint64_t ncalls = br->batch_calls;
+
+	/* No later time to spread to (the thread's last batch, or one too long
+	 * to hold): a nanosecond each keeps the order that nesting needs. */
+	if (span == 0)
+		span = ncalls;
+	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
+	uint64_t calls = br->taken_calls;
+	int ret = 0;
+
+	for (size_t i = 0; i < br->nr_batch; i++) {
+		struct batched_event *e = &br->batch[i];
+		uint64_t k;
+
+		if (!ret) {
+			calls += takes_share(e);
+			k = calls ? calls - 1 : 0;
+			/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
+			ret = take(b, t, e,
+				   br->batch_time + k * quotient +
+					   (ncalls ? k * remainder / ncalls : 0),
+				   err);
+		}
+		if (e->error)
+			free((char *)e->message);
+	}
+	br->nr_batch = 0;
+	br->batch_open = false;
+	return ret;
+}
+
+static void copy_event(struct batched_event *e, const struct rv_event *ev)
+{
+	memset(e, 0, sizeof(*e));
+	if (ev->kind == RV_EVENT_TRACE_ERROR) {
+		e->error = true;
+		e->overflow = ev->error.overflow;
+		e->message = ev->error.message ? ev->error.message : "unknown error";
+		return;
+	}
+	e->kind = (uint8_t)ev->branch.kind;
+	e->flags = (uint8_t)ev->branch.flags;
+	e->from_ip = ev->branch.from.ip;
+	e->from_sym = ev->branch.from.sym;
+	e->from_start = ev->branch.from.sym_start;
+	e->to_ip = ev->branch.to.ip;
+	e->to_sym = ev->branch.to.sym;
+	e->to_start = ev->branch.to.sym_start;
+}
+
+int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
+{
+	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
+	struct branch_state *br;
+	struct batched_event one, *e;
+	uint64_t time = ev->time;
+	bool call;
+	int ret;
+
+	if (!t)
+		return out_of_memory(err);
+	br = &t->br;
+	if (br->batch_open && time > br->batch_time) {
+		ret = flush_batch(b, t, time, err);
+		if (ret)
+			return ret;
+	}
+	if (!br->batch_open) {
+		br->batch_open = true;
+		/* out of order (which the caller must not do): at the last time */
+		br->batch_time = time > br->last_time ? time : br->last_time;
+		br->batch_calls = br->taken_calls = 0;
+	}
+	copy_event(&one, ev);
+	call = takes_share(&one);
+	/* The batch's first event has the batch's time whatever comes after
+	 * it: taken now, not copied. */
+	if (!br->nr_batch && br->batch_calls + call <= 1) {
+		br->batch_calls += call;
+		br->taken_calls += call;
+		return take(b, t, &one, br->batch_time, err);
+	}
+	if (br->nr_batch == br->cap_batch) {
+		size_t cap = br->cap_batch ? br->cap_batch * 2 : 64;
+		struct batched_event *grown = realloc(br->batch, cap * sizeof(*grown));
+
+		if (!grown)
+			return out_of_memory(err);
+		br->batch = grown;
+		br->cap_batch = cap;
+	}
+	e = &br->batch[br->nr_batch];
+	*e = one;
+	if (e->error) {
+		/* the producer's message need not outlive the call */
+		e->message = strdup(one.message);
+		if (!e->message)
+			return out_of_memory(err);
+	}
+	br->nr_batch++;
+	br->batch_calls += call;
+	if (br->nr_batch >= MAX_BATCH) {
+		ret = flush_batch(b, t, br->batch_time, err);
+		/* the next event comes after the last nanosecond taken */
+		br->last_time++;
+		return ret;
+	}
+	return 0;
+}
+
+int builder_flush_branches(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
+{
+	return t->br.batch_open ? flush_batch(b, t, t->br.batch_time, err) : 0;
+}
+
+int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t end,
+			 struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	struct step s = { .b = b, .t = t, .err = err };
+	int ret = br->batch_open ? flush_batch(b, t, end, err) : 0;
+
+	if (ret)
+		return ret;
+	s.now = end > br->last_time ? end : br->last_time;
+	if (s.now > b->stats.last_time)
+		b->stats.last_time = s.now;
+	if (br->in_gap) {
+		struct pending_span gap = { .name = NAME_GAP,
+					    .begin = br->gap_begin,
+					    .end = s.now };
+
+		br->in_gap = false;
+		if (s.now > gap.begin) {
+			ret = builder_write_span(b, t, &gap, err);
+			if (ret)
+				return ret;
+		}
+	}
+	return close_all(&s);
+}
+
+void builder_free_branches(struct branch_state *br)
+{
+	for (size_t i = 0; i < br->nr_batch; i++)
+		if (br->batch[i].error)
+			free((char *)br->batch[i].message);
+	free(br->batch);
+	for (size_t i = 0; i < br->cap_segs; i++)
+		free(br->segs[i].orphans);
+	free(br->segs);
+}

@@ -1,0 +1,181 @@
+/* builder_internal.h: what the trace builder's files share (private to
+ * src/trace/): the per-thread state, the open stack of frames, and the one
+ * place where an ended frame becomes a span (builder_close_top), which keeps
+ * the writer's nesting invariant for both ways of building stacks: sampled
+ * stacks (builder.c) and branches (branches.c).
+ *
+ * Not a second contract: callers outside src/trace/ use builder.h only.
+ */
+#ifndef RV_TRACE_BUILDER_INTERNAL_H
+#define RV_TRACE_BUILDER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/builder.h"
+
+/* A span that has ended but waits to be written, because a frame that will
+ * be written later began at the same time and must come first. */
+struct pending_span {
+	const char *name;
+	uint64_t begin, end;
+	bool inferred; /* its begin is a guess: it was running when the trace began */
+};
+
+enum {
+	FRAME_KNOWN = 1 << 0,	    /* a symbol covers the function: lo is its start */
+	FRAME_PLACEHOLDER = 1 << 1, /* "[syscall]" etc.: untraced time, ends at TRACE_BEGIN */
+	FRAME_INFERRED = 1 << 2,    /* begins at its stack's create_time, as a guess */
+	FRAME_ASYNC = 1 << 3,	    /* entered without a call (a signal handler) */
+};
+
+struct open_frame {
+	uint64_t identity; /* samples: the function's start (or the address itself) */
+	const char *name;
+	uint64_t begin;
+	/* Branches: the function is [lo, hi); hi is 0 when its size is unknown,
+	 * and then lo (the start) is compared. */
+	uint64_t lo, hi;
+	unsigned flags; /* FRAME_* */
+	/* Closed descendants that began when this frame did, in the order they
+	 * must be written after it. */
+	struct pending_span *held;
+	size_t nr_held, cap_held;
+};
+
+/* One of a thread's call stacks in the frame array: the active one is the
+ * last; the others were set aside by a syscall or an interrupt that the trace
+ * followed into the kernel. */
+struct segment {
+	size_t base;	      /* index of its first frame in thread_state.stack */
+	uint64_t create_time; /* when it started: the inferred begin of its bottom frames */
+	/* Bottom frames that ended and began at create_time, waiting for a frame
+	 * inferred to have begun then (their parent) or for the stack's end. */
+	struct pending_span *orphans;
+	size_t nr_orphans, cap_orphans;
+};
+
+/* A branch or trace error waiting for its batch's time to be known. */
+struct batched_event {
+	uint64_t from_ip, to_ip, from_start, to_start;
+	const char *from_sym, *to_sym;
+	const char *message; /* trace error (an owned copy once batched) */
+	uint8_t kind;	     /* enum rv_branch_kind */
+	uint8_t flags;	     /* RV_BRANCH_* */
+	bool error, overflow;
+};
+
+struct branch_state {
+	bool active;	     /* segs[0] exists: the thread has a stack since create_time */
+	bool fresh;	     /* no event handled since the stack (re)started */
+	bool in_gap;	     /* after a trace error, until the next event */
+	bool have_error;     /* error_time is valid */
+	uint64_t gap_begin;  /* the error's time */
+	uint64_t error_time; /* of the last error (magic-trace #155) */
+	uint64_t last_time;  /* of the last event handled */
+	uint64_t since;	     /* when the top frame last changed, for self time */
+	struct segment *segs;
+	size_t nr_segs, cap_segs;
+	/* The events sharing batch_time: those up to the first call were taken
+	 * when they came, the rest wait in batch for the next time. */
+	bool batch_open;
+	uint64_t batch_time;
+	size_t batch_calls; /* calls in the batch, taken ones included */
+	size_t taken_calls; /* calls among the events already taken (0 or 1) */
+	struct batched_event *batch;
+	size_t nr_batch, cap_batch;
+};
+
+struct thread_state {
+	uint32_t pid, tid;
+	bool used;	    /* the hash slot is taken */
+	bool named;	    /* the track's current name has been written */
+	bool counted;	    /* counted in stats.threads */
+	bool process_named; /* (main thread) the process's name has been written */
+	char name[32];
+	struct open_frame *stack;
+	size_t depth, cap;
+	uint64_t last_time; /* of the last sample */
+	uint64_t last_interval;
+	const char *last_leaf; /* leaf function of the last sample, for self time */
+	bool has_sample;
+	struct branch_state br;
+};
+
+struct self_time_slot {
+	const char *name;
+	uint64_t ns;
+};
+
+struct rv_builder {
+	struct rv_symbolizer *symbolizer;
+	struct rv_trace_writer *writer;
+	struct thread_state *threads;
+	size_t nr_threads, cap_threads;	  /* open addressing, cap a power of two */
+	struct thread_state *last_thread; /* the last one looked up, or NULL */
+	struct self_time_slot *self;
+	size_t nr_self, cap_self;
+	uint64_t base; /* the trace's zero on the capture clock */
+	bool have_base;
+	struct rv_builder_stats stats;
+	/* the current sample's functions, root first */
+	struct {
+		uint64_t identity;
+		const char *name;
+		bool known; /* identity is a symbol's start */
+	} * path;
+	size_t cap_path;
+};
+
+/* The thread's state, created on first use; NULL when memory runs out.
+ * Pointers into the table are valid until the next call (it may grow). */
+struct thread_state *builder_thread(struct rv_builder *b, uint32_t pid, uint32_t tid);
+
+/* The thread's state if it exists, else NULL. */
+struct thread_state *builder_find_thread(struct rv_builder *b, uint32_t tid);
+
+/* A capture time as the trace's time (nanoseconds from its first event). */
+uint64_t builder_rel(const struct rv_builder *b, uint64_t time);
+
+/* Writes the thread's track (and process) names if not yet written. */
+int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
+
+int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
+
+/* Writes one span now (no nesting bookkeeping); inferred spans get the
+ * argument inferred_start_time. */
+int builder_write_span(struct rv_builder *b, const struct thread_state *t,
+		       const struct pending_span *span, struct rv_error *err);
+
+/* Pushes a frame (flags 0, no range); -ENOMEM on allocation failure. */
+int builder_push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin);
+
+/* Ends the top frame of t at `end`: writes it, or holds it for a frame that
+ * must be written first (see settle in builder.c). */
+int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
+		      struct rv_error *err);
+
+/* Places a closed span (and the spans it held, all with its begin time) that
+ * stood at stack index pos: held by the frame below, kept as an orphan of the
+ * active segment, or written. */
+int builder_settle(struct rv_builder *b, struct thread_state *t, const struct pending_span *span,
+		   const struct pending_span *held, size_t nr_held, size_t pos,
+		   struct rv_error *err);
+
+/* branches.c */
+
+/* Takes an RV_EVENT_BRANCH or RV_EVENT_TRACE_ERROR into its thread's batch. */
+int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err);
+
+/* Handles the thread's batched events (the last batch gets its own time). */
+int builder_flush_branches(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
+
+/* Ends the thread's branch stacks at `end` (its exit, or the end of the
+ * trace) after flushing its batch; the next event starts afresh. */
+int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t end,
+			 struct rv_error *err);
+
+void builder_free_branches(struct branch_state *br);
+
+#endif

@@ -1,0 +1,995 @@
+/* test_perf_script.c: the import of `perf script` branch text
+ * (decode/perf_script.h). Every flags form perf 6.1 prints, from literal
+ * lines with each field checked; trace errors; the lines that are skipped;
+ * malformed lines, each rejected with its line number; every truncation of
+ * two real outputs (tests/data/perf_script, cut from perf's decoding of
+ * softpt captures); and whole captures made at test time by softpt and
+ * decoded by perf, whose calls per thread must be those softpt saw.
+ *
+ * Not here: what the branches mean for call stacks (test_builder.c), or the
+ * speed of the import (measured outside the tests).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "decode/perf_script.h"
+
+#define MAX_EVENTS  4096
+#define MAX_THREADS 16
+#define DSO	    "/src/rearview/build/tests/pt/signals"
+
+/* ---- Importing text ---- */
+
+struct import {
+	struct rv_perf_script *p;
+	FILE *f;
+	struct rv_error err;
+};
+
+static FILE *text_file(const char *text, size_t len)
+{
+	FILE *f = tmpfile();
+
+	cr_assert_not_null(f, "tmpfile: %s", strerror(errno));
+	cr_assert_eq(fwrite(text, 1, len, f), len);
+	rewind(f);
+	return f;
+}
+
+static void import_open(struct import *im, const char *text, size_t len, const char *name)
+{
+	memset(im, 0, sizeof(*im));
+	im->f = text_file(text, len);
+	cr_assert_eq(rv_perf_script_open(&im->p, im->f, name, &im->err), 0, "%s", im->err.message);
+}
+
+static void import_close(struct import *im)
+{
+	rv_perf_script_free(im->p);
+	fclose(im->f);
+}
+
+/* The one event of a text holding one line (and maybe skipped ones). */
+static struct rv_event one_event(struct import *im, const char *text)
+{
+	struct rv_event ev, after;
+	int ret;
+
+	import_open(im, text, strlen(text), "one.txt");
+	ret = rv_perf_script_next(im->p, &ev, &im->err);
+	cr_assert_eq(ret, 1, "\"%s\" gives %d: %s", text, ret, im->err.message);
+	ret = rv_perf_script_next(im->p, &after, &im->err);
+	cr_assert_eq(ret, 0, "\"%s\": %d after the event: %s", text, ret, im->err.message);
+	return ev;
+}
+
+static void assert_end(const struct rv_branch_end *e, uint64_t ip, const char *sym,
+		       uint64_t sym_start, const char *dso, const char *line)
+{
+	cr_assert_eq(e->ip, ip, "ip %#" PRIx64 ", not %#" PRIx64 ": %s", e->ip, ip, line);
+	if (sym) {
+		cr_assert_not_null(e->sym, "no symbol, not %s: %s", sym, line);
+		cr_assert_str_eq(e->sym, sym, "%s", line);
+	} else {
+		cr_assert_null(e->sym, "symbol %s: %s", e->sym, line);
+	}
+	cr_assert_eq(e->sym_start, sym_start, "sym_start %#" PRIx64 ", not %#" PRIx64 ": %s",
+		     e->sym_start, sym_start, line);
+	if (dso) {
+		cr_assert_not_null(e->dso, "no DSO, not %s: %s", dso, line);
+		cr_assert_str_eq(e->dso, dso, "%s", line);
+	} else {
+		cr_assert_null(e->dso, "DSO %s: %s", e->dso, line);
+	}
+}
+
+/* ---- Flags ---- */
+
+struct flags_case {
+	const char *text; /* as perf 6.1 prints it, before the 21-column padding */
+	enum rv_branch_kind kind;
+	uint32_t flags;
+};
+
+static const struct flags_case flags_cases[] = {
+	{ "call", RV_BRANCH_CALL, 0 },
+	{ "return", RV_BRANCH_RETURN, 0 },
+	{ "jmp", RV_BRANCH_JUMP, 0 },
+	{ "jcc", RV_BRANCH_COND, 0 },
+	{ "syscall", RV_BRANCH_SYSCALL, 0 },
+	{ "sysret", RV_BRANCH_SYSRET, 0 },
+	{ "hw int", RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC },
+	{ "int", RV_BRANCH_SOFT_INT, 0 },
+	{ "iret", RV_BRANCH_IRET, 0 },
+	{ "tx abrt", RV_BRANCH_TX_ABORT, 0 },
+	{ "async", RV_BRANCH_NONE, RV_BRANCH_ASYNC },
+	{ "tr strt", RV_BRANCH_NONE, RV_BRANCH_TRACE_BEGIN },
+	{ "tr end", RV_BRANCH_NONE, RV_BRANCH_TRACE_END },
+	{ "tr strt tr end", RV_BRANCH_NONE, RV_BRANCH_TRACE_BEGIN | RV_BRANCH_TRACE_END },
+	{ "tr end  async", RV_BRANCH_NONE, RV_BRANCH_TRACE_END | RV_BRANCH_ASYNC },
+	{ "tr end  call", RV_BRANCH_CALL, RV_BRANCH_TRACE_END },
+	{ "tr end  return", RV_BRANCH_RETURN, RV_BRANCH_TRACE_END },
+	{ "tr end  syscall", RV_BRANCH_SYSCALL, RV_BRANCH_TRACE_END },
+	{ "tr end  sysret", RV_BRANCH_SYSRET, RV_BRANCH_TRACE_END },
+	{ "tr end  iret", RV_BRANCH_IRET, RV_BRANCH_TRACE_END },
+	{ "tr end  jmp", RV_BRANCH_JUMP, RV_BRANCH_TRACE_END },
+	{ "tr end  hw int", RV_BRANCH_INTERRUPT, RV_BRANCH_TRACE_END | RV_BRANCH_ASYNC },
+	{ "tr strt jmp", RV_BRANCH_JUMP, RV_BRANCH_TRACE_BEGIN },
+	{ "tr strt call", RV_BRANCH_CALL, RV_BRANCH_TRACE_BEGIN },
+	/* "%-15s%6s" with the in-transaction marker */
+	{ "call              (x)", RV_BRANCH_CALL, RV_BRANCH_IN_TX },
+	{ "jcc               (x)", RV_BRANCH_COND, RV_BRANCH_IN_TX },
+	{ "tx abrt           (x)", RV_BRANCH_TX_ABORT, RV_BRANCH_IN_TX },
+	{ "return           (xD)", RV_BRANCH_RETURN, RV_BRANCH_IN_TX },
+	{ "hw int            (D)", RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC },
+	{ "tr end  jmp       (x)", RV_BRANCH_JUMP, RV_BRANCH_TRACE_END | RV_BRANCH_IN_TX },
+	{ "tr strt jmp (x)", RV_BRANCH_JUMP, RV_BRANCH_TRACE_BEGIN | RV_BRANCH_IN_TX },
+	{ "call(x)", RV_BRANCH_CALL, RV_BRANCH_IN_TX },
+};
+
+Test(perf_script, every_flags_form)
+{
+	for (size_t i = 0; i < sizeof(flags_cases) / sizeof(flags_cases[0]); i++) {
+		const struct flags_case *fc = &flags_cases[i];
+		struct import im;
+		struct rv_event ev;
+		char line[512];
+
+		snprintf(line, sizeof(line),
+			 "28371/28372 13477.213769447:   %-21s %16s %s (%s) => %16s %s (%s)\n",
+			 fc->text, "401815", "main+0x1f5", DSO, "408b60", "raise+0x0", DSO);
+		ev = one_event(&im, line);
+		cr_assert_eq(ev.kind, RV_EVENT_BRANCH, "%s", line);
+		cr_assert_eq(ev.branch.kind, fc->kind, "\"%s\": kind %d, not %d", fc->text,
+			     ev.branch.kind, fc->kind);
+		cr_assert_eq(ev.branch.flags, fc->flags, "\"%s\": flags %#x, not %#x", fc->text,
+			     ev.branch.flags, fc->flags);
+		cr_assert_eq(ev.pid, 28371);
+		cr_assert_eq(ev.tid, 28372);
+		cr_assert_eq(ev.time, 13477213769447ull);
+		assert_end(&ev.branch.from, 0x401815, "main", 0x401815 - 0x1f5, DSO, line);
+		assert_end(&ev.branch.to, 0x408b60, "raise", 0x408b60, DSO, line);
+		import_close(&im);
+	}
+}
+
+/* ---- Branch lines as perf prints them ---- */
+
+Test(perf_script, call_line_from_perf)
+{
+	static const char line[] =
+		"28371/28371 13477.213710730:   call                             408b6d "
+		"raise+0xd (/src/rearview/build/tests/pt/signals) =>           418710 "
+		"__pthread_kill+0x0 (/src/rearview/build/tests/pt/signals)\n";
+	struct import im;
+	struct rv_event ev = one_event(&im, line);
+
+	cr_assert_eq(ev.kind, RV_EVENT_BRANCH);
+	cr_assert_eq(ev.pid, 28371);
+	cr_assert_eq(ev.tid, 28371);
+	cr_assert_eq(ev.time, 13477213710730ull);
+	cr_assert_eq(ev.branch.kind, RV_BRANCH_CALL);
+	cr_assert_eq(ev.branch.flags, 0);
+	assert_end(&ev.branch.from, 0x408b6d, "raise", 0x408b60, DSO, line);
+	assert_end(&ev.branch.to, 0x418710, "__pthread_kill", 0x418710, DSO, line);
+	import_close(&im);
+}
+
+Test(perf_script, trace_begin_from_unknown)
+{
+	static const char line[] = "28371/28371 13477.213769448:   tr strt                        "
+				   "       0 [unknown] ([unknown]) =>           401a00 on_usr1+0x0 "
+				   "(/src/rearview/build/tests/pt/signals)\n";
+	struct import im;
+	struct rv_event ev = one_event(&im, line);
+
+	cr_assert_eq(ev.branch.kind, RV_BRANCH_NONE);
+	cr_assert_eq(ev.branch.flags, RV_BRANCH_TRACE_BEGIN);
+	assert_end(&ev.branch.from, 0, "[unknown]", 0, NULL, line);
+	assert_end(&ev.branch.to, 0x401a00, "on_usr1", 0x401a00, DSO, line);
+	import_close(&im);
+}
+
+Test(perf_script, trace_end_async_to_unknown)
+{
+	static const char line[] =
+		"28371/28371 13477.213769447:   tr end  async                    4186bb "
+		"__pthread_kill_implementation.constprop.0+0x10b "
+		"(/src/rearview/build/tests/pt/signals) =>                0 [unknown] "
+		"([unknown])\n";
+	struct import im;
+	struct rv_event ev = one_event(&im, line);
+
+	cr_assert_eq(ev.branch.kind, RV_BRANCH_NONE);
+	cr_assert_eq(ev.branch.flags, RV_BRANCH_TRACE_END | RV_BRANCH_ASYNC);
+	assert_end(&ev.branch.from, 0x4186bb, "__pthread_kill_implementation.constprop.0",
+		   0x4186bb - 0x10b, DSO, line);
+	assert_end(&ev.branch.to, 0, "[unknown]", 0, NULL, line);
+	import_close(&im);
+}
+
+/* "[unknown]" at a known address: the symbol starts, as far as we know, there. */
+Test(perf_script, unknown_symbol_at_an_address)
+{
+	static const char line[] = "7/8 1.000000001:   jmp  7f0000001234 [unknown] (/tmp/jit.so) "
+				   "=>  7f0000002000 [unknown] ([unknown])\n";
+	struct import im;
+	struct rv_event ev = one_event(&im, line);
+
+	assert_end(&ev.branch.from, 0x7f0000001234, "[unknown]", 0x7f0000001234, "/tmp/jit.so",
+		   line);
+	assert_end(&ev.branch.to, 0x7f0000002000, "[unknown]", 0x7f0000002000, NULL, line);
+	import_close(&im);
+}
+
+Test(perf_script, without_dso_offset_or_symbol)
+{
+	struct import im;
+	struct rv_event ev;
+	const char *line;
+
+	line = "1/2 3.000004:   call  401000 main+0x10 =>  401100 work+0x0\n";
+	ev = one_event(&im, line);
+	assert_end(&ev.branch.from, 0x401000, "main", 0x400ff0, NULL, line);
+	assert_end(&ev.branch.to, 0x401100, "work", 0x401100, NULL, line);
+	import_close(&im);
+
+	/* -F without symoff: the start is not known, taken to be ip */
+	line = "1/2 3.000004:   call  401000 main (/bin/x) =>  401100 work (/bin/x)\n";
+	ev = one_event(&im, line);
+	assert_end(&ev.branch.from, 0x401000, "main", 0x401000, "/bin/x", line);
+	assert_end(&ev.branch.to, 0x401100, "work", 0x401100, "/bin/x", line);
+	import_close(&im);
+
+	/* -F without sym and dso */
+	line = "1/2 3.000004:   return  401000 =>  401100\n";
+	ev = one_event(&im, line);
+	cr_assert_eq(ev.branch.kind, RV_BRANCH_RETURN);
+	assert_end(&ev.branch.from, 0x401000, NULL, 0, NULL, line);
+	assert_end(&ev.branch.to, 0x401100, NULL, 0, NULL, line);
+	import_close(&im);
+}
+
+/* Demangled C++ names hold spaces and parentheses; a DSO may end in
+ * " (deleted)". */
+Test(perf_script, symbols_with_spaces_and_parentheses)
+{
+	static const char line[] =
+		"100/101 5.000000000:   call   7f00000010a0 std::vector<int, std::allocator<int> "
+		">::push_back(int const&)+0x12 (/usr/lib/libx.so (deleted)) =>     7f0000002000 "
+		"(anonymous namespace)::visit(Node*) const+0x0 (/usr/lib/liby.so)\n";
+	struct import im;
+	struct rv_event ev = one_event(&im, line);
+
+	assert_end(&ev.branch.from, 0x7f00000010a0,
+		   "std::vector<int, std::allocator<int> >::push_back(int const&)",
+		   0x7f00000010a0 - 0x12, "/usr/lib/libx.so (deleted)", line);
+	assert_end(&ev.branch.to, 0x7f0000002000, "(anonymous namespace)::visit(Node*) const",
+		   0x7f0000002000, "/usr/lib/liby.so", line);
+	import_close(&im);
+
+	/* without a DSO field, a symbol's own parentheses are not one */
+	ev = one_event(&im, "1/1 1.5:   call  401000 f(int)+0x4 =>  402000 "
+			    "(anonymous namespace)::g()\n");
+	assert_end(&ev.branch.from, 0x401000, "f(int)", 0x400ffc, NULL, "f(int)");
+	assert_end(&ev.branch.to, 0x402000, "(anonymous namespace)::g()", 0x402000, NULL, "g()");
+	import_close(&im);
+}
+
+Test(perf_script, times_with_and_without_ns)
+{
+	struct import im;
+	struct rv_event ev;
+
+	ev = one_event(&im, "1/1 13479.504207:   jcc  401000 f+0x0 (/x) =>  401010 f+0x10 (/x)\n");
+	cr_assert_eq(ev.time, 13479504207000ull);
+	import_close(&im);
+	ev = one_event(&im, "1/1 13479.504207749:   jcc  401000 f+0x0 (/x) =>  401010 f+0x10 "
+			    "(/x)\n");
+	cr_assert_eq(ev.time, 13479504207749ull);
+	import_close(&im);
+	ev = one_event(&im, "1/1     0.000000001:   jcc  401000 f+0x0 (/x) =>  401010 f+0x10 "
+			    "(/x)\r\n");
+	cr_assert_eq(ev.time, 1);
+	assert_end(&ev.branch.to, 0x401010, "f", 0x401000, "/x", "CRLF");
+	import_close(&im);
+}
+
+/* magic-trace's -F ...,synth,dso,event,period (period then event, as perf
+ * prints them), the other order, and a cpu field. */
+Test(perf_script, magic_trace_fields)
+{
+	static const char *const lines[] = {
+		"28407/28407 13479.503601244:          1  branches:u:   call                     "
+		"        40150b _start+0x1b (/bin/r) =>           402880 "
+		"__libc_start_main_impl+0x0 (/bin/r)\n",
+		"28407/28407 13479.503601244:  branches:u:          1   call  40150b _start+0x1b "
+		"(/bin/r) =>  402880 __libc_start_main_impl+0x0 (/bin/r)\n",
+		"28407/28407 [003] 13479.503601244:  branches:   call  40150b _start+0x1b (/bin/r) "
+		"=>  402880 __libc_start_main_impl+0x0 (/bin/r)\n",
+		"28407/28407 13479.503601244:       branches:uk:   call  40150b _start+0x1b "
+		"(/bin/r) =>  402880 __libc_start_main_impl+0x0 (/bin/r)\n",
+	};
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct import im;
+		struct rv_event ev = one_event(&im, lines[i]);
+
+		cr_assert_eq(ev.kind, RV_EVENT_BRANCH, "%s", lines[i]);
+		cr_assert_eq(ev.branch.kind, RV_BRANCH_CALL, "%s", lines[i]);
+		cr_assert_eq(ev.tid, 28407);
+		cr_assert_eq(ev.time, 13479503601244ull);
+		assert_end(&ev.branch.from, 0x40150b, "_start", 0x4014f0, "/bin/r", lines[i]);
+		assert_end(&ev.branch.to, 0x402880, "__libc_start_main_impl", 0x402880, "/bin/r",
+			   lines[i]);
+		import_close(&im);
+	}
+}
+
+/* One pooled copy per name, valid until the importer is freed. */
+Test(perf_script, names_are_interned_and_stay_valid)
+{
+	size_t size = 4096 * 128, used = 0;
+	char *text = malloc(size);
+	struct import im;
+	struct rv_event first, ev;
+	int ret;
+
+	cr_assert_not_null(text);
+	for (int i = 0; i < 4096; i++)
+		used += (size_t)snprintf(text + used, size - used,
+					 "9/9 1.%06d:   call  %x caller+0x4 (/bin/a) =>  %x "
+					 "callee_%d+0x0 (/lib/b%d.so)\n",
+					 i, 0x1004 + i * 16, 0x900000 + i * 64, i, i % 7);
+	import_open(&im, text, used, "many.txt");
+	free(text);
+	cr_assert_eq(rv_perf_script_next(im.p, &first, &im.err), 1, "%s", im.err.message);
+	for (int i = 1; i < 4096; i++) {
+		cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 1, "%s", im.err.message);
+		cr_assert_eq(ev.branch.from.sym, first.branch.from.sym, "one copy of \"caller\"");
+		cr_assert_eq(ev.branch.from.dso, first.branch.from.dso, "one copy of \"/bin/a\"");
+		cr_assert_eq(ev.branch.from.sym_start, 0x1000 + (uint64_t)i * 16);
+		if (i % 7 == 0)
+			cr_assert_eq(ev.branch.to.dso, first.branch.to.dso, "one copy of b0.so");
+	}
+	ret = rv_perf_script_next(im.p, &ev, &im.err);
+	cr_assert_eq(ret, 0);
+	/* 4096 more names later, the first line's are intact */
+	cr_assert_str_eq(first.branch.to.sym, "callee_0");
+	cr_assert_str_eq(first.branch.to.dso, "/lib/b0.so");
+	cr_assert_str_eq(ev.branch.to.sym, "callee_4095");
+	import_close(&im);
+}
+
+/* A line longer than the read block. */
+Test(perf_script, long_symbol)
+{
+	size_t name_len = 3 << 20, size = name_len + 256;
+	char *text = malloc(size);
+	struct import im;
+	struct rv_event ev;
+	int n;
+
+	cr_assert_not_null(text);
+	n = snprintf(text, size, "1/1 1.0:   call  401000 main+0x0 (/x) =>  402000 ");
+	memset(text + n, 'z', name_len);
+	n += (int)name_len;
+	n += snprintf(text + n, size - (size_t)n, "+0x0 (/x)\n");
+	import_open(&im, text, (size_t)n, "long.txt");
+	cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 1, "%s", im.err.message);
+	cr_assert_eq(strlen(ev.branch.to.sym), name_len);
+	cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 0);
+	import_close(&im);
+	free(text);
+}
+
+/* ---- Trace errors ---- */
+
+Test(perf_script, overflow_error_from_perf)
+{
+	static const char line[] = " instruction trace error type 1 time 13479.504207749 cpu -1 "
+				   "pid 28407 tid 28407 ip 0x4016d7 code 7: Overflow packet\n";
+	struct import im;
+	struct rv_event ev = one_event(&im, line);
+
+	cr_assert_eq(ev.kind, RV_EVENT_TRACE_ERROR);
+	cr_assert_eq(ev.pid, 28407);
+	cr_assert_eq(ev.tid, 28407);
+	cr_assert_eq(ev.time, 13479504207749ull);
+	cr_assert_eq(ev.error.ip, 0x4016d7);
+	cr_assert_eq(ev.error.offset, UINT64_MAX);
+	cr_assert(ev.error.overflow);
+	cr_assert_str_eq(ev.error.message, "Overflow packet");
+	import_close(&im);
+}
+
+Test(perf_script, other_errors)
+{
+	struct import im;
+	struct rv_event ev;
+
+	ev = one_event(&im, " instruction trace error type 1 time 2.000000100 cpu 3 pid 10 tid 11 "
+			    "ip 0x7f0012345678 code 6: Trace doesn't match instruction\n");
+	cr_assert_eq(ev.kind, RV_EVENT_TRACE_ERROR);
+	cr_assert_eq(ev.pid, 10);
+	cr_assert_eq(ev.tid, 11);
+	cr_assert_eq(ev.time, 2000000100ull);
+	cr_assert_eq(ev.error.ip, 0x7f0012345678);
+	cr_assert_not(ev.error.overflow);
+	cr_assert_str_eq(ev.error.message, "Trace doesn't match instruction");
+	import_close(&im);
+
+	/* no time, no ip, unknown thread */
+	ev = one_event(&im, " instruction trace error type 1 time 0 cpu -1 pid -1 tid -1 ip 0 "
+			    "code 1: Lost trace data\n");
+	cr_assert_eq(ev.kind, RV_EVENT_TRACE_ERROR);
+	cr_assert_eq(ev.time, 0);
+	cr_assert_eq(ev.pid, UINT32_MAX);
+	cr_assert_eq(ev.tid, UINT32_MAX);
+	cr_assert_eq(ev.error.ip, 0);
+	cr_assert_str_eq(ev.error.message, "Lost trace data");
+	import_close(&im);
+
+	/* a guest's error (perf 5.19+) */
+	ev = one_event(&im,
+		       " instruction trace error type 1 time 5.5 machine_pid 4242 vcpu 1 cpu 0 "
+		       "pid 5 tid 6 ip 0xffffffff81000000 code 7: Overflow packet (foo)\n");
+	cr_assert_eq(ev.time, 5500000000ull);
+	cr_assert_eq(ev.tid, 6);
+	cr_assert_eq(ev.error.ip, 0xffffffff81000000ull);
+	cr_assert(ev.error.overflow);
+	cr_assert_str_eq(ev.error.message, "Overflow packet (foo)");
+	import_close(&im);
+
+	ev = one_event(&im, " unknown AUX error type 9 time 1.000000000 cpu 0 pid 1 tid 1 ip 0x10 "
+			    "code 3:\n");
+	cr_assert_eq(ev.kind, RV_EVENT_TRACE_ERROR);
+	cr_assert_str_eq(ev.error.message, "");
+	import_close(&im);
+}
+
+/* ---- Skipped lines ---- */
+
+Test(perf_script, skipped_lines)
+{
+	static const char text[] =
+		/* --itrace=bep with the event, period and synth fields */
+		"28407/28407 13479.503601244:          1         psb:                          psb "
+		"offs: 0                                     0                0 [unknown] "
+		"([unknown])\n"
+		"28407/28407 13479.503601244:          1         cbr:                          "
+		"cbr: "
+		"24 freq: 2096 MHz (100%)                   0                0 [unknown] "
+		"([unknown])\n"
+		/* the same without event and period, with and without synth */
+		"28407/28407 13479.503601244:                                        0             "
+		"   0 [unknown] ([unknown])\n"
+		"28407/28407 13479.503601:                          cbr: 24 freq: 2096 MHz (100%)  "
+		" "
+		"                0                0 [unknown] ([unknown])\n"
+		/* a sample of another event, then its call chain */
+		"28407/28407 13479.503601244:          1  instructions:u:   jcc   401000 main+0x0 "
+		"(/bin/x)\n"
+		"\t          401000 main+0x0 (/bin/x)\n"
+		"\t          402000 __libc_start_main+0x80 (/lib/libc.so.6)\n"
+		"\n"
+		"   \n"
+		"28407/28407 13479.503601244:          1  branches:u:   call   401000 main+0x0 "
+		"(/bin/x) =>  401100 f+0x0 (/bin/x)\n";
+	struct import im;
+	struct rv_event ev = one_event(&im, text);
+	struct rv_perf_script_stats stats;
+
+	cr_assert_eq(ev.branch.kind, RV_BRANCH_CALL);
+	rv_perf_script_stats(im.p, &stats);
+	cr_assert_eq(stats.lines, 10);
+	cr_assert_eq(stats.skipped, 9);
+	cr_assert_eq(stats.branches, 1);
+	cr_assert_eq(stats.errors, 0);
+	import_close(&im);
+}
+
+/* ---- Malformed lines ---- */
+
+static const char good_line[] = "1/1 1.000000000:   call  401000 main+0x0 (/x) =>  401100 f+0x0 "
+				"(/x)\n";
+
+static const char *const malformed[] = {
+	"garbage",
+	"28407 13479.504207749:   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"28407/ 13479.504207749:   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"99999999999/1 13479.504207749:   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"-2/1 13479.504207749:   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 [x] 13479.504207749:   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479:   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.5042077491:   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 99999999999999999999.5:   call  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   cal  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   branches:u: 401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   vmentry  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   call (q)  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   call (x  401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   call  zz401000 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   call  11111111111111111 main+0x0 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   call  401000 main+0x0 (/x)",
+	"1/1 13479.504207749:   call  401000 main+0x0 (/x) =>",
+	"1/1 13479.504207749:   call  401000 main+0x0 (/x) =>  g401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   call  401000 main+0x0 (/x) =>>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   call  10 main+0x20 (/x) =>  401100 f+0x0 (/x)",
+	"1/1 13479.504207749:   call  401000 main+0x11111111111111111 (/x) =>  401100 f (/x)",
+	"1/1 13479.504207749:   call",
+	"1/1 13479.504207749:",
+	"1/1",
+	" instruction trace error",
+	" instruction trace error type x time 1.5 cpu 0 pid 1 tid 1 ip 0x1 code 7: Overflow",
+	" instruction trace error type 1 time x cpu 0 pid 1 tid 1 ip 0x1 code 7: Overflow",
+	" instruction trace error type 1 time 1.5 pid 1 tid 1 ip 0x1 code 7: Overflow",
+	" instruction trace error type 1 time 1.5 cpu 0 pid 1 ip 0x1 code 7: Overflow",
+	" instruction trace error type 1 time 1.5 cpu 0 pid 1 tid 1 ip 0x1: Overflow",
+	" instruction trace error type 1 time 1.5 cpu 0 pid 1 tid 1 ip 0x1 code 7 Overflow",
+	" instruction trace error type 1 time 1.5 machine_pid cpu 0 pid 1 tid 1 ip 0x1 code 7: O",
+	"Warning:",
+	/* long: the message quotes 80 characters of it */
+	"1/1 13479.504207749:   call  401000 a_rather_long_function_name_that_goes_on_and_on+0x0 "
+	"(/x)",
+};
+
+Test(perf_script, malformed_lines_are_rejected_with_their_number)
+{
+	for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
+		char text[1024], prefix[64];
+		struct import im;
+		struct rv_event ev;
+		struct rv_perf_script_stats stats;
+		const char *quote;
+		int ret;
+
+		snprintf(text, sizeof(text), "%s\t    401000 main+0x0 (/x)\n%s\n%s", good_line,
+			 malformed[i], good_line);
+		import_open(&im, text, strlen(text), "bad.txt");
+		cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 1, "%s", im.err.message);
+		ret = rv_perf_script_next(im.p, &ev, &im.err);
+		cr_assert_lt(ret, 0, "\"%s\" is accepted", malformed[i]);
+		cr_assert_eq(ret, -EINVAL);
+		snprintf(prefix, sizeof(prefix), "bad.txt:3: expected ");
+		cr_assert_eq(strncmp(im.err.message, prefix, strlen(prefix)), 0,
+			     "\"%s\": message \"%s\" does not start with \"%s\"", malformed[i],
+			     im.err.message, prefix);
+		quote = strstr(im.err.message, " in \"");
+		cr_assert_not_null(quote, "%s", im.err.message);
+		quote += 5;
+		cr_assert_eq(strncmp(quote, malformed[i],
+				     strlen(malformed[i]) < 80 ? strlen(malformed[i]) : 80),
+			     0, "the message quotes the line: %s", im.err.message);
+		if (strlen(malformed[i]) > 80)
+			cr_assert_str_eq(quote + 80, "...\"", "cut at 80: %s", im.err.message);
+		/* the import goes on after the bad line */
+		cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 1, "%s", im.err.message);
+		cr_assert_eq(ev.branch.kind, RV_BRANCH_CALL);
+		cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 0);
+		rv_perf_script_stats(im.p, &stats);
+		cr_assert_eq(stats.lines, 4);
+		cr_assert_eq(stats.branches, 2);
+		cr_assert_eq(stats.skipped, 1);
+		import_close(&im);
+	}
+}
+
+/* Bytes that are not text are quoted as '?', and NUL ends nothing. */
+Test(perf_script, binary_bytes)
+{
+	static const char text[] = "1/1 1.0:   call  401000 ma\0in+0x0 (/x) =>  401100 f+0x0 "
+				   "(/x)\n\x01\x02\xff\n";
+	struct import im;
+	struct rv_event ev;
+
+	import_open(&im, text, sizeof(text) - 1, "bin.txt");
+	cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 1, "%s", im.err.message);
+	cr_assert_eq(memcmp(ev.branch.from.sym, "ma\0in", 6), 0);
+	cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), -EINVAL);
+	cr_assert_str_eq(im.err.message, "bin.txt:2: expected a branch sample (PID/TID TIME: FLAGS "
+					 "IP ... => ADDR ...) or an \"instruction trace error\" "
+					 "in \"???\"");
+	cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 0);
+	import_close(&im);
+}
+
+Test(perf_script, read_error_ends_the_import)
+{
+	FILE *f = fopen("/dev/null", "w"); /* reading it fails */
+	struct rv_perf_script *p;
+	struct rv_error err = { 0 };
+	struct rv_event ev;
+
+	cr_assert_not_null(f);
+	cr_assert_eq(rv_perf_script_open(&p, f, "out.txt", &err), 0);
+	cr_assert_eq(rv_perf_script_next(p, &ev, &err), -EIO);
+	cr_assert(strstr(err.message, "cannot read out.txt"), "%s", err.message);
+	rv_error_clear(&err);
+	cr_assert_eq(rv_perf_script_next(p, &ev, &err), -EIO, "the error stays");
+	cr_assert(strstr(err.message, "cannot read out.txt"), "%s", err.message);
+	rv_perf_script_free(p);
+	fclose(f);
+}
+
+Test(perf_script, line_over_16_mib_ends_the_import)
+{
+	size_t len = (17u << 20);
+	char *text = malloc(len);
+	struct import im;
+	struct rv_event ev;
+
+	cr_assert_not_null(text);
+	memset(text, 'a', len);
+	memcpy(text, good_line, strlen(good_line));
+	import_open(&im, text, len, "huge.txt");
+	free(text);
+	cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), 1);
+	cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), -EINVAL);
+	cr_assert(strstr(im.err.message, "huge.txt:2: line longer than 16 MiB"), "%s",
+		  im.err.message);
+	cr_assert_eq(rv_perf_script_next(im.p, &ev, &im.err), -EINVAL);
+	import_close(&im);
+}
+
+/* ---- Real outputs, whole and cut at every byte ---- */
+
+static bool under_ci(void)
+{
+	const char *ci = getenv("CI");
+
+	return ci && strcmp(ci, "true") == 0;
+}
+
+/* The build directory ($RV_BUILD, else build) and the project root (its
+ * parent, else the current directory). */
+static const char *build_dir(void)
+{
+	const char *build = getenv("RV_BUILD");
+
+	return build && *build ? build : "build";
+}
+
+static void project_path(const char *rel, char *path, size_t size)
+{
+	char root[PATH_MAX];
+	const char *rv_build = getenv("RV_BUILD");
+	int n;
+
+	if (rv_build && realpath(rv_build, root)) {
+		char *slash = strrchr(root, '/');
+
+		if (slash && slash != root)
+			*slash = '\0';
+	} else {
+		cr_assert_not_null(getcwd(root, sizeof(root)));
+	}
+	n = snprintf(path, size, "%s/%s", root, rel);
+	cr_assert(n > 0 && (size_t)n < size, "path too long: %s/%s", root, rel);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *data;
+	long size;
+
+	cr_assert_not_null(f, "cannot open %s: %s", path, strerror(errno));
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	cr_assert_geq(size, 0);
+	rewind(f);
+	data = malloc((size_t)size + 1);
+	cr_assert_not_null(data);
+	cr_assert_eq(fread(data, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	*len = (size_t)size;
+	return data;
+}
+
+struct tally {
+	size_t branches, errors, overflows, rejected, calls;
+	struct rv_perf_script_stats stats;
+};
+
+/* Imports text[0..len) to the end, counting what it gives. */
+static void tally_text(const char *text, size_t len, const char *name, struct tally *t)
+{
+	struct import im;
+	struct rv_event ev;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	import_open(&im, text, len, name);
+	for (size_t guard = 0; (ret = rv_perf_script_next(im.p, &ev, &im.err)) != 0; guard++) {
+		cr_assert_lt(guard, len + 2, "the import does not end");
+		if (ret < 0) {
+			t->rejected++;
+			continue;
+		}
+		if (ev.kind == RV_EVENT_TRACE_ERROR) {
+			t->errors++;
+			t->overflows += ev.error.overflow;
+			cr_assert_not_null(ev.error.message);
+		} else {
+			cr_assert_eq(ev.kind, RV_EVENT_BRANCH);
+			t->branches++;
+			t->calls += ev.branch.kind == RV_BRANCH_CALL;
+			/* names are never empty (and ASan checks their bytes) */
+			cr_assert(!ev.branch.from.sym || strlen(ev.branch.from.sym) > 0);
+			cr_assert(!ev.branch.to.sym || strlen(ev.branch.to.sym) > 0);
+			cr_assert(!ev.branch.from.dso || strlen(ev.branch.from.dso) > 0);
+			cr_assert(!ev.branch.to.dso || strlen(ev.branch.to.dso) > 0);
+		}
+	}
+	rv_perf_script_stats(im.p, &t->stats);
+	import_close(&im);
+}
+
+static void check_every_truncation(const char *file, size_t branches, size_t errors, size_t skipped)
+{
+	char path[PATH_MAX];
+	size_t len, lines = 0;
+	char *text;
+	struct tally whole;
+
+	project_path(file, path, sizeof(path));
+	text = read_file(path, &len);
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	tally_text(text, len, file, &whole);
+	cr_assert_eq(whole.rejected, 0, "%s has lines the import rejects", file);
+	cr_assert_eq(whole.stats.lines, lines);
+	cr_assert_eq(whole.branches, branches, "%s: %zu branches", file, whole.branches);
+	cr_assert_eq(whole.errors, errors, "%s: %zu errors", file, whole.errors);
+	cr_assert_eq(whole.stats.skipped, skipped, "%s: %" PRIu64 " skipped", file,
+		     whole.stats.skipped);
+
+	for (size_t cut = 0; cut < len; cut++) {
+		struct tally t;
+
+		tally_text(text, cut, file, &t);
+		cr_assert_leq(t.branches + t.errors, whole.branches + whole.errors);
+		cr_assert_leq(t.rejected, 1, "%s cut at %zu: %zu lines rejected", file, cut,
+			      t.rejected);
+		/* cut at a line's end: every line whole, none rejected */
+		if (cut == 0 || text[cut - 1] == '\n')
+			cr_assert_eq(t.rejected, 0, "%s cut after a line (byte %zu) is rejected",
+				     file, cut);
+	}
+	free(text);
+}
+
+Test(perf_script, signals_output_cut_at_every_byte, .timeout = 300)
+{
+	check_every_truncation("tests/data/perf_script/signals-ns.txt", 28, 0, 0);
+}
+
+Test(perf_script, magic_trace_output_cut_at_every_byte, .timeout = 300)
+{
+	check_every_truncation("tests/data/perf_script/overflow-magic-trace.txt", 18, 1, 2);
+}
+
+Test(perf_script, real_output_values)
+{
+	char path[PATH_MAX];
+	size_t len;
+	char *text;
+	struct import im;
+	struct rv_event ev;
+	int ret;
+	size_t n = 0;
+
+	project_path("tests/data/perf_script/overflow-magic-trace.txt", path, sizeof(path));
+	text = read_file(path, &len);
+	import_open(&im, text, len, "overflow-magic-trace.txt");
+	free(text);
+	while ((ret = rv_perf_script_next(im.p, &ev, &im.err)) == 1) {
+		n++;
+		if (n == 1) { /* line 3: tr strt into _start */
+			cr_assert_eq(ev.branch.flags, RV_BRANCH_TRACE_BEGIN);
+			cr_assert_eq(ev.branch.to.ip, 0x4014f0);
+			cr_assert_str_eq(ev.branch.to.sym, "_start");
+		}
+		if (ev.kind == RV_EVENT_TRACE_ERROR) {
+			cr_assert_eq(n, 13, "the error is the 13th event");
+			cr_assert(ev.error.overflow);
+			cr_assert_eq(ev.error.ip, 0x4016d7);
+			cr_assert_eq(ev.time, 13479504207749ull);
+		}
+	}
+	cr_assert_eq(ret, 0, "%s", im.err.message);
+	cr_assert_eq(n, 19);
+	import_close(&im);
+}
+
+/* ---- Captures made now: softpt runs a program, perf decodes it ---- */
+
+static void require_tools(const char *target)
+{
+	char path[PATH_MAX];
+	const char *why = NULL;
+
+	if (system("command -v perf >/dev/null 2>&1") != 0)
+		why = "perf is not installed (Debian package linux-perf)";
+	snprintf(path, sizeof(path), "%s/softpt", build_dir());
+	if (!why && access(path, X_OK) != 0)
+		why = "softpt is not built (make softpt)";
+	snprintf(path, sizeof(path), "%s/tests/pt/%s", build_dir(), target);
+	if (!why && access(path, X_OK) != 0)
+		why = "the PT target programs are not built (make test builds them)";
+	if (!why)
+		return;
+	if (under_ci())
+		cr_assert_fail("%s; CI must run this test", why);
+	fprintf(stderr, "skipped: %s\n", why);
+	cr_skip_test("%s", why);
+}
+
+struct thread_calls {
+	uint32_t tid;
+	size_t calls;
+};
+
+static struct thread_calls *thread_slot(struct thread_calls *threads, size_t *count, uint32_t tid)
+{
+	for (size_t i = 0; i < *count; i++)
+		if (threads[i].tid == tid)
+			return &threads[i];
+	cr_assert_lt(*count, MAX_THREADS, "too many threads");
+	threads[*count] = (struct thread_calls){ tid, 0 };
+	return &threads[(*count)++];
+}
+
+/* Runs softpt on the target (once; several captures with -o), returning the
+ * directory that holds them. */
+static void capture(const char *target, const char *softpt_args, char *dir, size_t size)
+{
+	char command[3 * PATH_MAX], build[PATH_MAX];
+	int status;
+
+	cr_assert_not_null(realpath(build_dir(), build), "no build directory %s", build_dir());
+	snprintf(dir, size, "/tmp/rv-perf-script-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(command, sizeof(command),
+		 "cd %s && env -i %s/softpt -q %s -- %s/tests/pt/%s > target.out 2> softpt.err",
+		 dir, build, softpt_args, build, target);
+	status = system(command);
+	cr_assert_eq(status, 0, "softpt failed on %s (status %d): see %s/softpt.err", target,
+		     status, dir);
+}
+
+static void perf_script(const char *capture_dir, const char *itrace, const char *fields,
+			const char *out)
+{
+	char command[2048];
+	int status;
+
+	snprintf(command, sizeof(command),
+		 "perf script -i %s/perf.data --itrace=%s -F %s --ns --force > %s 2> %s.err",
+		 capture_dir, itrace, fields, out, out);
+	status = system(command);
+	cr_assert_eq(status, 0, "%s failed (status %d)", command, status);
+}
+
+/* Every line imports; the calls of each thread are the ground truth's. */
+static void check_calls(const char *capture_dir, const char *text_path)
+{
+	struct thread_calls truth[MAX_THREADS], imported[MAX_THREADS];
+	size_t nr_truth = 0, nr_imported = 0, arrows = 0, len;
+	char path[PATH_MAX], *line = NULL, *text;
+	size_t line_size = 0;
+	struct import im;
+	struct rv_event ev;
+	struct rv_perf_script_stats stats;
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/ground-truth.txt", capture_dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "no %s", path);
+	while (getline(&line, &line_size, f) > 0) {
+		uint32_t tid;
+
+		if (sscanf(line, "call %" SCNu32, &tid) == 1)
+			thread_slot(truth, &nr_truth, tid)->calls++;
+	}
+	free(line);
+	fclose(f);
+	cr_assert_gt(nr_truth, 0, "no calls in %s", path);
+
+	text = read_file(text_path, &len);
+	for (const char *at = text; (at = strstr(at, " => ")); at += 4)
+		arrows++;
+	import_open(&im, text, len, text_path);
+	while ((ret = rv_perf_script_next(im.p, &ev, &im.err)) != 0) {
+		cr_assert_gt(ret, 0, "%s", im.err.message);
+		if (ev.kind == RV_EVENT_BRANCH && ev.branch.kind == RV_BRANCH_CALL)
+			thread_slot(imported, &nr_imported, ev.tid)->calls++;
+	}
+	rv_perf_script_stats(im.p, &stats);
+	import_close(&im);
+	free(text);
+
+	cr_assert_eq(stats.branches, arrows, "%s: %" PRIu64 " branches of %zu lines with \"=>\"",
+		     text_path, stats.branches, arrows);
+	cr_assert_eq(stats.errors, 0, "%s: perf reports errors", text_path);
+	cr_assert_eq(stats.branches + stats.skipped, stats.lines);
+	cr_assert_eq(nr_imported, nr_truth, "%zu threads call, not %zu", nr_imported, nr_truth);
+	for (size_t i = 0; i < nr_truth; i++) {
+		struct thread_calls *got = thread_slot(imported, &nr_imported, truth[i].tid);
+
+		cr_assert_eq(got->calls, truth[i].calls, "%s: thread %u: %zu calls, not %zu",
+			     text_path, truth[i].tid, got->calls, truth[i].calls);
+	}
+}
+
+#define BASE_FIELDS	   "pid,tid,time,flags,ip,addr,sym,symoff,dso"
+#define MAGIC_TRACE_FIELDS "pid,tid,time,flags,ip,addr,sym,symoff,synth,dso,event,period"
+
+static void check_program(const char *target)
+{
+	char dir[64], capture_dir[PATH_MAX], out[PATH_MAX], command[PATH_MAX];
+
+	require_tools(target);
+	capture(target, "-o full", dir, sizeof(dir));
+	snprintf(capture_dir, sizeof(capture_dir), "%s/full", dir);
+	snprintf(out, sizeof(out), "%s/be.txt", dir);
+	perf_script(capture_dir, "be", BASE_FIELDS, out);
+	check_calls(capture_dir, out);
+	snprintf(out, sizeof(out), "%s/magic-trace.txt", dir);
+	perf_script(capture_dir, "bep", MAGIC_TRACE_FIELDS, out);
+	check_calls(capture_dir, out);
+	snprintf(command, sizeof(command), "rm -rf %s", dir);
+	cr_assert_eq(system(command), 0);
+}
+
+Test(perf_script, softpt_recursion, .timeout = 240)
+{
+	check_program("recursion");
+}
+
+Test(perf_script, softpt_signals, .timeout = 240)
+{
+	check_program("signals");
+}
+
+Test(perf_script, softpt_two_threads, .timeout = 240)
+{
+	check_program("two_threads");
+}
+
+/* An injected overflow: perf's error line arrives as an overflow event of
+ * the thread, and everything else still imports. */
+Test(perf_script, softpt_overflow, .timeout = 240)
+{
+	char dir[64], capture_dir[PATH_MAX], out[PATH_MAX], command[PATH_MAX];
+	struct tally t;
+	size_t len;
+	char *text;
+
+	require_tools("recursion");
+	capture("recursion", "--inject-overflow 20000:3000 -o ovf", dir, sizeof(dir));
+	snprintf(capture_dir, sizeof(capture_dir), "%s/ovf", dir);
+	snprintf(out, sizeof(out), "%s/magic-trace.txt", dir);
+	perf_script(capture_dir, "bep", MAGIC_TRACE_FIELDS, out);
+	text = read_file(out, &len);
+	tally_text(text, len, out, &t);
+	free(text);
+	cr_assert_eq(t.rejected, 0);
+	cr_assert_eq(t.errors, 1, "%zu errors", t.errors);
+	cr_assert_eq(t.overflows, 1);
+	cr_assert_gt(t.branches, 1000);
+	cr_assert_gt(t.stats.skipped, 0, "psb and cbr lines");
+	snprintf(command, sizeof(command), "rm -rf %s", dir);
+	cr_assert_eq(system(command), 0);
+}
