@@ -220,13 +220,14 @@ int rv_parse_image(const char *text, struct rv_raw_image *out, struct rv_error *
 	const char *at = strrchr(text, '@');
 
 	if (!at || at == text || !at[1])
-		return rv_error_set(err, EINVAL,
-				    "invalid --image '%s': use FILE@ADDRESS, e.g. image.bin@0x400000",
-				    text);
+		return rv_error_set(
+			err, EINVAL,
+			"invalid --image '%s': use FILE@ADDRESS, e.g. image.bin@0x400000", text);
 	if (parse_u64(at + 1, &out->addr))
-		return rv_error_set(err, EINVAL,
-				    "invalid --image '%s': '%s' is not an address (decimal or 0x hex)",
-				    text, at + 1);
+		return rv_error_set(
+			err, EINVAL,
+			"invalid --image '%s': '%s' is not an address (decimal or 0x hex)", text,
+			at + 1);
 	out->path = strndup(text, (size_t)(at - text));
 	if (!out->path)
 		return rv_error_set(err, ENOMEM, "out of memory");
@@ -239,9 +240,9 @@ int rv_parse_addr_range(const char *text, uint64_t range[2], struct rv_error *er
 	const char *dash = strchr(text, '-');
 
 	if (!dash || (size_t)(dash - text) >= sizeof(begin))
-		return rv_error_set(err, EINVAL,
-				    "invalid --addr-filter '%s': use BEGIN-END, e.g. 0x400000-0x427000",
-				    text);
+		return rv_error_set(
+			err, EINVAL,
+			"invalid --addr-filter '%s': use BEGIN-END, e.g. 0x400000-0x427000", text);
 	memcpy(begin, text, (size_t)(dash - text));
 	begin[dash - text] = '\0';
 	if (parse_u64(begin, &range[0]) || parse_u64(dash + 1, &range[1]))
@@ -529,8 +530,8 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 		return rv_error_set(err, EINVAL,
 				    "--perf-script imports decoded text: --vmlinux and --stats "
 				    "apply to PT data");
-	if (opts->backend != RV_BACKEND_AUTO || opts->snapshot_size_bytes ||
-	    opts->full_execution || opts->multi_thread || opts->working_directory ||
+	if (opts->backend != RV_BACKEND_AUTO || opts->snapshot_size_bytes || opts->full_execution ||
+	    opts->multi_thread || opts->working_directory ||
 	    opts->callgraph != RV_CALLGRAPH_DEFAULT)
 		return rv_error_set(err, EINVAL,
 				    "recording options have no effect on 'rearview decode' (see "
@@ -651,9 +652,9 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			uint64_t jobs;
 
 			if (parse_u64(optarg, &jobs) || jobs == 0 || jobs > 1024)
-				return rv_error_set(err, EINVAL,
-						    "invalid --jobs '%s': use a number from 1 to 1024",
-						    optarg);
+				return rv_error_set(
+					err, EINVAL,
+					"invalid --jobs '%s': use a number from 1 to 1024", optarg);
 			opts->jobs = (unsigned)jobs;
 			break;
 		}
@@ -696,9 +697,10 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 		return check_decode(opts, err);
 	if (opts->raw_pt || opts->nr_images || opts->cpu || opts->addr_filter[1] || opts->stats ||
 	    opts->perf_script || opts->vmlinux || opts->jobs || opts->chunk_bytes)
-		return rv_error_set(err, EINVAL,
-				    "--raw-pt, --image, --cpu, --addr-filter, --stats, --perf-script, "
-				    "--vmlinux, --jobs and --chunk-size belong to 'rearview decode'");
+		return rv_error_set(
+			err, EINVAL,
+			"--raw-pt, --image, --cpu, --addr-filter, --stats, --perf-script, "
+			"--vmlinux, --jobs and --chunk-size belong to 'rearview decode'");
 	if (opts->full_execution && opts->snapshot_size_bytes)
 		return rv_error_set(err, EINVAL,
 				    "--snapshot-size sets the flight recorder's size, and "

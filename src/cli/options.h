@@ -71,9 +71,9 @@ struct rv_options {
 	size_t nr_pids;
 
 	/* decode */
-	const char *raw_pt;	 /* --raw-pt FILE */
-	struct rv_raw_image {	 /* --image FILE@ADDR */
-		char *path;	 /* owned (rv_options_free) */
+	const char *raw_pt;   /* --raw-pt FILE */
+	struct rv_raw_image { /* --image FILE@ADDR */
+		char *path;   /* owned (rv_options_free) */
 		uint64_t addr;
 	} images[RV_MAX_IMAGES];
 	size_t nr_images;

@@ -117,6 +117,33 @@ static void unmap_file(struct mapped_file *f)
 
 /* ---- --raw-pt ---- */
 
+/* The images as loaded, for the decoding threads' own copies. */
+struct raw_images {
+	const struct rv_options *opts;
+	uint64_t sizes[RV_MAX_IMAGES];
+};
+
+/* rv_pt_populate_fn: the same files through a decoding thread's own section
+ * cache (libipt locks a section for each read; threads sharing one wait). */
+static int raw_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
+			struct pt_image_section_cache *iscache, struct rv_error *err)
+{
+	const struct raw_images *r = ctx;
+
+	(void)image;
+	for (size_t i = 0; i < r->opts->nr_images; i++) {
+		const struct rv_raw_image *im = &r->opts->images[i];
+		int isid = pt_iscache_add_file(iscache, im->path, 0, r->sizes[i], im->addr);
+
+		if (isid >= 0)
+			isid = pt_image_add_cached(copy, iscache, isid, NULL);
+		if (isid < 0)
+			return rv_error_set(err, EIO, "cannot read --image '%s' again: %s",
+					    im->path, rv_pt_strerror(isid));
+	}
+	return 0;
+}
+
 static int decode_raw(struct decode_run *run, struct rv_error *err)
 {
 	const struct rv_options *opts = run->opts;
@@ -124,6 +151,7 @@ static int decode_raw(struct decode_run *run, struct rv_error *err)
 	struct mapped_file trace;
 	struct pt_image_section_cache *iscache;
 	struct pt_image *image;
+	struct raw_images loaded = { .opts = opts };
 	uint64_t lowest = UINT64_MAX, highest = 0;
 	int ret;
 
@@ -150,16 +178,17 @@ static int decode_raw(struct decode_run *run, struct rv_error *err)
 					   im->path, errno ? strerror(errno) : "empty");
 			break;
 		}
-		status = pt_iscache_add_file(iscache, im->path, 0, (uint64_t)st.st_size,
-					     im->addr);
+		status = pt_iscache_add_file(iscache, im->path, 0, (uint64_t)st.st_size, im->addr);
 		if (status >= 0)
 			status = pt_image_add_cached(image, iscache, status, NULL);
 		if (status < 0) {
-			ret = rv_error_set(err, EINVAL, "cannot load --image '%s' at %#" PRIx64
+			ret = rv_error_set(err, EINVAL,
+					   "cannot load --image '%s' at %#" PRIx64
 					   ": %s (do two images overlap?)",
 					   im->path, im->addr, rv_pt_strerror(status));
 			break;
 		}
+		loaded.sizes[i] = (uint64_t)st.st_size;
 		if (im->addr < lowest)
 			lowest = im->addr;
 		if (im->addr + (uint64_t)st.st_size > highest)
@@ -175,10 +204,12 @@ static int decode_raw(struct decode_run *run, struct rv_error *err)
 		 * filter mode on IA32_RTIT_ADDR0), unless told otherwise. */
 		o.config.addr_filter.config.ctl.addr0_cfg = ADDR_CFG_FILTER;
 		o.config.addr_filter.addr0_a = opts->addr_filter[1] ? opts->addr_filter[0] : lowest;
-		o.config.addr_filter.addr0_b = opts->addr_filter[1] ? opts->addr_filter[1] - 1
-								     : highest - 1;
+		o.config.addr_filter.addr0_b =
+			opts->addr_filter[1] ? opts->addr_filter[1] - 1 : highest - 1;
 		o.image = image;
 		o.iscache = iscache;
+		o.populate = raw_populate;
+		o.populate_ctx = &loaded;
 		o.pid = 1;
 		o.tid = 1;
 		o.jobs = default_jobs(opts);
@@ -296,8 +327,8 @@ static void print_stats(const struct decode_run *run)
 		printf("  (%" PRIu64 " more not listed)\n",
 		       s->errors + s->overflows - (uint64_t)s->nr_sites);
 	printf("skipped bytes    %" PRIu64 "\n", s->skipped_bytes);
-	printf("time covered     %.0f (first %" PRIu64 ", last %" PRIu64 ")\n", span,
-	       s->first_time, s->last_time);
+	printf("time covered     %.0f (first %" PRIu64 ", last %" PRIu64 ")\n", span, s->first_time,
+	       s->last_time);
 	printf("decode time      %.3f s\n", run->seconds);
 	printf("bytes per second %.0f\n", run->seconds > 0 ? (double)s->bytes / run->seconds : 0);
 }

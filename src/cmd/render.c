@@ -68,8 +68,9 @@ void rv_render_summary(const struct rv_builder *b, const struct rv_trace_writer 
 			span_text, (unsigned long long)bs.calls, (unsigned long long)bs.returns,
 			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
 		if (bs.errors)
-			fprintf(stderr, ", %llu gap%s (decode errors or overflows, marked in the "
-					"trace)",
+			fprintf(stderr,
+				", %llu gap%s (decode errors or overflows, marked in the "
+				"trace)",
 				(unsigned long long)bs.errors, bs.errors == 1 ? "" : "s");
 		fprintf(stderr, "\n");
 	}

@@ -657,10 +657,59 @@ static void setup_config(struct rv_pt_capture *c)
 
 /* ---- kernel code ---- */
 
+int ptc_add_section(struct rv_pt_capture *c, const char *file, uint64_t offset, uint64_t size,
+		    uint64_t vaddr)
+{
+	int isid = pt_iscache_add_file(c->iscache, file, offset, size, vaddr);
+	size_t need;
+
+	if (isid <= 0)
+		return isid < 0 ? isid : -pte_internal;
+	need = (size_t)isid + 1;
+	if (need > c->nr_sections) {
+		if (!ptc_grow(&c->sections, &c->cap_sections, need, sizeof(*c->sections)))
+			return -pte_nomem;
+		memset(c->sections + c->nr_sections, 0,
+		       (need - c->nr_sections) * sizeof(*c->sections));
+		c->nr_sections = need;
+	}
+	if (!c->sections[isid].file) {
+		c->sections[isid] = (struct ptc_section){ strdup(file), offset, size, vaddr };
+		if (!c->sections[isid].file)
+			return -pte_nomem;
+	}
+	return isid;
+}
+
+size_t ptc_image_sections(const struct rv_pt_capture *c, const struct pt_image *image, int *isids,
+			  size_t max)
+{
+	size_t n = 0;
+	const struct ptc_generation *g = NULL;
+
+	for (size_t p = 0; p < c->nr_processes && !g; p++)
+		for (size_t i = 0; i < c->processes[p].nr_gens && !g; i++)
+			if (c->processes[p].gens[i].image == image)
+				g = &c->processes[p].gens[i];
+	if (!g && image != c->kernel_image)
+		return 0;
+	for (size_t i = 0; i < c->nr_kernel_isids; i++, n++)
+		if (n < max)
+			isids[n] = c->kernel_isids[i];
+	for (size_t i = 0; g && i < g->maps.nr; i++) {
+		if (g->maps.v[i].isid <= 0)
+			continue;
+		if (n < max)
+			isids[n] = g->maps.v[i].isid;
+		n++;
+	}
+	return n;
+}
+
 static int add_kernel_section(struct rv_pt_capture *c, const char *file, uint64_t offset,
 			      uint64_t size, uint64_t vaddr)
 {
-	int isid = pt_iscache_add_file(c->iscache, file, offset, size, vaddr);
+	int isid = ptc_add_section(c, file, offset, size, vaddr);
 
 	if (isid < 0)
 		return isid;
@@ -965,7 +1014,7 @@ static int user_mapping(struct rv_pt_capture *c, const struct sb_rec *r, struct 
 		why = file_problem(r->name);
 	}
 	if (!why) {
-		int isid = pt_iscache_add_file(c->iscache, file, offset, r->len, r->start);
+		int isid = ptc_add_section(c, file, offset, r->len, r->start);
 
 		if (isid == -pte_nomem)
 			return nomem(err);
@@ -1248,30 +1297,29 @@ static int locate(struct rv_pt_capture *c, const char *path, struct rv_error *er
 	return c->path && c->dir ? 0 : nomem(err);
 }
 
+/* *out: DIR/name when it is a regular file, else left NULL. */
+static int side_file(const struct rv_pt_capture *c, const char *name, char **out,
+		     struct rv_error *err)
+{
+	char *p = path_join(c->dir, name);
+
+	if (!p)
+		return nomem(err);
+	if (is_regular_file(p))
+		*out = p;
+	else
+		free(p);
+	return 0;
+}
+
 static int find_side_files(struct rv_pt_capture *c, struct rv_error *err)
 {
-	char *p;
-
 	if (!c->dir)
 		return 0;
-	if (!(p = path_join(c->dir, "kcore_dir/kallsyms")))
-		return nomem(err);
-	if (is_regular_file(p))
-		c->kallsyms = p;
-	else
-		free(p);
-	if (!(p = path_join(c->dir, "kcore_dir/kcore")))
-		return nomem(err);
-	if (is_regular_file(p))
-		c->kcore = p;
-	else
-		free(p);
-	if (!(p = path_join(c->dir, "vdso.so")))
-		return nomem(err);
-	if (is_regular_file(p))
-		c->vdso = p;
-	else
-		free(p);
+	if (side_file(c, "kcore_dir/kallsyms", &c->kallsyms, err) ||
+	    side_file(c, "kcore_dir/kcore", &c->kcore, err) ||
+	    side_file(c, "vdso.so", &c->vdso, err))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -1403,9 +1451,9 @@ static uint64_t first_tsc_time(const struct rv_pt_capture *c, const struct ptc_b
 		while (pt_pkt_next(d, &packet, sizeof(packet)) >= 0) {
 			if (packet.type != ppt_tsc)
 				continue;
-			time = c->have_time_conv ? rv_perf_tsc_to_time(&c->time_conv,
-								       packet.payload.tsc.tsc)
-						 : packet.payload.tsc.tsc;
+			time = c->have_time_conv
+				       ? rv_perf_tsc_to_time(&c->time_conv, packet.payload.tsc.tsc)
+				       : packet.payload.tsc.tsc;
 			break;
 		}
 	}
@@ -1472,6 +1520,9 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 	free_mappings(&c->kernel_maps);
 	pt_image_free(c->kernel_image);
 	free(c->kernel_isids);
+	for (size_t i = 0; i < c->nr_sections; i++)
+		free(c->sections[i].file);
+	free(c->sections);
 	/* images first: they hold references into the section cache */
 	pt_iscache_free(c->iscache);
 	free(c->buffers);

@@ -296,6 +296,46 @@ out:
 	return ret;
 }
 
+/* rv_pt_populate_fn: a decoding thread's own copy of one of the capture's
+ * images (or of a CPU's copy of one), from the same files, through the
+ * thread's section cache. */
+static int lane_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
+			 struct pt_image_section_cache *iscache, struct rv_error *err)
+{
+	struct lane *l = ctx;
+	const struct rv_pt_capture *c = l->run->c;
+	int stack_isids[256], *isids = stack_isids;
+	size_t n;
+	int ret = 0;
+
+	pthread_mutex_lock(&l->images_lock);
+	for (size_t i = 0; i < l->nr_images; i++)
+		if (l->images[i].copy == image)
+			image = l->images[i].source;
+	pthread_mutex_unlock(&l->images_lock);
+	n = ptc_image_sections(c, image, stack_isids, 256);
+	if (n > 256) {
+		isids = malloc(n * sizeof(*isids));
+		if (!isids)
+			return rv_error_set(err, ENOMEM, "out of memory for a thread's image");
+		ptc_image_sections(c, image, isids, n);
+	}
+	for (size_t i = 0; i < n && !ret; i++) {
+		const struct ptc_section *s = &c->sections[isids[i]];
+		int isid = pt_iscache_add_file(iscache, s->file, s->offset, s->size, s->vaddr);
+
+		if (isid >= 0)
+			isid = pt_image_add_cached(copy, iscache, isid, NULL);
+		if (isid < 0)
+			ret = rv_error_set(err, EIO,
+					   "cannot read %s again for a decoding thread: %s",
+					   s->file, pt_errstr(pt_errcode(isid)));
+	}
+	if (isids != stack_isids)
+		free(isids);
+	return ret;
+}
+
 static int lane_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
 			struct pt_image **image, struct rv_error *err)
 {
@@ -477,6 +517,17 @@ static int emit_exit(struct run *r, struct ptc_thread *t, struct rv_error *err)
 
 /* ---- the producers ---- */
 
+/* Appends the block being filled to the lane's queue; under run->lock. */
+static void queue_filling(struct lane *l)
+{
+	if (l->tail)
+		l->tail->next = l->filling;
+	else
+		l->head = l->filling;
+	l->tail = l->filling;
+	l->queued++;
+	l->filling = NULL;
+}
 /* An event from the decoder, on the lane's thread. */
 static int lane_sink(void *ctx, const struct rv_event *in, struct rv_error *err)
 {
@@ -535,13 +586,7 @@ static int lane_sink(void *ctx, const struct rv_event *in, struct rv_error *err)
 		pthread_mutex_unlock(&r->lock);
 		return rv_error_set(err, ECANCELED, "decoding stopped");
 	}
-	if (l->tail)
-		l->tail->next = l->filling;
-	else
-		l->head = l->filling;
-	l->tail = l->filling;
-	l->queued++;
-	l->filling = NULL;
+	queue_filling(l);
 	pthread_cond_broadcast(&r->data);
 	pthread_mutex_unlock(&r->lock);
 	return 0;
@@ -572,6 +617,8 @@ static int lane_decode(struct lane *l, struct rv_error *err)
 		o.resolve = lane_resolve;
 		o.resolve_ctx = l;
 		o.iscache = c->iscache;
+		o.populate = lane_populate;
+		o.populate_ctx = l;
 		o.jobs = l->jobs;
 		o.chunk_bytes = c->chunk_bytes;
 		ret = rv_pt_decode(l->buf->data, (size_t)l->buf->size, &o, lane_sink, l, &s, err);
@@ -589,15 +636,8 @@ static void *producer(void *arg)
 	int rc = lane_decode(l, &l->err);
 
 	pthread_mutex_lock(&r->lock);
-	if (l->filling && l->filling->n && !r->abort) {
-		if (l->tail)
-			l->tail->next = l->filling;
-		else
-			l->head = l->filling;
-		l->tail = l->filling;
-		l->queued++;
-		l->filling = NULL;
-	}
+	if (l->filling && l->filling->n && !r->abort)
+		queue_filling(l);
 	if (l->filling) {
 		l->filling->next = r->free_blocks;
 		r->free_blocks = l->filling;

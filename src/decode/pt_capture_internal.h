@@ -39,6 +39,13 @@ struct ptc_mapping {
 	size_t missing;	  /* index in the missing list, or SIZE_MAX */
 };
 
+/* What a section of the shared cache was made from, so that a decoding thread
+ * can make its own (rv_pt_populate_fn). */
+struct ptc_section {
+	char *file;
+	uint64_t offset, size, vaddr;
+};
+
 struct ptc_mappings {
 	struct ptc_mapping *v;
 	size_t nr, cap;
@@ -132,6 +139,8 @@ struct rv_pt_capture {
 	bool per_cpu;
 
 	struct pt_image_section_cache *iscache;
+	struct ptc_section *sections; /* by isid */
+	size_t nr_sections, cap_sections;
 	int *kernel_isids; /* sections of kernel code, added to every image */
 	size_t nr_kernel_isids, cap_kernel_isids;
 	bool kernel_loaded;		 /* kernel code was read (kcore or vmlinux) */
@@ -164,6 +173,17 @@ struct rv_pt_capture {
 bool ptc_grow(void *v, size_t *cap, size_t need, size_t elem);
 
 const struct ptc_thread *ptc_thread_find(const struct rv_pt_capture *c, uint32_t tid);
+/* pt_iscache_add_file, remembering what the section was made from: the isid,
+ * or a negative libipt code. */
+int ptc_add_section(struct rv_pt_capture *c, const char *file, uint64_t offset, uint64_t size,
+		    uint64_t vaddr);
+
+/* The sections an image of the capture (a generation's or the kernel's) was
+ * made of, in the order they were added; 0 and *isids NULL when the image is
+ * not one of the capture's. Up to `max` are stored; returns how many there are. */
+size_t ptc_image_sections(const struct rv_pt_capture *c, const struct pt_image *image, int *isids,
+			  size_t max);
+
 struct ptc_thread *ptc_thread_find_mut(struct rv_pt_capture *c, uint32_t tid);
 const struct ptc_process *ptc_process_find(const struct rv_pt_capture *c, uint32_t pid);
 

@@ -4,9 +4,12 @@
  * The buffer is cut into chunks that begin at a PSB; each chunk gets its own
  * block decoder over [chunk begin, chunk end) and writes compact records into
  * pages, which the calling thread turns into rv_events for the sink in chunk
- * order. libipt is asked to end a block at every direct call and jump too, so
- * that a block's last instruction is its only transfer; the destination of
- * that transfer is where the next block (or event) starts.
+ * order. The calling thread decodes too: the chunk the sink is at, straight
+ * into the sink, when no other thread has taken it; the other threads take
+ * chunks ahead and queue their pages. libipt is asked to end a block at every
+ * direct call and jump too, so that a block's last instruction is its only
+ * transfer; the destination of that transfer is where the next block (or
+ * event) starts.
  *
  * The seam between two chunks: the earlier chunk's decoder, out of packets,
  * keeps walking code that needs none until it needs a packet, while the next
@@ -35,9 +38,8 @@
 
 #define DEFAULT_CHUNK_BYTES ((size_t)256 << 10)
 #define PAGE_RECORDS	    2048
-/* Pages a worker may have queued for the chunk the sink is reading before it
- * waits: what bounds memory when one chunk is the whole buffer. */
-#define MAX_QUEUED_PAGES 8
+/* Free pages kept for reuse. */
+#define MAX_FREE_PAGES 128
 /* Blocks walked past a chunk's last packet without reaching the next PSB's
  * address: more means code that loops without trace (the end of a snapshot
  * in a spin loop), which would otherwise never end. */
@@ -235,7 +237,7 @@ struct chunk {
 	/* Written by the decoding thread; read by the sink's thread once
 	 * published (under the pool's lock when threads decode). */
 	struct page *pages, *last_page;
-	size_t queued_pages;
+	bool claimed; /* a thread decodes it */
 	bool done;
 	bool passed_next; /* the decoder reached next.ip past its last packet */
 	uint64_t insns, blocks, skipped_bytes;
@@ -245,14 +247,19 @@ struct chunk {
 
 struct decode;
 
+/* Chunks [consumed, created) are in the ring. The calling thread decodes
+ * the chunk the sink is at itself when nobody has taken it, feeding the sink
+ * as it goes; the other threads take chunks ahead of it and queue their
+ * records. A queued chunk holds its whole output until the sink gets to it,
+ * so memory is bounded by the ring: 2 * jobs chunks. */
 struct pool {
 	pthread_mutex_t lock;
-	pthread_cond_t work, progress, room;
+	pthread_cond_t work, progress;
 	pthread_t *threads;
 	unsigned nr_threads;
 	struct chunk *ring;
 	size_t ring_size;
-	uint64_t created, started, consumed; /* chunk counts */
+	uint64_t created, consumed; /* chunk counts */
 	bool no_more, abort;
 };
 
@@ -286,14 +293,28 @@ struct decode {
 
 /* libipt's image lookup moves the section it finds to the front of the
  * image's list, so an image must not serve two threads at once: threads
- * decode with their own copies (pt_image_copy shares the sections, which
- * lock themselves). */
+ * decode with their own copies, with sections of their own when the caller
+ * can build them (options.populate, into the thread's section cache), else
+ * sharing the sections (pt_image_copy), which lock themselves. */
 struct image_copy {
 	struct pt_image *source, *copy;
 };
 
+/* Lengths of conditional branches by address, in front of pt_code's cache:
+ * most blocks end in one, and most of those need their length. */
+#define LENGTH_CACHE_SIZE 4096
+
+struct length_slot {
+	uint64_t ip;
+	int isid;
+	uint8_t size;
+};
+
 struct thread_state {
+	struct length_slot lengths[LENGTH_CACHE_SIZE];
 	struct rv_pt_code *code;
+	const struct rv_pt_decode_options *options;
+	struct pt_image_section_cache *iscache; /* the thread's, with populate */
 	bool copy_images;
 	struct image_copy *images;
 	size_t nr_images, images_size;
@@ -326,14 +347,28 @@ static struct pt_image *thread_image(struct thread_state *t, struct pt_image *so
 	}
 
 	struct pt_image *copy = pt_image_alloc(pt_image_name(source));
-	int r = copy ? pt_image_copy(copy, source) : -pte_nomem;
 
-	if (r < 0) {
-		pt_image_free(copy);
-		rv_error_set(err, ENOMEM, "cannot copy the image '%s' for a decoding thread: %s",
-			     pt_image_name(source) ? pt_image_name(source) : "",
-			     pt_errstr(pt_errcode(r)));
+	if (!copy) {
+		rv_error_set(err, ENOMEM, "out of memory for the decoding threads' images");
 		return NULL;
+	}
+	if (t->iscache) {
+		if (t->options->populate(t->options->populate_ctx, source, copy, t->iscache, err) <
+		    0) {
+			pt_image_free(copy);
+			return NULL;
+		}
+	} else {
+		int r = pt_image_copy(copy, source);
+
+		if (r < 0) {
+			pt_image_free(copy);
+			rv_error_set(err, ENOMEM,
+				     "cannot copy the image '%s' for a decoding thread: %s",
+				     pt_image_name(source) ? pt_image_name(source) : "",
+				     pt_errstr(pt_errcode(r)));
+			return NULL;
+		}
 	}
 	t->images[t->nr_images++] = (struct image_copy){ source, copy };
 	return copy;
@@ -372,6 +407,7 @@ struct walker {
 	 * that event, and its timing packets, before it returns the block. */
 	uint64_t time;
 	enum begin_state begin;
+	bool direct; /* the chunk the sink is at: pages go to it at once */
 	bool at_eos, in_tx, stop;
 	uint32_t tail_blocks;
 	uint64_t last_ip; /* where the decoder was last seen, for errors */
@@ -405,7 +441,7 @@ static struct page *page_get(struct decode *d)
 /* Caller holds the pool's lock when there is a pool. */
 static void page_put_locked(struct decode *d, struct page *p)
 {
-	if (d->nr_free_pages < 4 * MAX_QUEUED_PAGES) {
+	if (d->nr_free_pages < MAX_FREE_PAGES) {
 		p->next = d->free_pages;
 		d->free_pages = p;
 		d->nr_free_pages++;
@@ -427,10 +463,14 @@ static int publish(struct walker *w)
 	w->page = NULL;
 	if (!p)
 		return 0;
-	if (!d->pool) {
+	if (!d->pool || w->direct) {
 		int r = p->nr ? consume_page(d, ch, p, w->err) : 0;
 
+		if (d->pool)
+			pthread_mutex_lock(&d->pool->lock);
 		page_put_locked(d, p);
+		if (d->pool)
+			pthread_mutex_unlock(&d->pool->lock);
 		return r;
 	}
 	struct pool *pool = d->pool;
@@ -441,10 +481,9 @@ static int publish(struct walker *w)
 	else
 		ch->pages = p;
 	ch->last_page = p;
-	ch->queued_pages++;
-	pthread_cond_broadcast(&pool->progress);
-	while (!pool->abort && ch->index == pool->consumed && ch->queued_pages > MAX_QUEUED_PAGES)
-		pthread_cond_wait(&pool->room, &pool->lock);
+	/* Only the chunk the sink is at is waited for. */
+	if (ch->index == pool->consumed)
+		pthread_cond_broadcast(&pool->progress);
 	bool abort = pool->abort;
 
 	pthread_mutex_unlock(&pool->lock);
@@ -543,12 +582,10 @@ static void emit_task(struct walker *w, uint32_t pid, uint32_t tid)
 	r->time = w->time;
 }
 
-static void emit_begin(struct walker *w, uint64_t to, uint64_t time)
+static void emit_begin_now(struct walker *w, uint64_t to, uint64_t time)
 {
 	uint8_t flags = RV_BRANCH_TRACE_BEGIN;
 
-	if (w->begin == BEGIN_NONE)
-		return;
 	if (w->begin == BEGIN_SEAM)
 		flags |= REC_SEAM;
 	if (w->in_tx)
@@ -557,8 +594,16 @@ static void emit_begin(struct walker *w, uint64_t to, uint64_t time)
 	emit_branch(w, RV_BRANCH_NONE, flags, 0, to, time);
 }
 
+/* The trace begin owed since a (re)start, if there is one. */
+static inline void emit_begin(struct walker *w, uint64_t to, uint64_t time)
+{
+	if (__builtin_expect(w->begin != BEGIN_NONE, 0))
+		emit_begin_now(w, to, time);
+}
+
 /* The pending branch went to `to` (0: unknown). */
 static void decode_pending(struct walker *w);
+static uint8_t pending_cond_length(struct walker *w);
 
 static void resolve_pending(struct walker *w, uint64_t to)
 {
@@ -575,10 +620,12 @@ static void resolve_pending(struct walker *w, uint64_t to)
 		/* Only a destination right after it can be the fall-through:
 		 * the instruction's length is needed then only. */
 		if (delta >= 1 && delta <= pt_max_insn_size) {
+			uint8_t size;
+
 			p->valid = true;
-			decode_pending(w);
+			size = p->decoded ? p->size : pending_cond_length(w);
 			p->valid = false;
-			if (p->size ? delta == p->size : delta == 2 || delta == 6)
+			if (size ? delta == size : delta == 2 || delta == 6)
 				return; /* fell through */
 		}
 	}
@@ -602,6 +649,21 @@ static void decode_pending(struct walker *w)
 	p->disp = insn->disp;
 	p->direct = insn->cls == RV_PT_INSN_JUMP || insn->cls == RV_PT_INSN_CALL ||
 		    insn->cls == RV_PT_INSN_COND;
+}
+
+/* The length of the pending conditional branch (0 if unknown). */
+static uint8_t pending_cond_length(struct walker *w)
+{
+	struct pending *p = &w->pend;
+	struct length_slot *slot =
+		&w->thread->lengths[(p->from ^ (p->from >> 12)) & (LENGTH_CACHE_SIZE - 1)];
+
+	if (slot->ip == p->from && slot->isid == p->isid && slot->size)
+		return slot->size;
+	decode_pending(w);
+	if (p->size && p->isid > 0 && p->mode == ptem_64bit)
+		*slot = (struct length_slot){ p->from, p->isid, p->size };
+	return p->size;
 }
 
 /* The destination of the pending branch when the trace does not say: that
@@ -792,7 +854,7 @@ static int resolve_task(struct walker *w, uint64_t tsc)
 		int r = image && !own ? -pte_nomem : pt_blk_set_image(w->dec, own);
 
 		if (image && !own) {
-			w->status = -ENOMEM;
+			w->status = w->err && w->err->code ? -w->err->code : -ENOMEM;
 			w->stop = true;
 			return w->status;
 		}
@@ -1086,7 +1148,7 @@ static void on_event(struct walker *w, const struct pt_event *ev)
 		break;
 	default:
 		/* paging, vmcs, exec mode, stop, exstop, mwait, power, ptwrite,
-		 * tick, cbr, mnt: nothing a branch stream shows */
+		 * cbr, mnt: nothing a branch stream shows */
 		break;
 	}
 }
@@ -1231,10 +1293,19 @@ static int thread_state_init(struct thread_state *t, const struct decode *d, boo
 			     struct rv_error *err)
 {
 	memset(t, 0, sizeof(*t));
+	t->options = d->options;
 	t->copy_images = copy_images;
-	t->code = rv_pt_code_new(d->options->iscache);
-	if (!t->code)
+	if (copy_images && d->options->populate) {
+		t->iscache = pt_iscache_alloc("rearview decoding thread");
+		if (!t->iscache)
+			return rv_error_set(err, ENOMEM, "cannot set up a section cache");
+	}
+	t->code = rv_pt_code_new(t->iscache ? t->iscache : d->options->iscache);
+	if (!t->code) {
+		pt_iscache_free(t->iscache);
+		t->iscache = NULL;
 		return rv_error_set(err, ENOMEM, "cannot set up the instruction decoder (Zydis)");
+	}
 	return 0;
 }
 
@@ -1244,6 +1315,7 @@ static void thread_state_fini(struct thread_state *t)
 		pt_image_free(t->images[i].copy);
 	free(t->images);
 	rv_pt_code_free(t->code);
+	pt_iscache_free(t->iscache);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -1272,20 +1344,21 @@ static int consume_page(struct decode *d, struct chunk *ch, const struct page *p
 {
 	const struct rv_perf_time_conv *tc = d->options->time_conv;
 	struct rv_pt_stats *s = d->stats;
+	uint64_t kinds[RV_BRANCH_TX_ABORT + 1] = { 0 };
+	uint64_t first = s->first_time, last = s->last_time;
+	int ret = 0;
 
 	for (size_t i = 0; i < p->nr; i++) {
 		const struct record *r = &p->records[i];
 		struct rv_event ev;
 
-		if (r->type == REC_TASK) {
-			d->pid = (uint32_t)r->a;
-			d->tid = (uint32_t)r->b;
-			continue;
-		}
+		/* Pages from another thread come from another core's cache. */
+		__builtin_prefetch(r + 16);
+
 		if (r->type == REC_BRANCH) {
 			uint8_t flags = r->flags;
 
-			if (flags & REC_SEAM) {
+			if (__builtin_expect(flags & REC_SEAM, 0)) {
 				if (ch->index > 0 && d->prev_passed)
 					continue;
 				flags &= (uint8_t)~REC_SEAM;
@@ -1295,54 +1368,42 @@ static int consume_page(struct decode *d, struct chunk *ch, const struct page *p
 			ev.branch.flags = flags;
 			ev.branch.from = (struct rv_branch_end){ .ip = r->a };
 			ev.branch.to = (struct rv_branch_end){ .ip = r->b };
-			switch (r->kind) {
-			case RV_BRANCH_CALL:
-				s->calls++;
-				break;
-			case RV_BRANCH_RETURN:
-				s->returns++;
-				break;
-			case RV_BRANCH_JUMP:
-			case RV_BRANCH_COND:
-				s->jumps++;
-				break;
-			case RV_BRANCH_SYSCALL:
-				s->syscalls++;
-				break;
-			case RV_BRANCH_INTERRUPT:
-			case RV_BRANCH_SOFT_INT:
-				s->interrupts++;
-				break;
-			default:
-				break;
-			}
+			if (r->kind <= RV_BRANCH_TX_ABORT)
+				kinds[r->kind]++;
+		} else if (r->type == REC_TASK) {
+			d->pid = (uint32_t)r->a;
+			d->tid = (uint32_t)r->b;
+			continue;
 		} else {
-			memset(&ev, 0, sizeof(ev));
-			ev.kind = RV_EVENT_TRACE_ERROR;
 			bool overflow = r->extra & REC_OVERFLOW;
 
+			memset(&ev, 0, sizeof(ev));
+			ev.kind = RV_EVENT_TRACE_ERROR;
 			ev.error.message = overflow ? "overflow" : rv_pt_strerror(r->code);
 			ev.error.offset = r->a;
 			ev.error.ip = r->b;
 			ev.error.overflow = overflow;
 			stats_add_error(s, r->a, r->b, r->code, overflow);
 		}
-		uint64_t time = r->time;
-
 		ev.pid = d->pid;
 		ev.tid = d->tid;
-		ev.time = tc ? rv_perf_tsc_to_time(tc, time) : time;
-		if (!s->first_time || ev.time < s->first_time)
-			s->first_time = ev.time;
-		if (ev.time > s->last_time)
-			s->last_time = ev.time;
-
-		int ret = d->sink(d->sink_ctx, &ev, err);
-
+		ev.time = tc ? rv_perf_tsc_to_time(tc, r->time) : r->time;
+		if (!first || ev.time < first)
+			first = ev.time;
+		if (ev.time > last)
+			last = ev.time;
+		ret = d->sink(d->sink_ctx, &ev, err);
 		if (ret < 0)
-			return ret;
+			break;
 	}
-	return 0;
+	s->first_time = first;
+	s->last_time = last;
+	s->calls += kinds[RV_BRANCH_CALL];
+	s->returns += kinds[RV_BRANCH_RETURN];
+	s->jumps += kinds[RV_BRANCH_JUMP] + kinds[RV_BRANCH_COND];
+	s->syscalls += kinds[RV_BRANCH_SYSCALL];
+	s->interrupts += kinds[RV_BRANCH_INTERRUPT] + kinds[RV_BRANCH_SOFT_INT];
+	return ret;
 }
 
 /* Describes the next chunk; false when the buffer is used up. */
@@ -1402,6 +1463,39 @@ static int decode_sequential(struct decode *d, struct rv_error *err)
 	return ret;
 }
 
+/* The first chunk nobody decodes yet, from the sink's (caller) or from the
+ * one after it; NULL if none. Under the pool's lock. */
+static struct chunk *claim_chunk(struct pool *pool, bool caller)
+{
+	for (uint64_t i = pool->consumed + (caller ? 0 : 1); i < pool->created; i++) {
+		struct chunk *ch = &pool->ring[i % pool->ring_size];
+
+		if (!ch->claimed) {
+			ch->claimed = true;
+			return ch;
+		}
+	}
+	return NULL;
+}
+
+/* Decodes a chunk this thread claimed; under the pool's lock, which it
+ * drops meanwhile. */
+static void decode_claimed(struct decode *d, struct thread_state *t, struct chunk *ch, bool direct,
+			   struct rv_error *err)
+{
+	struct pool *pool = d->pool;
+	struct walker w;
+
+	pthread_mutex_unlock(&pool->lock);
+	walker_init(&w, d, t, ch, err);
+	w.direct = direct;
+	decode_chunk(&w);
+	pthread_mutex_lock(&pool->lock);
+	ch->status = w.status;
+	ch->done = true;
+	pthread_cond_broadcast(&pool->progress);
+}
+
 static void *worker_main(void *arg)
 {
 	struct decode *d = arg;
@@ -1410,34 +1504,24 @@ static void *worker_main(void *arg)
 	struct rv_error init_err;
 	int init = thread_state_init(&t, d, true, &init_err);
 
+	pthread_mutex_lock(&pool->lock);
 	for (;;) {
-		pthread_mutex_lock(&pool->lock);
-		while (!pool->abort && pool->started == pool->created && !pool->no_more)
+		struct chunk *ch = NULL;
+
+		while (!pool->abort && !(ch = claim_chunk(pool, false)) && !pool->no_more)
 			pthread_cond_wait(&pool->work, &pool->lock);
-		if (pool->abort || pool->started == pool->created) {
-			pthread_mutex_unlock(&pool->lock);
+		if (pool->abort || !ch)
 			break;
-		}
-		struct chunk *ch = &pool->ring[pool->started++ % pool->ring_size];
-
-		pthread_mutex_unlock(&pool->lock);
-
-		struct walker w;
-
-		walker_init(&w, d, &t, ch, &ch->err);
-		if (init == 0) {
-			decode_chunk(&w);
-		} else {
+		if (init < 0) {
 			ch->err = init_err;
-			w.status = init;
+			ch->status = init;
+			ch->done = true;
+			pthread_cond_broadcast(&pool->progress);
+			continue;
 		}
-
-		pthread_mutex_lock(&pool->lock);
-		ch->status = w.status;
-		ch->done = true;
-		pthread_cond_broadcast(&pool->progress);
-		pthread_mutex_unlock(&pool->lock);
+		decode_claimed(d, &t, ch, false, &ch->err);
 	}
+	pthread_mutex_unlock(&pool->lock);
 	if (init == 0)
 		thread_state_fini(&t);
 	return NULL;
@@ -1450,7 +1534,6 @@ static void pool_stop(struct decode *d)
 	pthread_mutex_lock(&pool->lock);
 	pool->abort = true;
 	pthread_cond_broadcast(&pool->work);
-	pthread_cond_broadcast(&pool->room);
 	pthread_mutex_unlock(&pool->lock);
 	for (unsigned i = 0; i < pool->nr_threads; i++)
 		pthread_join(pool->threads[i], NULL);
@@ -1468,10 +1551,83 @@ static void pool_stop(struct decode *d)
 	}
 }
 
+/* The sink's side of parallel decoding, on the calling thread, which
+ * decodes too: the chunk the sink is at when nobody has taken it, else one
+ * ahead while the chunk the sink is at has nothing to hand over yet. */
+static int run_caller(struct decode *d, struct thread_state *t, struct rv_error *err)
+{
+	struct pool *pool = d->pool;
+	int ret = 0;
+
+	pthread_mutex_lock(&pool->lock);
+	while (ret == 0 && pool->consumed < pool->created) {
+		struct chunk *ch = &pool->ring[pool->consumed % pool->ring_size];
+
+		if (!ch->claimed) {
+			ch->claimed = true;
+			decode_claimed(d, t, ch, true, err);
+			if (ch->status < 0) {
+				ret = ch->status;
+				break;
+			}
+			continue;
+		}
+		if (ch->pages) {
+			struct page *p = ch->pages;
+
+			ch->pages = p->next;
+			if (!ch->pages)
+				ch->last_page = NULL;
+			pthread_mutex_unlock(&pool->lock);
+			ret = consume_page(d, ch, p, err);
+			pthread_mutex_lock(&pool->lock);
+			page_put_locked(d, p);
+			continue;
+		}
+		if (ch->done) {
+			if (ch->status < 0) {
+				ret = ch->status;
+				if (err)
+					*err = ch->err;
+				break;
+			}
+			finish_chunk_stats(d, ch);
+			pool->consumed++;
+			if (!pool->no_more) {
+				/* The slot is free and no thread looks at it
+				 * before `created` counts it. */
+				struct chunk *slot = &pool->ring[pool->created % pool->ring_size];
+
+				pthread_mutex_unlock(&pool->lock);
+				bool more = next_chunk(d, slot);
+
+				pthread_mutex_lock(&pool->lock);
+				if (more)
+					pool->created++;
+				else
+					pool->no_more = true;
+			}
+			pthread_cond_broadcast(&pool->work);
+			continue;
+		}
+		/* Another thread is at it and has nothing for the sink yet. */
+		struct chunk *ahead = claim_chunk(pool, false);
+
+		if (ahead) {
+			decode_claimed(d, t, ahead, false, &ahead->err);
+			continue;
+		}
+		pthread_cond_wait(&pool->progress, &pool->lock);
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return ret;
+}
+
 static int decode_parallel(struct decode *d, unsigned jobs, struct rv_error *err)
 {
 	struct pool pool;
-	int ret = 0;
+	struct thread_state t;
+	int ret;
 
 	memset(&pool, 0, sizeof(pool));
 	pool.ring_size = 2 * (size_t)jobs;
@@ -1482,10 +1638,15 @@ static int decode_parallel(struct decode *d, unsigned jobs, struct rv_error *err
 		free(pool.threads);
 		return rv_error_set(err, ENOMEM, "out of memory for %u decoding threads", jobs);
 	}
+	ret = thread_state_init(&t, d, true, err);
+	if (ret < 0) {
+		free(pool.ring);
+		free(pool.threads);
+		return ret;
+	}
 	pthread_mutex_init(&pool.lock, NULL);
 	pthread_cond_init(&pool.work, NULL);
 	pthread_cond_init(&pool.progress, NULL);
-	pthread_cond_init(&pool.room, NULL);
 	d->pool = &pool;
 
 	/* Describe the first chunks before any thread starts. */
@@ -1496,62 +1657,19 @@ static int decode_parallel(struct decode *d, unsigned jobs, struct rv_error *err
 		}
 		pool.created++;
 	}
-	for (unsigned i = 0; i < jobs; i++) {
+	/* jobs threads in all: the calling one and jobs - 1 more */
+	for (unsigned i = 0; i + 1 < jobs; i++) {
 		if (pthread_create(&pool.threads[i], NULL, worker_main, d) != 0) {
 			ret = rv_error_set(err, EAGAIN, "cannot start a decoding thread");
 			break;
 		}
 		pool.nr_threads++;
 	}
-
-	pthread_mutex_lock(&pool.lock);
-	while (ret == 0 && pool.consumed < pool.created) {
-		struct chunk *ch = &pool.ring[pool.consumed % pool.ring_size];
-
-		while (!ch->pages && !ch->done)
-			pthread_cond_wait(&pool.progress, &pool.lock);
-		if (ch->pages) {
-			struct page *p = ch->pages;
-
-			ch->pages = p->next;
-			if (!ch->pages)
-				ch->last_page = NULL;
-			ch->queued_pages--;
-			pthread_cond_broadcast(&pool.room);
-			pthread_mutex_unlock(&pool.lock);
-			ret = consume_page(d, ch, p, err);
-			pthread_mutex_lock(&pool.lock);
-			page_put_locked(d, p);
-			continue;
-		}
-		/* done, and every page consumed */
-		if (ch->status < 0) {
-			ret = ch->status;
-			if (err)
-				*err = ch->err;
-			break;
-		}
-		finish_chunk_stats(d, ch);
-		pool.consumed++;
-		if (!pool.no_more) {
-			/* The slot is free and no thread looks at it before
-			 * `created` counts it. */
-			struct chunk *slot = &pool.ring[pool.created % pool.ring_size];
-
-			pthread_mutex_unlock(&pool.lock);
-			bool more = next_chunk(d, slot);
-
-			pthread_mutex_lock(&pool.lock);
-			if (more)
-				pool.created++;
-			else
-				pool.no_more = true;
-		}
-		pthread_cond_broadcast(&pool.work);
-	}
-	pthread_mutex_unlock(&pool.lock);
+	if (ret == 0)
+		ret = run_caller(d, &t, err);
 
 	pool_stop(d);
+	thread_state_fini(&t);
 	while (d->free_pages) {
 		struct page *p = d->free_pages;
 
@@ -1559,7 +1677,6 @@ static int decode_parallel(struct decode *d, unsigned jobs, struct rv_error *err
 		free(p);
 	}
 	d->nr_free_pages = 0;
-	pthread_cond_destroy(&pool.room);
 	pthread_cond_destroy(&pool.progress);
 	pthread_cond_destroy(&pool.work);
 	pthread_mutex_destroy(&pool.lock);
@@ -1603,7 +1720,13 @@ int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options
 	 * ignores such a FUP when a TIP.PGE follows, whatever the CPU. */
 	d.config.errata.bdm70 = 1;
 	d.config.flags.variant.block.end_on_call = 1;
-	d.config.flags.variant.block.enable_tick_events = 1;
+	/* Tick events say when the time changed at a TNT or TIP; without MTC
+	 * or CYC calibration libipt's time moves at TSC packets only, which
+	 * come with events (PSB+, TIP.PGE), and the ticks would cost a time
+	 * query per branch for nothing. */
+	d.config.flags.variant.block.enable_tick_events = d.config.mtc_freq || d.config.nom_freq ||
+							  d.config.cpuid_0x15_eax ||
+							  d.config.cpuid_0x15_ebx;
 	d.config.flags.variant.block.end_on_jump = 1;
 	d.config.begin = (uint8_t *)buf;
 	d.config.end = (uint8_t *)buf + size;

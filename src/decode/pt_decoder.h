@@ -39,9 +39,11 @@
  * (an error met past a chunk's last packet resumes at the next PSB, which a
  * plain libipt walk would skip). The memory held is a few chunks' events per
  * job, whatever the buffer's length. Each thread decodes with its own copy
- * of an image (pt_image_copy: libipt's lookups reorder an image's sections,
- * so one image cannot serve two threads); a read-memory callback set on an
- * image is not copied, so code read through one decodes with jobs <= 1 only.
+ * of an image (libipt's lookups reorder an image's sections, so one image
+ * cannot serve two threads): built by options.populate when it is set, else
+ * with pt_image_copy, which shares the sections (and their locks); a
+ * read-memory callback set on an image is not copied, so code read through
+ * one decodes with jobs <= 1 only.
  *
  * Not here: where buffers, images and threads come from (pt_capture.h), what
  * the events mean for call stacks (trace/builder.h), symbols.
@@ -70,6 +72,19 @@ typedef int (*rv_pt_sink_fn)(void *ctx, const struct rv_event *ev, struct rv_err
 typedef int (*rv_pt_resolve_fn)(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
 				struct pt_image **image, struct rv_error *err);
 
+/* Adds the code of `image` (one the options or resolve gave) to `copy` once
+ * more, from the same files, through `iscache`: pt_iscache_add_file and
+ * pt_image_add_cached, mapping for mapping. With jobs > 1, each decoding
+ * thread builds its images so, with a section cache of its own, because
+ * libipt locks a section for every instruction it reads on its event paths
+ * (the walks to a TIP.PGD, FUP or MODE.Exec) and threads sharing sections
+ * spend more time contending for those locks than decoding (mruby x20:
+ * twice the CPU time with two threads, and a longer run than with one).
+ * Called from the decoding threads, once per thread and image; must only
+ * read the caller's state. Returns 0, or negative with err set to stop. */
+typedef int (*rv_pt_populate_fn)(void *ctx, const struct pt_image *image, struct pt_image *copy,
+				 struct pt_image_section_cache *iscache, struct rv_error *err);
+
 struct rv_pt_decode_options {
 	/* CPU and timing (from the capture's cpuid and AUXTRACE_INFO, or
 	 * --cpu for raw dumps): cpu (errata are applied from it), mtc_freq,
@@ -96,7 +111,12 @@ struct rv_pt_decode_options {
 	 * unknown transfer is a jump. */
 	struct pt_image_section_cache *iscache;
 
-	unsigned jobs;	    /* decoding threads; 0 or 1: the calling thread only */
+	/* How threads get images with sections of their own (see
+	 * rv_pt_populate_fn); NULL: copies that share the sections. */
+	rv_pt_populate_fn populate;
+	void *populate_ctx;
+
+	unsigned jobs;	    /* decoding threads, the calling one included; 0 or 1: it only */
 	size_t chunk_bytes; /* 0: the default (256 KiB) */
 
 	/* Stop after this many instructions (0: no limit; decoding is then
@@ -114,17 +134,17 @@ struct rv_pt_error_site {
 #define RV_PT_MAX_ERROR_SITES 64
 
 struct rv_pt_stats {
-	uint64_t bytes;	  /* of trace decoded */
-	uint64_t chunks;  /* PSB-delimited pieces decoded */
-	uint64_t insns;	  /* instructions (blocks' ninsn summed) */
-	uint64_t blocks;  /* libipt's blocks: how it cuts them depends on its block
-			   * cache, which threads share, so this count may vary */
+	uint64_t bytes;	 /* of trace decoded */
+	uint64_t chunks; /* PSB-delimited pieces decoded */
+	uint64_t insns;	 /* instructions (blocks' ninsn summed) */
+	uint64_t blocks; /* libipt's blocks: how it cuts them depends on the state
+			  * of its block caches, so with threads this count varies */
 	/* branch events: jumps are jmp and jcc, interrupts hw int and int */
 	uint64_t calls, returns, jumps, syscalls, interrupts;
-	uint64_t errors;    /* decode errors, overflows not included */
-	uint64_t overflows; /* OVF packets */
-	uint64_t nomap;	    /* errors that were code missing from the image */
-	uint64_t skipped_bytes; /* trace between an error and the next PSB */
+	uint64_t errors;		/* decode errors, overflows not included */
+	uint64_t overflows;		/* OVF packets */
+	uint64_t nomap;			/* errors that were code missing from the image */
+	uint64_t skipped_bytes;		/* trace between an error and the next PSB */
 	uint64_t first_time, last_time; /* capture clock of the first and last event; 0 if none */
 	struct rv_pt_error_site sites[RV_PT_MAX_ERROR_SITES]; /* the first errors */
 	size_t nr_sites;

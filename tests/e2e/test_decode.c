@@ -96,8 +96,8 @@ static void decode_raw(const struct raw_case *rc, const char *jobs, const char *
 	argv[n++] = out;
 	argv[n] = NULL;
 	run_process(argv, 300, r);
-	cr_assert_eq(r->exit_code, 0, "%s: rearview decode failed (%d): %s", rc->name,
-		     r->exit_code, r->err);
+	cr_assert_eq(r->exit_code, 0, "%s: rearview decode failed (%d): %s", rc->name, r->exit_code,
+		     r->err);
 	cr_assert(file_exists(out), "%s: no trace written", rc->name);
 	unlink(out);
 }
@@ -205,8 +205,9 @@ static void check_perf_4_14(const char *file, bool via_stdin, uint64_t expected_
 			 build_path("rearview"), out, path);
 		run_process(argv, 120, r);
 	} else {
-		char *argv[] = { (char *)build_path("rearview"), "decode", path, "--stats", "-o",
-				 out, NULL };
+		char *argv[] = {
+			(char *)build_path("rearview"), "decode", path, "--stats", "-o", out, NULL
+		};
 		run_process(argv, 120, r);
 	}
 	cr_assert_eq(r->exit_code, 0, "%s: exit %d: %s", file, r->exit_code, r->err);
@@ -235,8 +236,8 @@ Test(decode, perf_4_14_pipe_on_stdin, .timeout = 120)
 static void make_capture(char *dir, size_t size, const char *target, const char *arg)
 {
 	struct proc_result *r = calloc(1, sizeof(*r));
-	char *argv[] = { (char *)build_path("softpt"), "-q", "-o", dir, "--",
-			 (char *)build_path(target), (char *)arg, NULL };
+	char *argv[] = { (char *)build_path("softpt"), "-q",	    "-o", dir, "--",
+			 (char *)build_path(target),   (char *)arg, NULL };
 
 	cr_assert_not_null(r);
 	make_test_dir(dir, size);
@@ -314,18 +315,30 @@ Test(decode, perf_script_import_of_a_softpt_capture, .timeout = 300)
 /* Text as perf prints it for a kernel-and-user trace: a system call and an
  * interrupt in the kernel, a gap where tracing stopped, and a decode error. */
 static const char kernel_text[] =
-	"  100/100  1.000000100:   call                      401000 main+0x10 (/bin/prog) =>           402000 work+0x0 (/bin/prog)\n"
-	"  100/100  1.000000200:   syscall                   402010 work+0x10 (/bin/prog) => ffffffff81000000 entry_SYSCALL_64+0x0 ([kernel.kallsyms])\n"
-	"  100/100  1.000000300:   call              ffffffff81000010 entry_SYSCALL_64+0x10 ([kernel.kallsyms]) => ffffffff81100000 ksys_read+0x0 ([kernel.kallsyms])\n"
-	"  100/100  1.000000400:   return            ffffffff81100020 ksys_read+0x20 ([kernel.kallsyms]) => ffffffff81000015 entry_SYSCALL_64+0x15 ([kernel.kallsyms])\n"
-	"  100/100  1.000000500:   sysret            ffffffff81000030 entry_SYSCALL_64+0x30 ([kernel.kallsyms]) =>           402012 work+0x12 (/bin/prog)\n"
-	"  100/100  1.000000600:   hw int                    402020 work+0x20 (/bin/prog) => ffffffff81200000 asm_common_interrupt+0x0 ([kernel.kallsyms])\n"
-	"  100/100  1.000000700:   iret              ffffffff81200040 asm_common_interrupt+0x40 ([kernel.kallsyms]) =>           402020 work+0x20 (/bin/prog)\n"
-	"  100/100  1.000000800:   tr end                    402030 work+0x30 (/bin/prog) =>                0 [unknown] ([unknown])\n"
-	"  100/100  1.000000900:   tr strt                        0 [unknown] ([unknown]) =>           402034 work+0x34 (/bin/prog)\n"
-	" instruction trace error type 1 time 1.000001000 cpu -1 pid 100 tid 100 ip 0x402040 code 6: Trace doesn't match instruction\n"
-	"  100/100  1.000001100:   tr strt                        0 [unknown] ([unknown]) =>           402050 work+0x50 (/bin/prog)\n"
-	"  100/100  1.000001200:   return                    402060 work+0x60 (/bin/prog) =>           401015 main+0x15 (/bin/prog)\n";
+	"  100/100  1.000000100:   call                      401000 main+0x10 (/bin/prog) =>       "
+	"    402000 work+0x0 (/bin/prog)\n"
+	"  100/100  1.000000200:   syscall                   402010 work+0x10 (/bin/prog) => "
+	"ffffffff81000000 entry_SYSCALL_64+0x0 ([kernel.kallsyms])\n"
+	"  100/100  1.000000300:   call              ffffffff81000010 entry_SYSCALL_64+0x10 "
+	"([kernel.kallsyms]) => ffffffff81100000 ksys_read+0x0 ([kernel.kallsyms])\n"
+	"  100/100  1.000000400:   return            ffffffff81100020 ksys_read+0x20 "
+	"([kernel.kallsyms]) => ffffffff81000015 entry_SYSCALL_64+0x15 ([kernel.kallsyms])\n"
+	"  100/100  1.000000500:   sysret            ffffffff81000030 entry_SYSCALL_64+0x30 "
+	"([kernel.kallsyms]) =>           402012 work+0x12 (/bin/prog)\n"
+	"  100/100  1.000000600:   hw int                    402020 work+0x20 (/bin/prog) => "
+	"ffffffff81200000 asm_common_interrupt+0x0 ([kernel.kallsyms])\n"
+	"  100/100  1.000000700:   iret              ffffffff81200040 asm_common_interrupt+0x40 "
+	"([kernel.kallsyms]) =>           402020 work+0x20 (/bin/prog)\n"
+	"  100/100  1.000000800:   tr end                    402030 work+0x30 (/bin/prog) =>       "
+	"         0 [unknown] ([unknown])\n"
+	"  100/100  1.000000900:   tr strt                        0 [unknown] ([unknown]) =>       "
+	"    402034 work+0x34 (/bin/prog)\n"
+	" instruction trace error type 1 time 1.000001000 cpu -1 pid 100 tid 100 ip 0x402040 code "
+	"6: Trace doesn't match instruction\n"
+	"  100/100  1.000001100:   tr strt                        0 [unknown] ([unknown]) =>       "
+	"    402050 work+0x50 (/bin/prog)\n"
+	"  100/100  1.000001200:   return                    402060 work+0x60 (/bin/prog) =>       "
+	"    401015 main+0x15 (/bin/prog)\n";
 
 Test(decode, perf_script_kernel_syscalls_interrupts_gaps, .timeout = 60)
 {
@@ -343,8 +356,9 @@ Test(decode, perf_script_kernel_syscalls_interrupts_gaps, .timeout = 60)
 	cr_assert_not_null(f);
 	fputs(kernel_text, f);
 	fclose(f);
-	char *argv[] = { (char *)build_path("rearview"), "decode", "--perf-script", in, "-o", out,
-			 NULL };
+	char *argv[] = {
+		(char *)build_path("rearview"), "decode", "--perf-script", in, "-o", out, NULL
+	};
 	run_process(argv, 60, r);
 	cr_assert_eq(r->exit_code, 0, "%s", r->err);
 	cr_assert_eq(fxt_read_file(out, &t, err, sizeof(err)), 0, "%s", err);
@@ -364,9 +378,7 @@ Test(decode, perf_script_kernel_syscalls_interrupts_gaps, .timeout = 60)
 	cr_assert_eq(entry->begin_ns + 300, entry->end_ns, "from the syscall to the sysret");
 	/* The gap where tracing stopped is a placeholder inside work. */
 	child = NULL;
-	fxt_for_each_child(t, work, child)
-		if (!strcmp(child->name, "[untraced]"))
-			break;
+	fxt_for_each_child(t, work, child) if (!strcmp(child->name, "[untraced]")) break;
 	cr_assert_not_null(child, "no [untraced] span in work");
 	/* The decode error is marked, and the trace resumes afresh. */
 	cr_assert_eq(fxt_count_instants(t, 100, 100, NULL), 1);
@@ -387,8 +399,14 @@ static void expect_no_crash(const char *capture, const char *what)
 
 	cr_assert_not_null(r);
 	snprintf(out, sizeof(out), "%s.fxt", capture);
-	char *argv[] = { (char *)build_path("rearview"), "decode", (char *)capture, "--jobs", "2",
-			 "-o", out, NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "decode",
+			 (char *)capture,
+			 "--jobs",
+			 "2",
+			 "-o",
+			 out,
+			 NULL };
 	run_process(argv, 120, r);
 	cr_assert(r->exit_code == 0 || r->exit_code == 1, "%s: exit %d: %s", what, r->exit_code,
 		  r->err);
@@ -513,16 +531,23 @@ Test(decode, command_line_mistakes, .timeout = 120)
 	char *no_image[] = { (char *)rv, "decode", "--raw-pt", "x.pt", NULL };
 	char *two[] = { (char *)rv, "decode", "a.data", "--perf-script", "b.txt", NULL };
 	char *bad_image[] = { (char *)rv, "decode", "--raw-pt", "x.pt", "--image", "img", NULL };
-	char *bad_filter[] = { (char *)rv, "decode", "--raw-pt", "x.pt", "--image", "i@0x1000",
-			       "--addr-filter", "0x2000-0x1000", NULL };
+	char *bad_filter[] = { (char *)rv, "decode",	    "--raw-pt",	     "x.pt", "--image",
+			       "i@0x1000", "--addr-filter", "0x2000-0x1000", NULL };
 	char *bad_jobs[] = { (char *)rv, "decode", "x", "--jobs", "0", NULL };
-	char *missing[] = { (char *)rv, "decode", "/nonexistent/perf.data", "-o",
-			    "/tmp/rv-missing.fxt", NULL };
-	char *missing_raw[] = { (char *)rv, "decode", "--raw-pt", "/nonexistent.pt", "--image",
-				"/nonexistent.bin@0x400000", "-o", "/tmp/rv-missing.fxt", NULL };
-	char *bad_cpu[] = { (char *)rv, "decode", "--raw-pt", CORPUS "/Unzip/trace.pt", "--image",
-			    CORPUS "/Unzip/image.bin@0x400000", "--cpu", "six", "-o",
-			    "/tmp/rv-missing.fxt", NULL };
+	char *missing[] = {
+		(char *)rv, "decode", "/nonexistent/perf.data", "-o", "/tmp/rv-missing.fxt", NULL
+	};
+	char *missing_raw[] = { (char *)rv, "decode",
+				"--raw-pt", "/nonexistent.pt",
+				"--image",  "/nonexistent.bin@0x400000",
+				"-o",	    "/tmp/rv-missing.fxt",
+				NULL };
+	char *bad_cpu[] = { (char *)rv, "decode",
+			    "--raw-pt", CORPUS "/Unzip/trace.pt",
+			    "--image",	CORPUS "/Unzip/image.bin@0x400000",
+			    "--cpu",	"six",
+			    "-o",	"/tmp/rv-missing.fxt",
+			    NULL };
 	char *not_decode[] = { (char *)rv, "run", "--stats", "true", NULL };
 
 	expect_error(nothing, 2, "nothing to decode");
@@ -561,8 +586,9 @@ Test(decode, capture_without_pt, .timeout = 120)
 	run_process(record, 120, r);
 	cr_assert_eq(r->exit_code, 0, "%s", r->err);
 	unlink("/tmp/rv-sampled.fxt");
-	char *decode[] = { (char *)build_path("rearview"), "decode", dir, "-o",
-			   "/tmp/rv-nopt.fxt", NULL };
+	char *decode[] = {
+		(char *)build_path("rearview"), "decode", dir, "-o", "/tmp/rv-nopt.fxt", NULL
+	};
 	expect_error(decode, 1, "no Intel PT");
 	cr_assert(!file_exists("/tmp/rv-nopt.fxt"));
 	cleanup_dir(dir);

@@ -988,21 +988,28 @@ static void check_trace_counts(const struct capture *c, const struct fxt_trace *
 			continue;
 		for (size_t i = 0; i < t->nr_spans; i++)
 			spans += same_function(t->spans[i].name, function);
-		cr_assert_eq(spans, expected, "[%s] %s: the program counted %lu for %s, the trace "
+		cr_assert_eq(spans, expected,
+			     "[%s] %s: the program counted %lu for %s, the trace "
 			     "has %zu spans of it",
 			     c->config->name, c->target, expected, function, spans);
 	}
 	free(text);
 }
 
-static struct fxt_trace *decode_capture(const struct capture *c, const char *name,
-					const char *jobs, const char *chunk)
+static struct fxt_trace *decode_capture(const struct capture *c, const char *name, const char *jobs,
+					const char *chunk)
 {
 	struct proc_result *r = calloc(1, sizeof(*r));
 	struct fxt_trace *t = NULL;
 	char out[160], err[256];
-	char *argv[12] = { (char *)build_path("rearview"), "decode", (char *)c->dir, "-o", out,
-			   "--jobs", (char *)jobs, NULL };
+	char *argv[12] = { (char *)build_path("rearview"),
+			   "decode",
+			   (char *)c->dir,
+			   "-o",
+			   out,
+			   "--jobs",
+			   (char *)jobs,
+			   NULL };
 
 	cr_assert_not_null(r);
 	snprintf(out, sizeof(out), "%s/%s", c->dir, name);
@@ -1111,9 +1118,8 @@ static size_t check_rearview_decode(const struct capture *c)
 	cr_assert_eq(errors, 0, "[%s] %s: the trace has %zu decode errors", c->config->name,
 		     c->target, errors);
 	cr_assert_eq(count_instants_prefixed(t, "[overflow]"), overflows,
-		     "[%s] %s: the trace marks %zu overflows, softpt injected %zu",
-		     c->config->name, c->target, count_instants_prefixed(t, "[overflow]"),
-		     overflows);
+		     "[%s] %s: the trace marks %zu overflows, softpt injected %zu", c->config->name,
+		     c->target, count_instants_prefixed(t, "[overflow]"), overflows);
 	if (c->config->kind == CAPTURE_FULL)
 		check_trace_counts(c, t);
 
@@ -1126,8 +1132,10 @@ static size_t check_rearview_decode(const struct capture *c)
 
 		snprintf(a, sizeof(a), "%s/chunked-1.fxt", c->dir);
 		snprintf(b, sizeof(b), "%s/chunked-2.fxt", c->dir);
-		cr_assert(same_file(a, b), "[%s] %s: decoding on 2 threads gives another trace "
-			  "than on 1", c->config->name, c->target);
+		cr_assert(same_file(a, b),
+			  "[%s] %s: decoding on 2 threads gives another trace "
+			  "than on 1",
+			  c->config->name, c->target);
 		for (size_t i = 0; i < c->nr_threads; i++)
 			compare_trace_thread(c, two, sym, c->tids[i], "chunked-2.fxt");
 		check_trace_counts(c, two);

@@ -187,11 +187,23 @@ Test(options, help_and_version)
 
 Test(options, decode_raw_pt_with_images_and_filter)
 {
-	const char *argv[] = { "rearview",   "decode",	"-raw-pt",	"t.pt",
-			       "--image",    "a.bin@0x400000,b.bin@4096",
-			       "--image",    "/x/c@d.bin@0x10", "--addr-filter",
-			       "0x400000-0x427000", "--cpu",	"6/142/10", "--stats",
-			       "-j",	     "3",	"--chunk-size", "64K",
+	const char *argv[] = { "rearview",
+			       "decode",
+			       "-raw-pt",
+			       "t.pt",
+			       "--image",
+			       "a.bin@0x400000,b.bin@4096",
+			       "--image",
+			       "/x/c@d.bin@0x10",
+			       "--addr-filter",
+			       "0x400000-0x427000",
+			       "--cpu",
+			       "6/142/10",
+			       "--stats",
+			       "-j",
+			       "3",
+			       "--chunk-size",
+			       "64K",
 			       NULL };
 	struct rv_options o;
 	struct rv_error err = { 0 };
@@ -216,15 +228,17 @@ Test(options, decode_raw_pt_with_images_and_filter)
 
 Test(options, decode_capture_and_mistakes)
 {
-	const char *ok[] = { "rearview", "decode", "dir", "-o", "t.json", "--vmlinux", "vm",
-			     "--trace-include-kernel", NULL };
+	const char *ok[] = { "rearview", "decode",    "dir", "-o",
+			     "t.json",	 "--vmlinux", "vm",  "--trace-include-kernel",
+			     NULL };
 	const char *none[] = { "rearview", "decode", NULL };
-	const char *two_inputs[] = { "rearview", "decode", "a", "--raw-pt", "b", "--image",
-				     "i@1", NULL };
+	const char *two_inputs[] = { "rearview", "decode",  "a",   "--raw-pt",
+				     "b",	 "--image", "i@1", NULL };
 	const char *two_captures[] = { "rearview", "decode", "a", "b", NULL };
 	const char *image_alone[] = { "rearview", "decode", "a", "--image", "i@1", NULL };
-	const char *bad_image[] = { "rearview", "decode", "--raw-pt", "t", "--image", "i@zz",
-				    NULL };
+	const char *bad_image[] = {
+		"rearview", "decode", "--raw-pt", "t", "--image", "i@zz", NULL
+	};
 	const char *recording[] = { "rearview", "decode", "a", "--snapshot-size", "1M", NULL };
 	const char *not_decode[] = { "rearview", "attach", "-p", "1", "--raw-pt", "x", NULL };
 	struct rv_options o;

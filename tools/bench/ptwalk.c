@@ -8,8 +8,9 @@
  *
  * TRACE is a raw PT stream, IMAGE the code bytes mapped flat at BASE, and
  * [BASE, END) the address filter 0 the trace was recorded with. Prints
- * `insns N blocks N seconds S bytes_per_s X` (and the errors when there were
- * some). --end-on-branch ends blocks at direct calls and jumps too, as
+ * `insns N blocks N seconds S bytes_per_s X cpu_seconds C` (C: the CPU time
+ * all threads used meanwhile; and the errors when there were some).
+ * --end-on-branch ends blocks at direct calls and jumps too, as
  * rv_pt_decode asks libipt to; the default is libipt's own block size.
  * --copies decodes N copies of the trace one after the other (a larger real
  * input: the corpus traces concatenate cleanly). --decode runs rearview's
@@ -114,6 +115,24 @@ static int count_sink(void *ctx, const struct rv_event *ev, struct rv_error *err
 	(void)ev;
 	(void)err;
 	++*(uint64_t *)ctx;
+	return 0;
+}
+
+/* The image again, for a decoding thread's own section cache. */
+struct image_source {
+	const char *path;
+	uint64_t base;
+};
+
+static int populate_image(void *ctx, const struct pt_image *image, struct pt_image *copy,
+			  struct pt_image_section_cache *iscache, struct rv_error *err)
+{
+	const struct image_source *src = ctx;
+	int isid = pt_iscache_add_file(iscache, src->path, 0, UINT64_MAX, src->base);
+
+	(void)image;
+	if (isid < 0 || pt_image_add_cached(copy, iscache, isid, NULL) < 0)
+		return rv_error_set(err, EIO, "cannot map %s again", src->path);
 	return 0;
 }
 
@@ -222,7 +241,7 @@ int main(int argc, char **argv)
 	config.flags.variant.block.end_on_jump = end_on_branch;
 
 	struct walk_result r = { 0 };
-	struct timespec t0, t1;
+	struct timespec t0, t1, c0, c1;
 	uint64_t events = 0;
 
 	if (decode) {
@@ -232,13 +251,19 @@ int main(int argc, char **argv)
 
 		memset(&options, 0, sizeof(options));
 		options.config = config;
+		struct image_source source = { image_path, base };
+
 		options.image = image;
 		options.iscache = iscache;
+		options.populate = populate_image;
+		options.populate_ctx = &source;
 		options.jobs = (unsigned)jobs;
 		options.chunk_bytes = chunk_bytes;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 		err = rv_pt_decode(trace, trace_size, &options, count_sink, &events, &stats,
 				   &error);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (err < 0) {
 			fprintf(stderr, "ptwalk: %s\n", error.message);
@@ -255,15 +280,19 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 		walk(decoder, &r);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		pt_blk_free_decoder(decoder);
 	}
 
 	double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
 
 	printf("insns %" PRIu64 " blocks %" PRIu64 " seconds %.6f bytes_per_s %.0f", r.insns,
 	       r.blocks, seconds, seconds > 0 ? (double)trace_size / seconds : 0.0);
+	printf(" cpu_seconds %.6f", cpu);
 	if (decode)
 		printf(" events %" PRIu64, events);
 	if (r.errors)

@@ -1,0 +1,1384 @@
+/* test_pt_decoder.c: the Intel PT decoder (decode/pt_decoder.h) against its
+ * oracles.
+ *
+ * - The real recordings of ../shared/pt-corpus decode to their reference
+ *   instruction counts with no error, for one and two threads and chunk
+ *   sizes from 1 KiB to the whole buffer, to identical event sequences
+ *   (times, tasks and all); twenty copies of mruby to twenty times its count.
+ * - softpt captures of the PT target programs (tests/pt) decode, per thread,
+ *   to exactly the branches Linux perf synthesizes for them (`perf script
+ *   --itrace=be`): kinds, flags, addresses, order, and times for every timer
+ *   setting but cycle-accurate mode, whose differences are printed; with a
+ *   PSB every 2 KiB they decode the same whatever the chunks and threads.
+ * - Errors: a buffer with no PSB, damage in the middle, code missing from the
+ *   image, a sink or resolve hook that fails, max_insns; and the small
+ *   functions (CPU parsing, error texts, packet counting, stats merging).
+ *
+ * The glue that reads softpt's perf.data (AUXTRACE payloads, AUXTRACE_INFO,
+ * TIME_CONV, MMAP2 into an image) lives here, in its simplest form: the real
+ * capture reader is decode/pt_capture.h's business.
+ *
+ * Not here: what the events mean for call stacks (test_builder.c).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture/auxtrace.h"
+#include "capture/perf_data.h"
+#include "decode/pt_decoder.h"
+
+/* IA32_RTIT_CTL.ADDR0_CFG: trace only inside [ADDR0_A, ADDR0_B] */
+#define ADDR_CFG_FILTER 1
+
+/* ---- the environment ---- */
+
+static bool under_ci(void)
+{
+	const char *ci = getenv("CI");
+
+	return ci && strcmp(ci, "true") == 0;
+}
+
+/* The project root: RV_BUILD's parent when make runs the tests, else the
+ * current directory. */
+static void project_root(char *root, size_t size)
+{
+	char build[PATH_MAX];
+	const char *rv_build = getenv("RV_BUILD");
+
+	if (rv_build && realpath(rv_build, build)) {
+		char *slash = strrchr(build, '/');
+
+		if (slash && slash != build)
+			*slash = '\0';
+		cr_assert_lt(strlen(build), size);
+		memcpy(root, build, strlen(build) + 1);
+		return;
+	}
+	cr_assert_not_null(getcwd(root, size));
+}
+
+static const char *build_dir(void)
+{
+	const char *b = getenv("RV_BUILD");
+
+	return b && *b ? b : "build";
+}
+
+static void corpus_file(const char *rel, char *path, size_t size)
+{
+	char root[PATH_MAX];
+	struct stat st;
+
+	project_root(root, sizeof(root));
+
+	int n = snprintf(path, size, "%s/../shared/pt-corpus/%s", root, rel);
+
+	cr_assert(n > 0 && (size_t)n < size, "the corpus path is too long");
+	if (stat(path, &st) == 0)
+		return;
+	if (under_ci())
+		cr_assert_fail("%s is missing; CI needs ../shared/pt-corpus", path);
+	fprintf(stderr, "skipped: %s is absent (the shared PT corpus)\n", path);
+	cr_skip_test("%s is absent (the shared PT corpus)", path);
+}
+
+static void require_tool(const char *what, const char *path)
+{
+	if (access(path, X_OK) == 0)
+		return;
+	if (under_ci())
+		cr_assert_fail("%s (%s) is missing on CI", what, path);
+	fprintf(stderr, "skipped: %s (%s) is missing\n", what, path);
+	cr_skip_test("%s (%s) is missing", what, path);
+}
+
+static uint8_t *read_whole(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *data = NULL;
+	size_t used = 0, cap = 0;
+
+	cr_assert_not_null(f, "cannot open %s", path);
+	for (;;) {
+		if (used == cap) {
+			cap = cap ? cap * 2 : 1 << 16;
+			data = realloc(data, cap);
+			cr_assert_not_null(data);
+		}
+		size_t n = fread(data + used, 1, cap - used, f);
+
+		used += n;
+		if (n == 0)
+			break;
+	}
+	fclose(f);
+	*size = used;
+	return data;
+}
+
+/* ---- events as the sink saw them ---- */
+
+struct ev {
+	uint64_t time, from, to;
+	uint32_t pid, tid;
+	uint8_t type, kind, flags, overflow;
+};
+
+struct evlist {
+	struct ev *v;
+	size_t n, cap;
+	size_t fail_after; /* the sink fails with -EIO at this event (0: never) */
+	/* Not NULL: the events are compared with these as they come, not kept;
+	 * diffs counts those that differ, first_diff is the first's index. */
+	const struct evlist *expect;
+	size_t diffs, first_diff;
+};
+
+static struct ev *evlist_push(struct evlist *l)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4096;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		cr_assert_not_null(l->v);
+	}
+	struct ev *o = &l->v[l->n++];
+
+	memset(o, 0, sizeof(*o));
+	return o;
+}
+
+static bool same_event(const struct ev *a, const struct ev *b, bool with_time);
+
+static int record_sink(void *ctx, const struct rv_event *e, struct rv_error *err)
+{
+	struct evlist *l = ctx;
+	struct ev scratch;
+
+	if (l->fail_after && l->n + 1 == l->fail_after)
+		return rv_error_set(err, EIO, "the test's sink gives up");
+
+	struct ev *o = l->expect ? &scratch : evlist_push(l);
+
+	memset(o, 0, sizeof(*o));
+	o->type = (uint8_t)e->kind;
+	o->time = e->time;
+	o->pid = e->pid;
+	o->tid = e->tid;
+	if (e->kind == RV_EVENT_BRANCH) {
+		o->kind = (uint8_t)e->branch.kind;
+		o->flags = (uint8_t)e->branch.flags;
+		o->from = e->branch.from.ip;
+		o->to = e->branch.to.ip;
+	} else {
+		cr_assert_eq(e->kind, RV_EVENT_TRACE_ERROR);
+		cr_assert_not_null(e->error.message);
+		o->overflow = e->error.overflow;
+		o->from = e->error.offset;
+		o->to = e->error.ip;
+	}
+	if (l->expect) {
+		if (l->n >= l->expect->n || !same_event(o, &l->expect->v[l->n], true)) {
+			if (!l->diffs)
+				l->first_diff = l->n;
+			l->diffs++;
+		}
+		l->n++;
+	}
+	return 0;
+}
+
+static void evlist_free(struct evlist *l)
+{
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static const char *kind_name(uint8_t kind, uint8_t flags)
+{
+	switch (kind) {
+	case RV_BRANCH_CALL:
+		return "call";
+	case RV_BRANCH_RETURN:
+		return "return";
+	case RV_BRANCH_JUMP:
+		return "jmp";
+	case RV_BRANCH_COND:
+		return "jcc";
+	case RV_BRANCH_SYSCALL:
+		return "syscall";
+	case RV_BRANCH_SYSRET:
+		return "sysret";
+	case RV_BRANCH_INTERRUPT:
+		return "hw int";
+	case RV_BRANCH_SOFT_INT:
+		return "int";
+	case RV_BRANCH_IRET:
+		return "iret";
+	case RV_BRANCH_TX_ABORT:
+		return "tx abrt";
+	default:
+		return flags & RV_BRANCH_ASYNC ? "async" : "";
+	}
+}
+
+static void describe(const struct ev *e, char *out, size_t size)
+{
+	if (e->type == RV_EVENT_TRACE_ERROR) {
+		snprintf(out, size, "tid %u time %" PRIu64 " %s error ip %#" PRIx64, e->tid,
+			 e->time, e->overflow ? "overflow" : "decode", e->to);
+		return;
+	}
+	snprintf(out, size, "tid %u time %" PRIu64 " %s%s%s%s %#" PRIx64 " => %#" PRIx64, e->tid,
+		 e->time, e->flags & RV_BRANCH_TRACE_BEGIN ? "tr strt " : "",
+		 e->flags & RV_BRANCH_TRACE_END ? "tr end " : "", kind_name(e->kind, e->flags),
+		 e->flags & RV_BRANCH_IN_TX ? " (x)" : "", e->from, e->to);
+}
+
+static bool same_event(const struct ev *a, const struct ev *b, bool with_time)
+{
+	return a->type == b->type && a->kind == b->kind && a->flags == b->flags &&
+	       a->from == b->from && a->to == b->to && a->pid == b->pid && a->tid == b->tid &&
+	       a->overflow == b->overflow && (!with_time || a->time == b->time);
+}
+
+/* Asserts that two decodes of one buffer gave the same events. */
+static void assert_same_events(const struct evlist *ref, const struct evlist *got, const char *what)
+{
+	size_t n = ref->n < got->n ? ref->n : got->n;
+
+	for (size_t i = 0; i < n; i++) {
+		if (same_event(&ref->v[i], &got->v[i], true))
+			continue;
+		char a[256], b[256];
+
+		describe(&ref->v[i], a, sizeof(a));
+		describe(&got->v[i], b, sizeof(b));
+		cr_assert_fail("%s: event %zu differs:\n  expected %s\n  got      %s", what, i, a,
+			       b);
+	}
+	cr_assert_eq(ref->n, got->n, "%s: %zu events, expected %zu", what, got->n, ref->n);
+}
+
+/* ---- the raw corpus ---- */
+
+struct corpus {
+	const char *name;
+	uint64_t base, end, insns;
+};
+
+static const struct corpus corpora[] = {
+	{ "Unzip", 0x400000, 0x427000, 149576 },
+	{ "foo", 0x7ffff7819000, 0x7ffff79ca000, 117967 },
+	{ "mruby", 0x400000, 0x4b6000, 6334131 },
+};
+
+struct raw {
+	uint8_t *trace;
+	size_t size;
+	char image_path[PATH_MAX];
+	uint64_t base;
+	struct pt_image_section_cache *iscache;
+	struct pt_image *image;
+	struct rv_pt_decode_options options;
+};
+
+/* The corpus image again, for a decoding thread's own section cache. */
+static int raw_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
+			struct pt_image_section_cache *iscache, struct rv_error *err)
+{
+	const struct raw *r = ctx;
+	int isid = pt_iscache_add_file(iscache, r->image_path, 0, UINT64_MAX, r->base);
+
+	if (image != r->image)
+		return rv_error_set(err, EINVAL, "an image the test does not know");
+	if (isid < 0 || pt_image_add_cached(copy, iscache, isid, NULL) < 0)
+		return rv_error_set(err, EIO, "cannot map %s again", r->image_path);
+	return 0;
+}
+
+static void raw_load(struct raw *r, const struct corpus *c, unsigned copies)
+{
+	char trace_path[PATH_MAX], image_path[PATH_MAX], rel[64];
+
+	memset(r, 0, sizeof(*r));
+	snprintf(rel, sizeof(rel), "%s/trace.pt", c->name);
+	corpus_file(rel, trace_path, sizeof(trace_path));
+	snprintf(rel, sizeof(rel), "%s/image.bin", c->name);
+	corpus_file(rel, image_path, sizeof(image_path));
+
+	size_t size;
+	uint8_t *one = read_whole(trace_path, &size);
+
+	r->size = size * copies;
+	r->trace = malloc(r->size);
+	cr_assert_not_null(r->trace);
+	for (unsigned i = 0; i < copies; i++)
+		memcpy(r->trace + i * size, one, size);
+	free(one);
+
+	r->iscache = pt_iscache_alloc(c->name);
+	r->image = pt_image_alloc(c->name);
+	cr_assert(r->iscache && r->image);
+
+	int isid = pt_iscache_add_file(r->iscache, image_path, 0, UINT64_MAX, c->base);
+
+	cr_assert_geq(isid, 0, "cannot add %s: %s", image_path, pt_errstr(pt_errcode(isid)));
+	snprintf(r->image_path, sizeof(r->image_path), "%s", image_path);
+	r->base = c->base;
+	cr_assert_geq(pt_image_add_cached(r->image, r->iscache, isid, NULL), 0);
+
+	struct rv_pt_decode_options *o = &r->options;
+
+	pt_config_init(&o->config);
+	o->config.addr_filter.config.ctl.addr0_cfg = ADDR_CFG_FILTER;
+	o->config.addr_filter.addr0_a = c->base;
+	o->config.addr_filter.addr0_b = c->end;
+	o->image = r->image;
+	o->iscache = r->iscache;
+	o->populate = raw_populate;
+	o->populate_ctx = r;
+	o->pid = 7;
+	o->tid = 8;
+}
+
+static void raw_free(struct raw *r)
+{
+	pt_image_free(r->image);
+	pt_iscache_free(r->iscache);
+	free(r->trace);
+}
+
+static void decode_raw(struct raw *r, unsigned jobs, size_t chunk_bytes, struct evlist *out,
+		       struct rv_pt_stats *stats)
+{
+	struct rv_error err = { 0 };
+
+	r->options.jobs = jobs;
+	r->options.chunk_bytes = chunk_bytes;
+	int ret = rv_pt_decode(r->trace, r->size, &r->options, record_sink, out, stats, &err);
+
+	cr_assert_eq(ret, 0, "rv_pt_decode: %s", err.message);
+}
+
+/* The chunk sizes a buffer is decoded with: 1 KiB up to the whole of it. */
+static const size_t chunk_sizes[] = { 1024, 2048, 4096, 16384, 65536, 0, SIZE_MAX };
+
+/* ---- corpus tests ---- */
+
+Test(pt_decoder, corpus_reference_counts)
+{
+	for (size_t c = 0; c < sizeof(corpora) / sizeof(corpora[0]); c++) {
+		struct raw r;
+		struct evlist ref = { 0 };
+		struct rv_pt_stats ref_stats;
+
+		raw_load(&r, &corpora[c], 1);
+		decode_raw(&r, 1, SIZE_MAX, &ref, &ref_stats);
+		cr_assert_eq(ref_stats.insns, corpora[c].insns, "%s: %" PRIu64 " instructions",
+			     corpora[c].name, ref_stats.insns);
+		cr_assert_eq(ref_stats.errors, 0, "%s: %" PRIu64 " errors", corpora[c].name,
+			     ref_stats.errors);
+		cr_assert_eq(ref_stats.bytes, r.size);
+		cr_assert_eq(ref_stats.skipped_bytes, 0);
+		cr_assert_gt(ref_stats.calls, 0);
+		cr_assert_gt(ref_stats.returns, 0);
+		cr_assert_gt(ref.n, 1000);
+		/* buffer start: tracing begins at the first PSB's address */
+		cr_assert(ref.v[0].flags & RV_BRANCH_TRACE_BEGIN);
+		cr_assert_eq(ref.v[0].pid, 7);
+		cr_assert_eq(ref.v[0].tid, 8);
+
+		for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
+			for (unsigned jobs = 1; jobs <= 2; jobs++) {
+				struct evlist got = { 0 };
+				struct rv_pt_stats st;
+				char what[128];
+
+				decode_raw(&r, jobs, chunk_sizes[s], &got, &st);
+				snprintf(what, sizeof(what), "%s, %zu-byte chunks, %u jobs",
+					 corpora[c].name, chunk_sizes[s], jobs);
+				cr_assert_eq(st.insns, corpora[c].insns,
+					     "%s: %" PRIu64 " instructions", what, st.insns);
+				cr_assert_eq(st.errors, 0, "%s: %" PRIu64 " errors", what,
+					     st.errors);
+				cr_assert_eq(st.overflows, ref_stats.overflows, "%s", what);
+				cr_assert_eq(st.calls, ref_stats.calls, "%s", what);
+				cr_assert_eq(st.returns, ref_stats.returns, "%s", what);
+				cr_assert_eq(st.jumps, ref_stats.jumps, "%s", what);
+				assert_same_events(&ref, &got, what);
+				evlist_free(&got);
+			}
+		}
+		evlist_free(&ref);
+		raw_free(&r);
+	}
+}
+
+Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
+{
+	struct raw r;
+	struct evlist one = { 0 };
+
+	raw_load(&r, &corpora[2], 20);
+	for (unsigned jobs = 1; jobs <= 2; jobs++) {
+		struct evlist got = { 0 };
+		struct rv_pt_stats st;
+
+		if (jobs == 2)
+			got.expect = &one; /* compared as they come: 7 million events */
+		decode_raw(&r, jobs, 0, &got, &st);
+		cr_assert_eq(st.insns, 20 * corpora[2].insns, "%u jobs: %" PRIu64 " instructions",
+			     jobs, st.insns);
+		cr_assert_eq(st.errors, 0);
+		cr_assert_eq(st.skipped_bytes, 0);
+		cr_assert_gt(st.chunks, 20, "the default chunks are smaller than one copy");
+		if (jobs == 1) {
+			one = got;
+		} else {
+			cr_assert_eq(got.diffs, 0, "two jobs: %zu events differ, the first at %zu",
+				     got.diffs, got.first_diff);
+			cr_assert_eq(got.n, one.n);
+		}
+	}
+	evlist_free(&one);
+	raw_free(&r);
+}
+
+/* ---- softpt captures: perf.data read just enough ---- */
+
+#define CAP_MAX_BUFS 16
+
+struct cap_buf {
+	uint32_t tid;
+	uint8_t *data;
+	size_t size;
+};
+
+#define CAP_MAX_MAPS 64
+
+struct cap_map {
+	char path[1024];
+	uint64_t addr, len, pgoff;
+};
+
+struct capture {
+	struct cap_map maps[CAP_MAX_MAPS]; /* the image's, for populate */
+	size_t nr_maps;
+	struct pt_image_section_cache *iscache;
+	struct pt_image *image;
+	struct rv_perf_time_conv tc;
+	bool has_tc;
+	struct pt_config config;
+	struct cap_buf bufs[CAP_MAX_BUFS];
+	size_t nr_bufs;
+	uint32_t pid;
+};
+
+static uint64_t load64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint32_t load32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* PERF_RECORD_MMAP2: pid, tid, addr, len, pgoff, maj, min, ino, ino_generation,
+ * prot, flags, filename. Executable mappings go into the image; "[vdso]" is
+ * DIR/vdso.so. */
+static void cap_add_mmap2(struct capture *c, const char *dir, const struct perf_event_header *h)
+{
+	const uint8_t *p = (const uint8_t *)h;
+	char path[PATH_MAX];
+
+	cr_assert_geq(h->size, 80, "an MMAP2 record of %u bytes", h->size);
+
+	const char *name = (const char *)p + 72;
+
+	cr_assert_not_null(memchr(name, '\0', h->size - 72u), "an MMAP2 name without its NUL");
+	if (!(load32(p + 64) & PROT_EXEC))
+		return;
+
+	uint64_t addr = load64(p + 16), len = load64(p + 24), pgoff = load64(p + 32);
+
+	c->pid = load32(p + 8);
+	if (strcmp(name, "[vdso]") == 0) {
+		snprintf(path, sizeof(path), "%s/vdso.so", dir);
+		pgoff = 0;
+	} else if (name[0] == '/') {
+		snprintf(path, sizeof(path), "%s", name);
+	} else {
+		return;
+	}
+
+	int isid = pt_iscache_add_file(c->iscache, path, pgoff, len, addr);
+
+	cr_assert_geq(isid, 0, "cannot map %s: %s", path, pt_errstr(pt_errcode(isid)));
+	cr_assert_geq(pt_image_add_cached(c->image, c->iscache, isid, NULL), 0);
+	cr_assert_lt(c->nr_maps, CAP_MAX_MAPS);
+	cr_assert_lt(strlen(path), sizeof(c->maps[0].path));
+	c->maps[c->nr_maps] = (struct cap_map){ .addr = addr, .len = len, .pgoff = pgoff };
+	memcpy(c->maps[c->nr_maps++].path, path, strlen(path) + 1);
+}
+
+/* The capture's image again, mapping for mapping, for a decoding thread. */
+static int cap_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
+			struct pt_image_section_cache *iscache, struct rv_error *err)
+{
+	const struct capture *c = ctx;
+
+	if (image != c->image)
+		return rv_error_set(err, EINVAL, "an image the test does not know");
+	for (size_t i = 0; i < c->nr_maps; i++) {
+		const struct cap_map *m = &c->maps[i];
+		int isid = pt_iscache_add_file(iscache, m->path, m->pgoff, m->len, m->addr);
+
+		if (isid < 0 || pt_image_add_cached(copy, iscache, isid, NULL) < 0)
+			return rv_error_set(err, EIO, "cannot map %s again", m->path);
+	}
+	return 0;
+}
+
+static void cap_load(struct capture *c, const char *dir)
+{
+	char path[PATH_MAX];
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	struct rv_intel_pt_info info;
+	struct rv_error err = { 0 };
+	bool has_info = false;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->iscache = pt_iscache_alloc(NULL);
+	c->image = pt_image_alloc(NULL);
+	cr_assert(c->iscache && c->image);
+	pt_config_init(&c->config);
+	snprintf(path, sizeof(path), "%s/perf.data", dir);
+	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
+	while ((ret = rv_perf_reader_next(r, &rec, &err)) > 0) {
+		const struct perf_event_header *h = rec.header;
+
+		switch (h->type) {
+		case PERF_RECORD_MMAP2:
+			cap_add_mmap2(c, dir, h);
+			break;
+		case RV_PERF_RECORD_TIME_CONV:
+			cr_assert_eq(rv_perf_time_conv_parse(h, &c->tc, &err), 0, "%s",
+				     err.message);
+			c->has_tc = true;
+			break;
+		case RV_PERF_RECORD_AUXTRACE_INFO:
+			cr_assert_eq(rv_intel_pt_info_parse(h, &info, &err), 0, "%s", err.message);
+			has_info = true;
+			break;
+		case RV_PERF_RECORD_AUXTRACE: {
+			struct rv_perf_auxtrace a;
+
+			cr_assert_eq(rv_perf_auxtrace_parse(h, &a, &err), 0, "%s", err.message);
+			cr_assert_lt(c->nr_bufs, CAP_MAX_BUFS);
+			cr_assert_geq(rec.payload_size, a.size);
+
+			struct cap_buf *b = &c->bufs[c->nr_bufs++];
+
+			b->tid = a.tid;
+			b->size = a.size;
+			b->data = malloc(a.size ? a.size : 1);
+			cr_assert_not_null(b->data);
+			memcpy(b->data, rec.payload, a.size);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	cr_assert_eq(ret, 0, "%s: %s", path, err.message);
+	cr_assert(has_info, "%s has no AUXTRACE_INFO", path);
+
+	const char *cpuid = rv_perf_reader_feature_string(r, RV_FEAT_CPUID);
+
+	cr_assert_not_null(cpuid, "%s has no cpuid", path);
+	cr_assert_eq(rv_pt_cpu_parse(cpuid, &c->config, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
+		const struct rv_perf_attr *a = rv_perf_reader_attr(r, i);
+
+		if (a->attr.type == info.pmu_type && info.mtc_freq_bits)
+			c->config.mtc_freq = (uint8_t)((a->attr.config & info.mtc_freq_bits) >>
+						       __builtin_ctzll(info.mtc_freq_bits));
+	}
+	c->config.cpuid_0x15_eax = (uint32_t)info.tsc_ctc_ratio_d;
+	c->config.cpuid_0x15_ebx = (uint32_t)info.tsc_ctc_ratio_n;
+	c->config.nom_freq = (uint8_t)info.max_non_turbo_ratio;
+	cr_assert(c->has_tc, "%s has no TIME_CONV", path);
+	rv_perf_reader_free(r);
+}
+
+static void cap_free(struct capture *c)
+{
+	for (size_t i = 0; i < c->nr_bufs; i++)
+		free(c->bufs[i].data);
+	pt_image_free(c->image);
+	pt_iscache_free(c->iscache);
+}
+
+/* Every buffer of the capture, one after the other (each its thread's). */
+static void cap_decode(struct capture *c, unsigned jobs, size_t chunk_bytes, struct evlist *out,
+		       struct rv_pt_stats *total)
+{
+	struct rv_pt_decode_options o;
+
+	memset(&o, 0, sizeof(o));
+	memset(total, 0, sizeof(*total));
+	o.config = c->config;
+	o.time_conv = &c->tc;
+	o.image = c->image;
+	o.iscache = c->iscache;
+	o.populate = cap_populate;
+	o.populate_ctx = c;
+	o.jobs = jobs;
+	o.chunk_bytes = chunk_bytes;
+	for (size_t i = 0; i < c->nr_bufs; i++) {
+		struct rv_pt_stats st;
+		struct rv_error err = { 0 };
+
+		o.pid = c->pid;
+		o.tid = c->bufs[i].tid;
+		cr_assert_eq(rv_pt_decode(c->bufs[i].data, c->bufs[i].size, &o, record_sink, out,
+					  &st, &err),
+			     0, "%s", err.message);
+		rv_pt_stats_merge(total, &st);
+	}
+}
+
+/* ---- perf script, the oracle ---- */
+
+static bool parse_flags(const char *text, struct ev *e)
+{
+	char buf[128];
+	const char *rest;
+
+	snprintf(buf, sizeof(buf), "%s", text);
+	rest = buf;
+	e->flags = 0;
+	if (strncmp(rest, "tr strt", 7) == 0) {
+		e->flags |= RV_BRANCH_TRACE_BEGIN;
+		rest += 7;
+	} else if (strncmp(rest, "tr end", 6) == 0) {
+		e->flags |= RV_BRANCH_TRACE_END;
+		rest += 6;
+	}
+	while (*rest == ' ')
+		rest++;
+
+	char *x = strstr(buf, "(x)");
+
+	if (x) {
+		e->flags |= RV_BRANCH_IN_TX;
+		*x = '\0';
+	}
+	size_t n = strlen(rest);
+
+	while (n && rest[n - 1] == ' ')
+		n--;
+
+	static const struct {
+		const char *name;
+		uint8_t kind, flags;
+	} names[] = {
+		{ "", RV_BRANCH_NONE, 0 },
+		{ "call", RV_BRANCH_CALL, 0 },
+		{ "return", RV_BRANCH_RETURN, 0 },
+		{ "jmp", RV_BRANCH_JUMP, 0 },
+		{ "jcc", RV_BRANCH_COND, 0 },
+		{ "syscall", RV_BRANCH_SYSCALL, 0 },
+		{ "sysret", RV_BRANCH_SYSRET, 0 },
+		{ "hw int", RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC },
+		{ "int", RV_BRANCH_SOFT_INT, 0 },
+		{ "iret", RV_BRANCH_IRET, 0 },
+		{ "tx abrt", RV_BRANCH_TX_ABORT, 0 },
+		{ "async", RV_BRANCH_NONE, RV_BRANCH_ASYNC },
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strlen(names[i].name) == n && strncmp(rest, names[i].name, n) == 0) {
+			e->kind = names[i].kind;
+			e->flags |= names[i].flags;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* `perf script --itrace=be -F tid,time,flags,ip,addr --ns` of dir/perf.data. */
+static void perf_events(const char *dir, struct evlist *out)
+{
+	char cmd[PATH_MAX + 128], line[512];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd),
+		 "perf script -i '%s/perf.data' --itrace=be -F tid,time,flags,ip,addr --ns "
+		 "2>/dev/null",
+		 dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		struct ev e;
+		unsigned long long sec, nsec, from, to;
+		unsigned tid, code;
+		char flags[128];
+		int n = 0;
+
+		memset(&e, 0, sizeof(e));
+		if (sscanf(line,
+			   " instruction trace error type %*d time %llu.%llu cpu %*d pid %*d "
+			   "tid %u ip %llx code %u",
+			   &sec, &nsec, &tid, &from, &code) == 5) {
+			e.type = RV_EVENT_TRACE_ERROR;
+			e.time = sec * 1000000000ull + nsec;
+			e.tid = tid;
+			e.to = from;
+			e.overflow = code == 7; /* perf's INTEL_PT_ERR_OVR */
+		} else if (sscanf(line, " %u %llu.%llu: %n", &tid, &sec, &nsec, &n) == 3 && n) {
+			char *arrow = strstr(line + n, "=>");
+
+			cr_assert_not_null(arrow, "perf script line: %s", line);
+			/* flags, then the source address just before "=>" */
+			char *end = arrow;
+
+			while (end > line + n && end[-1] == ' ')
+				end--;
+			char *start = end;
+
+			while (start > line + n && start[-1] != ' ')
+				start--;
+			cr_assert_eq(sscanf(start, "%llx", &from), 1, "perf script line: %s", line);
+			cr_assert_eq(sscanf(arrow + 2, " %llx", &to), 1, "perf script line: %s",
+				     line);
+			snprintf(flags, sizeof(flags), "%.*s", (int)(start - (line + n)), line + n);
+			cr_assert(parse_flags(flags, &e), "perf's flags '%s' in: %s", flags, line);
+			e.type = RV_EVENT_BRANCH;
+			e.time = sec * 1000000000ull + nsec;
+			e.tid = tid;
+			e.from = from;
+			e.to = to;
+		} else {
+			continue;
+		}
+		*evlist_push(out) = e;
+	}
+	cr_assert_eq(pclose(p), 0, "perf script failed on %s", dir);
+}
+
+/* Per thread, perf's events and ours in the same order. perf does not begin
+ * a trace at a PSB it synchronises on (a snapshot's first); rearview does,
+ * at a buffer's start, and that one is left out. Times must be equal when
+ * exact_time, else their differences are counted. */
+static void compare_with_perf(const struct evlist *perf, const struct evlist *mine,
+			      const char *what, bool exact_time)
+{
+	uint32_t tids[64];
+	size_t nr_tids = 0, time_diffs = 0, total = 0;
+	uint64_t max_diff = 0;
+
+	for (size_t i = 0; i < perf->n; i++) {
+		size_t t = 0;
+
+		while (t < nr_tids && tids[t] != perf->v[i].tid)
+			t++;
+		if (t == nr_tids) {
+			cr_assert_lt(nr_tids, 64);
+			tids[nr_tids++] = perf->v[i].tid;
+		}
+	}
+	cr_assert_gt(nr_tids, 0, "%s: perf printed nothing", what);
+	for (size_t t = 0; t < nr_tids; t++) {
+		size_t a = 0, b = 0, count = 0;
+		bool first = true;
+
+		for (;;) {
+			while (a < perf->n && perf->v[a].tid != tids[t])
+				a++;
+			while (b < mine->n && mine->v[b].tid != tids[t])
+				b++;
+			if (first && b < mine->n && a < perf->n &&
+			    (mine->v[b].flags & RV_BRANCH_TRACE_BEGIN) &&
+			    !(perf->v[a].flags & RV_BRANCH_TRACE_BEGIN)) {
+				b++;
+				continue;
+			}
+			first = false;
+			if (a == perf->n || b == mine->n)
+				break;
+
+			const struct ev *p = &perf->v[a], *m = &mine->v[b];
+			char pe[256], me[256];
+
+			describe(p, pe, sizeof(pe));
+			describe(m, me, sizeof(me));
+			cr_assert(p->type == m->type && p->kind == m->kind &&
+					  p->flags == m->flags &&
+					  (p->type == RV_EVENT_TRACE_ERROR || p->from == m->from) &&
+					  p->to == m->to && p->overflow == m->overflow,
+				  "%s: thread %u event %zu differs:\n  perf     %s\n  rearview %s",
+				  what, tids[t], count, pe, me);
+			if (p->time != m->time) {
+				cr_assert(
+					!exact_time,
+					"%s: thread %u event %zu at another time:\n  perf     %s\n"
+					"  rearview %s",
+					what, tids[t], count, pe, me);
+				uint64_t d =
+					p->time > m->time ? p->time - m->time : m->time - p->time;
+
+				time_diffs++;
+				if (d > max_diff)
+					max_diff = d;
+			}
+			a++;
+			b++;
+			count++;
+		}
+		while (a < perf->n && perf->v[a].tid != tids[t])
+			a++;
+		while (b < mine->n && mine->v[b].tid != tids[t])
+			b++;
+		cr_assert(a == perf->n && b == mine->n,
+			  "%s: thread %u: perf and rearview differ in length after %zu events",
+			  what, tids[t], count);
+		total += count;
+	}
+	if (!exact_time)
+		fprintf(stderr,
+			"pt_decoder: %s: %zu of %zu events at other times than perf's, by %" PRIu64
+			" ns at most\n",
+			what, time_diffs, total, max_diff);
+}
+
+/* ---- softpt runs ---- */
+
+struct softpt_config {
+	const char *name;
+	const char *args; /* softpt options before -o */
+	bool exact_time;  /* perf's times are ours */
+	bool psb_2k;	  /* a PSB every 2 KiB: chunked decoding is checked */
+};
+
+static const struct softpt_config softpt_configs[] = {
+	{ "low", "--timer-resolution low", true, false },
+	{ "tsc-only", "--timer-resolution custom:tsc=1,mtc=0,cyc=0", true, false },
+	{ "psb-2k", "--timer-resolution low --psb-period 0", true, true },
+	{ "psb-2k-tsc", "--timer-resolution custom:tsc=1,mtc=0,cyc=0 --psb-period 0", true, true },
+	{ "noretcomp", "--timer-resolution low --noretcomp", true, false },
+	{ "overflow", "--timer-resolution low --inject-overflow 20000", true, false },
+	{ "snapshot", "--timer-resolution low --psb-period 0 --snapshot-size 4K", true, true },
+	{ "cyc", "--timer-resolution normal", false, false },
+	{ "cyc-noretcomp", "--timer-resolution high", false, false },
+};
+
+#define NR_SOFTPT_CONFIGS (sizeof(softpt_configs) / sizeof(softpt_configs[0]))
+
+static void run_softpt(const char *target, char *dir, size_t dir_size)
+{
+	char softpt[PATH_MAX], program[PATH_MAX], cmd[8192];
+	size_t used;
+
+	snprintf(softpt, sizeof(softpt), "%s/softpt", build_dir());
+	snprintf(program, sizeof(program), "%s/tests/pt/%s", build_dir(), target);
+	require_tool("softpt (make build/softpt)", softpt);
+	require_tool("the PT target program", program);
+	require_tool("perf (Debian's linux-perf)", "/usr/bin/perf");
+
+	snprintf(dir, dir_size, "/tmp/rv-pt-decoder-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	used = (size_t)snprintf(cmd, sizeof(cmd), "'%s' -q", softpt);
+	for (size_t i = 0; i < NR_SOFTPT_CONFIGS; i++)
+		used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " %s -o '%s/%s'",
+					 softpt_configs[i].args, dir, softpt_configs[i].name);
+	snprintf(cmd + used, sizeof(cmd) - used, " -- '%s' >'%s/out.txt' 2>&1", program, dir);
+	cr_assert_lt(used, sizeof(cmd) - 64);
+	cr_assert_eq(system(cmd), 0, "softpt failed: %s", cmd);
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "pt_decoder: could not remove %s\n", dir);
+}
+
+/* perf's branches for every configuration; then, with a PSB every 2 KiB,
+ * the same events for every chunk size and thread count. */
+static void check_target(const char *target)
+{
+	char dir[64];
+
+	run_softpt(target, dir, sizeof(dir));
+	for (size_t i = 0; i < NR_SOFTPT_CONFIGS; i++) {
+		const struct softpt_config *cfg = &softpt_configs[i];
+		char cdir[128], what[128];
+		struct capture c;
+		struct evlist perf = { 0 }, mine = { 0 };
+		struct rv_pt_stats st;
+
+		snprintf(cdir, sizeof(cdir), "%s/%s", dir, cfg->name);
+		snprintf(what, sizeof(what), "%s (%s)", target, cfg->name);
+		cap_load(&c, cdir);
+		cap_decode(&c, 1, SIZE_MAX, &mine, &st);
+		cr_assert_eq(st.errors, 0, "%s: %" PRIu64 " decode errors", what, st.errors);
+		cr_assert_gt(st.insns, 1000, "%s", what);
+		perf_events(cdir, &perf);
+		compare_with_perf(&perf, &mine, what, cfg->exact_time);
+
+		if (cfg->psb_2k) {
+			for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
+				for (unsigned jobs = 1; jobs <= 2; jobs++) {
+					struct evlist got = { 0 };
+					struct rv_pt_stats gst;
+					char how[192];
+
+					cap_decode(&c, jobs, chunk_sizes[s], &got, &gst);
+					snprintf(how, sizeof(how), "%s, %zu-byte chunks, %u jobs",
+						 what, chunk_sizes[s], jobs);
+					assert_same_events(&mine, &got, how);
+					cr_assert_eq(gst.insns, st.insns, "%s", how);
+					evlist_free(&got);
+				}
+			}
+		}
+		evlist_free(&perf);
+		evlist_free(&mine);
+		cap_free(&c);
+	}
+	remove_dir(dir);
+}
+
+Test(pt_decoder, softpt_recursion, .timeout = 600)
+{
+	check_target("recursion");
+}
+
+Test(pt_decoder, softpt_tailcall, .timeout = 600)
+{
+	check_target("tailcall");
+}
+
+Test(pt_decoder, softpt_signals, .timeout = 600)
+{
+	check_target("signals");
+}
+
+Test(pt_decoder, softpt_syscall_loop, .timeout = 600)
+{
+	check_target("syscall_loop");
+}
+
+Test(pt_decoder, softpt_longjmp, .timeout = 600)
+{
+	check_target("longjmp");
+}
+
+Test(pt_decoder, softpt_two_threads, .timeout = 600)
+{
+	check_target("two_threads");
+}
+
+Test(pt_decoder, softpt_exceptions, .timeout = 600)
+{
+	check_target("exceptions");
+}
+
+Test(pt_decoder, softpt_dlopen_main, .timeout = 600)
+{
+	check_target("dlopen_main");
+}
+
+/* ---- errors and edges ---- */
+
+Test(pt_decoder, no_psb_no_events)
+{
+	uint8_t junk[4096];
+	struct evlist got = { 0 };
+	struct rv_pt_stats st;
+	struct rv_pt_decode_options o;
+	struct rv_error err = { 0 };
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 7 + 1);
+	memset(&o, 0, sizeof(o));
+	pt_config_init(&o.config);
+	for (unsigned jobs = 1; jobs <= 2; jobs++) {
+		o.jobs = jobs;
+		cr_assert_eq(rv_pt_decode(junk, sizeof(junk), &o, record_sink, &got, &st, &err), 0);
+		cr_assert_eq(got.n, 0);
+		cr_assert_eq(st.skipped_bytes, sizeof(junk));
+		cr_assert_eq(st.insns, 0);
+		cr_assert_eq(st.chunks, 0);
+	}
+	cr_assert_eq(rv_pt_decode(junk, 0, &o, record_sink, &got, &st, &err), 0);
+	cr_assert_eq(got.n, 0);
+	evlist_free(&got);
+}
+
+/* Damage in the middle of mruby: an error event where it is, the bytes up to
+ * the next PSB skipped, a trace begin where decoding resumes; the same for
+ * any chunks and threads. */
+Test(pt_decoder, damage_resyncs_at_next_psb)
+{
+	struct raw r;
+	struct evlist ref = { 0 };
+	struct rv_pt_stats st;
+	size_t at = 300000;
+
+	raw_load(&r, &corpora[2], 1);
+	memset(r.trace + at, 0xd9, 64); /* not a PT opcode's start, repeated */
+	decode_raw(&r, 1, SIZE_MAX, &ref, &st);
+	cr_assert_geq(st.errors, 1);
+	cr_assert_lt(st.insns, corpora[2].insns);
+	cr_assert_gt(st.insns, corpora[2].insns / 2);
+	cr_assert_gt(st.skipped_bytes, 0);
+	cr_assert_lt(st.skipped_bytes, 8192, "resumed at the next PSB");
+	cr_assert_geq(st.nr_sites, 1);
+	cr_assert_geq(st.sites[0].offset, at - 4096);
+	cr_assert_lt(st.sites[0].offset, at + 4096);
+
+	size_t e = 0;
+
+	while (e < ref.n && ref.v[e].type != RV_EVENT_TRACE_ERROR)
+		e++;
+	cr_assert_lt(e, ref.n);
+	cr_assert_not(ref.v[e].overflow);
+	size_t b = e + 1;
+
+	while (b < ref.n && ref.v[b].type == RV_EVENT_TRACE_ERROR)
+		b++;
+	cr_assert_lt(b, ref.n);
+	cr_assert(ref.v[b].flags & RV_BRANCH_TRACE_BEGIN, "decoding restarts with a trace begin");
+
+	for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
+		for (unsigned jobs = 1; jobs <= 2; jobs++) {
+			struct evlist got = { 0 };
+			struct rv_pt_stats gst;
+			char what[96];
+
+			decode_raw(&r, jobs, chunk_sizes[s], &got, &gst);
+			snprintf(what, sizeof(what), "damaged mruby, %zu-byte chunks, %u jobs",
+				 chunk_sizes[s], jobs);
+			assert_same_events(&ref, &got, what);
+			cr_assert_eq(gst.insns, st.insns, "%s", what);
+			cr_assert_eq(gst.errors, st.errors, "%s", what);
+			cr_assert_eq(gst.skipped_bytes, st.skipped_bytes, "%s", what);
+			evlist_free(&got);
+		}
+	}
+	evlist_free(&ref);
+	raw_free(&r);
+}
+
+/* Code missing from the image: no-map errors, counted as such, with the
+ * address the trace went to. */
+Test(pt_decoder, missing_code_is_nomap)
+{
+	struct raw r;
+	struct evlist got = { 0 };
+	struct rv_pt_stats st;
+	struct pt_image *empty = pt_image_alloc("empty");
+
+	raw_load(&r, &corpora[0], 1);
+	r.options.image = empty;
+	r.options.populate = NULL;
+	decode_raw(&r, 2, 4096, &got, &st);
+	cr_assert_gt(st.errors, 0);
+	cr_assert_eq(st.nomap, st.errors);
+	cr_assert_eq(st.insns, 0);
+	cr_assert_gt(st.nr_sites, 0);
+	cr_assert_eq(st.sites[0].code, -pte_nomap);
+	cr_assert_geq(st.sites[0].ip, corpora[0].base);
+	cr_assert_lt(st.sites[0].ip, corpora[0].end);
+	cr_assert_leq(st.nr_sites, RV_PT_MAX_ERROR_SITES);
+	pt_image_free(empty);
+	evlist_free(&got);
+	raw_free(&r);
+}
+
+Test(pt_decoder, sink_failure_stops_decoding)
+{
+	struct raw r;
+
+	raw_load(&r, &corpora[2], 4);
+	for (unsigned jobs = 1; jobs <= 3; jobs++) {
+		struct evlist got = { .fail_after = 100000 };
+		struct rv_pt_stats st;
+		struct rv_error err = { 0 };
+
+		r.options.jobs = jobs;
+		r.options.chunk_bytes = 16384;
+		int ret = rv_pt_decode(r.trace, r.size, &r.options, record_sink, &got, &st, &err);
+
+		cr_assert_eq(ret, -EIO, "%u jobs: %d", jobs, ret);
+		cr_assert_str_eq(err.message, "the test's sink gives up");
+		cr_assert_eq(got.n, 100000 - 1);
+		evlist_free(&got);
+	}
+	raw_free(&r);
+}
+
+struct resolve_ctx {
+	struct pt_image *image;
+	size_t calls;
+	bool fail;
+	pthread_mutex_t lock;
+};
+
+static int test_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
+			struct pt_image **image, struct rv_error *err)
+{
+	struct resolve_ctx *c = ctx;
+
+	(void)time;
+	pthread_mutex_lock(&c->lock);
+	c->calls++;
+	pthread_mutex_unlock(&c->lock);
+	if (c->fail)
+		return rv_error_set(err, ENOENT, "no such task");
+	*pid = 42;
+	*tid = 43;
+	*image = c->image;
+	return 0;
+}
+
+Test(pt_decoder, resolve_names_the_task_and_image)
+{
+	struct raw r;
+	struct resolve_ctx ctx = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+	raw_load(&r, &corpora[0], 1);
+	ctx.image = r.image;
+	r.options.image = NULL;
+	r.options.resolve = test_resolve;
+	r.options.resolve_ctx = &ctx;
+	r.options.populate = NULL; /* threads share the sections (pt_image_copy) */
+	for (unsigned jobs = 1; jobs <= 2; jobs++) {
+		struct evlist got = { 0 };
+		struct rv_pt_stats st;
+
+		ctx.calls = 0;
+		decode_raw(&r, jobs, 2048, &got, &st);
+		cr_assert_eq(st.insns, corpora[0].insns);
+		cr_assert_gt(ctx.calls, st.chunks, "at each chunk and each trace start");
+		for (size_t i = 0; i < got.n; i++)
+			cr_assert(got.v[i].pid == 42 && got.v[i].tid == 43);
+		evlist_free(&got);
+	}
+
+	struct evlist got = { 0 };
+	struct rv_pt_stats st;
+	struct rv_error err = { 0 };
+
+	ctx.fail = true;
+	r.options.jobs = 2;
+	cr_assert_eq(rv_pt_decode(r.trace, r.size, &r.options, record_sink, &got, &st, &err),
+		     -ENOENT);
+	cr_assert_str_eq(err.message, "no such task");
+	evlist_free(&got);
+	raw_free(&r);
+}
+
+static int failing_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
+			    struct pt_image_section_cache *iscache, struct rv_error *err)
+{
+	(void)ctx;
+	(void)image;
+	(void)copy;
+	(void)iscache;
+	return rv_error_set(err, EACCES, "the test's files are gone");
+}
+
+Test(pt_decoder, populate_failure_stops_decoding)
+{
+	struct raw r;
+	struct evlist got = { 0 };
+	struct rv_pt_stats st;
+	struct rv_error err = { 0 };
+
+	raw_load(&r, &corpora[2], 1);
+	r.options.populate = failing_populate;
+	r.options.jobs = 2;
+	cr_assert_eq(rv_pt_decode(r.trace, r.size, &r.options, record_sink, &got, &st, &err),
+		     -EACCES);
+	cr_assert_str_eq(err.message, "the test's files are gone");
+	r.options.jobs = 1; /* one thread decodes with the image itself */
+	evlist_free(&got);
+	cr_assert_eq(rv_pt_decode(r.trace, r.size, &r.options, record_sink, &got, &st, &err), 0);
+	cr_assert_eq(st.insns, corpora[2].insns);
+	evlist_free(&got);
+	raw_free(&r);
+}
+
+Test(pt_decoder, max_insns_stops_early)
+{
+	struct raw r;
+	struct evlist got = { 0 };
+	struct rv_pt_stats st;
+
+	raw_load(&r, &corpora[2], 1);
+	r.options.max_insns = 100000;
+	decode_raw(&r, 2, 4096, &got, &st);
+	cr_assert_geq(st.insns, 100000);
+	cr_assert_lt(st.insns, 200000);
+	evlist_free(&got);
+	raw_free(&r);
+}
+
+/* ---- the small functions ---- */
+
+Test(pt_decoder, cpu_parse)
+{
+	struct pt_config c;
+	struct rv_error err = { 0 };
+
+	pt_config_init(&c);
+	cr_assert_eq(rv_pt_cpu_parse("6/78/3", &c, &err), 0, "%s", err.message);
+	cr_assert_eq(c.cpu.vendor, pcv_intel);
+	cr_assert_eq(c.cpu.family, 6);
+	cr_assert_eq(c.cpu.model, 78);
+	cr_assert_eq(c.cpu.stepping, 3);
+	cr_assert(c.errata.skl014 && c.errata.bdm70, "Skylake's errata are applied");
+
+	pt_config_init(&c);
+	cr_assert_eq(rv_pt_cpu_parse("GenuineIntel,6,78,3", &c, &err), 0, "%s", err.message);
+	cr_assert(c.cpu.family == 6 && c.cpu.model == 78 && c.cpu.stepping == 3);
+	cr_assert(c.errata.skl014);
+
+	pt_config_init(&c);
+	cr_assert_eq(rv_pt_cpu_parse("0x6/0x8c/0x1", &c, &err), 0, "%s", err.message);
+	cr_assert(c.cpu.family == 6 && c.cpu.model == 140 && c.cpu.stepping == 1);
+
+	const char *bad[] = { "",
+			      "6/78",
+			      "6/78/3/1",
+			      "six/78/3",
+			      "6/300/1",
+			      "AuthenticAMD,23,1,2",
+			      "GenuineIntel,6,78",
+			      "6/78/3x" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		cr_assert_lt(rv_pt_cpu_parse(bad[i], &c, &err), 0, "'%s' was accepted", bad[i]);
+		cr_assert_neq(err.message[0], '\0');
+	}
+}
+
+Test(pt_decoder, strerror_is_words)
+{
+	cr_assert_not_null(strstr(rv_pt_strerror(-pte_nomap), "no code mapped"));
+	cr_assert_str_eq(rv_pt_strerror(-pte_nomap), rv_pt_strerror(pte_nomap));
+	cr_assert_not_null(strstr(rv_pt_strerror(-pte_overflow), "overflow"));
+	for (int code = 0; code <= pte_bad_cpu; code++) {
+		const char *s = rv_pt_strerror(-code);
+
+		cr_assert(s && *s, "no text for %d", code);
+	}
+	cr_assert_not_null(rv_pt_strerror(-1000));
+}
+
+Test(pt_decoder, stats_merge)
+{
+	struct rv_pt_stats a, b;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.insns = 10;
+	a.calls = 1;
+	a.first_time = 500;
+	a.last_time = 600;
+	a.nr_sites = RV_PT_MAX_ERROR_SITES - 1;
+	a.errors = RV_PT_MAX_ERROR_SITES - 1;
+	b.insns = 5;
+	b.calls = 2;
+	b.errors = 2;
+	b.nomap = 1;
+	b.skipped_bytes = 9;
+	b.first_time = 400;
+	b.last_time = 550;
+	b.nr_sites = 2;
+	b.sites[0].offset = 77;
+	b.sites[1].offset = 78;
+	rv_pt_stats_merge(&a, &b);
+	cr_assert_eq(a.insns, 15);
+	cr_assert_eq(a.calls, 3);
+	cr_assert_eq(a.errors, RV_PT_MAX_ERROR_SITES + 1);
+	cr_assert_eq(a.nomap, 1);
+	cr_assert_eq(a.skipped_bytes, 9);
+	cr_assert_eq(a.first_time, 400);
+	cr_assert_eq(a.last_time, 600);
+	cr_assert_eq(a.nr_sites, RV_PT_MAX_ERROR_SITES, "sites stop at the limit");
+	cr_assert_eq(a.sites[RV_PT_MAX_ERROR_SITES - 1].offset, 77);
+
+	memset(&a, 0, sizeof(a));
+	rv_pt_stats_merge(&a, &b);
+	cr_assert_eq(a.first_time, 400, "an empty side has no first time");
+}
+
+/* Packets of a stream libipt's encoder wrote: exactly those, also with
+ * garbage in front (skipped up to the PSB). */
+Test(pt_decoder, count_packets)
+{
+	uint8_t buf[4096];
+	struct pt_config c;
+	struct pt_encoder *enc;
+	uint64_t written = 0;
+	size_t lead = 100;
+
+	memset(buf, 0x0f, sizeof(buf)); /* garbage before the stream */
+	pt_config_init(&c);
+	c.begin = buf + lead;
+	c.end = buf + sizeof(buf);
+	enc = pt_alloc_encoder(&c);
+	cr_assert_not_null(enc);
+
+	struct pt_packet pkts[] = {
+		{ .type = ppt_psb },
+		{ .type = ppt_tsc, .payload.tsc.tsc = 12345 },
+		{ .type = ppt_mode,
+		  .payload.mode = { .leaf = pt_mol_exec, .bits.exec = { .csl = 1 } } },
+		{ .type = ppt_fup, .payload.ip = { .ipc = pt_ipc_sext_48, .ip = 0x401000 } },
+		{ .type = ppt_psbend },
+		{ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 3, .payload = 5 } },
+		{ .type = ppt_tip, .payload.ip = { .ipc = pt_ipc_update_16, .ip = 0x1234 } },
+		{ .type = ppt_pad },
+		{ .type = ppt_tip_pgd, .payload.ip = { .ipc = pt_ipc_suppressed } },
+	};
+	for (size_t i = 0; i < sizeof(pkts) / sizeof(pkts[0]); i++) {
+		pkts[i].size = 0;
+		cr_assert_geq(pt_enc_next(enc, &pkts[i]), 0, "packet %zu", i);
+		written++;
+	}
+	uint64_t end = 0;
+
+	cr_assert_geq(pt_enc_get_offset(enc, &end), 0);
+	pt_free_encoder(enc);
+	cr_assert_eq(rv_pt_count_packets(buf, lead + end, NULL), written);
+	cr_assert_eq(rv_pt_count_packets(buf, lead, NULL), 0, "garbage only");
+	cr_assert_eq(rv_pt_count_packets(NULL, 0, NULL), 0);
+}
