@@ -123,6 +123,18 @@ struct raw_images {
 	uint64_t sizes[RV_MAX_IMAGES];
 };
 
+/* rv_pt_same_function_fn: images without symbols are, for the trace builder,
+ * one unknown function: no jump inside them changes a stack. */
+static bool raw_same_function(void *ctx, uint32_t pid, uint64_t time, uint64_t from, uint64_t to)
+{
+	(void)ctx;
+	(void)pid;
+	(void)time;
+	(void)from;
+	(void)to;
+	return true;
+}
+
 /* rv_pt_populate_fn: the same files through a decoding thread's own section
  * cache (libipt locks a section for each read; threads sharing one wait). */
 static int raw_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
@@ -210,6 +222,7 @@ static int decode_raw(struct decode_run *run, struct rv_error *err)
 		o.iscache = iscache;
 		o.populate = raw_populate;
 		o.populate_ctx = &loaded;
+		o.same_function = raw_same_function;
 		o.pid = 1;
 		o.tid = 1;
 		o.jobs = default_jobs(opts);

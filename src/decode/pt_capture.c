@@ -1342,6 +1342,30 @@ char *rv_pt_capture_probe_kallsyms(const char *path)
 	return found;
 }
 
+/* Each generation's function ranges, from the files its image was made of. */
+static int read_functions(struct rv_pt_capture *c, struct rv_error *err)
+{
+	for (size_t p = 0; p < c->nr_processes; p++) {
+		for (size_t i = 0; i < c->processes[p].nr_gens; i++) {
+			struct ptc_generation *g = &c->processes[p].gens[i];
+
+			for (size_t m = 0; m < g->maps.nr; m++) {
+				int isid = g->maps.v[m].isid;
+				const struct ptc_section *s;
+
+				if (isid <= 0 || (size_t)isid >= c->nr_sections)
+					continue;
+				s = &c->sections[isid];
+				if (rv_functions_add_file(&g->functions, s->file, s->offset,
+							  s->vaddr, s->size))
+					return nomem(err);
+			}
+			rv_functions_sort(&g->functions);
+		}
+	}
+	return 0;
+}
+
 int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_options *options,
 		       struct rv_symbolizer *symbolizer, struct rv_error *err)
 {
@@ -1394,6 +1418,8 @@ int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_op
 	}
 	if (!ret)
 		ret = replay(c, &s, err);
+	if (!ret)
+		ret = read_functions(c, err);
 	free(s.sb.v);
 	if (ret) {
 		rv_pt_capture_free(c);
@@ -1505,6 +1531,7 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 		for (size_t j = 0; j < p->nr_gens; j++) {
 			pt_image_free(p->gens[j].image);
 			free_mappings(&p->gens[j].maps);
+			rv_functions_free(&p->gens[j].functions);
 		}
 		free(p->gens);
 	}

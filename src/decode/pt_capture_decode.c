@@ -336,6 +336,18 @@ static int lane_populate(void *ctx, const struct pt_image *image, struct pt_imag
 	return ret;
 }
 
+/* rv_pt_same_function_fn, from the function ranges of the process's image at
+ * that time. */
+static bool capture_same_function(void *ctx, uint32_t pid, uint64_t time, uint64_t from,
+				  uint64_t to)
+{
+	const struct rv_pt_capture *c = ctx;
+	const struct ptc_process *p = ptc_process_find(c, pid);
+	const struct ptc_generation *g = p ? ptc_generation_at(p, time) : NULL;
+
+	return g && rv_functions_same(&g->functions, from, to);
+}
+
 static int lane_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
 			struct pt_image **image, struct rv_error *err)
 {
@@ -619,6 +631,8 @@ static int lane_decode(struct lane *l, struct rv_error *err)
 		o.iscache = c->iscache;
 		o.populate = lane_populate;
 		o.populate_ctx = l;
+		o.same_function = capture_same_function;
+		o.same_function_ctx = (void *)c;
 		o.jobs = l->jobs;
 		o.chunk_bytes = c->chunk_bytes;
 		ret = rv_pt_decode(l->buf->data, (size_t)l->buf->size, &o, lane_sink, l, &s, err);

@@ -9,6 +9,7 @@
 #ifndef RV_DECODE_PT_CAPTURE_INTERNAL_H
 #define RV_DECODE_PT_CAPTURE_INTERNAL_H
 
+#include "decode/pt_functions.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,6 +58,7 @@ struct ptc_generation {
 	uint64_t time; /* when it began: the exec (0 for the first one seen) */
 	struct pt_image *image;
 	struct ptc_mappings maps;
+	struct rv_functions functions; /* of its readable mappings, for same_function */
 };
 
 struct ptc_process {

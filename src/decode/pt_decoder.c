@@ -241,6 +241,7 @@ struct chunk {
 	bool done;
 	bool passed_next; /* the decoder reached next.ip past its last packet */
 	uint64_t insns, blocks, skipped_bytes;
+	uint64_t dropped_jumps; /* jumps inside one function, not emitted */
 	int status;
 	struct rv_error err;
 };
@@ -410,7 +411,9 @@ struct walker {
 	bool direct; /* the chunk the sink is at: pages go to it at once */
 	bool at_eos, in_tx, stop;
 	uint32_t tail_blocks;
-	uint64_t last_ip; /* where the decoder was last seen, for errors */
+	uint64_t last_ip;	/* where the decoder was last seen, for errors */
+	uint32_t pid;		/* the task decoded, for options->same_function */
+	uint64_t dropped_jumps; /* jumps inside one function, counted but not emitted */
 	struct pt_image *image;
 	int status; /* negative: a failure that stops decoding */
 	struct rv_error *err;
@@ -543,7 +546,21 @@ static uint64_t now(const struct walker *w)
 static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t from, uint64_t to,
 			uint64_t time)
 {
-	struct record *r = emit(w);
+	const struct rv_pt_decode_options *o = w->d->options;
+	struct record *r;
+
+	/* A jump that stays in its function cannot change a call stack: it is
+	 * counted here, in parallel, instead of reaching the sink. Jumps that
+	 * begin or end tracing, and those at a seam (which the sink may drop),
+	 * go on. */
+	if ((kind == RV_BRANCH_JUMP || kind == RV_BRANCH_COND) && !flags && o->same_function &&
+	    o->same_function(o->same_function_ctx, w->pid,
+			     o->time_conv ? rv_perf_tsc_to_time(o->time_conv, time) : time, from,
+			     to)) {
+		w->dropped_jumps++;
+		return;
+	}
+	r = emit(w);
 
 	if (!r)
 		return;
@@ -576,6 +593,7 @@ static void emit_task(struct walker *w, uint32_t pid, uint32_t tid)
 
 	if (!r)
 		return;
+	w->pid = pid;
 	r->type = REC_TASK;
 	r->a = pid;
 	r->b = tid;
@@ -1276,6 +1294,8 @@ static void decode_chunk(struct walker *w)
 	}
 	pt_blk_free_decoder(w->dec);
 	w->dec = NULL;
+	ch->dropped_jumps += w->dropped_jumps;
+	w->dropped_jumps = 0;
 }
 
 static void walker_init(struct walker *w, struct decode *d, struct thread_state *t,
@@ -1287,6 +1307,7 @@ static void walker_init(struct walker *w, struct decode *d, struct thread_state 
 	w->code = t->code;
 	w->ch = ch;
 	w->err = err;
+	w->pid = d->options->pid;
 }
 
 static int thread_state_init(struct thread_state *t, const struct decode *d, bool copy_images,
@@ -1435,6 +1456,7 @@ static void finish_chunk_stats(struct decode *d, const struct chunk *ch)
 	d->stats->chunks++;
 	d->stats->insns += ch->insns;
 	d->stats->blocks += ch->blocks;
+	d->stats->jumps += ch->dropped_jumps;
 	d->stats->skipped_bytes += ch->skipped_bytes;
 	d->insns_total += ch->insns;
 	d->prev_passed = ch->passed_next;

@@ -85,6 +85,16 @@ typedef int (*rv_pt_resolve_fn)(void *ctx, uint64_t time, uint32_t *pid, uint32_
 typedef int (*rv_pt_populate_fn)(void *ctx, const struct pt_image *image, struct pt_image *copy,
 				 struct pt_image_section_cache *iscache, struct rv_error *err);
 
+/* Whether a jump from `from` to `to` in task pid's code at `time` (the
+ * capture's clock) stays inside one function. Such a jump cannot change a
+ * call stack, so it is counted (stats.jumps) but not handed to the sink,
+ * which spares the sequential part of decoding most of its events (taken
+ * conditional branches are most of a trace's branches). Called from the
+ * decoding threads; must only read, and must say true only when sure: a jump
+ * between functions (a tail call) that is dropped is lost from the trace. */
+typedef bool (*rv_pt_same_function_fn)(void *ctx, uint32_t pid, uint64_t time, uint64_t from,
+				       uint64_t to);
+
 struct rv_pt_decode_options {
 	/* CPU and timing (from the capture's cpuid and AUXTRACE_INFO, or
 	 * --cpu for raw dumps): cpu (errata are applied from it), mtc_freq,
@@ -115,6 +125,10 @@ struct rv_pt_decode_options {
 	 * rv_pt_populate_fn); NULL: copies that share the sections. */
 	rv_pt_populate_fn populate;
 	void *populate_ctx;
+
+	/* NULL: every jump goes to the sink. */
+	rv_pt_same_function_fn same_function;
+	void *same_function_ctx;
 
 	unsigned jobs;	    /* decoding threads, the calling one included; 0 or 1: it only */
 	size_t chunk_bytes; /* 0: the default (256 KiB) */

@@ -1,0 +1,44 @@
+/* pt_functions.h: where functions begin and end in a process's code, read
+ * once from the mapped ELF files' symbol tables and then only read, so that
+ * PT decoding threads can tell, without locks, whether a jump stays inside
+ * its function (such a jump cannot change a call stack; see
+ * rv_pt_same_function_fn).
+ *
+ * A function is a symbol of type FUNC (or IFUNC) with a size, from .symtab,
+ * or .dynsym when the file has no .symtab. An address no such symbol covers
+ * is in no function, and a jump touching it is never "inside one function":
+ * the trace builder, which names code with the symbolizer, decides those.
+ *
+ * Not here: names (the symbolizer's), the kernel's code.
+ */
+#ifndef RV_DECODE_PT_FUNCTIONS_H
+#define RV_DECODE_PT_FUNCTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rv_function_range {
+	uint64_t start, end; /* [start, end), run-time addresses */
+};
+
+struct rv_functions {
+	struct rv_function_range *v; /* sorted by start once rv_functions_sort ran */
+	size_t nr, cap;
+};
+
+/* Adds the functions of `file` mapped at [start, start + len) from file offset
+ * pgoff (an MMAP2 record's mapping) that begin inside the mapping. A file that
+ * cannot be read, or is not ELF, adds nothing. Returns 0, or -ENOMEM. */
+int rv_functions_add_file(struct rv_functions *f, const char *file, uint64_t pgoff, uint64_t start,
+			  uint64_t len);
+
+/* Sorts the ranges; call once after the last add, before any lookup. */
+void rv_functions_sort(struct rv_functions *f);
+
+/* True when a and b are inside one and the same function. */
+bool rv_functions_same(const struct rv_functions *f, uint64_t a, uint64_t b);
+
+void rv_functions_free(struct rv_functions *f);
+
+#endif

@@ -1,0 +1,86 @@
+/* test_pt_functions.c: function ranges read from mapped ELF files, checked on
+ * this very process: its executable (with .symtab) and libc (.dynsym only),
+ * mapped as /proc/self/maps says, against functions whose addresses the
+ * compiler knows. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/pt_functions.h"
+
+/* Adds every executable mapping of this process whose path contains `name`. */
+static size_t add_own_mappings(struct rv_functions *f, const char *name)
+{
+	FILE *maps = fopen("/proc/self/maps", "r");
+	char line[1024];
+	size_t added = 0;
+
+	cr_assert_not_null(maps);
+	while (fgets(line, sizeof(line), maps)) {
+		uint64_t start, end, pgoff;
+		char perms[8], path[512] = "";
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %511s", &start,
+			   &end, perms, &pgoff, path) < 4)
+			continue;
+		if (perms[2] != 'x' || !strstr(path, name))
+			continue;
+		cr_assert_eq(rv_functions_add_file(f, path, pgoff, start, end - start), 0);
+		added++;
+	}
+	fclose(maps);
+	return added;
+}
+
+static int local_function(int x)
+{
+	return x * 3 + 1;
+}
+
+Test(pt_functions, the_executable_with_its_symbol_table)
+{
+	struct rv_functions f = { 0 };
+	uint64_t a = (uint64_t)(uintptr_t)&rv_functions_same;
+	uint64_t b = (uint64_t)(uintptr_t)&rv_functions_add_file;
+	uint64_t local = (uint64_t)(uintptr_t)&local_function;
+
+	cr_assert_gt(add_own_mappings(&f, "unit-tests"), 0, "no executable mapping of the tests");
+	rv_functions_sort(&f);
+	cr_assert_gt(f.nr, 100, "only %zu functions", f.nr);
+	cr_assert(rv_functions_same(&f, a, a + 1), "a function's first two bytes");
+	cr_assert(!rv_functions_same(&f, a, b), "two functions");
+	cr_assert(!rv_functions_same(&f, b, a));
+	cr_assert(rv_functions_same(&f, local, local + 1), "a static function (.symtab)");
+	cr_assert(!rv_functions_same(&f, local, 0x10), "an address outside any mapping");
+	cr_assert(!rv_functions_same(&f, 0x10, 0x11), "outside any mapping");
+	rv_functions_free(&f);
+	cr_assert_eq(f.nr, 0);
+}
+
+Test(pt_functions, a_shared_library_with_dynamic_symbols_only)
+{
+	struct rv_functions f = { 0 };
+	uint64_t q = (uint64_t)(uintptr_t)&qsort, g = (uint64_t)(uintptr_t)&getenv;
+
+	cr_assert_gt(add_own_mappings(&f, "libc.so"), 0, "no libc mapping");
+	rv_functions_sort(&f);
+	cr_assert(rv_functions_same(&f, q, q + 1));
+	cr_assert(rv_functions_same(&f, g, g + 2));
+	cr_assert(!rv_functions_same(&f, q, g));
+	rv_functions_free(&f);
+}
+
+Test(pt_functions, files_that_are_not_elf_add_nothing)
+{
+	struct rv_functions f = { 0 };
+
+	cr_assert_eq(rv_functions_add_file(&f, "/nonexistent/file", 0, 0x1000, 0x1000), 0);
+	cr_assert_eq(rv_functions_add_file(&f, "/proc/self/maps", 0, 0x1000, 0x1000), 0);
+	cr_assert_eq(rv_functions_add_file(&f, "/etc/passwd", 0, 0x1000, 0x1000), 0);
+	rv_functions_sort(&f);
+	cr_assert_eq(f.nr, 0);
+	cr_assert(!rv_functions_same(&f, 0x1000, 0x1001));
+	rv_functions_free(&f);
+}
