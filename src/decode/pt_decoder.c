@@ -411,6 +411,8 @@ struct walker {
 	bool direct; /* the chunk the sink is at: pages go to it at once */
 	bool at_eos, in_tx, stop;
 	uint32_t tail_blocks;
+	uint64_t stall_offset; /* the decoder's offset, and blocks walked since it moved */
+	uint32_t stall_blocks;
 	uint64_t last_ip;	/* where the decoder was last seen, for errors */
 	uint32_t pid;		/* the task decoded, for options->same_function */
 	uint64_t dropped_jumps; /* jumps inside one function, counted but not emitted */
@@ -1231,6 +1233,24 @@ static int drain_events(struct walker *w, int status)
 	return status;
 }
 
+/* True when the decoder has walked MAX_TAIL_BLOCKS blocks without reading a
+ * packet: code that loops with no branch to record, which real code does not
+ * do for long; the image does not fit the trace (a binary mapped at another
+ * place, or changed), and decoding it would never end. */
+static bool stalled(struct walker *w)
+{
+	uint64_t offset;
+
+	if (pt_blk_get_offset(w->dec, &offset) < 0)
+		return false;
+	if (offset != w->stall_offset) {
+		w->stall_offset = offset;
+		w->stall_blocks = 0;
+		return false;
+	}
+	return ++w->stall_blocks > MAX_TAIL_BLOCKS;
+}
+
 static void decode_chunk(struct walker *w)
 {
 	struct decode *d = w->d;
@@ -1273,6 +1293,8 @@ static void decode_chunk(struct walker *w)
 		on_block(w, &block, status);
 		if (status >= 0 && (status & pts_eos))
 			w->at_eos = true;
+		if (status >= 0 && !w->at_eos && stalled(w))
+			status = -pte_bad_query;
 		if (max_insns && d->insns_total + ch->insns >= max_insns) {
 			d->stop = true;
 			break;
