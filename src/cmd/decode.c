@@ -340,8 +340,8 @@ static void print_stats(const struct decode_run *run)
 		printf("  (%" PRIu64 " more not listed)\n",
 		       s->errors + s->overflows - (uint64_t)s->nr_sites);
 	printf("skipped bytes    %" PRIu64 "\n", s->skipped_bytes);
-	printf("time covered     %.0f (first %" PRIu64 ", last %" PRIu64 ")\n", span, s->first_time,
-	       s->last_time);
+	printf("time covered     %.0f %s (first %" PRIu64 ", last %" PRIu64 ")\n", span,
+	       run->opts->raw_pt ? "TSC ticks" : "ns", s->first_time, s->last_time);
 	printf("decode time      %.3f s\n", run->seconds);
 	printf("bytes per second %.0f\n", run->seconds > 0 ? (double)s->bytes / run->seconds : 0);
 }

@@ -54,7 +54,7 @@ void rv_render_summary(const struct rv_builder *b, const struct rv_trace_writer 
 	covered = bs.last_time > bs.first_time ? bs.last_time - bs.first_time : 0;
 	human_time(covered, span_text, sizeof(span_text));
 	lost = ro && ro->lost_while_recording > bs.lost ? ro->lost_while_recording : bs.lost;
-	if (bs.samples || !bs.calls) {
+	if (ro && (bs.samples || !bs.calls)) {
 		fprintf(stderr, "rearview: the trace covers %s: %llu samples", span_text,
 			(unsigned long long)bs.samples);
 		if (ro && ro->recording_note)
