@@ -6,7 +6,6 @@ PTREPEAT_SRC := tools/bench/ptrepeat.c tools/bench/ptshift.c
 PTREPEAT_OBJ := $(PTREPEAT_SRC:%.c=$(BUILD)/obj/%.o)
 PTSHIFT_OBJ := $(BUILD)/obj/tools/bench/ptshift.o
 
-LIBS += -lipt
 UNIT_OBJ += $(PTSHIFT_OBJ)
 
 # make bench makes its large captures with softpt, a PT target and ptrepeat.

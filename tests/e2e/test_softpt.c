@@ -7,8 +7,14 @@
  * resolution, with a short PSB period, for a snapshot (decoded from its first
  * PSB), and around an injected overflow (outside the lost stretch).
  *
- * Not here: softpt's packet rules one by one (tests/unit/test_ptgen.c), or
- * rearview's own decoding. */
+ * Then `rearview decode` of the same capture: the trace must hold every one
+ * of those calls as a span of the callee nested in a span of the caller, in
+ * order (perf's calls around an overflow, which the trace marks), and the
+ * programs' counts as span counts; cut at every PSB, decoding on two threads
+ * must give the same file as on one.
+ *
+ * Not here: softpt's packet rules one by one (tests/unit/test_ptgen.c), or the
+ * decoder's events against perf's (tests/unit/test_pt_decoder.c). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
