@@ -6,6 +6,7 @@
  */
 #include "capture/synth.h"
 
+#include <errno.h>
 #include <linux/perf_event.h>
 #include <string.h>
 
@@ -265,4 +266,36 @@ size_t rv_synth_finished_init(void *buf, size_t buf_size)
 
 	begin(&b, buf, buf_size, RV_PERF_RECORD_FINISHED_INIT, 0);
 	return finish(&b);
+}
+
+/* PROT_EXEC, without <sys/mman.h>'s other names. */
+#define MMAP2_PROT_EXEC 4u
+
+int rv_perf_mmap_parse(const struct perf_event_header *rec, struct rv_perf_mmap *out)
+{
+	const uint8_t *p = (const uint8_t *)rec;
+	size_t name_at;
+	uint32_t prot;
+
+	if (rec->type == PERF_RECORD_MMAP)
+		name_at = 40; /* header, pid, tid, addr, len, pgoff */
+	else if (rec->type == PERF_RECORD_MMAP2)
+		name_at = 72; /* ... maj, min, ino, ino_generation (or build id), prot, flags */
+	else
+		return -EINVAL;
+	if (rec->size < name_at + 1 || !memchr(p + name_at, '\0', rec->size - name_at))
+		return -EINVAL;
+	memcpy(&out->pid, p + 8, 4);
+	memcpy(&out->tid, p + 12, 4);
+	memcpy(&out->start, p + 16, 8);
+	memcpy(&out->len, p + 24, 8);
+	memcpy(&out->pgoff, p + 32, 8);
+	if (rec->type == PERF_RECORD_MMAP2) {
+		memcpy(&prot, p + 64, 4);
+		out->executable = (prot & MMAP2_PROT_EXEC) != 0;
+	} else {
+		out->executable = !(rec->misc & PERF_RECORD_MISC_MMAP_DATA);
+	}
+	out->filename = (const char *)p + name_at;
+	return 0;
 }

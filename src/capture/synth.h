@@ -8,12 +8,16 @@
  * (when that attribute has sample_id_all): TID, TIME, ID, STREAM_ID, CPU and
  * IDENTIFIER, in the kernel's order, as the attribute's sample_type selects.
  *
+ * The mappings are also parsed here (rv_perf_mmap_parse), for every reader
+ * of a capture's sideband.
+ *
  * Not here: writing records (perf_data.h), samples (their layout is the
  * recorder's), or anything perf-specific beyond the two round markers.
  */
 #ifndef RV_CAPTURE_SYNTH_H
 #define RV_CAPTURE_SYNTH_H
 
+#include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +49,22 @@ size_t rv_synth_mmap2(const struct rv_synth *s, void *buf, size_t buf_size, uint
 		      uint32_t tid, uint64_t start, uint64_t len, uint64_t pgoff, uint32_t maj,
 		      uint32_t min, uint64_t ino, uint32_t prot, uint32_t flags,
 		      const char *filename, uint16_t misc, const struct rv_synth_id *id);
+/* A mapping from PERF_RECORD_MMAP or MMAP2 (either MMAP2 form: the device and
+ * inode fields, or a build id, take the same room). `executable`: MMAP2's
+ * prot has PROT_EXEC; an MMAP without PERF_RECORD_MISC_MMAP_DATA (perf writes
+ * data mappings as MMAP only with mmap_data). `filename` points into the
+ * record. */
+struct rv_perf_mmap {
+	uint32_t pid, tid;
+	uint64_t start, len, pgoff;
+	bool executable;
+	const char *filename;
+};
+
+/* 0 and *out set; -EINVAL for another record type, a record too short for
+ * its fields and a one-byte name, or a name without its NUL in the record. */
+int rv_perf_mmap_parse(const struct perf_event_header *rec, struct rv_perf_mmap *out);
+
 /* exec: the name changed by exec (PERF_RECORD_MISC_COMM_EXEC), not prctl. */
 size_t rv_synth_comm(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
 		     uint32_t tid, const char *comm, bool exec, const struct rv_synth_id *id);

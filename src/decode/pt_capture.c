@@ -25,10 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capture/synth.h"
 #include "decode/pt_capture_internal.h"
 #include "util/log.h"
 
@@ -38,10 +38,6 @@
 /* The libipt section cache keeps this much code mapped (plus its block caches). */
 #define ISCACHE_LIMIT (512ull << 20)
 
-/* perf's MMAP misc bit for data (non-executable) mappings. */
-#ifndef PERF_RECORD_MISC_MMAP_DATA
-#define PERF_RECORD_MISC_MMAP_DATA (1 << 13)
-#endif
 #ifndef PERF_RECORD_MISC_COMM_EXEC
 #define PERF_RECORD_MISC_COMM_EXEC (1 << 13)
 #endif
@@ -437,27 +433,20 @@ static int parse_sideband(struct rv_pt_capture *c, struct scan *s,
 			r.time = load_u64(b + 24);
 		break;
 	case PERF_RECORD_MMAP:
-		if (h->size < 41)
-			return 0;
-		r.pid = load_u32(b + 8);
-		r.tid = load_u32(b + 12);
-		r.start = load_u64(b + 16);
-		r.len = load_u64(b + 24);
-		r.pgoff = load_u64(b + 32);
-		r.flag = !(h->misc & PERF_RECORD_MISC_MMAP_DATA);
-		r.name = record_string(c, b + 40, h->size - 40, &bad);
+	case PERF_RECORD_MMAP2: {
+		struct rv_perf_mmap m;
+
+		if (rv_perf_mmap_parse(h, &m))
+			return 0; /* short, or an unterminated name: skipped */
+		r.pid = m.pid;
+		r.tid = m.tid;
+		r.start = m.start;
+		r.len = m.len;
+		r.pgoff = m.pgoff;
+		r.flag = m.executable;
+		r.name = arena_strndup(&c->arena, m.filename, strlen(m.filename));
 		break;
-	case PERF_RECORD_MMAP2:
-		if (h->size < 73)
-			return 0;
-		r.pid = load_u32(b + 8);
-		r.tid = load_u32(b + 12);
-		r.start = load_u64(b + 16);
-		r.len = load_u64(b + 24);
-		r.pgoff = load_u64(b + 32);
-		r.flag = (load_u32(b + 64) & PROT_EXEC) != 0;
-		r.name = record_string(c, b + 72, h->size - 72, &bad);
-		break;
+	}
 	case PERF_RECORD_ITRACE_START: {
 		struct rv_perf_itrace_start it;
 
@@ -1457,14 +1446,30 @@ size_t rv_pt_capture_missing(const struct rv_pt_capture *c, const struct rv_pt_m
 	return c->nr_missing;
 }
 
-/* The time of the first TSC packet of a buffer, from its first PSB on; 0
- * when there is none. */
+uint64_t ptc_psb_time(const struct rv_pt_capture *c, struct pt_packet_decoder *d, uint64_t offset)
+{
+	struct pt_packet p;
+
+	if (pt_pkt_sync_set(d, offset) < 0)
+		return UINT64_MAX;
+	for (int i = 0; i < 32; i++) {
+		if (pt_pkt_next(d, &p, sizeof(p)) < 0 || p.type == ppt_psbend)
+			break;
+		if (p.type == ppt_tsc)
+			return c->have_time_conv
+				       ? rv_perf_tsc_to_time(&c->time_conv, p.payload.tsc.tsc)
+				       : p.payload.tsc.tsc;
+	}
+	return UINT64_MAX;
+}
+
+/* The time of a buffer's first PSB+ (its TSC); 0 when it has none: TSC
+ * packets are in every PSB+ when TSC is on at all. */
 static uint64_t first_tsc_time(const struct rv_pt_capture *c, const struct ptc_buffer *b)
 {
 	struct pt_config config = c->config;
 	struct pt_packet_decoder *d;
-	struct pt_packet packet;
-	uint64_t time = 0;
+	uint64_t offset, time = UINT64_MAX;
 
 	if (!b->size)
 		return 0;
@@ -1473,18 +1478,10 @@ static uint64_t first_tsc_time(const struct rv_pt_capture *c, const struct ptc_b
 	d = pt_pkt_alloc_decoder(&config);
 	if (!d)
 		return 0;
-	if (pt_pkt_sync_forward(d) >= 0) {
-		while (pt_pkt_next(d, &packet, sizeof(packet)) >= 0) {
-			if (packet.type != ppt_tsc)
-				continue;
-			time = c->have_time_conv
-				       ? rv_perf_tsc_to_time(&c->time_conv, packet.payload.tsc.tsc)
-				       : packet.payload.tsc.tsc;
-			break;
-		}
-	}
+	if (pt_pkt_sync_forward(d) >= 0 && pt_pkt_get_sync_offset(d, &offset) >= 0)
+		time = ptc_psb_time(c, d, offset);
 	pt_pkt_free_decoder(d);
-	return time;
+	return time == UINT64_MAX ? 0 : time;
 }
 
 uint64_t rv_pt_capture_count_packets(const struct rv_pt_capture *c)

@@ -171,25 +171,6 @@ static bool psb_add(struct psb_index *x, uint64_t offset, uint64_t time)
 	return true;
 }
 
-/* The TSC of the PSB+ at offset, converted to the capture's clock. */
-static uint64_t psb_time(const struct rv_pt_capture *c, struct pt_packet_decoder *d,
-			 uint64_t offset)
-{
-	struct pt_packet p;
-
-	if (pt_pkt_sync_set(d, offset) < 0)
-		return UINT64_MAX;
-	for (int i = 0; i < 32; i++) {
-		if (pt_pkt_next(d, &p, sizeof(p)) < 0 || p.type == ppt_psbend)
-			break;
-		if (p.type == ppt_tsc)
-			return c->have_time_conv
-				       ? rv_perf_tsc_to_time(&c->time_conv, p.payload.tsc.tsc)
-				       : p.payload.tsc.tsc;
-	}
-	return UINT64_MAX;
-}
-
 static int psb_build(const struct rv_pt_capture *c, const struct ptc_buffer *b, struct psb_index *x)
 {
 	struct pt_config config = c->config;
@@ -211,7 +192,7 @@ static int psb_build(const struct rv_pt_capture *c, const struct ptc_buffer *b, 
 		if (!hit)
 			break;
 		offset = (uint64_t)(hit - b->data);
-		if (!psb_add(x, offset, psb_time(c, d, offset))) {
+		if (!psb_add(x, offset, ptc_psb_time(c, d, offset))) {
 			pt_pkt_free_decoder(d);
 			return -ENOMEM;
 		}

@@ -175,6 +175,10 @@ struct rv_pt_capture {
 bool ptc_grow(void *v, size_t *cap, size_t need, size_t elem);
 
 const struct ptc_thread *ptc_thread_find(const struct rv_pt_capture *c, uint32_t tid);
+/* The TSC of the PSB+ at offset (d's buffer), in the capture's clock;
+ * UINT64_MAX when that PSB+ has none. */
+uint64_t ptc_psb_time(const struct rv_pt_capture *c, struct pt_packet_decoder *d, uint64_t offset);
+
 /* pt_iscache_add_file, remembering what the section was made from: the isid,
  * or a negative libipt code. */
 int ptc_add_section(struct rv_pt_capture *c, const char *file, uint64_t offset, uint64_t size,

@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "capture/perf_data.h"
+#include "capture/synth.h"
 #include "decode/unwind.h"
 #include "util/log.h"
 
-#define MAX_FRAMES    512
-#define PROT_EXEC_BIT 4
+#define MAX_FRAMES 512
 
 struct rv_sample_decoder {
 	struct rv_perf_reader *reader;
@@ -42,52 +42,18 @@ int rv_sample_decoder_open(struct rv_sample_decoder **out, const char *capture_p
 	return 0;
 }
 
-/* Fixed-length fields of MMAP2 and the offset of its file name. */
-struct mmap2_body {
-	uint32_t pid, tid;
-	uint64_t start, len, pgoff;
-	uint32_t maj, min;
-	uint64_t ino, ino_generation;
-	uint32_t prot, flags;
-};
-
-static int on_mmap2(struct rv_sample_decoder *d, const struct perf_event_header *h,
-		    struct rv_error *err)
-{
-	struct mmap2_body body;
-	const char *name = (const char *)h + sizeof(*h) + sizeof(body);
-	size_t room;
-
-	if (h->size < sizeof(*h) + sizeof(body) + 1)
-		return 0;
-	memcpy(&body, (const uint8_t *)h + sizeof(*h), sizeof(body));
-	room = h->size - sizeof(*h) - sizeof(body);
-	if (strnlen(name, room) == room)
-		return 0; /* not terminated: ignore rather than read past it */
-	return rv_symbolizer_add_mapping(d->symbolizer, body.pid, body.start, body.len, body.pgoff,
-					 (body.prot & PROT_EXEC_BIT) != 0, name, err);
-}
-
 static int on_mmap(struct rv_sample_decoder *d, const struct perf_event_header *h,
 		   struct rv_error *err)
 {
-	struct {
-		uint32_t pid, tid;
-		uint64_t start, len, pgoff;
-	} body;
-	const char *name = (const char *)h + sizeof(*h) + sizeof(body);
-	size_t room;
+	struct rv_perf_mmap m;
 
-	if (h->size < sizeof(*h) + sizeof(body) + 1 ||
-	    (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
-		return 0; /* kernel text is named from kallsyms */
-	memcpy(&body, (const uint8_t *)h + sizeof(*h), sizeof(body));
-	room = h->size - sizeof(*h) - sizeof(body);
-	if (strnlen(name, room) == room)
+	/* kernel text is named from kallsyms; a damaged record is skipped */
+	if ((h->type == PERF_RECORD_MMAP &&
+	     (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) ||
+	    rv_perf_mmap_parse(h, &m))
 		return 0;
-	/* Without mmap_data, perf only reports executable mappings as MMAP. */
-	return rv_symbolizer_add_mapping(d->symbolizer, body.pid, body.start, body.len, body.pgoff,
-					 !(h->misc & PERF_RECORD_MISC_MMAP_DATA), name, err);
+	return rv_symbolizer_add_mapping(d->symbolizer, m.pid, m.start, m.len, m.pgoff,
+					 m.executable, m.filename, err);
 }
 
 static uint64_t nominal_interval(const struct perf_event_attr *attr)
@@ -242,10 +208,6 @@ int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev, str
 		case PERF_RECORD_SAMPLE:
 			return on_sample(d, h, ev, err);
 		case PERF_RECORD_MMAP2:
-			ret = on_mmap2(d, h, err);
-			if (ret)
-				return ret;
-			break;
 		case PERF_RECORD_MMAP:
 			ret = on_mmap(d, h, err);
 			if (ret)

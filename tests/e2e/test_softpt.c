@@ -25,6 +25,7 @@
 
 #include "fxt_reader.h"
 #include "capture/perf_data.h"
+#include "capture/synth.h"
 #include "harness.h"
 #include "symbolize/symbolizer.h"
 
@@ -1079,28 +1080,17 @@ static struct rv_symbolizer *capture_symbolizer(const struct capture *c)
 	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
 	while ((got = rv_perf_reader_next(r, &rec, &err)) == 1) {
-		const unsigned char *p = (const void *)rec.header;
-		uint32_t pid, prot;
-		uint64_t start, len, pgoff;
-		const char *file;
+		struct rv_perf_mmap m;
 
-		/* header, pid, tid, addr, len, pgoff, 24 bytes of device or build
-		 * id, prot, flags, filename */
-		if (rec.header->type != PERF_RECORD_MMAP2 || rec.header->size < 72)
+		if (rec.header->type != PERF_RECORD_MMAP2)
 			continue;
-		memcpy(&pid, p + 8, 4);
-		memcpy(&start, p + 16, 8);
-		memcpy(&len, p + 24, 8);
-		memcpy(&pgoff, p + 32, 8);
-		memcpy(&prot, p + 64, 4);
-		file = (const char *)p + 72;
-		cr_assert(memchr(file, '\0', rec.header->size - 72), "MMAP2 name unterminated");
-		if (!strcmp(file, "[vdso]")) {
-			file = vdso;
-			pgoff = 0;
+		cr_assert_eq(rv_perf_mmap_parse(rec.header, &m), 0, "a damaged MMAP2 record");
+		if (!strcmp(m.filename, "[vdso]")) {
+			m.filename = vdso;
+			m.pgoff = 0;
 		}
-		cr_assert_eq(rv_symbolizer_add_mapping(sym, pid, start, len, pgoff, prot & 4, file,
-						       &err),
+		cr_assert_eq(rv_symbolizer_add_mapping(sym, m.pid, m.start, m.len, m.pgoff,
+						       m.executable, m.filename, &err),
 			     0, "%s", err.message);
 	}
 	cr_assert_eq(got, 0, "%s", err.message);

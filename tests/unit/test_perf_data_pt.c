@@ -2149,3 +2149,57 @@ Test(perf_data_pt, writer_insists_on_what_perf_needs)
 	rv_perf_writer_free(w);
 	remove_tree(dir);
 }
+
+/* MMAP and MMAP2 read back as built; a record cut short, or whose name has
+ * no NUL inside it, or of another type, is refused. */
+Test(perf_data_pt, mmap_records_parse_as_built)
+{
+	struct rv_synth s = { .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME,
+			      .sample_id_all = true };
+	struct rv_synth_id id = { .pid = 10, .tid = 11, .time = 99 };
+	uint8_t buf[512];
+	struct perf_event_header *h = (struct perf_event_header *)buf;
+	struct rv_perf_mmap m;
+	size_t size;
+
+	size = rv_synth_mmap2(&s, buf, sizeof(buf), 10, 11, 0x7f0000001000, 0x21000, 0x3000, 8, 3,
+			      42, 5 /* PROT_READ | PROT_EXEC */, 2, "/lib/libc.so.6", 0, &id);
+	cr_assert_gt(size, 0);
+	cr_assert_eq(rv_perf_mmap_parse(h, &m), 0);
+	cr_assert_eq(m.pid, 10);
+	cr_assert_eq(m.tid, 11);
+	cr_assert_eq(m.start, 0x7f0000001000);
+	cr_assert_eq(m.len, 0x21000);
+	cr_assert_eq(m.pgoff, 0x3000);
+	cr_assert(m.executable);
+	cr_assert_str_eq(m.filename, "/lib/libc.so.6");
+
+	size = rv_synth_mmap2(&s, buf, sizeof(buf), 1, 1, 0x1000, 0x1000, 0, 0, 0, 0,
+			      1 /* PROT_READ */, 2, "/data", 0, &id);
+	cr_assert_eq(rv_perf_mmap_parse(h, &m), 0);
+	cr_assert(!m.executable, "a mapping without PROT_EXEC");
+
+	size = rv_synth_mmap(&s, buf, sizeof(buf), 7, 8, 0x400000, 0x2000, 0, "/bin/prog", 0, &id);
+	cr_assert_eq(rv_perf_mmap_parse(h, &m), 0);
+	cr_assert_eq(m.pid, 7);
+	cr_assert_eq(m.start, 0x400000);
+	cr_assert(m.executable, "MMAP without MMAP_DATA is code");
+	cr_assert_str_eq(m.filename, "/bin/prog");
+	size = rv_synth_mmap(&s, buf, sizeof(buf), 7, 8, 0x600000, 0x2000, 0, "/bin/prog",
+			     PERF_RECORD_MISC_MMAP_DATA, &id);
+	cr_assert_eq(rv_perf_mmap_parse(h, &m), 0);
+	cr_assert(!m.executable, "MMAP with MMAP_DATA is data");
+
+	/* too short for the fields and a one-byte name */
+	h->size = 40;
+	cr_assert_eq(rv_perf_mmap_parse(h, &m), -EINVAL);
+	/* a name whose NUL is past the record's end */
+	size = rv_synth_mmap(&s, buf, sizeof(buf), 7, 8, 0x400000, 0x2000, 0,
+			     "/a/name/of/some/length", 0, NULL);
+	h->size = 48; /* 8 bytes of the name, no NUL */
+	cr_assert_eq(rv_perf_mmap_parse(h, &m), -EINVAL);
+	h->size = (uint16_t)size;
+	cr_assert_eq(rv_perf_mmap_parse(h, &m), 0);
+	h->type = PERF_RECORD_COMM;
+	cr_assert_eq(rv_perf_mmap_parse(h, &m), -EINVAL);
+}
