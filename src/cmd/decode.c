@@ -44,6 +44,7 @@ struct decode_run {
 	struct rv_pt_stats stats;
 	uint64_t packets;
 	bool have_pt_stats;
+	bool jumps_ignored; /* raw images: the decoder never looked at jumps */
 	double seconds;
 };
 
@@ -122,18 +123,6 @@ struct raw_images {
 	const struct rv_options *opts;
 	uint64_t sizes[RV_MAX_IMAGES];
 };
-
-/* rv_pt_same_function_fn: images without symbols are, for the trace builder,
- * one unknown function: no jump inside them changes a stack. */
-static bool raw_same_function(void *ctx, uint32_t pid, uint64_t time, uint64_t from, uint64_t to)
-{
-	(void)ctx;
-	(void)pid;
-	(void)time;
-	(void)from;
-	(void)to;
-	return true;
-}
 
 /* rv_pt_populate_fn: the same files through a decoding thread's own section
  * cache (libipt locks a section for each read; threads sharing one wait). */
@@ -222,7 +211,10 @@ static int decode_raw(struct decode_run *run, struct rv_error *err)
 		o.iscache = iscache;
 		o.populate = raw_populate;
 		o.populate_ctx = &loaded;
-		o.same_function = raw_same_function;
+		/* Without symbols all code is one unknown function to the
+		 * builder: no jump changes a stack. */
+		o.ignore_jumps = true;
+		run->jumps_ignored = true;
 		o.pid = 1;
 		o.tid = 1;
 		o.jobs = default_jobs(opts);
@@ -321,7 +313,12 @@ static void print_stats(const struct decode_run *run)
 	printf("blocks           %" PRIu64 "\n", s->blocks);
 	printf("calls            %" PRIu64 "\n", s->calls);
 	printf("returns          %" PRIu64 "\n", s->returns);
-	printf("jumps            %" PRIu64 "\n", s->jumps);
+	if (run->jumps_ignored)
+		printf("jumps            %" PRIu64 " that end tracing (no symbols: no other "
+		       "jump can change a stack, so none is counted)\n",
+		       s->jumps);
+	else
+		printf("jumps            %" PRIu64 "\n", s->jumps);
 	printf("syscalls         %" PRIu64 "\n", s->syscalls);
 	printf("interrupts       %" PRIu64 "\n", s->interrupts);
 	printf("overflows        %" PRIu64 "\n", s->overflows);

@@ -44,6 +44,7 @@
  * address: more means code that loops without trace (the end of a snapshot
  * in a spin loop), which would otherwise never end. */
 #define MAX_TAIL_BLOCKS (1u << 16)
+#define STALL_CHECK	(1u << 8) /* blocks between two looks for a stall */
 /* How far back from an error's position a PSB+ read ahead may start. */
 #define MAX_PSB_HEADER	    512
 #define MAX_RESYNC_FAILURES 64
@@ -409,10 +410,11 @@ struct walker {
 	uint64_t time;
 	enum begin_state begin;
 	bool direct; /* the chunk the sink is at: pages go to it at once */
+	bool ignore_jumps; /* options->ignore_jumps */
 	bool at_eos, in_tx, stop;
 	uint32_t tail_blocks;
 	uint64_t stall_offset; /* the decoder's offset, and blocks walked since it moved */
-	uint32_t stall_blocks;
+	uint32_t stall_blocks, stall_tick;
 	uint64_t last_ip;	/* where the decoder was last seen, for errors */
 	uint32_t pid;		/* the task decoded, for options->same_function */
 	uint64_t dropped_jumps; /* jumps inside one function, counted but not emitted */
@@ -632,6 +634,9 @@ static void resolve_pending(struct walker *w, uint64_t to)
 	if (!p->valid)
 		return;
 	p->valid = false;
+	if (w->ignore_jumps && (p->kind == RV_BRANCH_COND || p->kind == RV_BRANCH_JUMP) &&
+	    !p->flags)
+		return;
 	if (p->kind == RV_BRANCH_COND) {
 		uint64_t delta = to - p->from;
 
@@ -1017,6 +1022,9 @@ static int64_t insns_before(struct walker *w, const struct pt_block *b, uint64_t
 		if (!insn)
 			return -1;
 		ip += insn->size;
+		/* blocks run through direct jumps when jumps are ignored */
+		if (insn->cls == RV_PT_INSN_JUMP)
+			ip += (uint64_t)(int64_t)insn->disp;
 	}
 	return -1;
 }
@@ -1040,8 +1048,8 @@ static void on_block(struct walker *w, const struct pt_block *b, int status)
 
 		if (b->ip == seam)
 			n = 0;
-		else if (seam > b->ip && seam <= b->end_ip)
-			n = insns_before(w, b, seam);
+		else if (w->ignore_jumps || (seam > b->ip && seam <= b->end_ip))
+			n = insns_before(w, b, seam); /* through jumps, it may be anywhere */
 		if (n >= 0) {
 			resolve_pending(w, b->ip);
 			if (n > 0)
@@ -1241,6 +1249,10 @@ static bool stalled(struct walker *w)
 {
 	uint64_t offset;
 
+	/* The offset only grows, so looking every STALL_CHECK blocks tells
+	 * as well whether it moved in between, at a fraction of the cost. */
+	if (++w->stall_tick % STALL_CHECK)
+		return false;
 	if (pt_blk_get_offset(w->dec, &offset) < 0)
 		return false;
 	if (offset != w->stall_offset) {
@@ -1248,7 +1260,8 @@ static bool stalled(struct walker *w)
 		w->stall_blocks = 0;
 		return false;
 	}
-	return ++w->stall_blocks > MAX_TAIL_BLOCKS;
+	w->stall_blocks += STALL_CHECK;
+	return w->stall_blocks > MAX_TAIL_BLOCKS;
 }
 
 static void decode_chunk(struct walker *w)
@@ -1330,6 +1343,7 @@ static void walker_init(struct walker *w, struct decode *d, struct thread_state 
 	w->ch = ch;
 	w->err = err;
 	w->pid = d->options->pid;
+	w->ignore_jumps = d->options->ignore_jumps;
 }
 
 static int thread_state_init(struct thread_state *t, const struct decode *d, bool copy_images,
@@ -1771,7 +1785,7 @@ int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options
 	d.config.flags.variant.block.enable_tick_events = d.config.mtc_freq || d.config.nom_freq ||
 							  d.config.cpuid_0x15_eax ||
 							  d.config.cpuid_0x15_ebx;
-	d.config.flags.variant.block.end_on_jump = 1;
+	d.config.flags.variant.block.end_on_jump = !options->ignore_jumps;
 	d.config.begin = (uint8_t *)buf;
 	d.config.end = (uint8_t *)buf + size;
 	stats->bytes = size;

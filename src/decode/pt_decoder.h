@@ -130,6 +130,12 @@ struct rv_pt_decode_options {
 	rv_pt_same_function_fn same_function;
 	void *same_function_ctx;
 
+	/* No jump can change a call stack (code without symbols, which is all
+	 * one unknown function to the trace builder): blocks then run through
+	 * direct jumps, and no jump is looked at, handed to the sink or
+	 * counted in stats.jumps, except one that ends tracing. */
+	bool ignore_jumps;
+
 	unsigned jobs;	    /* decoding threads, the calling one included; 0 or 1: it only */
 	size_t chunk_bytes; /* 0: the default (256 KiB) */
 

@@ -156,7 +156,9 @@ bool rv_functions_same(const struct rv_functions *f, uint64_t a, uint64_t b)
 
 	if (!x || b < x->start || b >= x->end)
 		return false;
-	y = find(f, b);
+	/* b's range is x's too unless another one starts between them (nested
+	 * or overlapping symbols): only then is it looked for. */
+	y = (size_t)(x - f->v) + 1 == f->nr || x[1].start > b ? x : find(f, b);
 	return y && y->start == x->start && y->end == x->end;
 }
 

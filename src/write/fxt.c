@@ -72,6 +72,18 @@ struct string_slot {
 	uint16_t index; /* 0: empty slot */
 };
 
+/* A string the table holds, by the address the caller passed it at: callers
+ * pass the same few names again and again (interned symbol names), and a
+ * compare against the stored bytes is cheaper than measuring and hashing. */
+struct recent_string {
+	const char *ptr;
+	size_t key_offset;
+	uint32_t key_length;
+	uint16_t index;
+};
+
+#define RECENT_STRINGS 512
+
 struct thread_map_slot {
 	uint64_t key;  /* pid << 32 | tid */
 	uint8_t index; /* 0: empty slot */
@@ -91,6 +103,7 @@ struct rv_fxt {
 	char *key_bytes;
 	size_t key_bytes_used;
 	size_t key_bytes_capacity;
+	struct recent_string recent[RECENT_STRINGS];
 
 	struct thread_map_slot thread_map[THREAD_MAP_SLOTS];
 	struct thread_slot threads[MAX_THREAD_INDEX + 1]; /* by index; 0 unused */
@@ -286,6 +299,18 @@ static int resolve_string(struct rv_fxt *fxt, const char *s, struct string_ref *
 		str->length = 0;
 		return 0;
 	}
+
+	struct recent_string *recent =
+		&fxt->recent[((uintptr_t)s * 0x9e3779b97f4a7c15ULL) >> 55 & (RECENT_STRINGS - 1)];
+
+	/* The same address may hold other bytes now (a caller's buffer):
+	 * only the same bytes, and their end, make a hit. */
+	if (recent->ptr == s && !memcmp(fxt->key_bytes + recent->key_offset, s, recent->key_length) &&
+	    s[recent->key_length] == '\0') {
+		str->length = recent->key_length;
+		str->ref = recent->index;
+		return 0;
+	}
 	str->length = strlen(s);
 	hash = (uint32_t)hash_bytes(s, str->length);
 	for (i = hash & fxt->string_slots_mask; fxt->string_slots[i].index;
@@ -295,6 +320,8 @@ static int resolve_string(struct rv_fxt *fxt, const char *s, struct string_ref *
 		if (slot->hash == hash && slot->key_length == str->length &&
 		    !memcmp(fxt->key_bytes + slot->key_offset, s, str->length)) {
 			str->ref = slot->index;
+			*recent = (struct recent_string){ s, slot->key_offset, slot->key_length,
+							  slot->index };
 			return 0;
 		}
 	}
@@ -318,6 +345,8 @@ static int resolve_string(struct rv_fxt *fxt, const char *s, struct string_ref *
 	fxt->string_slots[i].hash = hash;
 	fxt->string_slots[i].index = (uint16_t)fxt->nr_strings;
 	str->ref = (uint16_t)fxt->nr_strings;
+	*recent = (struct recent_string){ s, fxt->string_slots[i].key_offset, (uint32_t)str->length,
+					  str->ref };
 	write_string_record(fxt, str->ref, s, str->length);
 	return 0;
 }

@@ -426,6 +426,61 @@ Test(pt_decoder, corpus_reference_counts)
 	}
 }
 
+/* With ignore_jumps (images without symbols) blocks run through direct
+ * jumps: the same instructions, calls and returns as when every jump is
+ * looked at, the same events but for the jumps, and only the jumps that
+ * end tracing counted, at every chunk size and with threads. */
+Test(pt_decoder, corpus_ignore_jumps)
+{
+	for (size_t c = 0; c < sizeof(corpora) / sizeof(corpora[0]); c++) {
+		struct raw r;
+		struct evlist all = { 0 }, ref = { 0 };
+		struct rv_pt_stats all_stats;
+		uint64_t ending = 0; /* jumps that end tracing: still counted */
+
+		raw_load(&r, &corpora[c], 1);
+		decode_raw(&r, 1, SIZE_MAX, &all, &all_stats);
+		cr_assert_gt(all_stats.jumps, 0, "%s", corpora[c].name);
+		for (size_t i = 0; i < all.n; i++) {
+			const struct ev *e = &all.v[i];
+
+			bool jump = e->type == RV_EVENT_BRANCH &&
+				    (e->kind == RV_BRANCH_JUMP || e->kind == RV_BRANCH_COND);
+
+			if (jump && !e->flags)
+				continue;
+			ending += jump;
+			*evlist_push(&ref) = *e;
+		}
+		r.options.ignore_jumps = true;
+		for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
+			for (unsigned jobs = 1; jobs <= 2; jobs++) {
+				struct evlist got = { 0 };
+				struct rv_pt_stats st;
+				char what[128];
+
+				decode_raw(&r, jobs, chunk_sizes[s], &got, &st);
+				snprintf(what, sizeof(what), "%s ignoring jumps, %zu-byte chunks, %u jobs",
+					 corpora[c].name, chunk_sizes[s], jobs);
+				cr_assert_eq(st.insns, corpora[c].insns,
+					     "%s: %" PRIu64 " instructions", what, st.insns);
+				cr_assert_eq(st.errors, 0, "%s", what);
+				cr_assert_eq(st.calls, all_stats.calls, "%s", what);
+				cr_assert_eq(st.returns, all_stats.returns, "%s", what);
+				cr_assert_eq(st.jumps, ending, "%s", what);
+				cr_assert_lt(st.blocks, all_stats.blocks, "%s", what);
+				cr_assert_eq(got.n, ref.n, "%s: %zu events, not %zu", what, got.n,
+					     ref.n);
+				assert_same_events(&ref, &got, what);
+				evlist_free(&got);
+			}
+		}
+		evlist_free(&all);
+		evlist_free(&ref);
+		raw_free(&r);
+	}
+}
+
 Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
 {
 	struct raw r;
