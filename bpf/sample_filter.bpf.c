@@ -9,15 +9,23 @@
  * thread is the process's main thread) and drops every other sample before it
  * is written. Returning 0 from a perf_event program suppresses the sample.
  *
- * Not here: any notion of time windows; the gate (--filter) extends this.
+ * With --filter it also drops the samples of threads outside every window:
+ * the gate (gate.bpf.c) keeps, per thread, whether one is open, in a map this
+ * object shares. Not here: deciding windows.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
+#include "gate.h"
 #include "sample_filter.h"
 
 /* Set by the loader before load. */
 const volatile bool all_threads = false;
+/* --filter: keep only the samples of threads inside a window, as the gate's
+ * window map (reused from the gate's object) says. */
+const volatile bool gated = false;
+
+RV_GATE_WINDOWS_MAP(gate_windows);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -54,6 +62,10 @@ int filter_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (!all_threads && tid != tgid) {
 		count(RV_FILTER_THREAD);
+		return 0;
+	}
+	if (gated && !bpf_map_lookup_elem(&gate_windows, &tid)) {
+		count(RV_FILTER_WINDOW);
 		return 0;
 	}
 	count(RV_FILTER_KEPT);

@@ -10,7 +10,8 @@ enum rv_filter_stat {
 	RV_FILTER_KEPT = 0,   /* samples of a target thread, passed on */
 	RV_FILTER_OTHER = 1,  /* samples of other processes, dropped */
 	RV_FILTER_THREAD = 2, /* samples of a target's non-main thread without --multi-thread */
-	RV_FILTER_NR_STATS = 3,
+	RV_FILTER_WINDOW = 3, /* samples of a thread outside every --filter window */
+	RV_FILTER_NR_STATS = 4,
 };
 
 #endif

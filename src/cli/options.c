@@ -30,6 +30,12 @@ enum {
 	OPT_PERF_SCRIPT,
 	OPT_VMLINUX,
 	OPT_CHUNK_SIZE,
+	OPT_KERNEL_ONLY,
+	OPT_DRY_RUN,
+	OPT_FILTER,
+	OPT_TRIGGER,
+	OPT_MIN_DURATION,
+	OPT_MULTI_SNAPSHOT,
 };
 
 static const struct option long_options[] = {
@@ -39,6 +45,12 @@ static const struct option long_options[] = {
 	{ "timer-resolution", required_argument, NULL, OPT_TIMER },
 	{ "callgraph-mode", required_argument, NULL, OPT_CALLGRAPH },
 	{ "trace-include-kernel", no_argument, NULL, OPT_KERNEL },
+	{ "trace-kernel-only", no_argument, NULL, OPT_KERNEL_ONLY },
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	{ "filter", required_argument, NULL, OPT_FILTER },
+	{ "trigger", required_argument, NULL, OPT_TRIGGER },
+	{ "min-duration", required_argument, NULL, OPT_MIN_DURATION },
+	{ "multi-snapshot", no_argument, NULL, OPT_MULTI_SNAPSHOT },
 	{ "multi-thread", no_argument, NULL, OPT_MULTI_THREAD },
 	{ "full-execution", no_argument, NULL, OPT_FULL },
 	{ "snapshot-size", required_argument, NULL, OPT_SNAPSHOT_SIZE },
@@ -200,6 +212,9 @@ void rv_options_free(struct rv_options *opts)
 	for (size_t i = 0; i < opts->nr_images; i++)
 		free(opts->images[i].path);
 	opts->nr_images = 0;
+	free(opts->filter_start);
+	free(opts->filter_stop);
+	opts->filter_start = opts->filter_stop = NULL;
 }
 
 static int parse_u64(const char *text, uint64_t *out)
@@ -396,7 +411,7 @@ bad:
 }
 
 int rv_parse_timer_resolution(const char *text, enum rv_timer_kind *kind, uint64_t *hz,
-			      struct rv_error *err)
+			      const char **custom, struct rv_error *err)
 {
 	char *end;
 	unsigned long long value;
@@ -429,16 +444,120 @@ int rv_parse_timer_resolution(const char *text, enum rv_timer_kind *kind, uint64
 			return 0;
 		}
 	}
-	if (!strncasecmp(text, "custom", 6))
-		return rv_error_set(err, EINVAL,
-				    "--timer-resolution %s configures Intel PT, which this version "
-				    "does not record with; for sampling use low, normal, high or "
-				    "sample:HZ",
-				    text);
+	if (!strncasecmp(text, "custom:", 7) && text[7]) {
+		/* The terms are checked against the PMU's format when the
+		 * event is built: only the syntax here. */
+		for (const char *t = text + 7; *t;) {
+			const char *comma = strchr(t, ',');
+			size_t len = comma ? (size_t)(comma - t) : strlen(t);
+			const char *eq = memchr(t, '=', len);
+
+			if (!eq || eq == t || eq + 1 == t + len)
+				return rv_error_set(
+					err, EINVAL,
+					"invalid --timer-resolution '%s': custom takes NAME=VALUE "
+					"terms separated by commas, e.g. custom:cyc=1,cyc_thresh=2,"
+					"mtc_period=3",
+					text);
+			t += len + (comma ? 1 : 0);
+			if (comma && !*t)
+				return rv_error_set(err, EINVAL,
+						    "invalid --timer-resolution '%s': a comma "
+						    "with no term after it",
+						    text);
+		}
+		*kind = RV_TIMER_CUSTOM;
+		*custom = text + 7;
+		return 0;
+	}
 	return rv_error_set(err, EINVAL,
-			    "invalid --timer-resolution '%s': use low (1 kHz), normal (10 kHz), "
-			    "high (the kernel's maximum sample rate) or sample:HZ, such as "
-			    "sample:4000",
+			    "invalid --timer-resolution '%s': use low, normal (the default), high, "
+			    "sample:HZ (sampling, e.g. sample:4000) or custom:NAME=VALUE,... "
+			    "(Intel PT, e.g. custom:cyc=1,mtc_period=0)",
+			    text);
+}
+
+static char *copy_trimmed(const char *begin, const char *end)
+{
+	while (begin < end && isspace((unsigned char)*begin))
+		begin++;
+	while (end > begin && isspace((unsigned char)end[-1]))
+		end--;
+	return strndup(begin, (size_t)(end - begin));
+}
+
+int rv_parse_filter(const char *text, char **start, char **stop, struct rv_error *err)
+{
+	size_t len = strlen(text);
+	const char *split;
+	const char *end = text + len;
+
+	*start = *stop = NULL;
+	if (len >= 2 && text[0] == '(' && text[len - 1] == ')') {
+		/* magic-trace's "(START STOP)" */
+		text++;
+		end--;
+		while (text < end && isspace((unsigned char)*text))
+			text++;
+		split = text;
+		while (split < end && !isspace((unsigned char)*split))
+			split++;
+	} else {
+		split = memchr(text, ',', len);
+		if (!split)
+			split = end;
+	}
+	if (split >= end || split == text)
+		return rv_error_set(err, EINVAL,
+				    "invalid --filter '%s': give two sites, START,STOP (a symbol, "
+				    "LIB:SYMBOL, 0xADDR or FILE:LINE each), e.g. "
+				    "request_begin,request_end",
+				    text);
+	*start = copy_trimmed(text, split);
+	*stop = copy_trimmed(split + 1, end);
+	if (!*start || !*stop || !**start || !**stop || strlen(*start) >= RV_MAX_PROBE_SPEC ||
+	    strlen(*stop) >= RV_MAX_PROBE_SPEC || strchr(*stop, ',')) {
+		bool nomem = !*start || !*stop;
+
+		free(*start);
+		free(*stop);
+		*start = *stop = NULL;
+		if (nomem)
+			return rv_error_set(err, ENOMEM, "out of memory");
+		return rv_error_set(err, EINVAL,
+				    "invalid --filter '%s': give exactly two sites, START,STOP, "
+				    "e.g. request_begin,request_end",
+				    text);
+	}
+	return 0;
+}
+
+int rv_parse_duration(const char *text, uint64_t *ns, struct rv_error *err)
+{
+	static const struct {
+		const char *suffix;
+		double scale;
+	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 } };
+	char *end;
+	double value;
+
+	errno = 0;
+	value = isdigit((unsigned char)*text) ? strtod(text, &end) : -1;
+	if (value >= 0 && !errno && end != text) {
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			double v = value * units[i].scale;
+
+			if (strcmp(end, units[i].suffix))
+				continue;
+			if (v < 1 || v > 1e18)
+				break;
+			*ns = (uint64_t)(v + 0.5);
+			return 0;
+		}
+	}
+	return rv_error_set(err, EINVAL,
+			    "invalid duration '%s': a number with its unit, ns, us, ms or s "
+			    "(e.g. 300us, 2ms, 1.5s)",
 			    text);
 }
 
@@ -456,7 +575,7 @@ static int parse_backend(const char *text, enum rv_backend *backend, struct rv_e
 		*backend = RV_BACKEND_PT;
 		return 0;
 	}
-	return rv_error_set(err, EINVAL, "invalid --backend '%s': use auto or sample", text);
+	return rv_error_set(err, EINVAL, "invalid --backend '%s': use auto, pt or sample", text);
 }
 
 static int parse_callgraph(const char *text, enum rv_callgraph_mode *mode, struct rv_error *err)
@@ -532,10 +651,35 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 				    "apply to PT data");
 	if (opts->backend != RV_BACKEND_AUTO || opts->snapshot_size_bytes || opts->full_execution ||
 	    opts->multi_thread || opts->working_directory ||
-	    opts->callgraph != RV_CALLGRAPH_DEFAULT)
+	    opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->filter_start || opts->trigger ||
+	    opts->min_duration_ns || opts->multi_snapshot || opts->dry_run || opts->kernel_only ||
+	    opts->timer != RV_TIMER_NORMAL)
 		return rv_error_set(err, EINVAL,
 				    "recording options have no effect on 'rearview decode' (see "
 				    "rearview decode --help)");
+	return 0;
+}
+
+/* The gate's options, among themselves and with the others. */
+static int check_gate(const struct rv_options *opts, struct rv_error *err)
+{
+	if (opts->min_duration_ns && !opts->filter_start)
+		return rv_error_set(err, EINVAL,
+				    "--min-duration keeps the --filter windows longer than it: give "
+				    "--filter START,STOP too");
+	if (opts->multi_snapshot && !opts->trigger && !opts->min_duration_ns)
+		return rv_error_set(err, EINVAL,
+				    "--multi-snapshot takes a snapshot at every --trigger hit (or "
+				    "every window longer than --min-duration): give one of them");
+	if (opts->full_execution && (opts->trigger || opts->min_duration_ns))
+		return rv_error_set(err, EINVAL,
+				    "--trigger and --min-duration take snapshots of the flight "
+				    "recorder, and --full-execution keeps everything: use one or the "
+				    "other");
+	if (opts->trigger && opts->min_duration_ns)
+		return rv_error_set(err, EINVAL,
+				    "--trigger and --min-duration both decide when the snapshot is "
+				    "taken: use one of them");
 	return 0;
 }
 
@@ -557,7 +701,12 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 
 	/* run: '+' stops at the first non-option, which is the command to run;
 	 * decode: options may come after the capture, as they do in perf. */
-	optind = 2;
+	/* The command stands where getopt expects the program's name, and
+	 * optind 0 resets getopt's state (a '+' of an earlier parse, its
+	 * permutation) as setting it to 1 does not. */
+	argc--;
+	argv++;
+	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long_only(argc, argv,
 				     opts->command == RV_CMD_DECODE ? ":o:p:j:vh" : "+:o:p:j:vh",
@@ -598,7 +747,7 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			break;
 		case OPT_TIMER:
 			ret = rv_parse_timer_resolution(optarg, &opts->timer, &opts->sample_hz,
-							err);
+							&opts->timer_custom, err);
 			if (ret)
 				return ret;
 			break;
@@ -609,6 +758,34 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			break;
 		case OPT_KERNEL:
 			opts->include_kernel = true;
+			break;
+		case OPT_KERNEL_ONLY:
+			opts->include_kernel = opts->kernel_only = true;
+			break;
+		case OPT_DRY_RUN:
+			opts->dry_run = true;
+			break;
+		case OPT_FILTER:
+			free(opts->filter_start);
+			free(opts->filter_stop);
+			ret = rv_parse_filter(optarg, &opts->filter_start, &opts->filter_stop, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_TRIGGER:
+			if (!*optarg || strlen(optarg) >= RV_MAX_PROBE_SPEC)
+				return rv_error_set(err, EINVAL,
+						    "--trigger needs a site: a symbol, LIB:SYMBOL, "
+						    "0xADDR or FILE:LINE");
+			opts->trigger = optarg;
+			break;
+		case OPT_MIN_DURATION:
+			ret = rv_parse_duration(optarg, &opts->min_duration_ns, err);
+			if (ret)
+				return rv_error_prefix(err, "--min-duration");
+			break;
+		case OPT_MULTI_SNAPSHOT:
+			opts->multi_snapshot = true;
 			break;
 		case OPT_MULTI_THREAD:
 			opts->multi_thread = true;
@@ -705,5 +882,5 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 		return rv_error_set(err, EINVAL,
 				    "--snapshot-size sets the flight recorder's size, and "
 				    "--full-execution keeps everything: use one or the other");
-	return 0;
+	return check_gate(opts, err);
 }

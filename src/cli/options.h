@@ -32,6 +32,8 @@ enum rv_backend {
 	RV_BACKEND_SAMPLE,
 };
 
+#define RV_MAX_PROBE_SPEC 4096 /* bytes of one --filter / --trigger site */
+
 enum rv_callgraph_mode {
 	RV_CALLGRAPH_DEFAULT, /* decided by the engine: see rv_callgraph_resolve */
 	RV_CALLGRAPH_FP,
@@ -44,6 +46,7 @@ enum rv_timer_kind {
 	RV_TIMER_NORMAL, /* sampling: 10 kHz */
 	RV_TIMER_HIGH,	 /* sampling: kernel.perf_event_max_sample_rate */
 	RV_TIMER_SAMPLE, /* sampling at sample_hz */
+	RV_TIMER_CUSTOM, /* Intel PT: timer_custom holds "cyc=1,mtc_period=0,..." */
 };
 
 #define RV_MAX_PIDS	  1024
@@ -55,13 +58,24 @@ struct rv_options {
 	const char *output; /* never NULL after parsing */
 	enum rv_backend backend;
 	enum rv_timer_kind timer;
-	uint64_t sample_hz; /* RV_TIMER_SAMPLE only */
+	uint64_t sample_hz;	  /* RV_TIMER_SAMPLE only */
+	const char *timer_custom; /* RV_TIMER_CUSTOM only: the terms after "custom:" */
 	enum rv_callgraph_mode callgraph;
 	bool include_kernel;
+	bool kernel_only; /* --trace-kernel-only (sets include_kernel too) */
 	bool multi_thread;
 	bool full_execution;
 	uint64_t snapshot_size_bytes; /* 0: the engine's default; else a power-of-two of pages */
 	const char *working_directory;
+	bool dry_run; /* --dry-run: print what would be set up, and exit */
+
+	/* The gate: probe sites as given (SYMBOL, LIB:SYMBOL, 0xADDR or
+	 * FILE:LINE, checked when the target's binaries are known). */
+	char *filter_start, *filter_stop; /* --filter START,STOP; owned (rv_options_free) */
+	const char *trigger;		  /* --trigger WHAT */
+	uint64_t min_duration_ns;	  /* --min-duration DUR; 0: none */
+	bool multi_snapshot;		  /* --multi-snapshot */
+
 	int verbose;
 	bool help;
 	bool version;
@@ -108,7 +122,12 @@ int rv_parse_pid_list(const char *text, pid_t *pids, size_t max, size_t *count,
 int rv_parse_image(const char *text, struct rv_raw_image *out, struct rv_error *err);
 int rv_parse_addr_range(const char *text, uint64_t range[2], struct rv_error *err);
 int rv_parse_timer_resolution(const char *text, enum rv_timer_kind *kind, uint64_t *hz,
-			      struct rv_error *err);
+			      const char **custom, struct rv_error *err);
+/* --filter START,STOP (also magic-trace's "(START STOP)"): two sites, newly
+ * allocated. */
+int rv_parse_filter(const char *text, char **start, char **stop, struct rv_error *err);
+/* A duration with its unit: ns, us, ms or s (500us, 2ms, 1.5s). */
+int rv_parse_duration(const char *text, uint64_t *ns, struct rv_error *err);
 
 /* Rounds bytes up to a power-of-two number of pages (at least one page). */
 uint64_t rv_round_pow2_pages(uint64_t bytes, uint64_t page_size);

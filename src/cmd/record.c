@@ -18,6 +18,10 @@
 #include "capture/perf_data.h"
 #include "cmd/render.h"
 #include "record/machine.h"
+#include "cmd/gating.h"
+#include "cmd/record_pt.h"
+#include "record/dry_run.h"
+#include "record/pt_attr.h"
 #include "record/sample_engine.h"
 #include "util/log.h"
 
@@ -27,24 +31,27 @@
 static int choose_backend(struct rv_session *s, const struct rv_options *opts,
 			  const struct rv_machine *m, struct rv_error *err)
 {
+	int ret;
+
+	s->engine = RV_ENGINE_SAMPLE;
 	switch (opts->backend) {
 	case RV_BACKEND_PT:
-		if (!m->has_intel_pt)
-			return rv_error_set(
-				err, ENODEV,
-				"--backend pt: this machine has no Intel PT (no "
-				"/sys/bus/event_source/devices/intel_pt); use --backend "
-				"sample");
-		return rv_error_set(err, ENOTSUP,
-				    "--backend pt: this version of rearview records by sampling "
-				    "only; use --backend sample");
 	case RV_BACKEND_AUTO:
-		if (m->has_intel_pt)
-			s->backend_note = "Intel PT is present, but this version records by "
-					  "sampling; sampling stacks instead";
-		else
+		if (!m->has_intel_pt) {
+			if (opts->backend == RV_BACKEND_PT)
+				return rv_error_set(
+					err, ENODEV,
+					"--backend pt: this machine has no Intel PT (no "
+					"/sys/bus/event_source/devices/intel_pt); use --backend "
+					"sample");
 			s->backend_note = "Intel PT is unavailable on this machine (no intel_pt "
 					  "PMU); sampling stacks instead";
+			return 0;
+		}
+		ret = rv_pt_pmu_discover(&s->pt_pmu, s->root, err);
+		if (ret)
+			return ret;
+		s->engine = RV_ENGINE_PT;
 		return 0;
 	case RV_BACKEND_SAMPLE:
 		return 0;
@@ -55,6 +62,16 @@ static int choose_backend(struct rv_session *s, const struct rv_options *opts,
 static int choose_frequency(struct rv_session *s, const struct rv_machine *m, struct rv_error *err)
 {
 	const struct rv_options *opts = s->opts;
+
+	if (s->engine == RV_ENGINE_PT) {
+		if (opts->timer == RV_TIMER_SAMPLE)
+			return rv_error_set(err, EINVAL,
+					    "--timer-resolution sample:%llu sets a sampling rate; "
+					    "Intel PT takes low, normal, high or custom:... (or use "
+					    "--backend sample)",
+					    (unsigned long long)opts->sample_hz);
+		return 0;
+	}
 
 	switch (opts->timer) {
 	case RV_TIMER_LOW:
@@ -69,6 +86,11 @@ static int choose_frequency(struct rv_session *s, const struct rv_machine *m, st
 	case RV_TIMER_SAMPLE:
 		s->frequency = opts->sample_hz;
 		break;
+	case RV_TIMER_CUSTOM:
+		return rv_error_set(err, EINVAL,
+				    "--timer-resolution custom:%s configures Intel PT; stack "
+				    "sampling takes low, normal, high or sample:HZ",
+				    opts->timer_custom);
 	}
 	if (m->max_sample_rate && s->frequency > m->max_sample_rate)
 		return rv_error_set(
@@ -140,15 +162,18 @@ static int make_capture_dir(struct rv_session *s, struct rv_error *err)
 
 int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err)
 {
+	const char *root = getenv(RV_SYSFS_ROOT_ENV);
 	struct rv_machine machine;
 	int ret;
 
 	memset(s, 0, sizeof(*s));
 	s->opts = opts;
 	s->signal_fd = -1;
-	rv_machine_probe(&machine, "/");
+	s->root = root && *root ? root : "/";
+	rv_machine_probe(&s->machine, s->root);
+	machine = s->machine;
 
-	if (opts->include_kernel && geteuid() != 0)
+	if (opts->include_kernel && geteuid() != 0 && !opts->dry_run)
 		return rv_error_set(err, EPERM,
 				    "--trace-include-kernel needs root: kernel addresses and "
 				    "kernel samples are only shown to root; run rearview as root");
@@ -157,7 +182,11 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 		ret = choose_frequency(s, &machine, err);
 	if (!ret)
 		ret = choose_callgraph(s, &machine, err);
-	if (ret)
+	if (!ret && opts->kernel_only && s->engine != RV_ENGINE_PT)
+		ret = rv_error_set(err, EINVAL,
+				   "--trace-kernel-only traces the kernel with Intel PT, which "
+				   "this machine lacks; --trace-include-kernel samples both");
+	if (ret || opts->dry_run)
 		return ret;
 	if (geteuid() != 0)
 		return rv_error_set(err, EPERM,
@@ -205,9 +234,10 @@ static bool read_stop_signals(int fd, int *which)
 }
 
 static int record_loop(struct rv_session *s, struct rv_target *target,
-		       struct rv_sample_engine *engine, int *stop_signal, struct rv_error *err)
+		       struct rv_sample_engine *engine, struct rv_gating *gating, int *stop_signal,
+		       struct rv_error *err)
 {
-	struct pollfd fds[1024 + 2 + 1024];
+	struct pollfd fds[1024 + 3 + 1024];
 	size_t nr_engine = rv_sample_engine_pollfds(engine, fds, 1024);
 	size_t n = nr_engine;
 	int ret;
@@ -215,6 +245,11 @@ static int record_loop(struct rv_session *s, struct rv_target *target,
 	fds[n].fd = s->signal_fd;
 	fds[n].events = POLLIN;
 	n++;
+	if (gating) {
+		fds[n].fd = rv_gating_fd(gating);
+		fds[n].events = POLLIN;
+		n++;
+	}
 	for (size_t i = 0; i < target->nr_pids; i++) {
 		if (target->pidfds[i] < 0)
 			continue;
@@ -222,16 +257,28 @@ static int record_loop(struct rv_session *s, struct rv_target *target,
 		fds[n].events = POLLIN;
 		n++;
 	}
-	for (;;) {
-		if (poll(fds, n, 100) < 0 && errno != EINTR)
+	for (bool last = false;; ) {
+		bool done = false;
+
+		if (!last && poll(fds, n, 100) < 0 && errno != EINTR)
 			return rv_error_set(err, errno, "poll: %s", strerror(errno));
-		ret = rv_sample_engine_drain(engine, err);
+		/* The gate's records first: the samples before them are then in
+		 * the rings, and the drain brings them in. */
+		ret = gating ? rv_gating_collect(gating, err) : 0;
+		if (!ret)
+			ret = rv_sample_engine_drain(engine, err);
+		if (!ret && gating)
+			ret = rv_gating_apply(gating, engine, &done, err);
 		if (ret)
 			return ret;
-		if (read_stop_signals(s->signal_fd, stop_signal))
+		if (done) {
+			s->snapshot_ended = true;
 			return 0;
-		if (rv_target_poll_exit(target))
+		}
+		if (last)
 			return 0;
+		/* One more round after the end, for what the gate said last. */
+		last = read_stop_signals(s->signal_fd, stop_signal) || rv_target_poll_exit(target);
 	}
 }
 
@@ -248,11 +295,48 @@ static int finish_capture(struct rv_session *s, struct rv_perf_writer *capture,
 	return rv_perf_writer_finish(capture, &meta, err);
 }
 
+/* The program's executable, for resolving probe sites: /proc/PID/exe of a
+ * running process. */
+static int target_exe(pid_t pid, char *out, size_t size, struct rv_error *err)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, out, size - 1);
+	if (n < 0)
+		return rv_error_set(err, errno, "cannot find process %d's executable (%s): %s",
+				    (int)pid, link, strerror(errno));
+	out[n] = '\0';
+	return 0;
+}
+
+static int open_gating(struct rv_session *s, struct rv_target *target,
+		       struct rv_gating_sites *sites, struct rv_gating **gating,
+		       struct rv_error *err)
+{
+	char exe[PATH_MAX];
+	int ret;
+
+	if (target->nr_pids != 1)
+		return rv_error_set(err, EINVAL,
+				    "--filter and --trigger follow one process; attach to one "
+				    "(-p PID)");
+	ret = target_exe(target->pids[0], exe, sizeof(exe), err);
+	if (!ret)
+		ret = rv_gating_resolve(s->opts, exe, target->pids[0], sites, err);
+	if (!ret && gating)
+		ret = rv_gating_open(gating, s->opts, sites, target->pids[0], err);
+	return ret;
+}
+
 int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_error *err)
 {
 	char capture_path[PATH_MAX + 32];
 	struct rv_perf_writer *capture = NULL;
 	struct rv_sample_engine *engine = NULL;
+	struct rv_gating *gating = NULL;
+	struct rv_gating_sites *sites = NULL;
 	struct rv_sample_stats stats;
 	struct rv_sample_config config = {
 		.pids = target->pids,
@@ -263,10 +347,29 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 		.full_execution = s->opts->full_execution,
 		.frequency = s->frequency,
 		.snapshot_size_bytes = s->snapshot_size_bytes,
+		.gate_windows_fd = -1,
 	};
 	char note[128];
 	int stop_signal = 0, ret;
 
+	if (rv_gating_wanted(s->opts)) {
+		sites = malloc(sizeof(*sites));
+		if (!sites)
+			return rv_error_set(err, ENOMEM, "out of memory");
+		ret = open_gating(s, target, sites, s->engine == RV_ENGINE_PT ? NULL : &gating,
+				  err);
+		if (ret) {
+			free(sites);
+			return ret;
+		}
+	}
+	if (s->engine == RV_ENGINE_PT) {
+		ret = rv_session_record_pt(s, target, sites, err);
+		free(sites);
+		return ret;
+	}
+	free(sites);
+	config.gate_windows_fd = rv_gating_windows_fd(gating);
 	if (s->backend_note)
 		rv_note("%s", s->backend_note);
 	snprintf(capture_path, sizeof(capture_path), "%s/perf.data", s->capture_dir);
@@ -282,19 +385,27 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 	if (!ret) {
 		rv_debug("recording %zu process%s", target->nr_pids,
 			 target->nr_pids == 1 ? "" : "es");
-		ret = record_loop(s, target, engine, &stop_signal, err);
+		ret = record_loop(s, target, engine, gating, &stop_signal, err);
 	}
 	if (ret) {
 		rv_sample_engine_free(engine);
+		rv_gating_free(gating);
 		rv_perf_writer_free(capture);
 		return ret;
 	}
 	s->stop_signal = stop_signal;
 	if (stop_signal)
 		rv_note("%s: stopping the recording and writing the trace", strsignal(stop_signal));
-	ret = rv_sample_engine_stop(engine, err);
+	else if (s->snapshot_ended)
+		rv_note("snapshot taken: stopping the recording and writing the trace%s",
+			target->spawned ? "; the program runs on" : "");
+	ret = rv_sample_engine_stop(engine, gating ? rv_gating_keep_rest(gating) : true, err);
 	rv_sample_engine_stats(engine, &stats);
 	rv_sample_engine_free(engine);
+	if (gating) {
+		rv_gating_report(gating);
+		rv_gating_free(gating); /* the program runs on, unprobed */
+	}
 	if (!ret)
 		ret = finish_capture(s, capture, err);
 	rv_perf_writer_free(capture);
@@ -328,6 +439,94 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 	}
 	if (!ret && !s->capture_dir_is_temporary)
 		rv_note("the capture is in %s (perf report -i %s)", capture_path, capture_path);
+	return ret;
+}
+
+/* The sampling engine's events and programs, for --dry-run. */
+static int describe_sampling(struct rv_session *s, pid_t pid, struct rv_dry_run_plan *plan,
+			     struct rv_error *err)
+{
+	struct rv_sample_config config = {
+		.all_threads = s->opts->multi_thread,
+		.include_kernel = s->opts->include_kernel,
+		.dwarf = s->dwarf,
+		.full_execution = s->opts->full_execution,
+		.frequency = s->frequency,
+		.snapshot_size_bytes = s->snapshot_size_bytes,
+		.gate_windows_fd = -1,
+	};
+	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
+	char detail[96];
+	int ret = 0;
+
+	(void)pid;
+	for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
+		char label[64];
+		struct rv_dry_run_event ev = {
+			.label = label,
+			.group = -1,
+			.cpu = cpu,
+			.pid = -1,
+			.bpf_program = "filter_sample",
+			.bpf_program_type = "perf_event",
+		};
+
+		snprintf(label, sizeof(label), "sampling, CPU %d", cpu);
+		rv_sample_engine_attr(&config, s->machine.has_cpu_pmu, &ev.attr);
+		ret = rv_dry_run_add_event(plan, &ev, err);
+	}
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "program", "filter_sample", "perf_event",
+					 rv_gating_wanted(s->opts) && s->opts->filter_start
+						 ? "keeps the target's samples taken inside a "
+						   "--filter window"
+						 : "keeps the target's samples",
+					 err);
+	snprintf(detail, sizeof(detail), "the processes recorded");
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "map", "target_processes", "hash", detail, err);
+	if (!ret && s->opts->filter_start)
+		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash",
+					 "the gate's window map, shared", err);
+	return ret;
+}
+
+int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct rv_error *err)
+{
+	struct rv_dry_run_plan plan;
+	struct rv_gating_sites *sites = NULL;
+	int ret = 0;
+
+	rv_dry_run_plan_init(&plan);
+	{
+		struct rv_uprobe_pmu uprobe;
+		struct rv_error ignored = { 0 };
+
+		/* names the uprobe events; without a uprobe PMU the gate fails later,
+		 * with the reason */
+		if (!rv_uprobe_pmu_type(s->root, &uprobe, &ignored))
+			rv_dry_run_set_uprobe_pmu(&plan, &uprobe);
+	}
+	if (rv_gating_wanted(s->opts)) {
+		sites = malloc(sizeof(*sites));
+		ret = sites ? rv_gating_resolve(s->opts, exe, pid, sites, err)
+			    : rv_error_set(err, ENOMEM, "out of memory");
+	}
+	if (!ret && s->engine == RV_ENGINE_PT)
+		ret = rv_session_describe_pt(s, sites, pid, &plan, err);
+	else if (!ret)
+		ret = describe_sampling(s, pid, &plan, err);
+	if (!ret && sites && s->engine != RV_ENGINE_PT)
+		ret = rv_gating_describe(s->opts, sites, pid, &plan, err);
+	if (!ret) {
+		printf("rearview would record %s%s with %s:\n\n", exe,
+		       pid > 0 ? "" : " (started by rearview)",
+		       s->engine == RV_ENGINE_PT ? "Intel PT" : "stack sampling");
+		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
+		fflush(stdout);
+	}
+	rv_dry_run_plan_free(&plan);
+	free(sites);
 	return ret;
 }
 

@@ -10,11 +10,26 @@
 #include <signal.h>
 
 #include "cli/options.h"
+#include "record/machine.h"
+#include "record/pt_pmu.h"
 #include "record/target.h"
 #include "write/trace_writer.h"
 
+/* The environment variable that points sysfs and procfs reads (PMU discovery,
+ * kernel version) at another root, for tests; "/" when unset. */
+#define RV_SYSFS_ROOT_ENV "REARVIEW_SYSFS_ROOT"
+
+enum rv_engine {
+	RV_ENGINE_SAMPLE,
+	RV_ENGINE_PT,
+};
+
 struct rv_session {
 	const struct rv_options *opts;
+	const char *root; /* "/" or $REARVIEW_SYSFS_ROOT */
+	struct rv_machine machine;
+	enum rv_engine engine;
+	struct rv_pt_pmu pt_pmu; /* RV_ENGINE_PT: the intel_pt PMU */
 	struct rv_trace_writer *writer; /* opened before the target starts */
 	sigset_t waited_signals;	/* blocked, read through a signalfd */
 	int signal_fd;
@@ -25,6 +40,7 @@ struct rv_session {
 	uint64_t snapshot_size_bytes;
 	const char *backend_note; /* said once recording starts, e.g. why we sample */
 	int stop_signal; /* the signal that ended the recording, 0 if the target ended it */
+	bool snapshot_ended; /* a --trigger or --min-duration snapshot ended it */
 };
 
 /* Everything that can be refused before a target exists: option combinations
@@ -36,6 +52,11 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
  * up), then writes the capture and the trace. Returns 0 or a negative code
  * with err set. */
 int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_error *err);
+
+/* --dry-run: prints every event, filter, uprobe and BPF program the session
+ * would set up for the program at exe (process pid, or 0 when it is not
+ * started), and sets up nothing. */
+int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct rv_error *err);
 
 /* Removes a temporary capture directory, closes what is open. */
 void rv_session_cleanup(struct rv_session *s);

@@ -119,6 +119,13 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 		ret = rv_sample_decoder_open(&decoder, ro->capture_path, symbolizer, err);
 	if (!ret)
 		ret = rv_builder_new(&builder, symbolizer, writer, err);
+	if (!ret) {
+		/* --filter windows begin before their first sample */
+		uint64_t first = rv_sample_decoder_first_time(ro->capture_path);
+
+		if (first)
+			rv_builder_set_base(builder, first);
+	}
 	while (!ret) {
 		int got = rv_sample_decoder_next(decoder, &ev, err);
 

@@ -3,7 +3,11 @@
  * with the program's status. */
 #define RV_LOG_DOMAIN "run"
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +36,32 @@ static void wait_for_program(struct rv_target *t, int stop_signal)
 	rv_target_wait(t);
 }
 
+/* The file execvp would run for name: name itself when it has a slash, else
+ * the first executable match in PATH. */
+static int find_program(const char *name, char *out, size_t size, struct rv_error *err)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(name, '/')) {
+		if (access(name, X_OK))
+			return rv_error_set(err, errno, "cannot run '%s': %s", name,
+					    strerror(errno));
+		if (!realpath(name, out) || strlen(out) >= size)
+			snprintf(out, size, "%s", name);
+		return 0;
+	}
+	for (const char *p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		const char *colon = strchr(p, ':');
+		size_t len = colon ? (size_t)(colon - p) : strlen(p);
+
+		if ((size_t)snprintf(out, size, "%.*s/%s", (int)len, len ? p : ".", name) < size &&
+		    !access(out, X_OK))
+			return 0;
+		p += len + (colon ? 1 : 0);
+	}
+	return rv_error_set(err, ENOENT, "'%s' is not a program in PATH", name);
+}
+
 int rv_cmd_run(const struct rv_options *opts)
 {
 	struct rv_session session;
@@ -40,6 +70,17 @@ int rv_cmd_run(const struct rv_options *opts)
 	int ret, code;
 
 	ret = rv_session_prepare(&session, opts, &err);
+	if (!ret && opts->dry_run) {
+		char exe[PATH_MAX];
+
+		ret = find_program(opts->argv[0], exe, sizeof(exe), &err);
+		if (!ret)
+			ret = rv_session_dry_run(&session, exe, 0, &err);
+		if (ret)
+			rv_error_msg("%s", err.message);
+		rv_session_cleanup(&session);
+		return ret ? 1 : 0;
+	}
 	if (!ret)
 		ret = rv_target_spawn(&target, opts->argv, &err);
 	if (ret) {

@@ -19,6 +19,8 @@ enum rv_event_kind {
 	RV_EVENT_LOST,	       /* records the kernel could not deliver */
 	RV_EVENT_BRANCH,       /* a control transfer the trace recorded (PT, perf script) */
 	RV_EVENT_TRACE_ERROR,  /* the decoder lost its place: overflow or decode error */
+	RV_EVENT_WINDOW,       /* a --filter window of the thread ended (the gate's mark) */
+	RV_EVENT_TRIGGER,      /* a --trigger hit on the thread */
 };
 
 /* What a branch did, as perf script's "flags" field names it. */
@@ -92,6 +94,13 @@ struct rv_event {
 			uint32_t flags; /* RV_BRANCH_* */
 			struct rv_branch_end from, to;
 		} branch;
+		struct {
+			const char *name;     /* the window's or trigger's sites */
+			uint64_t duration_ns; /* window: it began this long before `time` */
+			bool slow;	      /* window: longer than --min-duration */
+			bool snapshot;	      /* a snapshot was taken here: nothing after it
+					       * continues what came before */
+		} gate;
 		struct {
 			const char *message; /* "overflow", "no memory mapped at 0x...", ... */
 			uint64_t offset;     /* in the trace buffer; UINT64_MAX if unknown */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/marks.h"
 #include "capture/perf_data.h"
 #include "capture/synth.h"
 #include "decode/unwind.h"
@@ -148,6 +149,23 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 
 	if (ret)
 		return ret;
+	if (rv_sample_is_mark(&s)) {
+		struct rv_mark mark;
+
+		ret = rv_mark_parse(&s, &mark, err);
+		if (ret)
+			return ret;
+		ev->kind = mark.kind == RV_MARK_WINDOW ? RV_EVENT_WINDOW : RV_EVENT_TRIGGER;
+		ev->pid = mark.pid;
+		ev->tid = mark.tid;
+		ev->time = mark.time;
+		ev->gate.name = mark.name;
+		ev->gate.duration_ns = mark.duration_ns;
+		ev->gate.slow = mark.flags & RV_MARK_FLAG_SLOW;
+		ev->gate.snapshot = mark.flags & RV_MARK_FLAG_SNAPSHOT;
+		d->stats.marks++;
+		return 1;
+	}
 	if (!(s.sample_type & PERF_SAMPLE_TID) || !(s.sample_type & PERF_SAMPLE_TIME))
 		return rv_error_set(err, EINVAL,
 				    "the capture's samples carry no thread or time; record with "
@@ -186,6 +204,39 @@ static uint64_t record_time(const struct rv_sample_decoder *d, const struct perf
 	if (rv_perf_reader_parse_sample_id(d->reader, h, &id, &ignored) || !id.valid)
 		return 0;
 	return id.time;
+}
+
+uint64_t rv_sample_decoder_first_time(const char *capture_path)
+{
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	struct rv_error ignored = { 0 };
+	uint64_t first = 0;
+
+	if (rv_perf_reader_open(&r, capture_path, &ignored))
+		return 0;
+	if (!rv_perf_reader_attr_for_id(r, RV_MARK_ID) || rv_perf_reader_nr_attrs(r) < 2) {
+		rv_perf_reader_free(r);
+		return 0;
+	}
+	while (rv_perf_reader_next(r, &rec, &ignored) > 0) {
+		struct rv_perf_sample s;
+		struct rv_mark mark;
+		uint64_t t;
+
+		if (rec.header->type != PERF_RECORD_SAMPLE ||
+		    rv_perf_reader_parse_sample(r, rec.header, &s, &ignored) ||
+		    !(s.sample_type & PERF_SAMPLE_TIME))
+			continue;
+		t = s.time;
+		if (rv_sample_is_mark(&s) && !rv_mark_parse(&s, &mark, &ignored) &&
+		    mark.kind == RV_MARK_WINDOW && mark.time > mark.duration_ns)
+			t = mark.time - mark.duration_ns;
+		if (t && (!first || t < first))
+			first = t;
+	}
+	rv_perf_reader_free(r);
+	return first;
 }
 
 int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev, struct rv_error *err)

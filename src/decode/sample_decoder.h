@@ -27,6 +27,7 @@ struct rv_sample_decoder_stats {
 	uint64_t records;
 	uint64_t samples;
 	uint64_t lost;
+	uint64_t marks;			/* the gate's windows and triggers (capture/marks.h) */
 	uint64_t unwind_failures;	/* DWARF samples left with just their IP */
 	uint64_t first_time, last_time; /* of samples; 0 when none */
 };
@@ -41,6 +42,11 @@ int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *event,
 
 void rv_sample_decoder_stats(const struct rv_sample_decoder *d,
 			     struct rv_sample_decoder_stats *out);
+
+/* The earliest time of a capture with gate marks (capture/marks.h): a
+ * window's beginning comes before its first sample, and its mark after its
+ * last one; 0 for other captures, whose first sample is the earliest. */
+uint64_t rv_sample_decoder_first_time(const char *capture_path);
 
 void rv_sample_decoder_free(struct rv_sample_decoder *d);
 

@@ -26,6 +26,7 @@
 
 #include "capture/synth.h"
 #include "decode/unwind.h"
+#include "capture/marks.h"
 #include "record/flight_recorder.h"
 #include "record/reorder.h"
 #include "sample_filter.h"
@@ -70,6 +71,8 @@ struct rv_sample_engine {
 	uint64_t previous_pass_start;
 	struct rv_flight_recorder flight;
 	struct record_list sideband;
+	size_t sideband_written; /* bytes of sideband already in the capture (snapshots) */
+	struct record_list marks;  /* the caller's records (gate marks) not yet written */
 	uint8_t *wrap_copy; /* a record split by the ring's end, made contiguous */
 	struct rv_sample_stats stats;
 	struct rv_error *sink_err; /* where sink failures are described */
@@ -110,11 +113,9 @@ static int libbpf_print_debug(enum libbpf_print_level level, const char *fmt, va
 	return 0;
 }
 
-static void build_attr(struct rv_sample_engine *e, bool hardware)
+void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
+			   struct perf_event_attr *a)
 {
-	struct perf_event_attr *a = &e->attr;
-	const struct rv_sample_config *c = &e->config;
-
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	if (hardware) {
@@ -149,6 +150,11 @@ static void build_attr(struct rv_sample_engine *e, bool hardware)
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
+}
+
+static void build_attr(struct rv_sample_engine *e, bool hardware)
+{
+	rv_sample_engine_attr(&e->config, hardware, &e->attr);
 }
 
 static size_t ring_data_pages(const struct rv_sample_config *c)
@@ -264,6 +270,14 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 		return rv_error_set(err, errno, "cannot open the BPF sample filter: %s",
 				    strerror(errno));
 	e->filter->rodata->all_threads = e->config.all_threads;
+	e->filter->rodata->gated = e->config.gate_windows_fd >= 0;
+	if (e->config.gate_windows_fd >= 0)
+		ret = bpf_map__reuse_fd(e->filter->maps.gate_windows, e->config.gate_windows_fd);
+	else
+		ret = bpf_map__set_max_entries(e->filter->maps.gate_windows, 1); /* unused */
+	if (ret)
+		return rv_error_set(err, -ret, "cannot share the gate's window map with the "
+				    "sample filter: %s", strerror(-ret));
 	ret = sample_filter_bpf__load(e->filter);
 	if (ret) {
 		if (ret == -EPERM || ret == -EACCES)
@@ -737,8 +751,10 @@ static void read_filter_stats(struct rv_sample_engine *e)
 			e->stats.filter_kept = total;
 		else if (slot == RV_FILTER_OTHER)
 			e->stats.filter_other = total;
-		else
+		else if (slot == RV_FILTER_THREAD)
 			e->stats.filter_thread = total;
+		else
+			e->stats.filter_window = total;
 	}
 	free(values);
 }
@@ -758,48 +774,176 @@ static int compare_held(const void *a, const void *b)
 	return x->arrival < y->arrival ? -1 : x->arrival > y->arrival;
 }
 
-/* Writes the kept sideband and the flight recorder's samples, merged by time.
- * The recorder holds samples in the order the rings were drained, which is
- * time order per CPU only, so they are sorted here, once. */
-static int write_flight(struct rv_sample_engine *e, struct rv_error *err)
+static uint64_t sideband_time(const struct perf_event_header *rec)
 {
-	size_t side = 0, cursor = 0, visited = 0, n = 0, next = 0;
+	const struct id_trailer *t =
+		(const void *)((const uint8_t *)rec + rec->size - sizeof(*t));
+
+	return t->time;
+}
+
+static bool selected(const struct perf_event_header *rec, const struct rv_sample_selection *sel)
+{
+	uint64_t time = sample_time(rec);
+	uint32_t tid;
+
+	if (!sel)
+		return true;
+	/* header, identifier, ip, {pid, tid} */
+	memcpy(&tid, (const uint8_t *)rec + 28, sizeof(tid));
+	return time >= sel->since && time <= sel->until && (!sel->tid || tid == sel->tid);
+}
+
+/* Writes, merged by time, the samples of the flight recorder that sel selects
+ * (all with sel NULL, none without `samples`) and the sideband and marks not
+ * yet written up to `until`. The recorder holds samples in the order the
+ * rings were drained, which is time order per CPU only, so they are sorted
+ * here. Marks come in the order the gate reported them, nearly sorted; they
+ * are sorted too. *taken: samples written. */
+static int write_merged(struct rv_sample_engine *e, bool samples,
+			const struct rv_sample_selection *sel, uint64_t until, size_t *taken,
+			struct rv_error *err)
+{
+	size_t cursor = 0, visited = 0, n = 0, next = 0, nr_marks = 0, next_mark = 0;
+	size_t side = e->sideband_written;
 	struct held_sample *held = malloc((e->flight.count ? e->flight.count : 1) * sizeof(*held));
+	struct held_sample *marks = NULL;
 	const struct perf_event_header *rec;
 	int ret = 0;
 
 	if (!held)
 		return rv_error_set(err, ENOMEM, "out of memory sorting %zu samples",
 				    e->flight.count);
-	while ((rec = rv_flight_recorder_next(&e->flight, &cursor, &visited))) {
+	while (samples && (rec = rv_flight_recorder_next(&e->flight, &cursor, &visited))) {
+		if (!selected(rec, sel))
+			continue;
 		held[n] = (struct held_sample){ sample_time(rec), n, rec };
 		n++;
 	}
 	qsort(held, n, sizeof(*held), compare_held);
-	while (!ret && (side < e->sideband.used || next < n)) {
-		rec = NULL;
-		if (side < e->sideband.used) {
-			const struct perf_event_header *sb =
-				(const void *)(e->sideband.data + side);
-			const struct id_trailer *t =
-				(const void *)((const uint8_t *)sb + sb->size - sizeof(*t));
+	for (size_t at = 0; at < e->marks.used;) {
+		const struct perf_event_header *m = (const void *)(e->marks.data + at);
 
-			if (next == n || t->time <= held[next].time) {
-				rec = sb;
-				side += sb->size;
+		if (!(nr_marks % 64)) {
+			struct held_sample *grown = realloc(marks, (nr_marks + 64) * sizeof(*marks));
+
+			if (!grown) {
+				free(marks);
+				free(held);
+				return rv_error_set(err, ENOMEM, "out of memory sorting marks");
 			}
+			marks = grown;
 		}
-		if (!rec) {
+		marks[nr_marks] = (struct held_sample){ sample_time(m), nr_marks, m };
+		nr_marks++;
+		at += m->size;
+	}
+	qsort(marks, nr_marks, sizeof(*marks), compare_held);
+	for (;;) {
+		uint64_t t_side = UINT64_MAX, t_sample = UINT64_MAX, t_mark = UINT64_MAX;
+		const struct perf_event_header *sb = NULL;
+
+		if (side < e->sideband.used) {
+			sb = (const void *)(e->sideband.data + side);
+			t_side = sideband_time(sb);
+			if (t_side > until)
+				sb = NULL, t_side = UINT64_MAX;
+		}
+		if (next < n)
+			t_sample = held[next].time;
+		if (next_mark < nr_marks && marks[next_mark].time <= until)
+			t_mark = marks[next_mark].time;
+		if (!sb && next == n && t_mark == UINT64_MAX)
+			break;
+		if (sb && t_side <= t_sample && t_side <= t_mark) {
+			rec = sb;
+			side += sb->size;
+		} else if (next < n && t_sample <= t_mark) {
 			rec = held[next++].rec;
 			e->stats.written_samples++;
+		} else {
+			rec = marks[next_mark++].rec;
 		}
 		ret = rv_perf_writer_write(e->config.capture, rec, err);
+		if (ret)
+			break;
 	}
+	e->sideband_written = side;
+	if (!ret && next_mark) {
+		/* the marks written leave the list; the rest keep their order */
+		struct record_list rest = { 0 };
+
+		for (size_t i = next_mark; i < nr_marks && !ret; i++)
+			if (list_append(&rest, marks[i].rec))
+				ret = rv_error_set(err, ENOMEM, "out of memory keeping marks");
+		if (!ret) {
+			free(e->marks.data);
+			e->marks = rest;
+		} else {
+			free(rest.data);
+		}
+	}
+	if (taken)
+		*taken = next;
+	free(marks);
 	free(held);
 	return ret;
 }
 
-int rv_sample_engine_stop(struct rv_sample_engine *e, struct rv_error *err)
+int rv_sample_engine_add_mark(struct rv_sample_engine *e, const struct perf_event_header *rec,
+			      uint64_t time, struct rv_error *err)
+{
+	int ret;
+
+	e->stats.marks++;
+	if (e->config.full_execution)
+		ret = rv_reorder_push(&e->reorder, rec, time);
+	else
+		ret = list_append(&e->marks, rec);
+	return ret ? rv_error_set(err, ENOMEM, "out of memory keeping the gate's records") : 0;
+}
+
+int rv_sample_engine_snapshot(struct rv_sample_engine *e, const struct rv_sample_selection *sel,
+			      size_t *taken, struct rv_error *err)
+{
+	struct rv_flight_recorder rest;
+	const struct perf_event_header *rec;
+	size_t cursor = 0, visited = 0, written = 0;
+	int ret;
+
+	if (taken)
+		*taken = 0;
+	if (e->config.full_execution)
+		return rv_error_set(err, EINVAL, "no snapshots with --full-execution");
+	e->sink_err = err;
+	/* sideband up to the snapshot's end has left the reorder buffer */
+	ret = rv_reorder_release(&e->reorder, sel->until + 1, sink, e);
+	if (!ret)
+		ret = write_merged(e, true, sel, sel->until, &written, err);
+	if (ret)
+		return ret;
+	if (taken)
+		*taken = written;
+	if (!written)
+		return 0;
+	e->stats.snapshots++;
+	/* What the snapshot took leaves the recorder; the rest keeps its order. */
+	ret = rv_flight_recorder_init(&rest, e->flight.capacity);
+	if (ret)
+		return rv_error_set(err, -ret, "cannot allocate a %zu-byte flight recorder",
+				    e->flight.capacity);
+	while ((rec = rv_flight_recorder_next(&e->flight, &cursor, &visited)))
+		if (!selected(rec, sel))
+			rv_flight_recorder_push(&rest, rec);
+	rest.evicted_records = e->flight.evicted_records;
+	rest.evicted_bytes = e->flight.evicted_bytes;
+	rest.oversized_records = e->flight.oversized_records;
+	rv_flight_recorder_destroy(&e->flight);
+	e->flight = rest;
+	return 0;
+}
+
+int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct rv_error *err)
 {
 	int ret;
 
@@ -815,7 +959,7 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, struct rv_error *err)
 	read_filter_stats(e);
 	if (!e->config.full_execution) {
 		e->stats.evicted = e->flight.evicted_records;
-		ret = write_flight(e, err);
+		ret = write_merged(e, keep_samples, NULL, UINT64_MAX, NULL, err);
 		if (ret)
 			return ret;
 	}
@@ -829,6 +973,14 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, struct rv_error *err)
 		ret = rv_perf_writer_add_attr(e->config.capture, &e->attr, e->clock_name, ids,
 					      e->nr_rings, err);
 		free(ids);
+	}
+	if (!ret && e->stats.marks) {
+		struct perf_event_attr attr;
+		uint64_t id = RV_MARK_ID;
+
+		rv_mark_attr(&attr, e->attr.use_clockid, e->attr.clockid);
+		ret = rv_perf_writer_add_attr(e->config.capture, &attr, RV_MARK_EVENT_NAME, &id, 1,
+					      err);
 	}
 	return ret;
 }
@@ -852,6 +1004,7 @@ void rv_sample_engine_free(struct rv_sample_engine *e)
 	rv_reorder_destroy(&e->reorder);
 	rv_flight_recorder_destroy(&e->flight);
 	free(e->sideband.data);
+	free(e->marks.data);
 	free(e->wrap_copy);
 	free(e);
 }

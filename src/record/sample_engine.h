@@ -18,6 +18,7 @@
 #ifndef RV_RECORD_SAMPLE_ENGINE_H
 #define RV_RECORD_SAMPLE_ENGINE_H
 
+#include <linux/perf_event.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +41,9 @@ struct rv_sample_config {
 	uint64_t frequency;	      /* samples per second per CPU */
 	uint64_t snapshot_size_bytes; /* flight recorder capacity */
 	struct rv_perf_writer *capture;
+	/* --filter: the gate's window map (rv_gate_windows_fd); samples of
+	 * threads outside every window are dropped in the kernel. -1: none. */
+	int gate_windows_fd;
 };
 
 struct rv_sample_stats {
@@ -49,11 +53,19 @@ struct rv_sample_stats {
 	uint64_t evicted;	  /* samples that aged out of the flight recorder */
 	uint64_t written_samples; /* samples in the capture */
 	uint64_t filter_kept, filter_other, filter_thread; /* the BPF filter's counts */
+	uint64_t filter_window;		/* samples outside every --filter window, dropped */
+	uint64_t snapshots;		/* rv_sample_engine_snapshot calls that took samples */
+	uint64_t marks;			/* rv_sample_engine_add_mark records */
 	const char *clock_name;				   /* "cycles" or "cpu-clock" */
 	uint64_t frequency;
 };
 
 struct rv_sample_engine;
+
+/* The attribute of the per-CPU sampling events (hardware cycles, or cpu-clock
+ * where the machine has no hardware PMU), for --dry-run. */
+void rv_sample_engine_attr(const struct rv_sample_config *config, bool hardware,
+			   struct perf_event_attr *attr);
 
 /* Opens the events (disabled), maps their rings, loads and attaches the BPF
  * filter. Errors say what permission or feature is missing. */
@@ -69,9 +81,32 @@ size_t rv_sample_engine_pollfds(const struct rv_sample_engine *e, struct pollfd 
 /* Drains every ring once. */
 int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err);
 
-/* Disables sampling, drains what is left, and writes everything kept into the
- * capture (which the caller then finishes). */
-int rv_sample_engine_stop(struct rv_sample_engine *e, struct rv_error *err);
+/* Adds a record of rearview's own (a gate mark, capture/marks.h) at `time`; it
+ * is written with the samples, in time order, when they are. */
+int rv_sample_engine_add_mark(struct rv_sample_engine *e, const struct perf_event_header *rec,
+			      uint64_t time, struct rv_error *err);
+
+/* The samples a snapshot takes from the flight recorder: those of thread tid
+ * (0: every thread) with times in [since, until]. */
+struct rv_sample_selection {
+	uint64_t since, until;
+	uint32_t tid;
+};
+
+/* Takes a snapshot now (drain first): writes the selected samples, and the
+ * sideband and marks up to `until` not yet written, into the capture, in time
+ * order, and removes those samples from the flight recorder. Snapshots are
+ * written in the order they are taken; the samples of one thread must be
+ * taken in time order (a thread's windows end in order). Not with
+ * full_execution. *taken: the samples written. */
+int rv_sample_engine_snapshot(struct rv_sample_engine *e, const struct rv_sample_selection *sel,
+			      size_t *taken, struct rv_error *err);
+
+/* Disables sampling, drains what is left, and writes what is kept into the
+ * capture (which the caller then finishes): the sideband and marks, and the
+ * flight recorder's samples when keep_samples (after snapshots, what is left
+ * in it was not asked for). */
+int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct rv_error *err);
 
 void rv_sample_engine_stats(const struct rv_sample_engine *e, struct rv_sample_stats *out);
 

@@ -459,6 +459,76 @@ void rv_builder_set_base(struct rv_builder *b, uint64_t time)
 	b->stats.first_time = time;
 }
 
+/* Ends the sampled stacks of every thread at `time` (a snapshot's end: the
+ * next samples start a new segment, and continue nothing). */
+static int end_segment(struct rv_builder *b, uint64_t time, struct rv_error *err)
+{
+	for (size_t i = 0; i < b->cap_threads; i++) {
+		struct thread_state *t = &b->threads[i];
+		int ret;
+
+		if (!t->used || !t->has_sample)
+			continue;
+		ret = end_thread(b, t, time > t->last_time ? time : t->last_time, err);
+		if (ret)
+			return ret;
+	}
+	b->stats.snapshots++;
+	return 0;
+}
+
+/* A window is a span around the samples taken in it: its thread's sampled
+ * stack ends with it (no sample comes between windows, the kernel drops
+ * them). A trigger hit is an instant. */
+static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
+{
+	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
+	char name[320];
+	int ret;
+
+	if (!t)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	if (!b->have_base) {
+		b->base = ev->kind == RV_EVENT_WINDOW && ev->time > ev->gate.duration_ns
+				  ? ev->time - ev->gate.duration_ns
+				  : ev->time;
+		b->have_base = true;
+		b->stats.first_time = b->base;
+	}
+	ret = builder_ensure_track(b, t, err);
+	if (ret)
+		return ret;
+	if (ev->kind == RV_EVENT_WINDOW) {
+		uint64_t begin = ev->time > ev->gate.duration_ns ? ev->time - ev->gate.duration_ns
+								  : 0;
+
+		if (t->has_sample) {
+			ret = end_thread(b, t, ev->time > t->last_time ? ev->time : t->last_time,
+					 err);
+			if (ret)
+				return ret;
+		}
+		snprintf(name, sizeof(name), "[window %s]", ev->gate.name);
+		if (begin < b->base)
+			begin = b->base;
+		b->stats.windows++;
+		b->stats.spans++;
+		ret = rv_trace_writer_span(b->writer, t->pid, t->tid, name, builder_rel(b, begin),
+					   builder_rel(b, ev->time), NULL, 0, err);
+	} else {
+		snprintf(name, sizeof(name), "[%s %s]",
+			 ev->gate.snapshot ? "snapshot at" : "trigger", ev->gate.name);
+		b->stats.triggers++;
+		ret = rv_trace_writer_instant(b->writer, t->pid, t->tid, name,
+					      builder_rel(b, ev->time), NULL, 0, err);
+	}
+	if (!ret && ev->gate.snapshot)
+		ret = end_segment(b, ev->time, err);
+	if (ev->time > b->stats.last_time)
+		b->stats.last_time = ev->time;
+	return ret;
+}
+
 int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t;
@@ -508,6 +578,9 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 	case RV_EVENT_LOST:
 		b->stats.lost += ev->lost.count;
 		return 0;
+	case RV_EVENT_WINDOW:
+	case RV_EVENT_TRIGGER:
+		return on_gate(b, ev, err);
 	}
 	return 0;
 }

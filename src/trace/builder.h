@@ -118,6 +118,10 @@ struct rv_builder_stats {
 	uint64_t errors;     /* trace errors (overflows included) */
 	uint64_t unwinds;    /* frames ended by an unwind (longjmp, exceptions, sigreturn) */
 	uint64_t tail_calls; /* jumps to a function's first byte that replaced the top */
+	/* the gate */
+	uint64_t windows;   /* --filter windows drawn */
+	uint64_t triggers;  /* --trigger hits marked */
+	uint64_t snapshots; /* segments ended by a snapshot */
 };
 
 void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out);

@@ -1,5 +1,6 @@
 /* test_options.c: the command line, parsed strictly. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/options.h"
@@ -88,7 +89,7 @@ Test(options, bad_values_are_refused_with_a_useful_message)
 	} cases[] = {
 		{ { "rearview", "run", "--snapshot-size", "3x", "true" }, 5, "512K" },
 		{ { "rearview", "run", "--timer-resolution", "fast", "true" }, 5, "sample:HZ" },
-		{ { "rearview", "run", "--backend", "magic", "true" }, 5, "auto or sample" },
+		{ { "rearview", "run", "--backend", "magic", "true" }, 5, "auto, pt or sample" },
 		{ { "rearview", "run", "--callgraph-mode", "x", "true" }, 5, "fp, dwarf or lbr" },
 		{ { "rearview", "attach", "-p", "12,abc" }, 4, "process IDs" },
 		{ { "rearview", "attach", "-p", "0" }, 4, "process IDs" },
@@ -153,19 +154,122 @@ Test(options, timer_resolutions)
 {
 	enum rv_timer_kind k;
 	uint64_t hz = 0;
+	const char *custom = NULL;
 	struct rv_error err = { 0 };
 
-	cr_assert_eq(rv_parse_timer_resolution("Low", &k, &hz, &err), 0);
+	cr_assert_eq(rv_parse_timer_resolution("Low", &k, &hz, &custom, &err), 0);
 	cr_assert_eq(k, RV_TIMER_LOW);
-	cr_assert_eq(rv_parse_timer_resolution("high", &k, &hz, &err), 0);
+	cr_assert_eq(rv_parse_timer_resolution("high", &k, &hz, &custom, &err), 0);
 	cr_assert_eq(k, RV_TIMER_HIGH);
-	cr_assert_eq(rv_parse_timer_resolution("(Sample (freq 250))", &k, &hz, &err), 0);
+	cr_assert_eq(rv_parse_timer_resolution("(Sample (freq 250))", &k, &hz, &custom, &err), 0);
 	cr_assert_eq(k, RV_TIMER_SAMPLE);
 	cr_assert_eq(hz, 250);
-	cr_assert_neq(rv_parse_timer_resolution("sample:0", &k, &hz, &err), 0);
-	cr_assert_neq(rv_parse_timer_resolution("sample:12x", &k, &hz, &err), 0);
-	cr_assert_neq(rv_parse_timer_resolution("custom:cyc=1", &k, &hz, &err), 0);
-	cr_assert(strstr(err.message, "Intel PT"));
+	cr_assert_neq(rv_parse_timer_resolution("sample:0", &k, &hz, &custom, &err), 0);
+	cr_assert_neq(rv_parse_timer_resolution("sample:12x", &k, &hz, &custom, &err), 0);
+	cr_assert_eq(rv_parse_timer_resolution("custom:cyc=1,mtc_period=3", &k, &hz, &custom, &err),
+		     0);
+	cr_assert_eq(k, RV_TIMER_CUSTOM);
+	cr_assert_str_eq(custom, "cyc=1,mtc_period=3");
+	cr_assert_neq(rv_parse_timer_resolution("custom:", &k, &hz, &custom, &err), 0);
+	cr_assert_neq(rv_parse_timer_resolution("custom:cyc", &k, &hz, &custom, &err), 0);
+	cr_assert(strstr(err.message, "NAME=VALUE"), "%s", err.message);
+	cr_assert_neq(rv_parse_timer_resolution("custom:cyc=1,", &k, &hz, &custom, &err), 0);
+	cr_assert_neq(rv_parse_timer_resolution("custom:=1", &k, &hz, &custom, &err), 0);
+	cr_assert_neq(rv_parse_timer_resolution("fast", &k, &hz, &custom, &err), 0);
+	cr_assert(strstr(err.message, "custom:NAME=VALUE"), "%s", err.message);
+}
+
+Test(options, filter_sites)
+{
+	char *start, *stop;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_parse_filter("request_begin,request_end", &start, &stop, &err), 0);
+	cr_assert_str_eq(start, "request_begin");
+	cr_assert_str_eq(stop, "request_end");
+	free(start);
+	free(stop);
+	cr_assert_eq(rv_parse_filter("(libfoo.so:go  main.c:42)", &start, &stop, &err), 0);
+	cr_assert_str_eq(start, "libfoo.so:go");
+	cr_assert_str_eq(stop, "main.c:42");
+	free(start);
+	free(stop);
+	cr_assert_eq(rv_parse_filter("0x401000, 0x401200", &start, &stop, &err), 0);
+	cr_assert_str_eq(stop, "0x401200");
+	free(start);
+	free(stop);
+	cr_assert_neq(rv_parse_filter("only_one", &start, &stop, &err), 0);
+	cr_assert(strstr(err.message, "START,STOP"), "%s", err.message);
+	cr_assert_null(start);
+	cr_assert_neq(rv_parse_filter("a,", &start, &stop, &err), 0);
+	cr_assert_neq(rv_parse_filter(",b", &start, &stop, &err), 0);
+	cr_assert_neq(rv_parse_filter("a,b,c", &start, &stop, &err), 0);
+	cr_assert(strstr(err.message, "exactly two"), "%s", err.message);
+	cr_assert_null(stop);
+}
+
+Test(options, durations)
+{
+	uint64_t ns = 0;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_parse_duration("300us", &ns, &err), 0);
+	cr_assert_eq(ns, 300000);
+	cr_assert_eq(rv_parse_duration("2ms", &ns, &err), 0);
+	cr_assert_eq(ns, 2000000);
+	cr_assert_eq(rv_parse_duration("1.5s", &ns, &err), 0);
+	cr_assert_eq(ns, 1500000000);
+	cr_assert_eq(rv_parse_duration("750ns", &ns, &err), 0);
+	cr_assert_eq(ns, 750);
+	cr_assert_neq(rv_parse_duration("300", &ns, &err), 0);
+	cr_assert(strstr(err.message, "unit"), "%s", err.message);
+	cr_assert_neq(rv_parse_duration("-1ms", &ns, &err), 0);
+	cr_assert_neq(rv_parse_duration("0.1ns", &ns, &err), 0);
+	cr_assert_neq(rv_parse_duration("2 ms", &ns, &err), 0);
+	cr_assert_neq(rv_parse_duration("ms", &ns, &err), 0);
+}
+
+Test(options, gate_options_together)
+{
+	const char *ok[] = { "rearview", "run", "--filter", "a,b", "--min-duration", "300us",
+			     "--multi-snapshot", "--dry-run", "--", "prog", NULL };
+	const char *trig[] = { "rearview", "run", "-trigger", "main.c:12", "prog", NULL };
+	const char *min_alone[] = { "rearview", "run", "--min-duration", "1ms", "prog", NULL };
+	const char *multi_alone[] = { "rearview", "run", "--multi-snapshot", "prog", NULL };
+	const char *both[] = { "rearview", "run", "--filter", "a,b", "--min-duration", "1ms",
+			       "--trigger", "t", "prog", NULL };
+	const char *full[] = { "rearview", "run", "--trigger", "t", "--full-execution", "prog",
+			       NULL };
+	const char *decode[] = { "rearview", "decode", "d", "--filter", "a,b", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 10, ok), 0, "%s", err.message);
+	cr_assert_str_eq(o.filter_start, "a");
+	cr_assert_str_eq(o.filter_stop, "b");
+	cr_assert_eq(o.min_duration_ns, 300000);
+	cr_assert(o.multi_snapshot);
+	cr_assert(o.dry_run);
+	cr_assert_str_eq(o.argv[0], "prog");
+	rv_options_free(&o);
+	cr_assert_eq(parse(&o, &err, 5, trig), 0, "%s", err.message);
+	cr_assert_str_eq(o.trigger, "main.c:12");
+	rv_options_free(&o);
+	cr_assert_neq(parse(&o, &err, 5, min_alone), 0);
+	cr_assert(strstr(err.message, "give --filter"), "%s", err.message);
+	rv_options_free(&o);
+	cr_assert_neq(parse(&o, &err, 4, multi_alone), 0);
+	cr_assert(strstr(err.message, "--multi-snapshot"), "%s", err.message);
+	rv_options_free(&o);
+	cr_assert_neq(parse(&o, &err, 9, both), 0);
+	cr_assert(strstr(err.message, "use one of them"), "%s", err.message);
+	rv_options_free(&o);
+	cr_assert_neq(parse(&o, &err, 6, full), 0);
+	cr_assert(strstr(err.message, "--full-execution"), "%s", err.message);
+	rv_options_free(&o);
+	cr_assert_neq(parse(&o, &err, 5, decode), 0);
+	cr_assert(strstr(err.message, "no effect on 'rearview decode'"), "%s", err.message);
+	rv_options_free(&o);
 }
 
 Test(options, help_and_version)

@@ -1,0 +1,407 @@
+/* gating.c: the gate in a recording session; see gating.h. */
+#define RV_LOG_DOMAIN "gate"
+#include "cmd/gating.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/marks.h"
+#include "record/gate.h"
+#include "util/log.h"
+
+struct rv_gating {
+	const struct rv_options *opts;
+	struct rv_gating_sites sites;
+	struct rv_gate *gate;
+	struct rv_gate_record *queue;
+	size_t nr_queue, cap_queue;
+	uint64_t windows, slow_windows, kept_windows, triggers, snapshots, snapshot_samples;
+	uint64_t last_snapshot; /* the time of the last --trigger snapshot */
+	bool done;
+};
+
+bool rv_gating_wanted(const struct rv_options *opts)
+{
+	return opts->filter_start || opts->trigger;
+}
+
+static int resolve_one(const char *what, const char *spec, const char *exe, pid_t pid,
+		       struct rv_probe_site *out, struct rv_error *err)
+{
+	int ret = rv_probe_site_resolve(spec, exe, pid, out, err);
+
+	return ret ? rv_error_prefix(err, what) : 0;
+}
+
+int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
+		      struct rv_gating_sites *out, struct rv_error *err)
+{
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (opts->filter_start) {
+		out->filter = true;
+		ret = resolve_one("--filter START", opts->filter_start, exe, pid, &out->start, err);
+		if (!ret)
+			ret = resolve_one("--filter STOP", opts->filter_stop, exe, pid, &out->stop,
+					  err);
+		if (!ret && out->start.offset == out->stop.offset &&
+		    !strcmp(out->start.path, out->stop.path))
+			return rv_error_set(err, EINVAL,
+					    "--filter %s,%s: START and STOP are the same instruction; "
+					    "a window needs two places (a function and its end, or "
+					    "two functions)",
+					    opts->filter_start, opts->filter_stop);
+	}
+	if (!ret && opts->trigger) {
+		out->trigger = true;
+		ret = resolve_one("--trigger", opts->trigger, exe, pid, &out->at, err);
+	}
+	return ret;
+}
+
+/* The gate's sites, plain per-process uprobe events (the sampling engine's
+ * case: their only job is to run the gate). */
+static size_t build_sites(const struct rv_gating_sites *s, struct rv_gate_site *out)
+{
+	size_t n = 0;
+
+	if (s->filter) {
+		out[n++] = (struct rv_gate_site){ .role = RV_GATE_START,
+						  .path = s->start.path,
+						  .offset = s->start.offset };
+		out[n++] = (struct rv_gate_site){ .role = RV_GATE_STOP,
+						  .path = s->stop.path,
+						  .offset = s->stop.offset };
+	}
+	if (s->trigger)
+		out[n++] = (struct rv_gate_site){ .role = RV_GATE_TRIGGER,
+						  .path = s->at.path,
+						  .offset = s->at.offset };
+	return n;
+}
+
+static const char *role_label(enum rv_gate_role role)
+{
+	switch (role) {
+	case RV_GATE_START:
+		return "--filter START";
+	case RV_GATE_STOP:
+		return "--filter STOP";
+	case RV_GATE_STOP_SAMPLE:
+		return "--min-duration";
+	case RV_GATE_TRIGGER:
+		return "--trigger";
+	default:
+		return "gate";
+	}
+}
+
+int rv_gating_describe(const struct rv_options *opts, const struct rv_gating_sites *sites,
+		       pid_t pid, struct rv_dry_run_plan *plan, struct rv_error *err)
+{
+	struct rv_gate_site gs[3];
+	size_t n = build_sites(sites, gs);
+	uint32_t uprobe_type;
+	char detail[64];
+	int ret;
+
+	if (!n)
+		return 0;
+	ret = rv_gate_uprobe_type(&uprobe_type, err);
+	for (size_t i = 0; !ret && i < n; i++) {
+		struct rv_dry_run_event ev = {
+			.group = -1,
+			.cpu = -1,
+			.pid = pid > 0 ? pid : -1,
+			.uprobe_path = gs[i].path,
+			.uprobe_offset = gs[i].offset,
+			.bpf_program = "gate_hit",
+			.bpf_program_type = "kprobe (uprobe perf event)",
+		};
+		char label[320];
+		const struct rv_probe_site *site = gs[i].role == RV_GATE_START  ? &sites->start
+						   : gs[i].role == RV_GATE_STOP ? &sites->stop
+										: &sites->at;
+
+		snprintf(label, sizeof(label), "%s uprobe at %s", role_label(gs[i].role),
+			 site->function[0] ? site->function : "?");
+		ev.label = label;
+		rv_gate_plain_attr(&ev.attr, uprobe_type, gs[i].path, gs[i].offset);
+		ret = rv_dry_run_add_event(plan, &ev, err);
+	}
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "program", "gate_hit", "kprobe",
+					 "decides per hit whether the event fires", err);
+	snprintf(detail, sizeof(detail), "max_entries %u, per thread", RV_GATE_MAX_WINDOWS);
+	if (!ret && sites->filter)
+		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash", detail, err);
+	snprintf(detail, sizeof(detail), "%u bytes: window and trigger records",
+		 RV_GATE_RING_BYTES);
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "map", "gate_records", "ringbuf", detail, err);
+	(void)opts;
+	return ret;
+}
+
+int rv_gating_open(struct rv_gating **out, const struct rv_options *opts,
+		   const struct rv_gating_sites *sites, pid_t pid, struct rv_error *err)
+{
+	struct rv_gating *g = calloc(1, sizeof(*g));
+	struct rv_gate_config config = {
+		.pid = pid,
+		.min_duration_ns = opts->min_duration_ns,
+		.multi_snapshot = opts->multi_snapshot,
+	};
+	struct rv_gate_site gs[3];
+	size_t n = build_sites(sites, gs);
+	int ret;
+
+	*out = NULL;
+	if (!g)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	g->opts = opts;
+	g->sites = *sites;
+	ret = rv_gate_open(&g->gate, &config, err);
+	if (!ret)
+		ret = rv_gate_attach(g->gate, gs, n, err);
+	if (ret) {
+		rv_gating_free(g);
+		return ret;
+	}
+	if (sites->filter)
+		rv_debug("--filter: windows from %s (%s+%#" PRIx64 ") to %s (%s+%#" PRIx64 ")",
+			 opts->filter_start, sites->start.path, sites->start.offset,
+			 opts->filter_stop, sites->stop.path, sites->stop.offset);
+	if (sites->trigger)
+		rv_debug("--trigger: %s (%s+%#" PRIx64 ")", opts->trigger, sites->at.path,
+			 sites->at.offset);
+	*out = g;
+	return 0;
+}
+
+int rv_gating_windows_fd(const struct rv_gating *g)
+{
+	return g && g->sites.filter ? rv_gate_windows_fd(g->gate) : -1;
+}
+
+int rv_gating_fd(const struct rv_gating *g)
+{
+	return rv_gate_records_fd(g->gate);
+}
+
+static int queue_record(const struct rv_gate_record *record, void *ctx)
+{
+	struct rv_gating *g = ctx;
+
+	if (g->nr_queue == g->cap_queue) {
+		size_t cap = g->cap_queue ? g->cap_queue * 2 : 64;
+		struct rv_gate_record *grown = realloc(g->queue, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		g->queue = grown;
+		g->cap_queue = cap;
+	}
+	g->queue[g->nr_queue++] = *record;
+	return 0;
+}
+
+int rv_gating_collect(struct rv_gating *g, struct rv_error *err)
+{
+	int ret = rv_gate_poll(g->gate, 0, queue_record, g, err);
+
+	if (ret == -ENOMEM)
+		return rv_error_set(err, ENOMEM, "out of memory keeping the gate's records");
+	return ret < 0 ? ret : 0;
+}
+
+static int add_mark(struct rv_sample_engine *e, const struct rv_mark *mark, struct rv_error *err)
+{
+	uint64_t record[RV_MARK_MAX_RECORD / 8];
+
+	rv_mark_record(record, mark);
+	return rv_sample_engine_add_mark(e, (const struct perf_event_header *)record, mark->time,
+					 err);
+}
+
+static int snapshot(struct rv_gating *g, struct rv_sample_engine *e,
+		    const struct rv_sample_selection *sel, struct rv_error *err)
+{
+	size_t taken = 0;
+	int ret = rv_sample_engine_snapshot(e, sel, &taken, err);
+
+	if (ret)
+		return ret;
+	g->snapshots++;
+	g->snapshot_samples += taken;
+	return 0;
+}
+
+static int on_window_end(struct rv_gating *g, struct rv_sample_engine *e,
+			 const struct rv_gate_record *r, struct rv_error *err)
+{
+	const struct rv_options *o = g->opts;
+	struct rv_mark mark = {
+		.kind = RV_MARK_WINDOW,
+		.flags = r->slow ? RV_MARK_FLAG_SLOW : 0,
+		.pid = r->pid,
+		.tid = r->tid,
+		.time = r->time_ns,
+		.duration_ns = r->duration_ns,
+		.name = o->filter_start,
+	};
+	int ret;
+
+	g->windows++;
+	g->slow_windows += r->slow;
+	if (o->min_duration_ns && !r->slow)
+		return 0; /* its samples age out of the flight recorder */
+	ret = add_mark(e, &mark, err);
+	if (ret || !o->min_duration_ns)
+		return ret;
+	/* A slow window is a snapshot of its own samples. */
+	ret = snapshot(g,
+		       e,
+		       &(struct rv_sample_selection){ .since = r->time_ns > r->duration_ns
+								       ? r->time_ns - r->duration_ns
+								       : 0,
+						      .until = r->time_ns,
+						      .tid = r->tid },
+		       err);
+	g->kept_windows++;
+	if (!ret && !o->multi_snapshot)
+		g->done = true;
+	return ret;
+}
+
+static int on_trigger(struct rv_gating *g, struct rv_sample_engine *e,
+		      const struct rv_gate_record *r, struct rv_error *err)
+{
+	const struct rv_options *o = g->opts;
+	struct rv_mark mark = {
+		.kind = RV_MARK_TRIGGER,
+		.flags = r->fired ? RV_MARK_FLAG_SNAPSHOT : 0,
+		.pid = r->pid,
+		.tid = r->tid,
+		.time = r->time_ns,
+		.name = o->trigger,
+	};
+	int ret;
+
+	g->triggers++;
+	ret = add_mark(e, &mark, err);
+	if (ret || !r->fired)
+		return ret;
+	/* The flight recorder's samples before the hit, since the last snapshot. */
+	ret = snapshot(g,
+		       e,
+		       &(struct rv_sample_selection){
+			       .since = g->last_snapshot ? g->last_snapshot + 1 : 0,
+			       .until = r->time_ns,
+		       },
+		       err);
+	g->last_snapshot = r->time_ns;
+	if (!ret && !o->multi_snapshot)
+		g->done = true;
+	return ret;
+}
+
+int rv_gating_apply(struct rv_gating *g, struct rv_sample_engine *e, bool *done,
+		    struct rv_error *err)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < g->nr_queue && !ret && !g->done; i++) {
+		const struct rv_gate_record *r = &g->queue[i];
+
+		if (r->type == RV_GATE_REC_WINDOW_END)
+			ret = on_window_end(g, e, r, err);
+		else if (r->type == RV_GATE_REC_TRIGGER)
+			ret = on_trigger(g, e, r, err);
+	}
+	g->nr_queue = 0;
+	*done = g->done;
+	return ret;
+}
+
+bool rv_gating_keep_rest(const struct rv_gating *g)
+{
+	const struct rv_options *o = g->opts;
+
+	if (o->min_duration_ns)
+		return false;
+	if (o->trigger)
+		return g->snapshots == 0;
+	return true;
+}
+
+static void format_duration(uint64_t ns, char *buf, size_t size)
+{
+	if (ns >= 1000000000 && !(ns % 1000000))
+		snprintf(buf, size, "%g s", (double)ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, size, "%g ms", (double)ns / 1e6);
+	else if (ns >= 1000)
+		snprintf(buf, size, "%g us", (double)ns / 1e3);
+	else
+		snprintf(buf, size, "%" PRIu64 " ns", ns);
+}
+
+void rv_gating_report(const struct rv_gating *g)
+{
+	const struct rv_options *o = g->opts;
+	struct rv_gate_counts counts;
+	struct rv_error err = { 0 };
+	char min[32];
+
+	format_duration(o->min_duration_ns, min, sizeof(min));
+	if (g->sites.filter && o->min_duration_ns)
+		rv_note("--filter: %" PRIu64 " window%s, %" PRIu64 " longer than %s; %" PRIu64
+			" kept",
+			g->windows, g->windows == 1 ? "" : "s", g->slow_windows, min,
+			g->kept_windows);
+	else if (g->sites.filter)
+		rv_note("--filter: %" PRIu64 " window%s; samples outside them were dropped",
+			g->windows, g->windows == 1 ? "" : "s");
+	if (o->min_duration_ns && !g->kept_windows)
+		rv_warn("no window lasted longer than %s, so the trace holds no samples; "
+			"lower --min-duration",
+			min);
+	if (g->sites.trigger && !g->triggers)
+		rv_note("--trigger %s never ran: the trace holds the last samples before the "
+			"end, as without a trigger",
+			o->trigger);
+	else if (g->sites.trigger)
+		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s", o->trigger,
+			g->triggers, g->triggers == 1 ? "" : "s", g->snapshots,
+			g->snapshots == 1 ? "" : "s");
+	if (!rv_gate_counts(g->gate, &counts, &err)) {
+		if (counts.record_drops)
+			rv_warn("the gate lost %" PRIu64 " of its records (its ring buffer was "
+				"full): some windows or hits are missing from the trace",
+				counts.record_drops);
+		if (counts.window_map_full)
+			rv_warn("%" PRIu64 " windows were not opened: more threads were inside "
+				"one at once than the gate can follow (%u)",
+				counts.window_map_full, RV_GATE_MAX_WINDOWS);
+		rv_debug("gate: %" PRIu64 " hits, %" PRIu64 " nested starts, %" PRIu64
+			 " unmatched stops",
+			 counts.hits, counts.nested_starts, counts.unmatched_stops);
+	}
+}
+
+void rv_gating_free(struct rv_gating *g)
+{
+	if (!g)
+		return;
+	if (g->gate) {
+		rv_gate_detach(g->gate);
+		rv_gate_free(g->gate);
+	}
+	free(g->queue);
+	free(g);
+}

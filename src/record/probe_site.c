@@ -1,0 +1,753 @@
+/* probe_site.c: probe specs to (file, file offset); see probe_site.h.
+ *
+ * One libdwfl session per resolution, over the one file concerned (reported
+ * offline, so addresses are link-time addresses plus the bias libdwfl chose).
+ * Symbol tables, separate debug files and line tables all come from libdwfl;
+ * only the program headers and the dynamic section are read with libelf.
+ */
+#define RV_LOG_DOMAIN "probe"
+#include "record/probe_site.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/symbolizer.h"
+
+/* Functions an "unknown symbol" error suggests at most. */
+#define MAX_SUGGESTIONS 3
+/* Distinct addresses an "ambiguous symbol" error lists at most. */
+#define MAX_AMBIGUOUS 4
+/* Longest name compared for suggestions (edit distance is quadratic). */
+#define MAX_SUGGEST_LEN 96
+
+static const char *const standard_lib_dirs[] = {
+	"/lib/x86_64-linux-gnu",
+	"/usr/lib/x86_64-linux-gnu",
+	"/lib64",
+	"/usr/lib64",
+	"/lib",
+	"/usr/lib",
+	"/usr/local/lib",
+};
+
+/* debuginfo_path NULL: libdwfl's default search for separate debug files. */
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+struct module {
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Elf *elf;
+	GElf_Addr bias; /* libdwfl address = link-time address + bias */
+	const char *path;
+};
+
+static int open_module(struct module *m, const char *path, struct rv_error *err)
+{
+	memset(m, 0, sizeof(*m));
+	m->path = path;
+	if (access(path, R_OK))
+		return rv_error_set(err, errno, "cannot read '%s': %s", path, strerror(errno));
+	m->dwfl = dwfl_begin(&offline_callbacks);
+	if (!m->dwfl)
+		return rv_error_set(err, ENOMEM, "cannot start libdwfl: %s", dwfl_errmsg(-1));
+	dwfl_report_begin(m->dwfl);
+	m->mod = dwfl_report_offline(m->dwfl, path, path, -1);
+	dwfl_report_end(m->dwfl, NULL, NULL);
+	if (m->mod)
+		m->elf = dwfl_module_getelf(m->mod, &m->bias);
+	if (!m->mod || !m->elf) {
+		int ret = rv_error_set(err, ENOEXEC, "cannot read '%s' as an ELF file: %s", path,
+				       dwfl_errmsg(-1));
+
+		dwfl_end(m->dwfl);
+		m->dwfl = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+static void close_module(struct module *m)
+{
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	m->dwfl = NULL;
+}
+
+/* addr's file offset through the executable PT_LOAD segments of elf. */
+static bool exec_segment_offset(Elf *elf, uint64_t addr, uint64_t *offset)
+{
+	size_t nr_phdrs;
+
+	if (elf_getphdrnum(elf, &nr_phdrs))
+		return false;
+	for (size_t i = 0; i < nr_phdrs; i++) {
+		GElf_Phdr phdr;
+
+		if (!gelf_getphdr(elf, (int)i, &phdr) || phdr.p_type != PT_LOAD ||
+		    !(phdr.p_flags & PF_X))
+			continue;
+		if (addr >= phdr.p_vaddr && addr - phdr.p_vaddr < phdr.p_filesz) {
+			*offset = phdr.p_offset + (addr - phdr.p_vaddr);
+			return true;
+		}
+	}
+	return false;
+}
+
+static int outside_error(struct rv_error *err, const char *path, uint64_t addr)
+{
+	return rv_error_set(err, EFAULT,
+			    "address 0x%llx is outside every executable segment of '%s'; give "
+			    "a link-time code address (as 'nm' or 'objdump -d' show it)",
+			    (unsigned long long)addr, path);
+}
+
+int rv_probe_site_file_offset(const char *path, uint64_t addr, uint64_t *offset,
+			      struct rv_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *elf;
+	bool found;
+
+	if (fd < 0)
+		return rv_error_set(err, errno, "cannot open '%s': %s", path, strerror(errno));
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return rv_error_set(err, ENOEXEC, "'%s' is not an ELF file", path);
+	}
+	found = exec_segment_offset(elf, addr, offset);
+	elf_end(elf);
+	close(fd);
+	return found ? 0 : outside_error(err, path, addr);
+}
+
+static void fill_site(struct rv_probe_site *out, struct module *m, uint64_t addr, uint64_t offset,
+		      const char *function)
+{
+	snprintf(out->path, sizeof(out->path), "%s", m->path);
+	out->address = addr;
+	out->offset = offset;
+	if (!function)
+		function = dwfl_module_addrname(m->mod, addr + m->bias);
+	snprintf(out->function, sizeof(out->function), "%s", function ? function : "");
+}
+
+/* ---- symbols ---- */
+
+/* name without its symbol version ("malloc@@GLIBC_2.2.5"), compared to want. */
+static bool raw_name_matches(const char *name, const char *want)
+{
+	size_t len = strlen(want);
+
+	return strncmp(name, want, len) == 0 && (name[len] == '\0' || name[len] == '@');
+}
+
+/* want against a symbol's raw name, its demangled name, or the demangled name
+ * without its parameter list ("ns::f" matches "ns::f(int)"). */
+static bool symbol_matches(const char *name, const char *want)
+{
+	char *demangled;
+	bool match;
+	size_t len;
+
+	if (raw_name_matches(name, want))
+		return true;
+	if (name[0] != '_' || name[1] != 'Z')
+		return false;
+	demangled = rv_demangle(name);
+	if (!demangled)
+		return false;
+	len = strlen(want);
+	match = strncmp(demangled, want, len) == 0 &&
+		(demangled[len] == '\0' || demangled[len] == '(');
+	free(demangled);
+	return match;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[MAX_SUGGEST_LEN + 1];
+
+	if (la > MAX_SUGGEST_LEN || lb > MAX_SUGGEST_LEN)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diagonal = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t above = row[j];
+			size_t best = diagonal + (a[i - 1] != b[j - 1]);
+
+			if (above + 1 < best)
+				best = above + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diagonal = above;
+		}
+	}
+	return row[lb];
+}
+
+struct suggestions {
+	char names[MAX_SUGGESTIONS][128];
+	size_t distance[MAX_SUGGESTIONS];
+	size_t nr;
+};
+
+static void consider_suggestion(struct suggestions *s, const char *name, const char *want)
+{
+	size_t len = strcspn(name, "@"), d, limit = strlen(want) / 3 + 1, worst = 0;
+	char bare[128];
+
+	if (len >= sizeof(bare))
+		return;
+	memcpy(bare, name, len);
+	bare[len] = '\0';
+	d = edit_distance(bare, want);
+	if (d > limit && !strstr(bare, want))
+		return;
+	if (d > limit)
+		d = limit + 1; /* substring matches rank after close spellings */
+	for (size_t i = 0; i < s->nr; i++) {
+		if (strcmp(s->names[i], bare) == 0)
+			return;
+		if (s->distance[i] > s->distance[worst])
+			worst = i;
+	}
+	if (s->nr < MAX_SUGGESTIONS) {
+		worst = s->nr++;
+	} else if (s->distance[worst] <= d) {
+		return;
+	}
+	snprintf(s->names[worst], sizeof(s->names[worst]), "%s", bare);
+	s->distance[worst] = d;
+}
+
+struct symbol_search {
+	uint64_t addrs[MAX_AMBIGUOUS]; /* distinct link-time addresses of matching functions */
+	size_t nr_addrs;
+	const char *name; /* the first match's name (for messages) */
+	bool non_function, ifunc, undefined;
+	struct suggestions suggestions;
+};
+
+static void search_symbols(struct module *m, const char *want, struct symbol_search *s)
+{
+	int nr = dwfl_module_getsymtab(m->mod);
+
+	memset(s, 0, sizeof(*s));
+	for (int i = 1; i < nr; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf = NULL;
+		Dwarf_Addr sym_bias = 0;
+		const char *name =
+			dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, &elf, &sym_bias);
+		unsigned type;
+		uint64_t link_addr;
+		size_t k;
+
+		if (!name || !name[0])
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if (!symbol_matches(name, want)) {
+			if (type == STT_FUNC && shndx != SHN_UNDEF)
+				consider_suggestion(&s->suggestions, name, want);
+			continue;
+		}
+		if (shndx == SHN_UNDEF) {
+			s->undefined = true;
+			continue;
+		}
+		if (type == STT_GNU_IFUNC) {
+			s->ifunc = true;
+			continue;
+		}
+		if (type != STT_FUNC) {
+			s->non_function = true;
+			continue;
+		}
+		link_addr = addr - m->bias;
+		for (k = 0; k < s->nr_addrs; k++)
+			if (s->addrs[k] == link_addr)
+				break;
+		if (k == s->nr_addrs && s->nr_addrs < MAX_AMBIGUOUS)
+			s->addrs[s->nr_addrs++] = link_addr;
+		if (!s->name)
+			s->name = name;
+	}
+}
+
+static int unknown_symbol_error(struct rv_error *err, const char *want, const char *path,
+				const struct symbol_search *s, bool in_executable)
+{
+	char hint[512] = "";
+	size_t used = 0;
+
+	if (s->undefined && in_executable)
+		return rv_error_set(err, ENOENT,
+				    "'%s' is not defined in '%s' but imported from a shared "
+				    "library; name it as LIBRARY:%s (e.g. libc.so.6:%s)",
+				    want, path, want, want);
+	struct suggestions sorted = s->suggestions;
+
+	/* Closest first (insertion sort of at most MAX_SUGGESTIONS). */
+	for (size_t i = 1; i < sorted.nr; i++) {
+		for (size_t j = i; j > 0 && sorted.distance[j] < sorted.distance[j - 1]; j--) {
+			char name[sizeof(sorted.names[0])];
+			size_t d = sorted.distance[j];
+
+			memcpy(name, sorted.names[j], sizeof(name));
+			memcpy(sorted.names[j], sorted.names[j - 1], sizeof(name));
+			memcpy(sorted.names[j - 1], name, sizeof(name));
+			sorted.distance[j] = sorted.distance[j - 1];
+			sorted.distance[j - 1] = d;
+		}
+	}
+	for (size_t i = 0; i < sorted.nr && used < sizeof(hint); i++)
+		used += (size_t)snprintf(hint + used, sizeof(hint) - used, "%s'%s'",
+					 i ? ", " : "; did you mean ", sorted.names[i]);
+	return rv_error_set(err, ENOENT, "no function '%s' in '%s'%s%s", want, path, hint,
+			    s->suggestions.nr ? "?" : " (check the name with 'nm -C')");
+}
+
+static int resolve_symbol(struct module *m, const char *want, bool in_executable,
+			  struct rv_probe_site *out, struct rv_error *err)
+{
+	struct symbol_search s;
+	uint64_t offset;
+
+	search_symbols(m, want, &s);
+	if (s.nr_addrs == 0) {
+		if (s.ifunc)
+			return rv_error_set(err, EINVAL,
+					    "'%s' in '%s' is an indirect function (IFUNC): its "
+					    "implementation is chosen at run time; probe that "
+					    "implementation by name instead",
+					    want, m->path);
+		if (s.non_function)
+			return rv_error_set(err, EINVAL,
+					    "'%s' in '%s' is not a function (it is data); give a "
+					    "function name",
+					    want, m->path);
+		return unknown_symbol_error(err, want, m->path, &s, in_executable);
+	}
+	if (s.nr_addrs > 1) {
+		char list[256] = "";
+		size_t used = 0;
+
+		for (size_t i = 0; i < s.nr_addrs && used < sizeof(list); i++)
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s0x%llx",
+						 i ? ", " : "", (unsigned long long)s.addrs[i]);
+		return rv_error_set(err, EINVAL,
+				    "'%s' is ambiguous in '%s': functions of that name are at %s "
+				    "(static functions of different files); give the address "
+				    "instead (0xADDR) or FILE:LINE",
+				    want, m->path, list);
+	}
+	if (!exec_segment_offset(m->elf, s.addrs[0], &offset))
+		return outside_error(err, m->path, s.addrs[0]);
+	fill_site(out, m, s.addrs[0], offset, NULL);
+	return 0;
+}
+
+/* ---- FILE:LINE ---- */
+
+static int resolve_line(struct module *m, const char *file, int line, struct rv_probe_site *out,
+			struct rv_error *err)
+{
+	Dwarf_Addr dwarf_bias;
+	Dwfl_Line **lines = NULL;
+	size_t nr_lines = 0;
+	uint64_t best = UINT64_MAX, offset;
+	int nearest = 0;
+
+	if (!dwfl_module_getdwarf(m->mod, &dwarf_bias))
+		return rv_error_set(err, ENODATA,
+				    "'%s' has no debug information, so %s:%d cannot be found; "
+				    "build it with -g or install its debug symbols",
+				    m->path, file, line);
+	if (dwfl_module_getsrc_file(m->mod, file, line, 0, &lines, &nr_lines) < 0 || !nr_lines)
+		return rv_error_set(err, ENOENT,
+				    "no source file '%s' with code at line %d in the debug "
+				    "information of '%s'; check the file name and line",
+				    file, line, m->path);
+	for (size_t i = 0; i < nr_lines; i++) {
+		Dwarf_Addr addr;
+		int lineno = 0;
+		bool is_stmt = false;
+		Dwarf_Addr line_bias;
+		Dwarf_Line *dl = dwfl_dwarf_line(lines[i], &line_bias);
+
+		if (!dwfl_lineinfo(lines[i], &addr, &lineno, NULL, NULL, NULL))
+			continue;
+		if (lineno != line) {
+			if (!nearest || lineno < nearest)
+				nearest = lineno;
+			continue;
+		}
+		if (dl && dwarf_linebeginstatement(dl, &is_stmt) == 0 && !is_stmt)
+			continue;
+		if (addr - m->bias < best)
+			best = addr - m->bias;
+	}
+	free(lines);
+	if (best == UINT64_MAX) {
+		if (nearest)
+			return rv_error_set(err, ENOENT,
+					    "line %d of '%s' has no code in '%s'; the next line "
+					    "with code is %d",
+					    line, file, m->path, nearest);
+		return rv_error_set(err, ENOENT, "line %d of '%s' has no code in '%s'", line, file,
+				    m->path);
+	}
+	if (!exec_segment_offset(m->elf, best, &offset))
+		return outside_error(err, m->path, best);
+	fill_site(out, m, best, offset, NULL);
+	return 0;
+}
+
+/* ---- libraries ---- */
+
+/* base (a file name) is the library want: equal, or want then '.'. */
+static bool library_name_matches(const char *base, const char *want)
+{
+	size_t len = strlen(want);
+
+	return strncmp(base, want, len) == 0 && (base[len] == '\0' || base[len] == '.');
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static bool find_in_maps(pid_t pid, const char *want, char *path, size_t size)
+{
+	char maps_path[64], line[PATH_MAX + 128];
+	bool found = false;
+	FILE *f;
+
+	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)pid);
+	f = fopen(maps_path, "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		if (library_name_matches(base_name(file), want) && strlen(file) < size) {
+			snprintf(path, size, "%s", file);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+struct search_dirs {
+	char dirs[32][PATH_MAX];
+	size_t nr;
+};
+
+static void add_dir(struct search_dirs *d, const char *dir, size_t len, const char *origin)
+{
+	if (d->nr == sizeof(d->dirs) / sizeof(d->dirs[0]) || len == 0)
+		return;
+	if (len >= 7 && strncmp(dir, "$ORIGIN", 7) == 0)
+		snprintf(d->dirs[d->nr], PATH_MAX, "%s%.*s", origin, (int)(len - 7), dir + 7);
+	else
+		snprintf(d->dirs[d->nr], PATH_MAX, "%.*s", (int)len, dir);
+	d->nr++;
+}
+
+static void add_dir_list(struct search_dirs *d, const char *list, const char *origin)
+{
+	while (*list) {
+		size_t len = strcspn(list, ":");
+
+		add_dir(d, list, len, origin);
+		list += len;
+		if (*list == ':')
+			list++;
+	}
+}
+
+/* Directories listed in /etc/ld.so.conf.d/ (plain lines only). */
+static void add_ld_so_conf_dirs(struct search_dirs *d)
+{
+	DIR *dir = opendir("/etc/ld.so.conf.d");
+	struct dirent *de;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		char conf[PATH_MAX], line[PATH_MAX];
+		size_t len = strlen(de->d_name);
+		FILE *f;
+
+		if (len < 5 || strcmp(de->d_name + len - 5, ".conf"))
+			continue;
+		snprintf(conf, sizeof(conf), "/etc/ld.so.conf.d/%s", de->d_name);
+		f = fopen(conf, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n#")] = '\0';
+			if (line[0] == '/')
+				add_dir(d, line, strlen(line), "");
+		}
+		fclose(f);
+	}
+	closedir(dir);
+}
+
+/* The executable's DT_NEEDED names matching want, and its RUNPATH/RPATH. */
+static void read_dynamic(Elf *elf, const char *want, char needed[][256], size_t *nr_needed,
+			 size_t max_needed, struct search_dirs *dirs, const char *origin)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNAMIC)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && shdr.sh_entsize && i < shdr.sh_size / shdr.sh_entsize;
+		     i++) {
+			GElf_Dyn dyn;
+			const char *s;
+
+			if (!gelf_getdyn(data, (int)i, &dyn))
+				break;
+			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH &&
+			    dyn.d_tag != DT_RPATH)
+				continue;
+			s = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val);
+			if (!s)
+				continue;
+			if (dyn.d_tag != DT_NEEDED)
+				add_dir_list(dirs, s, origin);
+			else if (library_name_matches(s, want) && *nr_needed < max_needed &&
+				 strlen(s) < 256)
+				snprintf(needed[(*nr_needed)++], 256, "%s", s);
+		}
+	}
+}
+
+static bool find_in_dirs(const struct search_dirs *dirs, const char *name, char *path, size_t size)
+{
+	for (size_t i = 0; i < dirs->nr; i++) {
+		int n = snprintf(path, size, "%s/%s", dirs->dirs[i], name);
+
+		if (n > 0 && (size_t)n < size && access(path, R_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int find_library(const char *want, const char *exe, pid_t pid, char *path, size_t size,
+			struct rv_error *err)
+{
+	struct search_dirs *dirs;
+	struct module exe_module;
+	char needed[8][256], origin[PATH_MAX];
+	size_t nr_needed = 0;
+	bool found = false;
+	int ret;
+
+	if (strchr(want, '/')) {
+		if (access(want, R_OK))
+			return rv_error_set(err, errno, "cannot read library '%s': %s", want,
+					    strerror(errno));
+		snprintf(path, size, "%s", want);
+		return 0;
+	}
+	if (pid > 0 && find_in_maps(pid, want, path, size))
+		return 0;
+
+	dirs = calloc(1, sizeof(*dirs));
+	if (!dirs)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	snprintf(origin, sizeof(origin), "%s", exe);
+	if (strrchr(origin, '/'))
+		*strrchr(origin, '/') = '\0';
+	ret = open_module(&exe_module, exe, err);
+	if (ret) {
+		free(dirs);
+		return ret;
+	}
+	read_dynamic(exe_module.elf, want, needed, &nr_needed, 8, dirs, origin);
+	close_module(&exe_module);
+	add_ld_so_conf_dirs(dirs);
+	for (size_t i = 0; i < sizeof(standard_lib_dirs) / sizeof(standard_lib_dirs[0]); i++)
+		add_dir(dirs, standard_lib_dirs[i], strlen(standard_lib_dirs[i]), "");
+
+	for (size_t i = 0; i < nr_needed && !found; i++)
+		found = find_in_dirs(dirs, needed[i], path, size);
+	/* Not a dependency: perhaps loaded later with dlopen, by its file name. */
+	if (!found)
+		found = find_in_dirs(dirs, want, path, size);
+	free(dirs);
+	if (!found)
+		return rv_error_set(err, ENOENT,
+				    "cannot find library '%s': '%s' does not need it%s and it is "
+				    "not in the library directories; give its path "
+				    "(/path/to/%s:SYMBOL)",
+				    want, exe, pid > 0 ? ", the process does not map it," : "",
+				    want);
+	return 0;
+}
+
+/* ---- specs ---- */
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/* The ':' separating LIB from SYMBOL, skipping C++ "::". */
+static const char *library_separator(const char *spec)
+{
+	const char *p = spec;
+
+	while ((p = strchr(p, ':'))) {
+		if (p[1] == ':') {
+			p += 2;
+			continue;
+		}
+		return p > spec ? p : NULL;
+	}
+	return NULL;
+}
+
+static int resolve_executable(const char *exe, pid_t pid, char *path, size_t size,
+			      struct rv_error *err)
+{
+	char link[64];
+	ssize_t n;
+
+	if (exe) {
+		if (!strchr(exe, '/')) {
+			/* A bare name: the caller resolved PATH already or means ./exe. */
+			snprintf(path, size, "./%s", exe);
+		} else {
+			snprintf(path, size, "%s", exe);
+		}
+		return 0;
+	}
+	if (pid <= 0)
+		return rv_error_set(err, EINVAL, "no executable to resolve probes in");
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, path, size - 1);
+	if (n < 0)
+		return rv_error_set(err, errno, "cannot find process %d's executable: %s", (int)pid,
+				    strerror(errno));
+	path[n] = '\0';
+	return 0;
+}
+
+int rv_probe_site_resolve(const char *spec, const char *exe, pid_t pid, struct rv_probe_site *out,
+			  struct rv_error *err)
+{
+	char exe_path[PATH_MAX], lib_path[PATH_MAX], prefix[PATH_MAX];
+	const char *colon, *sep, *symbol = spec, *module_path = exe_path;
+	struct module m;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!spec || !spec[0])
+		return rv_error_set(err, EINVAL,
+				    "empty probe; give a function, 0xADDR or FILE:LINE");
+	ret = resolve_executable(exe, pid, exe_path, sizeof(exe_path), err);
+	if (ret)
+		return ret;
+
+	if (spec[0] == '0' && (spec[1] == 'x' || spec[1] == 'X')) {
+		char *end;
+		uint64_t addr;
+
+		errno = 0;
+		addr = strtoull(spec + 2, &end, 16);
+		if (errno || end == spec + 2 || *end)
+			return rv_error_set(err, EINVAL,
+					    "cannot read '%s' as an address; write 0x then hex "
+					    "digits",
+					    spec);
+		ret = open_module(&m, exe_path, err);
+		if (ret)
+			return ret;
+		if (!exec_segment_offset(m.elf, addr, &out->offset))
+			ret = outside_error(err, exe_path, addr);
+		else
+			fill_site(out, &m, addr, out->offset, NULL);
+		close_module(&m);
+		return ret;
+	}
+
+	colon = strrchr(spec, ':');
+	if (colon && colon > spec && colon[-1] != ':' && all_digits(colon + 1)) {
+		long line = strtol(colon + 1, NULL, 10);
+
+		if ((size_t)(colon - spec) >= sizeof(prefix) || line <= 0 || line > INT_MAX)
+			return rv_error_set(err, EINVAL, "cannot read '%s' as FILE:LINE", spec);
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(colon - spec), spec);
+		ret = open_module(&m, exe_path, err);
+		if (ret)
+			return ret;
+		ret = resolve_line(&m, prefix, (int)line, out, err);
+		close_module(&m);
+		return ret;
+	}
+
+	sep = library_separator(spec);
+	if (sep) {
+		if ((size_t)(sep - spec) >= sizeof(prefix) || !sep[1])
+			return rv_error_set(err, EINVAL, "cannot read '%s' as LIBRARY:SYMBOL",
+					    spec);
+		snprintf(prefix, sizeof(prefix), "%.*s", (int)(sep - spec), spec);
+		ret = find_library(prefix, exe_path, pid, lib_path, sizeof(lib_path), err);
+		if (ret)
+			return ret;
+		symbol = sep + 1;
+		module_path = lib_path;
+	}
+	ret = open_module(&m, module_path, err);
+	if (ret)
+		return ret;
+	ret = resolve_symbol(&m, symbol, !sep, out, err);
+	close_module(&m);
+	return ret;
+}
