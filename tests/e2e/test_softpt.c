@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "fxt_reader.h"
+#include "program_counts.h"
 #include "capture/perf_data.h"
 #include "capture/synth.h"
 #include "harness.h"
@@ -834,42 +835,6 @@ static size_t check_program_counts(const struct capture *c)
 
 /* ---- rearview decode on the same captures ---- */
 
-/* Function names compared as perf prints them and as the trace names them:
- * up to "+0x" (perf) or "(" (demangled C++ arguments, which the two may
- * spell differently). */
-static size_t function_len(const char *name)
-{
-	size_t n = 0;
-
-	while (name[n] && name[n] != '(' && strncmp(name + n, "+0x", 3))
-		n++;
-	return n;
-}
-
-/* a: the trace's (demangled) name; b: perf's (--no-demangle), or a name the
- * program printed. */
-static bool same_function(const char *a, const char *b)
-{
-	char *demangled = NULL, plain[512];
-	size_t la, lb;
-	bool same;
-
-	if (!a || !b)
-		return false;
-	if (!strncmp(b, "_Z", 2)) {
-		/* rv_demangle wants the bare symbol, without perf's "+0x..". */
-		snprintf(plain, sizeof(plain), "%.*s", (int)strcspn(b, "+"), b);
-		demangled = rv_demangle(plain);
-		if (demangled)
-			b = demangled;
-	}
-	la = function_len(a);
-	lb = function_len(b);
-	same = la == lb && !strncmp(a, b, la);
-	free(demangled);
-	return same;
-}
-
 static bool is_placeholder(const char *name)
 {
 	return name[0] == '[';
@@ -942,10 +907,10 @@ static size_t compare_trace_thread(const struct capture *c, const struct fxt_tra
 		for (size_t j = next; j < w.count && !found; j++) {
 			const struct fxt_span *parent;
 
-			if (!same_function(w.items[j]->name, callee))
+			if (!pc_same_function(w.items[j]->name, callee))
 				continue;
 			parent = function_parent(t, w.items[j]);
-			if (!parent || !same_function(parent->name, caller))
+			if (!parent || !pc_same_function(parent->name, caller))
 				continue;
 			found = true;
 			next = j + 1;
@@ -982,25 +947,10 @@ static size_t compare_trace_thread(const struct capture *c, const struct fxt_tra
  * N times by jumps or by the kernel) has N spans. */
 static void check_trace_counts(const struct capture *c, const struct fxt_trace *t)
 {
-	char *text = strdup(c->softpt->out), *save = NULL;
+	char why[256];
 
-	cr_assert_not_null(text);
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char function[128];
-		unsigned long expected;
-		size_t spans = 0;
-
-		if (sscanf(line, "count %127s %lu", function, &expected) != 2 &&
-		    sscanf(line, "entered %127s %lu", function, &expected) != 2)
-			continue;
-		for (size_t i = 0; i < t->nr_spans; i++)
-			spans += same_function(t->spans[i].name, function);
-		cr_assert_eq(spans, expected,
-			     "[%s] %s: the program counted %lu for %s, the trace "
-			     "has %zu spans of it",
-			     c->config->name, c->target, expected, function, spans);
-	}
-	free(text);
+	cr_assert_geq(pc_check_trace(c->softpt->out, t, why, sizeof(why)), 0, "[%s] %s: %s",
+		      c->config->name, c->target, why);
 }
 
 static struct fxt_trace *decode_capture(const struct capture *c, const char *name, const char *jobs,
