@@ -269,35 +269,11 @@ static int decode_perf_script(struct decode_run *run, struct rv_error *err)
 static int decode_capture(struct decode_run *run, struct rv_pt_capture *capture,
 			  struct rv_error *err)
 {
-	const struct rv_pt_missing *missing;
-	struct rv_pt_capture_info info;
-	size_t nr_missing;
-	int ret;
+	int ret = rv_render_pt_capture(capture, run->builder, &run->stats,
+				       run->opts->stats ? &run->packets : NULL, err);
 
-	rv_pt_capture_info(capture, &info);
-	if (info.first_time)
-		rv_builder_set_base(run->builder, info.first_time);
-	if (run->opts->stats)
-		run->packets = rv_pt_capture_count_packets(capture);
-	ret = rv_pt_capture_decode(capture, to_builder, run->builder, &run->stats, err);
 	run->have_pt_stats = true;
-	if (ret)
-		return ret;
-	if (rv_pt_capture_damage(capture))
-		rv_warn("%s; the trace holds what was decoded before that point",
-			rv_pt_capture_damage(capture));
-	nr_missing = rv_pt_capture_missing(capture, &missing);
-	for (size_t i = 0; i < nr_missing; i++) {
-		const struct rv_pt_missing *m = &missing[i];
-
-		rv_warn("%s is missing: %" PRIu64 " decode error%s and %" PRIu64
-			" bytes of trace left undecoded because of it",
-			m->path, m->errors, m->errors == 1 ? "" : "s", m->skipped_bytes);
-	}
-	if (nr_missing)
-		rv_warn("the trace has gaps where that code ran; decode on the machine that "
-			"recorded the capture, or copy the files to the same paths");
-	return 0;
+	return ret;
 }
 
 /* ---- --stats ---- */

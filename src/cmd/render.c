@@ -2,10 +2,12 @@
 #define RV_LOG_DOMAIN "render"
 #include "cmd/render.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "decode/pt_capture.h"
 #include "decode/sample_decoder.h"
 #include "symbolize/symbolizer.h"
 #include "trace/builder.h"
@@ -173,4 +175,42 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 	rv_sample_decoder_free(decoder);
 	rv_symbolizer_free(symbolizer);
 	return ret;
+}
+
+static int to_builder(void *ctx, const struct rv_event *ev, struct rv_error *err)
+{
+	return rv_builder_add(ctx, ev, err);
+}
+
+int rv_render_pt_capture(struct rv_pt_capture *capture, struct rv_builder *builder,
+			 struct rv_pt_stats *stats, uint64_t *packets, struct rv_error *err)
+{
+	const struct rv_pt_missing *missing;
+	struct rv_pt_capture_info info;
+	size_t nr_missing;
+	int ret;
+
+	rv_pt_capture_info(capture, &info);
+	if (info.first_time)
+		rv_builder_set_base(builder, info.first_time);
+	if (packets)
+		*packets = rv_pt_capture_count_packets(capture);
+	ret = rv_pt_capture_decode(capture, to_builder, builder, stats, err);
+	if (ret)
+		return ret;
+	if (rv_pt_capture_damage(capture))
+		rv_warn("%s; the trace holds what was decoded before that point",
+			rv_pt_capture_damage(capture));
+	nr_missing = rv_pt_capture_missing(capture, &missing);
+	for (size_t i = 0; i < nr_missing; i++) {
+		const struct rv_pt_missing *m = &missing[i];
+
+		rv_warn("%s is missing: %" PRIu64 " decode error%s and %" PRIu64
+			" bytes of trace left undecoded because of it",
+			m->path, m->errors, m->errors == 1 ? "" : "s", m->skipped_bytes);
+	}
+	if (nr_missing)
+		rv_warn("the trace has gaps where that code ran; decode on the machine that "
+			"recorded the capture, or copy the files to the same paths");
+	return 0;
 }

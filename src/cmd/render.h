@@ -26,6 +26,15 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 	      struct rv_error *err);
 
 struct rv_builder;
+struct rv_pt_capture;
+struct rv_pt_stats;
+
+/* Decodes every buffer of a PT capture into builder (from the capture's first
+ * time as the trace's zero), and warns, once each, about damage and missing
+ * binaries. With packets non-NULL, counts the capture's packets first (for
+ * --stats). stats is filled even when decoding fails part way. */
+int rv_render_pt_capture(struct rv_pt_capture *capture, struct rv_builder *builder,
+			 struct rv_pt_stats *stats, uint64_t *packets, struct rv_error *err);
 
 /* The summary on stderr after a trace is written: what it covers (samples
  * or calls), the top functions by self time, where the file is and how to
