@@ -162,6 +162,10 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 				rv_debug("%llu stacks cut short by unwinding were completed from "
 					 "the stack before them",
 					 (unsigned long long)bs.grafted);
+			if (bs.late_samples)
+				rv_debug("%llu samples came after later ones of their thread, and "
+					 "were taken at its last time",
+					 (unsigned long long)bs.late_samples);
 		}
 		if (ds.unwind_failures)
 			rv_debug("%llu of %llu samples could not be unwound past their IP",

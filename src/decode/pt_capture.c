@@ -515,22 +515,152 @@ static int add_buffer(struct rv_pt_capture *c, const struct rv_perf_record *rec,
 	 * a pipe) until the reader is freed; the record's size counts its padding. */
 	b->data = rec->payload;
 	b->size = a.size < rec->payload_size ? a.size : rec->payload_size;
+	b->joined = NULL;
+	b->pieces = 1;
 	c->trace_bytes += b->size;
 	return 0;
 }
 
-static void note_sample(struct rv_pt_capture *c, struct scan *s, const struct perf_event_header *h)
+/* A PERF_SAMPLE_AUX sample (a gate's in-kernel snapshot): its AUX data is a
+ * buffer of its thread (and CPU) of its own. */
+static int add_aux_sample(struct rv_pt_capture *c, const struct rv_perf_sample *sample,
+			  struct rv_error *err)
+{
+	if (!sample->attr || !(sample->sample_type & PERF_SAMPLE_AUX) || !sample->aux_size ||
+	    !sample->aux)
+		return 0;
+	if (!ptc_grow(&c->buffers, &c->cap_buffers, c->nr_buffers + 1, sizeof(*c->buffers)))
+		return nomem(err);
+	struct ptc_buffer *b = &c->buffers[c->nr_buffers++];
+	memset(b, 0, sizeof(*b));
+	b->aux.size = sample->aux_size;
+	b->aux.idx = PTC_NONE;
+	b->aux.tid = sample->sample_type & PERF_SAMPLE_TID ? sample->tid : PTC_NONE;
+	b->aux.cpu = sample->sample_type & PERF_SAMPLE_CPU ? sample->cpu : PTC_NONE;
+	b->aux.reference = sample->sample_type & PERF_SAMPLE_TIME ? sample->time : 0;
+	b->data = sample->aux;
+	b->size = sample->aux_size;
+	c->trace_bytes += b->size;
+	return 0;
+}
+
+/* Whether b goes on where prev (an earlier record of the same buffer) ended:
+ * its offset is prev's end, give or take prev's zero padding to 8 bytes (the
+ * writer pads AUXTRACE sizes; offsets count trace bytes only). *used is how
+ * many of prev's bytes are trace. */
+static bool continues(const struct ptc_buffer *prev, const struct ptc_buffer *b, uint64_t *used)
+{
+	uint64_t gap = b->aux.offset - prev->aux.offset;
+
+	if (b->aux.offset < prev->aux.offset || prev->size != prev->aux.size ||
+	    prev->aux.tid != b->aux.tid || prev->aux.cpu != b->aux.cpu || gap > prev->size ||
+	    prev->size - gap >= 8)
+		return false;
+	for (uint64_t k = gap; k < prev->size; k++)
+		if (prev->data[k])
+			return false;
+	*used = gap;
+	return true;
+}
+
+/* Full mode: the AUXTRACE records of one buffer (idx, and its thread and
+ * CPU) where each goes on where the one before ended are one stream, cut
+ * only where the engine drained it: joined into one buffer (without the
+ * padding between pieces), so that a packet cut in two is whole again and
+ * the bytes before each piece's first PSB are decoded rather than skipped. */
+static int join_pieces(struct rv_pt_capture *c, struct rv_error *err)
+{
+	size_t n = c->nr_buffers, kept = 0, *leader, *count;
+	uint64_t *used, *total;
+	int ret = 0;
+
+	if (c->info.snapshot_mode || n < 2)
+		return 0;
+	leader = malloc(n * sizeof(*leader));
+	count = calloc(n, sizeof(*count));
+	used = malloc(n * sizeof(*used));
+	total = calloc(n, sizeof(*total));
+	if (!leader || !count || !used || !total) {
+		ret = nomem(err);
+		goto out;
+	}
+	/* The buffer each record joins (itself when none), and its bytes of trace. */
+	for (size_t i = 0; i < n; i++) {
+		const struct ptc_buffer *b = &c->buffers[i];
+
+		leader[i] = i;
+		used[i] = b->size;
+		for (size_t j = i; b->pieces && j-- > 0;) {
+			const struct ptc_buffer *prev = &c->buffers[j];
+
+			if (!prev->pieces || prev->aux.idx != b->aux.idx)
+				continue; /* a sample's, or another buffer's */
+			if (continues(prev, b, &used[j]))
+				leader[i] = leader[j];
+			break;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		count[leader[i]]++;
+		total[leader[i]] += used[i];
+	}
+	/* One allocation per joined buffer, its pieces copied in order. */
+	for (size_t i = 0; i < n && !ret; i++) {
+		struct ptc_buffer *l = &c->buffers[i];
+		uint64_t at = 0;
+
+		if (leader[i] != i || count[i] < 2)
+			continue;
+		l->joined = total[i] <= SIZE_MAX ? malloc((size_t)total[i]) : NULL;
+		if (!l->joined) {
+			ret = rv_error_set(err, ENOMEM,
+					   "out of memory joining %zu pieces of trace (%" PRIu64
+					   " bytes)",
+					   count[i], total[i]);
+			break;
+		}
+		for (size_t k = i; k < n; k++) {
+			if (leader[k] != i)
+				continue;
+			memcpy(l->joined + at, c->buffers[k].data, (size_t)used[k]);
+			at += used[k];
+		}
+		l->data = l->joined;
+		l->size = l->aux.size = total[i];
+		l->pieces = count[i];
+	}
+	if (!ret) {
+		for (size_t i = 0; i < n; i++)
+			if (leader[i] == i)
+				c->buffers[kept++] = c->buffers[i];
+		if (kept < n)
+			rv_debug("joined %zu full-mode pieces of trace into %zu buffers", n, kept);
+		c->nr_buffers = kept;
+		c->trace_bytes = 0;
+		for (size_t i = 0; i < kept; i++)
+			c->trace_bytes += c->buffers[i].size;
+	}
+out:
+	free(leader);
+	free(count);
+	free(used);
+	free(total);
+	return ret;
+}
+
+static int note_sample(struct rv_pt_capture *c, struct scan *s, const struct perf_event_header *h,
+		       struct rv_error *err)
 {
 	struct rv_perf_sample sample;
 	struct rv_error ignored;
 
 	s->samples++;
-	if (s->sample_event)
-		return;
-	if (rv_perf_reader_parse_sample(c->reader, h, &sample, &ignored) == 0 && sample.attr &&
-	    sample.attr->name)
+	if (rv_perf_reader_parse_sample(c->reader, h, &sample, &ignored))
+		return 0; /* a sample that cannot be parsed holds nothing to decode */
+	if (!s->sample_event && sample.attr && sample.attr->name)
 		s->sample_event =
 			arena_strndup(&c->arena, sample.attr->name, strlen(sample.attr->name));
+	return add_aux_sample(c, &sample, err);
 }
 
 static int read_records(struct rv_pt_capture *c, struct scan *s, struct rv_error *err)
@@ -575,7 +705,9 @@ static int read_records(struct rv_pt_capture *c, struct scan *s, struct rv_error
 				return ret;
 			break;
 		case PERF_RECORD_SAMPLE:
-			note_sample(c, s, h);
+			ret = note_sample(c, s, h, err);
+			if (ret)
+				return ret;
 			break;
 		default:
 			ret = parse_sideband(c, s, h, order, err);
@@ -1389,6 +1521,8 @@ int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_op
 	}
 	if (!ret && !s.have_info)
 		ret = refuse_not_pt(c, &s, err);
+	if (!ret)
+		ret = join_pieces(c, err);
 	if (!ret) {
 		setup_config(c);
 		c->iscache = pt_iscache_alloc(NULL);
@@ -1549,6 +1683,8 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 	free(c->sections);
 	/* images first: they hold references into the section cache */
 	pt_iscache_free(c->iscache);
+	for (size_t i = 0; i < c->nr_buffers; i++)
+		free(c->buffers[i].joined);
 	free(c->buffers);
 	free(c->missing);
 	free(c->missing_pub);

@@ -31,10 +31,17 @@
  * the newest mapping of an address wins for the whole generation (munmap is
  * not in the sideband).
  *
- * Each AUXTRACE record is decoded on its own, from its first PSB: snapshots
- * of one buffer, and the pieces full-trace mode writes of one buffer, are
- * decoded separately and in order, so decoding resynchronises at the start
- * of each piece (the bytes before a piece's first PSB are skipped).
+ * In snapshot mode each AUXTRACE record is decoded on its own, from its first
+ * PSB (the bytes before it are skipped): snapshots of one buffer are decoded
+ * separately and in order. In full mode the records of one buffer (idx, with
+ * its thread and CPU) that go on where the previous one ended (its offset
+ * plus its size, less the zero padding to 8 bytes) are joined into one
+ * stream and decoded as one, so nothing is lost at the cuts. The AUX data of
+ * a PERF_SAMPLE_AUX sample (an in-kernel snapshot a gate's event takes) is a
+ * snapshot of its own: decoded from its first PSB as a buffer of the
+ * sample's thread (and CPU, in a per-CPU capture), in file order with the
+ * AUXTRACE records. rv_pt_capture_info's buffers counts what is decoded
+ * separately: joined streams once, and samples.
  *
  * The caller makes the symbolizer before opening (open reports the mappings
  * to it); a capture's own kernel symbols are at
@@ -110,7 +117,7 @@ struct rv_pt_missing {
 size_t rv_pt_capture_missing(const struct rv_pt_capture *c, const struct rv_pt_missing **out);
 
 struct rv_pt_capture_info {
-	uint64_t buffers;     /* AUXTRACE records */
+	uint64_t buffers;     /* stretches decoded on their own (see above) */
 	uint64_t trace_bytes; /* their sizes summed */
 	bool per_cpu;	      /* per-CPU buffers (else per-thread) */
 	bool snapshot;	      /* snapshot mode */

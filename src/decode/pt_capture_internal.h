@@ -99,10 +99,17 @@ struct ptc_cpu {
 	size_t nr, cap;
 };
 
+/* A stretch of trace decoded on its own, from its first PSB: an AUXTRACE
+ * record (snapshot mode), the contiguous AUXTRACE records of one buffer
+ * joined (full mode), or the AUX data of a PERF_SAMPLE_AUX sample (an
+ * in-kernel snapshot; aux.idx PTC_NONE, its tid and cpu the sample's). */
 struct ptc_buffer {
-	struct rv_perf_auxtrace aux;
-	const uint8_t *data; /* the payload, inside the reader's mapping or pipe copy */
-	uint64_t size;	     /* bytes of trace: min(aux.size, payload) */
+	struct rv_perf_auxtrace aux; /* size: of the whole stretch */
+	const uint8_t *data;	     /* the payload, inside the reader's mapping or pipe copy,
+				      * or `joined` */
+	uint64_t size;		     /* bytes of trace: min(aux.size, payload) */
+	uint8_t *joined;	     /* pieces joined into one allocation, owned; or NULL */
+	size_t pieces;		     /* AUXTRACE records in the stretch (0 for a sample's) */
 };
 
 struct ptc_missing {

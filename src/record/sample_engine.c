@@ -11,7 +11,6 @@
 #include "record/sample_engine.h"
 
 #include <bpf/libbpf.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -28,6 +27,8 @@
 #include "decode/unwind.h"
 #include "capture/marks.h"
 #include "record/flight_recorder.h"
+#include "record/perf_ring.h"
+#include "record/proc_synth.h"
 #include "record/reorder.h"
 #include "sample_filter.h"
 #include "sample_filter.skel.h"
@@ -324,7 +325,7 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 	e->config = *config;
 	e->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	rv_reorder_init(&e->reorder);
-	e->wrap_copy = malloc(1 << 16);
+	e->wrap_copy = malloc(RV_PERF_RING_MAX_RECORD);
 	if (!e->wrap_copy) {
 		free(e);
 		return rv_error_set(err, ENOMEM, "out of memory");
@@ -452,54 +453,23 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 	return rv_reorder_push(&e->reorder, rec, trailer->time);
 }
 
+static int accept_drained(void *ctx, const struct perf_event_header *rec, struct rv_error *err)
+{
+	if (accept_record(ctx, rec))
+		return rv_error_set(err, ENOMEM, "out of memory buffering samples");
+	return 0;
+}
+
 static int drain_ring(struct rv_sample_engine *e, struct ring *r, struct rv_error *err)
 {
-	struct perf_event_mmap_page *page = r->base;
-	uint8_t *data = (uint8_t *)r->base + e->page_size;
-	uint64_t size = r->mmap_bytes - e->page_size;
-	uint64_t head = __atomic_load_n(&page->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = page->data_tail;
-	int ret = 0;
+	struct rv_perf_ring ring = { .base = r->base,
+				     .page_size = e->page_size,
+				     .data_bytes = r->mmap_bytes - e->page_size,
+				     .copy = e->wrap_copy };
+	char what[64];
 
-	while (tail < head) {
-		uint64_t offset = tail % size;
-		struct perf_event_header hdr;
-		const struct perf_event_header *rec;
-
-		if (offset + sizeof(hdr) <= size) {
-			memcpy(&hdr, data + offset, sizeof(hdr));
-		} else {
-			size_t first = (size_t)(size - offset);
-
-			memcpy(&hdr, data + offset, first);
-			memcpy((uint8_t *)&hdr + first, data, sizeof(hdr) - first);
-		}
-		if (hdr.size < sizeof(hdr) || hdr.size > head - tail || (hdr.size & 7)) {
-			/* The kernel never writes this; stop trusting the ring. */
-			ret = rv_error_set(err, EIO,
-					   "corrupt record in CPU %d's sample buffer (size %u)",
-					   r->cpu, hdr.size);
-			tail = head;
-			break;
-		}
-		if (offset + hdr.size <= size) {
-			rec = (const struct perf_event_header *)(const void *)(data + offset);
-		} else {
-			size_t first = (size_t)(size - offset);
-
-			memcpy(e->wrap_copy, data + offset, first);
-			memcpy(e->wrap_copy + first, data, hdr.size - first);
-			rec = (const struct perf_event_header *)(const void *)e->wrap_copy;
-		}
-		if (accept_record(e, rec)) {
-			ret = rv_error_set(err, ENOMEM, "out of memory buffering samples");
-			tail += hdr.size;
-			break;
-		}
-		tail += hdr.size;
-	}
-	__atomic_store_n(&page->data_tail, tail, __ATOMIC_RELEASE);
-	return ret;
+	snprintf(what, sizeof(what), "CPU %d's sample buffer", r->cpu);
+	return rv_perf_ring_drain(&ring, what, accept_drained, e, err);
 }
 
 int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
@@ -560,117 +530,33 @@ static struct rv_synth_id engine_id(const struct rv_sample_engine *e, uint32_t p
 	return id;
 }
 
-static int synth_comm(struct rv_sample_engine *e, uint32_t pid, uint32_t tid, const char *comm,
-		      uint64_t time)
-{
-	struct rv_synth synth = engine_synth(e);
-	struct rv_synth_id id = engine_id(e, pid, tid, time);
-	struct synth_buffer b;
+struct synth_ctx {
+	struct rv_sample_engine *e;
+	uint64_t time;
+};
 
-	if (!rv_synth_comm(&synth, b.bytes, sizeof(b.bytes), pid, tid, comm, false, &id))
-		return 0; /* cannot happen: a name is at most 16 bytes */
-	return rv_reorder_push(&e->reorder, &b.header, time);
+static int push_synthesized(void *ctx, const struct perf_event_header *rec, struct rv_error *err)
+{
+	struct synth_ctx *s = ctx;
+
+	if (rv_reorder_push(&s->e->reorder, rec, s->time))
+		return rv_error_set(err, ENOMEM, "out of memory");
+	return 0;
 }
 
-static uint32_t parse_prot(const char *perms)
+/* The targets' threads and mappings; in DWARF mode the mappings of data
+ * files too, as mmap_data reports them live. */
+static int synth_targets(struct rv_sample_engine *e, uint64_t time, struct rv_error *err)
 {
-	uint32_t prot = 0;
+	struct synth_ctx ctx = { e, time };
+	struct rv_proc_synth p = { .synth = engine_synth(e),
+				   .id = e->rings[0].id,
+				   .time = time,
+				   .data_mappings = e->config.dwarf,
+				   .emit = push_synthesized,
+				   .ctx = &ctx };
 
-	if (perms[0] == 'r')
-		prot |= 1; /* PROT_READ */
-	if (perms[1] == 'w')
-		prot |= 2; /* PROT_WRITE */
-	if (perms[2] == 'x')
-		prot |= 4; /* PROT_EXEC */
-	return prot;
-}
-
-static int synth_mmaps(struct rv_sample_engine *e, uint32_t pid, uint64_t time)
-{
-	struct rv_synth synth = engine_synth(e);
-	struct rv_synth_id id = engine_id(e, pid, pid, time);
-	char path[64], line[4096 + 256], filename[4096 + 1];
-	FILE *f;
-	int ret = 0;
-
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0; /* the process is gone; its exit will end the recording */
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff, inode;
-		unsigned int major, minor;
-		char perms[8] = "";
-		int name_at = 0;
-		const char *name;
-		struct synth_buffer b;
-		size_t name_len;
-		uint32_t prot, flags;
-		uint16_t misc;
-
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
-			   &major, &minor, &inode, &name_at) < 7)
-			continue;
-		name = name_at > 0 ? line + name_at : "";
-		name_len = strcspn(name, "\n");
-		/* Executable mappings always; in DWARF mode also the other
-		 * mappings of files, as mmap_data reports them live. */
-		if (perms[2] != 'x' && (!e->config.dwarf || name[0] != '/'))
-			continue;
-		if (name_len == 0) {
-			name = "//anon";
-			name_len = 6;
-		}
-		if (name_len > sizeof(filename) - 1)
-			name_len = sizeof(filename) - 1;
-		memcpy(filename, name, name_len);
-		filename[name_len] = '\0';
-		prot = parse_prot(perms);
-		flags = perms[3] == 's' ? 1 /* MAP_SHARED */ : 2 /* MAP_PRIVATE */;
-		misc = PERF_RECORD_MISC_USER;
-		if (perms[2] != 'x')
-			misc |= PERF_RECORD_MISC_MMAP_DATA;
-		if (!rv_synth_mmap2(&synth, b.bytes, sizeof(b.bytes), pid, pid, start, end - start,
-				    pgoff, major, minor, inode, prot, flags, filename, misc, &id))
-			continue; /* cannot happen: the name fits the buffer */
-		ret = rv_reorder_push(&e->reorder, &b.header, time);
-		if (ret)
-			break;
-	}
-	fclose(f);
-	return ret;
-}
-
-static int synth_threads(struct rv_sample_engine *e, uint32_t pid, uint64_t time)
-{
-	char path[64];
-	DIR *dir;
-	struct dirent *de;
-	int ret = 0;
-
-	snprintf(path, sizeof(path), "/proc/%u/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return 0;
-	while ((de = readdir(dir)) && !ret) {
-		char comm_path[96], comm[32] = "";
-		char *end;
-		unsigned long tid = strtoul(de->d_name, &end, 10);
-		FILE *f;
-
-		if (*end || tid == 0)
-			continue;
-		snprintf(comm_path, sizeof(comm_path), "/proc/%u/task/%lu/comm", pid, tid);
-		f = fopen(comm_path, "re");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(f);
-		ret = synth_comm(e, pid, (uint32_t)tid, comm, time);
-	}
-	closedir(dir);
-	return ret;
+	return rv_proc_synth_processes(&p, e->config.pids, e->config.nr_pids, err);
 }
 
 /* The kernel's text as one mapping, as perf writes it, so that perf report
@@ -720,13 +606,7 @@ int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err)
 		return rv_error_set(err, ENOMEM, "out of memory");
 	/* After enabling, so that a mapping made in between is seen twice rather
 	 * than never. */
-	for (size_t i = 0; i < e->config.nr_pids; i++) {
-		uint32_t pid = (uint32_t)e->config.pids[i];
-
-		if (synth_threads(e, pid, time) || synth_mmaps(e, pid, time))
-			return rv_error_set(err, ENOMEM, "out of memory");
-	}
-	return 0;
+	return synth_targets(e, time, err);
 }
 
 static void read_filter_stats(struct rv_sample_engine *e)

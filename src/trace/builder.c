@@ -368,10 +368,21 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 {
 	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
 	size_t n = ev->stack.nr_frames, common = 0;
+	struct rv_event late;
 	int ret;
 
 	if (!t)
 		return rv_error_set(err, ENOMEM, "out of memory");
+	if (t->has_sample && ev->time < t->last_time) {
+		/* A sample that reached the capture after later ones (its CPU
+		 * was stopped between stamping and writing it, which a VM's
+		 * vCPU can be for milliseconds): taken at the thread's last
+		 * time, so that spans still nest. */
+		late = *ev;
+		late.time = t->last_time;
+		ev = &late;
+		b->stats.late_samples++;
+	}
 	if (t->br.batch_open) {
 		ret = builder_flush_branches(b, t, err);
 		if (ret)

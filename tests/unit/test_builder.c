@@ -320,3 +320,77 @@ Test(builder, entry_caller_restored_with_real_symbols)
 	cr_assert_eq(span(t, "spin", 0)->begin_ns, 10);
 	close_fixture(&f, t);
 }
+
+Test(builder, a_late_sample_is_taken_at_its_threads_last_time)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats bs;
+	const uint64_t a[] = { 0x1000, 0x2000 };
+	const uint64_t b[] = { 0x1000, 0x3000 };
+
+	open_fixture(&f);
+	sample(&f, 100, 1000, a, 2);
+	sample(&f, 100, 1030, a, 2);
+	sample(&f, 100, 1010, b, 2); /* written after the one at 1030 */
+	sample(&f, 100, 1040, a, 2);
+	rv_builder_stats(f.b, &bs);
+	cr_assert_eq(bs.late_samples, 1);
+	t = finish(&f); /* the strict reader refuses spans that do not nest */
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x2000"), 2);
+	cr_assert_eq(span(t, "0x3000", 0)->begin_ns, 30);
+	cr_assert_eq(span(t, "0x3000", 0)->end_ns, 40);
+	for (size_t i = 0; i < 2; i++) {
+		const struct fxt_span *s = span(t, "0x2000", i);
+
+		cr_assert(s->end_ns <= 30 || s->begin_ns >= 40, "0x2000 [%llu, %llu]",
+			  (unsigned long long)s->begin_ns, (unsigned long long)s->end_ns);
+	}
+	close_fixture(&f, t);
+}
+
+static void gate_event(struct fixture *f, enum rv_event_kind kind, uint64_t time,
+		       uint64_t duration, bool snapshot)
+{
+	struct rv_event ev = { .kind = kind, .pid = 100, .tid = 100, .time = time };
+
+	ev.gate.name = kind == RV_EVENT_WINDOW ? "request_begin" : "on_trigger";
+	ev.gate.duration_ns = duration;
+	ev.gate.snapshot = snapshot;
+	cr_assert_eq(rv_builder_add(f->b, &ev, &f->err), 0, "%s", f->err.message);
+}
+
+Test(builder, a_window_holds_its_samples_and_a_snapshot_ends_a_segment)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats bs;
+	const uint64_t a[] = { 0x1000, 0x2000 };
+	const struct fxt_span *w;
+
+	open_fixture(&f);
+	rv_builder_set_base(f.b, 900);
+	sample(&f, 100, 1000, a, 2);
+	sample(&f, 100, 1010, a, 2);
+	gate_event(&f, RV_EVENT_WINDOW, 1050, 150, false); /* [900, 1050] */
+	sample(&f, 100, 2000, a, 2);
+	gate_event(&f, RV_EVENT_TRIGGER, 2005, 0, true);
+	sample(&f, 100, 3000, a, 2);
+	rv_builder_stats(f.b, &bs);
+	cr_assert_eq(bs.windows, 1);
+	cr_assert_eq(bs.triggers, 1);
+	cr_assert_eq(bs.snapshots, 1);
+	t = finish(&f);
+	w = span(t, "[window request_begin]", 0);
+	cr_assert_eq(w->begin_ns, 0);
+	cr_assert_eq(w->end_ns, 150);
+	/* the samples in the window end with it, nested in it */
+	cr_assert_eq(span(t, "0x1000", 0)->end_ns, 150);
+	cr_assert_str_eq(fxt_span_parent(t, span(t, "0x1000", 0))->name, w->name);
+	/* the snapshot ends the next segment's spans; the one after starts anew */
+	cr_assert_eq(span(t, "0x1000", 1)->begin_ns, 1100);
+	cr_assert_eq(span(t, "0x1000", 1)->end_ns, 1105);
+	cr_assert_eq(span(t, "0x1000", 2)->begin_ns, 2100);
+	cr_assert_eq(fxt_count_instants(t, FXT_ANY, FXT_ANY, "[snapshot at on_trigger]"), 1);
+	close_fixture(&f, t);
+}

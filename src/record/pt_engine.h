@@ -1,0 +1,169 @@
+/* pt_engine.h: the Intel PT recording engine at run time: opens the PT
+ * event, its group siblings and a sideband event per thread or per CPU, maps
+ * the data ring and the AUX area, drains the sideband into the capture, takes
+ * snapshots of the AUX area (snapshot mode) or drains it continuously (full
+ * mode), and writes everything through the capture module in the layout
+ * softpt writes and `perf record -e intel_pt//` writes: TIME_CONV,
+ * AUXTRACE_INFO, the target's synthesized threads and mappings, then what the
+ * kernel gives (MMAP2, COMM, FORK, EXIT, SWITCH, ITRACE_START, AUX, samples)
+ * and PERF_RECORD_AUXTRACE records with the trace, in drain rounds closed by
+ * FINISHED_ROUND.
+ *
+ * Every kernel interaction goes through an ops table (rv_pt_syscall_ops by
+ * default), so that tests run the engine against a simulated kernel.
+ *
+ * The engine builds no attributes: it takes them prepared (pt_attr.h), and
+ * only forces disabled=1 on what it opens. Siblings (uprobe events of the
+ * gate) join the PT event's group; the caller's attach callback attaches its
+ * BPF programs to each sibling's fd. Samples the siblings take (PERF_SAMPLE_AUX
+ * in-kernel snapshots) are written to the capture as the kernel wrote them.
+ *
+ * Events per slot: one slot per thread (per-thread events, cpu -1) or per CPU
+ * (cpu_pid on that CPU, with context-switch sideband). Each slot has one data
+ * ring on its PT event; the sideband and sibling events write into it
+ * (PERF_EVENT_IOC_SET_OUTPUT), or into rings of their own where the kernel
+ * refuses that.
+ *
+ * Kernel scope: rv_pt_engine_copy_kernel_files writes DIR/kcore_dir/{kallsyms,
+ * modules} (and kcore's kernel text segments when ROOT/proc/kcore exists),
+ * mode 0600.
+ *
+ * Not here: attribute construction (pt_attr.h), the gate (gate.h), the
+ * command line, decoding.
+ */
+#ifndef RV_RECORD_PT_ENGINE_H
+#define RV_RECORD_PT_ENGINE_H
+
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "capture/perf_data.h"
+#include "util/error.h"
+
+/* The kernel, as the engine sees it. Every function returns a negative
+ * errno on failure (never -1 with errno). ctx is the table's own. */
+struct rv_pt_ops {
+	void *ctx;
+	/* An fd, or -errno. */
+	int (*perf_event_open)(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu,
+			       int group_fd, unsigned long flags);
+	/* MAP_SHARED mapping of fd at offset: 0 and *out, or -errno. */
+	int (*mmap)(void *ctx, int fd, size_t length, int prot, off_t offset, void **out);
+	int (*munmap)(void *ctx, void *addr, size_t length);
+	/* 0 or -errno; arg as for ioctl(2). */
+	int (*ioctl)(void *ctx, int fd, unsigned long request, unsigned long arg);
+	/* Ready fds, or -errno. */
+	int (*poll)(void *ctx, struct pollfd *fds, size_t nr, int timeout_ms);
+	int (*close)(void *ctx, int fd);
+	/* The TSC now (rdtsc), for AUXTRACE references and record times. */
+	uint64_t (*read_tsc)(void *ctx);
+	/* CLOCK_MONOTONIC in ns, for record times when the TSC cannot be
+	 * converted to perf time (no cap_user_time_zero). */
+	uint64_t (*clock_ns)(void *ctx);
+};
+
+/* The real kernel. */
+extern const struct rv_pt_ops rv_pt_syscall_ops;
+
+enum rv_pt_mode {
+	RV_PT_SNAPSHOT, /* AUX read-only: the hardware overwrites; rv_pt_engine_snapshot reads */
+	RV_PT_FULL,	/* AUX writable: drained continuously, nothing overwritten */
+};
+
+struct rv_pt_sibling {
+	const struct perf_event_attr *attr; /* group member of the PT event */
+	const char *name;		    /* for the capture's event list */
+};
+
+struct rv_pt_engine_config {
+	const struct perf_event_attr *pt_attr;	     /* the intel_pt event (group leader) */
+	const char *pt_name;			     /* "intel_pt//u" */
+	const struct perf_event_attr *sideband_attr; /* dummy: mmap2, comm, task, switches */
+	const char *sideband_name;		     /* "dummy:u" */
+	const struct rv_pt_sibling *siblings;
+	size_t nr_siblings;
+	/* Called for every sibling of every slot after it is opened. */
+	int (*attach)(void *ctx, int perf_fd, size_t sibling_index, struct rv_error *err);
+	void *attach_ctx;
+
+	/* Where: per-thread slots (tids) or per-CPU slots (cpus, tracing cpu_pid,
+	 * -1 for every task). Exactly one of nr_tids and nr_cpus is non-zero. */
+	const pid_t *tids;
+	size_t nr_tids;
+	const int *cpus;
+	size_t nr_cpus;
+	pid_t cpu_pid;
+	/* Processes whose threads and mappings are synthesized at start. */
+	const pid_t *pids;
+	size_t nr_pids;
+
+	enum rv_pt_mode mode;
+	uint64_t aux_bytes;	     /* per slot: a power-of-two number of pages */
+	size_t data_pages;	     /* per slot: a power of two */
+	uint64_t snapshot_max_bytes; /* cap per snapshot; 0: the whole area */
+
+	/* AUXTRACE_INFO inputs from the PMU (pt_pmu.h). */
+	uint32_t pmu_type;
+	uint32_t tsc_ctc_ratio_n, tsc_ctc_ratio_d; /* CPUID 0x15 EBX:EAX */
+	uint32_t max_nonturbo_ratio;
+	const char *filter; /* the address filter string, or NULL */
+
+	const char *root; /* where /proc is read ("/" or a test's tree); NULL: "/" */
+	struct rv_perf_writer *capture;
+	const struct rv_pt_ops *ops; /* NULL: rv_pt_syscall_ops */
+};
+
+struct rv_pt_record_stats {
+	uint64_t aux_bytes;	   /* PT bytes written to the capture */
+	uint64_t snapshots;	   /* AUXTRACE records written */
+	uint64_t aux_samples;	   /* in-kernel snapshots (PERF_SAMPLE_AUX samples) */
+	uint64_t aux_sample_bytes; /* their PT bytes */
+	uint64_t truncated;	   /* AUX records flagged TRUNCATED: the hardware lost data */
+	uint64_t collisions;	   /* AUX records flagged COLLISION */
+	uint64_t lapped;	   /* snapshots whose area had been overwritten past the last */
+	uint64_t lost_records;	   /* sideband records the kernel dropped (LOST) */
+	uint64_t sideband_records; /* kernel records written */
+};
+
+struct rv_pt_engine;
+
+/* Opens every event (disabled), maps the rings and AUX areas, attaches the
+ * siblings. Errors name what the user can change (permissions, kernel
+ * version, buffer sizes). */
+int rv_pt_engine_open(struct rv_pt_engine **out, const struct rv_pt_engine_config *config,
+		      struct rv_error *err);
+
+/* Writes TIME_CONV, AUXTRACE_INFO and the event list to the capture,
+ * enables the events and synthesizes the targets' threads and mappings. */
+int rv_pt_engine_start(struct rv_pt_engine *e, struct rv_error *err);
+
+/* Descriptors to poll (POLLIN: the data rings). */
+size_t rv_pt_engine_pollfds(const struct rv_pt_engine *e, struct pollfd *fds, size_t max);
+
+/* Polls the rings for up to timeout_ms through the ops, then drains. */
+int rv_pt_engine_poll(struct rv_pt_engine *e, int timeout_ms, struct rv_error *err);
+
+/* Drains every data ring once (and in full mode every AUX area). */
+int rv_pt_engine_drain(struct rv_pt_engine *e, struct rv_error *err);
+
+/* Snapshot mode: disables the PT events, writes what is new in each AUX
+ * area as an AUXTRACE record, and enables them again if the engine runs. */
+int rv_pt_engine_snapshot(struct rv_pt_engine *e, struct rv_error *err);
+
+/* Disables everything and drains what is left; with snapshot (snapshot mode
+ * only) takes a last snapshot first. The caller then finishes the capture. */
+int rv_pt_engine_stop(struct rv_pt_engine *e, bool snapshot, struct rv_error *err);
+
+/* Copies ROOT/proc/{kallsyms,modules} (and kcore's kernel text when
+ * ROOT/proc/kcore exists) into dir/kcore_dir, mode 0600. */
+int rv_pt_engine_copy_kernel_files(const char *root, const char *dir, struct rv_error *err);
+
+void rv_pt_engine_stats(const struct rv_pt_engine *e, struct rv_pt_record_stats *out);
+
+void rv_pt_engine_free(struct rv_pt_engine *e);
+
+#endif

@@ -1,0 +1,702 @@
+/* test_pt_engine_decode.c: what the PT engine writes, decoded.
+ *
+ * softpt traces build/tests/pt/recursion (genuine Intel PT of a real run, and
+ * its ground truth). The test replays that run through the PT engine
+ * (pt_engine.h) against a simulated kernel: the process's threads and
+ * mappings in a fake /proc, the run's PT bytes written into the AUX area,
+ * as (1) one snapshot, (2) full mode drained in pieces that cut packets and
+ * PSB intervals (so a decoder that decoded each piece on its own would lose
+ * most of the trace), and (3) a PERF_SAMPLE_AUX sample of a gate's sibling
+ * event (an in-kernel snapshot) with no AUXTRACE record at all. Each capture
+ * must decode (pt_capture.h) to softpt's ground truth, calls for calls, with
+ * no error and no byte skipped; `build/rearview decode --stats` must count
+ * the same instructions, calls and returns as on softpt's own capture; and
+ * Linux perf (`perf script --itrace=cr`) must read the snapshot and full
+ * captures without a complaint and print the same branches as for softpt's.
+ *
+ * Not here: the engine's own bookkeeping (test_pt_engine.c), the decoder
+ * on softpt's captures (test_pt_capture.c).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <intel-pt.h>
+
+#include "capture/auxtrace.h"
+#include "capture/perf_data.h"
+#include "capture/synth.h"
+#include "decode/pt_capture.h"
+#include "record/pt_engine.h"
+
+#define FAKE_MAX 8
+#define FAKE_FD0 100
+
+/* ---- the environment ---- */
+
+static const char *build_dir(void)
+{
+	const char *b = getenv("RV_BUILD");
+
+	return b && *b ? b : "build";
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	cr_assert_not_null(f, "cannot write %s", path);
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	FILE *in = fopen(from, "re"), *out = fopen(to, "we");
+	size_t n;
+
+	cr_assert(in && out, "cannot copy %s to %s", from, to);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	cr_assert_eq(fclose(out), 0);
+}
+
+/* Runs argv with stdout to out_path and stderr to err_path; the exit status. */
+static int run(char *const argv[], const char *out_path, const char *err_path)
+{
+	pid_t pid = fork();
+	int status;
+
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(out, 1);
+		dup2(err, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static char *read_text(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *text = calloc(1, 1 << 22);
+	size_t n;
+
+	cr_assert(f && text, "cannot read %s", path);
+	n = fread(text, 1, (1 << 22) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	return text;
+}
+
+/* ---- softpt's run: the reference ---- */
+
+struct reference {
+	char dir[PATH_MAX];
+	uint8_t *trace;
+	size_t trace_size;
+	uint32_t pid;
+	struct perf_event_attr pt_attr, sb_attr;
+	struct rv_intel_pt_info info;
+	struct rv_perf_time_conv tc;
+	char cpuid[64];
+	char maps[8192]; /* /proc/PID/maps lines from its MMAP2 records */
+	uint64_t truth_calls;
+};
+
+static void read_reference(struct reference *ref)
+{
+	char path[PATH_MAX + 32], line[512];
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	struct rv_error err = { 0 };
+	size_t used = 0;
+	int got;
+
+	snprintf(path, sizeof(path), "%s/perf.data", ref->dir);
+	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
+		const struct rv_perf_attr *a = rv_perf_reader_attr(r, i);
+
+		if (a->attr.type == PERF_TYPE_SOFTWARE)
+			ref->sb_attr = a->attr;
+		else
+			ref->pt_attr = a->attr;
+	}
+	snprintf(ref->cpuid, sizeof(ref->cpuid), "%s",
+		 rv_perf_reader_feature_string(r, RV_FEAT_CPUID));
+	while ((got = rv_perf_reader_next(r, &rec, &err)) == 1) {
+		const struct perf_event_header *h = rec.header;
+		struct rv_perf_mmap m;
+		struct rv_perf_auxtrace a;
+
+		if (h->type == RV_PERF_RECORD_AUXTRACE_INFO) {
+			cr_assert_eq(rv_intel_pt_info_parse(h, &ref->info, &err), 0);
+		} else if (h->type == RV_PERF_RECORD_TIME_CONV) {
+			cr_assert_eq(rv_perf_time_conv_parse(h, &ref->tc, &err), 0);
+		} else if (h->type == RV_PERF_RECORD_AUXTRACE) {
+			cr_assert_eq(rv_perf_auxtrace_parse(h, &a, &err), 0);
+			cr_assert_null(ref->trace, "softpt writes one buffer per thread");
+			ref->trace = malloc(a.size);
+			memcpy(ref->trace, rec.payload, a.size);
+			ref->trace_size = a.size;
+			ref->pid = a.tid;
+		} else if (h->type == PERF_RECORD_MMAP2 && rv_perf_mmap_parse(h, &m) == 0 &&
+			   m.executable) {
+			int n = snprintf(ref->maps + used, sizeof(ref->maps) - used,
+					 "%08" PRIx64 "-%08" PRIx64 " r-xp %08" PRIx64
+					 " 00:00 0 %s\n",
+					 m.start, m.start + m.len, m.pgoff, m.filename);
+			cr_assert(n > 0 && (size_t)n < sizeof(ref->maps) - used);
+			used += (size_t)n;
+		}
+	}
+	cr_assert_eq(got, 0, "%s", err.message);
+	rv_perf_reader_free(r);
+	cr_assert_not_null(ref->trace, "softpt wrote no trace");
+	cr_assert(used > 0, "softpt wrote no mapping");
+
+	snprintf(path, sizeof(path), "%s/ground-truth.txt", ref->dir);
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f))
+		ref->truth_calls += !strncmp(line, "call ", 5);
+	fclose(f);
+	cr_assert_gt(ref->truth_calls, 100);
+}
+
+static void make_reference(struct reference *ref)
+{
+	char exe[PATH_MAX], prog[PATH_MAX], out[PATH_MAX + 16], errp[PATH_MAX + 16];
+
+	memset(ref, 0, sizeof(*ref));
+	snprintf(ref->dir, sizeof(ref->dir), "/tmp/rv-ptdec-XXXXXX");
+	cr_assert_not_null(mkdtemp(ref->dir));
+	snprintf(exe, sizeof(exe), "%s/softpt", build_dir());
+	snprintf(prog, sizeof(prog), "%s/tests/pt/recursion", build_dir());
+	cr_assert_eq(access(exe, X_OK), 0, "%s is not built (make %s)", exe, exe);
+	cr_assert_eq(access(prog, X_OK), 0, "%s is not built (make %s)", prog, prog);
+	snprintf(out, sizeof(out), "%s/softpt.out", ref->dir);
+	snprintf(errp, sizeof(errp), "%s/softpt.err", ref->dir);
+	char *argv[] = { exe, "-q", "-o", ref->dir, "--", prog, NULL };
+	cr_assert_eq(run(argv, out, errp), 0, "softpt failed");
+	read_reference(ref);
+}
+
+/* ---- the simulated kernel (as in test_pt_engine.c) ---- */
+
+struct fake_event {
+	struct perf_event_attr attr;
+	uint64_t id;
+	void *ring;
+	uint8_t *aux;
+	size_t aux_bytes;
+	bool writable;
+	uint64_t written;
+};
+
+struct fake {
+	struct fake_event ev[FAKE_MAX];
+	int nr;
+	uint64_t tsc;
+	const struct rv_perf_time_conv *tc;
+};
+
+static struct fake_event *ev_of(struct fake *f, int fd)
+{
+	cr_assert(fd >= FAKE_FD0 && fd < FAKE_FD0 + f->nr, "unknown fd %d", fd);
+	return &f->ev[fd - FAKE_FD0];
+}
+
+static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
+		     unsigned long flags)
+{
+	struct fake *f = ctx;
+
+	cr_assert_lt(f->nr, FAKE_MAX);
+	f->ev[f->nr] = (struct fake_event){ .attr = *attr, .id = 7000 + (uint64_t)f->nr };
+	return FAKE_FD0 + f->nr++;
+}
+
+static int fake_mmap(void *ctx, int fd, size_t length, int prot, off_t offset, void **out)
+{
+	struct fake *f = ctx;
+	struct fake_event *ev = ev_of(f, fd);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p = NULL;
+
+	cr_assert_eq(posix_memalign(&p, page, length), 0);
+	memset(p, 0, length);
+	if (offset == 0) {
+		struct perf_event_mmap_page *pg = p;
+
+		ev->ring = p;
+		pg->data_offset = page;
+		pg->data_size = length - page;
+		/* softpt's clock, so that the sideband's times and the trace's agree */
+		pg->time_shift = (uint16_t)f->tc->time_shift;
+		pg->time_mult = (uint32_t)f->tc->time_mult;
+		pg->time_zero = f->tc->time_zero;
+		pg->cap_user_time_zero = 1;
+	} else {
+		ev->aux = p;
+		ev->aux_bytes = length;
+		ev->writable = prot & PROT_WRITE;
+	}
+	*out = p;
+	return 0;
+}
+
+static int fake_munmap(void *ctx, void *addr, size_t length)
+{
+	free(addr);
+	return 0;
+}
+
+static int fake_ioctl(void *ctx, int fd, unsigned long request, unsigned long arg)
+{
+	struct fake_event *ev = ev_of(ctx, fd);
+
+	if (request == PERF_EVENT_IOC_ID)
+		*(uint64_t *)arg = ev->id;
+	return 0;
+}
+
+static int fake_poll(void *ctx, struct pollfd *fds, size_t nr, int timeout_ms)
+{
+	return 0;
+}
+
+static int fake_close(void *ctx, int fd)
+{
+	return 0;
+}
+
+static uint64_t fake_tsc(void *ctx)
+{
+	/* before the trace's first TSC: the synthesized mappings come first */
+	return ((struct fake *)ctx)->tsc += 10;
+}
+
+static uint64_t fake_clock(void *ctx)
+{
+	return 1;
+}
+
+/* The hardware writes n bytes of trace at the AUX head. */
+static void hw_trace(struct fake_event *pt, const uint8_t *bytes, size_t n)
+{
+	struct perf_event_mmap_page *pg = pt->ring;
+
+	if (pt->writable)
+		cr_assert(pt->written + n - pg->aux_tail <= pt->aux_bytes, "AUX full");
+	for (size_t i = 0; i < n; i++, pt->written++)
+		pt->aux[pt->written & (pt->aux_bytes - 1)] = bytes[i];
+	pg->aux_head = pt->writable ? pt->written : pt->written & (pt->aux_bytes - 1);
+}
+
+/* The kernel appends a record to the PT event's data ring. */
+static void kernel_record(struct fake_event *pt, const void *rec)
+{
+	struct perf_event_mmap_page *pg = pt->ring;
+	uint8_t *data = (uint8_t *)pt->ring + pg->data_offset;
+	uint16_t size = ((const struct perf_event_header *)rec)->size;
+
+	cr_assert(pg->data_head + size - pg->data_tail <= pg->data_size, "ring full");
+	for (uint16_t i = 0; i < size; i++)
+		data[(pg->data_head + i) % pg->data_size] = ((const uint8_t *)rec)[i];
+	pg->data_head += size;
+}
+
+/* ---- one capture through the engine ---- */
+
+/* A gate would attach its BPF programs here; the simulation has none. */
+static int attach_nothing(void *ctx, int perf_fd, size_t sibling, struct rv_error *err)
+{
+	return 0;
+}
+
+enum how { SNAPSHOT, FULL_PIECES, FULL_MID_PACKET, AUX_SAMPLE };
+
+static void engine_capture(const struct reference *ref, enum how how, const char *dir)
+{
+	char path[PATH_MAX + 64], capture[PATH_MAX + 80];
+	struct fake fake = { .tc = &ref->tc };
+	struct rv_pt_ops ops = { .ctx = &fake,
+				 .perf_event_open = fake_open,
+				 .mmap = fake_mmap,
+				 .munmap = fake_munmap,
+				 .ioctl = fake_ioctl,
+				 .poll = fake_poll,
+				 .close = fake_close,
+				 .read_tsc = fake_tsc,
+				 .clock_ns = fake_clock };
+	struct rv_perf_writer *w;
+	struct rv_pt_engine *e;
+	struct rv_error err = { 0 };
+	pid_t tid = (pid_t)ref->pid;
+	/* A gate's STOP event: its samples carry the AUX area's newest bytes. */
+	struct perf_event_attr sib = { .type = PERF_TYPE_SOFTWARE,
+				       .size = sizeof(sib),
+				       .config = PERF_COUNT_SW_DUMMY,
+				       .sample_period = 1,
+				       .sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP |
+						      PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+						      PERF_SAMPLE_CPU | PERF_SAMPLE_AUX,
+				       .exclude_kernel = 1,
+				       .exclude_hv = 1,
+				       .sample_id_all = 1,
+				       .aux_sample_size = 65536 - 4096 };
+	struct rv_pt_sibling sibling = { .attr = &sib, .name = "probe:stop" };
+	uint64_t aux_bytes = 64 * 1024;
+
+	cr_assert_lt(ref->trace_size, aux_bytes / 2, "the run's trace is larger than expected");
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/root", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/root/proc", dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/root/proc/%u", dir, ref->pid);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/root/proc/%u/task", dir, ref->pid);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/root/proc/%u/task/%u", dir, ref->pid, ref->pid);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/root/proc/%u/task/%u/comm", dir, ref->pid, ref->pid);
+	write_text(path, "recursion\n");
+	snprintf(path, sizeof(path), "%s/root/proc/%u/maps", dir, ref->pid);
+	write_text(path, ref->maps);
+	snprintf(path, sizeof(path), "%s/root", dir);
+	snprintf(capture, sizeof(capture), "%s/perf.data", dir);
+	cr_assert_eq(rv_perf_writer_open(&w, capture, false, &err), 0, "%s", err.message);
+
+	struct rv_pt_engine_config config = {
+		.pt_attr = &ref->pt_attr,
+		.pt_name = "intel_pt//u",
+		.sideband_attr = &ref->sb_attr,
+		.sideband_name = "dummy:u",
+		.tids = &tid,
+		.nr_tids = 1,
+		.pids = &tid,
+		.nr_pids = 1,
+		.mode = how == FULL_PIECES || how == FULL_MID_PACKET ? RV_PT_FULL : RV_PT_SNAPSHOT,
+		.aux_bytes = how == FULL_PIECES || how == FULL_MID_PACKET ? 4096 : aux_bytes,
+		.data_pages = 64,
+		.pmu_type = (uint32_t)ref->info.pmu_type,
+		.tsc_ctc_ratio_n = (uint32_t)ref->info.tsc_ctc_ratio_n,
+		.tsc_ctc_ratio_d = (uint32_t)ref->info.tsc_ctc_ratio_d,
+		.max_nonturbo_ratio = (uint32_t)ref->info.max_non_turbo_ratio,
+		.root = path,
+		.capture = w,
+		.ops = &ops,
+	};
+	if (how == AUX_SAMPLE) {
+		config.siblings = &sibling;
+		config.nr_siblings = 1;
+		config.attach = attach_nothing;
+	}
+	cr_assert_eq(rv_pt_engine_open(&e, &config, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_engine_start(e, &err), 0, "%s", err.message);
+	struct fake_event *pt = &fake.ev[0];
+
+	switch (how) {
+	case SNAPSHOT:
+		hw_trace(pt, ref->trace, ref->trace_size);
+		cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
+		break;
+	case FULL_PIECES:
+	case FULL_MID_PACKET: {
+		/* Pieces of about 333 and 1001 bytes through a 4 KiB area, so
+		 * that PSB intervals are cut and AUXTRACE records padded to 8
+		 * bytes. The hardware stops between packets (it flushes them
+		 * whole when disabled), so the kernel's aux_head is at a packet
+		 * boundary; FULL_MID_PACKET cuts packets too. */
+		struct pt_config pc;
+		struct pt_packet_decoder *d;
+		struct pt_packet pkt;
+		uint64_t off = 0, last = 0;
+		size_t at = 0, k = 0;
+
+		pt_config_init(&pc);
+		pc.begin = ref->trace;
+		pc.end = ref->trace + ref->trace_size;
+		d = pt_pkt_alloc_decoder(&pc);
+		cr_assert_not_null(d);
+		cr_assert_geq(pt_pkt_sync_set(d, 0), 0);
+		while (at < ref->trace_size) {
+			size_t want = k % 2 ? 1001 : 333, piece;
+
+			if (how == FULL_PIECES) {
+				/* the last packet boundary at or before at + want */
+				while (last < at + want && off < ref->trace_size) {
+					last = off;
+					if (pt_pkt_next(d, &pkt, sizeof(pkt)) < 0)
+						off = ref->trace_size;
+					else
+						cr_assert_geq(pt_pkt_get_offset(d, &off), 0);
+				}
+				piece = (off <= at + want ? off : last) - at;
+				if (!piece)
+					piece = off - at;
+			} else {
+				piece = want < ref->trace_size - at ? want : ref->trace_size - at;
+			}
+			hw_trace(pt, ref->trace + at, piece);
+			at += piece;
+			k++;
+			cr_assert_eq(rv_pt_engine_drain(e, &err), 0, "%s", err.message);
+		}
+		pt_pkt_free_decoder(d);
+		break;
+	}
+	case AUX_SAMPLE: {
+		/* {id}{ip}{pid,tid}{time}{cpu,res}{size}{data} */
+		size_t data = (ref->trace_size + 7) & ~(size_t)7;
+		size_t size = 8 + 6 * 8 + data;
+		uint64_t *s = calloc(1, size);
+		struct perf_event_header *h = (void *)s;
+
+		cr_assert_lt(size, 65536);
+		hw_trace(pt, ref->trace, ref->trace_size);
+		h->type = PERF_RECORD_SAMPLE;
+		h->misc = PERF_RECORD_MISC_USER;
+		h->size = (uint16_t)size;
+		s[1] = fake.ev[1].id;
+		s[2] = 0x401000;
+		s[3] = (uint64_t)ref->pid | (uint64_t)ref->pid << 32;
+		s[4] = ref->tc.time_zero + 1000000;
+		s[5] = 0;
+		s[6] = data;
+		memcpy(&s[7], ref->trace, ref->trace_size);
+		kernel_record(pt, s);
+		free(s);
+		break;
+	}
+	}
+	cr_assert_eq(rv_pt_engine_stop(e, false, &err), 0, "%s", err.message);
+	struct rv_pt_record_stats stats;
+	rv_pt_engine_stats(e, &stats);
+	if (how == AUX_SAMPLE) {
+		cr_assert_eq(stats.aux_samples, 1);
+		cr_assert_eq(stats.snapshots, 0, "the sample is the only trace");
+	} else {
+		cr_assert_geq(stats.aux_bytes, ref->trace_size);
+		if (how != SNAPSHOT)
+			cr_assert_gt(stats.snapshots, 5);
+	}
+	rv_pt_engine_free(e);
+	struct rv_perf_meta meta = { .clockid = -1, .cpuid = ref->cpuid };
+	cr_assert_eq(rv_perf_writer_finish(w, &meta, &err), 0, "%s", err.message);
+	rv_perf_writer_free(w);
+	snprintf(path, sizeof(path), "%s/vdso.so", ref->dir);
+	snprintf(capture, sizeof(capture), "%s/vdso.so", dir);
+	copy_file(path, capture);
+}
+
+/* ---- decoding ---- */
+
+struct counts {
+	uint64_t calls, returns, errors;
+	struct rv_pt_stats stats;
+	struct rv_pt_capture_info info;
+};
+
+static int count(void *ctx, const struct rv_event *ev, struct rv_error *err)
+{
+	struct counts *c = ctx;
+
+	if (ev->kind == RV_EVENT_BRANCH && ev->branch.kind == RV_BRANCH_CALL)
+		c->calls++;
+	if (ev->kind == RV_EVENT_BRANCH && ev->branch.kind == RV_BRANCH_RETURN)
+		c->returns++;
+	if (ev->kind == RV_EVENT_TRACE_ERROR)
+		c->errors++;
+	return 0;
+}
+
+static void decode_lib(const char *dir, struct counts *c)
+{
+	struct rv_pt_capture_options o = { .path = dir, .jobs = 2 };
+	struct rv_pt_capture *cap;
+	struct rv_error err = { 0 };
+
+	memset(c, 0, sizeof(*c));
+	cr_assert_eq(rv_pt_capture_open(&cap, &o, NULL, &err), 0, "%s: %s", dir, err.message);
+	cr_assert_eq(rv_pt_capture_decode(cap, count, c, &c->stats, &err), 0, "%s", err.message);
+	rv_pt_capture_info(cap, &c->info);
+	rv_pt_capture_free(cap);
+}
+
+/* `rearview decode --stats DIR`: its "instructions", "calls", "returns" and
+ * "errors" lines. */
+struct cli_stats {
+	uint64_t instructions, calls, returns, errors, skipped;
+};
+
+static uint64_t stat_line(const char *text, const char *name)
+{
+	const char *p = text;
+	size_t n = strlen(name);
+
+	while ((p = strstr(p, name))) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtoull(p + n, NULL, 10);
+		p += n;
+	}
+	cr_assert_fail("no '%s' line in:\n%s", name, text);
+	return 0;
+}
+
+static void decode_cli(const char *dir, struct cli_stats *s)
+{
+	char exe[PATH_MAX], out[PATH_MAX + 16], errp[PATH_MAX + 16], fxt[PATH_MAX + 16];
+
+	snprintf(exe, sizeof(exe), "%s/rearview", build_dir());
+	snprintf(out, sizeof(out), "%s/decode.out", dir);
+	snprintf(errp, sizeof(errp), "%s/decode.err", dir);
+	snprintf(fxt, sizeof(fxt), "%s/trace.fxt", dir);
+	char *argv[] = { exe, "decode", "--stats", "-o", fxt, (char *)dir, NULL };
+	int status = run(argv, out, errp);
+	char *text = read_text(out), *errs = read_text(errp);
+
+	cr_assert_eq(status, 0, "rearview decode %s failed (%d): %s", dir, status, errs);
+	s->instructions = stat_line(text, "instructions");
+	s->calls = stat_line(text, "calls");
+	s->returns = stat_line(text, "returns");
+	s->errors = stat_line(text, "errors");
+	s->skipped = stat_line(text, "skipped bytes");
+	free(text);
+	free(errs);
+}
+
+/* `perf script --itrace=cr`: its branch lines; no complaint on stderr. */
+static size_t perf_branches(const char *dir, const char *name)
+{
+	char data[PATH_MAX + 16], out[PATH_MAX + 32], errp[PATH_MAX + 32];
+	size_t lines = 0;
+
+	snprintf(data, sizeof(data), "%s/perf.data", dir);
+	snprintf(out, sizeof(out), "%s/%s.perf.out", dir, name);
+	snprintf(errp, sizeof(errp), "%s/%s.perf.err", dir, name);
+	char *argv[] = { "perf", "script", "-i", data, "--itrace=cr", NULL };
+	int status = run(argv, out, errp);
+	char *text = read_text(out), *errs = read_text(errp);
+
+	if (status == 127 && getenv("CI") && !strcmp(getenv("CI"), "true"))
+		cr_assert_fail("perf is not installed; CI needs it");
+	if (status == 127) {
+		free(text);
+		free(errs);
+		cr_skip_test("perf is not installed");
+	}
+	cr_assert_eq(status, 0, "perf script on %s failed (%d): %s", name, status, errs);
+	cr_assert_null(strcasestr(errs, "error"), "perf script on %s: %s", name, errs);
+	cr_assert_null(strcasestr(errs, "warning"), "perf script on %s: %s", name, errs);
+	for (const char *p = text; (p = strstr(p, "branches:")); p++)
+		lines++;
+	free(text);
+	free(errs);
+	return lines;
+}
+
+static void check(enum how how, const char *name)
+{
+	struct reference *ref = calloc(1, sizeof(*ref));
+	char dir[PATH_MAX + 16];
+	struct counts want, got;
+	struct cli_stats cli_want, cli_got;
+
+	cr_assert_not_null(ref);
+	make_reference(ref);
+	snprintf(dir, sizeof(dir), "%s/%s", ref->dir, name);
+	engine_capture(ref, how, dir);
+
+	decode_lib(ref->dir, &want);
+	cr_assert_eq(want.calls, ref->truth_calls, "softpt's own capture");
+	decode_lib(dir, &got);
+	cr_assert_eq(got.info.buffers, 1, "%s: one stretch of trace", name);
+	cr_assert_eq(got.info.snapshot, how == SNAPSHOT || how == AUX_SAMPLE);
+	cr_assert_eq(got.errors, 0, "%s: %" PRIu64 " errors", name, got.errors);
+	cr_assert_eq(got.stats.skipped_bytes, 0, "%s: bytes skipped", name);
+	cr_assert_eq(got.calls, ref->truth_calls, "%s: %" PRIu64 " calls, the truth %" PRIu64, name,
+		     got.calls, ref->truth_calls);
+	cr_assert_eq(got.returns, want.returns, "%s: %" PRIu64 " returns, softpt's %" PRIu64, name,
+		     got.returns, want.returns);
+	cr_assert_eq(got.stats.insns, want.stats.insns);
+
+	decode_cli(ref->dir, &cli_want);
+	decode_cli(dir, &cli_got);
+	cr_assert_eq(cli_got.instructions, cli_want.instructions,
+		     "%s: rearview decode counts %" PRIu64 " instructions, %" PRIu64
+		     " on softpt's capture",
+		     name, cli_got.instructions, cli_want.instructions);
+	cr_assert_eq(cli_got.calls, cli_want.calls);
+	cr_assert_eq(cli_got.returns, cli_want.returns);
+	cr_assert_eq(cli_got.errors, 0);
+	cr_assert_eq(cli_got.skipped, 0);
+
+	if (how == AUX_SAMPLE) {
+		/* perf 6.1 reads it (it attributes the sample's trace to no
+		 * task without the group in the header); only no complaint */
+		perf_branches(dir, name);
+	} else if (how == SNAPSHOT || how == FULL_PIECES) {
+		size_t perf_want = perf_branches(ref->dir, "softpt");
+		size_t perf_got = perf_branches(dir, name);
+
+		cr_assert_gt(perf_want, 2 * ref->truth_calls);
+		cr_assert_eq(perf_got, perf_want,
+			     "%s: perf script prints %zu branches, %zu for "
+			     "softpt's capture",
+			     name, perf_got, perf_want);
+	}
+	remove_dir(ref->dir);
+	free(ref->trace);
+	free(ref);
+}
+
+Test(pt_engine_decode, snapshot, .timeout = 300)
+{
+	check(SNAPSHOT, "snapshot");
+}
+
+Test(pt_engine_decode, full_mode_in_pieces, .timeout = 300)
+{
+	check(FULL_PIECES, "full");
+}
+
+/* rearview joins the pieces without their padding: a packet cut in two is
+ * whole again (perf cannot: it decodes the padding as PAD packets). */
+Test(pt_engine_decode, full_mode_cut_mid_packet, .timeout = 300)
+{
+	check(FULL_MID_PACKET, "midpacket");
+}
+
+Test(pt_engine_decode, aux_sample, .timeout = 300)
+{
+	check(AUX_SAMPLE, "sample");
+}

@@ -1,0 +1,562 @@
+/* test_record_pt.c: the Intel PT session's plan (cmd/record_pt.h) for the fake
+ * sysfs trees of tests/data/sysfs and the option combinations of issue 5: the
+ * PT group, the gate's roles and aux_action bits, sample types, warnings; and
+ * a whole rv_session_record_pt run of a real program against a simulated
+ * kernel (the engine's ops table), through decoding into a trace file.
+ *
+ * Not here: the attrs' own rules (test_pt_attr.c), the printer
+ * (test_dry_run.c), the engine's ring handling (test_pt_engine.c).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capture/perf_data.h"
+#include "cmd/record_pt.h"
+
+static const char *tree(const char *name)
+{
+	static char path[PATH_MAX];
+	char root[PATH_MAX];
+	const char *build = getenv("RV_BUILD");
+	int n;
+
+	if (build && realpath(build, root)) {
+		char *slash = strrchr(root, '/');
+
+		if (slash && slash != root)
+			*slash = '\0';
+	} else {
+		cr_assert_not_null(getcwd(root, sizeof(root)));
+	}
+	n = snprintf(path, sizeof(path), "%s/tests/data/sysfs/%s", root, name);
+	cr_assert(n > 0 && (size_t)n < sizeof(path));
+	return path;
+}
+
+struct world {
+	struct rv_options opts;
+	struct rv_session s;
+	struct rv_gating_sites sites;
+	struct rv_pt_plan plan;
+	struct rv_error err;
+};
+
+static void world_init(struct world *w, const char *cpu)
+{
+	memset(w, 0, sizeof(*w));
+	w->opts.timer = RV_TIMER_NORMAL;
+	w->s.opts = &w->opts;
+	w->s.root = tree(cpu);
+	w->s.signal_fd = -1;
+	w->s.machine.nr_cpus = 4;
+	w->s.engine = RV_ENGINE_PT;
+	cr_assert_eq(rv_pt_pmu_discover(&w->s.pt_pmu, w->s.root, &w->err), 0, "%s: %s", cpu,
+		     w->err.message);
+	snprintf(w->sites.start.path, sizeof(w->sites.start.path), "/usr/bin/server");
+	w->sites.start.offset = 0x1130;
+	snprintf(w->sites.start.function, sizeof(w->sites.start.function), "request_begin");
+	w->sites.stop = w->sites.start;
+	w->sites.stop.offset = 0x1190;
+	snprintf(w->sites.stop.function, sizeof(w->sites.stop.function), "request_end");
+	w->sites.at = w->sites.start;
+	w->sites.at.offset = 0x1200;
+	snprintf(w->sites.at.function, sizeof(w->sites.at.function), "on_trigger");
+}
+
+static void build(struct world *w, bool filter, bool trigger)
+{
+	w->sites.filter = filter;
+	w->sites.trigger = trigger;
+	cr_assert_eq(
+		rv_pt_plan_build(&w->plan, &w->s, filter || trigger ? &w->sites : NULL, &w->err), 0,
+		"%s", w->err.message);
+}
+
+static const struct rv_pt_plan_gate *role(const struct rv_pt_plan *p, enum rv_gate_role r)
+{
+	for (size_t i = 0; i < p->nr_gate; i++)
+		if (p->gate[i].role == r)
+			return &p->gate[i];
+	return NULL;
+}
+
+static uint64_t field(const struct world *w, const char *name, uint64_t config)
+{
+	const struct rv_pmu_format *f = rv_pmu_format_find(&w->s.pt_pmu.formats, name);
+
+	cr_assert_not_null(f, "no format %s", name);
+	return rv_pmu_format_get(f, config);
+}
+
+Test(record_pt, no_gate_is_one_pt_event_and_its_sideband_per_thread)
+{
+	struct world w;
+
+	world_init(&w, "icelake");
+	build(&w, false, false);
+	cr_assert_eq(w.plan.nr_gate, 0);
+	cr_assert_eq(w.plan.pt.type, w.s.pt_pmu.type);
+	cr_assert_eq(rv_attr_aux_action(&w.plan.pt), 0, "nothing paused without --filter");
+	cr_assert(w.plan.pt.exclude_kernel && !w.plan.pt.exclude_user);
+	cr_assert(!w.plan.pt.inherit && !w.plan.per_cpu);
+	cr_assert(!w.plan.sideband.context_switch);
+	cr_assert(w.plan.sideband.mmap2 && w.plan.sideband.comm && w.plan.sideband.task);
+	cr_assert_eq(w.plan.sideband.sample_type, RV_PT_SAMPLE_TYPE);
+	cr_assert_eq(w.plan.pt.sample_type, RV_PT_SAMPLE_TYPE);
+	cr_assert_eq(w.plan.mode, RV_PT_SNAPSHOT);
+	cr_assert_eq(w.plan.aux_bytes, RV_PT_DEFAULT_AUX);
+	/* normal: cyc=1, mtc_period=0 over perf's defaults */
+	cr_assert_eq(field(&w, "cyc", w.plan.pt.config), 1);
+	cr_assert_eq(field(&w, "mtc_period", w.plan.pt.config), 0);
+	cr_assert_eq(w.plan.warnings.count, 0);
+}
+
+Test(record_pt, filter_on_613_pauses_pt_and_resumes_it_in_windows)
+{
+	struct world w;
+	const struct rv_pt_plan_gate *start, *stop;
+
+	world_init(&w, "icelake");
+	build(&w, true, false);
+	cr_assert(w.plan.start_paused && !w.plan.ungated);
+	cr_assert(rv_attr_aux_start_paused(&w.plan.pt));
+	cr_assert_geq(w.plan.pt.size, RV_ATTR_SIZE_AUX_ACTION);
+	cr_assert_eq(w.plan.nr_gate, 2);
+	start = role(&w.plan, RV_GATE_START);
+	stop = role(&w.plan, RV_GATE_STOP);
+	cr_assert(start && stop);
+	cr_assert(start->in_group && stop->in_group);
+	cr_assert_eq(rv_attr_aux_action(&start->attr), RV_AUX_RESUME);
+	cr_assert_eq(rv_attr_aux_action(&stop->attr), RV_AUX_PAUSE);
+	cr_assert_eq(start->attr.type, w.plan.uprobe.type);
+	cr_assert_eq(start->attr.type, 7, "icelake's uprobe PMU");
+	cr_assert_eq(start->attr.config2, 0x1130);
+	cr_assert_eq(stop->attr.config2, 0x1190);
+	cr_assert_str_eq((const char *)(uintptr_t)start->attr.config1, "/usr/bin/server");
+	cr_assert_eq(start->attr.sample_period, 1, "actions fire on overflow only");
+	cr_assert_eq(start->attr.sample_type & PERF_SAMPLE_AUX, 0);
+	cr_assert(!start->attr.disabled, "group members are enabled with their leader");
+	cr_assert_eq(rv_aux_rules_check(&stop->attr, &w.plan.pt, &w.s.pt_pmu, &w.err), 0);
+}
+
+Test(record_pt, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_limit)
+{
+	struct world w;
+	const struct rv_pt_plan_gate *g;
+
+	world_init(&w, "icelake");
+	w.opts.min_duration_ns = 300000;
+	build(&w, true, false);
+	cr_assert_eq(w.plan.nr_gate, 3);
+	g = role(&w.plan, RV_GATE_STOP_SAMPLE);
+	cr_assert_not_null(g);
+	cr_assert(g->in_group);
+	cr_assert_eq(g->uprobe_role, RV_UPROBE_SAMPLE_AUX);
+	cr_assert_eq(g->attr.config2, 0x1190, "on the STOP site");
+	cr_assert(g->attr.sample_type & PERF_SAMPLE_AUX);
+	cr_assert_eq(g->attr.aux_sample_size, RV_AUX_SAMPLE_MAX, "4 MiB capped at 60 KiB");
+	cr_assert_eq(rv_attr_aux_action(&g->attr), 0);
+
+	/* a smaller AUX area caps it instead */
+	world_init(&w, "icelake");
+	w.opts.min_duration_ns = 300000;
+	w.opts.snapshot_size_bytes = 16384;
+	build(&w, true, false);
+	g = role(&w.plan, RV_GATE_STOP_SAMPLE);
+	cr_assert_eq(w.plan.aux_bytes, 16384);
+	cr_assert_eq(g->attr.aux_sample_size, 16384);
+}
+
+Test(record_pt, trigger_samples_aux_in_kernel_on_613_and_snapshots_in_user_space_before)
+{
+	struct world w;
+	const struct rv_pt_plan_gate *g;
+
+	world_init(&w, "icelake");
+	build(&w, false, true);
+	cr_assert_eq(w.plan.nr_gate, 1);
+	g = role(&w.plan, RV_GATE_TRIGGER);
+	cr_assert(g && g->in_group && !w.plan.trigger_snapshot);
+	cr_assert(g->attr.sample_type & PERF_SAMPLE_AUX);
+	cr_assert_eq(g->attr.config2, 0x1200);
+	cr_assert(!rv_attr_aux_start_paused(&w.plan.pt), "--trigger alone records everything");
+
+	world_init(&w, "kernel-6.1");
+	build(&w, false, true);
+	g = role(&w.plan, RV_GATE_TRIGGER);
+	cr_assert(g && !g->in_group && w.plan.trigger_snapshot);
+	cr_assert_eq(rv_attr_aux_action(&w.plan.pt), 0);
+
+	/* full mode has no snapshots to take */
+	world_init(&w, "kernel-6.1");
+	w.opts.full_execution = true;
+	build(&w, false, true);
+	cr_assert_eq(w.plan.mode, RV_PT_FULL);
+	cr_assert(!w.plan.trigger_snapshot);
+}
+
+Test(record_pt, filter_before_613_records_ungated_with_plain_window_probes)
+{
+	static const char *const cpus[] = { "kernel-6.1", "skylake" };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct world w;
+
+		world_init(&w, cpus[i]);
+		build(&w, true, false);
+		cr_assert(w.plan.ungated && !w.plan.start_paused, "%s", cpus[i]);
+		cr_assert_eq(rv_attr_aux_action(&w.plan.pt), 0, "%s", cpus[i]);
+		cr_assert_eq(w.plan.nr_gate, 2);
+		for (size_t k = 0; k < w.plan.nr_gate; k++)
+			cr_assert(!w.plan.gate[k].in_group, "%s: no pause, no group", cpus[i]);
+	}
+}
+
+Test(record_pt, multi_thread_is_per_cpu_with_context_switches_and_inherit)
+{
+	struct world w;
+
+	world_init(&w, "icelake");
+	w.opts.multi_thread = true;
+	w.opts.min_duration_ns = 1000;
+	build(&w, true, false);
+	cr_assert(w.plan.per_cpu);
+	cr_assert(w.plan.sideband.context_switch);
+	cr_assert(w.plan.pt.inherit && w.plan.sideband.inherit);
+	for (size_t k = 0; k < w.plan.nr_gate; k++)
+		cr_assert(w.plan.gate[k].attr.inherit, "group members follow their leader");
+}
+
+Test(record_pt, kernel_scopes_set_the_exclude_bits)
+{
+	struct world w;
+
+	world_init(&w, "icelake");
+	w.opts.include_kernel = true;
+	build(&w, false, false);
+	cr_assert_eq(w.plan.scope, RV_SCOPE_USER_KERNEL);
+	cr_assert(!w.plan.pt.exclude_kernel && !w.plan.pt.exclude_user);
+	cr_assert(!w.plan.sideband.exclude_kernel);
+
+	world_init(&w, "icelake");
+	w.opts.include_kernel = w.opts.kernel_only = true;
+	build(&w, false, false);
+	cr_assert_eq(w.plan.scope, RV_SCOPE_KERNEL);
+	cr_assert(!w.plan.pt.exclude_kernel && w.plan.pt.exclude_user);
+}
+
+Test(record_pt, timer_resolutions_map_to_pt_terms_and_warn_where_the_cpu_cannot)
+{
+	struct world w;
+
+	world_init(&w, "skylake");
+	w.opts.timer = RV_TIMER_CUSTOM;
+	w.opts.timer_custom = "cyc=1,cyc_thresh=2,psb_period=1";
+	build(&w, false, false);
+	cr_assert_eq(w.plan.timing, RV_PT_TIMING_CUSTOM);
+	cr_assert_eq(field(&w, "cyc", w.plan.pt.config), 1);
+	cr_assert_eq(field(&w, "cyc_thresh", w.plan.pt.config), 2);
+	cr_assert_eq(field(&w, "psb_period", w.plan.pt.config), 1);
+
+	world_init(&w, "skylake");
+	w.opts.timer = RV_TIMER_HIGH;
+	build(&w, false, false);
+	cr_assert_eq(field(&w, "noretcomp", w.plan.pt.config), 1);
+
+	/* Broadwell has no psb_cyc: normal falls back to low, with a warning */
+	world_init(&w, "broadwell");
+	build(&w, false, false);
+	cr_assert_geq(w.plan.warnings.count, 1);
+	cr_assert_eq(field(&w, "cyc", w.plan.pt.config), 0);
+
+	/* a custom value the CPU cannot do is refused, naming it */
+	world_init(&w, "broadwell");
+	w.opts.timer = RV_TIMER_CUSTOM;
+	w.opts.timer_custom = "cyc=1";
+	cr_assert_lt(rv_pt_plan_build(&w.plan, &w.s, NULL, &w.err), 0);
+	cr_assert_not_null(strstr(w.err.message, "cyc"), "%s", w.err.message);
+
+	world_init(&w, "icelake");
+	w.opts.timer = RV_TIMER_SAMPLE;
+	cr_assert_eq(rv_pt_plan_build(&w.plan, &w.s, NULL, &w.err), -EINVAL);
+}
+
+Test(record_pt, describe_lists_the_group_per_thread_and_the_bpf_program)
+{
+	struct world w;
+	struct rv_dry_run_plan dp;
+	pid_t child = fork();
+	int ret;
+
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	cr_assert_gt(child, 0);
+	world_init(&w, "icelake");
+	w.opts.min_duration_ns = 300000;
+	w.sites.filter = true;
+	rv_dry_run_plan_init(&dp);
+	ret = rv_session_describe_pt(&w.s, &w.sites, child, &dp, &w.err);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	cr_assert_eq(ret, 0, "%s", w.err.message);
+	/* a process of one thread: PT, START, STOP, STOP sample, sideband */
+	cr_assert_eq(dp.nr_events, 5);
+	cr_assert_eq(dp.events[0].group, -1);
+	cr_assert_eq(dp.events[0].pid, child);
+	for (size_t i = 1; i < 4; i++) {
+		cr_assert_eq(dp.events[i].group, 0);
+		cr_assert_str_eq(dp.events[i].uprobe_path, "/usr/bin/server");
+		cr_assert_str_eq(dp.events[i].bpf_program, "gate_hit");
+	}
+	cr_assert_eq(dp.events[1].uprobe_offset, 0x1130);
+	cr_assert_eq(dp.events[2].uprobe_offset, 0x1190);
+	cr_assert_eq(dp.events[4].group, -1);
+	cr_assert_eq(dp.events[4].attr.type, PERF_TYPE_SOFTWARE);
+	cr_assert_eq(dp.nr_bpf, 3);
+	cr_assert_str_eq(dp.bpf[0].name, "gate_hit");
+	rv_dry_run_plan_free(&dp);
+
+	/* per CPU: one group per CPU of the machine */
+	world_init(&w, "icelake");
+	w.opts.multi_thread = true;
+	w.sites.filter = true;
+	rv_dry_run_plan_init(&dp);
+	cr_assert_eq(rv_session_describe_pt(&w.s, &w.sites, 0, &dp, &w.err), 0, "%s",
+		     w.err.message);
+	cr_assert_eq(dp.nr_events, 4 * 4);
+	for (size_t c = 0; c < 4; c++) {
+		cr_assert_eq(dp.events[4 * c].cpu, (int)c);
+		cr_assert_eq(dp.events[4 * c + 1].group, (int)(4 * c));
+		cr_assert(dp.events[4 * c + 3].attr.context_switch);
+	}
+	rv_dry_run_plan_free(&dp);
+}
+
+/* ---- a whole session on a simulated kernel ---- */
+
+#define FAKE_MAX 16
+#define FAKE_FD0 300
+
+struct fake_event {
+	struct perf_event_attr attr;
+	void *ring;
+	size_t ring_bytes;
+	uint8_t *aux;
+	size_t aux_bytes;
+	bool enabled, traced;
+};
+
+struct fake {
+	struct fake_event ev[FAKE_MAX];
+	int nr;
+	uint32_t pt_type;
+	uint64_t tsc;
+	int opened_pt, opened_other;
+};
+
+static struct fake_event *fake_event(struct fake *f, int fd)
+{
+	cr_assert(fd >= FAKE_FD0 && fd < FAKE_FD0 + f->nr, "unknown fd %d", fd);
+	return &f->ev[fd - FAKE_FD0];
+}
+
+static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
+		     unsigned long flags)
+{
+	struct fake *f = ctx;
+
+	cr_assert_lt(f->nr, FAKE_MAX);
+	f->ev[f->nr] = (struct fake_event){ .attr = *attr };
+	if (attr->type == f->pt_type)
+		f->opened_pt++;
+	else
+		f->opened_other++;
+	return FAKE_FD0 + f->nr++;
+}
+
+static int fake_mmap(void *ctx, int fd, size_t length, int prot, off_t offset, void **out)
+{
+	struct fake_event *ev = fake_event(ctx, fd);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p = NULL;
+
+	cr_assert_eq(posix_memalign(&p, page, length), 0);
+	memset(p, 0, length);
+	if (offset == 0) {
+		struct perf_event_mmap_page *pg = p;
+
+		ev->ring = p;
+		ev->ring_bytes = length;
+		pg->data_offset = page;
+		pg->data_size = length - page;
+		pg->time_shift = 10;
+		pg->time_mult = 1024;
+		pg->cap_user_time_zero = 1;
+	} else {
+		ev->aux = p;
+		ev->aux_bytes = length;
+	}
+	*out = p;
+	return 0;
+}
+
+static int fake_munmap(void *ctx, void *addr, size_t length)
+{
+	free(addr);
+	return 0;
+}
+
+/* The hardware: once the PT event is enabled, a PSB+ lands in its AUX area
+ * (pages start zeroed; aux_head is an offset, as the PT driver reports it). */
+static void fake_trace(struct fake_event *ev)
+{
+	static const uint8_t psb_plus[] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					    0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					    0x02, 0x23, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
+	struct perf_event_mmap_page *pg = ev->ring;
+
+	if (ev->traced || !ev->aux || !pg)
+		return;
+	memcpy(ev->aux, psb_plus, sizeof(psb_plus));
+	__atomic_store_n(&pg->aux_head, sizeof(psb_plus), __ATOMIC_RELEASE);
+	ev->traced = true;
+}
+
+static int fake_ioctl(void *ctx, int fd, unsigned long request, unsigned long arg)
+{
+	struct fake *f = ctx;
+	struct fake_event *ev = fake_event(f, fd);
+
+	switch (request) {
+	case PERF_EVENT_IOC_ID:
+		*(uint64_t *)arg = 7000 + (uint64_t)(fd - FAKE_FD0);
+		return 0;
+	case PERF_EVENT_IOC_ENABLE:
+		ev->enabled = true;
+		if (ev->attr.type == f->pt_type)
+			fake_trace(ev);
+		return 0;
+	case PERF_EVENT_IOC_DISABLE:
+		ev->enabled = false;
+		return 0;
+	case PERF_EVENT_IOC_SET_OUTPUT:
+		fake_event(f, (int)arg);
+		return 0;
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int fake_poll(void *ctx, struct pollfd *fds, size_t nr, int timeout_ms)
+{
+	return 0;
+}
+
+static int fake_close(void *ctx, int fd)
+{
+	fake_event(ctx, fd);
+	return 0;
+}
+
+static uint64_t fake_tsc(void *ctx)
+{
+	return ((struct fake *)ctx)->tsc += 1000;
+}
+
+static uint64_t fake_clock(void *ctx)
+{
+	return 1;
+}
+
+static bool file_has(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && st.st_size > 0;
+}
+
+Test(record_pt, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trace, .timeout = 120)
+{
+	struct fake f = { .tsc = 1000000 };
+	struct rv_pt_ops ops = { .ctx = &f,
+				 .perf_event_open = fake_open,
+				 .mmap = fake_mmap,
+				 .munmap = fake_munmap,
+				 .ioctl = fake_ioctl,
+				 .poll = fake_poll,
+				 .close = fake_close,
+				 .read_tsc = fake_tsc,
+				 .clock_ns = fake_clock };
+	char dir[] = "/tmp/rv-record-pt-XXXXXX", out[PATH_MAX], path[PATH_MAX + 32];
+	char *argv[] = { "/bin/true", NULL };
+	struct rv_options opts = {
+		.command = RV_CMD_RUN, .timer = RV_TIMER_LOW, .argv = argv, .argc = 1
+	};
+	struct rv_session s;
+	struct rv_target target;
+	struct rv_error err = { 0 };
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	size_t auxtrace = 0, time_conv = 0, info = 0;
+	int ret;
+
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI") || strcmp(getenv("CI"), "true"),
+			  "under CI=true the session test must run as root");
+		cr_skip_test("a recording session needs root (rv_session_prepare refuses)");
+	}
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/trace.json", dir);
+	opts.output = out;
+	opts.working_directory = dir;
+	setenv(RV_SYSFS_ROOT_ENV, tree("icelake"), 1);
+	/* this machine has no intel_pt: the fake tree says what the PMU is */
+	ret = rv_session_prepare(&s, &opts, &err);
+	if (ret == 0 && s.engine != RV_ENGINE_PT) {
+		/* rv_machine_probe reads the real machine; force the fake PMU */
+		ret = rv_pt_pmu_discover(&s.pt_pmu, s.root, &err);
+		s.engine = RV_ENGINE_PT;
+	}
+	cr_assert_eq(ret, 0, "%s", err.message);
+	f.pt_type = s.pt_pmu.type;
+	cr_assert_eq(rv_target_spawn(&target, argv, &err), 0, "%s", err.message);
+	ret = rv_session_record_pt_ops(&s, &target, NULL, &ops, &err);
+	if (ret)
+		rv_target_kill(&target);
+	cr_assert_eq(ret, 0, "%s", err.message);
+	cr_assert_eq(f.opened_pt, 1, "one thread: one PT event");
+	cr_assert_eq(f.opened_other, 1, "and its sideband");
+
+	snprintf(path, sizeof(path), "%s/perf.data", dir);
+	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
+	while ((ret = rv_perf_reader_next(r, &rec, &err)) > 0) {
+		if (rec.header->type == RV_PERF_RECORD_AUXTRACE)
+			auxtrace++;
+		else if (rec.header->type == RV_PERF_RECORD_TIME_CONV)
+			time_conv++;
+		else if (rec.header->type == RV_PERF_RECORD_AUXTRACE_INFO)
+			info++;
+	}
+	cr_assert_eq(ret, 0, "%s", err.message);
+	rv_perf_reader_free(r);
+	cr_assert_eq(time_conv, 1);
+	cr_assert_eq(info, 1);
+	cr_assert_eq(auxtrace, 1, "the snapshot at exit");
+	snprintf(path, sizeof(path), "%s/vdso.so", dir);
+	cr_assert(file_has(path), "the vdso is kept for the decoder");
+	cr_assert(file_has(out), "the trace was written");
+	rv_session_cleanup(&s);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	cr_assert_eq(system(path), 0);
+}
