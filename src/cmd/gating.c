@@ -84,22 +84,6 @@ static size_t build_sites(const struct rv_gating_sites *s, struct rv_gate_site *
 	return n;
 }
 
-static const char *role_label(enum rv_gate_role role)
-{
-	switch (role) {
-	case RV_GATE_START:
-		return "--filter START";
-	case RV_GATE_STOP:
-		return "--filter STOP";
-	case RV_GATE_STOP_SAMPLE:
-		return "--min-duration";
-	case RV_GATE_TRIGGER:
-		return "--trigger";
-	default:
-		return "gate";
-	}
-}
-
 int rv_gating_describe(const struct rv_options *opts, const struct rv_gating_sites *sites,
 		       pid_t pid, struct rv_dry_run_plan *plan, struct rv_error *err)
 {
@@ -127,7 +111,7 @@ int rv_gating_describe(const struct rv_options *opts, const struct rv_gating_sit
 						   : gs[i].role == RV_GATE_STOP ? &sites->stop
 										: &sites->at;
 
-		snprintf(label, sizeof(label), "%s uprobe at %s", role_label(gs[i].role),
+		snprintf(label, sizeof(label), "%s uprobe at %s", rv_gate_role_name(gs[i].role),
 			 site->function[0] ? site->function : "?");
 		ev.label = label;
 		rv_gate_plain_attr(&ev.attr, uprobe_type, gs[i].path, gs[i].offset);

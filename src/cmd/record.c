@@ -295,6 +295,24 @@ static int finish_capture(struct rv_session *s, struct rv_perf_writer *capture,
 	return rv_perf_writer_finish(capture, &meta, err);
 }
 
+/* The sampling engine's configuration for this session (target NULL: for
+ * --dry-run, before there is one). */
+static struct rv_sample_config sample_config(const struct rv_session *s,
+					     const struct rv_target *target)
+{
+	return (struct rv_sample_config){
+		.pids = target ? target->pids : NULL,
+		.nr_pids = target ? target->nr_pids : 0,
+		.all_threads = s->opts->multi_thread,
+		.include_kernel = s->opts->include_kernel,
+		.dwarf = s->dwarf,
+		.full_execution = s->opts->full_execution,
+		.frequency = s->frequency,
+		.snapshot_size_bytes = s->snapshot_size_bytes,
+		.gate_windows_fd = -1,
+	};
+}
+
 /* The program's executable, for resolving probe sites: /proc/PID/exe of a
  * running process. */
 static int target_exe(pid_t pid, char *out, size_t size, struct rv_error *err)
@@ -338,17 +356,7 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 	struct rv_gating *gating = NULL;
 	struct rv_gating_sites *sites = NULL;
 	struct rv_sample_stats stats;
-	struct rv_sample_config config = {
-		.pids = target->pids,
-		.nr_pids = target->nr_pids,
-		.all_threads = s->opts->multi_thread,
-		.include_kernel = s->opts->include_kernel,
-		.dwarf = s->dwarf,
-		.full_execution = s->opts->full_execution,
-		.frequency = s->frequency,
-		.snapshot_size_bytes = s->snapshot_size_bytes,
-		.gate_windows_fd = -1,
-	};
+	struct rv_sample_config config = sample_config(s, target);
 	char note[128];
 	int stop_signal = 0, ret;
 
@@ -446,15 +454,7 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 static int describe_sampling(struct rv_session *s, pid_t pid, struct rv_dry_run_plan *plan,
 			     struct rv_error *err)
 {
-	struct rv_sample_config config = {
-		.all_threads = s->opts->multi_thread,
-		.include_kernel = s->opts->include_kernel,
-		.dwarf = s->dwarf,
-		.full_execution = s->opts->full_execution,
-		.frequency = s->frequency,
-		.snapshot_size_bytes = s->snapshot_size_bytes,
-		.gate_windows_fd = -1,
-	};
+	struct rv_sample_config config = sample_config(s, NULL);
 	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
 	char detail[96];
 	int ret = 0;

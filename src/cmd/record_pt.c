@@ -151,23 +151,6 @@ int rv_pt_plan_build(struct rv_pt_plan *plan, const struct rv_session *s,
 	return ret;
 }
 
-static const char *role_name(enum rv_gate_role role)
-{
-	switch (role) {
-	case RV_GATE_START:
-		return "START";
-	case RV_GATE_STOP:
-		return "STOP";
-	case RV_GATE_STOP_SAMPLE:
-		return "STOP (--min-duration sample)";
-	case RV_GATE_TRIGGER:
-		return "TRIGGER";
-	case RV_GATE_NR_ROLES:
-		break;
-	}
-	return "?";
-}
-
 static void tell_plan(const struct rv_pt_plan *plan, const struct rv_options *opts)
 {
 	for (size_t i = 0; i < plan->warnings.count; i++)
@@ -281,7 +264,7 @@ static int describe_gate_event(struct rv_dry_run_plan *dp, const struct rv_pt_pl
 		.bpf_program_type = "kprobe (uprobe perf event)",
 	};
 
-	snprintf(label, sizeof(label), "%s uprobe at %s", role_name(g->role),
+	snprintf(label, sizeof(label), "%s uprobe at %s", rv_gate_role_name(g->role),
 		 g->site->function[0] ? g->site->function : "?");
 	return rv_dry_run_add_event(dp, &ev, err);
 }
@@ -719,7 +702,7 @@ static int keep_aux_samples(struct pt_run *run, const struct slots *sl, const st
 				ret = rv_error_set(err, ret,
 						   "cannot send the %s uprobe's AUX samples to the "
 						   "Intel PT ring: %s",
-						   role_name(g->role), strerror(ret));
+						   rv_gate_role_name(g->role), strerror(ret));
 		}
 		if (!ret && g->uprobe_role == RV_UPROBE_SAMPLE_AUX) {
 			struct perf_event_attr attr = g->attr;

@@ -6,7 +6,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "gate.skel.h"
+#include "util/bpf_log.h"
 #include "util/log.h"
 
 #define UPROBE_TYPE_PATH "/sys/bus/event_source/devices/uprobe/type"
@@ -48,16 +48,21 @@ struct rv_gate {
 	bool malformed, stopped;
 };
 
-static int libbpf_print_debug(enum libbpf_print_level level, const char *fmt, va_list ap)
+const char *rv_gate_role_name(enum rv_gate_role role)
 {
-	char line[1024];
-
-	if (rv_log_verbosity() < 2)
-		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	line[strcspn(line, "\n")] = '\0';
-	rv_debug2("libbpf: %s", line);
-	return 0;
+	switch (role) {
+	case RV_GATE_START:
+		return "START";
+	case RV_GATE_STOP:
+		return "STOP";
+	case RV_GATE_STOP_SAMPLE:
+		return "STOP (--min-duration sample)";
+	case RV_GATE_TRIGGER:
+		return "TRIGGER";
+	case RV_GATE_NR_ROLES:
+		break;
+	}
+	return "?";
 }
 
 int rv_gate_uprobe_type(uint32_t *type, struct rv_error *err)
@@ -131,7 +136,7 @@ int rv_gate_open(struct rv_gate **out, const struct rv_gate_config *config, stru
 	if (!g)
 		return rv_error_set(err, ENOMEM, "out of memory");
 	g->config = *config;
-	libbpf_set_print(libbpf_print_debug);
+	rv_bpf_log_setup();
 	g->skel = gate_bpf__open();
 	if (!g->skel) {
 		ret = errno;

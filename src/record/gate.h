@@ -91,6 +91,9 @@ struct rv_gate_counts {
 struct rv_gate;
 
 /* The uprobe PMU's type from /sys/bus/event_source/devices/uprobe/type. */
+/* "START", "STOP", "STOP (--min-duration sample)", "TRIGGER". */
+const char *rv_gate_role_name(enum rv_gate_role role);
+
 int rv_gate_uprobe_type(uint32_t *type, struct rv_error *err);
 
 /* A plain uprobe event on path at offset: sample_period 1, samples with TID and

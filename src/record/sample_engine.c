@@ -32,6 +32,7 @@
 #include "record/reorder.h"
 #include "sample_filter.h"
 #include "sample_filter.skel.h"
+#include "util/bpf_log.h"
 #include "util/log.h"
 
 #define SAMPLE_TYPE                                                                                \
@@ -100,18 +101,6 @@ static bool is_target(const struct rv_sample_engine *e, uint32_t pid)
 		if ((uint32_t)e->config.pids[i] == pid)
 			return true;
 	return false;
-}
-
-static int libbpf_print_debug(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	char line[1024];
-
-	if (rv_log_verbosity() < 2)
-		return 0;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	line[strcspn(line, "\n")] = '\0';
-	rv_debug2("libbpf: %s", line);
-	return 0;
 }
 
 void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
@@ -265,7 +254,7 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 	int ret, prog_fd;
 	uint8_t one = 1;
 
-	libbpf_set_print(libbpf_print_debug);
+	rv_bpf_log_setup();
 	e->filter = sample_filter_bpf__open();
 	if (!e->filter)
 		return rv_error_set(err, errno, "cannot open the BPF sample filter: %s",

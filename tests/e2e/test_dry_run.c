@@ -149,7 +149,7 @@ Test(dry_run, this_machine_samples_with_the_gates_uprobes, .timeout = 60)
 	expect(r->out, "with stack sampling");
 	cr_assert_null(strstr(r->out, "(intel_pt)"), "%s", r->out);
 	expect(r->out, "sampling, CPU 0");
-	block(r->out, "--filter START uprobe at request_begin", b, sizeof(b));
+	block(r->out, ": START uprobe at request_begin", b, sizeof(b));
 	snprintf(want, sizeof(want), "uprobe = %s+%#llx", begin.path,
 		 (unsigned long long)begin.offset);
 	expect(b, want);
