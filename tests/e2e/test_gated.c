@@ -106,7 +106,7 @@ Test(gated, filter_keeps_only_samples_inside_windows, .timeout = 180)
 Test(gated, min_duration_keeps_only_slow_windows, .timeout = 180)
 {
 	const char *options[] = { "--filter", "request_begin,request_end", "--min-duration",
-				  "3ms", "--multi-snapshot", NULL };
+				  "15ms", "--multi-snapshot", NULL };
 	char dir[64];
 	struct proc_result r;
 	struct fxt_trace *t;
@@ -121,7 +121,7 @@ Test(gated, min_duration_keeps_only_slow_windows, .timeout = 180)
 		const struct fxt_span *s = &t->spans[i];
 
 		if (!strcmp(s->name, WINDOW))
-			cr_assert_geq(s->end_ns - s->begin_ns, 3000000, "a window of %llu ns kept",
+			cr_assert_geq(s->end_ns - s->begin_ns, 15000000, "a window of %llu ns kept",
 				      (unsigned long long)(s->end_ns - s->begin_ns));
 	}
 	cr_assert_gt(assert_in_windows(t, "slow_work"), 0);
@@ -134,7 +134,7 @@ Test(gated, min_duration_keeps_only_slow_windows, .timeout = 180)
 Test(gated, min_duration_without_multi_snapshot_keeps_the_first, .timeout = 180)
 {
 	const char *options[] = { "--filter", "request_begin,request_end", "--min-duration",
-				  "3ms", NULL };
+				  "15ms", NULL };
 	char dir[64];
 	struct proc_result r;
 	struct fxt_trace *t;

@@ -6,7 +6,7 @@
  *
  *   windows=W slow=S triggers=T
  *
- * Usage: gated windows N   N windows, every fourth slow (slow_work, 10 ms of
+ * Usage: gated windows N   N windows, every fourth slow (slow_work, 30 ms of
  *                          CPU), the others fast (fast_work, 0.2 ms); between
  *                          windows outside_work runs for 2 ms
  *        gated trigger N   N rounds of before_trigger (4 ms) then on_trigger;
@@ -55,7 +55,7 @@ __attribute__((noinline)) void on_trigger(void)
 
 __attribute__((noinline)) void slow_work(void)
 {
-	burn(10000000);
+	burn(30000000);
 }
 
 __attribute__((noinline)) void fast_work(void)
