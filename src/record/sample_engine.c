@@ -689,7 +689,8 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 		held[n] = (struct held_sample){ sample_time(rec), n, rec };
 		n++;
 	}
-	qsort(held, n, sizeof(*held), compare_held);
+	if (n)
+		qsort(held, n, sizeof(*held), compare_held);
 	for (size_t at = 0; at < e->marks.used;) {
 		const struct perf_event_header *m = (const void *)(e->marks.data + at);
 
@@ -707,7 +708,8 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 		nr_marks++;
 		at += m->size;
 	}
-	qsort(marks, nr_marks, sizeof(*marks), compare_held);
+	if (nr_marks)
+		qsort(marks, nr_marks, sizeof(*marks), compare_held);
 	for (;;) {
 		uint64_t t_side = UINT64_MAX, t_sample = UINT64_MAX, t_mark = UINT64_MAX;
 		const struct perf_event_header *sb = NULL;

@@ -16,20 +16,7 @@
 
 #include "harness.h"
 #include "record/probe_site.h"
-
-static const char *sysfs_tree(const char *name)
-{
-	static char path[PATH_MAX];
-	char root[PATH_MAX];
-
-	cr_assert_not_null(getcwd(root, sizeof(root)));
-	cr_assert_lt(
-		(size_t)snprintf(path, sizeof(path), "%.3000s/tests/data/sysfs/%s", root, name),
-		sizeof(path));
-	cr_assert_eq(access(path, R_OK), 0, "no fake sysfs tree at %s (run from the project root)",
-		     path);
-	return path;
-}
+#include "sysfs_root.h"
 
 /* The text of the event block that has line `label` ("event N: LABEL"). */
 static const char *block(const char *out, const char *label, char *buf, size_t size)
@@ -51,17 +38,10 @@ static void expect(const char *text, const char *what)
 	cr_assert_not_null(strstr(text, what), "expected '%s' in:\n%s", what, text);
 }
 
-static void resolve(const char *spec, const char *exe, struct rv_probe_site *site)
+/* rearview run --dry-run --filter request_begin,request_end --min-duration
+ * 300us -- target */
+static void dry_run(const char *target, struct proc_result *r)
 {
-	struct rv_error err = { 0 };
-
-	cr_assert_eq(rv_probe_site_resolve(spec, exe, 0, site, &err), 0, "%s", err.message);
-}
-
-Test(dry_run, pt_group_with_pause_resume_aux_sample_and_the_gate, .timeout = 60)
-{
-	const char *target = build_path("tests/targets/windows");
-	char exe[PATH_MAX], b[8192], want[PATH_MAX + 64];
 	char *argv[] = { (char *)build_path("rearview"),
 			 "run",
 			 "--dry-run",
@@ -72,6 +52,21 @@ Test(dry_run, pt_group_with_pause_resume_aux_sample_and_the_gate, .timeout = 60)
 			 "--",
 			 (char *)target,
 			 NULL };
+
+	run_process(argv, 30, r);
+}
+
+static void resolve(const char *spec, const char *exe, struct rv_probe_site *site)
+{
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_probe_site_resolve(spec, exe, 0, site, &err), 0, "%s", err.message);
+}
+
+Test(dry_run, pt_group_with_pause_resume_aux_sample_and_the_gate, .timeout = 60)
+{
+	const char *target = build_path("tests/targets/windows"), *tree = sysfs_tree("icelake");
+	char exe[PATH_MAX], b[8192], want[PATH_MAX + 64];
 	struct rv_probe_site begin, end;
 	struct proc_result *r = calloc(1, sizeof(*r));
 
@@ -80,8 +75,10 @@ Test(dry_run, pt_group_with_pause_resume_aux_sample_and_the_gate, .timeout = 60)
 	cr_assert_not_null(realpath(target, exe));
 	resolve("request_begin", exe, &begin);
 	resolve("request_end", exe, &end);
-	setenv("REARVIEW_SYSFS_ROOT", sysfs_tree("icelake"), 1);
-	run_process(argv, 30, r);
+	cr_assert_eq(access(tree, R_OK), 0, "no fake sysfs tree at %s (run from the project root)",
+		     tree);
+	setenv("REARVIEW_SYSFS_ROOT", tree, 1);
+	dry_run(target, r);
 	unsetenv("REARVIEW_SYSFS_ROOT");
 	cr_assert_eq(r->exit_code, 0, "stderr: %s", r->err);
 	expect(r->out, "with Intel PT");
@@ -123,16 +120,6 @@ Test(dry_run, this_machine_samples_with_the_gates_uprobes, .timeout = 60)
 {
 	const char *target = build_path("tests/targets/windows");
 	char exe[PATH_MAX], b[8192], want[PATH_MAX + 64];
-	char *argv[] = { (char *)build_path("rearview"),
-			 "run",
-			 "--dry-run",
-			 "--filter",
-			 "request_begin,request_end",
-			 "--min-duration",
-			 "300us",
-			 "--",
-			 (char *)target,
-			 NULL };
 	struct rv_probe_site begin;
 	struct proc_result *r = calloc(1, sizeof(*r));
 
@@ -144,7 +131,7 @@ Test(dry_run, this_machine_samples_with_the_gates_uprobes, .timeout = 60)
 	cr_assert_not_null(realpath(target, exe));
 	resolve("request_begin", exe, &begin);
 	unsetenv("REARVIEW_SYSFS_ROOT");
-	run_process(argv, 30, r);
+	dry_run(target, r);
 	cr_assert_eq(r->exit_code, 0, "stderr: %s", r->err);
 	expect(r->out, "with stack sampling");
 	cr_assert_null(strstr(r->out, "(intel_pt)"), "%s", r->out);

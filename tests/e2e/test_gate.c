@@ -149,8 +149,10 @@ static void resolve(const char *spec, struct rv_probe_site *site)
 
 static struct rv_probe_site begin_site, end_site, trigger_site;
 
-static void resolve_all(void)
+/* Skips without root; resolves the program's sites. */
+static void prepare(void)
 {
+	require_root();
 	resolve("request_begin", &begin_site);
 	resolve("request_end", &end_site);
 	resolve("on_trigger", &trigger_site);
@@ -161,12 +163,40 @@ static struct rv_gate_site site(enum rv_gate_role role, const struct rv_probe_si
 	return (struct rv_gate_site){ .role = role, .path = where->path, .offset = where->offset };
 }
 
+/* Starts windows THREADS ITERATIONS stopped (spawn_windows) and a gate on it
+ * with the sites attached. */
+static struct rv_gate *gate_on_windows(struct rv_gate_config *config,
+				       const struct rv_gate_site *sites, size_t nr_sites,
+				       const char *threads, const char *iterations,
+				       struct rv_target *t, FILE **out)
+{
+	struct rv_error err = { 0 };
+	struct rv_gate *g;
+
+	spawn_windows(t, threads, iterations, out);
+	config->pid = t->pids[0];
+	cr_assert_eq(rv_gate_open(&g, config, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_gate_attach(g, sites, nr_sites, &err), 0, "%s", err.message);
+	return g;
+}
+
+/* Runs the program to its end (run_to_exit), then reads its counts and the
+ * gate's. */
+static void run_and_count(struct rv_target *t, struct rv_gate *g, struct collected *c, FILE *out,
+			  struct program_counts *p, struct rv_gate_counts *n)
+{
+	struct rv_error err = { 0 };
+
+	run_to_exit(t, g, c);
+	read_program_counts(out, p);
+	cr_assert_eq(rv_gate_counts(g, n, &err), 0, "%s", err.message);
+}
+
 Test(gate, counts_equal_the_programs_own)
 {
 	struct rv_gate_site sites[4];
 	struct rv_gate_config config = { .min_duration_ns = THRESHOLD_US * 1000ull,
 					 .multi_snapshot = true };
-	struct rv_error err = { 0 };
 	struct program_counts p;
 	struct rv_gate_counts n;
 	struct collected c = { 0 };
@@ -174,21 +204,15 @@ Test(gate, counts_equal_the_programs_own)
 	struct rv_gate *g;
 	FILE *out;
 
-	require_root();
-	resolve_all();
+	prepare();
 	/* STOP and STOP_SAMPLE share request_end: two runs per hit, one state change. */
 	sites[0] = site(RV_GATE_START, &begin_site);
 	sites[1] = site(RV_GATE_STOP, &end_site);
 	sites[2] = site(RV_GATE_STOP_SAMPLE, &end_site);
 	sites[3] = site(RV_GATE_TRIGGER, &trigger_site);
-	spawn_windows(&t, "3", "40", &out);
-	config.pid = t.pids[0];
-	cr_assert_eq(rv_gate_open(&g, &config, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_gate_attach(g, sites, 4, &err), 0, "%s", err.message);
+	g = gate_on_windows(&config, sites, 4, "3", "40", &t, &out);
 	cr_expect_eq(rv_gate_site_probe(g, 1), rv_gate_site_probe(g, 2));
-	run_to_exit(&t, g, &c);
-	read_program_counts(out, &p);
-	cr_assert_eq(rv_gate_counts(g, &n, &err), 0, "%s", err.message);
+	run_and_count(&t, g, &c, out, &p, &n);
 
 	cr_assert_gt(p.slow, 0);
 	cr_assert_lt(p.slow, p.windows);
@@ -236,7 +260,6 @@ Test(gate, first_snapshot_only_without_multi_snapshot)
 {
 	struct rv_gate_site sites[5];
 	struct rv_gate_config config = { .min_duration_ns = THRESHOLD_US * 1000ull };
-	struct rv_error err = { 0 };
 	struct program_counts p;
 	struct rv_gate_counts n;
 	struct collected c = { 0 };
@@ -244,21 +267,15 @@ Test(gate, first_snapshot_only_without_multi_snapshot)
 	struct rv_gate *g;
 	FILE *out;
 
-	require_root();
-	resolve_all();
+	prepare();
 	/* Three events on request_end (two STOPs): still one state change per hit. */
 	sites[0] = site(RV_GATE_START, &begin_site);
 	sites[1] = site(RV_GATE_STOP_SAMPLE, &end_site);
 	sites[2] = site(RV_GATE_STOP, &end_site);
 	sites[3] = site(RV_GATE_STOP, &end_site);
 	sites[4] = site(RV_GATE_TRIGGER, &trigger_site);
-	spawn_windows(&t, "2", "24", &out);
-	config.pid = t.pids[0];
-	cr_assert_eq(rv_gate_open(&g, &config, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_gate_attach(g, sites, 5, &err), 0, "%s", err.message);
-	run_to_exit(&t, g, &c);
-	read_program_counts(out, &p);
-	cr_assert_eq(rv_gate_counts(g, &n, &err), 0, "%s", err.message);
+	g = gate_on_windows(&config, sites, 5, "2", "24", &t, &out);
+	run_and_count(&t, g, &c, out, &p, &n);
 
 	cr_expect_eq(n.windows, p.windows);
 	cr_expect_eq(n.slow_windows, p.slow);
@@ -320,15 +337,11 @@ Test(gate, suppressed_hits_write_no_sample)
 	int got;
 	FILE *out;
 
-	require_root();
-	resolve_all();
+	prepare();
 	sites[0] = site(RV_GATE_START, &begin_site);
 	sites[1] = site(RV_GATE_STOP, &end_site);
 	/* One thread: a per-process event's samples are its main thread's. */
-	spawn_windows(&t, "1", "30", &out);
-	config.pid = t.pids[0];
-	cr_assert_eq(rv_gate_open(&g, &config, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_gate_attach(g, sites, 2, &err), 0, "%s", err.message);
+	g = gate_on_windows(&config, sites, 2, "1", "30", &t, &out);
 	for (int i = 0; i < 2; i++) {
 		rings[i] = mmap(NULL, (1 + RING_PAGES) * page, PROT_READ | PROT_WRITE, MAP_SHARED,
 				rv_gate_site_fd(g, (size_t)i), 0);
@@ -391,16 +404,12 @@ Test(gate, free_leaves_no_event_behind)
 	FILE *out;
 	int before;
 
-	require_root();
-	resolve_all();
+	prepare();
 	sites[0] = site(RV_GATE_START, &begin_site);
 	sites[1] = site(RV_GATE_STOP, &end_site);
 	sites[2] = site(RV_GATE_TRIGGER, &trigger_site);
 	before = open_fds();
-	spawn_windows(&t, "2", "4", &out);
-	config.pid = t.pids[0];
-	cr_assert_eq(rv_gate_open(&g, &config, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_gate_attach(g, sites, 3, &err), 0, "%s", err.message);
+	g = gate_on_windows(&config, sites, 3, "2", "4", &t, &out);
 	cr_expect_gt(open_fds(), before + 1 + 3, "the target's output, three events and more");
 	/* Detached before the program runs: no hit reaches the gate. */
 	rv_gate_detach(g);
@@ -421,8 +430,7 @@ Test(gate, start_and_stop_on_one_instruction_is_refused)
 	struct rv_error err = { 0 };
 	struct rv_gate *g;
 
-	require_root();
-	resolve_all();
+	prepare();
 	sites[0] = site(RV_GATE_START, &begin_site);
 	sites[1] = site(RV_GATE_STOP, &begin_site);
 	cr_assert_eq(rv_gate_open(&g, &config, &err), 0, "%s", err.message);

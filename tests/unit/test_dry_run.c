@@ -3,33 +3,13 @@
  * compared line by line with text written by hand. */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "record/dry_run.h"
-
-static const char *tree(const char *name)
-{
-	static char path[PATH_MAX];
-	char root[PATH_MAX];
-	const char *build = getenv("RV_BUILD");
-	int n;
-
-	if (build && realpath(build, root)) {
-		char *slash = strrchr(root, '/');
-
-		if (slash && slash != root)
-			*slash = '\0';
-	} else {
-		cr_assert_not_null(getcwd(root, sizeof(root)));
-	}
-	n = snprintf(path, sizeof(path), "%s/tests/data/sysfs/%s", root, name);
-	cr_assert(n > 0 && (size_t)n < sizeof(path));
-	return path;
-}
+#include "sysfs_root.h"
 
 static char *print_plan(const struct rv_dry_run_plan *plan, const struct rv_pt_pmu *pmu)
 {
@@ -112,8 +92,8 @@ static void filter_plan(struct rv_dry_run_plan *plan, struct rv_pt_pmu *pmu)
 	struct rv_error err = { 0 };
 	char filter[128] = "";
 
-	cr_assert_eq(rv_pt_pmu_discover(pmu, tree("icelake"), &err), 0, "%s", err.message);
-	cr_assert_eq(rv_uprobe_pmu_type(tree("icelake"), &upmu, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_pmu_discover(pmu, sysfs_tree("icelake"), &err), 0, "%s", err.message);
+	cr_assert_eq(rv_uprobe_pmu_type(sysfs_tree("icelake"), &upmu, &err), 0, "%s", err.message);
 	rv_dry_run_plan_init(plan);
 	rv_dry_run_set_uprobe_pmu(plan, &upmu);
 
@@ -337,7 +317,7 @@ Test(dry_run, without_pmu_and_odd_fields)
 	char *text;
 
 	rv_dry_run_plan_init(&plan);
-	cr_assert_eq(rv_uprobe_pmu_type(tree("icelake"), &upmu, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_uprobe_pmu_type(sysfs_tree("icelake"), &upmu, &err), 0, "%s", err.message);
 	rv_dry_run_set_uprobe_pmu(&plan, &upmu);
 	cr_assert_eq(rv_uprobe_attr(&ret.attr, &upmu, &ureq, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_dry_run_add_event(&plan, &raw, &err), 0, "%s", err.message);
@@ -357,7 +337,7 @@ Test(dry_run, unnamed_config_bits)
 	struct rv_error err = { 0 };
 	char *text;
 
-	cr_assert_eq(rv_pt_pmu_discover(&pmu, tree("skylake"), &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_pmu_discover(&pmu, sysfs_tree("skylake"), &err), 0, "%s", err.message);
 	rv_dry_run_plan_init(&plan);
 	ev.attr.type = pmu.type;
 	ev.attr.config = 0x2409 | (1ULL << 40);

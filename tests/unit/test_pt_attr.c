@@ -10,13 +10,13 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "record/pt_attr.h"
+#include "sysfs_root.h"
 
 #define PT	      (1ULL << 0)
 #define CYC	      (1ULL << 1)
@@ -38,33 +38,6 @@
 /* Without mtc and psb_cyc, perf's default is tsc,pt,branch. */
 #define BDW_DEFAULT (TSC | PT | BRANCH)
 
-static const char *tree(const char *name)
-{
-	static char path[PATH_MAX];
-	char root[PATH_MAX];
-	const char *build = getenv("RV_BUILD");
-	int n;
-
-	if (build && realpath(build, root)) {
-		char *slash = strrchr(root, '/');
-
-		if (slash && slash != root)
-			*slash = '\0';
-	} else {
-		cr_assert_not_null(getcwd(root, sizeof(root)));
-	}
-	n = snprintf(path, sizeof(path), "%s/tests/data/sysfs/%s", root, name);
-	cr_assert(n > 0 && (size_t)n < sizeof(path));
-	return path;
-}
-
-static void discover(struct rv_pt_pmu *pmu, const char *name)
-{
-	struct rv_error err = { 0 };
-
-	cr_assert_eq(rv_pt_pmu_discover(pmu, tree(name), &err), 0, "%s: %s", name, err.message);
-}
-
 static struct perf_event_attr build(const char *cpu, enum rv_pt_timing timing, const char *custom,
 				    struct rv_pt_warnings *warnings)
 {
@@ -73,7 +46,7 @@ static struct perf_event_attr build(const char *cpu, enum rv_pt_timing timing, c
 	struct perf_event_attr attr;
 	struct rv_error err = { 0 };
 
-	discover(&pmu, cpu);
+	sysfs_discover(&pmu, cpu);
 	cr_assert_eq(rv_pt_attr_build(&attr, &pmu, &req, warnings, &err), 0, "%s: %s", cpu,
 		     err.message);
 	return attr;
@@ -136,7 +109,7 @@ Test(pt_attr, normal_drops_terms_the_cpu_lacks)
 	struct perf_event_attr attr;
 	struct rv_error err = { 0 };
 
-	discover(&pmu, "skylake");
+	sysfs_discover(&pmu, "skylake");
 	pmu.caps[RV_PT_CAP_CYCLE_THRESHOLDS] = 0x1; /* only 0 */
 	pmu.caps[RV_PT_CAP_MTC_PERIODS] = 0x8;	    /* only 3 */
 	cr_assert_eq(rv_pt_attr_build(&attr, &pmu, &req, &w, &err), 0, "%s", err.message);
@@ -153,7 +126,7 @@ Test(pt_attr, default_periods_follow_perf_pick)
 	uint64_t config;
 	struct rv_error err = { 0 };
 
-	discover(&pmu, "skylake");
+	sysfs_discover(&pmu, "skylake");
 	pmu.caps[RV_PT_CAP_MTC_PERIODS] = 0x6;	/* 1, 2: highest below 3 */
 	pmu.caps[RV_PT_CAP_PSB_PERIODS] = 0x30; /* 4, 5: lowest above 3 */
 	cr_assert_eq(rv_pt_default_config(&pmu, &config, &err), 0, "%s", err.message);
@@ -186,7 +159,7 @@ static void assert_custom_refused(const char *cpu, const char *terms, int code,
 	struct rv_error err = { 0 };
 	int rc;
 
-	discover(&pmu, cpu);
+	sysfs_discover(&pmu, cpu);
 	rc = rv_pt_attr_build(&attr, &pmu, &req, NULL, &err);
 	cr_assert_eq(rc, -code, "%s custom:%s: rc %d (%s)", cpu, terms, rc, err.message);
 	cr_assert(strstr(err.message, mention1), "%s: '%s' lacks '%s'", terms, err.message,
@@ -236,7 +209,7 @@ Test(pt_attr, config_check_like_pt_event_valid)
 	struct rv_pt_pmu pmu;
 	struct rv_error err = { 0 };
 
-	discover(&pmu, "skylake");
+	sysfs_discover(&pmu, "skylake");
 	cr_assert_eq(rv_pt_config_check(&pmu, SKL_NORMAL | NORETCOMP, &err), 0, "%s", err.message);
 	/* bit 3 is no field (the kernel's PT_CONFIG_MASK lacks it) */
 	cr_assert_eq(rv_pt_config_check(&pmu, SKL_DEFAULT | (1ULL << 3), &err), -EINVAL);
@@ -261,7 +234,7 @@ Test(pt_attr, attr_fields_and_scope)
 	struct rv_error err = { 0 };
 	struct rv_pt_request req = { .timing = RV_PT_TIMING_LOW, .scope = RV_SCOPE_USER };
 
-	discover(&pmu, "skylake");
+	sysfs_discover(&pmu, "skylake");
 	cr_assert_eq(rv_pt_attr_build(&attr, &pmu, &req, NULL, &err), 0, "%s", err.message);
 	cr_assert_eq(attr.type, 8);
 	cr_assert_eq(attr.size, sizeof(attr));
@@ -290,14 +263,14 @@ Test(pt_attr, start_paused_needs_linux_6_13)
 	struct rv_error err = { 0 };
 	struct rv_pt_request req = { .timing = RV_PT_TIMING_NORMAL, .start_paused = true };
 
-	discover(&pmu, "icelake");
+	sysfs_discover(&pmu, "icelake");
 	cr_assert_eq(rv_pt_attr_build(&attr, &pmu, &req, NULL, &err), 0, "%s", err.message);
 	cr_assert_eq(attr.__reserved_3, 1, "aux_start_paused is bit 0 of the u32 at 116");
 	cr_assert(rv_attr_aux_start_paused(&attr));
 	cr_assert_not(rv_attr_aux_pause(&attr) || rv_attr_aux_resume(&attr));
 	cr_assert_eq(((const uint32_t *)&attr)[116 / 4], 1, "the raw word at offset 116");
 
-	discover(&pmu, "kernel-6.1");
+	sysfs_discover(&pmu, "kernel-6.1");
 	cr_assert_eq(rv_pt_attr_build(&attr, &pmu, &req, NULL, &err), -EOPNOTSUPP);
 	cr_assert(strstr(err.message, "6.1"), "%s", err.message);
 	cr_assert(strstr(err.message, "6.13"), "%s", err.message);
@@ -323,7 +296,7 @@ static void uprobe_pmu(struct rv_uprobe_pmu *pmu, const char *cpu)
 {
 	struct rv_error err = { 0 };
 
-	cr_assert_eq(rv_uprobe_pmu_type(tree(cpu), pmu, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_uprobe_pmu_type(sysfs_tree(cpu), pmu, &err), 0, "%s", err.message);
 }
 
 Test(pt_attr, uprobe_pmu_from_sysfs)
@@ -341,7 +314,7 @@ Test(pt_attr, uprobe_pmu_from_sysfs)
 	uprobe_pmu(&pmu, "no-pt");
 	cr_assert_eq(pmu.type, 8);
 
-	cr_assert_eq(rv_uprobe_pmu_type(tree("does-not-exist"), &pmu, &err), -ENODEV);
+	cr_assert_eq(rv_uprobe_pmu_type(sysfs_tree("does-not-exist"), &pmu, &err), -ENODEV);
 	cr_assert(strstr(err.message, "no uprobe PMU"), "%s", err.message);
 
 	/* This machine has one (kernel-interfaces §0); so must any machine the
@@ -437,7 +410,7 @@ static void assert_aux_rule(const struct perf_event_attr *attr,
 	struct rv_pt_pmu pmu;
 	struct rv_error err = { 0 };
 
-	discover(&pmu, cpu);
+	sysfs_discover(&pmu, cpu);
 	cr_assert_eq(rv_aux_rules_check(attr, leader, &pmu, &err), -code, "%s: %s", cpu,
 		     err.message);
 	if (mention)
@@ -543,11 +516,11 @@ Test(pt_attr, address_filters)
 	cr_assert_str_eq(buf, "filter 0x1139/0x40@/usr/bin/x stop 0x2000/0x10@/lib/libc.so.6",
 			 "left as it was");
 
-	discover(&pmu, "skylake");
+	sysfs_discover(&pmu, "skylake");
 	cr_assert_eq(rv_pt_address_filters_fit(&pmu, 2, &err), 0);
 	cr_assert_eq(rv_pt_address_filters_fit(&pmu, 3, &err), -EOPNOTSUPP);
 	cr_assert(strstr(err.message, "2 address ranges"), "%s", err.message);
-	discover(&pmu, "broadwell");
+	sysfs_discover(&pmu, "broadwell");
 	cr_assert_eq(rv_pt_address_filters_fit(&pmu, 0, &err), 0);
 	cr_assert_eq(rv_pt_address_filters_fit(&pmu, 1, &err), -EOPNOTSUPP);
 	cr_assert(strstr(err.message, "cannot filter"), "%s", err.message);

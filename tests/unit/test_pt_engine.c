@@ -1,11 +1,12 @@
-/* test_pt_engine.c: the PT engine (pt_engine.h) against a simulated kernel.
- * The fake hands out memory for each event's mmap page, data ring and AUX
- * area, and the tests play the kernel: they write sideband records into the
- * data ring and real Intel PT bytes (from ../shared/pt-corpus) round the AUX
- * area, moving data_head and aux_head as the kernel does (aux_head masked in
- * snapshot mode, as the PT driver reports it; free-running and bounded by
- * aux_tail in full mode). The capture the engine writes is read back with
- * rv_perf_reader. Not here: extraction corner cases (test_aux_snapshot.c).
+/* test_pt_engine.c: the PT engine (pt_engine.h) against a simulated kernel
+ * (tests/support/fake_kernel.h). The fake hands out memory for each event's
+ * mmap page, data ring and AUX area, and the tests play the kernel: they
+ * write sideband records into the data ring and real Intel PT bytes (from
+ * ../shared/pt-corpus) round the AUX area, moving data_head and aux_head as
+ * the kernel does (aux_head masked in snapshot mode, as the PT driver reports
+ * it; free-running and bounded by aux_tail in full mode). The capture the
+ * engine writes is read back with rv_perf_reader. Not here: extraction corner
+ * cases (test_aux_snapshot.c).
  */
 #include <criterion/criterion.h>
 
@@ -23,196 +24,10 @@
 #include "capture/auxtrace.h"
 #include "capture/perf_data.h"
 #include "capture/synth.h"
+#include "fake_kernel.h"
 #include "record/pt_engine.h"
 
-#define FAKE_MAX 32
-#define FAKE_FD0 100
-#define PT_TYPE	 42
-
-struct fake_event {
-	bool open;
-	struct perf_event_attr attr;
-	pid_t pid;
-	int cpu, group_fd, output_fd;
-	uint64_t id;
-	bool enabled;
-	void *ring;
-	size_t ring_bytes;
-	uint8_t *aux;
-	size_t aux_bytes;
-	int aux_prot;
-	uint64_t aux_written; /* the hardware's free-running count */
-};
-
-struct fake {
-	struct fake_event ev[FAKE_MAX];
-	int nr;
-	int fail_errno; /* perf_event_open fails with this ... */
-	int fail_at;	/* ... on this call (0-based) */
-	int opens;
-	uint64_t tsc;
-	int disables, enables, set_outputs;
-};
-
-static struct fake_event *fake_event(struct fake *f, int fd)
-{
-	cr_assert(fd >= FAKE_FD0 && fd < FAKE_FD0 + f->nr, "unknown fd %d", fd);
-	return &f->ev[fd - FAKE_FD0];
-}
-
-static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
-		     unsigned long flags)
-{
-	struct fake *f = ctx;
-
-	if (f->fail_errno && f->opens++ == f->fail_at)
-		return -f->fail_errno;
-	cr_assert(f->nr < FAKE_MAX);
-	cr_assert(attr->disabled, "the engine opens events disabled");
-	struct fake_event *ev = &f->ev[f->nr];
-	*ev = (struct fake_event){ .open = true,
-				   .attr = *attr,
-				   .pid = pid,
-				   .cpu = cpu,
-				   .group_fd = group_fd,
-				   .output_fd = -1,
-				   .id = 5000 + f->nr };
-	return FAKE_FD0 + f->nr++;
-}
-
-static int fake_mmap(void *ctx, int fd, size_t length, int prot, off_t offset, void **out)
-{
-	struct fake *f = ctx;
-	struct fake_event *ev = fake_event(f, fd);
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *p = NULL;
-
-	cr_assert_eq(posix_memalign(&p, page, length), 0);
-	memset(p, 0, length);
-	if (offset == 0) {
-		struct perf_event_mmap_page *pg = p;
-
-		ev->ring = p;
-		ev->ring_bytes = length;
-		pg->data_offset = page;
-		pg->data_size = length - page;
-		pg->time_shift = 10;
-		pg->time_mult = 1500;
-		pg->time_zero = 123456789;
-		pg->cap_user_time_zero = 1;
-		pg->cap_user_time_short = 0;
-	} else {
-		struct perf_event_mmap_page *pg = ev->ring;
-
-		cr_assert_not_null(pg, "AUX mapped before the ring");
-		cr_assert_eq((uint64_t)offset, pg->aux_offset, "AUX offset not announced");
-		cr_assert_eq(length, pg->aux_size, "AUX size not announced");
-		cr_assert(pg->aux_offset >= ev->ring_bytes);
-		ev->aux = p;
-		ev->aux_bytes = length;
-		ev->aux_prot = prot;
-	}
-	*out = p;
-	return 0;
-}
-
-static int fake_munmap(void *ctx, void *addr, size_t length)
-{
-	free(addr);
-	return 0;
-}
-
-static int fake_ioctl(void *ctx, int fd, unsigned long request, unsigned long arg)
-{
-	struct fake *f = ctx;
-	struct fake_event *ev = fake_event(f, fd);
-
-	switch (request) {
-	case PERF_EVENT_IOC_ID:
-		*(uint64_t *)arg = ev->id;
-		return 0;
-	case PERF_EVENT_IOC_ENABLE:
-		ev->enabled = true;
-		f->enables++;
-		return 0;
-	case PERF_EVENT_IOC_DISABLE:
-		ev->enabled = false;
-		f->disables++;
-		return 0;
-	case PERF_EVENT_IOC_SET_OUTPUT:
-		cr_assert_not_null(fake_event(f, (int)arg)->ring, "redirected to an unmapped ring");
-		ev->output_fd = (int)arg;
-		f->set_outputs++;
-		return 0;
-	default:
-		return -ENOTTY;
-	}
-}
-
-static int fake_poll(void *ctx, struct pollfd *fds, size_t nr, int timeout_ms)
-{
-	return 0;
-}
-
-static int fake_close(void *ctx, int fd)
-{
-	struct fake *f = ctx;
-
-	fake_event(f, fd)->open = false;
-	return 0;
-}
-
-static uint64_t fake_tsc(void *ctx)
-{
-	return ((struct fake *)ctx)->tsc += 1000;
-}
-
-static uint64_t fake_clock(void *ctx)
-{
-	return 1;
-}
-
-static struct rv_pt_ops fake_ops(struct fake *f)
-{
-	return (struct rv_pt_ops){ .ctx = f,
-				   .perf_event_open = fake_open,
-				   .mmap = fake_mmap,
-				   .munmap = fake_munmap,
-				   .ioctl = fake_ioctl,
-				   .poll = fake_poll,
-				   .close = fake_close,
-				   .read_tsc = fake_tsc,
-				   .clock_ns = fake_clock };
-}
-
-/* ---- playing the kernel ---- */
-
-/* Appends a record to an event's data ring as the kernel does. */
-static void kernel_record(struct fake_event *ev, const void *rec)
-{
-	struct perf_event_mmap_page *pg = ev->ring;
-	uint8_t *data = (uint8_t *)ev->ring + pg->data_offset;
-	uint16_t size = ((const struct perf_event_header *)rec)->size;
-
-	cr_assert(pg->data_head + size - pg->data_tail <= pg->data_size, "ring full");
-	for (uint16_t i = 0; i < size; i++)
-		data[(pg->data_head + i) % pg->data_size] = ((const uint8_t *)rec)[i];
-	pg->data_head += size;
-}
-
-/* The hardware writes n bytes of trace. Snapshot mode: round and round,
- * aux_head is the position. Full mode: never past aux_tail. */
-static void kernel_trace(struct fake_event *ev, const uint8_t *bytes, size_t n)
-{
-	struct perf_event_mmap_page *pg = ev->ring;
-	bool full = ev->aux_prot & PROT_WRITE;
-
-	if (full)
-		cr_assert(ev->aux_written + n - pg->aux_tail <= ev->aux_bytes, "AUX full");
-	for (size_t i = 0; i < n; i++, ev->aux_written++)
-		ev->aux[ev->aux_written & (ev->aux_bytes - 1)] = bytes[i];
-	pg->aux_head = full ? ev->aux_written : ev->aux_written & (ev->aux_bytes - 1);
-}
+#define PT_TYPE 42
 
 /* ---- the world around ---- */
 
@@ -245,7 +60,7 @@ static uint8_t *real_pt(size_t *size)
 struct world {
 	char dir[64];
 	char capture[128];
-	struct fake fake;
+	struct fake_kernel fake;
 	struct rv_pt_ops ops;
 	struct perf_event_attr pt, sb, sib;
 	struct rv_perf_writer *writer;
@@ -253,38 +68,17 @@ struct world {
 	pid_t tid;
 };
 
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f, "cannot write %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* A temporary directory holding a fake /proc for process 4242 (two threads,
  * one executable mapping) and the capture. */
 static void world_init(struct world *w, enum rv_pt_mode mode, uint64_t aux_bytes)
 {
-	char path[256];
-
 	memset(w, 0, sizeof(*w));
 	strcpy(w->dir, "/tmp/rv-pt-engine-XXXXXX");
 	cr_assert_not_null(mkdtemp(w->dir));
-	snprintf(path, sizeof(path), "%s/proc", w->dir);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/proc/4242", w->dir);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/proc/4242/task", w->dir);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/proc/4242/task/4242", w->dir);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/proc/4242/task/4242/comm", w->dir);
-	write_text(path, "target\n");
-	snprintf(path, sizeof(path), "%s/proc/4242/maps", w->dir);
-	write_text(path, "00400000-00427000 r-xp 00000000 08:01 1234 /usr/bin/target\n"
-			 "00627000-00628000 rw-p 00027000 08:01 1234 /usr/bin/target\n"
-			 "7ffd1000-7ffd3000 r-xp 00000000 00:00 0 [vdso]\n");
+	fake_proc_write(w->dir, 4242, "target",
+			"00400000-00427000 r-xp 00000000 08:01 1234 /usr/bin/target\n"
+			"00627000-00628000 rw-p 00027000 08:01 1234 /usr/bin/target\n"
+			"7ffd1000-7ffd3000 r-xp 00000000 00:00 0 [vdso]\n");
 	snprintf(w->capture, sizeof(w->capture), "%s/perf.data", w->dir);
 	cr_assert_eq(rv_perf_writer_open(&w->writer, w->capture, false, NULL), 0);
 
@@ -310,7 +104,10 @@ static void world_init(struct world *w, enum rv_pt_mode mode, uint64_t aux_bytes
 					  .comm = 1,
 					  .task = 1,
 					  .sample_id_all = 1 };
-	w->ops = fake_ops(&w->fake);
+	w->fake.time_shift = 10;
+	w->fake.time_mult = 1500;
+	w->fake.time_zero = 123456789;
+	w->ops = fake_kernel_ops(&w->fake);
 	w->tid = 4242;
 	w->config = (struct rv_pt_engine_config){
 		.pt_attr = &w->pt,
@@ -416,7 +213,7 @@ static void kernel_sideband(struct world *w, struct fake_event *pt, struct fake_
 	uint8_t rec[4096 + PATH_MAX];
 
 	cr_assert(rv_synth_itrace_start(&synth, rec, sizeof(rec), 4242, 4242, &id));
-	kernel_record(pt, rec);
+	fake_kernel_record(pt, rec);
 	id.id = sb->id;
 	id.time = 300;
 	cr_assert(rv_synth_mmap2(&synth, rec, sizeof(rec), 4242, 4242, 0x7f0000000000, 0x20000, 0,
@@ -424,7 +221,7 @@ static void kernel_sideband(struct world *w, struct fake_event *pt, struct fake_
 				 PERF_RECORD_MISC_USER, &id));
 	/* The sideband event writes into the PT event's ring (SET_OUTPUT). */
 	cr_assert_eq(sb->output_fd, FAKE_FD0 + (int)(pt - w->fake.ev));
-	kernel_record(pt, rec);
+	fake_kernel_record(pt, rec);
 }
 
 static void kernel_aux_record(struct world *w, struct fake_event *pt, uint64_t offset,
@@ -435,7 +232,7 @@ static void kernel_aux_record(struct world *w, struct fake_event *pt, uint64_t o
 	uint8_t rec[256];
 
 	cr_assert(rv_synth_aux(&synth, rec, sizeof(rec), offset, size, flags, &id));
-	kernel_record(pt, rec);
+	fake_kernel_record(pt, rec);
 }
 
 Test(pt_engine, snapshot_mode_writes_perfs_layout_and_the_newest_trace)
@@ -464,7 +261,7 @@ Test(pt_engine, snapshot_mode_writes_perfs_layout_and_the_newest_trace)
 	 * newest 16 KiB. */
 	kernel_sideband(&w, pt, sb);
 	size_t first = area + area / 2 + 123;
-	kernel_trace(pt, pt_bytes, first);
+	fake_kernel_trace(pt, pt_bytes, first);
 	kernel_aux_record(&w, pt, 0, first, PERF_AUX_FLAG_OVERWRITE);
 	cr_assert_eq(rv_pt_engine_drain(e, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
@@ -472,7 +269,7 @@ Test(pt_engine, snapshot_mode_writes_perfs_layout_and_the_newest_trace)
 	cr_assert_geq(w.fake.disables, 1);
 
 	/* Then 5000 more bytes: the second snapshot is exactly those. */
-	kernel_trace(pt, pt_bytes + first, 5000);
+	fake_kernel_trace(pt, pt_bytes + first, 5000);
 	cr_assert_eq(rv_pt_engine_stop(e, true, &err), 0, "%s", err.message);
 	cr_assert(!pt->enabled);
 	rv_pt_engine_stats(e, &stats);
@@ -560,7 +357,7 @@ Test(pt_engine, full_mode_drains_every_byte_once)
 	 * reader frees room, crossing the end of the area many times. */
 	size_t done = 0, chunks[] = { 100, 8192, 3000, 5000, 7777, 1, 8000, 4096 };
 	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
-		kernel_trace(pt, pt_bytes + done, chunks[i]);
+		fake_kernel_trace(pt, pt_bytes + done, chunks[i]);
 		done += chunks[i];
 		cr_assert_eq(rv_pt_engine_poll(e, 0, &err), 0, "%s", err.message);
 		cr_assert_eq(pg->aux_tail, done, "aux_tail follows what was drained");
@@ -612,7 +409,7 @@ Test(pt_engine, truncated_aux_records_are_counted)
 	} lost = { .header = { .type = PERF_RECORD_LOST, .size = sizeof(lost) },
 		   .id = pt->id,
 		   .lost = 7 };
-	kernel_record(pt, &lost);
+	fake_kernel_record(pt, &lost);
 	cr_assert_eq(rv_pt_engine_drain(e, &err), 0, "%s", err.message);
 	rv_pt_engine_stats(e, &stats);
 	cr_assert_eq(stats.truncated, 2);
@@ -738,7 +535,7 @@ Test(pt_engine, siblings_join_the_group_and_their_aux_samples_are_kept)
 	sample[2] = 4242ull | 4242ull << 32;
 	sample[3] = 512;
 	memset(&sample[4], 0x99, 512);
-	kernel_record(pt, sample);
+	fake_kernel_record(pt, sample);
 	cr_assert_eq(rv_pt_engine_stop(e, false, &err), 0, "%s", err.message);
 	rv_pt_engine_stats(e, &stats);
 	cr_assert_eq(stats.aux_samples, 1);
@@ -793,10 +590,10 @@ Test(pt_engine, kernel_files_are_private_copies)
 
 	world_init(&w, RV_PT_SNAPSHOT, 16384);
 	snprintf(path, sizeof(path), "%s/proc/kallsyms", w.dir);
-	write_text(path, "ffffffff81000000 T _text\nffffffff81001000 T _stext\n"
-			 "ffffffff81002000 T start_kernel\nffffffff81003000 T _etext\n");
+	fake_write_text(path, "ffffffff81000000 T _text\nffffffff81001000 T _stext\n"
+			      "ffffffff81002000 T start_kernel\nffffffff81003000 T _etext\n");
 	snprintf(path, sizeof(path), "%s/proc/modules", w.dir);
-	write_text(path, "kvm 1000 0 - Live 0xffffffffc0000000\n");
+	fake_write_text(path, "kvm 1000 0 - Live 0xffffffffc0000000\n");
 
 	/* A kcore with the kernel's text in one segment and unrelated memory
 	 * in another: only the text between _stext and _etext is kept. */

@@ -2,8 +2,9 @@
  *
  * softpt traces build/tests/pt/recursion (genuine Intel PT of a real run, and
  * its ground truth). The test replays that run through the PT engine
- * (pt_engine.h) against a simulated kernel: the process's threads and
- * mappings in a fake /proc, the run's PT bytes written into the AUX area,
+ * (pt_engine.h) against a simulated kernel (tests/support/fake_kernel.h):
+ * the process's threads and mappings in a fake /proc, the run's PT bytes
+ * written into the AUX area,
  * as (1) one snapshot, (2) full mode drained in pieces that cut packets and
  * PSB intervals (so a decoder that decoded each piece on its own would lose
  * most of the trace), and (3) a PERF_SAMPLE_AUX sample of a gate's sibling
@@ -37,10 +38,8 @@
 #include "capture/perf_data.h"
 #include "capture/synth.h"
 #include "decode/pt_capture.h"
+#include "fake_kernel.h"
 #include "record/pt_engine.h"
-
-#define FAKE_MAX 8
-#define FAKE_FD0 100
 
 /* ---- the environment ---- */
 
@@ -57,15 +56,6 @@ static void remove_dir(const char *dir)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
-}
-
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-
-	cr_assert_not_null(f, "cannot write %s", path);
-	fputs(text, f);
-	cr_assert_eq(fclose(f), 0);
 }
 
 static void copy_file(const char *from, const char *to)
@@ -208,131 +198,6 @@ static void make_reference(struct reference *ref)
 	read_reference(ref);
 }
 
-/* ---- the simulated kernel (as in test_pt_engine.c) ---- */
-
-struct fake_event {
-	struct perf_event_attr attr;
-	uint64_t id;
-	void *ring;
-	uint8_t *aux;
-	size_t aux_bytes;
-	bool writable;
-	uint64_t written;
-};
-
-struct fake {
-	struct fake_event ev[FAKE_MAX];
-	int nr;
-	uint64_t tsc;
-	const struct rv_perf_time_conv *tc;
-};
-
-static struct fake_event *ev_of(struct fake *f, int fd)
-{
-	cr_assert(fd >= FAKE_FD0 && fd < FAKE_FD0 + f->nr, "unknown fd %d", fd);
-	return &f->ev[fd - FAKE_FD0];
-}
-
-static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
-		     unsigned long flags)
-{
-	struct fake *f = ctx;
-
-	cr_assert_lt(f->nr, FAKE_MAX);
-	f->ev[f->nr] = (struct fake_event){ .attr = *attr, .id = 7000 + (uint64_t)f->nr };
-	return FAKE_FD0 + f->nr++;
-}
-
-static int fake_mmap(void *ctx, int fd, size_t length, int prot, off_t offset, void **out)
-{
-	struct fake *f = ctx;
-	struct fake_event *ev = ev_of(f, fd);
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *p = NULL;
-
-	cr_assert_eq(posix_memalign(&p, page, length), 0);
-	memset(p, 0, length);
-	if (offset == 0) {
-		struct perf_event_mmap_page *pg = p;
-
-		ev->ring = p;
-		pg->data_offset = page;
-		pg->data_size = length - page;
-		/* softpt's clock, so that the sideband's times and the trace's agree */
-		pg->time_shift = (uint16_t)f->tc->time_shift;
-		pg->time_mult = (uint32_t)f->tc->time_mult;
-		pg->time_zero = f->tc->time_zero;
-		pg->cap_user_time_zero = 1;
-	} else {
-		ev->aux = p;
-		ev->aux_bytes = length;
-		ev->writable = prot & PROT_WRITE;
-	}
-	*out = p;
-	return 0;
-}
-
-static int fake_munmap(void *ctx, void *addr, size_t length)
-{
-	free(addr);
-	return 0;
-}
-
-static int fake_ioctl(void *ctx, int fd, unsigned long request, unsigned long arg)
-{
-	struct fake_event *ev = ev_of(ctx, fd);
-
-	if (request == PERF_EVENT_IOC_ID)
-		*(uint64_t *)arg = ev->id;
-	return 0;
-}
-
-static int fake_poll(void *ctx, struct pollfd *fds, size_t nr, int timeout_ms)
-{
-	return 0;
-}
-
-static int fake_close(void *ctx, int fd)
-{
-	return 0;
-}
-
-static uint64_t fake_tsc(void *ctx)
-{
-	/* before the trace's first TSC: the synthesized mappings come first */
-	return ((struct fake *)ctx)->tsc += 10;
-}
-
-static uint64_t fake_clock(void *ctx)
-{
-	return 1;
-}
-
-/* The hardware writes n bytes of trace at the AUX head. */
-static void hw_trace(struct fake_event *pt, const uint8_t *bytes, size_t n)
-{
-	struct perf_event_mmap_page *pg = pt->ring;
-
-	if (pt->writable)
-		cr_assert(pt->written + n - pg->aux_tail <= pt->aux_bytes, "AUX full");
-	for (size_t i = 0; i < n; i++, pt->written++)
-		pt->aux[pt->written & (pt->aux_bytes - 1)] = bytes[i];
-	pg->aux_head = pt->writable ? pt->written : pt->written & (pt->aux_bytes - 1);
-}
-
-/* The kernel appends a record to the PT event's data ring. */
-static void kernel_record(struct fake_event *pt, const void *rec)
-{
-	struct perf_event_mmap_page *pg = pt->ring;
-	uint8_t *data = (uint8_t *)pt->ring + pg->data_offset;
-	uint16_t size = ((const struct perf_event_header *)rec)->size;
-
-	cr_assert(pg->data_head + size - pg->data_tail <= pg->data_size, "ring full");
-	for (uint16_t i = 0; i < size; i++)
-		data[(pg->data_head + i) % pg->data_size] = ((const uint8_t *)rec)[i];
-	pg->data_head += size;
-}
-
 /* ---- one capture through the engine ---- */
 
 /* A gate would attach its BPF programs here; the simulation has none. */
@@ -346,16 +211,13 @@ enum how { SNAPSHOT, FULL_PIECES, FULL_MID_PACKET, AUX_SAMPLE };
 static void engine_capture(const struct reference *ref, enum how how, const char *dir)
 {
 	char path[PATH_MAX + 64], capture[PATH_MAX + 80];
-	struct fake fake = { .tc = &ref->tc };
-	struct rv_pt_ops ops = { .ctx = &fake,
-				 .perf_event_open = fake_open,
-				 .mmap = fake_mmap,
-				 .munmap = fake_munmap,
-				 .ioctl = fake_ioctl,
-				 .poll = fake_poll,
-				 .close = fake_close,
-				 .read_tsc = fake_tsc,
-				 .clock_ns = fake_clock };
+	/* softpt's clock, so that the sideband's times and the trace's agree;
+	 * TSCs before the trace's first: the synthesized mappings come first */
+	struct fake_kernel fake = { .time_shift = (uint16_t)ref->tc.time_shift,
+				    .time_mult = (uint32_t)ref->tc.time_mult,
+				    .time_zero = ref->tc.time_zero,
+				    .tsc_step = 10 };
+	struct rv_pt_ops ops = fake_kernel_ops(&fake);
 	struct rv_perf_writer *w;
 	struct rv_pt_engine *e;
 	struct rv_error err = { 0 };
@@ -379,19 +241,7 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 	mkdir(dir, 0700);
 	snprintf(path, sizeof(path), "%s/root", dir);
 	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/root/proc", dir);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/root/proc/%u", dir, ref->pid);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/root/proc/%u/task", dir, ref->pid);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/root/proc/%u/task/%u", dir, ref->pid, ref->pid);
-	mkdir(path, 0700);
-	snprintf(path, sizeof(path), "%s/root/proc/%u/task/%u/comm", dir, ref->pid, ref->pid);
-	write_text(path, "recursion\n");
-	snprintf(path, sizeof(path), "%s/root/proc/%u/maps", dir, ref->pid);
-	write_text(path, ref->maps);
-	snprintf(path, sizeof(path), "%s/root", dir);
+	fake_proc_write(path, (pid_t)ref->pid, "recursion", ref->maps);
 	snprintf(capture, sizeof(capture), "%s/perf.data", dir);
 	cr_assert_eq(rv_perf_writer_open(&w, capture, false, &err), 0, "%s", err.message);
 
@@ -426,7 +276,7 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 
 	switch (how) {
 	case SNAPSHOT:
-		hw_trace(pt, ref->trace, ref->trace_size);
+		fake_kernel_trace(pt, ref->trace, ref->trace_size);
 		cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
 		break;
 	case FULL_PIECES:
@@ -466,7 +316,7 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 			} else {
 				piece = want < ref->trace_size - at ? want : ref->trace_size - at;
 			}
-			hw_trace(pt, ref->trace + at, piece);
+			fake_kernel_trace(pt, ref->trace + at, piece);
 			at += piece;
 			k++;
 			cr_assert_eq(rv_pt_engine_drain(e, &err), 0, "%s", err.message);
@@ -482,7 +332,7 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 		struct perf_event_header *h = (void *)s;
 
 		cr_assert_lt(size, 65536);
-		hw_trace(pt, ref->trace, ref->trace_size);
+		fake_kernel_trace(pt, ref->trace, ref->trace_size);
 		h->type = PERF_RECORD_SAMPLE;
 		h->misc = PERF_RECORD_MISC_USER;
 		h->size = (uint16_t)size;
@@ -493,7 +343,7 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 		s[5] = 0;
 		s[6] = data;
 		memcpy(&s[7], ref->trace, ref->trace_size);
-		kernel_record(pt, s);
+		fake_kernel_record(pt, s);
 		free(s);
 		break;
 	}

@@ -11,35 +11,7 @@
 #include <unistd.h>
 
 #include "record/pt_pmu.h"
-
-/* tests/data/sysfs/NAME from the project root (the parent of RV_BUILD, else the
- * working directory). */
-static const char *tree(const char *name)
-{
-	static char path[PATH_MAX];
-	char root[PATH_MAX];
-	const char *build = getenv("RV_BUILD");
-	int n;
-
-	if (build && realpath(build, root)) {
-		char *slash = strrchr(root, '/');
-
-		if (slash && slash != root)
-			*slash = '\0';
-	} else {
-		cr_assert_not_null(getcwd(root, sizeof(root)));
-	}
-	n = snprintf(path, sizeof(path), "%s/tests/data/sysfs/%s", root, name);
-	cr_assert(n > 0 && (size_t)n < sizeof(path));
-	return path;
-}
-
-static void discover(struct rv_pt_pmu *pmu, const char *name)
-{
-	struct rv_error err = { 0 };
-
-	cr_assert_eq(rv_pt_pmu_discover(pmu, tree(name), &err), 0, "%s: %s", name, err.message);
-}
+#include "sysfs_root.h"
 
 /* The driver's format list, the same on every CPU (arch/x86/events/intel/pt.c);
  * the trees hold these exact strings. */
@@ -77,7 +49,7 @@ Test(pt_pmu, broadwell_has_no_cyc_mtc_or_ranges)
 {
 	struct rv_pt_pmu pmu;
 
-	discover(&pmu, "broadwell");
+	sysfs_discover(&pmu, "broadwell");
 	cr_assert_eq(pmu.type, 7);
 	assert_classic_formats(&pmu);
 	cr_assert_eq(pmu.formats.count, 12, "Linux 5.10 has no event or notnt format");
@@ -105,7 +77,7 @@ Test(pt_pmu, skylake_values)
 {
 	struct rv_pt_pmu pmu;
 
-	discover(&pmu, "skylake");
+	sysfs_discover(&pmu, "skylake");
 	cr_assert_eq(pmu.type, 8);
 	assert_classic_formats(&pmu);
 	cr_assert_eq(rv_pt_pmu_cap(&pmu, RV_PT_CAP_MAX_SUBLEAF), 1);
@@ -131,7 +103,7 @@ Test(pt_pmu, icelake_has_ptwrite_power_events_and_aux_pause)
 	const struct rv_pmu_format *f;
 	char notes[256];
 
-	discover(&pmu, "icelake");
+	sysfs_discover(&pmu, "icelake");
 	cr_assert_eq(pmu.type, 9);
 	assert_classic_formats(&pmu);
 	cr_assert_eq(pmu.formats.count, 14);
@@ -158,7 +130,7 @@ Test(pt_pmu, no_cyc_no_mtc_and_kernel_6_1)
 {
 	struct rv_pt_pmu pmu;
 
-	discover(&pmu, "no-cyc-no-mtc");
+	sysfs_discover(&pmu, "no-cyc-no-mtc");
 	cr_assert_eq(pmu.type, 10);
 	cr_assert_eq(rv_pt_pmu_cap(&pmu, RV_PT_CAP_PSB_CYC), 0);
 	cr_assert_eq(rv_pt_pmu_cap(&pmu, RV_PT_CAP_MTC), 0);
@@ -168,7 +140,7 @@ Test(pt_pmu, no_cyc_no_mtc_and_kernel_6_1)
 	cr_assert_eq(pmu.kernel_minor, 8);
 	cr_assert_not(rv_pt_pmu_has_aux_pause(&pmu));
 
-	discover(&pmu, "kernel-6.1");
+	sysfs_discover(&pmu, "kernel-6.1");
 	cr_assert_eq(pmu.kernel_major, 6);
 	cr_assert_eq(pmu.kernel_minor, 1);
 	cr_assert_not(rv_pt_pmu_has_aux_pause(&pmu));
@@ -181,7 +153,7 @@ Test(pt_pmu, missing_caps_are_noted)
 	char notes[256];
 	size_t len;
 
-	discover(&pmu, "broadwell");
+	sysfs_discover(&pmu, "broadwell");
 	len = rv_pt_pmu_notes(&pmu, notes, sizeof(notes));
 	cr_assert_eq(len, strlen(notes));
 	cr_assert(strstr(notes, "caps/event_trace"), "%s", notes);
@@ -199,7 +171,7 @@ Test(pt_pmu, no_intel_pt_is_enodev_with_advice)
 	struct rv_pt_pmu pmu;
 	struct rv_error err = { 0 };
 
-	cr_assert_eq(rv_pt_pmu_discover(&pmu, tree("no-pt"), &err), -ENODEV);
+	cr_assert_eq(rv_pt_pmu_discover(&pmu, sysfs_tree("no-pt"), &err), -ENODEV);
 	cr_assert_eq(err.code, ENODEV);
 	cr_assert(strstr(err.message, "no Intel PT"), "%s", err.message);
 	cr_assert(strstr(err.message, "--backend sample"), "%s", err.message);
@@ -226,7 +198,7 @@ static void assert_broken(const char *name, int code, const char *file_mention)
 {
 	struct rv_pt_pmu pmu;
 	struct rv_error err = { 0 };
-	int rc = rv_pt_pmu_discover(&pmu, tree(name), &err);
+	int rc = rv_pt_pmu_discover(&pmu, sysfs_tree(name), &err);
 
 	cr_assert_eq(rc, -code, "%s: rc %d (%s)", name, rc, err.message);
 	cr_assert(strstr(err.message, file_mention), "%s: '%s' does not name %s", name, err.message,
@@ -300,13 +272,13 @@ Test(pt_pmu, kernel_version)
 {
 	unsigned major = 0, minor = 0;
 
-	cr_assert_eq(rv_kernel_version(tree("no-pt"), &major, &minor), 0);
+	cr_assert_eq(rv_kernel_version(sysfs_tree("no-pt"), &major, &minor), 0);
 	cr_assert_eq(major, 6);
 	cr_assert_eq(minor, 18);
-	cr_assert_eq(rv_kernel_version(tree("icelake"), &major, &minor), 0);
+	cr_assert_eq(rv_kernel_version(sysfs_tree("icelake"), &major, &minor), 0);
 	cr_assert_eq(major, 6);
 	cr_assert_eq(minor, 13);
-	cr_assert_eq(rv_kernel_version(tree("does-not-exist"), &major, &minor), -ENOENT);
+	cr_assert_eq(rv_kernel_version(sysfs_tree("does-not-exist"), &major, &minor), -ENOENT);
 	cr_assert_eq(rv_kernel_version("/", &major, &minor), 0, "this machine has procfs");
 	cr_assert_geq(major, 3);
 }
@@ -355,7 +327,7 @@ Test(pt_pmu, cap_names_match_the_files)
 		struct stat st;
 
 		snprintf(rel, sizeof(rel), "%s/sys/bus/event_source/devices/intel_pt/caps/%s",
-			 tree("icelake"), rv_pt_cap_name(cap));
+			 sysfs_tree("icelake"), rv_pt_cap_name(cap));
 		cr_assert_eq(stat(rel, &st), 0, "the icelake tree has every cap: %s", rel);
 	}
 }

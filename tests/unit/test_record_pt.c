@@ -21,26 +21,8 @@
 
 #include "capture/perf_data.h"
 #include "cmd/record_pt.h"
-
-static const char *tree(const char *name)
-{
-	static char path[PATH_MAX];
-	char root[PATH_MAX];
-	const char *build = getenv("RV_BUILD");
-	int n;
-
-	if (build && realpath(build, root)) {
-		char *slash = strrchr(root, '/');
-
-		if (slash && slash != root)
-			*slash = '\0';
-	} else {
-		cr_assert_not_null(getcwd(root, sizeof(root)));
-	}
-	n = snprintf(path, sizeof(path), "%s/tests/data/sysfs/%s", root, name);
-	cr_assert(n > 0 && (size_t)n < sizeof(path));
-	return path;
-}
+#include "fake_kernel.h"
+#include "sysfs_root.h"
 
 struct world {
 	struct rv_options opts;
@@ -55,7 +37,7 @@ static void world_init(struct world *w, const char *cpu)
 	memset(w, 0, sizeof(*w));
 	w->opts.timer = RV_TIMER_NORMAL;
 	w->s.opts = &w->opts;
-	w->s.root = tree(cpu);
+	w->s.root = sysfs_tree(cpu);
 	w->s.signal_fd = -1;
 	w->s.machine.nr_cpus = 4;
 	w->s.engine = RV_ENGINE_PT;
@@ -345,139 +327,11 @@ Test(record_pt, describe_lists_the_group_per_thread_and_the_bpf_program)
 
 /* ---- a whole session on a simulated kernel ---- */
 
-#define FAKE_MAX 16
-#define FAKE_FD0 300
-
-struct fake_event {
-	struct perf_event_attr attr;
-	void *ring;
-	size_t ring_bytes;
-	uint8_t *aux;
-	size_t aux_bytes;
-	bool enabled, traced;
-};
-
-struct fake {
-	struct fake_event ev[FAKE_MAX];
-	int nr;
-	uint32_t pt_type;
-	uint64_t tsc;
-	int opened_pt, opened_other;
-};
-
-static struct fake_event *fake_event(struct fake *f, int fd)
-{
-	cr_assert(fd >= FAKE_FD0 && fd < FAKE_FD0 + f->nr, "unknown fd %d", fd);
-	return &f->ev[fd - FAKE_FD0];
-}
-
-static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
-		     unsigned long flags)
-{
-	struct fake *f = ctx;
-
-	cr_assert_lt(f->nr, FAKE_MAX);
-	f->ev[f->nr] = (struct fake_event){ .attr = *attr };
-	if (attr->type == f->pt_type)
-		f->opened_pt++;
-	else
-		f->opened_other++;
-	return FAKE_FD0 + f->nr++;
-}
-
-static int fake_mmap(void *ctx, int fd, size_t length, int prot, off_t offset, void **out)
-{
-	struct fake_event *ev = fake_event(ctx, fd);
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *p = NULL;
-
-	cr_assert_eq(posix_memalign(&p, page, length), 0);
-	memset(p, 0, length);
-	if (offset == 0) {
-		struct perf_event_mmap_page *pg = p;
-
-		ev->ring = p;
-		ev->ring_bytes = length;
-		pg->data_offset = page;
-		pg->data_size = length - page;
-		pg->time_shift = 10;
-		pg->time_mult = 1024;
-		pg->cap_user_time_zero = 1;
-	} else {
-		ev->aux = p;
-		ev->aux_bytes = length;
-	}
-	*out = p;
-	return 0;
-}
-
-static int fake_munmap(void *ctx, void *addr, size_t length)
-{
-	free(addr);
-	return 0;
-}
-
 /* The hardware: once the PT event is enabled, a PSB+ lands in its AUX area
  * (pages start zeroed; aux_head is an offset, as the PT driver reports it). */
-static void fake_trace(struct fake_event *ev)
-{
-	static const uint8_t psb_plus[] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					    0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					    0x02, 0x23, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
-	struct perf_event_mmap_page *pg = ev->ring;
-
-	if (ev->traced || !ev->aux || !pg)
-		return;
-	memcpy(ev->aux, psb_plus, sizeof(psb_plus));
-	__atomic_store_n(&pg->aux_head, sizeof(psb_plus), __ATOMIC_RELEASE);
-	ev->traced = true;
-}
-
-static int fake_ioctl(void *ctx, int fd, unsigned long request, unsigned long arg)
-{
-	struct fake *f = ctx;
-	struct fake_event *ev = fake_event(f, fd);
-
-	switch (request) {
-	case PERF_EVENT_IOC_ID:
-		*(uint64_t *)arg = 7000 + (uint64_t)(fd - FAKE_FD0);
-		return 0;
-	case PERF_EVENT_IOC_ENABLE:
-		ev->enabled = true;
-		if (ev->attr.type == f->pt_type)
-			fake_trace(ev);
-		return 0;
-	case PERF_EVENT_IOC_DISABLE:
-		ev->enabled = false;
-		return 0;
-	case PERF_EVENT_IOC_SET_OUTPUT:
-		fake_event(f, (int)arg);
-		return 0;
-	default:
-		return -ENOTTY;
-	}
-}
-
-static int fake_poll(void *ctx, struct pollfd *fds, size_t nr, int timeout_ms)
-{
-	return 0;
-}
-
-static int fake_close(void *ctx, int fd)
-{
-	fake_event(ctx, fd);
-	return 0;
-}
-
-static uint64_t fake_tsc(void *ctx)
-{
-	return ((struct fake *)ctx)->tsc += 1000;
-}
-
-static uint64_t fake_clock(void *ctx)
-{
-	return 1;
-}
+static const uint8_t psb_plus[] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+				    0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+				    0x02, 0x23, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
 
 static bool file_has(const char *path)
 {
@@ -488,16 +342,13 @@ static bool file_has(const char *path)
 
 Test(record_pt, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trace, .timeout = 120)
 {
-	struct fake f = { .tsc = 1000000 };
-	struct rv_pt_ops ops = { .ctx = &f,
-				 .perf_event_open = fake_open,
-				 .mmap = fake_mmap,
-				 .munmap = fake_munmap,
-				 .ioctl = fake_ioctl,
-				 .poll = fake_poll,
-				 .close = fake_close,
-				 .read_tsc = fake_tsc,
-				 .clock_ns = fake_clock };
+	struct fake_kernel f = { .time_shift = 10,
+				 .time_mult = 1024,
+				 .tsc = 1000000,
+				 .enable_trace = psb_plus,
+				 .enable_trace_size = sizeof(psb_plus) };
+	struct rv_pt_ops ops = fake_kernel_ops(&f);
+	int opened_pt = 0, opened_other = 0;
 	char dir[] = "/tmp/rv-record-pt-XXXXXX", out[PATH_MAX], path[PATH_MAX + 32];
 	char *argv[] = { "/bin/true", NULL };
 	struct rv_options opts = {
@@ -520,7 +371,7 @@ Test(record_pt, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_tr
 	snprintf(out, sizeof(out), "%s/trace.json", dir);
 	opts.output = out;
 	opts.working_directory = dir;
-	setenv(RV_SYSFS_ROOT_ENV, tree("icelake"), 1);
+	setenv(RV_SYSFS_ROOT_ENV, sysfs_tree("icelake"), 1);
 	/* this machine has no intel_pt: the fake tree says what the PMU is */
 	ret = rv_session_prepare(&s, &opts, &err);
 	if (ret == 0 && s.engine != RV_ENGINE_PT) {
@@ -535,8 +386,13 @@ Test(record_pt, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_tr
 	if (ret)
 		rv_target_kill(&target);
 	cr_assert_eq(ret, 0, "%s", err.message);
-	cr_assert_eq(f.opened_pt, 1, "one thread: one PT event");
-	cr_assert_eq(f.opened_other, 1, "and its sideband");
+	for (int i = 0; i < f.nr; i++)
+		if (f.ev[i].attr.type == f.pt_type)
+			opened_pt++;
+		else
+			opened_other++;
+	cr_assert_eq(opened_pt, 1, "one thread: one PT event");
+	cr_assert_eq(opened_other, 1, "and its sideband");
 
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
 	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);

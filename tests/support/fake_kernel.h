@@ -1,0 +1,96 @@
+/* fake_kernel.h: a simulated perf kernel for the PT engine's ops table
+ * (src/record/pt_engine.h), so that unit tests run the engine, and whole PT
+ * sessions, without Intel PT hardware or root.
+ *
+ * The fake hands out fds from FAKE_FD0 up, one per perf_event_open, and
+ * memory for each event's mmap page, data ring and AUX area. The test plays
+ * the kernel and the hardware: fake_kernel_record appends records to a data
+ * ring, fake_kernel_trace writes trace bytes round an AUX area and moves
+ * aux_head as the PT driver does. The fake checks what the engine must do
+ * (events opened disabled, the AUX area mapped where the mmap page announced
+ * it, SET_OUTPUT to a mapped ring) with Criterion assertions, so it is for
+ * Criterion tests only.
+ *
+ * Also a fake /proc for one process (fake_proc_write), which the engine reads
+ * to synthesize threads and mappings.
+ *
+ * Not here: the records themselves (capture/synth.h), reading the capture
+ * back (capture/perf_data.h), a real kernel (rv_pt_syscall_ops).
+ */
+#ifndef RV_TESTS_FAKE_KERNEL_H
+#define RV_TESTS_FAKE_KERNEL_H
+
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "record/pt_engine.h"
+
+#define FAKE_MAX 32   /* events one fake kernel holds */
+#define FAKE_FD0 300  /* the first fd; event i is fd FAKE_FD0 + i */
+#define FAKE_ID0 7000 /* event i's PERF_EVENT_IOC_ID is FAKE_ID0 + i */
+
+struct fake_event {
+	bool open; /* until closed */
+	struct perf_event_attr attr;
+	pid_t pid;
+	int cpu, group_fd, output_fd; /* output_fd: SET_OUTPUT's target, else -1 */
+	uint64_t id;
+	bool enabled;
+	bool traced; /* enable_trace was written into its AUX area */
+	void *ring;  /* the mmap page, then the data ring */
+	size_t ring_bytes;
+	uint8_t *aux;
+	size_t aux_bytes;
+	int aux_prot;	      /* PROT_WRITE: full mode (aux_tail bounds the hardware) */
+	uint64_t aux_written; /* the hardware's free-running count */
+};
+
+struct fake_kernel {
+	/* What the test sets before the first call (zero: as noted). */
+	uint16_t time_shift; /* the mmap page's clock; cap_user_time_zero is always 1 */
+	uint32_t time_mult;
+	uint64_t time_zero;
+	uint64_t tsc;	   /* read_tsc adds tsc_step to this and returns it */
+	uint64_t tsc_step; /* 0: 1000 */
+	int fail_errno;	   /* non-zero: perf_event_open call number fail_at (0-based) */
+	int fail_at;	   /* fails with -fail_errno */
+	/* When an event of type pt_type is enabled for the first time with
+	 * its AUX area mapped, the hardware writes these bytes into that area
+	 * (as fake_kernel_trace); NULL: nothing. */
+	uint32_t pt_type;
+	const uint8_t *enable_trace;
+	size_t enable_trace_size;
+
+	/* What happened. */
+	struct fake_event ev[FAKE_MAX];
+	int nr;	   /* events opened */
+	int opens; /* perf_event_open calls counted while fail_errno is set */
+	int enables, disables, set_outputs;
+};
+
+/* The ops table whose ctx is k. */
+struct rv_pt_ops fake_kernel_ops(struct fake_kernel *k);
+
+/* The event of fd; fails the test for an fd the fake did not hand out. */
+struct fake_event *fake_kernel_event(struct fake_kernel *k, int fd);
+
+/* The kernel appends a record (its header's size) to an event's data ring;
+ * fails the test when the ring is full. */
+void fake_kernel_record(struct fake_event *ev, const void *rec);
+
+/* The hardware writes n bytes of trace round ev's AUX area. Snapshot mode:
+ * round and round, aux_head is the position within the area (as the PT driver
+ * reports it). Full mode: free-running, never past aux_tail (fails the test). */
+void fake_kernel_trace(struct fake_event *ev, const uint8_t *bytes, size_t n);
+
+/* Writes text to path, failing the test when it cannot. */
+void fake_write_text(const char *path, const char *text);
+
+/* ROOT/proc/PID for a process of one thread: task/PID/comm ("comm\n") and
+ * maps (maps: /proc/PID/maps lines). */
+void fake_proc_write(const char *root, pid_t pid, const char *comm, const char *maps);
+
+#endif
