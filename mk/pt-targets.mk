@@ -15,7 +15,7 @@ PT_CXX := $(CXX)
 PT_CFLAGS := -g -O1 -fno-omit-frame-pointer -pthread
 PT_CLANG_FLAGS := -mno-omit-leaf-frame-pointer
 
-PT_STATIC := recursion fnptr qsort_callback longjmp signals tailcall syscall_loop two_threads
+PT_STATIC := recursion fnptr qsort_callback longjmp signals tailcall syscall_loop two_threads windows_pt
 PT_DYNAMIC := lazy_plt dlopen_main exceptions
 PT_TARGET_BINS := $(addprefix $(PT_TARGET_DIR)/,$(PT_STATIC) $(PT_DYNAMIC) libptplugin.so)
 

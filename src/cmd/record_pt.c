@@ -10,6 +10,13 @@
  * samples are then redirected into their slot's ring (PERF_EVENT_IOC_SET_OUTPUT)
  * and declared in the capture, so that their samples are kept.
  *
+ * On a kernel that cannot pause Intel PT (no aux_pause), --filter records
+ * everything, and every window the gate closes is written into the capture
+ * as a mark (capture/marks.h) in the capture's clock, for the decoder to apply
+ * (decode/pt_capture.h). The gate's times are CLOCK_MONOTONIC, the capture's
+ * the TSC through the perf mmap page's conversion: the offset between them is
+ * measured once, before the target runs.
+ *
  * Not here: the engine's or the gate's own work; choosing the engine.
  */
 #define RV_LOG_DOMAIN "record"
@@ -28,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture/marks.h"
 #include "capture/perf_data.h"
 #include "cmd/render.h"
 #include "decode/pt_capture.h"
@@ -38,6 +46,8 @@
 #define MAX_SLOTS      1024
 #define SIDEBAND_PAGES 128 /* per slot: 512 KiB of sideband ring */
 #define POLL_MS	       100
+/* Back-to-back reads of the TSC and CLOCK_MONOTONIC; the tightest pair wins. */
+#define CLOCK_PAIRS 16
 
 /* ---- the plan ---- */
 
@@ -157,7 +167,7 @@ static void tell_plan(const struct rv_pt_plan *plan, const struct rv_options *op
 		rv_warn("%s", plan->warnings.text[i]);
 	if (plan->ungated)
 		rv_note("--filter: this kernel cannot pause Intel PT (aux_pause needs Linux "
-			"6.13); recording everything, the windows are only counted");
+			"6.13); recording everything, the windows are applied while decoding");
 }
 
 /* ---- slots: threads or CPUs ---- */
@@ -356,6 +366,9 @@ struct noting_ops {
 	uint32_t pt_type;
 	const struct slots *sl;
 	int pt_fds[MAX_SLOTS]; /* by slot; -1 until opened */
+	/* the first PT event's perf mmap page (its data ring's first page),
+	 * for its TSC conversion; NULL until mapped */
+	volatile struct perf_event_mmap_page *page;
 };
 
 static int note_open(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
@@ -377,16 +390,13 @@ static int note_open(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu
 
 static int note_mmap(void *ctx, int fd, size_t length, int prot, off_t offset, void **out)
 {
-	const struct rv_pt_ops *o = ((struct noting_ops *)ctx)->inner;
+	struct noting_ops *n = ctx;
+	const struct rv_pt_ops *o = n->inner;
+	int ret = o->mmap(o->ctx, fd, length, prot, offset, out);
 
-	return o->mmap(o->ctx, fd, length, prot, offset, out);
-}
-
-static int note_munmap(void *ctx, void *addr, size_t length)
-{
-	const struct rv_pt_ops *o = ((struct noting_ops *)ctx)->inner;
-
-	return o->munmap(o->ctx, addr, length);
+	if (!ret && !n->page && offset == 0 && fd >= 0 && fd == n->pt_fds[0])
+		n->page = *out;
+	return ret;
 }
 
 static int note_ioctl(void *ctx, int fd, unsigned long request, unsigned long arg)
@@ -401,6 +411,15 @@ static int note_poll(void *ctx, struct pollfd *fds, size_t nr, int timeout_ms)
 	const struct rv_pt_ops *o = ((struct noting_ops *)ctx)->inner;
 
 	return o->poll(o->ctx, fds, nr, timeout_ms);
+}
+
+static int note_munmap(void *ctx, void *addr, size_t length)
+{
+	struct noting_ops *n = ctx;
+
+	if ((void *)n->page == addr)
+		n->page = NULL;
+	return n->inner->munmap(n->inner->ctx, addr, length);
 }
 
 static int note_close(void *ctx, int fd)
@@ -492,7 +511,106 @@ struct pt_run {
 	bool done;
 	int error;
 	struct rv_error *err;
+	/* ungated --filter: windows become marks in the capture */
+	struct rv_perf_writer *marks;
+	int64_t clock_offset; /* CLOCK_MONOTONIC + this = the capture's clock */
+	uint64_t nr_marks;
 };
+
+/* ---- --filter windows as marks (kernels without aux_pause) ---- */
+
+/* The perf mmap page's TSC conversion, read under its sequence lock; false
+ * when the kernel gives none. */
+static bool page_time_conv(volatile struct perf_event_mmap_page *page, struct rv_perf_time_conv *tc)
+{
+	for (int attempt = 0; page && attempt < 1000; attempt++) {
+		uint32_t seq = page->lock;
+
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		tc->time_shift = page->time_shift;
+		tc->time_mult = page->time_mult;
+		tc->time_zero = page->time_zero;
+		tc->time_cycles = page->time_cycles;
+		tc->time_mask = page->time_mask;
+		tc->cap_user_time_zero = page->cap_user_time_zero;
+		tc->cap_user_time_short = page->cap_user_time_short;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (page->lock == seq && !(seq & 1))
+			return tc->cap_user_time_zero && tc->time_mult;
+	}
+	return false;
+}
+
+/* Measures the offset from CLOCK_MONOTONIC (the gate's times) to the
+ * capture's clock, and declares the marks event in the capture. Without a
+ * TSC conversion the windows are only counted, with a warning. */
+static int prepare_window_marks(struct pt_run *run, const struct noting_ops *no,
+				struct rv_perf_writer *capture, struct rv_error *err)
+{
+	const struct rv_pt_ops *o = no->inner;
+	struct rv_pt_clock_pair pairs[CLOCK_PAIRS];
+	struct rv_perf_time_conv tc;
+	struct perf_event_attr attr;
+	uint64_t id = RV_MARK_ID, spread;
+	int ret;
+
+	memset(&tc, 0, sizeof(tc));
+	if (!page_time_conv(no->page, &tc)) {
+		rv_warn("--filter: the kernel gives no TSC conversion (cap_user_time_zero), so "
+			"the windows cannot be placed in the trace; they are only counted");
+		return 0;
+	}
+	for (size_t i = 0; i < CLOCK_PAIRS; i++) {
+		pairs[i].monotonic_before = o->clock_ns(o->ctx);
+		pairs[i].tsc = o->read_tsc(o->ctx);
+		pairs[i].monotonic_after = o->clock_ns(o->ctx);
+	}
+	run->clock_offset = rv_pt_clock_offset(&tc, pairs, CLOCK_PAIRS, &spread);
+	if (spread == UINT64_MAX) {
+		rv_warn("--filter: CLOCK_MONOTONIC went backwards while it was measured against "
+			"the TSC; the windows are only counted");
+		return 0;
+	}
+	rv_debug("the capture's clock is CLOCK_MONOTONIC %+lld ns (within %llu ns)",
+		 (long long)run->clock_offset, (unsigned long long)(spread / 2 + 1));
+	rv_mark_attr(&attr, false, 0);
+	ret = rv_perf_writer_add_attr(capture, &attr, RV_MARK_EVENT_NAME, &id, 1, err);
+	if (!ret)
+		run->marks = capture;
+	return ret;
+}
+
+/* A window the gate closed, as a mark in the capture's clock (with
+ * --min-duration only the longer ones, as the sampling engine keeps them). */
+static int write_window_mark(struct pt_run *run, const struct rv_gate_record *r)
+{
+	uint64_t record[RV_MARK_MAX_RECORD / 8];
+	struct rv_mark mark = {
+		.kind = RV_MARK_WINDOW,
+		.flags = r->slow ? RV_MARK_FLAG_SLOW : 0,
+		.pid = r->pid,
+		.tid = r->tid,
+		.time = rv_pt_clock_from_monotonic(r->time_ns, run->clock_offset),
+		.duration_ns = r->duration_ns,
+		.name = run->s->opts->filter_start,
+	};
+
+	if (!run->marks || r->type != RV_GATE_REC_WINDOW_END ||
+	    (run->s->opts->min_duration_ns && !r->slow))
+		return 0;
+	rv_mark_record(record, &mark);
+	run->nr_marks++;
+	return rv_perf_writer_write(run->marks, (const void *)record, run->err);
+}
+
+/* rv_gate_record_fn once recording is over: the last windows' marks only. */
+static int on_last_record(const struct rv_gate_record *r, void *ctx)
+{
+	struct pt_run *run = ctx;
+
+	run->error = write_window_mark(run, r);
+	return run->error != 0;
+}
 
 static int on_gate_record(const struct rv_gate_record *r, void *ctx)
 {
@@ -500,6 +618,9 @@ static int on_gate_record(const struct rv_gate_record *r, void *ctx)
 	bool snapshot = r->fired && (r->type == RV_GATE_REC_TRIGGER ||
 				     (r->type == RV_GATE_REC_WINDOW_END && r->slow));
 
+	run->error = write_window_mark(run, r);
+	if (run->error)
+		return 1;
 	if (!snapshot)
 		return 0;
 	run->snapshots_fired++;
@@ -832,6 +953,8 @@ int rv_session_record_pt_ops(struct rv_session *s, struct rv_target *target,
 		ret = rv_pt_engine_start(run.engine, err);
 	if (!ret && run.gate)
 		ret = keep_aux_samples(&run, sl, no, &wrapped, gs, nr_gs, capture, err);
+	if (!ret && run.gate && plan->ungated)
+		ret = prepare_window_marks(&run, no, capture, err);
 	if (!ret)
 		ret = rv_target_release(target, err);
 	if (!ret) {
@@ -841,6 +964,15 @@ int rv_session_record_pt_ops(struct rv_session *s, struct rv_target *target,
 			 (unsigned long long)(plan->aux_bytes >> 10),
 			 plan->per_cpu ? "CPU" : "thread");
 		ret = record_loop(&run, target, &stop_signal, err);
+	}
+	if (!ret && run.marks) {
+		/* windows closed since the loop's last poll */
+		int got = rv_gate_poll(run.gate, 0, on_last_record, &run, err);
+
+		ret = run.error ? run.error : got < 0 ? got : 0;
+		if (!ret)
+			rv_debug("%llu --filter windows written into the capture",
+				 (unsigned long long)run.nr_marks);
 	}
 	if (ret)
 		goto out;

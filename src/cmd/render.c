@@ -202,6 +202,10 @@ int rv_render_pt_capture(struct rv_pt_capture *capture, struct rv_builder *build
 	ret = rv_pt_capture_decode(capture, to_builder, builder, stats, err);
 	if (ret)
 		return ret;
+	if (info.windows)
+		rv_note("--filter windows applied while decoding: %" PRIu64
+			" window%s, the kernel could not pause Intel PT",
+			info.windows, info.windows == 1 ? "" : "s");
 	if (rv_pt_capture_damage(capture))
 		rv_warn("%s; the trace holds what was decoded before that point",
 			rv_pt_capture_damage(capture));

@@ -30,7 +30,8 @@ struct rv_pt_capture;
 struct rv_pt_stats;
 
 /* Decodes every buffer of a PT capture into builder (from the capture's first
- * time as the trace's zero), and warns, once each, about damage and missing
+ * time as the trace's zero), says so when it applied --filter windows (an
+ * ungated recording's), and warns, once each, about damage and missing
  * binaries. With packets non-NULL, counts the capture's packets first (for
  * --stats). stats is filled even when decoding fails part way. */
 int rv_render_pt_capture(struct rv_pt_capture *capture, struct rv_builder *builder,

@@ -7,7 +7,9 @@
  * replayed: threads and their names, processes and their generations (one per
  * exec), each generation's executable mappings and libipt image, and per CPU
  * the timeline of which task ran. Kernel code (kcore or a relocated vmlinux)
- * is read before the replay, so that every image starts with it.
+ * is read before the replay, so that every image starts with it. The window
+ * marks of an ungated --filter recording are kept per thread, for the decode
+ * to apply.
  *
  * Not here: decoding (pt_capture_decode.c), the packets (pt_decoder.c), the
  * perf.data layout (capture/).
@@ -28,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capture/marks.h"
 #include "capture/synth.h"
 #include "decode/pt_capture_internal.h"
 #include "util/log.h"
@@ -648,6 +651,34 @@ out:
 	return ret;
 }
 
+/* A window mark (rv_mark): the window it closes, kept for the decode. A mark
+ * that does not parse, or a trigger's, is left out: it changes no trace. */
+static int add_window(struct rv_pt_capture *c, const struct rv_perf_sample *sample,
+		      struct rv_error *err)
+{
+	struct rv_mark mark;
+	struct rv_error ignored;
+	struct ptc_window *w;
+
+	if (rv_mark_parse(sample, &mark, &ignored) || mark.kind != RV_MARK_WINDOW)
+		return 0;
+	if (!ptc_grow(&c->windows, &c->cap_windows, c->nr_windows + 1, sizeof(*c->windows)))
+		return nomem(err);
+	w = &c->windows[c->nr_windows];
+	*w = (struct ptc_window){
+		.pid = mark.pid,
+		.tid = mark.tid,
+		.begin = mark.time > mark.duration_ns ? mark.time - mark.duration_ns : 0,
+		.end = mark.time,
+		.flags = mark.flags,
+		.name = arena_strndup(&c->arena, mark.name, strlen(mark.name)),
+	};
+	if (!w->name)
+		return nomem(err);
+	c->nr_windows++;
+	return 0;
+}
+
 static int note_sample(struct rv_pt_capture *c, struct scan *s, const struct perf_event_header *h,
 		       struct rv_error *err)
 {
@@ -657,6 +688,8 @@ static int note_sample(struct rv_pt_capture *c, struct scan *s, const struct per
 	s->samples++;
 	if (rv_perf_reader_parse_sample(c->reader, h, &sample, &ignored))
 		return 0; /* a sample that cannot be parsed holds nothing to decode */
+	if (rv_sample_is_mark(&sample))
+		return add_window(c, &sample, err);
 	if (!s->sample_event && sample.attr && sample.attr->name)
 		s->sample_event =
 			arena_strndup(&c->arena, sample.attr->name, strlen(sample.attr->name));
@@ -1363,6 +1396,71 @@ static int name_threads(struct rv_pt_capture *c, struct rv_error *err)
 	return 0;
 }
 
+static uint64_t first_tsc_time(const struct rv_pt_capture *c, const struct ptc_buffer *b);
+
+/* The earliest time a buffer's trace starts at; 0 when none has a time. */
+static uint64_t trace_start(const struct rv_pt_capture *c)
+{
+	uint64_t first = 0;
+
+	for (size_t i = 0; i < c->nr_buffers; i++) {
+		uint64_t t = first_tsc_time(c, &c->buffers[i]);
+
+		if (t && (!first || t < first))
+			first = t;
+	}
+	return first;
+}
+
+static int compare_windows(const void *a, const void *b)
+{
+	const struct ptc_window *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* The window marks, per thread in time order: those that ended before any
+ * trace are left out (a snapshot holds the end of the recording only), and a
+ * window that begins before the thread's previous one ended begins at that
+ * end, so that the windows of a thread never overlap. */
+static int prepare_windows(struct rv_pt_capture *c, struct rv_error *err)
+{
+	uint64_t start;
+	size_t kept = 0;
+
+	if (!c->nr_windows)
+		return 0;
+	start = trace_start(c);
+	for (size_t i = 0; i < c->nr_windows; i++)
+		if (!start || c->windows[i].end > start)
+			c->windows[kept++] = c->windows[i];
+	c->windows_before_trace = c->nr_windows - kept;
+	c->nr_windows = kept;
+	qsort(c->windows, c->nr_windows, sizeof(*c->windows), compare_windows);
+	for (size_t i = 0; i < c->nr_windows;) {
+		size_t j = i + 1;
+		struct ptc_thread *t;
+
+		for (; j < c->nr_windows && c->windows[j].tid == c->windows[i].tid; j++)
+			if (c->windows[j].begin < c->windows[j - 1].end)
+				c->windows[j].begin = c->windows[j - 1].end;
+		t = thread_get(c, c->windows[i].tid, c->windows[i].pid);
+		if (!t)
+			return nomem(err);
+		t->win_first = i;
+		t->win_nr = j - i;
+		i = j;
+	}
+	if (c->windows_before_trace)
+		rv_debug("%zu --filter windows ended before the trace begins; left out",
+			 c->windows_before_trace);
+	return 0;
+}
+
 static int replay(struct rv_pt_capture *c, struct scan *s, struct rv_error *err)
 {
 	int ret;
@@ -1387,7 +1485,8 @@ static int replay(struct rv_pt_capture *c, struct scan *s, struct rv_error *err)
 			c->missing[i].pub.mappings = 0;
 		}
 	}
-	return name_threads(c, err);
+	ret = prepare_windows(c, err);
+	return ret ? ret : name_threads(c, err);
 }
 
 /* ---- the public face ---- */
@@ -1639,12 +1738,49 @@ void rv_pt_capture_info(const struct rv_pt_capture *c, struct rv_pt_capture_info
 	out->snapshot = c->info.snapshot_mode != 0;
 	out->kernel = c->kernel_traced;
 	out->threads = c->nr_threads;
-	for (size_t i = 0; i < c->nr_buffers; i++) {
-		uint64_t t = first_tsc_time(c, &c->buffers[i]);
+	out->windows = c->nr_windows;
+	out->first_time = trace_start(c);
+	/* the trace's zero is no later than the first window's begin */
+	for (size_t i = 0; i < c->nr_windows; i++)
+		if (out->first_time && c->windows[i].begin < out->first_time)
+			out->first_time = c->windows[i].begin;
+}
 
-		if (t && (!out->first_time || t < out->first_time))
-			out->first_time = t;
+int64_t rv_pt_clock_offset(const struct rv_perf_time_conv *tc, const struct rv_pt_clock_pair *pairs,
+			   size_t nr, uint64_t *spread_ns)
+{
+	size_t best = SIZE_MAX;
+	uint64_t best_spread = UINT64_MAX;
+
+	for (size_t i = 0; i < nr; i++) {
+		const struct rv_pt_clock_pair *p = &pairs[i];
+
+		if (p->monotonic_after < p->monotonic_before)
+			continue; /* the clock went back: not a pair */
+		if (p->monotonic_after - p->monotonic_before < best_spread) {
+			best_spread = p->monotonic_after - p->monotonic_before;
+			best = i;
+		}
 	}
+	if (spread_ns)
+		*spread_ns = best_spread;
+	if (best == SIZE_MAX)
+		return 0;
+	/* the TSC was read halfway between the two monotonic reads, give or
+	 * take half their spread */
+	const struct rv_pt_clock_pair *p = &pairs[best];
+	uint64_t monotonic = p->monotonic_before + best_spread / 2;
+	uint64_t capture = rv_perf_tsc_to_time(tc, p->tsc);
+
+	return capture >= monotonic ? (int64_t)(capture - monotonic)
+				    : -(int64_t)(monotonic - capture);
+}
+
+uint64_t rv_pt_clock_from_monotonic(uint64_t monotonic_ns, int64_t offset)
+{
+	if (offset < 0 && monotonic_ns < (uint64_t)-offset)
+		return 0;
+	return monotonic_ns + (uint64_t)offset;
 }
 
 static void free_mappings(struct ptc_mappings *m)
@@ -1686,6 +1822,7 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 	for (size_t i = 0; i < c->nr_buffers; i++)
 		free(c->buffers[i].joined);
 	free(c->buffers);
+	free(c->windows);
 	free(c->missing);
 	free(c->missing_pub);
 	rv_perf_reader_free(c->reader);

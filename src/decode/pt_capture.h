@@ -43,6 +43,18 @@
  * AUXTRACE records. rv_pt_capture_info's buffers counts what is decoded
  * separately: joined streams once, and samples.
  *
+ * A capture recorded with --filter on a kernel that cannot pause Intel PT
+ * holds the whole trace and a window mark (capture/marks.h) per --filter
+ * window; decoding applies them. Per thread, its branch and error events are
+ * handed to the sink only strictly inside one of its windows (begin, end),
+ * and at each window's end comes an RV_EVENT_WINDOW (its time the end), so
+ * that the trace builder ends the thread's stacks there and draws the
+ * window; a window nothing ran in still comes (before the thread's
+ * THREAD_EXIT, or once all buffers are decoded). Windows that ended before
+ * any trace are left out. This runs where the events reach the sink, after
+ * the per-CPU merge, so the output stays deterministic. Captures without
+ * window marks decode as if this paragraph did not exist.
+ *
  * The caller makes the symbolizer before opening (open reports the mappings
  * to it); a capture's own kernel symbols are at
  * rv_pt_capture_probe_kallsyms(path), to be passed as its kallsyms_path.
@@ -128,6 +140,9 @@ struct rv_pt_capture_info {
 	 * since threads are decoded one after another and a later one may have
 	 * started first. */
 	uint64_t first_time;
+	/* --filter windows applied while decoding (see above); 0: none. The
+	 * first window's begin counts towards first_time. */
+	uint64_t windows;
 };
 void rv_pt_capture_info(const struct rv_pt_capture *c, struct rv_pt_capture_info *out);
 
@@ -135,5 +150,23 @@ void rv_pt_capture_info(const struct rv_pt_capture *c, struct rv_pt_capture_info
 uint64_t rv_pt_capture_count_packets(const struct rv_pt_capture *c);
 
 void rv_pt_capture_free(struct rv_pt_capture *c);
+
+/* The capture's clock against CLOCK_MONOTONIC, for times a recorder gets in
+ * CLOCK_MONOTONIC (the BPF gate's) and writes into a PT capture, whose clock
+ * is perf's: the TSC through TIME_CONV. One pair is a TSC read between two
+ * CLOCK_MONOTONIC reads, back to back. */
+struct rv_pt_clock_pair {
+	uint64_t monotonic_before, tsc, monotonic_after;
+};
+
+/* The offset to add to a CLOCK_MONOTONIC time to get the capture's time,
+ * from the tightest of nr pairs (the TSC taken halfway between its two
+ * reads). *spread_ns (may be NULL) is that pair's spread, twice the offset's
+ * uncertainty; UINT64_MAX, and 0 returned, when no pair is usable. */
+int64_t rv_pt_clock_offset(const struct rv_perf_time_conv *tc, const struct rv_pt_clock_pair *pairs,
+			   size_t nr, uint64_t *spread_ns);
+
+/* A CLOCK_MONOTONIC time in the capture's clock (0 rather than below it). */
+uint64_t rv_pt_clock_from_monotonic(uint64_t monotonic_ns, int64_t offset);
 
 #endif

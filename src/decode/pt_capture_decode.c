@@ -11,7 +11,9 @@
  *
  * On the way to the sink, in the calling thread: a THREAD_NAME before a
  * thread's first event and at each rename, errors charged to the missing file
- * that covers their address, and THREAD_EXIT once a thread's events are over.
+ * that covers their address, THREAD_EXIT once a thread's events are over, and
+ * the --filter windows of an ungated recording: a thread's branches and
+ * errors outside its windows left out, a WINDOW event at each window's end.
  *
  * Not here: the sideband and images (pt_capture.c), the packets
  * (pt_decoder.c).
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/marks.h"
 #include "decode/pt_capture.h"
 #include "decode/pt_capture_internal.h"
 #include "util/log.h"
@@ -146,6 +149,8 @@ struct run {
 	struct ptc_thread *cur;
 	uint32_t cur_tid;
 	uint64_t cur_until;
+
+	uint64_t outside_windows; /* events left out: outside their thread's windows */
 };
 
 /* ---- PSB index ---- */
@@ -434,12 +439,103 @@ static int emit(struct run *r, const struct rv_event *ev, struct rv_error *err)
 	return r->sink(r->sink_ctx, ev, err);
 }
 
+/* A THREAD_NAME for t when its name at `time` has not been given yet. */
+static int name_thread(struct run *r, struct ptc_thread *t, uint32_t pid, uint32_t tid,
+		       uint64_t time, struct rv_error *err)
+{
+	size_t i = ptc_comm_at(t, time);
+	struct rv_event name = {
+		.kind = RV_EVENT_THREAD_NAME,
+		.pid = pid,
+		.tid = tid,
+		.time = time,
+	};
+
+	if (i == SIZE_MAX || (t->named && i <= t->named_comm))
+		return 0;
+	name.thread.name = t->comms[i].name;
+	t->named = true;
+	t->named_comm = i;
+	return emit(r, &name, err);
+}
+
+/* ---- --filter windows applied while decoding (see pt_capture.h) ---- */
+
+/* Hands the sink t's windows that ended by `time`, each as a WINDOW event at
+ * its end. */
+static int windows_until(struct run *r, struct ptc_thread *t, uint64_t time, struct rv_error *err)
+{
+	while (t->win_next < t->win_nr) {
+		const struct ptc_window *w = &r->c->windows[t->win_first + t->win_next];
+		struct rv_event ev = {
+			.kind = RV_EVENT_WINDOW,
+			.pid = w->pid,
+			.tid = w->tid,
+			.time = w->end,
+		};
+		int ret;
+
+		if (w->end > time)
+			break;
+		t->win_next++;
+		ev.gate.name = w->name;
+		ev.gate.duration_ns = w->end - w->begin;
+		ev.gate.slow = w->flags & RV_MARK_FLAG_SLOW;
+		ev.gate.snapshot = w->flags & RV_MARK_FLAG_SNAPSHOT;
+		ret = name_thread(r, t, w->pid, w->tid, w->end, err);
+		if (!ret)
+			ret = emit(r, &ev, err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Whether ev (a branch or an error) is kept: strictly inside a window of its
+ * thread. The windows that ended before it go to the sink first. */
+static int window_keeps(struct run *r, const struct rv_event *ev, bool *keep, struct rv_error *err)
+{
+	struct ptc_thread *t =
+		r->cur && ev->tid == r->cur_tid ? r->cur : ptc_thread_find_mut(r->c, ev->tid);
+	const struct ptc_window *w;
+	int ret;
+
+	*keep = false;
+	if (!t || !t->win_nr)
+		return 0; /* a thread without windows: nothing of it is kept */
+	ret = windows_until(r, t, ev->time, err);
+	if (ret || t->win_next == t->win_nr)
+		return ret;
+	w = &r->c->windows[t->win_first + t->win_next];
+	*keep = ev->time > w->begin; /* and before w->end, which has not come */
+	return 0;
+}
+
+/* Every window not yet handed to the sink, thread by thread. */
+static int windows_rest(struct run *r, struct rv_error *err)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < r->c->nr_threads; i++)
+		ret = windows_until(r, &r->c->threads[i], UINT64_MAX, err);
+	return ret;
+}
+
 static int consume(struct run *r, const struct rv_event *ev, uint64_t skipped, struct rv_error *err)
 {
 	struct rv_pt_capture *c = r->c;
 	struct ptc_thread *t;
 	int ret;
 
+	if (c->nr_windows && (ev->kind == RV_EVENT_BRANCH || ev->kind == RV_EVENT_TRACE_ERROR)) {
+		bool keep;
+
+		ret = window_keeps(r, ev, &keep, err);
+		if (ret || !keep) {
+			r->outside_windows += !keep;
+			return ret;
+		}
+	}
 	/* the same thread as before, its name still current: only the sink */
 	if (r->cur && ev->tid == r->cur_tid && ev->time < r->cur_until &&
 	    ev->kind == RV_EVENT_BRANCH) {
@@ -461,23 +557,9 @@ static int consume(struct run *r, const struct rv_event *ev, uint64_t skipped, s
 		}
 	}
 	if (t) {
-		size_t i = ptc_comm_at(t, ev->time);
-
-		if (i != SIZE_MAX && (!t->named || i > t->named_comm)) {
-			struct rv_event name = {
-				.kind = RV_EVENT_THREAD_NAME,
-				.pid = ev->pid,
-				.tid = ev->tid,
-				.time = ev->time,
-			};
-
-			name.thread.name = t->comms[i].name;
-			t->named = true;
-			t->named_comm = i;
-			ret = emit(r, &name, err);
-			if (ret)
-				return ret;
-		}
+		ret = name_thread(r, t, ev->pid, ev->tid, ev->time, err);
+		if (ret)
+			return ret;
 		t->has_events = true;
 		if (ev->time > t->last_time)
 			t->last_time = ev->time;
@@ -502,10 +584,13 @@ static int emit_exit(struct run *r, struct ptc_thread *t, struct rv_error *err)
 		.time = t->exit_time > t->last_time ? t->exit_time : t->last_time,
 	};
 
+	int ret;
+
 	if (!t->exited || !t->has_events || t->exit_sent)
 		return 0;
 	t->exit_sent = true;
-	return emit(r, &ev, err);
+	ret = windows_until(r, t, UINT64_MAX, err); /* none comes after its exit */
+	return ret ? ret : emit(r, &ev, err);
 }
 
 /* ---- the producers ---- */
@@ -868,13 +953,19 @@ int rv_pt_capture_decode(struct rv_pt_capture *c, rv_pt_sink_fn sink, void *sink
 		c->threads[i].has_events = false;
 		c->threads[i].last_time = 0;
 		c->threads[i].exit_sent = false;
+		c->threads[i].win_next = 0;
 	}
 
 	progress_print(&r, true);
 	ret = decode_threads(&r, stats, err);
 	if (!ret)
 		ret = decode_cpus(&r, stats, err);
+	if (!ret)
+		ret = windows_rest(&r, err);
 	progress_clear(&r);
+	if (c->nr_windows)
+		rv_debug("--filter windows: %zu applied, %" PRIu64 " events outside them left out",
+			 c->nr_windows, r.outside_windows);
 	pthread_cond_destroy(&r.space);
 	pthread_cond_destroy(&r.data);
 	pthread_mutex_destroy(&r.lock);

@@ -85,6 +85,22 @@ struct ptc_thread {
 	bool has_events;
 	bool exit_sent;
 	uint64_t last_time;
+
+	/* --filter windows applied while decoding: c->windows[win_first, +
+	 * win_nr) are this thread's, in time order; win_next is the first one
+	 * not yet handed to the sink (decode state). */
+	size_t win_first, win_nr, win_next;
+};
+
+/* A --filter window of a thread, from a window mark of an ungated recording
+ * (the kernel could not pause Intel PT): the thread's trace is kept only
+ * strictly between begin and end, and the window is handed to the sink at
+ * its end. The windows of one thread do not overlap. */
+struct ptc_window {
+	uint32_t pid, tid;
+	uint64_t begin, end; /* the capture's clock */
+	uint32_t flags;	     /* RV_MARK_FLAG_* */
+	const char *name;    /* in the arena */
 };
 
 /* From `time` on, task pid/tid runs on the CPU. */
@@ -168,6 +184,10 @@ struct rv_pt_capture {
 
 	struct ptc_cpu *cpus;
 	size_t nr_cpus, cap_cpus;
+
+	struct ptc_window *windows; /* sorted by tid, then time */
+	size_t nr_windows, cap_windows;
+	size_t windows_before_trace; /* window marks left out: they ended before any trace */
 
 	struct ptc_buffer *buffers; /* in file order */
 	size_t nr_buffers, cap_buffers;

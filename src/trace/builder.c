@@ -488,9 +488,10 @@ static int end_segment(struct rv_builder *b, uint64_t time, struct rv_error *err
 	return 0;
 }
 
-/* A window is a span around the samples taken in it: its thread's sampled
- * stack ends with it (no sample comes between windows, the kernel drops
- * them). A trigger hit is an instant. */
+/* A window is a span around what ran in it: its thread's sampled stack, or
+ * its branch stacks, end with it (nothing comes between windows: the kernel
+ * drops the samples, the PT decoder the branches of an ungated recording),
+ * and the next window's trace starts afresh. A trigger hit is an instant. */
 static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
@@ -510,12 +511,17 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 	if (ret)
 		return ret;
 	if (ev->kind == RV_EVENT_WINDOW) {
-		uint64_t begin = ev->time > ev->gate.duration_ns ? ev->time - ev->gate.duration_ns
-								  : 0;
+		uint64_t begin =
+			ev->time > ev->gate.duration_ns ? ev->time - ev->gate.duration_ns : 0;
 
 		if (t->has_sample) {
 			ret = end_thread(b, t, ev->time > t->last_time ? ev->time : t->last_time,
 					 err);
+			if (ret)
+				return ret;
+		}
+		if (has_branches(t)) {
+			ret = builder_end_branches(b, t, ev->time, err);
 			if (ret)
 				return ret;
 		}
