@@ -36,6 +36,9 @@ enum rv_mark_kind {
 
 #define RV_MARK_FLAG_SLOW     1u /* window: longer than --min-duration */
 #define RV_MARK_FLAG_SNAPSHOT 2u /* a snapshot was taken here: the trace's segment ends */
+/* window: the recording ran ungated (Intel PT without aux_pause), so decoding
+ * keeps only what ran inside the windows */
+#define RV_MARK_FLAG_APPLY 4u
 
 /* The raw data's fixed part, in the byte order of the machine that recorded. */
 struct rv_mark_raw {

@@ -511,13 +511,13 @@ struct pt_run {
 	bool done;
 	int error;
 	struct rv_error *err;
-	/* ungated --filter: windows become marks in the capture */
+	/* --filter windows and --trigger hits become marks in the capture */
 	struct rv_perf_writer *marks;
 	int64_t clock_offset; /* CLOCK_MONOTONIC + this = the capture's clock */
 	uint64_t nr_marks;
 };
 
-/* ---- --filter windows as marks (kernels without aux_pause) ---- */
+/* ---- the gate's windows and hits as marks in the capture ---- */
 
 /* The perf mmap page's TSC conversion, read under its sequence lock; false
  * when the kernel gives none. */
@@ -543,7 +543,7 @@ static bool page_time_conv(volatile struct perf_event_mmap_page *page, struct rv
 
 /* Measures the offset from CLOCK_MONOTONIC (the gate's times) to the
  * capture's clock, and declares the marks event in the capture. Without a
- * TSC conversion the windows are only counted, with a warning. */
+ * TSC conversion the windows and hits are only counted, with a warning. */
 static int prepare_window_marks(struct pt_run *run, const struct noting_ops *no,
 				struct rv_perf_writer *capture, struct rv_error *err)
 {
@@ -556,8 +556,8 @@ static int prepare_window_marks(struct pt_run *run, const struct noting_ops *no,
 
 	memset(&tc, 0, sizeof(tc));
 	if (!page_time_conv(no->page, &tc)) {
-		rv_warn("--filter: the kernel gives no TSC conversion (cap_user_time_zero), so "
-			"the windows cannot be placed in the trace; they are only counted");
+		rv_warn("the kernel gives no TSC conversion (cap_user_time_zero), so the gate's "
+			"windows and hits cannot be placed in the trace; they are only counted");
 		return 0;
 	}
 	for (size_t i = 0; i < CLOCK_PAIRS; i++) {
@@ -567,8 +567,8 @@ static int prepare_window_marks(struct pt_run *run, const struct noting_ops *no,
 	}
 	run->clock_offset = rv_pt_clock_offset(&tc, pairs, CLOCK_PAIRS, &spread);
 	if (spread == UINT64_MAX) {
-		rv_warn("--filter: CLOCK_MONOTONIC went backwards while it was measured against "
-			"the TSC; the windows are only counted");
+		rv_warn("CLOCK_MONOTONIC went backwards while it was measured against the TSC; "
+			"the gate's windows and hits are only counted");
 		return 0;
 	}
 	rv_debug("the capture's clock is CLOCK_MONOTONIC %+lld ns (within %llu ns)",
@@ -580,23 +580,28 @@ static int prepare_window_marks(struct pt_run *run, const struct noting_ops *no,
 	return ret;
 }
 
-/* A window the gate closed, as a mark in the capture's clock (with
- * --min-duration only the longer ones, as the sampling engine keeps them). */
+/* A window the gate closed (with --min-duration only the longer ones, as the
+ * sampling engine keeps them) or a trigger hit, as a mark in the capture's
+ * clock. Recorded ungated, a window is one that decoding applies. */
 static int write_window_mark(struct pt_run *run, const struct rv_gate_record *r)
 {
 	uint64_t record[RV_MARK_MAX_RECORD / 8];
+	bool window = r->type == RV_GATE_REC_WINDOW_END;
 	struct rv_mark mark = {
-		.kind = RV_MARK_WINDOW,
-		.flags = r->slow ? RV_MARK_FLAG_SLOW : 0,
+		.kind = window ? RV_MARK_WINDOW : RV_MARK_TRIGGER,
+		.flags = (window && r->slow && run->s->opts->min_duration_ns ? RV_MARK_FLAG_SLOW
+									    : 0) |
+			 (window && run->plan->ungated ? RV_MARK_FLAG_APPLY : 0) |
+			 (!window && r->fired ? RV_MARK_FLAG_SNAPSHOT : 0),
 		.pid = r->pid,
 		.tid = r->tid,
 		.time = rv_pt_clock_from_monotonic(r->time_ns, run->clock_offset),
-		.duration_ns = r->duration_ns,
-		.name = run->s->opts->filter_start,
+		.duration_ns = window ? r->duration_ns : 0,
+		.name = window ? run->s->opts->filter_start : run->s->opts->trigger,
 	};
 
-	if (!run->marks || r->type != RV_GATE_REC_WINDOW_END ||
-	    (run->s->opts->min_duration_ns && !r->slow))
+	if (!run->marks || (!window && r->type != RV_GATE_REC_TRIGGER) ||
+	    (window && run->s->opts->min_duration_ns && !r->slow))
 		return 0;
 	rv_mark_record(record, &mark);
 	run->nr_marks++;
@@ -953,7 +958,7 @@ int rv_session_record_pt_ops(struct rv_session *s, struct rv_target *target,
 		ret = rv_pt_engine_start(run.engine, err);
 	if (!ret && run.gate)
 		ret = keep_aux_samples(&run, sl, no, &wrapped, gs, nr_gs, capture, err);
-	if (!ret && run.gate && plan->ungated)
+	if (!ret && run.gate)
 		ret = prepare_window_marks(&run, no, capture, err);
 	if (!ret)
 		ret = rv_target_release(target, err);
@@ -971,7 +976,8 @@ int rv_session_record_pt_ops(struct rv_session *s, struct rv_target *target,
 
 		ret = run.error ? run.error : got < 0 ? got : 0;
 		if (!ret)
-			rv_debug("%llu --filter windows written into the capture",
+			rv_debug("%llu --filter windows and --trigger hits written into the "
+				 "capture",
 				 (unsigned long long)run.nr_marks);
 	}
 	if (ret)

@@ -651,8 +651,8 @@ out:
 	return ret;
 }
 
-/* A window mark (rv_mark): the window it closes, kept for the decode. A mark
- * that does not parse, or a trigger's, is left out: it changes no trace. */
+/* A window or trigger mark (rv_mark), kept for the decode. A mark that does
+ * not parse is left out: it changes no trace. */
 static int add_window(struct rv_pt_capture *c, const struct rv_perf_sample *sample,
 		      struct rv_error *err)
 {
@@ -660,7 +660,7 @@ static int add_window(struct rv_pt_capture *c, const struct rv_perf_sample *samp
 	struct rv_error ignored;
 	struct ptc_window *w;
 
-	if (rv_mark_parse(sample, &mark, &ignored) || mark.kind != RV_MARK_WINDOW)
+	if (rv_mark_parse(sample, &mark, &ignored))
 		return 0;
 	if (!ptc_grow(&c->windows, &c->cap_windows, c->nr_windows + 1, sizeof(*c->windows)))
 		return nomem(err);
@@ -671,6 +671,7 @@ static int add_window(struct rv_pt_capture *c, const struct rv_perf_sample *samp
 		.begin = mark.time > mark.duration_ns ? mark.time - mark.duration_ns : 0,
 		.end = mark.time,
 		.flags = mark.flags,
+		.trigger = mark.kind == RV_MARK_TRIGGER,
 		.name = arena_strndup(&c->arena, mark.name, strlen(mark.name)),
 	};
 	if (!w->name)
@@ -1423,10 +1424,10 @@ static int compare_windows(const void *a, const void *b)
 	return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
-/* The window marks, per thread in time order: those that ended before any
- * trace are left out (a snapshot holds the end of the recording only), and a
- * window that begins before the thread's previous one ended begins at that
- * end, so that the windows of a thread never overlap. */
+/* The window and trigger marks, per thread in time order: those that ended
+ * before any trace are left out (a snapshot holds the end of the recording
+ * only), and a window that begins before the thread's previous one ended
+ * begins at that end, so that the windows of a thread never overlap. */
 static int prepare_windows(struct rv_pt_capture *c, struct rv_error *err)
 {
 	uint64_t start;
@@ -1442,12 +1443,21 @@ static int prepare_windows(struct rv_pt_capture *c, struct rv_error *err)
 	c->nr_windows = kept;
 	qsort(c->windows, c->nr_windows, sizeof(*c->windows), compare_windows);
 	for (size_t i = 0; i < c->nr_windows;) {
-		size_t j = i + 1;
+		size_t j;
 		struct ptc_thread *t;
 
-		for (; j < c->nr_windows && c->windows[j].tid == c->windows[i].tid; j++)
-			if (c->windows[j].begin < c->windows[j - 1].end)
-				c->windows[j].begin = c->windows[j - 1].end;
+		uint64_t last_end = 0;
+
+		for (j = i; j < c->nr_windows && c->windows[j].tid == c->windows[i].tid; j++) {
+			struct ptc_window *w = &c->windows[j];
+
+			if (w->trigger)
+				continue;
+			if (w->begin < last_end)
+				w->begin = last_end;
+			last_end = w->end;
+			c->nr_applied += (w->flags & RV_MARK_FLAG_APPLY) != 0;
+		}
 		t = thread_get(c, c->windows[i].tid, c->windows[i].pid);
 		if (!t)
 			return nomem(err);
@@ -1738,11 +1748,12 @@ void rv_pt_capture_info(const struct rv_pt_capture *c, struct rv_pt_capture_info
 	out->snapshot = c->info.snapshot_mode != 0;
 	out->kernel = c->kernel_traced;
 	out->threads = c->nr_threads;
-	out->windows = c->nr_windows;
+	out->windows = c->nr_applied;
 	out->first_time = trace_start(c);
 	/* the trace's zero is no later than the first window's begin */
 	for (size_t i = 0; i < c->nr_windows; i++)
-		if (out->first_time && c->windows[i].begin < out->first_time)
+		if (out->first_time && !c->windows[i].trigger &&
+		    c->windows[i].begin < out->first_time)
 			out->first_time = c->windows[i].begin;
 }
 

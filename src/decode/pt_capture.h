@@ -55,6 +55,11 @@
  * the per-CPU merge, so the output stays deterministic. Captures without
  * window marks decode as if this paragraph did not exist.
  *
+ * Window marks of a gated recording (PT paused outside the windows) and
+ * --trigger hits are only drawn: each comes as an RV_EVENT_WINDOW or
+ * RV_EVENT_TRIGGER of its thread, in time order with its events, and nothing
+ * is left out.
+ *
  * The caller makes the symbolizer before opening (open reports the mappings
  * to it); a capture's own kernel symbols are at
  * rv_pt_capture_probe_kallsyms(path), to be passed as its kallsyms_path.
@@ -141,7 +146,7 @@ struct rv_pt_capture_info {
 	 * started first. */
 	uint64_t first_time;
 	/* --filter windows applied while decoding (see above); 0: none. The
-	 * first window's begin counts towards first_time. */
+	 * first window's begin counts towards first_time, applied or not. */
 	uint64_t windows;
 };
 void rv_pt_capture_info(const struct rv_pt_capture *c, struct rv_pt_capture_info *out);

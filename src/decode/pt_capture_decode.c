@@ -468,7 +468,7 @@ static int windows_until(struct run *r, struct ptc_thread *t, uint64_t time, str
 	while (t->win_next < t->win_nr) {
 		const struct ptc_window *w = &r->c->windows[t->win_first + t->win_next];
 		struct rv_event ev = {
-			.kind = RV_EVENT_WINDOW,
+			.kind = w->trigger ? RV_EVENT_TRIGGER : RV_EVENT_WINDOW,
 			.pid = w->pid,
 			.tid = w->tid,
 			.time = w->end,
@@ -504,10 +504,16 @@ static int window_keeps(struct run *r, const struct rv_event *ev, bool *keep, st
 	if (!t || !t->win_nr)
 		return 0; /* a thread without windows: nothing of it is kept */
 	ret = windows_until(r, t, ev->time, err);
-	if (ret || t->win_next == t->win_nr)
+	if (ret)
 		return ret;
-	w = &r->c->windows[t->win_first + t->win_next];
-	*keep = ev->time > w->begin; /* and before w->end, which has not come */
+	/* the next window to end (trigger hits in between do not count) */
+	for (size_t i = t->win_next; i < t->win_nr; i++) {
+		w = &r->c->windows[t->win_first + i];
+		if (!w->trigger) {
+			*keep = ev->time > w->begin; /* and before w->end, not yet come */
+			break;
+		}
+	}
 	return 0;
 }
 
@@ -527,13 +533,21 @@ static int consume(struct run *r, const struct rv_event *ev, uint64_t skipped, s
 	struct ptc_thread *t;
 	int ret;
 
-	if (c->nr_windows && (ev->kind == RV_EVENT_BRANCH || ev->kind == RV_EVENT_TRACE_ERROR)) {
+	if (c->nr_applied && (ev->kind == RV_EVENT_BRANCH || ev->kind == RV_EVENT_TRACE_ERROR)) {
 		bool keep;
 
 		ret = window_keeps(r, ev, &keep, err);
 		if (ret || !keep) {
 			r->outside_windows += !keep;
 			return ret;
+		}
+	} else if (c->nr_windows && ev->kind == RV_EVENT_BRANCH) {
+		/* marks only drawn: the windows and hits before this event first */
+		t = r->cur && ev->tid == r->cur_tid ? r->cur : ptc_thread_find_mut(c, ev->tid);
+		if (t && t->win_next < t->win_nr) {
+			ret = windows_until(r, t, ev->time, err);
+			if (ret)
+				return ret;
 		}
 	}
 	/* the same thread as before, its name still current: only the sink */
@@ -963,9 +977,9 @@ int rv_pt_capture_decode(struct rv_pt_capture *c, rv_pt_sink_fn sink, void *sink
 	if (!ret)
 		ret = windows_rest(&r, err);
 	progress_clear(&r);
-	if (c->nr_windows)
+	if (c->nr_applied)
 		rv_debug("--filter windows: %zu applied, %" PRIu64 " events outside them left out",
-			 c->nr_windows, r.outside_windows);
+			 c->nr_applied, r.outside_windows);
 	pthread_cond_destroy(&r.space);
 	pthread_cond_destroy(&r.data);
 	pthread_mutex_destroy(&r.lock);

@@ -98,8 +98,9 @@ struct ptc_thread {
  * its end. The windows of one thread do not overlap. */
 struct ptc_window {
 	uint32_t pid, tid;
-	uint64_t begin, end; /* the capture's clock */
+	uint64_t begin, end; /* the capture's clock; a trigger hit: both its time */
 	uint32_t flags;	     /* RV_MARK_FLAG_* */
+	bool trigger;	     /* a --trigger hit, not a window */
 	const char *name;    /* in the arena */
 };
 
@@ -186,7 +187,8 @@ struct rv_pt_capture {
 	size_t nr_cpus, cap_cpus;
 
 	struct ptc_window *windows; /* sorted by tid, then time */
-	size_t nr_windows, cap_windows;
+	size_t nr_windows, cap_windows; /* window and trigger marks */
+	size_t nr_applied;		/* windows to apply (RV_MARK_FLAG_APPLY) */
 	size_t windows_before_trace; /* window marks left out: they ended before any trace */
 
 	struct ptc_buffer *buffers; /* in file order */

@@ -129,7 +129,8 @@ static void call_times(const char *dir, struct call_times *ct)
 
 /* Copies the capture at in/perf.data to out/perf.data with a window mark per
  * window (as record_pt.c writes them), and the vdso beside it. */
-static void copy_with_marks(const char *in, const char *out, const struct call_times *ct)
+static void copy_with_marks(const char *in, const char *out, const struct call_times *ct,
+			    bool apply)
 {
 	char in_path[512], out_path[512];
 	struct rv_perf_reader *r = NULL;
@@ -167,6 +168,7 @@ static void copy_with_marks(const char *in, const char *out, const struct call_t
 		/* the window opened as request_begin was called: its call is in it */
 		struct rv_mark mark = {
 			.kind = RV_MARK_WINDOW,
+			.flags = apply ? RV_MARK_FLAG_APPLY : 0,
 			.pid = ct->pid,
 			.tid = ct->tid,
 			.time = ct->end[i],
@@ -175,6 +177,20 @@ static void copy_with_marks(const char *in, const char *out, const struct call_t
 		};
 
 		rv_mark_record(record, &mark);
+		cr_assert_eq(rv_perf_writer_write(w, (const void *)record, &err), 0, "%s",
+			     err.message);
+	}
+	if (!apply) {
+		/* a gated recording's trigger hit, at the second window's end */
+		uint64_t record[RV_MARK_MAX_RECORD / 8];
+		struct rv_mark hit = { .kind = RV_MARK_TRIGGER,
+				       .flags = RV_MARK_FLAG_SNAPSHOT,
+				       .pid = ct->pid,
+				       .tid = ct->tid,
+				       .time = ct->end[1],
+				       .name = "request_end" };
+
+		rv_mark_record(record, &hit);
 		cr_assert_eq(rv_perf_writer_write(w, (const void *)record, &err), 0, "%s",
 			     err.message);
 	}
@@ -273,18 +289,21 @@ static char *read_whole(const char *path, size_t *size)
 
 Test(decode_windows, softpt_capture, .timeout = 600)
 {
-	char dir[256], raw[320], marked[320], *note = NULL, a[400], b[400];
+	char dir[256], raw[320], marked[320], drawn[320], *note = NULL, a[400], b[400];
 	struct call_times ct;
 	struct fxt_trace *plain, *t, *two;
 
 	make_test_dir(dir, sizeof(dir));
 	snprintf(raw, sizeof(raw), "%s/raw", dir);
 	snprintf(marked, sizeof(marked), "%s/marked", dir);
+	snprintf(drawn, sizeof(drawn), "%s/drawn", dir);
 	cr_assert_eq(mkdir(raw, 0755), 0);
 	cr_assert_eq(mkdir(marked, 0755), 0);
+	cr_assert_eq(mkdir(drawn, 0755), 0);
 	run_softpt(raw);
 	call_times(raw, &ct);
-	copy_with_marks(raw, marked, &ct);
+	copy_with_marks(raw, marked, &ct, true);
+	copy_with_marks(raw, drawn, &ct, false);
 
 	/* Without marks: everything, outside_work included. */
 	plain = decode(raw, "plain.fxt", "1", false, NULL);
@@ -328,6 +347,17 @@ Test(decode_windows, softpt_capture, .timeout = 600)
 	cr_assert(na == nb && !memcmp(da, db, na), "decoding on two threads changed the trace");
 	free(da);
 	free(db);
+
+	/* A gated recording's marks are drawn, nothing left out: the windows,
+	 * the trigger hit, and outside_work as without marks. */
+	fxt_trace_free(t);
+	t = decode(drawn, "drawn.fxt", "1", false, &note);
+	cr_assert_null(strstr(note, "applied while decoding"), "%s", note);
+	free(note);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, WINDOW_SPAN), ROUNDS);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "outside_work"),
+		     fxt_count_spans(plain, FXT_ANY, FXT_ANY, "outside_work"));
+	cr_assert_eq(fxt_count_instants(t, FXT_ANY, FXT_ANY, "[snapshot at request_end]"), 1);
 
 	fxt_trace_free(plain);
 	fxt_trace_free(t);
