@@ -1,10 +1,6 @@
 /* attach.c: `rearview attach [OPTIONS] [-p PID[,PID...]]`: record running
  * processes until Ctrl-C or until they exit, and leave them running. */
 #define RV_LOG_DOMAIN "attach"
-#include <errno.h>
-#include <limits.h>
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cmd/commands.h"
@@ -31,18 +27,7 @@ int rv_cmd_attach(const struct rv_options *opts)
 	if (!ret)
 		ret = rv_target_attach(&target, pids, nr_pids, &err);
 	if (!ret && opts->dry_run) {
-		char link[64], exe[PATH_MAX];
-		ssize_t n;
-
-		snprintf(link, sizeof(link), "/proc/%d/exe", (int)pids[0]);
-		n = readlink(link, exe, sizeof(exe) - 1);
-		if (n < 0) {
-			ret = rv_error_set(&err, errno, "cannot find process %d's executable: %s",
-					   (int)pids[0], strerror(errno));
-		} else {
-			exe[n] = '\0';
-			ret = rv_session_dry_run(&session, exe, pids[0], &err);
-		}
+		ret = rv_session_dry_run(&session, NULL, pids[0], &err);
 	} else if (!ret) {
 		char comm[64];
 

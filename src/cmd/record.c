@@ -16,11 +16,11 @@
 #include <unistd.h>
 
 #include "capture/perf_data.h"
-#include "cmd/render.h"
-#include "record/machine.h"
 #include "cmd/gating.h"
 #include "cmd/record_pt.h"
+#include "cmd/render.h"
 #include "record/dry_run.h"
+#include "record/machine.h"
 #include "record/pt_attr.h"
 #include "record/sample_engine.h"
 #include "util/log.h"
@@ -495,7 +495,15 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 {
 	struct rv_dry_run_plan plan;
 	struct rv_gating_sites *sites = NULL;
+	char running[PATH_MAX];
 	int ret = 0;
+
+	if (!exe) {
+		ret = target_exe(pid, running, sizeof(running), err);
+		if (ret)
+			return ret;
+		exe = running;
+	}
 
 	rv_dry_run_plan_init(&plan);
 	{

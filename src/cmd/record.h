@@ -55,7 +55,7 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 
 /* --dry-run: prints every event, filter, uprobe and BPF program the session
  * would set up for the program at exe (process pid, or 0 when it is not
- * started), and sets up nothing. */
+ * started; exe NULL: the running process's), and sets up nothing. */
 int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct rv_error *err);
 
 /* Removes a temporary capture directory, closes what is open. */
