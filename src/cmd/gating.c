@@ -90,7 +90,6 @@ int rv_gating_describe(const struct rv_options *opts, const struct rv_gating_sit
 	struct rv_gate_site gs[3];
 	size_t n = build_sites(sites, gs);
 	uint32_t uprobe_type;
-	char detail[64];
 	int ret;
 
 	if (!n)
@@ -118,15 +117,8 @@ int rv_gating_describe(const struct rv_options *opts, const struct rv_gating_sit
 		ret = rv_dry_run_add_event(plan, &ev, err);
 	}
 	if (!ret)
-		ret = rv_dry_run_add_bpf(plan, "program", "gate_hit", "kprobe",
-					 "decides per hit whether the event fires", err);
-	snprintf(detail, sizeof(detail), "max_entries %u, per thread", RV_GATE_MAX_WINDOWS);
-	if (!ret && sites->filter)
-		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash", detail, err);
-	snprintf(detail, sizeof(detail), "%u bytes: window and trigger records",
-		 RV_GATE_RING_BYTES);
-	if (!ret)
-		ret = rv_dry_run_add_bpf(plan, "map", "gate_records", "ringbuf", detail, err);
+		ret = rv_gate_describe_bpf(plan, sites->filter,
+					   "decides per hit whether the event fires", err);
 	(void)opts;
 	return ret;
 }

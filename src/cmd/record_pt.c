@@ -284,7 +284,6 @@ int rv_session_describe_pt(struct rv_session *s, const struct rv_gating_sites *s
 {
 	struct rv_pt_plan p;
 	struct slots *sl = malloc(sizeof(*sl));
-	char detail[96];
 	int ret;
 
 	if (!sl)
@@ -342,18 +341,10 @@ int rv_session_describe_pt(struct rv_session *s, const struct rv_gating_sites *s
 		ret = describe_gate_event(plan, &p.gate[k], &attr, -1, -1, pid > 0 ? pid : -1, err);
 	}
 	if (!ret && p.nr_gate) {
-		ret = rv_dry_run_add_bpf(plan, "program", "gate_hit", "kprobe",
-					 "decides per hit whether the event fires (and so resumes, "
-					 "pauses or samples Intel PT)",
-					 err);
-		snprintf(detail, sizeof(detail), "max_entries %u, per thread", RV_GATE_MAX_WINDOWS);
-		if (!ret && sites->filter)
-			ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash", detail, err);
-		snprintf(detail, sizeof(detail), "%u bytes: window and trigger records",
-			 RV_GATE_RING_BYTES);
-		if (!ret)
-			ret = rv_dry_run_add_bpf(plan, "map", "gate_records", "ringbuf", detail,
-						 err);
+		ret = rv_gate_describe_bpf(plan, sites->filter,
+					   "decides per hit whether the event fires (and so "
+					   "resumes, pauses or samples Intel PT)",
+					   err);
 	}
 	free(sl);
 	return ret;

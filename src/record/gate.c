@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gate.skel.h"
+#include "record/dry_run.h"
 #include "util/bpf_log.h"
 #include "util/log.h"
 
@@ -47,6 +48,22 @@ struct rv_gate {
 	int delivered;
 	bool malformed, stopped;
 };
+
+int rv_gate_describe_bpf(struct rv_dry_run_plan *plan, bool windows, const char *note,
+			 struct rv_error *err)
+{
+	char detail[64];
+	int ret = rv_dry_run_add_bpf(plan, "program", "gate_hit", "kprobe", note, err);
+
+	snprintf(detail, sizeof(detail), "max_entries %u, per thread", RV_GATE_MAX_WINDOWS);
+	if (!ret && windows)
+		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash", detail, err);
+	snprintf(detail, sizeof(detail), "%u bytes: window and trigger records",
+		 RV_GATE_RING_BYTES);
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "map", "gate_records", "ringbuf", detail, err);
+	return ret;
+}
 
 const char *rv_gate_role_name(enum rv_gate_role role)
 {
@@ -149,15 +166,7 @@ int rv_gate_open(struct rv_gate **out, const struct rv_gate_config *config, stru
 	ret = gate_bpf__load(g->skel);
 	if (ret) {
 		rv_gate_free(g);
-		if (ret == -EPERM || ret == -EACCES)
-			return rv_error_set(
-				err, -ret,
-				"not allowed to load BPF programs: run rearview as root "
-				"(or with CAP_BPF and CAP_PERFMON)");
-		return rv_error_set(err, -ret,
-				    "cannot load the BPF gate: %s (run with -vv to see the "
-				    "verifier's log)",
-				    strerror(-ret));
+		return rv_bpf_load_error(err, ret, "the BPF gate");
 	}
 	g->ring = ring_buffer__new(bpf_map__fd(g->skel->maps.gate_records), on_record, g, NULL);
 	if (!g->ring) {

@@ -91,6 +91,13 @@ struct rv_gate_counts {
 struct rv_gate;
 
 /* The uprobe PMU's type from /sys/bus/event_source/devices/uprobe/type. */
+struct rv_dry_run_plan;
+
+/* The gate's program and maps, for --dry-run (windows: --filter's window
+ * map is used; note: what its decisions drive). */
+int rv_gate_describe_bpf(struct rv_dry_run_plan *plan, bool windows, const char *note,
+			 struct rv_error *err);
+
 /* "START", "STOP", "STOP (--min-duration sample)", "TRIGGER". */
 const char *rv_gate_role_name(enum rv_gate_role role);
 

@@ -269,17 +269,8 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 		return rv_error_set(err, -ret, "cannot share the gate's window map with the "
 				    "sample filter: %s", strerror(-ret));
 	ret = sample_filter_bpf__load(e->filter);
-	if (ret) {
-		if (ret == -EPERM || ret == -EACCES)
-			return rv_error_set(
-				err, -ret,
-				"not allowed to load BPF programs: run rearview as root "
-				"(or with CAP_BPF and CAP_PERFMON)");
-		return rv_error_set(err, -ret,
-				    "cannot load the BPF sample filter: %s (run with -vv to see "
-				    "the verifier's log)",
-				    strerror(-ret));
-	}
+	if (ret)
+		return rv_bpf_load_error(err, ret, "the BPF sample filter");
 	for (size_t i = 0; i < e->config.nr_pids; i++) {
 		uint32_t pid = (uint32_t)e->config.pids[i];
 

@@ -3,6 +3,7 @@
 #include "util/bpf_log.h"
 
 #include <bpf/libbpf.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,4 +26,14 @@ static int print_debug(enum libbpf_print_level level, const char *fmt, va_list a
 void rv_bpf_log_setup(void)
 {
 	libbpf_set_print(print_debug);
+}
+
+int rv_bpf_load_error(struct rv_error *err, int ret, const char *what)
+{
+	if (ret == -EPERM || ret == -EACCES)
+		return rv_error_set(err, -ret,
+				    "not allowed to load BPF programs: run rearview as root (or "
+				    "with CAP_BPF and CAP_PERFMON)");
+	return rv_error_set(err, -ret, "cannot load %s: %s (run with -vv to see the verifier's log)",
+			    what, strerror(-ret));
 }

@@ -7,6 +7,13 @@
 #ifndef RV_UTIL_BPF_LOG_H
 #define RV_UTIL_BPF_LOG_H
 
+#include "util/error.h"
+
 void rv_bpf_log_setup(void);
+
+/* The error for a BPF object that did not load (what: "the BPF gate"):
+ * missing privileges said as such, else the reason and where the
+ * verifier's log is. Returns the negative code. */
+int rv_bpf_load_error(struct rv_error *err, int ret, const char *what);
 
 #endif
