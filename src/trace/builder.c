@@ -513,15 +513,21 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 	if (ev->kind == RV_EVENT_WINDOW) {
 		uint64_t begin =
 			ev->time > ev->gate.duration_ns ? ev->time - ev->gate.duration_ns : 0;
+		/* A sample taken while STOP's program ran (after the time it
+		 * read) is in the window: the window ends after it, so that
+		 * what it holds nests in it. */
+		uint64_t end = t->has_sample && t->last_time > ev->time ? t->last_time : ev->time;
+
+		if (has_branches(t) && t->br.last_time > end)
+			end = t->br.last_time;
 
 		if (t->has_sample) {
-			ret = end_thread(b, t, ev->time > t->last_time ? ev->time : t->last_time,
-					 err);
+			ret = end_thread(b, t, end, err);
 			if (ret)
 				return ret;
 		}
 		if (has_branches(t)) {
-			ret = builder_end_branches(b, t, ev->time, err);
+			ret = builder_end_branches(b, t, end, err);
 			if (ret)
 				return ret;
 		}
@@ -531,7 +537,7 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 		b->stats.windows++;
 		b->stats.spans++;
 		ret = rv_trace_writer_span(b->writer, t->pid, t->tid, name, builder_rel(b, begin),
-					   builder_rel(b, ev->time), NULL, 0, err);
+					   builder_rel(b, end), NULL, 0, err);
 	} else {
 		snprintf(name, sizeof(name), "[%s %s]",
 			 ev->gate.snapshot ? "snapshot at" : "trigger", ev->gate.name);

@@ -394,3 +394,25 @@ Test(builder, a_window_holds_its_samples_and_a_snapshot_ends_a_segment)
 	cr_assert_eq(fxt_count_instants(t, FXT_ANY, FXT_ANY, "[snapshot at on_trigger]"), 1);
 	close_fixture(&f, t);
 }
+
+/* A sample taken while STOP's program ran comes after the time the window
+ * mark says it ended: the window ends after it, and everything still nests. */
+Test(builder, a_sample_after_the_window_mark_stays_in_the_window)
+{
+	struct fixture f;
+	struct fxt_trace *t;
+	const uint64_t a[] = { 0x1000, 0x2000 };
+	const struct fxt_span *w;
+
+	open_fixture(&f);
+	rv_builder_set_base(f.b, 900);
+	sample(&f, 100, 1000, a, 2);
+	sample(&f, 100, 1052, a, 2);
+	gate_event(&f, RV_EVENT_WINDOW, 1050, 150, false); /* [900, 1050], sample at 1052 */
+	t = finish(&f); /* the strict reader refuses spans that do not nest */
+	w = span(t, "[window request_begin]", 0);
+	cr_assert_eq(w->begin_ns, 0);
+	cr_assert_eq(w->end_ns, 152);
+	cr_assert_str_eq(fxt_span_parent(t, span(t, "0x1000", 0))->name, w->name);
+	close_fixture(&f, t);
+}
