@@ -52,9 +52,6 @@
  * clock units: nanoseconds, or TSC ticks without TIME_CONV. */
 #define SWITCH_SLACK 1000
 
-static const uint8_t psb_pattern[16] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-					 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82 };
-
 /* Where a buffer's PSBs are and the time each one's TSC gives: for the bytes
  * an error skipped (to the next PSB) and for progress (the bytes before the
  * PSB whose time an event has reached). */
@@ -180,8 +177,6 @@ static int psb_build(const struct rv_pt_capture *c, const struct ptc_buffer *b, 
 {
 	struct pt_config config = c->config;
 	struct pt_packet_decoder *d;
-	const uint8_t *p = b->data, *end = b->data + b->size;
-
 	x->nr = 0;
 	if (!b->size)
 		return 0;
@@ -190,18 +185,12 @@ static int psb_build(const struct rv_pt_capture *c, const struct ptc_buffer *b, 
 	d = pt_pkt_alloc_decoder(&config);
 	if (!d)
 		return -ENOMEM;
-	while ((size_t)(end - p) >= sizeof(psb_pattern)) {
-		const uint8_t *hit = memmem(p, (size_t)(end - p), psb_pattern, sizeof(psb_pattern));
-		uint64_t offset;
-
-		if (!hit)
-			break;
-		offset = (uint64_t)(hit - b->data);
-		if (!psb_add(x, offset, ptc_psb_time(c, d, offset))) {
+	for (size_t at = 0; (at = rv_pt_next_psb_pattern(b->data, b->size, at)) < b->size;
+	     at += RV_PT_PSB_BYTES) {
+		if (!psb_add(x, at, ptc_psb_time(c, d, at))) {
 			pt_pkt_free_decoder(d);
 			return -ENOMEM;
 		}
-		p = hit + sizeof(psb_pattern);
 	}
 	pt_pkt_free_decoder(d);
 	return 0;

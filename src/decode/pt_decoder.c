@@ -178,22 +178,23 @@ out:
 	return ok;
 }
 
+size_t rv_pt_next_psb_pattern(const uint8_t *buf, size_t size, size_t from)
+{
+	const uint8_t *p;
+
+	if (from >= size || size - from < sizeof(psb_pattern))
+		return size;
+	p = memmem(buf + from, size - from, psb_pattern, sizeof(psb_pattern));
+	return p ? (size_t)(p - buf) : size;
+}
+
 /* The first PSB at or after from whose PSB+ parses; size if none. */
 static size_t find_psb(const uint8_t *buf, size_t size, size_t from, const struct pt_config *base,
 		       struct psb_info *info)
 {
-	while (from < size) {
-		const uint8_t *p =
-			memmem(buf + from, size - from, psb_pattern, sizeof(psb_pattern));
-
-		if (!p)
-			break;
-		size_t at = (size_t)(p - buf);
-
+	for (size_t at; (at = rv_pt_next_psb_pattern(buf, size, from)) < size; from = at + 2)
 		if (parse_psb(buf, size, at, base, info))
 			return at;
-		from = at + 2;
-	}
 	memset(info, 0, sizeof(*info));
 	return size;
 }
@@ -208,14 +209,8 @@ static size_t psb_ending_at(const uint8_t *buf, size_t size, size_t psbend,
 
 	if (psbend + 2 > size || buf[psbend] != 0x02 || buf[psbend + 1] != 0x23)
 		return size;
-	for (size_t at = lo; at + sizeof(psb_pattern) <= psbend;) {
-		const uint8_t *p = memmem(buf + at, psbend - at, psb_pattern, sizeof(psb_pattern));
-
-		if (!p)
-			break;
-		best = (size_t)(p - buf);
-		at = best + 2;
-	}
+	for (size_t at = lo; (at = rv_pt_next_psb_pattern(buf, psbend, at)) < psbend; at += 2)
+		best = at;
 	if (best == size)
 		return size;
 

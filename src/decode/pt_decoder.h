@@ -185,6 +185,14 @@ int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options
  * PSB after a bad packet); for --stats. */
 uint64_t rv_pt_count_packets(const void *buf, size_t size, const struct pt_config *config);
 
+/* The offset of the first PSB packet's bytes in buf[from, size) (the
+ * pattern only: whether a valid PSB+ follows is not checked); size if
+ * none. */
+size_t rv_pt_next_psb_pattern(const uint8_t *buf, size_t size, size_t from);
+
+/* Bytes of a PSB packet. */
+#define RV_PT_PSB_BYTES 16
+
 /* Fills config->cpu from "FAMILY/MODEL/STEPPING" (decimal or 0x hex, as
  * --cpu takes it) or from perf's cpuid string "GenuineIntel,6,78,3", and
  * config->errata from libipt's table. */
