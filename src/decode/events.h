@@ -21,6 +21,19 @@ enum rv_event_kind {
 	RV_EVENT_TRACE_ERROR,  /* the decoder lost its place: overflow or decode error */
 	RV_EVENT_WINDOW,       /* a --filter window of the thread ended (the gate's mark) */
 	RV_EVENT_TRIGGER,      /* a --trigger hit on the thread */
+	RV_EVENT_CALL_ENTER,   /* a traced function was entered (exact: uprobe engine) */
+	RV_EVENT_CALL_EXIT,    /* a traced function returned (exact: uprobe engine) */
+	RV_EVENT_KERNEL_BEGIN, /* the thread began a kernel activity: syscall, irq, off-CPU */
+	RV_EVENT_KERNEL_END,   /* ... and ended it */
+	RV_EVENT_INSTANT,      /* a point event on the thread's track (a page fault) */
+};
+
+/* What a kernel span (RV_EVENT_KERNEL_BEGIN/END) stands for. */
+enum rv_kernel_kind {
+	RV_KERNEL_SYSCALL,  /* a system call, named after it ("read") */
+	RV_KERNEL_IRQ,	    /* a hardware interrupt handler ran on the thread's CPU */
+	RV_KERNEL_OFF_CPU,  /* the thread was switched out; the name says why */
+	RV_KERNEL_FUNCTION, /* a kernel function (fentry/kprobe), named after it */
 };
 
 /* What a branch did, as perf script's "flags" field names it. */
@@ -101,6 +114,31 @@ struct rv_event {
 			bool snapshot;	      /* a snapshot was taken here: nothing after it
 					       * continues what came before */
 		} gate;
+		struct {
+			/* CALL_ENTER: the function's first instruction (as the
+			 * process maps it); the builder names it with the
+			 * symbolizer unless sym is given. CALL_EXIT: addr is the
+			 * function returned from, 0 when not known. */
+			uint64_t addr;
+			const char *sym; /* NULL: look addr up */
+			/* The stack pointer at the function's first instruction
+			 * (CALL_ENTER) or just after its return (CALL_EXIT, so
+			 * entry sp + 8 on x86-64). An exit ends every open call
+			 * of the thread whose entry sp is below its sp: frames
+			 * a longjmp or an exception skipped end with it. 0:
+			 * unknown, match the innermost call instead. */
+			uint64_t sp;
+		} call;
+		struct {
+			enum rv_kernel_kind kind;
+			const char *name;   /* "read", "[off-cpu] S (sleeping)", "irq 24: virtio" */
+			uint64_t value;	    /* END: syscall return value, else 0 */
+			const char *detail; /* optional argument shown on the span, or NULL */
+		} kernel;
+		struct {
+			const char *name;   /* "[page fault]" */
+			const char *detail; /* optional argument ("address 0x..."), or NULL */
+		} instant;
 		struct {
 			const char *message; /* "overflow", "no memory mapped at 0x...", ... */
 			uint64_t offset;     /* in the trace buffer; UINT64_MAX if unknown */

@@ -1,0 +1,79 @@
+/* functions.h: what the function tracer's BPF side (functions.bpf.c), its
+ * loader (src/record/func_engine.c) and its decoder (src/decode/func_decoder.c)
+ * share: the record every program emits, and the numbers all three agree on.
+ *
+ * Records leave the kernel through bpf_perf_event_output() into per-CPU
+ * bpf-output perf events, so each is the raw data of a PERF_RECORD_SAMPLE
+ * whose TID and TIME perf fills in; the capture keeps them as they are, and
+ * `perf script` shows them as bpf-output samples. A record names the thread
+ * it is about (tid): a sched switch-in is emitted while another thread runs.
+ *
+ * Not here: which functions are probed, or what the trace makes of records.
+ */
+#ifndef RV_BPF_FUNCTIONS_H
+#define RV_BPF_FUNCTIONS_H
+
+#ifndef __bpf__
+#include <stdint.h>
+typedef uint16_t rv_fn_u16;
+typedef uint32_t rv_fn_u32;
+typedef uint64_t rv_fn_u64;
+#else
+typedef u16 rv_fn_u16;
+typedef u32 rv_fn_u32;
+typedef u64 rv_fn_u64;
+#endif
+
+/* The bpf-output event's name in the capture (HEADER_EVENT_DESC). */
+#define RV_FN_EVENT_NAME "rearview:functions"
+
+enum rv_fn_record_type {
+	RV_FN_ENTER = 1,	 /* addr: function entry (runtime); sp: at entry; arg: fn index */
+	RV_FN_EXIT = 2,		 /* addr: the function returned from (runtime, 0 if unknown);
+				  * sp: after the return; arg: fn index */
+	RV_FN_SYSCALL_ENTER = 3, /* arg: syscall number */
+	RV_FN_SYSCALL_EXIT = 4,	 /* arg: syscall number; value: return value */
+	RV_FN_SWITCH_OUT = 5,	 /* arg: prev_state (TASK_* bits, 0 = preempted) */
+	RV_FN_SWITCH_IN = 6,	 /* the thread runs again */
+	RV_FN_PAGE_FAULT = 7,	 /* addr: faulting address; value: ip; arg: error code */
+	RV_FN_IRQ_ENTER = 8,	 /* arg: irq number */
+	RV_FN_IRQ_EXIT = 9,	 /* arg: irq number; value: handler's return (IRQ_HANDLED...) */
+	RV_FN_KFUNC_ENTER = 10,	 /* addr: kernel function; arg: index */
+	RV_FN_KFUNC_EXIT = 11,	 /* addr: kernel function; arg: index */
+};
+
+/* The record (40 bytes), in the byte order of the machine that recorded. */
+struct rv_fn_record {
+	rv_fn_u16 type;	 /* enum rv_fn_record_type */
+	rv_fn_u16 flags; /* RV_FN_FLAG_* */
+	rv_fn_u32 tid;	 /* the thread the record is about (kernel tid) */
+	rv_fn_u32 pid;	 /* its process (tgid) */
+	rv_fn_u32 arg;
+	rv_fn_u64 addr;
+	rv_fn_u64 sp;
+	rv_fn_u64 value;
+};
+
+/* Set when the thread was inside a --filter window (the gate's map) as the
+ * record was made; without --filter every record has it. */
+#define RV_FN_FLAG_IN_WINDOW 1u
+
+/* bpf_cookie of user-function probes: the function's index in the engine's
+ * table. */
+#define RV_FN_MAX_FUNCTIONS (1u << 20)
+
+/* Processes traced at once (the target map). */
+#define RV_FN_MAX_PROCESSES 1024
+
+/* Slots of the per-CPU statistics array. */
+enum rv_fn_stat {
+	RV_FN_STAT_ENTER = 0,	  /* user function entries recorded */
+	RV_FN_STAT_EXIT,	  /* user function exits recorded */
+	RV_FN_STAT_KERNEL,	  /* kernel records (syscalls, sched, faults, irq, kfuncs) */
+	RV_FN_STAT_OUTSIDE,	  /* records dropped: the thread was outside every window */
+	RV_FN_STAT_OTHER_PROCESS, /* tracepoint hits of processes that are not traced */
+	RV_FN_STAT_OUTPUT_FAILED, /* bpf_perf_event_output failed: the ring was full */
+	RV_FN_NR_STATS,
+};
+
+#endif
