@@ -602,22 +602,35 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t ne
 	uint64_t calls = br->taken_calls;
 	int ret = 0;
 
-	for (size_t i = 0; i < br->nr_batch; i++) {
-		struct batched_event *e = &br->batch[i];
+	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
+		const struct packed_event *p = &br->batch[i];
+		struct batched_event e = { .from_ip = p->from_ip,
+					   .to_ip = p->to_ip,
+					   .kind = p->kind,
+					   .flags = p->flags,
+					   .error = p->error,
+					   .overflow = p->overflow };
 		uint64_t k;
 
-		if (!ret) {
-			calls += takes_share(e);
-			k = calls ? calls - 1 : 0;
-			/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
-			ret = take(b, t, e,
-				   br->batch_time + k * quotient +
-					   (ncalls ? k * remainder / ncalls : 0),
-				   err);
+		if (p->extra) {
+			const struct batched_extra *x = &br->extra[p->extra - 1];
+
+			e.from_start = x->from_start;
+			e.to_start = x->to_start;
+			e.from_sym = x->from_sym;
+			e.to_sym = x->to_sym;
+			e.message = x->message;
 		}
-		if (e->error)
-			free((char *)e->message);
+		calls += takes_share(&e);
+		k = calls ? calls - 1 : 0;
+		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
+		ret = take(b, t, &e,
+			   br->batch_time + k * quotient + (ncalls ? k * remainder / ncalls : 0),
+			   err);
 	}
+	for (size_t i = 0; i < br->nr_extra; i++)
+		free(br->extra[i].message);
+	br->nr_extra = 0;
 	br->nr_batch = 0;
 	br->batch_open = false;
 	return ret;
@@ -642,11 +655,62 @@ static void copy_event(struct batched_event *e, const struct rv_event *ev)
 	e->to_start = ev->branch.to.sym_start;
 }
 
+/* Keeps e in the batch (packed); its message is copied, since the producer's
+ * need not outlive the call. */
+static int batch_event(struct branch_state *br, const struct batched_event *e,
+		       struct rv_error *err)
+{
+	struct packed_event *p;
+
+	if (br->nr_batch == br->cap_batch) {
+		size_t cap = br->cap_batch ? br->cap_batch * 2 : 64;
+		struct packed_event *grown = realloc(br->batch, cap * sizeof(*grown));
+
+		if (!grown)
+			return out_of_memory(err);
+		br->batch = grown;
+		br->cap_batch = cap;
+	}
+	p = &br->batch[br->nr_batch];
+	*p = (struct packed_event){ .from_ip = e->from_ip,
+				    .to_ip = e->to_ip,
+				    .kind = e->kind,
+				    .flags = e->flags,
+				    .error = e->error,
+				    .overflow = e->overflow };
+	if (e->from_sym || e->to_sym || e->from_start || e->to_start || e->message) {
+		struct batched_extra *x;
+
+		if (br->nr_extra == br->cap_extra) {
+			size_t cap = br->cap_extra ? br->cap_extra * 2 : 16;
+			struct batched_extra *grown = realloc(br->extra, cap * sizeof(*grown));
+
+			if (!grown)
+				return out_of_memory(err);
+			br->extra = grown;
+			br->cap_extra = cap;
+		}
+		x = &br->extra[br->nr_extra];
+		*x = (struct batched_extra){ .from_start = e->from_start,
+					     .to_start = e->to_start,
+					     .from_sym = e->from_sym,
+					     .to_sym = e->to_sym };
+		if (e->message) {
+			x->message = strdup(e->message);
+			if (!x->message)
+				return out_of_memory(err);
+		}
+		p->extra = (uint32_t)++br->nr_extra;
+	}
+	br->nr_batch++;
+	return 0;
+}
+
 int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
 	struct branch_state *br;
-	struct batched_event one, *e;
+	struct batched_event one;
 	uint64_t time = ev->time;
 	bool call;
 	int ret;
@@ -674,24 +738,9 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 		br->taken_calls += call;
 		return take(b, t, &one, br->batch_time, err);
 	}
-	if (br->nr_batch == br->cap_batch) {
-		size_t cap = br->cap_batch ? br->cap_batch * 2 : 64;
-		struct batched_event *grown = realloc(br->batch, cap * sizeof(*grown));
-
-		if (!grown)
-			return out_of_memory(err);
-		br->batch = grown;
-		br->cap_batch = cap;
-	}
-	e = &br->batch[br->nr_batch];
-	*e = one;
-	if (e->error) {
-		/* the producer's message need not outlive the call */
-		e->message = strdup(one.message);
-		if (!e->message)
-			return out_of_memory(err);
-	}
-	br->nr_batch++;
+	ret = batch_event(br, &one, err);
+	if (ret)
+		return ret;
 	br->batch_calls += call;
 	if (br->nr_batch >= MAX_BATCH) {
 		ret = flush_batch(b, t, br->batch_time, err);
@@ -736,9 +785,9 @@ int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t 
 
 void builder_free_branches(struct branch_state *br)
 {
-	for (size_t i = 0; i < br->nr_batch; i++)
-		if (br->batch[i].error)
-			free((char *)br->batch[i].message);
+	for (size_t i = 0; i < br->nr_extra; i++)
+		free(br->extra[i].message);
+	free(br->extra);
 	free(br->batch);
 	for (size_t i = 0; i < br->cap_segs; i++)
 		free(br->segs[i].orphans);

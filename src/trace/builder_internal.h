@@ -56,13 +56,32 @@ struct segment {
 	size_t nr_orphans, cap_orphans;
 };
 
-/* A branch or trace error waiting for its batch's time to be known. */
+/* A branch or trace error, as the rules take it. */
 struct batched_event {
 	uint64_t from_ip, to_ip, from_start, to_start;
 	const char *from_sym, *to_sym;
-	const char *message; /* trace error (an owned copy once batched) */
+	const char *message; /* trace error */
 	uint8_t kind;	     /* enum rv_branch_kind */
 	uint8_t flags;	     /* RV_BRANCH_* */
+	bool error, overflow;
+};
+
+/* What a batched_event keeps beyond the addresses: perf script's symbols, or
+ * a trace error's message (an owned copy). Most events (Intel PT decoded
+ * here) have none. */
+struct batched_extra {
+	uint64_t from_start, to_start;
+	const char *from_sym, *to_sym;
+	char *message;
+};
+
+/* A batched_event waiting for its batch's time to be known, in a third of the
+ * room: a batch without timing packets runs to MAX_BATCH events, and is
+ * written once and read once. */
+struct packed_event {
+	uint64_t from_ip, to_ip;
+	uint32_t extra; /* 1 + index in branch_state.extra, or 0: none */
+	uint8_t kind, flags;
 	bool error, overflow;
 };
 
@@ -83,8 +102,10 @@ struct branch_state {
 	uint64_t batch_time;
 	size_t batch_calls; /* calls in the batch, taken ones included */
 	size_t taken_calls; /* calls among the events already taken (0 or 1) */
-	struct batched_event *batch;
+	struct packed_event *batch;
 	size_t nr_batch, cap_batch;
+	struct batched_extra *extra; /* of the batch's events that have any */
+	size_t nr_extra, cap_extra;
 };
 
 struct thread_state {
