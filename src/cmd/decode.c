@@ -1,11 +1,12 @@
-/* decode.c: `rearview decode`: an Intel PT capture, a raw PT dump or perf
- * script branch text turned into a trace.
+/* decode.c: `rearview decode`: an Intel PT capture, a function-tracer
+ * capture, a raw PT dump or perf script branch text turned into a trace.
  *
- * Three producers feed one builder: the capture reader (pt_capture.h, which
- * decodes every AUXTRACE buffer with the capture's sideband), the raw decoder
- * (pt_decoder.h over flat images given on the command line) and the perf
- * script import (perf_script.h). The builder and writer are those of every
- * other command.
+ * Four producers feed one builder: the capture reader (pt_capture.h, which
+ * decodes every AUXTRACE buffer with the capture's sideband), the function
+ * record decoder (func_decoder.h, for captures of --backend uprobe, told by
+ * their event's name), the raw decoder (pt_decoder.h over flat images given
+ * on the command line) and the perf script import (perf_script.h). The
+ * builder and writer are those of every other command.
  *
  * Not here: decoding or call-stack rules; this file wires and reports.
  */
@@ -23,6 +24,7 @@
 
 #include "cmd/commands.h"
 #include "cmd/render.h"
+#include "decode/func_decoder.h"
 #include "decode/perf_script.h"
 #include "decode/pt_capture.h"
 #include "decode/pt_decoder.h"
@@ -44,6 +46,8 @@ struct decode_run {
 	struct rv_pt_stats stats;
 	uint64_t packets;
 	bool have_pt_stats;
+	bool functions; /* a function-tracer capture */
+	struct rv_func_decoder_stats fn_stats;
 	bool jumps_ignored; /* raw images: the decoder never looked at jumps */
 	double seconds;
 };
@@ -278,6 +282,32 @@ static int decode_capture(struct decode_run *run, struct rv_pt_capture *capture,
 
 /* ---- --stats ---- */
 
+static void print_function_stats(const struct decode_run *run)
+{
+	const struct rv_func_decoder_stats *s = &run->fn_stats;
+	double span = s->last_time > s->first_time ? (double)(s->last_time - s->first_time) : 0;
+	uint64_t total = s->unknown_types;
+
+	for (unsigned type = 0; type < RV_FN_NR_RECORD_TYPES; type++)
+		total += s->by_type[type];
+	printf("perf records     %" PRIu64 "\n", s->records);
+	printf("function records %" PRIu64 " (%" PRIu64 " outside --filter windows and %" PRIu64
+	       " of unknown types, skipped)\n",
+	       total, s->outside_windows, s->unknown_types);
+	for (unsigned type = 0; type < RV_FN_NR_RECORD_TYPES; type++) {
+		const char *name = rv_fn_record_type_name(type);
+
+		if (name)
+			printf("  %-22s %" PRIu64 "\n", name, s->by_type[type]);
+	}
+	printf("other samples    %" PRIu64 "\n", s->other_samples);
+	printf("gate marks       %" PRIu64 "\n", s->marks);
+	printf("lost             %" PRIu64 "\n", s->lost);
+	printf("time covered     %.0f ns (first %" PRIu64 ", last %" PRIu64 ")\n", span,
+	       s->first_time, s->last_time);
+	printf("decode time      %.3f s\n", run->seconds);
+}
+
 static void print_stats(const struct decode_run *run)
 {
 	const struct rv_pt_stats *s = &run->stats;
@@ -340,8 +370,10 @@ int rv_cmd_decode(const struct rv_options *opts)
 	if (!opts->raw_pt && !opts->perf_script && opts->include_kernel)
 		kallsyms = rv_pt_capture_probe_kallsyms(opts->argv[0]);
 	so.kallsyms_path = kallsyms;
+	run.functions =
+		!opts->raw_pt && !opts->perf_script && rv_func_decoder_detect(opts->argv[0]);
 	ret = rv_symbolizer_new(&run.symbolizer, &so, &err);
-	if (!ret && !opts->raw_pt && !opts->perf_script) {
+	if (!ret && !opts->raw_pt && !opts->perf_script && !run.functions) {
 		struct rv_pt_capture_options co = {
 			.path = opts->argv[0],
 			.vmlinux = opts->vmlinux,
@@ -365,10 +397,13 @@ int rv_cmd_decode(const struct rv_options *opts)
 			ret = decode_raw(&run, &err);
 		else if (opts->perf_script)
 			ret = decode_perf_script(&run, &err);
+		else if (run.functions)
+			ret = rv_render_function_capture(opts->argv[0], run.symbolizer, run.builder,
+							 &run.fn_stats, &err);
 		else
 			ret = decode_capture(&run, capture, &err);
 	}
-	if (!ret)
+	if (!ret && !run.functions) /* the function decoder finishes its builder */
 		ret = rv_builder_finish(run.builder, &err);
 	run.seconds = now_seconds() - started;
 	if (!ret)
@@ -376,6 +411,8 @@ int rv_cmd_decode(const struct rv_options *opts)
 	if (!ret) {
 		if (opts->stats && run.have_pt_stats)
 			print_stats(&run);
+		else if (opts->stats && run.functions)
+			print_function_stats(&run);
 		rv_render_summary(run.builder, run.writer, NULL);
 	} else {
 		if (run.writer)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "decode/func_decoder.h"
 #include "decode/pt_capture.h"
 #include "decode/sample_decoder.h"
 #include "symbolize/symbolizer.h"
@@ -39,8 +40,33 @@ static void human_time(uint64_t ns, char *out, size_t size)
 		snprintf(out, size, "%.1f us", ns / 1e3);
 }
 
+enum trace_kind {
+	TRACE_SAMPLES,
+	TRACE_BRANCHES,
+	TRACE_EXACT_CALLS,
+};
+
+static void print_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
+			  const struct rv_render_options *ro, enum trace_kind kind);
+
 void rv_render_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
 		       const struct rv_render_options *ro)
+{
+	struct rv_builder_stats bs;
+	enum trace_kind kind;
+
+	rv_builder_stats(b, &bs);
+	if (bs.exact_events)
+		kind = TRACE_EXACT_CALLS;
+	else if (ro && (bs.samples || !bs.calls))
+		kind = TRACE_SAMPLES;
+	else
+		kind = TRACE_BRANCHES;
+	print_summary(b, w, ro, kind);
+}
+
+static void print_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
+			  const struct rv_render_options *ro, enum trace_kind kind)
 {
 	struct rv_builder_stats bs;
 	struct rv_trace_writer_stats ws;
@@ -56,7 +82,25 @@ void rv_render_summary(const struct rv_builder *b, const struct rv_trace_writer 
 	covered = bs.last_time > bs.first_time ? bs.last_time - bs.first_time : 0;
 	human_time(covered, span_text, sizeof(span_text));
 	lost = ro && ro->lost_while_recording > bs.lost ? ro->lost_while_recording : bs.lost;
-	if (ro && (bs.samples || !bs.calls)) {
+	if (kind == TRACE_EXACT_CALLS) {
+		fprintf(stderr, "rearview: the trace covers %s: %llu calls", span_text,
+			(unsigned long long)bs.calls);
+		if (bs.kernel_spans)
+			fprintf(stderr, ", %llu kernel spans", (unsigned long long)bs.kernel_spans);
+		if (bs.instants)
+			fprintf(stderr, ", %llu page faults", (unsigned long long)bs.instants);
+		if (ro && ro->recording_note)
+			fprintf(stderr, " (%s)", ro->recording_note);
+		fprintf(stderr, ", %llu lost, %llu thread%s\n", (unsigned long long)lost,
+			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+		if (bs.inferred)
+			rv_debug("%llu spans began before tracing did (inferred_start_time)",
+				 (unsigned long long)bs.inferred);
+		if (bs.unwinds)
+			rv_debug("%llu calls ended without their own exit (longjmp, exceptions, "
+				 "lost records)",
+				 (unsigned long long)bs.unwinds);
+	} else if (kind == TRACE_SAMPLES) {
 		fprintf(stderr, "rearview: the trace covers %s: %llu samples", span_text,
 			(unsigned long long)bs.samples);
 		if (ro && ro->recording_note)
@@ -76,7 +120,11 @@ void rv_render_summary(const struct rv_builder *b, const struct rv_trace_writer 
 				(unsigned long long)bs.errors, bs.errors == 1 ? "" : "s");
 		fprintf(stderr, "\n");
 	}
-	if (bs.samples == 0 && bs.calls == 0 && ro)
+	if (kind == TRACE_EXACT_CALLS && bs.exact_events == 0 && ro)
+		fprintf(stderr, "rearview: no calls: none of the traced functions ran while it was "
+				"recorded (see which were probed with -v; with --filter, no window "
+				"opened)\n");
+	else if (bs.samples == 0 && bs.calls == 0 && ro)
 		fprintf(stderr, "rearview: no samples: the target did not run on a CPU while it "
 				"was recorded (a sleeping or blocked process gives none; kernel "
 				"threads need --trace-include-kernel)\n");
@@ -113,10 +161,26 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 	struct rv_symbolizer *symbolizer = NULL;
 	struct rv_sample_decoder *decoder = NULL;
 	struct rv_builder *builder = NULL;
+	bool functions = rv_func_decoder_detect(ro->capture_path);
 	struct rv_event ev;
 	int ret;
 
 	ret = rv_symbolizer_new(&symbolizer, &so, err);
+	if (!ret && functions) {
+		ret = rv_builder_new(&builder, symbolizer, writer, err);
+		if (!ret)
+			ret = rv_render_function_capture(ro->capture_path, symbolizer, builder,
+							 NULL, err);
+		if (!ret)
+			ret = rv_trace_writer_commit(writer, err);
+		if (!ret)
+			print_summary(builder, writer, ro, TRACE_EXACT_CALLS);
+		else
+			rv_trace_writer_abort(writer);
+		rv_builder_free(builder);
+		rv_symbolizer_free(symbolizer);
+		return ret;
+	}
 	if (!ret)
 		ret = rv_sample_decoder_open(&decoder, ro->capture_path, symbolizer, err);
 	if (!ret)
@@ -178,6 +242,57 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 	rv_builder_free(builder);
 	rv_sample_decoder_free(decoder);
 	rv_symbolizer_free(symbolizer);
+	return ret;
+}
+
+int rv_render_function_capture(const char *capture_path, struct rv_symbolizer *symbolizer,
+			       struct rv_builder *builder, struct rv_func_decoder_stats *stats,
+			       struct rv_error *err)
+{
+	struct rv_func_decoder *decoder = NULL;
+	struct rv_func_decoder_stats ds;
+	struct rv_event ev;
+	/* --filter windows begin before their first record */
+	uint64_t first = rv_func_decoder_first_time(capture_path);
+	int ret = rv_func_decoder_open(&decoder, capture_path, symbolizer, err);
+
+	if (!ret && first)
+		rv_builder_set_base(builder, first);
+	while (!ret) {
+		int got = rv_func_decoder_next(decoder, &ev, err);
+
+		if (got == 0)
+			break;
+		if (got < 0) {
+			/* A damaged capture: keep what came before the damage, and say so. */
+			rv_warn("%s; the trace holds what was read before that point",
+				err->message);
+			rv_error_clear(err);
+			break;
+		}
+		ret = rv_builder_add(builder, &ev, err);
+	}
+	if (decoder) {
+		rv_func_decoder_stats(decoder, &ds);
+		if (stats)
+			*stats = ds;
+		if (ds.unknown_types)
+			rv_warn("%" PRIu64 " function records of a type this rearview does not "
+				"know were skipped; decode with the rearview that recorded them",
+				ds.unknown_types);
+		if (ds.outside_windows)
+			rv_debug("%" PRIu64 " function records made outside every --filter "
+				 "window were skipped",
+				 ds.outside_windows);
+		if (ds.other_samples)
+			rv_debug("%" PRIu64 " samples of other events were skipped",
+				 ds.other_samples);
+	}
+	/* Open and held spans point to the decoder's names ("[irq 24]"): the
+	 * builder finishes while they live. */
+	if (!ret)
+		ret = rv_builder_finish(builder, err);
+	rv_func_decoder_free(decoder);
 	return ret;
 }
 

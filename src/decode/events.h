@@ -1,7 +1,7 @@
 /* events.h: the one stream of events that decoders produce and the trace
  * builder consumes, in time order per thread.
  *
- * Each decoder (samples today; Intel PT and function records later) turns its
+ * Each decoder (samples, Intel PT, perf script text, function records) turns its
  * capture into these, so that the builder needs to know nothing about where
  * they came from.
  */
@@ -73,6 +73,19 @@ struct rv_branch_end {
 	const char *dso; /* NULL when not known */
 };
 
+/* A number shown with a kernel span or an instant ("nr", "ret", "address"). */
+enum rv_event_arg_kind {
+	RV_EVENT_ARG_UINT,
+	RV_EVENT_ARG_INT, /* value holds an int64_t */
+	RV_EVENT_ARG_HEX, /* an address or a bit mask, shown in hex */
+};
+
+struct rv_event_arg {
+	const char *name; /* lives as long as the producer */
+	enum rv_event_arg_kind kind;
+	uint64_t value;
+};
+
 struct rv_frame {
 	uint64_t addr;
 	bool kernel;
@@ -131,13 +144,17 @@ struct rv_event {
 		} call;
 		struct {
 			enum rv_kernel_kind kind;
-			const char *name;   /* "read", "[off-cpu] S (sleeping)", "irq 24: virtio" */
-			uint64_t value;	    /* END: syscall return value, else 0 */
-			const char *detail; /* optional argument shown on the span, or NULL */
+			const char *name; /* "read", "[off-cpu: sleeping]", "[irq 24]" */
+			/* Shown on the span: the BEGIN's, then those of the END
+			 * whose names the BEGIN did not give (a syscall: "nr"
+			 * from both, "ret" from the END; off-CPU: "state"). */
+			const struct rv_event_arg *args;
+			size_t nr_args;
 		} kernel;
 		struct {
-			const char *name;   /* "[page fault]" */
-			const char *detail; /* optional argument ("address 0x..."), or NULL */
+			const char *name;		 /* "[page fault]" */
+			const struct rv_event_arg *args; /* "address", "ip", "error_code" */
+			size_t nr_args;
 		} instant;
 		struct {
 			const char *message; /* "overflow", "no memory mapped at 0x...", ... */

@@ -783,6 +783,14 @@ int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t 
 	return close_all(&s);
 }
 
+int builder_begin_stack(struct rv_builder *b, struct thread_state *t, uint64_t now,
+			struct rv_error *err)
+{
+	struct step s = { .b = b, .t = t, .now = now, .err = err };
+
+	return t->br.active ? 0 : start_stack(&s);
+}
+
 void builder_free_branches(struct branch_state *br)
 {
 	for (size_t i = 0; i < br->nr_extra; i++)

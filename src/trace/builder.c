@@ -174,14 +174,34 @@ int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err)
 {
-	static const struct rv_arg inferred = { .name = "inferred_start_time",
-						.kind = RV_ARG_STRING,
-						.s = "true" };
+	struct rv_arg args[1 + SPAN_MAX_ARGS];
+	size_t n = 0;
 
+	if (span->inferred)
+		args[n++] = (struct rv_arg){ .name = "inferred_start_time",
+					     .kind = RV_ARG_STRING,
+					     .s = "true" };
+	for (size_t i = 0; i < span->args.nr && i < SPAN_MAX_ARGS; i++, n++) {
+		args[n].name = span->args.name[i];
+		switch ((enum rv_event_arg_kind)span->args.kind[i]) {
+		case RV_EVENT_ARG_INT:
+			args[n].kind = RV_ARG_INT;
+			args[n].i = (int64_t)span->args.value[i];
+			break;
+		case RV_EVENT_ARG_HEX:
+			args[n].kind = RV_ARG_POINTER;
+			args[n].u = span->args.value[i];
+			break;
+		default:
+			args[n].kind = RV_ARG_UINT;
+			args[n].u = span->args.value[i];
+			break;
+		}
+	}
 	b->stats.spans++;
 	return rv_trace_writer_span(b->writer, t->pid, t->tid, span->name,
 				    builder_rel(b, span->begin), builder_rel(b, span->end),
-				    span->inferred ? &inferred : NULL, span->inferred ? 1 : 0, err);
+				    n ? args : NULL, n, err);
 }
 
 static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
@@ -235,20 +255,32 @@ int builder_settle(struct rv_builder *b, struct thread_state *t, const struct pe
 	return ret ? rv_error_set(err, ENOMEM, "out of memory") : 0;
 }
 
+int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_t end,
+			   const struct span_args *args, struct rv_error *err)
+{
+	struct open_frame *f = &t->stack[--t->depth];
+	struct pending_span span;
+	int ret;
+
+	/* Filled field by field: the argument arrays stay untouched (the hot
+	 * path of branches has none). */
+	span.name = f->name;
+	span.begin = f->begin;
+	span.end = end;
+	span.inferred = f->flags & FRAME_INFERRED;
+	if (args)
+		span.args = *args;
+	else
+		span.args.nr = 0;
+	ret = builder_settle(b, t, &span, f->held, f->nr_held, t->depth, err);
+	f->nr_held = 0;
+	return ret;
+}
+
 int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
 		      struct rv_error *err)
 {
-	struct open_frame *f = &t->stack[--t->depth];
-	struct pending_span span = {
-		.name = f->name,
-		.begin = f->begin,
-		.end = end,
-		.inferred = f->flags & FRAME_INFERRED,
-	};
-	int ret = builder_settle(b, t, &span, f->held, f->nr_held, t->depth, err);
-
-	f->nr_held = 0;
-	return ret;
+	return builder_close_top_args(b, t, end, NULL, err);
 }
 
 int builder_push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin)
@@ -470,15 +502,23 @@ void rv_builder_set_base(struct rv_builder *b, uint64_t time)
 	b->stats.first_time = time;
 }
 
-/* Ends the sampled stacks of every thread at `time` (a snapshot's end: the
- * next samples start a new segment, and continue nothing). */
+/* Ends the sampled stacks and the exact calls of every thread at `time` (a
+ * snapshot's end: the next samples or calls start a new segment, and continue
+ * nothing). */
 static int end_segment(struct rv_builder *b, uint64_t time, struct rv_error *err)
 {
 	for (size_t i = 0; i < b->cap_threads; i++) {
 		struct thread_state *t = &b->threads[i];
 		int ret;
 
-		if (!t->used || !t->has_sample)
+		if (!t->used)
+			continue;
+		if (t->exact && has_branches(t)) {
+			ret = builder_end_calls(b, t, time, err);
+			if (ret)
+				return ret;
+		}
+		if (!t->has_sample)
 			continue;
 		ret = end_thread(b, t, time > t->last_time ? time : t->last_time, err);
 		if (ret)
@@ -517,16 +557,21 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 		 * read) is in the window: the window ends after it, so that
 		 * what it holds nests in it. */
 		uint64_t end = t->has_sample && t->last_time > ev->time ? t->last_time : ev->time;
+		bool exact = t->exact && t->br.active;
 
 		if (has_branches(t) && t->br.last_time > end)
 			end = t->br.last_time;
+		/* Exact calls began no earlier than their stack: a window that
+		 * says it began later (its mark is damaged) still holds them. */
+		if (exact && t->br.segs[0].create_time < begin)
+			begin = t->br.segs[0].create_time;
 
 		if (t->has_sample) {
 			ret = end_thread(b, t, end, err);
 			if (ret)
 				return ret;
 		}
-		if (has_branches(t)) {
+		if (has_branches(t) && !exact) {
 			ret = builder_end_branches(b, t, end, err);
 			if (ret)
 				return ret;
@@ -538,6 +583,11 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 		b->stats.spans++;
 		ret = rv_trace_writer_span(b->writer, t->pid, t->tid, name, builder_rel(b, begin),
 					   builder_rel(b, end), NULL, 0, err);
+		/* Exact calls end after the window is written: the spans that
+		 * began with their stack (perhaps with the window) are still
+		 * held (settle), and come after it. */
+		if (!ret && has_branches(t) && t->exact)
+			ret = builder_end_calls(b, t, end, err);
 	} else {
 		snprintf(name, sizeof(name), "[%s %s]",
 			 ev->gate.snapshot ? "snapshot at" : "trigger", ev->gate.name);
@@ -552,13 +602,29 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 	return ret;
 }
 
+/* Whether an event of this kind is the trace's content, whose first one is
+ * the trace's zero (sideband and gate marks are not; a window sets the zero
+ * to its beginning in on_gate). */
+static bool sets_base(enum rv_event_kind kind)
+{
+	switch (kind) {
+	case RV_EVENT_THREAD_NAME:
+	case RV_EVENT_THREAD_EXIT:
+	case RV_EVENT_LOST:
+	case RV_EVENT_WINDOW:
+	case RV_EVENT_TRIGGER:
+		return false;
+	default:
+		return true;
+	}
+}
+
 int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t;
 	int ret;
 
-	if (!b->have_base && (ev->kind == RV_EVENT_STACK_SAMPLE || ev->kind == RV_EVENT_BRANCH ||
-			      ev->kind == RV_EVENT_TRACE_ERROR)) {
+	if (!b->have_base && sets_base(ev->kind)) {
 		b->base = ev->time;
 		b->have_base = true;
 		b->stats.first_time = ev->time;
@@ -569,6 +635,12 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 	case RV_EVENT_BRANCH:
 	case RV_EVENT_TRACE_ERROR:
 		return builder_add_branch(b, ev, err);
+	case RV_EVENT_CALL_ENTER:
+	case RV_EVENT_CALL_EXIT:
+	case RV_EVENT_KERNEL_BEGIN:
+	case RV_EVENT_KERNEL_END:
+	case RV_EVENT_INSTANT:
+		return builder_add_call(b, ev, err);
 	case RV_EVENT_THREAD_NAME:
 		t = builder_thread(b, ev->pid, ev->tid);
 		if (!t)
@@ -588,7 +660,8 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 			return 0;
 		if (has_branches(t)) {
 			/* The thread ran until it exited. */
-			ret = builder_end_branches(b, t, ev->time, err);
+			ret = t->exact ? builder_end_calls(b, t, ev->time, err)
+				       : builder_end_branches(b, t, ev->time, err);
 			if (ret)
 				return ret;
 		}
@@ -618,7 +691,8 @@ int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
 			continue;
 		if (has_branches(t)) {
 			/* Open frames end with the thread's last event. */
-			ret = builder_end_branches(b, t, t->br.last_time, err);
+			ret = t->exact ? builder_end_calls(b, t, t->br.last_time, err)
+				       : builder_end_branches(b, t, t->br.last_time, err);
 			if (ret)
 				return ret;
 		}
@@ -675,6 +749,7 @@ void rv_builder_free(struct rv_builder *b)
 		for (size_t j = 0; j < t->cap; j++)
 			free(t->stack[j].held);
 		free(t->stack);
+		free(t->calls);
 		builder_free_branches(&t->br);
 	}
 	free(b->threads);

@@ -53,6 +53,48 @@
  * batches, a thread's last events are in the spans, stats and self time only
  * once its time moves on, it exits, or rv_builder_finish is called.
  *
+ * For exact calls (RV_EVENT_CALL_ENTER/EXIT, RV_EVENT_KERNEL_BEGIN/END,
+ * RV_EVENT_INSTANT: the uprobe engine's records) each thread has one stack
+ * of user calls with kernel spans nested in them; events are taken at their
+ * own times (a thread's event older than its last is taken at the last):
+ * - CALL_ENTER pushes the function, named by sym, else by the symbolizer at
+ *   addr, and remembers its entry sp. An entry whose sp is below the innermost
+ *   call's, or equal to it (a tail call: the kernel's chained uretprobes give
+ *   both exits), nests: a callee, or a signal handler on the thread's stack.
+ *   One whose sp is above it but not above the outermost frame of that
+ *   frame's run (the frames down to the first whose sp is lower than the one
+ *   above it: one stack) is on the same stack: the frames of the run whose sp
+ *   is below the entry's, and those at the entry's sp under them, are over
+ *   (a longjmp skipped them; this call takes their place) and end first. An
+ *   entry above the whole run is on another stack (a handler on a
+ *   sigaltstack) and nests: it starts a run of its own.
+ * - CALL_EXIT with sp ends the function that returns, the innermost frame
+ *   whose entry sp is sp - 8 (of several, the one entered at addr), and
+ *   every frame above it (a longjmp or an exception skipped them; counted as
+ *   unwinds). Only an exit ends the frames entered before it: a handler on a
+ *   sigaltstack returns to its own entry sp, so the frames it interrupted
+ *   stay open however their sp compares. With no such frame the function was
+ *   entered before the stack began: the frames of the top run whose sp is
+ *   below the exit's end, and the function gets an inferred span (named by
+ *   sym or addr; "[unknown]" with neither). With sp 0 the innermost call
+ *   ends. (Not told apart: a longjmp into a function that then tail-calls
+ *   ends it at the tail call, and its own exit is then inferred.)
+ * - Inferred spans (an exit or a kernel END without its beginning) begin at
+ *   the stack's create_time (its first event), or at the begin of the frame
+ *   they end inside, whichever is later, and carry inferred_start_time.
+ * - User code that runs (an entry, an exit) means every kernel span of the
+ *   thread is over: those still open end first (their end was lost).
+ * - KERNEL_BEGIN pushes a kernel span on the same thread's stack, so it nests
+ *   in the call open there (an off-CPU span in the system call it slept in);
+ *   a system call or off-CPU span still open ends first (they do not nest in
+ *   their own kind). KERNEL_END ends the innermost open span of its kind
+ *   and those above it. Any event of the thread other than the end of its
+ *   off-CPU span ends that span: the thread runs. Off-CPU time is not self
+ *   time. Spans show the BEGIN's arguments, then the END's not given yet.
+ * - INSTANT writes an instant event with its arguments.
+ * - The thread's exit, a --filter window's end, a snapshot and
+ *   rv_builder_finish end what is open; the next event starts afresh.
+ *
  * It also keeps what the summary needs: time covered and self time by
  * function.
  *
@@ -62,8 +104,9 @@
  * been written (and a frame that began at its stack's create_time until no
  * inferred parent can come).
  *
- * Names the builder is given (event syms, thread names are copied) must live
- * until rv_builder_finish; the symbolizer's always do.
+ * Names the builder is given (event syms, kernel and instant names, argument
+ * names; thread names are copied) must live until rv_builder_finish; the
+ * symbolizer's always do.
  *
  * Not here: decoding or symbol lookup logic, and file formats.
  */
@@ -113,12 +156,16 @@ struct rv_builder_stats {
 	uint64_t late_samples;		/* samples older than their thread's last, taken at it */
 	/* branches */
 	uint64_t branches;   /* RV_EVENT_BRANCH events taken */
-	uint64_t calls;	     /* CALL branches */
-	uint64_t returns;    /* RETURN branches */
+	uint64_t calls;	     /* CALL branches, or CALL_ENTER events */
+	uint64_t returns;    /* RETURN branches, or CALL_EXIT events */
 	uint64_t inferred;   /* spans whose begin was inferred */
 	uint64_t errors;     /* trace errors (overflows included) */
 	uint64_t unwinds;    /* frames ended by an unwind (longjmp, exceptions, sigreturn) */
 	uint64_t tail_calls; /* jumps to a function's first byte that replaced the top */
+	/* exact calls */
+	uint64_t exact_events; /* call, kernel and instant events taken */
+	uint64_t kernel_spans; /* kernel spans begun, or inferred from their end */
+	uint64_t instants;     /* instant events written (page faults) */
 	/* the gate */
 	uint64_t windows;   /* --filter windows drawn */
 	uint64_t triggers;  /* --trigger hits marked */

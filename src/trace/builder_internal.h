@@ -1,8 +1,8 @@
 /* builder_internal.h: what the trace builder's files share (private to
  * src/trace/): the per-thread state, the open stack of frames, and the one
  * place where an ended frame becomes a span (builder_close_top), which keeps
- * the writer's nesting invariant for both ways of building stacks: sampled
- * stacks (builder.c) and branches (branches.c).
+ * the writer's nesting invariant for every way of building stacks: sampled
+ * stacks (builder.c), branches (branches.c) and exact calls (calls.c).
  *
  * Not a second contract: callers outside src/trace/ use builder.h only.
  */
@@ -15,12 +15,24 @@
 
 #include "trace/builder.h"
 
+/* Arguments of a span (the kernel spans of exact calls: a syscall's "nr" and
+ * "ret"), as the events gave them; names live as long as the producer. */
+#define SPAN_MAX_ARGS 2
+
+struct span_args {
+	uint8_t nr;
+	uint8_t kind[SPAN_MAX_ARGS]; /* enum rv_event_arg_kind */
+	const char *name[SPAN_MAX_ARGS];
+	uint64_t value[SPAN_MAX_ARGS];
+};
+
 /* A span that has ended but waits to be written, because a frame that will
  * be written later began at the same time and must come first. */
 struct pending_span {
 	const char *name;
 	uint64_t begin, end;
 	bool inferred; /* its begin is a guess: it was running when the trace began */
+	struct span_args args;
 };
 
 enum {
@@ -28,6 +40,7 @@ enum {
 	FRAME_PLACEHOLDER = 1 << 1, /* "[syscall]" etc.: untraced time, ends at TRACE_BEGIN */
 	FRAME_INFERRED = 1 << 2,    /* begins at its stack's create_time, as a guess */
 	FRAME_ASYNC = 1 << 3,	    /* entered without a call (a signal handler) */
+	FRAME_OFF_CPU = 1 << 4,	    /* exact calls: the thread was off the CPU (no self time) */
 };
 
 struct open_frame {
@@ -108,6 +121,22 @@ struct branch_state {
 	size_t nr_extra, cap_extra;
 };
 
+/* What exact calls (calls.c) keep of each frame of a thread's stack, at the
+ * frame's index in thread_state.stack. */
+enum { CALL_FRAME_USER = -1 }; /* else the frame is a kernel span: its rv_kernel_kind */
+
+struct call_frame {
+	int kind;      /* CALL_FRAME_USER, or an enum rv_kernel_kind */
+	uint64_t addr; /* user: the function's entry, as the event gave it */
+	uint64_t sp;   /* user: the stack pointer at entry; 0 when not known */
+	/* user frames with sp: the nearest such frame below (-1: none), and
+	 * the first frame of the run of such frames, up to this one, whose sp
+	 * never grows from one to the next (one stack: a handler on a
+	 * sigaltstack above it starts another run) */
+	long below, run_start;
+	struct span_args args; /* kernel: the BEGIN's arguments */
+};
+
 struct thread_state {
 	uint32_t pid, tid;
 	bool used;	    /* the hash slot is taken */
@@ -122,6 +151,11 @@ struct thread_state {
 	const char *last_leaf; /* leaf function of the last sample, for self time */
 	bool has_sample;
 	struct branch_state br;
+	/* Exact calls: the thread's events are calls and kernel spans, its
+	 * stack lives in br (one segment) with calls[i] beside stack[i]. */
+	bool exact;
+	struct call_frame *calls;
+	size_t cap_calls;
 };
 
 struct self_time_slot {
@@ -177,6 +211,10 @@ int builder_push_frame(struct thread_state *t, uint64_t identity, const char *na
 int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
 		      struct rv_error *err);
 
+/* The same for a frame that shows arguments (args may be NULL). */
+int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_t end,
+			   const struct span_args *args, struct rv_error *err);
+
 /* Places a closed span (and the spans it held, all with its begin time) that
  * stood at stack index pos: held by the frame below, kept as an orphan of the
  * active segment, or written. */
@@ -198,5 +236,20 @@ int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t 
 			 struct rv_error *err);
 
 void builder_free_branches(struct branch_state *br);
+
+/* Starts the thread's stack at `now` if it has none (also for exact calls):
+ * one segment whose create_time is now. */
+int builder_begin_stack(struct rv_builder *b, struct thread_state *t, uint64_t now,
+			struct rv_error *err);
+
+/* calls.c */
+
+/* Takes an RV_EVENT_CALL_ENTER, CALL_EXIT, KERNEL_BEGIN, KERNEL_END or INSTANT. */
+int builder_add_call(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err);
+
+/* Ends every open frame of an exact-call thread at `end` (or its last event,
+ * if later); the next event starts afresh. */
+int builder_end_calls(struct rv_builder *b, struct thread_state *t, uint64_t end,
+		      struct rv_error *err);
 
 #endif

@@ -1,0 +1,469 @@
+/* func_decoder.c: function-tracer captures into call and kernel events; see
+ * func_decoder.h. */
+#define RV_LOG_DOMAIN "decode"
+#include "decode/func_decoder.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "capture/marks.h"
+#include "capture/perf_data.h"
+#include "capture/synth.h"
+#include "decode/syscall_names.h"
+#include "symbolize/intern.h"
+
+/* The kernel's task states in sched_switch's prev_state (include/linux/sched.h). */
+#define TASK_INTERRUPTIBLE   0x1u
+#define TASK_UNINTERRUPTIBLE 0x2u
+#define TASK_STOPPED_BIT     0x4u
+#define TASK_TRACED_BIT	     0x8u
+#define EXIT_DEAD_BIT	     0x10u
+#define EXIT_ZOMBIE_BIT	     0x20u
+#define TASK_DEAD_BIT	     0x80u
+/* perf's tracepoint format says "preempted" (R+) with this value alone. */
+#define TASK_REPORT_PREEMPTED 0x100u
+
+static const char NAME_PAGE_FAULT[] = "[page fault]";
+static const char NAME_OFF_CPU[] = "[off-cpu]";
+
+struct rv_func_decoder {
+	struct rv_perf_reader *reader;
+	struct rv_symbolizer *symbolizer;
+	struct rv_intern names; /* "syscall N", "[irq N]", "[off-cpu: state 0xN]" */
+	struct rv_event_arg args[3];
+	char comm[32];
+	struct rv_func_decoder_stats stats;
+};
+
+static bool is_functions_attr(const struct rv_perf_attr *a)
+{
+	return a && a->name && !strcmp(a->name, RV_FN_EVENT_NAME);
+}
+
+static bool has_functions_attr(const struct rv_perf_reader *r)
+{
+	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++)
+		if (is_functions_attr(rv_perf_reader_attr(r, i)))
+			return true;
+	return false;
+}
+
+/* The file to read: a capture directory's perf.data (rearview's layout),
+ * else the path itself (a file, or perf's DIR/data, which the reader finds). */
+static void capture_file(const char *capture_path, char *out, size_t size)
+{
+	struct stat st;
+
+	if (stat(capture_path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(out, size, "%s/perf.data", capture_path);
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
+			return;
+	}
+	snprintf(out, size, "%s", capture_path);
+}
+
+bool rv_func_decoder_detect(const char *capture_path)
+{
+	struct rv_perf_reader *r;
+	struct rv_error ignored = { 0 };
+	char path[PATH_MAX];
+	struct stat st;
+	bool found;
+
+	/* a stream would be used up by looking */
+	if (!strcmp(capture_path, "-") || stat(capture_path, &st) ||
+	    !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+		return false;
+	capture_file(capture_path, path, sizeof(path));
+	if (rv_perf_reader_open(&r, path, &ignored))
+		return false;
+	found = has_functions_attr(r);
+	rv_perf_reader_free(r);
+	return found;
+}
+
+int rv_func_decoder_open(struct rv_func_decoder **out, const char *capture_path,
+			 struct rv_symbolizer *symbolizer, struct rv_error *err)
+{
+	struct rv_func_decoder *d = calloc(1, sizeof(*d));
+	char path[PATH_MAX];
+	int ret;
+
+	*out = NULL;
+	if (!d)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	d->symbolizer = symbolizer;
+	rv_intern_init(&d->names);
+	capture_file(capture_path, path, sizeof(path));
+	ret = rv_perf_reader_open(&d->reader, path, err);
+	if (!ret && !has_functions_attr(d->reader))
+		ret = rv_error_set(err, EINVAL,
+				   "'%s' holds no function records (no event named %s); it was "
+				   "not recorded with --backend uprobe",
+				   capture_path, RV_FN_EVENT_NAME);
+	if (ret) {
+		rv_func_decoder_free(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+uint64_t rv_func_decoder_first_time(const char *capture_path)
+{
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	struct rv_error ignored = { 0 };
+	char path[PATH_MAX];
+	uint64_t first = 0;
+	bool has_marks = false;
+
+	capture_file(capture_path, path, sizeof(path));
+	if (rv_perf_reader_open(&r, path, &ignored))
+		return 0;
+	/* without marks the first record is the earliest: no need to look */
+	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r) && !has_marks; i++) {
+		const struct rv_perf_attr *a = rv_perf_reader_attr(r, i);
+
+		has_marks = a->name && !strcmp(a->name, RV_MARK_EVENT_NAME);
+	}
+	while (has_marks && rv_perf_reader_next(r, &rec, &ignored) > 0) {
+		struct rv_perf_sample s;
+		struct rv_mark mark;
+		uint64_t t;
+
+		if (rec.header->type != PERF_RECORD_SAMPLE ||
+		    rv_perf_reader_parse_sample(r, rec.header, &s, &ignored) ||
+		    !(s.sample_type & PERF_SAMPLE_TIME))
+			continue;
+		t = s.time;
+		if (rv_sample_is_mark(&s) && !rv_mark_parse(&s, &mark, &ignored) &&
+		    mark.kind == RV_MARK_WINDOW && mark.time > mark.duration_ns)
+			t = mark.time - mark.duration_ns;
+		if (t && (!first || t < first))
+			first = t;
+	}
+	rv_perf_reader_free(r);
+	return first;
+}
+
+const char *rv_fn_record_type_name(unsigned type)
+{
+	static const char *const names[RV_FN_NR_RECORD_TYPES] = {
+		[RV_FN_ENTER] = "enter",
+		[RV_FN_EXIT] = "exit",
+		[RV_FN_SYSCALL_ENTER] = "syscall enter",
+		[RV_FN_SYSCALL_EXIT] = "syscall exit",
+		[RV_FN_SWITCH_OUT] = "switch out",
+		[RV_FN_SWITCH_IN] = "switch in",
+		[RV_FN_PAGE_FAULT] = "page fault",
+		[RV_FN_IRQ_ENTER] = "irq enter",
+		[RV_FN_IRQ_EXIT] = "irq exit",
+		[RV_FN_KFUNC_ENTER] = "kernel function enter",
+		[RV_FN_KFUNC_EXIT] = "kernel function exit",
+	};
+
+	return type < RV_FN_NR_RECORD_TYPES ? names[type] : NULL;
+}
+
+/* A name made from a number, kept for as long as the decoder. */
+static const char *intern_name(struct rv_func_decoder *d, const char *fmt, uint64_t n,
+			       struct rv_error *err)
+{
+	char buf[48];
+	const char *name;
+
+	snprintf(buf, sizeof(buf), fmt, n);
+	name = rv_intern(&d->names, buf);
+	if (!name)
+		rv_error_set(err, ENOMEM, "out of memory");
+	return name;
+}
+
+static const char *off_cpu_name(struct rv_func_decoder *d, uint32_t state, struct rv_error *err)
+{
+	if (state == 0 || state == TASK_REPORT_PREEMPTED)
+		return "[off-cpu: preempted]";
+	if (state & TASK_INTERRUPTIBLE)
+		return "[off-cpu: sleeping]";
+	if (state & TASK_UNINTERRUPTIBLE)
+		return "[off-cpu: disk]";
+	if (state & (TASK_STOPPED_BIT | TASK_TRACED_BIT))
+		return "[off-cpu: stopped]";
+	if (state & (EXIT_DEAD_BIT | EXIT_ZOMBIE_BIT | TASK_DEAD_BIT))
+		return "[off-cpu: dead]";
+	return intern_name(d, "[off-cpu: state %#" PRIx64 "]", state, err);
+}
+
+static const char *syscall_name(struct rv_func_decoder *d, uint32_t nr, struct rv_error *err)
+{
+	const char *name = rv_syscall_name(nr);
+
+	return name ? name : intern_name(d, "syscall %" PRIu64, nr, err);
+}
+
+static void set_arg(struct rv_event_arg *a, const char *name, enum rv_event_arg_kind kind,
+		    uint64_t value)
+{
+	a->name = name;
+	a->kind = kind;
+	a->value = value;
+}
+
+static void kernel_event(struct rv_event *ev, bool begin, enum rv_kernel_kind kind,
+			 const char *name)
+{
+	ev->kind = begin ? RV_EVENT_KERNEL_BEGIN : RV_EVENT_KERNEL_END;
+	ev->kernel.kind = kind;
+	ev->kernel.name = name;
+}
+
+/* One function record into ev: 1 when it is an event, 0 when it is skipped. */
+static int on_record(struct rv_func_decoder *d, const struct rv_fn_record *r, uint64_t time,
+		     struct rv_event *ev, struct rv_error *err)
+{
+	struct rv_symbol sym;
+
+	if (r->type >= RV_FN_NR_RECORD_TYPES || !rv_fn_record_type_name(r->type)) {
+		d->stats.unknown_types++;
+		return 0;
+	}
+	d->stats.by_type[r->type]++;
+	if (!(r->flags & RV_FN_FLAG_IN_WINDOW)) {
+		d->stats.outside_windows++;
+		return 0;
+	}
+	ev->pid = r->pid;
+	ev->tid = r->tid;
+	ev->time = time;
+	switch ((enum rv_fn_record_type)r->type) {
+	case RV_FN_ENTER:
+	case RV_FN_EXIT:
+		ev->kind = r->type == RV_FN_ENTER ? RV_EVENT_CALL_ENTER : RV_EVENT_CALL_EXIT;
+		ev->call.addr = r->addr;
+		ev->call.sym = NULL;
+		ev->call.sp = r->sp;
+		break;
+	case RV_FN_SYSCALL_ENTER:
+	case RV_FN_SYSCALL_EXIT:
+		kernel_event(ev, r->type == RV_FN_SYSCALL_ENTER, RV_KERNEL_SYSCALL,
+			     syscall_name(d, r->arg, err));
+		set_arg(&d->args[0], "nr", RV_EVENT_ARG_UINT, r->arg);
+		set_arg(&d->args[1], "ret", RV_EVENT_ARG_INT, r->value);
+		ev->kernel.args = d->args;
+		ev->kernel.nr_args = r->type == RV_FN_SYSCALL_ENTER ? 1 : 2;
+		break;
+	case RV_FN_SWITCH_OUT:
+		kernel_event(ev, true, RV_KERNEL_OFF_CPU, off_cpu_name(d, r->arg, err));
+		set_arg(&d->args[0], "state", RV_EVENT_ARG_HEX, r->arg);
+		ev->kernel.args = d->args;
+		ev->kernel.nr_args = 1;
+		break;
+	case RV_FN_SWITCH_IN:
+		kernel_event(ev, false, RV_KERNEL_OFF_CPU, NAME_OFF_CPU);
+		break;
+	case RV_FN_IRQ_ENTER:
+	case RV_FN_IRQ_EXIT:
+		kernel_event(ev, r->type == RV_FN_IRQ_ENTER, RV_KERNEL_IRQ,
+			     intern_name(d, "[irq %" PRIu64 "]", r->arg, err));
+		if (r->type == RV_FN_IRQ_EXIT) {
+			set_arg(&d->args[0], "ret", RV_EVENT_ARG_INT, r->value);
+			ev->kernel.args = d->args;
+			ev->kernel.nr_args = 1;
+		}
+		break;
+	case RV_FN_KFUNC_ENTER:
+	case RV_FN_KFUNC_EXIT:
+		rv_symbolizer_lookup(d->symbolizer, r->pid, r->addr, &sym);
+		kernel_event(ev, r->type == RV_FN_KFUNC_ENTER, RV_KERNEL_FUNCTION, sym.name);
+		break;
+	case RV_FN_PAGE_FAULT:
+		ev->kind = RV_EVENT_INSTANT;
+		ev->instant.name = NAME_PAGE_FAULT;
+		set_arg(&d->args[0], "address", RV_EVENT_ARG_HEX, r->addr);
+		set_arg(&d->args[1], "ip", RV_EVENT_ARG_HEX, r->value);
+		set_arg(&d->args[2], "error_code", RV_EVENT_ARG_HEX, r->arg);
+		ev->instant.args = d->args;
+		ev->instant.nr_args = 3;
+		break;
+	}
+	if ((ev->kind == RV_EVENT_KERNEL_BEGIN || ev->kind == RV_EVENT_KERNEL_END) &&
+	    !ev->kernel.name)
+		return -ENOMEM; /* err is set */
+	if (!d->stats.first_time || time < d->stats.first_time)
+		d->stats.first_time = time;
+	if (time > d->stats.last_time)
+		d->stats.last_time = time;
+	return 1;
+}
+
+static int on_sample(struct rv_func_decoder *d, const struct rv_perf_record *rec,
+		     struct rv_event *ev, struct rv_error *err)
+{
+	struct rv_perf_sample s;
+	struct rv_fn_record r;
+	int ret = rv_perf_reader_parse_sample(d->reader, rec->header, &s, err);
+
+	if (ret)
+		return ret;
+	if (rv_sample_is_mark(&s)) {
+		struct rv_mark mark;
+
+		ret = rv_mark_parse(&s, &mark, err);
+		if (ret)
+			return rv_error_prefix(err, "at offset %#" PRIx64, rec->file_offset);
+		ev->kind = mark.kind == RV_MARK_WINDOW ? RV_EVENT_WINDOW : RV_EVENT_TRIGGER;
+		ev->pid = mark.pid;
+		ev->tid = mark.tid;
+		ev->time = mark.time;
+		ev->gate.name = mark.name;
+		ev->gate.duration_ns = mark.duration_ns;
+		ev->gate.slow = mark.flags & RV_MARK_FLAG_SLOW;
+		ev->gate.snapshot = mark.flags & RV_MARK_FLAG_SNAPSHOT;
+		d->stats.marks++;
+		return 1;
+	}
+	if (!is_functions_attr(s.attr)) {
+		d->stats.other_samples++;
+		return 0;
+	}
+	if (!(s.sample_type & PERF_SAMPLE_RAW) || !(s.sample_type & PERF_SAMPLE_TIME))
+		return rv_error_set(err, EINVAL,
+				    "the %s samples of the capture carry no raw data or no time; "
+				    "it was not written by rearview's uprobe engine",
+				    RV_FN_EVENT_NAME);
+	if (s.raw_size < sizeof(r))
+		return rv_error_set(err, EINVAL,
+				    "the function record at offset %#" PRIx64 " of the capture "
+				    "has %" PRIu32 " bytes of %zu; the capture is damaged from "
+				    "there on",
+				    rec->file_offset, s.raw_size, sizeof(r));
+	memcpy(&r, s.raw, sizeof(r));
+	return on_record(d, &r, s.time, ev, err);
+}
+
+static int on_mmap(struct rv_func_decoder *d, const struct perf_event_header *h,
+		   struct rv_error *err)
+{
+	struct rv_perf_mmap m;
+
+	/* kernel text is named from kallsyms; a damaged record is skipped */
+	if ((h->type == PERF_RECORD_MMAP &&
+	     (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) ||
+	    rv_perf_mmap_parse(h, &m))
+		return 0;
+	return rv_symbolizer_add_mapping(d->symbolizer, m.pid, m.start, m.len, m.pgoff,
+					 m.executable, m.filename, err);
+}
+
+static uint64_t record_time(const struct rv_func_decoder *d, const struct perf_event_header *h)
+{
+	struct rv_perf_sample_id id;
+	struct rv_error ignored = { 0 };
+
+	if (rv_perf_reader_parse_sample_id(d->reader, h, &id, &ignored) || !id.valid)
+		return 0;
+	return id.time;
+}
+
+/* The sideband: 1 when it made an event, 0 when not, negative on error. */
+static int on_sideband(struct rv_func_decoder *d, const struct perf_event_header *h,
+		       struct rv_event *ev, struct rv_error *err)
+{
+	const uint8_t *body = (const uint8_t *)h + sizeof(*h);
+	size_t room = h->size > sizeof(*h) ? h->size - sizeof(*h) : 0;
+
+	switch (h->type) {
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_MMAP:
+		return on_mmap(d, h, err);
+	case PERF_RECORD_COMM:
+		if (room < 9)
+			return 0;
+		memcpy(&ev->pid, body, 4);
+		memcpy(&ev->tid, body + 4, 4);
+		room -= 8;
+		if (room > sizeof(d->comm) - 1)
+			room = sizeof(d->comm) - 1;
+		memcpy(d->comm, body + 8, room);
+		d->comm[room] = '\0';
+		/* exec replaced the process's image: its old mappings are gone */
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && ev->pid == ev->tid)
+			rv_symbolizer_forget_process(d->symbolizer, ev->pid);
+		ev->kind = RV_EVENT_THREAD_NAME;
+		ev->time = record_time(d, h);
+		ev->thread.name = d->comm;
+		return 1;
+	case PERF_RECORD_EXIT: {
+		struct {
+			uint32_t pid, ppid, tid, ptid;
+			uint64_t time;
+		} body_exit;
+
+		if (room < sizeof(body_exit))
+			return 0;
+		memcpy(&body_exit, body, sizeof(body_exit));
+		ev->kind = RV_EVENT_THREAD_EXIT;
+		ev->pid = body_exit.pid;
+		ev->tid = body_exit.tid;
+		ev->time = body_exit.time;
+		return 1;
+	}
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_LOST_SAMPLES: {
+		/* LOST: id, lost; LOST_SAMPLES: lost */
+		size_t at = h->type == PERF_RECORD_LOST ? 8 : 0;
+		uint64_t lost;
+
+		if (room < at + sizeof(lost))
+			return 0;
+		memcpy(&lost, body + at, sizeof(lost));
+		d->stats.lost += lost;
+		ev->kind = RV_EVENT_LOST;
+		ev->time = record_time(d, h);
+		ev->lost.count = lost;
+		return 1;
+	}
+	default:
+		return 0;
+	}
+}
+
+int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *ev, struct rv_error *err)
+{
+	struct rv_perf_record rec;
+	int ret;
+
+	for (;;) {
+		ret = rv_perf_reader_next(d->reader, &rec, err);
+		if (ret <= 0)
+			return ret;
+		d->stats.records++;
+		memset(ev, 0, sizeof(*ev));
+		if (rec.header->type == PERF_RECORD_SAMPLE)
+			ret = on_sample(d, &rec, ev, err);
+		else
+			ret = on_sideband(d, rec.header, ev, err);
+		if (ret)
+			return ret;
+	}
+}
+
+void rv_func_decoder_stats(const struct rv_func_decoder *d, struct rv_func_decoder_stats *out)
+{
+	*out = d->stats;
+}
+
+void rv_func_decoder_free(struct rv_func_decoder *d)
+{
+	if (!d)
+		return;
+	rv_perf_reader_free(d->reader);
+	rv_intern_free(&d->names);
+	free(d);
+}

@@ -1,0 +1,98 @@
+/* func_decoder.h: a function-tracer capture (perf.data of the uprobe engine's
+ * records) turned into the event stream of events.h.
+ *
+ * Every struct rv_fn_record (bpf/functions.h) is the raw data of a sample of
+ * the bpf-output event named RV_FN_EVENT_NAME. Each becomes one event, for
+ * the thread the record names (its tid and pid), at the sample's time:
+ * - RV_FN_ENTER, RV_FN_EXIT: RV_EVENT_CALL_ENTER, RV_EVENT_CALL_EXIT with the
+ *   record's addr and sp (the builder names the function);
+ * - RV_FN_SYSCALL_ENTER/EXIT: a SYSCALL kernel span named from the system
+ *   call table ("read"; "syscall N" for a number it lacks), arguments "nr"
+ *   (both) and "ret" (the exit, signed);
+ * - RV_FN_SWITCH_OUT/IN: an OFF_CPU kernel span named "[off-cpu: REASON]"
+ *   from the state the thread was switched out in (argument "state"): 0 (or
+ *   perf's "R+" value 0x100) "preempted", TASK_INTERRUPTIBLE "sleeping",
+ *   TASK_UNINTERRUPTIBLE "disk", stopped or traced "stopped", a zombie or
+ *   dead task "dead", else "state 0xN"; the switch-in, whose record says no
+ *   state, is named "[off-cpu]";
+ * - RV_FN_IRQ_ENTER/EXIT: an IRQ kernel span "[irq N]" (argument "ret" on
+ *   the exit: the handler's IRQ_HANDLED or IRQ_NONE);
+ * - RV_FN_KFUNC_ENTER/EXIT: a FUNCTION kernel span named by the symbolizer
+ *   (kallsyms) at the record's addr;
+ * - RV_FN_PAGE_FAULT: an instant "[page fault]" with arguments "address",
+ *   "ip" and "error_code".
+ * Records without RV_FN_FLAG_IN_WINDOW (made while the thread was outside
+ * every --filter window) and records of a type this decoder does not know are
+ * skipped and counted. The sideband makes the events the sample decoder
+ * makes: mappings go to the symbolizer, COMM records name threads, EXIT
+ * records end them, LOST records are counted; the gate's marks
+ * (capture/marks.h) become window and trigger events.
+ *
+ * Every length is checked: a function record whose raw data is shorter than
+ * the record is an error naming its offset in the file, as is a damaged perf
+ * record; the events before it stand.
+ *
+ * Records are taken in file order, which rearview writes in time order.
+ *
+ * Not here: spans and call stacks (the trace builder), recording (the uprobe
+ * engine).
+ */
+#ifndef RV_DECODE_FUNC_DECODER_H
+#define RV_DECODE_FUNC_DECODER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "decode/events.h"
+#include "functions.h"
+#include "symbolize/symbolizer.h"
+#include "util/error.h"
+
+/* Slots of rv_func_decoder_stats.by_type: one per enum rv_fn_record_type. */
+#define RV_FN_NR_RECORD_TYPES (RV_FN_KFUNC_EXIT + 1)
+
+struct rv_func_decoder_stats {
+	uint64_t records;			 /* perf records read */
+	uint64_t by_type[RV_FN_NR_RECORD_TYPES]; /* function records by type */
+	uint64_t unknown_types;			 /* function records of another type: skipped */
+	uint64_t outside_windows;		 /* without RV_FN_FLAG_IN_WINDOW: skipped */
+	uint64_t other_samples;			 /* samples of other events: skipped */
+	uint64_t lost;				 /* records the kernel could not deliver */
+	uint64_t marks;				 /* the gate's windows and triggers */
+	uint64_t first_time, last_time;		 /* of function records; 0 when none */
+};
+
+struct rv_func_decoder;
+
+/* Whether the capture at path (a perf.data file, or a capture directory
+ * holding one) declares the functions event (its name in HEADER_EVENT_DESC
+ * is RV_FN_EVENT_NAME). False for anything unreadable, and for standard
+ * input ("-") and FIFOs, which looking would use up. */
+bool rv_func_decoder_detect(const char *capture_path);
+
+/* Opens the capture (as rv_func_decoder_detect finds it); an error if it is
+ * not a function-tracer capture. Names of kernel functions come from the
+ * symbolizer's kallsyms. */
+int rv_func_decoder_open(struct rv_func_decoder **out, const char *capture_path,
+			 struct rv_symbolizer *symbolizer, struct rv_error *err);
+
+/* 1: *event is set; it (and the arguments it points to) stays valid until the
+ * next call, its names (and its arguments' names) until the decoder is freed.
+ * 0: end of capture. Negative: the capture is damaged from here on (err says
+ * where). */
+int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *event, struct rv_error *err);
+
+void rv_func_decoder_stats(const struct rv_func_decoder *d, struct rv_func_decoder_stats *out);
+
+/* For a capture with the gate's marks, the earliest time of its samples and
+ * of its --filter windows' beginnings (a window begins before its first
+ * record, and its mark comes after its last): the trace's zero. 0 for other
+ * captures (their first record is the earliest) and when there is none. */
+uint64_t rv_func_decoder_first_time(const char *capture_path);
+
+/* "enter", "syscall exit", ...: a record type for --stats; NULL if unknown. */
+const char *rv_fn_record_type_name(unsigned type);
+
+void rv_func_decoder_free(struct rv_func_decoder *d);
+
+#endif
