@@ -36,6 +36,9 @@ enum {
 	OPT_TRIGGER,
 	OPT_MIN_DURATION,
 	OPT_MULTI_SNAPSHOT,
+	OPT_FUNCTIONS,
+	OPT_KERNEL_EVENTS,
+	OPT_KERNEL_FUNCTIONS,
 };
 
 static const struct option long_options[] = {
@@ -51,6 +54,9 @@ static const struct option long_options[] = {
 	{ "trigger", required_argument, NULL, OPT_TRIGGER },
 	{ "min-duration", required_argument, NULL, OPT_MIN_DURATION },
 	{ "multi-snapshot", no_argument, NULL, OPT_MULTI_SNAPSHOT },
+	{ "functions", required_argument, NULL, OPT_FUNCTIONS },
+	{ "kernel-events", required_argument, NULL, OPT_KERNEL_EVENTS },
+	{ "kernel-functions", required_argument, NULL, OPT_KERNEL_FUNCTIONS },
 	{ "multi-thread", no_argument, NULL, OPT_MULTI_THREAD },
 	{ "full-execution", no_argument, NULL, OPT_FULL },
 	{ "snapshot-size", required_argument, NULL, OPT_SNAPSHOT_SIZE },
@@ -114,10 +120,12 @@ static const char record_options_help[] =
 	"                             directory that is removed afterwards\n"
 	"\n"
 	"Recording:\n"
-	"      --backend auto|pt|sample\n"
+	"      --backend auto|pt|sample|uprobe\n"
 	"                             how to record. auto uses Intel PT where the\n"
 	"                             intel_pt PMU exists and stack sampling otherwise,\n"
-	"                             with a note saying so\n"
+	"                             with a note saying so; uprobe records every call\n"
+	"                             and return of chosen functions exactly, through\n"
+	"                             BPF uprobes (root only; see below)\n"
 	"      --sampling             same as --backend sample\n"
 	"      --timer-resolution R   sampling: low (1 kHz), normal (10 kHz, the\n"
 	"                             default), high (the kernel's\n"
@@ -138,8 +146,32 @@ static const char record_options_help[] =
 	"      --snapshot-size SIZE   keep the last SIZE of trace (a flight recorder,\n"
 	"                             written at exit, Ctrl-C or a snapshot), e.g. 512K,\n"
 	"                             16M; rounded up to a power-of-two number of pages.\n"
-	"                             Sampling: default 4M with fp, 64M with dwarf\n"
+	"                             Sampling: default 4M with fp, 64M with dwarf;\n"
+	"                             uprobe: default 64M (about 96 bytes a record, two\n"
+	"                             records a call)\n"
 	"      --full-execution       keep everything from start to end instead\n"
+	"\n"
+	"Functions (--backend uprobe):\n"
+	"      --functions PAT[,PAT...]\n"
+	"                             the functions to trace: shell globs over the\n"
+	"                             executable's function symbols ('parse_*',\n"
+	"                             'ns::Class::*'), or LIB:GLOB for a library\n"
+	"                             ('libc:mall*', 'libfoo.so.1:*'); repeatable.\n"
+	"                             Default: every function of the executable. A\n"
+	"                             pattern that matches nothing is an error; what\n"
+	"                             cannot be probed is skipped (listed with -v)\n"
+	"      --kernel-events LIST   also record the kernel's work for the traced\n"
+	"                             threads, nested in the calls that caused it:\n"
+	"                             syscalls (a span per system call), sched (off-CPU\n"
+	"                             spans with their reason), faults (page faults),\n"
+	"                             irq (interrupt handlers); comma-separated\n"
+	"      --kernel-functions PAT[,PAT...]\n"
+	"                             also trace these kernel functions (globs over\n"
+	"                             /proc/kallsyms) through fentry/fexit, or kprobes\n"
+	"                             where fentry is refused; refused up front on\n"
+	"                             kernels that allow neither\n"
+	"      Without --multi-thread only the main thread is recorded, as with the\n"
+	"      other backends.\n"
 	"\n"
 	"When (the gate, decided in the kernel by BPF on uprobes; a SITE is a\n"
 	"symbol, LIB:SYMBOL, 0xADDR or FILE:LINE of the program):\n"
@@ -226,6 +258,15 @@ static const char decode_help[] =
 	"  -v, --verbose              more detail on stderr (repeat for more)\n"
 	"      --help                 this text\n";
 
+static void free_list(char ***list, size_t *count)
+{
+	for (size_t i = 0; i < *count; i++)
+		free((*list)[i]);
+	free(*list);
+	*list = NULL;
+	*count = 0;
+}
+
 void rv_options_free(struct rv_options *opts)
 {
 	for (size_t i = 0; i < opts->nr_images; i++)
@@ -234,6 +275,74 @@ void rv_options_free(struct rv_options *opts)
 	free(opts->filter_start);
 	free(opts->filter_stop);
 	opts->filter_start = opts->filter_stop = NULL;
+	free_list(&opts->functions, &opts->nr_functions);
+	free_list(&opts->kernel_functions, &opts->nr_kernel_functions);
+}
+
+int rv_parse_patterns(const char *text, const char *option, char ***list, size_t *count,
+		      struct rv_error *err)
+{
+	const char *p = text;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char **grown;
+
+		if (len == 0 || len > 1024)
+			return rv_error_set(err, EINVAL,
+					    "invalid %s '%s': give shell patterns separated by "
+					    "commas, none empty, e.g. 'parse_*,lex_*'",
+					    option, text);
+		if (*count == RV_MAX_FUNCTION_PATTERNS)
+			return rv_error_set(err, E2BIG, "more than %d %s patterns",
+					    RV_MAX_FUNCTION_PATTERNS, option);
+		grown = realloc(*list, (*count + 1) * sizeof(**list));
+		if (!grown)
+			return rv_error_set(err, ENOMEM, "out of memory");
+		*list = grown;
+		(*list)[*count] = strndup(p, len);
+		if (!(*list)[*count])
+			return rv_error_set(err, ENOMEM, "out of memory");
+		(*count)++;
+		p += len;
+		if (!*p)
+			return 0;
+		p++;
+	}
+}
+
+int rv_parse_kernel_events(const char *text, unsigned *groups, struct rv_error *err)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {
+		{ "syscalls", RV_KERNEL_EVENTS_SYSCALLS },
+		{ "sched", RV_KERNEL_EVENTS_SCHED },
+		{ "faults", RV_KERNEL_EVENTS_FAULTS },
+		{ "irq", RV_KERNEL_EVENTS_IRQ },
+	};
+	const char *p = text;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		size_t i;
+
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (len == strlen(names[i].name) && !strncmp(p, names[i].name, len))
+				break;
+		if (i == sizeof(names) / sizeof(names[0]))
+			return rv_error_set(err, EINVAL,
+					    "invalid --kernel-events '%s': use syscalls, sched, "
+					    "faults and irq, separated by commas (e.g. "
+					    "syscalls,sched)",
+					    text);
+		*groups |= names[i].bit;
+		p += len;
+		if (!*p)
+			return 0;
+		p++;
+	}
 }
 
 static int parse_u64(const char *text, uint64_t *out)
@@ -594,7 +703,14 @@ static int parse_backend(const char *text, enum rv_backend *backend, struct rv_e
 		*backend = RV_BACKEND_PT;
 		return 0;
 	}
-	return rv_error_set(err, EINVAL, "invalid --backend '%s': use auto, pt or sample", text);
+	if (!strcmp(text, "uprobe")) {
+		*backend = RV_BACKEND_UPROBE;
+		return 0;
+	}
+	return rv_error_set(err, EINVAL,
+			    "invalid --backend '%s': use auto, pt or sample, or uprobe to trace "
+			    "functions exactly",
+			    text);
 }
 
 static int parse_callgraph(const char *text, enum rv_callgraph_mode *mode, struct rv_error *err)
@@ -672,10 +788,44 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 	    opts->multi_thread || opts->working_directory ||
 	    opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->filter_start || opts->trigger ||
 	    opts->min_duration_ns || opts->multi_snapshot || opts->dry_run || opts->kernel_only ||
-	    opts->timer != RV_TIMER_NORMAL)
+	    opts->timer != RV_TIMER_NORMAL || opts->nr_functions || opts->kernel_events ||
+	    opts->nr_kernel_functions)
 		return rv_error_set(err, EINVAL,
 				    "recording options have no effect on 'rearview decode' (see "
 				    "rearview decode --help)");
+	return 0;
+}
+
+/* The function tracer's options need its backend, and it has no use for the
+ * others' knobs. */
+static int check_uprobe(const struct rv_options *opts, struct rv_error *err)
+{
+	const char *given = opts->nr_functions		? "--functions"
+			    : opts->kernel_events	? "--kernel-events"
+			    : opts->nr_kernel_functions ? "--kernel-functions"
+							: NULL;
+
+	if (opts->backend != RV_BACKEND_UPROBE) {
+		if (!given)
+			return 0;
+		return rv_error_set(err, EINVAL,
+				    "%s belongs to the function tracer: add --backend uprobe",
+				    given);
+	}
+	if (opts->include_kernel)
+		return rv_error_set(err, EINVAL,
+				    "--backend uprobe records the kernel with --kernel-events and "
+				    "--kernel-functions, not --trace-include-kernel or "
+				    "--trace-kernel-only");
+	if (opts->callgraph != RV_CALLGRAPH_DEFAULT)
+		return rv_error_set(err, EINVAL,
+				    "--callgraph-mode sets how sampling takes stacks; --backend "
+				    "uprobe records every call instead");
+	if (opts->timer != RV_TIMER_NORMAL)
+		return rv_error_set(err, EINVAL,
+				    "--timer-resolution sets the sampling rate or Intel PT's "
+				    "timing; --backend uprobe times every call and return to the "
+				    "nanosecond");
 	return 0;
 }
 
@@ -806,6 +956,24 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 		case OPT_MULTI_SNAPSHOT:
 			opts->multi_snapshot = true;
 			break;
+		case OPT_FUNCTIONS:
+			ret = rv_parse_patterns(optarg, "--functions", &opts->functions,
+						&opts->nr_functions, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_KERNEL_EVENTS:
+			ret = rv_parse_kernel_events(optarg, &opts->kernel_events, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_KERNEL_FUNCTIONS:
+			ret = rv_parse_patterns(optarg, "--kernel-functions",
+						&opts->kernel_functions, &opts->nr_kernel_functions,
+						err);
+			if (ret)
+				return ret;
+			break;
 		case OPT_MULTI_THREAD:
 			opts->multi_thread = true;
 			break;
@@ -901,5 +1069,8 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 		return rv_error_set(err, EINVAL,
 				    "--snapshot-size sets the flight recorder's size, and "
 				    "--full-execution keeps everything: use one or the other");
+	ret = check_uprobe(opts, err);
+	if (ret)
+		return ret;
 	return check_gate(opts, err);
 }

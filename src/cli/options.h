@@ -30,7 +30,18 @@ enum rv_backend {
 	RV_BACKEND_AUTO,
 	RV_BACKEND_PT,
 	RV_BACKEND_SAMPLE,
+	RV_BACKEND_UPROBE, /* exact function entries and exits through BPF uprobes */
 };
+
+/* --kernel-events groups, as bits. */
+enum rv_kernel_event_group {
+	RV_KERNEL_EVENTS_SYSCALLS = 1,
+	RV_KERNEL_EVENTS_SCHED = 2,
+	RV_KERNEL_EVENTS_FAULTS = 4,
+	RV_KERNEL_EVENTS_IRQ = 8,
+};
+
+#define RV_MAX_FUNCTION_PATTERNS 256 /* --functions and --kernel-functions patterns each */
 
 #define RV_MAX_PROBE_SPEC 4096 /* bytes of one --filter / --trigger site */
 
@@ -76,6 +87,14 @@ struct rv_options {
 	uint64_t min_duration_ns;	  /* --min-duration DUR; 0: none */
 	bool multi_snapshot;		  /* --multi-snapshot */
 
+	/* --backend uprobe: globs as given, checked against the binaries and
+	 * /proc/kallsyms when recording; owned (rv_options_free). */
+	char **functions; /* --functions PAT[,PAT...]; none: every function */
+	size_t nr_functions;
+	unsigned kernel_events;	 /* --kernel-events LIST: RV_KERNEL_EVENTS_* bits */
+	char **kernel_functions; /* --kernel-functions PAT[,PAT...] */
+	size_t nr_kernel_functions;
+
 	int verbose;
 	bool help;
 	bool version;
@@ -109,7 +128,7 @@ struct rv_options {
  * what is accepted. --help and --version set the flags and return 0. */
 int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_error *err);
 
-/* Frees what parsing allocated (the --image paths). */
+/* Frees what parsing allocated (the --image paths, --filter sites, patterns). */
 void rv_options_free(struct rv_options *opts);
 
 /* The help text for a command (RV_CMD_NONE: the tool's overview). */
@@ -128,6 +147,12 @@ int rv_parse_timer_resolution(const char *text, enum rv_timer_kind *kind, uint64
 int rv_parse_filter(const char *text, char **start, char **stop, struct rv_error *err);
 /* A duration with its unit: ns, us, ms or s (500us, 2ms, 1.5s). */
 int rv_parse_duration(const char *text, uint64_t *ns, struct rv_error *err);
+/* PAT[,PAT...] appended to *list (newly allocated copies; *list grows);
+ * option names the option in errors. Empty patterns are refused. */
+int rv_parse_patterns(const char *text, const char *option, char ***list, size_t *count,
+		      struct rv_error *err);
+/* --kernel-events: syscalls, sched, faults, irq, comma-separated. */
+int rv_parse_kernel_events(const char *text, unsigned *groups, struct rv_error *err);
 
 /* Rounds bytes up to a power-of-two number of pages (at least one page). */
 uint64_t rv_round_pow2_pages(uint64_t bytes, uint64_t page_size);

@@ -17,6 +17,7 @@
 
 #include "capture/perf_data.h"
 #include "cmd/gating.h"
+#include "cmd/record_fn.h"
 #include "cmd/record_pt.h"
 #include "cmd/render.h"
 #include "record/dry_run.h"
@@ -25,8 +26,9 @@
 #include "record/sample_engine.h"
 #include "util/log.h"
 
-#define DEFAULT_SNAPSHOT_FP    (4ull << 20)
-#define DEFAULT_SNAPSHOT_DWARF (64ull << 20)
+#define DEFAULT_SNAPSHOT_FP	(4ull << 20)
+#define DEFAULT_SNAPSHOT_DWARF	(64ull << 20)
+#define DEFAULT_SNAPSHOT_UPROBE (64ull << 20)
 
 static int choose_backend(struct rv_session *s, const struct rv_options *opts,
 			  const struct rv_machine *m, struct rv_error *err)
@@ -55,6 +57,9 @@ static int choose_backend(struct rv_session *s, const struct rv_options *opts,
 		return 0;
 	case RV_BACKEND_SAMPLE:
 		return 0;
+	case RV_BACKEND_UPROBE:
+		s->engine = RV_ENGINE_UPROBE;
+		return 0;
 	}
 	return 0;
 }
@@ -63,6 +68,8 @@ static int choose_frequency(struct rv_session *s, const struct rv_machine *m, st
 {
 	const struct rv_options *opts = s->opts;
 
+	if (s->engine == RV_ENGINE_UPROBE)
+		return 0; /* every call is timed: options.c refuses a timer */
 	if (s->engine == RV_ENGINE_PT) {
 		if (opts->timer == RV_TIMER_SAMPLE)
 			return rv_error_set(err, EINVAL,
@@ -104,6 +111,12 @@ static int choose_frequency(struct rv_session *s, const struct rv_machine *m, st
 
 static int choose_callgraph(struct rv_session *s, const struct rv_machine *m, struct rv_error *err)
 {
+	if (s->engine == RV_ENGINE_UPROBE) {
+		s->snapshot_size_bytes = s->opts->snapshot_size_bytes;
+		if (!s->snapshot_size_bytes)
+			s->snapshot_size_bytes = DEFAULT_SNAPSHOT_UPROBE;
+		return 0;
+	}
 	switch (s->opts->callgraph) {
 	case RV_CALLGRAPH_LBR:
 		if (!m->has_lbr)
@@ -186,8 +199,16 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 		ret = rv_error_set(err, EINVAL,
 				   "--trace-kernel-only traces the kernel with Intel PT, which "
 				   "this machine lacks; --trace-include-kernel samples both");
+	if (!ret && s->engine == RV_ENGINE_UPROBE)
+		ret = rv_session_check_fn(s, err);
 	if (ret || opts->dry_run)
 		return ret;
+	if (geteuid() != 0 && s->engine == RV_ENGINE_UPROBE)
+		return rv_error_set(err, EPERM,
+				    "--backend uprobe places uprobes with BPF programs and per-CPU "
+				    "perf events, which need root (kernel.perf_event_paranoid is "
+				    "%d); run it as root",
+				    machine.perf_event_paranoid);
 	if (geteuid() != 0)
 		return rv_error_set(err, EPERM,
 				    "rearview samples with per-CPU perf events and a BPF filter, "
@@ -233,9 +254,8 @@ static bool read_stop_signals(int fd, int *which)
 	return stop;
 }
 
-static int record_loop(struct rv_session *s, struct rv_target *target,
-		       struct rv_sample_engine *engine, struct rv_gating *gating, int *stop_signal,
-		       struct rv_error *err)
+int rv_session_loop(struct rv_session *s, struct rv_target *target, struct rv_sample_engine *engine,
+		    struct rv_gating *gating, int *stop_signal, struct rv_error *err)
 {
 	struct pollfd fds[1024 + 3 + 1024];
 	size_t nr_engine = rv_sample_engine_pollfds(engine, fds, 1024);
@@ -282,8 +302,8 @@ static int record_loop(struct rv_session *s, struct rv_target *target,
 	}
 }
 
-static int finish_capture(struct rv_session *s, struct rv_perf_writer *capture,
-			  struct rv_error *err)
+int rv_session_finish_capture(struct rv_session *s, struct rv_perf_writer *capture,
+			      struct rv_error *err)
 {
 	const char *const *argv = (const char *const *)s->opts->argv;
 	struct rv_perf_meta meta = {
@@ -315,7 +335,7 @@ static struct rv_sample_config sample_config(const struct rv_session *s,
 
 /* The program's executable, for resolving probe sites: /proc/PID/exe of a
  * running process. */
-static int target_exe(pid_t pid, char *out, size_t size, struct rv_error *err)
+int rv_session_target_exe(pid_t pid, char *out, size_t size, struct rv_error *err)
 {
 	char link[64];
 	ssize_t n;
@@ -329,9 +349,9 @@ static int target_exe(pid_t pid, char *out, size_t size, struct rv_error *err)
 	return 0;
 }
 
-static int open_gating(struct rv_session *s, struct rv_target *target,
-		       struct rv_gating_sites *sites, struct rv_gating **gating,
-		       struct rv_error *err)
+int rv_session_open_gating(struct rv_session *s, struct rv_target *target,
+			   struct rv_gating_sites *sites, struct rv_gating **gating,
+			   struct rv_error *err)
 {
 	char exe[PATH_MAX];
 	int ret;
@@ -340,7 +360,7 @@ static int open_gating(struct rv_session *s, struct rv_target *target,
 		return rv_error_set(err, EINVAL,
 				    "--filter and --trigger follow one process; attach to one "
 				    "(-p PID)");
-	ret = target_exe(target->pids[0], exe, sizeof(exe), err);
+	ret = rv_session_target_exe(target->pids[0], exe, sizeof(exe), err);
 	if (!ret)
 		ret = rv_gating_resolve(s->opts, exe, target->pids[0], sites, err);
 	if (!ret && gating)
@@ -360,12 +380,14 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 	char note[128];
 	int stop_signal = 0, ret;
 
+	if (s->engine == RV_ENGINE_UPROBE)
+		return rv_session_record_fn(s, target, err);
 	if (rv_gating_wanted(s->opts)) {
 		sites = malloc(sizeof(*sites));
 		if (!sites)
 			return rv_error_set(err, ENOMEM, "out of memory");
-		ret = open_gating(s, target, sites, s->engine == RV_ENGINE_PT ? NULL : &gating,
-				  err);
+		ret = rv_session_open_gating(s, target, sites,
+					     s->engine == RV_ENGINE_PT ? NULL : &gating, err);
 		if (ret) {
 			free(sites);
 			return ret;
@@ -393,7 +415,7 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 	if (!ret) {
 		rv_debug("recording %zu process%s", target->nr_pids,
 			 target->nr_pids == 1 ? "" : "es");
-		ret = record_loop(s, target, engine, gating, &stop_signal, err);
+		ret = rv_session_loop(s, target, engine, gating, &stop_signal, err);
 	}
 	if (ret) {
 		rv_sample_engine_free(engine);
@@ -415,7 +437,7 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 		rv_gating_free(gating); /* the program runs on, unprobed */
 	}
 	if (!ret)
-		ret = finish_capture(s, capture, err);
+		ret = rv_session_finish_capture(s, capture, err);
 	rv_perf_writer_free(capture);
 	if (ret)
 		return ret;
@@ -499,7 +521,7 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 	int ret = 0;
 
 	if (!exe) {
-		ret = target_exe(pid, running, sizeof(running), err);
+		ret = rv_session_target_exe(pid, running, sizeof(running), err);
 		if (ret)
 			return ret;
 		exe = running;
@@ -522,6 +544,8 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 	}
 	if (!ret && s->engine == RV_ENGINE_PT)
 		ret = rv_session_describe_pt(s, sites, pid, &plan, err);
+	else if (!ret && s->engine == RV_ENGINE_UPROBE)
+		ret = rv_session_describe_fn(s, exe, pid, &plan, err);
 	else if (!ret)
 		ret = describe_sampling(s, pid, &plan, err);
 	if (!ret && sites && s->engine != RV_ENGINE_PT)
@@ -529,7 +553,9 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 	if (!ret) {
 		printf("rearview would record %s%s with %s:\n\n", exe,
 		       pid > 0 ? "" : " (started by rearview)",
-		       s->engine == RV_ENGINE_PT ? "Intel PT" : "stack sampling");
+		       s->engine == RV_ENGINE_PT       ? "Intel PT"
+		       : s->engine == RV_ENGINE_UPROBE ? "function tracing (BPF uprobes)"
+						       : "stack sampling");
 		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
 		fflush(stdout);
 	}

@@ -30,14 +30,24 @@ static void free_bpf_strings(struct rv_dry_run_bpf *b)
 	free((char *)b->detail);
 }
 
+static void free_probe_strings(struct rv_dry_run_probe *p)
+{
+	free((char *)p->kind);
+	free((char *)p->where);
+	free((char *)p->detail);
+}
+
 void rv_dry_run_plan_free(struct rv_dry_run_plan *plan)
 {
 	for (size_t i = 0; i < plan->nr_events; i++)
 		free_event_strings(&plan->events[i]);
 	for (size_t i = 0; i < plan->nr_bpf; i++)
 		free_bpf_strings(&plan->bpf[i]);
+	for (size_t i = 0; i < plan->nr_probes; i++)
+		free_probe_strings(&plan->probes[i]);
 	free(plan->events);
 	free(plan->bpf);
+	free(plan->probes);
 	rv_dry_run_plan_init(plan);
 }
 
@@ -117,6 +127,26 @@ int rv_dry_run_add_bpf(struct rv_dry_run_plan *plan, const char *kind, const cha
 		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
 	}
 	plan->bpf[plan->nr_bpf++] = b;
+	return 0;
+}
+
+int rv_dry_run_add_probe(struct rv_dry_run_plan *plan, const char *kind, const char *where,
+			 const char *detail, struct rv_error *err)
+{
+	struct rv_dry_run_probe p;
+	bool failed = false;
+
+	if (grow((void **)&plan->probes, &plan->probes_capacity, plan->nr_probes,
+		 sizeof(*plan->probes)))
+		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
+	p.kind = copy(kind ? kind : "", &failed);
+	p.where = copy(where ? where : "", &failed);
+	p.detail = copy(detail, &failed);
+	if (failed) {
+		free_probe_strings(&p);
+		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
+	}
+	plan->probes[plan->nr_probes++] = p;
 	return 0;
 }
 
@@ -453,11 +483,12 @@ void rv_dry_run_print(FILE *out, const struct rv_dry_run_plan *plan, const struc
 		programs += !strcmp(plan->bpf[i].kind, "program");
 		maps += !strcmp(plan->bpf[i].kind, "map");
 	}
-	fprintf(out,
-		"dry run: %zu perf event%s, %zu BPF program%s, %zu BPF map%s; nothing was "
-		"opened\n",
-		plan->nr_events, plan->nr_events == 1 ? "" : "s", programs,
-		programs == 1 ? "" : "s", maps, maps == 1 ? "" : "s");
+	fprintf(out, "dry run: %zu perf event%s, %zu BPF program%s, %zu BPF map%s", plan->nr_events,
+		plan->nr_events == 1 ? "" : "s", programs, programs == 1 ? "" : "s", maps,
+		maps == 1 ? "" : "s");
+	if (plan->nr_probes)
+		fprintf(out, ", %zu probe%s", plan->nr_probes, plan->nr_probes == 1 ? "" : "s");
+	fprintf(out, "; nothing was opened\n");
 	if (pmu)
 		print_pmu(out, pmu);
 	for (size_t i = 0; i < plan->nr_events; i++) {
@@ -487,6 +518,14 @@ void rv_dry_run_print(FILE *out, const struct rv_dry_run_plan *plan, const struc
 		if (e->bpf_program)
 			fprintf(out, "  bpf_program = %s (%s)\n", e->bpf_program,
 				e->bpf_program_type ? e->bpf_program_type : "?");
+	}
+	if (plan->nr_probes)
+		fprintf(out, "\nprobes:\n");
+	for (size_t i = 0; i < plan->nr_probes; i++) {
+		const struct rv_dry_run_probe *p = &plan->probes[i];
+
+		fprintf(out, "  %s %s%s%s\n", p->kind, p->where, p->detail ? ": " : "",
+			p->detail ? p->detail : "");
 	}
 	if (plan->nr_bpf)
 		fprintf(out, "\nBPF:\n");

@@ -1,6 +1,8 @@
 /* dry_run.h: what --dry-run prints: every perf event rearview would open,
  * with every perf_event_attr field that is set, its address filters, uprobes
- * and BPF programs, and the BPF objects it would load.
+ * and BPF programs, the probes BPF programs would be attached to without a
+ * perf event of rearview's own (uprobe_multi links, tracepoints, kprobes),
+ * and the BPF objects it would load.
  *
  * The recorder fills a plan with the attrs it built (record/pt_attr.h) instead
  * of opening them, and prints it. Output is stable (no pointers, no times) so
@@ -45,11 +47,21 @@ struct rv_dry_run_bpf {
 	const char *detail; /* NULL or a short note, such as "max_entries 4096" */
 };
 
+/* A probe a BPF program is attached to by a link: "uprobe", "uretprobe",
+ * "tracepoint", "raw_tracepoint", "kprobe", "kretprobe", "fentry", "fexit". */
+struct rv_dry_run_probe {
+	const char *kind;
+	const char *where;  /* "/path+0x1139", "raw_syscalls:sys_enter", "vfs_read" */
+	const char *detail; /* NULL or e.g. "main: fn_enter_multi (uprobe_multi link)" */
+};
+
 struct rv_dry_run_plan {
 	struct rv_dry_run_event *events;
 	size_t nr_events, events_capacity;
 	struct rv_dry_run_bpf *bpf;
 	size_t nr_bpf, bpf_capacity;
+	struct rv_dry_run_probe *probes;
+	size_t nr_probes, probes_capacity;
 	struct rv_uprobe_pmu uprobe_pmu; /* names uprobe events and their config bits */
 	bool has_uprobe_pmu;
 };
@@ -65,6 +77,10 @@ int rv_dry_run_add_event(struct rv_dry_run_plan *plan, const struct rv_dry_run_e
 /* Copies the strings; detail may be NULL. */
 int rv_dry_run_add_bpf(struct rv_dry_run_plan *plan, const char *kind, const char *name,
 		       const char *type, const char *detail, struct rv_error *err);
+
+/* Copies the strings; detail may be NULL. */
+int rv_dry_run_add_probe(struct rv_dry_run_plan *plan, const char *kind, const char *where,
+			 const char *detail, struct rv_error *err);
 
 /* Lets the printer name uprobe events and their config bits. */
 void rv_dry_run_set_uprobe_pmu(struct rv_dry_run_plan *plan, const struct rv_uprobe_pmu *pmu);

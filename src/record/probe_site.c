@@ -9,7 +9,6 @@
 #include "record/probe_site.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "record/library.h"
 #include "symbolize/symbolizer.h"
 
 /* Functions an "unknown symbol" error suggests at most. */
@@ -28,16 +28,6 @@
 #define MAX_AMBIGUOUS 4
 /* Longest name compared for suggestions (edit distance is quadratic). */
 #define MAX_SUGGEST_LEN 96
-
-static const char *const standard_lib_dirs[] = {
-	"/lib/x86_64-linux-gnu",
-	"/usr/lib/x86_64-linux-gnu",
-	"/lib64",
-	"/usr/lib64",
-	"/lib",
-	"/usr/lib",
-	"/usr/local/lib",
-};
 
 /* debuginfo_path NULL: libdwfl's default search for separate debug files. */
 static const Dwfl_Callbacks offline_callbacks = {
@@ -428,204 +418,6 @@ static int resolve_line(struct module *m, const char *file, int line, struct rv_
 	return 0;
 }
 
-/* ---- libraries ---- */
-
-/* base (a file name) is the library want: equal, or want then '.'. */
-static bool library_name_matches(const char *base, const char *want)
-{
-	size_t len = strlen(want);
-
-	return strncmp(base, want, len) == 0 && (base[len] == '\0' || base[len] == '.');
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? slash + 1 : path;
-}
-
-static bool find_in_maps(pid_t pid, const char *want, char *path, size_t size)
-{
-	char maps_path[64], line[PATH_MAX + 128];
-	bool found = false;
-	FILE *f;
-
-	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)pid);
-	f = fopen(maps_path, "r");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = '\0';
-		if (library_name_matches(base_name(file), want) && strlen(file) < size) {
-			snprintf(path, size, "%s", file);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-struct search_dirs {
-	char dirs[32][PATH_MAX];
-	size_t nr;
-};
-
-static void add_dir(struct search_dirs *d, const char *dir, size_t len, const char *origin)
-{
-	if (d->nr == sizeof(d->dirs) / sizeof(d->dirs[0]) || len == 0)
-		return;
-	if (len >= 7 && strncmp(dir, "$ORIGIN", 7) == 0)
-		snprintf(d->dirs[d->nr], PATH_MAX, "%s%.*s", origin, (int)(len - 7), dir + 7);
-	else
-		snprintf(d->dirs[d->nr], PATH_MAX, "%.*s", (int)len, dir);
-	d->nr++;
-}
-
-static void add_dir_list(struct search_dirs *d, const char *list, const char *origin)
-{
-	while (*list) {
-		size_t len = strcspn(list, ":");
-
-		add_dir(d, list, len, origin);
-		list += len;
-		if (*list == ':')
-			list++;
-	}
-}
-
-/* Directories listed in /etc/ld.so.conf.d/ (plain lines only). */
-static void add_ld_so_conf_dirs(struct search_dirs *d)
-{
-	DIR *dir = opendir("/etc/ld.so.conf.d");
-	struct dirent *de;
-
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		char conf[PATH_MAX], line[PATH_MAX];
-		size_t len = strlen(de->d_name);
-		FILE *f;
-
-		if (len < 5 || strcmp(de->d_name + len - 5, ".conf"))
-			continue;
-		snprintf(conf, sizeof(conf), "/etc/ld.so.conf.d/%s", de->d_name);
-		f = fopen(conf, "r");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\n#")] = '\0';
-			if (line[0] == '/')
-				add_dir(d, line, strlen(line), "");
-		}
-		fclose(f);
-	}
-	closedir(dir);
-}
-
-/* The executable's DT_NEEDED names matching want, and its RUNPATH/RPATH. */
-static void read_dynamic(Elf *elf, const char *want, char needed[][256], size_t *nr_needed,
-			 size_t max_needed, struct search_dirs *dirs, const char *origin)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr shdr;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNAMIC)
-			continue;
-		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && shdr.sh_entsize && i < shdr.sh_size / shdr.sh_entsize;
-		     i++) {
-			GElf_Dyn dyn;
-			const char *s;
-
-			if (!gelf_getdyn(data, (int)i, &dyn))
-				break;
-			if (dyn.d_tag != DT_NEEDED && dyn.d_tag != DT_RUNPATH &&
-			    dyn.d_tag != DT_RPATH)
-				continue;
-			s = elf_strptr(elf, shdr.sh_link, dyn.d_un.d_val);
-			if (!s)
-				continue;
-			if (dyn.d_tag != DT_NEEDED)
-				add_dir_list(dirs, s, origin);
-			else if (library_name_matches(s, want) && *nr_needed < max_needed &&
-				 strlen(s) < 256)
-				snprintf(needed[(*nr_needed)++], 256, "%s", s);
-		}
-	}
-}
-
-static bool find_in_dirs(const struct search_dirs *dirs, const char *name, char *path, size_t size)
-{
-	for (size_t i = 0; i < dirs->nr; i++) {
-		int n = snprintf(path, size, "%s/%s", dirs->dirs[i], name);
-
-		if (n > 0 && (size_t)n < size && access(path, R_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
-static int find_library(const char *want, const char *exe, pid_t pid, char *path, size_t size,
-			struct rv_error *err)
-{
-	struct search_dirs *dirs;
-	struct module exe_module;
-	char needed[8][256], origin[PATH_MAX];
-	size_t nr_needed = 0;
-	bool found = false;
-	int ret;
-
-	if (strchr(want, '/')) {
-		if (access(want, R_OK))
-			return rv_error_set(err, errno, "cannot read library '%s': %s", want,
-					    strerror(errno));
-		snprintf(path, size, "%s", want);
-		return 0;
-	}
-	if (pid > 0 && find_in_maps(pid, want, path, size))
-		return 0;
-
-	dirs = calloc(1, sizeof(*dirs));
-	if (!dirs)
-		return rv_error_set(err, ENOMEM, "out of memory");
-	snprintf(origin, sizeof(origin), "%s", exe);
-	if (strrchr(origin, '/'))
-		*strrchr(origin, '/') = '\0';
-	ret = open_module(&exe_module, exe, err);
-	if (ret) {
-		free(dirs);
-		return ret;
-	}
-	read_dynamic(exe_module.elf, want, needed, &nr_needed, 8, dirs, origin);
-	close_module(&exe_module);
-	add_ld_so_conf_dirs(dirs);
-	for (size_t i = 0; i < sizeof(standard_lib_dirs) / sizeof(standard_lib_dirs[0]); i++)
-		add_dir(dirs, standard_lib_dirs[i], strlen(standard_lib_dirs[i]), "");
-
-	for (size_t i = 0; i < nr_needed && !found; i++)
-		found = find_in_dirs(dirs, needed[i], path, size);
-	/* Not a dependency: perhaps loaded later with dlopen, by its file name. */
-	if (!found)
-		found = find_in_dirs(dirs, want, path, size);
-	free(dirs);
-	if (!found)
-		return rv_error_set(err, ENOENT,
-				    "cannot find library '%s': '%s' does not need it%s and it is "
-				    "not in the library directories; give its path "
-				    "(/path/to/%s:SYMBOL)",
-				    want, exe, pid > 0 ? ", the process does not map it," : "",
-				    want);
-	return 0;
-}
-
 /* ---- specs ---- */
 
 static bool all_digits(const char *s)
@@ -738,7 +530,8 @@ int rv_probe_site_resolve(const char *spec, const char *exe, pid_t pid, struct r
 			return rv_error_set(err, EINVAL, "cannot read '%s' as LIBRARY:SYMBOL",
 					    spec);
 		snprintf(prefix, sizeof(prefix), "%.*s", (int)(sep - spec), spec);
-		ret = find_library(prefix, exe_path, pid, lib_path, sizeof(lib_path), err);
+		ret = rv_find_library(prefix, exe_path, pid, NULL, "SYMBOL", lib_path,
+				      sizeof(lib_path), err);
 		if (ret)
 			return ret;
 		symbol = sep + 1;

@@ -1,11 +1,13 @@
-/* sample_engine.c: per-CPU sampling events with a BPF filter, drained into a
- * flight recorder or the capture; see sample_engine.h.
+/* sample_engine.c: per-CPU sampling events with a BPF filter, or bpf-output
+ * events, drained into a flight recorder or the capture; see sample_engine.h.
  *
- * Record layout: every event has sample_type IDENTIFIER|IP|TID|TIME|CPU|PERIOD|
- * CALLCHAIN (plus REGS_USER|STACK_USER for DWARF) and sample_id_all, so each
+ * Record layout: every sampling event has sample_type IDENTIFIER|IP|TID|TIME|
+ * CPU|PERIOD|CALLCHAIN (plus REGS_USER|STACK_USER for DWARF), every bpf-output
+ * event IDENTIFIER|IP|TID|TIME|CPU|RAW, and both sample_id_all, so each
  * non-sample record ends with the trailer {pid,tid}{time}{cpu,res}{id}. The
- * engine relies on exactly this layout to find times and pids quickly; the
- * capture module parses it generally when the capture is read back.
+ * engine relies on exactly these layouts to find times and pids quickly; the
+ * capture module parses them generally when the capture is read back. Marks
+ * (capture/marks.h) have their own fixed layout, with the time at MARK_TIME.
  */
 #define RV_LOG_DOMAIN "sample"
 #include "record/sample_engine.h"
@@ -38,6 +40,21 @@
 #define SAMPLE_TYPE                                                                                \
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |            \
 	 PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
+/* IP is not needed (records carry their addresses) but perf script refuses
+ * samples without one. */
+#define OUTPUT_SAMPLE_TYPE                                                                         \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |            \
+	 PERF_SAMPLE_CPU | PERF_SAMPLE_RAW)
+
+/* Where fields sit in a sample: header, identifier, ip, {pid, tid}, time, ...
+ * and, for bpf-output samples, {cpu, res}, raw size (u32), raw data. */
+#define SAMPLE_TID	28
+#define SAMPLE_TIME	32
+#define OUTPUT_TID	28
+#define OUTPUT_TIME	32
+#define OUTPUT_RAW_SIZE 48
+#define OUTPUT_RAW	52
+#define MARK_TIME	32
 
 /* The sample_id_all trailer for SAMPLE_TYPE. */
 struct id_trailer {
@@ -79,6 +96,7 @@ struct rv_sample_engine {
 	struct rv_sample_stats stats;
 	struct rv_error *sink_err; /* where sink failures are described */
 	bool started;
+	size_t time_offset, tid_offset; /* of the engine's samples (see the top) */
 };
 
 static uint64_t monotonic_ns(void)
@@ -108,6 +126,24 @@ void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
+	if (c->bpf_output) {
+		/* Written only by BPF programs: every write is a sample. */
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_BPF_OUTPUT;
+		a->sample_period = 1;
+		a->sample_type = OUTPUT_SAMPLE_TYPE;
+		a->disabled = 1;
+		a->mmap = 1;
+		a->mmap2 = 1;
+		a->comm = 1;
+		a->comm_exec = 1;
+		a->task = 1;
+		a->sample_id_all = 1;
+		a->use_clockid = 1;
+		a->clockid = CLOCK_MONOTONIC;
+		a->watermark = 1;
+		return;
+	}
 	if (hardware) {
 		a->type = PERF_TYPE_HARDWARE;
 		a->config = PERF_COUNT_HW_CPU_CYCLES;
@@ -150,7 +186,11 @@ static void build_attr(struct rv_sample_engine *e, bool hardware)
 static size_t ring_data_pages(const struct rv_sample_config *c)
 {
 	/* A DWARF sample carries 8 KiB of stack: give each CPU room for a few
-	 * hundred of them between two drains. */
+	 * hundred of them between two drains. A traced function call is two
+	 * 96-byte records, and programs make millions a second: 4 MiB holds
+	 * about 24,000 calls a CPU between two drains. */
+	if (c->bpf_output)
+		return 1024;
 	return c->dwarf ? 1024 : 128;
 }
 
@@ -195,7 +235,7 @@ static int explain_open_failure(int error, const struct rv_sample_engine *e, str
 			"not allowed to open perf events on every CPU: rearview samples "
 			"with per-CPU events and a BPF filter, which need root (or "
 			"CAP_PERFMON and CAP_BPF); run it as root");
-	return rv_error_set(err, error, "cannot open the %s sampling event: %s", e->clock_name,
+	return rv_error_set(err, error, "cannot open the %s event: %s", e->clock_name,
 			    strerror(error));
 }
 
@@ -212,10 +252,12 @@ static int open_rings(struct rv_sample_engine *e, struct rv_error *err)
 	for (int pass = 0; pass < 2; pass++) {
 		/* First pass: hardware cycles; if the machine has no hardware PMU
 		 * (VMs often do not), cpu-clock. */
-		bool hardware = pass == 0;
+		bool hardware = pass == 0 && !e->config.bpf_output;
 
 		build_attr(e, hardware);
-		e->clock_name = hardware ? "cycles" : "cpu-clock";
+		e->clock_name = e->config.bpf_output ? "bpf-output"
+				: hardware	     ? "cycles"
+						     : "cpu-clock";
 		for (int cpu = 0; cpu < nr_cpus; cpu++) {
 			ret = open_ring(e, cpu, &e->rings[e->nr_rings], err);
 			if (ret == -ENODEV || ret == -ENXIO) {
@@ -244,8 +286,11 @@ static int open_rings(struct rv_sample_engine *e, struct rv_error *err)
 			return explain_open_failure(-ret, e, err);
 		return ret;
 	}
-	rv_debug("sampling %zu CPUs on %s at %llu Hz", e->nr_rings, e->clock_name,
-		 (unsigned long long)e->config.frequency);
+	if (e->config.bpf_output)
+		rv_debug("bpf-output events on %zu CPUs", e->nr_rings);
+	else
+		rv_debug("sampling %zu CPUs on %s at %llu Hz", e->nr_rings, e->clock_name,
+			 (unsigned long long)e->config.frequency);
 	return 0;
 }
 
@@ -304,6 +349,8 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 		return rv_error_set(err, ENOMEM, "out of memory");
 	e->config = *config;
 	e->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	e->time_offset = config->bpf_output ? OUTPUT_TIME : SAMPLE_TIME;
+	e->tid_offset = config->bpf_output ? OUTPUT_TID : SAMPLE_TID;
 	rv_reorder_init(&e->reorder);
 	e->wrap_copy = malloc(RV_PERF_RING_MAX_RECORD);
 	if (!e->wrap_copy) {
@@ -320,14 +367,14 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 		}
 	}
 	ret = open_rings(e, err);
-	if (!ret)
+	if (!ret && !config->bpf_output)
 		ret = load_filter(e, err);
 	if (ret) {
 		rv_sample_engine_free(e);
 		return ret;
 	}
 	e->stats.clock_name = e->clock_name;
-	e->stats.frequency = config->frequency;
+	e->stats.frequency = config->bpf_output ? 0 : config->frequency;
 	*out = e;
 	return 0;
 }
@@ -370,13 +417,39 @@ static int sink(void *ctx, const struct perf_event_header *rec, uint64_t time)
 	return 0;
 }
 
-static uint64_t sample_time(const struct perf_event_header *rec)
+/* Records shorter than these offsets never reach the functions below:
+ * accept_record drops samples shorter than a sample_id trailer's worth. */
+static uint64_t sample_time(const struct rv_sample_engine *e, const struct perf_event_header *rec)
 {
 	uint64_t time;
 
-	/* header, identifier, ip, {pid, tid}, time */
-	memcpy(&time, (const uint8_t *)rec + 32, sizeof(time));
+	memcpy(&time, (const uint8_t *)rec + e->time_offset, sizeof(time));
 	return time;
+}
+
+static uint64_t mark_time(const struct perf_event_header *rec)
+{
+	uint64_t time;
+
+	memcpy(&time, (const uint8_t *)rec + MARK_TIME, sizeof(time));
+	return time;
+}
+
+/* The thread a sample is about: perf's TID, or for bpf-output records the
+ * one their raw data names. */
+static uint32_t sample_tid(const struct rv_sample_engine *e, const struct perf_event_header *rec)
+{
+	const uint8_t *bytes = (const uint8_t *)rec;
+	uint32_t tid, raw_size;
+
+	memcpy(&tid, bytes + e->tid_offset, sizeof(tid));
+	if (!e->config.bpf_output || rec->size < OUTPUT_RAW)
+		return tid;
+	memcpy(&raw_size, bytes + OUTPUT_RAW_SIZE, sizeof(raw_size));
+	if ((uint64_t)e->config.raw_tid_offset + sizeof(tid) <= raw_size &&
+	    OUTPUT_RAW + (uint64_t)raw_size <= rec->size)
+		memcpy(&tid, bytes + OUTPUT_RAW + e->config.raw_tid_offset, sizeof(tid));
+	return tid;
 }
 
 /* Sideband and samples of the targets go on; other processes' sideband (per-CPU
@@ -398,7 +471,7 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 			rv_flight_recorder_push(&e->flight, rec);
 			return 0;
 		}
-		return rv_reorder_push(&e->reorder, rec, sample_time(rec));
+		return rv_reorder_push(&e->reorder, rec, sample_time(e, rec));
 	}
 	trailer = (const struct id_trailer *)(const void *)(bytes + rec->size - sizeof(*trailer));
 	switch (rec->type) {
@@ -467,6 +540,20 @@ int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
 	ret = rv_reorder_release(&e->reorder, e->previous_pass_start, sink, e);
 	e->previous_pass_start = pass_start;
 	return ret;
+}
+
+size_t rv_sample_engine_output_fds(const struct rv_sample_engine *e, int *cpus, int *fds,
+				   size_t max)
+{
+	size_t n = 0;
+
+	if (!e->config.bpf_output)
+		return 0;
+	for (size_t i = 0; i < e->nr_rings && n < max; i++, n++) {
+		cpus[n] = e->rings[i].cpu;
+		fds[n] = e->rings[i].fd;
+	}
+	return n;
 }
 
 size_t rv_sample_engine_pollfds(const struct rv_sample_engine *e, struct pollfd *fds, size_t max)
@@ -642,16 +729,15 @@ static uint64_t sideband_time(const struct perf_event_header *rec)
 	return t->time;
 }
 
-static bool selected(const struct perf_event_header *rec, const struct rv_sample_selection *sel)
+static bool selected(const struct rv_sample_engine *e, const struct perf_event_header *rec,
+		     const struct rv_sample_selection *sel)
 {
-	uint64_t time = sample_time(rec);
-	uint32_t tid;
+	uint64_t time = sample_time(e, rec);
 
 	if (!sel)
 		return true;
-	/* header, identifier, ip, {pid, tid} */
-	memcpy(&tid, (const uint8_t *)rec + 28, sizeof(tid));
-	return time >= sel->since && time <= sel->until && (!sel->tid || tid == sel->tid);
+	return time >= sel->since && time <= sel->until &&
+	       (!sel->tid || sample_tid(e, rec) == sel->tid);
 }
 
 /* Writes, merged by time, the samples of the flight recorder that sel selects
@@ -675,9 +761,9 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 		return rv_error_set(err, ENOMEM, "out of memory sorting %zu samples",
 				    e->flight.count);
 	while (samples && (rec = rv_flight_recorder_next(&e->flight, &cursor, &visited))) {
-		if (!selected(rec, sel))
+		if (!selected(e, rec, sel))
 			continue;
-		held[n] = (struct held_sample){ sample_time(rec), n, rec };
+		held[n] = (struct held_sample){ sample_time(e, rec), n, rec };
 		n++;
 	}
 	if (n)
@@ -695,7 +781,7 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 			}
 			marks = grown;
 		}
-		marks[nr_marks] = (struct held_sample){ sample_time(m), nr_marks, m };
+		marks[nr_marks] = (struct held_sample){ mark_time(m), nr_marks, m };
 		nr_marks++;
 		at += m->size;
 	}
@@ -795,7 +881,7 @@ int rv_sample_engine_snapshot(struct rv_sample_engine *e, const struct rv_sample
 		return rv_error_set(err, -ret, "cannot allocate a %zu-byte flight recorder",
 				    e->flight.capacity);
 	while ((rec = rv_flight_recorder_next(&e->flight, &cursor, &visited)))
-		if (!selected(rec, sel))
+		if (!selected(e, rec, sel))
 			rv_flight_recorder_push(&rest, rec);
 	rest.evicted_records = e->flight.evicted_records;
 	rest.evicted_bytes = e->flight.evicted_bytes;
@@ -832,8 +918,11 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 			return rv_error_set(err, ENOMEM, "out of memory");
 		for (size_t i = 0; i < e->nr_rings; i++)
 			ids[i] = e->rings[i].id;
-		ret = rv_perf_writer_add_attr(e->config.capture, &e->attr, e->clock_name, ids,
-					      e->nr_rings, err);
+		ret = rv_perf_writer_add_attr(e->config.capture, &e->attr,
+					      e->config.bpf_output && e->config.event_name
+						      ? e->config.event_name
+						      : e->clock_name,
+					      ids, e->nr_rings, err);
 		free(ids);
 	}
 	if (!ret && e->stats.marks) {

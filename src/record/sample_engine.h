@@ -1,5 +1,5 @@
 /* sample_engine.h: the sampling engine, which records stacks on any Linux
- * machine.
+ * machine, and carries the records of BPF programs (the function tracer's).
  *
  * One perf event per CPU samples at a fixed frequency on the best clock the
  * machine has (hardware cycles, else cpu-clock), with call chains by frame
@@ -12,6 +12,14 @@
  * Sideband (MMAP2, COMM, FORK, EXIT) of the target is always kept whole, and
  * the target's existing threads and mappings are synthesized from /proc at
  * start, as perf does, so that nothing mapped before recording is unknown.
+ *
+ * With bpf_output, the per-CPU events are software bpf-output events instead
+ * (PERF_COUNT_SW_BPF_OUTPUT, sample_type IDENTIFIER|IP|TID|TIME|CPU|RAW): they
+ * sample nothing themselves, and carry what BPF programs write into them
+ * with bpf_perf_event_output() (the caller puts their fds, from
+ * rv_sample_engine_output_fds, into its BPF_MAP_TYPE_PERF_EVENT_ARRAY). No
+ * sample filter is loaded: those programs choose what they write. Rings,
+ * flight recorder, snapshots, marks and sideband work as for samples.
  *
  * Not here: what the samples mean. The engine fills a perf.data capture.
  */
@@ -44,10 +52,18 @@ struct rv_sample_config {
 	/* --filter: the gate's window map (rv_gate_windows_fd); samples of
 	 * threads outside every window are dropped in the kernel. -1: none. */
 	int gate_windows_fd;
+	/* bpf-output events instead of sampling (see above); frequency, dwarf,
+	 * include_kernel, all_threads and gate_windows_fd are then unused. */
+	bool bpf_output;
+	const char *event_name; /* bpf_output: the events' name in the capture */
+	/* bpf_output: the byte offset, in each record's raw data, of a u32
+	 * naming the thread the record is about, which snapshots select by
+	 * (a BPF program may write about a thread other than the one running). */
+	uint32_t raw_tid_offset;
 };
 
 struct rv_sample_stats {
-	uint64_t samples;	  /* target samples read */
+	uint64_t samples;	  /* target samples (bpf_output: records) read */
 	uint64_t lost;		  /* samples the kernel could not write (ring full) */
 	uint64_t throttled;	  /* times the kernel throttled sampling */
 	uint64_t evicted;	  /* samples that aged out of the flight recorder */
@@ -56,24 +72,33 @@ struct rv_sample_stats {
 	uint64_t filter_window;		/* samples outside every --filter window, dropped */
 	uint64_t snapshots;		/* rv_sample_engine_snapshot calls that took samples */
 	uint64_t marks;			/* rv_sample_engine_add_mark records */
-	const char *clock_name;				   /* "cycles" or "cpu-clock" */
+	const char *clock_name;		/* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
 	uint64_t frequency;
 };
 
 struct rv_sample_engine;
 
-/* The attribute of the per-CPU sampling events (hardware cycles, or cpu-clock
- * where the machine has no hardware PMU), for --dry-run. */
+/* The attribute of the per-CPU events (hardware cycles, or cpu-clock where
+ * the machine has no hardware PMU; bpf-output with config->bpf_output), for
+ * --dry-run. */
 void rv_sample_engine_attr(const struct rv_sample_config *config, bool hardware,
 			   struct perf_event_attr *attr);
 
 /* Opens the events (disabled), maps their rings, loads and attaches the BPF
- * filter. Errors say what permission or feature is missing. */
+ * filter (not with bpf_output). Errors say what permission or feature is
+ * missing. */
 int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_config *config,
 			  struct rv_error *err);
 
 /* Enables sampling and synthesizes the targets' threads and mappings. */
 int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err);
+
+/* The bpf-output events (bpf_output only): up to max (cpu, fd) pairs, one
+ * per CPU that has an event; returns how many. The fds stay the engine's.
+ * bpf_perf_event_output() into an event fails until rv_sample_engine_start
+ * has enabled it. */
+size_t rv_sample_engine_output_fds(const struct rv_sample_engine *e, int *cpus, int *fds,
+				   size_t max);
 
 /* File descriptors to poll for readable data (POLLIN). */
 size_t rv_sample_engine_pollfds(const struct rv_sample_engine *e, struct pollfd *fds, size_t max);

@@ -75,6 +75,7 @@ static struct fxt_trace *record(const char *dir, const char *const *options,
 	argv[a++] = "run";
 	argv[a++] = "--backend";
 	argv[a++] = "uprobe";
+	argv[a++] = "--multi-thread"; /* fncalls's threads are checked too */
 	for (; *options && a < 36; options++)
 		argv[a++] = (char *)*options;
 	argv[a++] = "-o";
@@ -626,6 +627,7 @@ static pid_t start_attach(const char *out, pid_t target, int *out_fd, int *err_f
 			 pidtext,
 			 "--backend",
 			 "uprobe",
+			 "--multi-thread",
 			 "--full-execution",
 			 "-o",
 			 (char *)out,

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/* functions.bpf.c: the function tracer's kernel side: a record (functions.h)
+ * for every entry and exit of the user functions it is attached to, and for
+ * the kernel activity of the traced threads that the loader asked for.
+ *
+ * Records go out through bpf_perf_event_output() into the per-CPU bpf-output
+ * events of the sampling engine (fn_events, filled by the loader), so perf
+ * stamps each with the thread it ran on and the time. Programs:
+ *
+ * - fn_enter_multi/fn_exit_multi: user functions through uprobe_multi links
+ *   (the loader sets their expected attach type, BPF_TRACE_UPROBE_MULTI);
+ *   fn_enter/fn_exit: the same through one uprobe perf link per function, on
+ *   kernels without uprobe_multi. The bpf_cookie is the function's index.
+ * - fn_sys_enter/fn_sys_exit, fn_sched_switch, fn_page_fault, fn_irq_entry/
+ *   fn_irq_exit: tracepoints (raw_tp for sched_switch, which names both
+ *   tasks), attached only for the groups asked for; they keep the traced
+ *   processes' threads (fn_targets) and drop the rest.
+ * - fn_kprobe/fn_kretprobe (cookie = index) and fn_fentry/fn_fexit (index in
+ *   kfunc_index, one loaded copy per kernel function): kernel functions,
+ *   where the kernel permits them.
+ *
+ * Nothing is recorded until the loader arms the programs (fn_armed), once
+ * every probe is in place, nor after it disarms them: a process attached to
+ * while it runs then shows only the calls that were already under way when
+ * recording began as returns without entries, not every call made while the
+ * probes were being placed.
+ *
+ * With --filter, every record of a thread outside the gate's windows is
+ * dropped here (the gate's window map is shared, as sample_filter.bpf.c
+ * shares it). Every drop and every failed output is counted in fn_stats.
+ *
+ * Not here: which functions are probed, or what records mean for a trace.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "functions.h"
+#include "gate.h"
+
+/* Set by the loader before load. */
+const volatile bool all_threads = false; /* --multi-thread: not only main threads */
+const volatile bool gated = false;	 /* --filter: only threads inside a window */
+/* sched_switch's raw tracepoint passes prev_state (Linux 5.18+); older
+ * kernels have it only in the task. */
+const volatile bool switch_has_prev_state = true;
+/* fentry/fexit: this copy's kernel function index. */
+const volatile __u32 kfunc_index = 0;
+
+RV_GATE_WINDOWS_MAP(gate_windows);
+
+/* The traced processes, for the tracepoints (user-function links are placed
+ * per process by the kernel already). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RV_FN_MAX_PROCESSES);
+	__type(key, u32);  /* tgid */
+	__type(value, u8); /* unused */
+} fn_targets SEC(".maps");
+
+/* The bpf-output event of each CPU (max_entries: libbpf sets the CPU count). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(u32));
+} fn_events SEC(".maps");
+
+/* Function index -> the first runtime entry address seen (exit records of
+ * the perf-link programs, which cannot ask the kernel). Sized by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} fn_entry_addrs SEC(".maps");
+
+/* Kernel function index -> its address (kallsyms), filled by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} kfunc_addrs SEC(".maps");
+
+/* Nonzero while recording (set by the loader). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} fn_armed SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, RV_FN_NR_STATS);
+	__type(key, u32);
+	__type(value, u64);
+} fn_stats SEC(".maps");
+
+static __always_inline void count(u32 slot)
+{
+	u64 *value = bpf_map_lookup_elem(&fn_stats, &slot);
+
+	if (value)
+		*value += 1;
+}
+
+static __always_inline bool armed(void)
+{
+	u32 zero = 0;
+	u32 *on = bpf_map_lookup_elem(&fn_armed, &zero);
+
+	return on && *on;
+}
+
+/* Whether thread tid may be recorded as far as --filter is concerned;
+ * counts the drop when not. */
+static __always_inline bool in_window(u32 tid)
+{
+	if (gated && !bpf_map_lookup_elem(&gate_windows, &tid)) {
+		count(RV_FN_STAT_OUTSIDE);
+		return false;
+	}
+	return true;
+}
+
+/* Whether thread tid of process tgid is traced (tracepoints see every task). */
+static __always_inline bool traced_thread(u32 tgid, u32 tid)
+{
+	if (!bpf_map_lookup_elem(&fn_targets, &tgid))
+		return false;
+	return all_threads || tid == tgid;
+}
+
+static __always_inline void emit(void *ctx, struct rv_fn_record *r, u32 stat)
+{
+	if (bpf_perf_event_output(ctx, &fn_events, BPF_F_CURRENT_CPU, r, sizeof(*r)))
+		count(RV_FN_STAT_OUTPUT_FAILED);
+	else
+		count(stat);
+}
+
+/* ---- user functions ---- */
+
+static __always_inline void user_record(struct pt_regs *ctx, u16 type, u64 addr)
+{
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
+	struct rv_fn_record r;
+
+	/* The links are per process: only the thread rule is left to check. */
+	if (!all_threads && tid != tgid)
+		return;
+	if (!armed())
+		return;
+	if (!in_window(tid))
+		return;
+	r.type = type;
+	r.flags = RV_FN_FLAG_IN_WINDOW;
+	r.tid = tid;
+	r.pid = tgid;
+	r.arg = (u32)bpf_get_attach_cookie(ctx);
+	r.addr = addr;
+	r.sp = PT_REGS_SP(ctx);
+	r.value = 0;
+	emit(ctx, &r, type == RV_FN_ENTER ? RV_FN_STAT_ENTER : RV_FN_STAT_EXIT);
+}
+
+SEC("uprobe")
+int fn_enter_multi(struct pt_regs *ctx)
+{
+	user_record(ctx, RV_FN_ENTER, bpf_get_func_ip(ctx));
+	return 0;
+}
+
+SEC("uretprobe")
+int fn_exit_multi(struct pt_regs *ctx)
+{
+	/* uprobe_multi knows the function a return probe belongs to. */
+	user_record(ctx, RV_FN_EXIT, bpf_get_func_ip(ctx));
+	return 0;
+}
+
+SEC("uprobe")
+int fn_enter(struct pt_regs *ctx)
+{
+	u32 index = (u32)bpf_get_attach_cookie(ctx);
+	u64 ip = PT_REGS_IP(ctx); /* the kernel points it at the probed instruction */
+	u64 *first = bpf_map_lookup_elem(&fn_entry_addrs, &index);
+
+	if (first && !*first)
+		*first = ip;
+	user_record(ctx, RV_FN_ENTER, ip);
+	return 0;
+}
+
+SEC("uretprobe")
+int fn_exit(struct pt_regs *ctx)
+{
+	u32 index = (u32)bpf_get_attach_cookie(ctx);
+	u64 *first = bpf_map_lookup_elem(&fn_entry_addrs, &index);
+
+	user_record(ctx, RV_FN_EXIT, first ? *first : 0);
+	return 0;
+}
+
+/* ---- kernel events ---- */
+
+/* A kernel record about the current thread, when it is traced and in a
+ * window. */
+static __always_inline void kernel_record(void *ctx, u16 type, u32 arg, u64 addr, u64 value)
+{
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
+	struct rv_fn_record r;
+
+	if (!armed())
+		return;
+	if (!traced_thread(tgid, tid)) {
+		count(RV_FN_STAT_OTHER_PROCESS);
+		return;
+	}
+	if (!in_window(tid))
+		return;
+	r.type = type;
+	r.flags = RV_FN_FLAG_IN_WINDOW;
+	r.tid = tid;
+	r.pid = tgid;
+	r.arg = arg;
+	r.addr = addr;
+	r.sp = 0;
+	r.value = value;
+	emit(ctx, &r, RV_FN_STAT_KERNEL);
+}
+
+/* The system calls the kernel's own uprobe code makes on x86-64 (the
+ * uretprobe trampoline, Linux 6.11+, and optimized uprobes, 6.18+): our
+ * probes, not the program's work. Their exit reports no number (-1). */
+#define NR_UPROBE_SYSCALL_LOW  335
+#define NR_UPROBE_SYSCALL_HIGH 336
+
+/* Threads inside one of those system calls, so that its exit is dropped too. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);  /* tid */
+	__type(value, u8); /* unused */
+} fn_in_probe_syscall SEC(".maps");
+
+SEC("tracepoint/raw_syscalls/sys_enter")
+int fn_sys_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	long id = BPF_CORE_READ(ctx, id);
+
+	if (id == NR_UPROBE_SYSCALL_LOW || id == NR_UPROBE_SYSCALL_HIGH) {
+		u32 tid = (u32)bpf_get_current_pid_tgid();
+		u8 one = 1;
+
+		bpf_map_update_elem(&fn_in_probe_syscall, &tid, &one, BPF_ANY);
+		return 0;
+	}
+	kernel_record(ctx, RV_FN_SYSCALL_ENTER, (u32)id, 0, 0);
+	return 0;
+}
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int fn_sys_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	long id = BPF_CORE_READ(ctx, id);
+
+	if (id < 0 || id == NR_UPROBE_SYSCALL_LOW || id == NR_UPROBE_SYSCALL_HIGH) {
+		u32 tid = (u32)bpf_get_current_pid_tgid();
+
+		if (!bpf_map_delete_elem(&fn_in_probe_syscall, &tid))
+			return 0;
+	}
+	kernel_record(ctx, RV_FN_SYSCALL_EXIT, (u32)id, 0, (u64)BPF_CORE_READ(ctx, ret));
+	return 0;
+}
+
+/* The page_fault_user tracepoint's fields, a layout stable since it exists
+ * (its struct has had two names in vmlinux.h). */
+struct page_fault_args {
+	u64 common;
+	unsigned long address;
+	unsigned long ip;
+	unsigned long error_code;
+};
+
+SEC("tracepoint/exceptions/page_fault_user")
+int fn_page_fault(struct page_fault_args *ctx)
+{
+	kernel_record(ctx, RV_FN_PAGE_FAULT, (u32)ctx->error_code, ctx->address, ctx->ip);
+	return 0;
+}
+
+SEC("tracepoint/irq/irq_handler_entry")
+int fn_irq_entry(struct trace_event_raw_irq_handler_entry *ctx)
+{
+	kernel_record(ctx, RV_FN_IRQ_ENTER, (u32)BPF_CORE_READ(ctx, irq), 0, 0);
+	return 0;
+}
+
+SEC("tracepoint/irq/irq_handler_exit")
+int fn_irq_exit(struct trace_event_raw_irq_handler_exit *ctx)
+{
+	kernel_record(ctx, RV_FN_IRQ_EXIT, (u32)BPF_CORE_READ(ctx, irq), 0,
+		      (u64)(s64)BPF_CORE_READ(ctx, ret));
+	return 0;
+}
+
+/* task_struct before Linux 5.14 called __state "state". */
+struct task_struct___old {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline u32 task_state(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->__state))
+		return BPF_CORE_READ(task, __state);
+	return (u32)BPF_CORE_READ((struct task_struct___old *)task, state);
+}
+
+/* The reason a thread leaves the CPU, as TASK_* bits: 0 when it was
+ * preempted (still runnable), else its sleep state and any exit state. */
+static __always_inline u32 switch_out_state(bool preempt, struct task_struct *prev, u64 raw_state)
+{
+	u32 state;
+
+	if (preempt)
+		return 0;
+	state = switch_has_prev_state ? (u32)raw_state : task_state(prev);
+	return (state & 0xff) | (u32)BPF_CORE_READ(prev, exit_state);
+}
+
+/* A switch record about task (which need not be the one running). */
+static __always_inline void switch_record(void *ctx, struct task_struct *task, u16 type, u32 arg)
+{
+	u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
+	struct rv_fn_record r;
+
+	if (!armed())
+		return;
+	if (!traced_thread(tgid, tid)) {
+		count(RV_FN_STAT_OTHER_PROCESS);
+		return;
+	}
+	if (!in_window(tid))
+		return;
+	r.type = type;
+	r.flags = RV_FN_FLAG_IN_WINDOW;
+	r.tid = tid;
+	r.pid = tgid;
+	r.arg = arg;
+	r.addr = 0;
+	r.sp = 0;
+	r.value = 0;
+	emit(ctx, &r, RV_FN_STAT_KERNEL);
+}
+
+SEC("raw_tp/sched_switch")
+int fn_sched_switch(struct bpf_raw_tracepoint_args *ctx)
+{
+	bool preempt = (bool)ctx->args[0];
+	struct task_struct *prev = (struct task_struct *)ctx->args[1];
+	struct task_struct *next = (struct task_struct *)ctx->args[2];
+
+	switch_record(ctx, prev, RV_FN_SWITCH_OUT, switch_out_state(preempt, prev, ctx->args[3]));
+	switch_record(ctx, next, RV_FN_SWITCH_IN, 0);
+	return 0;
+}
+
+/* ---- kernel functions ---- */
+
+static __always_inline void kfunc_record(void *ctx, u16 type, u32 index)
+{
+	u64 *addr = bpf_map_lookup_elem(&kfunc_addrs, &index);
+
+	kernel_record(ctx, type, index, addr ? *addr : 0, 0);
+}
+
+SEC("kprobe")
+int fn_kprobe(struct pt_regs *ctx)
+{
+	kfunc_record(ctx, RV_FN_KFUNC_ENTER, (u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("kretprobe")
+int fn_kretprobe(struct pt_regs *ctx)
+{
+	kfunc_record(ctx, RV_FN_KFUNC_EXIT, (u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("fentry")
+int fn_fentry(void *ctx)
+{
+	kfunc_record(ctx, RV_FN_KFUNC_ENTER, kfunc_index);
+	return 0;
+}
+
+SEC("fexit")
+int fn_fexit(void *ctx)
+{
+	kfunc_record(ctx, RV_FN_KFUNC_EXIT, kfunc_index);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

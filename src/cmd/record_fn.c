@@ -1,0 +1,474 @@
+/* record_fn.c: the function tracer's recording session; see record_fn.h. */
+#define RV_LOG_DOMAIN "functions"
+#include "cmd/record_fn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/perf_data.h"
+#include "cmd/gating.h"
+#include "cmd/render.h"
+#include "record/func_engine.h"
+#include "record/func_select.h"
+#include "record/sample_engine.h"
+#include "util/log.h"
+
+/* Functions below which attaching is quick enough to need no progress. */
+#define PROGRESS_THRESHOLD 512
+
+/* The functions of one traced process: a range of the session's table. */
+struct fn_process {
+	pid_t pid;
+	size_t first, count;
+	char exe[PATH_MAX];
+};
+
+struct fn_run {
+	struct rv_func_list funcs;
+	struct rv_kfunc_plan kfuncs;
+	struct fn_process *processes;
+	size_t nr_processes;
+	struct rv_gating_sites *sites;
+	struct rv_gating *gating;
+	struct rv_perf_writer *capture;
+	struct rv_sample_engine *engine;
+	struct rv_func_engine *tracer;
+};
+
+static unsigned kernel_event_bits(const struct rv_options *opts)
+{
+	unsigned bits = 0;
+
+	if (opts->kernel_events & RV_KERNEL_EVENTS_SYSCALLS)
+		bits |= RV_FN_EVENTS_SYSCALLS;
+	if (opts->kernel_events & RV_KERNEL_EVENTS_SCHED)
+		bits |= RV_FN_EVENTS_SCHED;
+	if (opts->kernel_events & RV_KERNEL_EVENTS_FAULTS)
+		bits |= RV_FN_EVENTS_FAULTS;
+	if (opts->kernel_events & RV_KERNEL_EVENTS_IRQ)
+		bits |= RV_FN_EVENTS_IRQ;
+	return bits;
+}
+
+static bool no_uprobe_multi(void)
+{
+	const char *v = getenv(RV_UPROBE_MULTI_ENV);
+
+	return v && !strcmp(v, "0");
+}
+
+/* "2,345" */
+static const char *format_count(uint64_t n, char *buf, size_t size)
+{
+	char digits[32];
+	size_t len, out = 0;
+
+	snprintf(digits, sizeof(digits), "%" PRIu64, n);
+	len = strlen(digits);
+	for (size_t i = 0; i < len && out + 2 < size; i++) {
+		if (i && (len - i) % 3 == 0)
+			buf[out++] = ',';
+		buf[out++] = digits[i];
+	}
+	buf[out] = '\0';
+	return buf;
+}
+
+int rv_session_check_fn(struct rv_session *s, struct rv_error *err)
+{
+	struct rv_kfunc_ops ops;
+
+	if (!s->opts->nr_kernel_functions)
+		return 0;
+	if (geteuid() != 0)
+		return rv_error_set(err, EPERM,
+				    "--kernel-functions needs root: only root may attach programs "
+				    "to kernel functions, or even ask whether the kernel allows "
+				    "fentry or kprobes; run rearview as root");
+	rv_kfunc_system_ops(&ops);
+	return rv_kfunc_choose(&ops, &s->kfunc_method, err);
+}
+
+/* Selects the functions of every process; processes running the same
+ * executable share one range of the table. */
+static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_pids,
+			    const char *exe, struct fn_run *run, struct rv_error *err)
+{
+	const struct rv_options *o = s->opts;
+	int ret = 0;
+
+	run->processes = calloc(nr_pids ? nr_pids : 1, sizeof(*run->processes));
+	if (!run->processes)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < nr_pids || (i == 0 && !nr_pids); i++) {
+		struct fn_process *p = &run->processes[run->nr_processes];
+		bool shared = false;
+
+		p->pid = nr_pids ? pids[i] : 0;
+		if (exe)
+			snprintf(p->exe, sizeof(p->exe), "%s", exe);
+		else
+			ret = rv_session_target_exe(p->pid, p->exe, sizeof(p->exe), err);
+		if (ret)
+			return ret;
+		for (size_t j = 0; j < run->nr_processes && !shared; j++) {
+			if (!strcmp(run->processes[j].exe, p->exe)) {
+				p->first = run->processes[j].first;
+				p->count = run->processes[j].count;
+				shared = true;
+			}
+		}
+		if (!shared) {
+			p->first = run->funcs.count;
+			ret = rv_func_select(&run->funcs, (const char *const *)o->functions,
+					     o->nr_functions, p->exe, p->pid,
+					     RV_FN_MAX_FUNCTIONS - run->funcs.count, err);
+			if (ret)
+				return ret;
+			p->count = run->funcs.count - p->first;
+		}
+		run->nr_processes++;
+		if (!nr_pids)
+			break;
+	}
+	for (size_t i = 0; i < run->funcs.nr_skipped; i++)
+		rv_debug("not probing %s in %s: %s", run->funcs.skipped[i].name,
+			 run->funcs.skipped[i].path, run->funcs.skipped[i].reason);
+	if (!run->funcs.count && run->funcs.nr_skipped)
+		return rv_error_set(err, ENOENT,
+				    "--functions: every function that matches cannot be probed "
+				    "(%s: %s); choose others",
+				    run->funcs.skipped[0].name, run->funcs.skipped[0].reason);
+	rv_debug("%zu function%s selected", run->funcs.count, run->funcs.count == 1 ? "" : "s");
+	return 0;
+}
+
+static int plan_kernel_functions(struct rv_session *s, struct fn_run *run, struct rv_error *err)
+{
+	struct rv_kfunc_ops ops;
+	int ret;
+
+	if (!s->opts->nr_kernel_functions)
+		return 0;
+	rv_kfunc_system_ops(&ops);
+	ret = rv_kfunc_plan_build(&run->kfuncs, (const char *const *)s->opts->kernel_functions,
+				  s->opts->nr_kernel_functions, &ops, err);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < run->kfuncs.nr_skipped; i++)
+		rv_debug("not tracing kernel function %s: %s", run->kfuncs.skipped[i].name,
+			 run->kfuncs.skipped[i].reason);
+	rv_debug("%zu kernel function%s through %s", run->kfuncs.count,
+		 run->kfuncs.count == 1 ? "" : "s", rv_kfunc_method_name(run->kfuncs.method));
+	return 0;
+}
+
+static struct rv_sample_config engine_config(const struct rv_session *s,
+					     const struct rv_target *target)
+{
+	return (struct rv_sample_config){
+		.pids = target ? target->pids : NULL,
+		.nr_pids = target ? target->nr_pids : 0,
+		.full_execution = s->opts->full_execution,
+		.snapshot_size_bytes = s->snapshot_size_bytes,
+		.gate_windows_fd = -1,
+		.bpf_output = true,
+		.event_name = RV_FN_EVENT_NAME,
+		.raw_tid_offset = offsetof(struct rv_fn_record, tid),
+	};
+}
+
+static struct rv_func_engine_config tracer_config(const struct rv_session *s,
+						  const struct fn_run *run)
+{
+	return (struct rv_func_engine_config){
+		.funcs = run->funcs.items,
+		.nr_funcs = run->funcs.count,
+		.kfuncs = run->kfuncs.count ? &run->kfuncs : NULL,
+		.kernel_events = kernel_event_bits(s->opts),
+		.all_threads = s->opts->multi_thread,
+		.gate_windows_fd = rv_gating_windows_fd(run->gating),
+		.no_uprobe_multi = no_uprobe_multi(),
+	};
+}
+
+struct progress {
+	bool shown;
+	size_t before, total;
+};
+
+static void show_progress(void *ctx, size_t done, size_t total)
+{
+	struct progress *p = ctx;
+
+	(void)total;
+	if (p->total < PROGRESS_THRESHOLD || !isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "\rrearview: attaching function probes: %zu of %zu", p->before + done,
+		p->total);
+	fflush(stderr);
+	p->shown = true;
+}
+
+static const char *method_text(const struct rv_func_attach_report *r, char *buf, size_t size)
+{
+	char n[32];
+
+	if (r->by_multi && r->by_perf_links)
+		snprintf(buf, size, "uprobe_multi; %s by one link each",
+			 format_count(r->by_perf_links, n, sizeof(n)));
+	else if (r->by_multi)
+		snprintf(buf, size, "uprobe_multi");
+	else
+		snprintf(buf, size, "one uprobe link each");
+	return buf;
+}
+
+static int attach_everything(struct rv_session *s, struct rv_target *target, struct fn_run *run,
+			     struct rv_error *err)
+{
+	struct progress progress = { .total = 0 };
+	struct rv_func_attach_report report;
+	char attached[32], method[96], secs[32];
+	int ret = 0;
+
+	for (size_t i = 0; i < target->nr_pids && !ret; i++)
+		ret = rv_func_engine_add_process(run->tracer, target->pids[i], err);
+	if (!ret)
+		ret = rv_func_engine_attach_kernel(run->tracer, err);
+	for (size_t i = 0; i < run->nr_processes; i++)
+		progress.total += run->processes[i].count;
+	for (size_t i = 0; i < run->nr_processes && !ret; i++) {
+		const struct fn_process *p = &run->processes[i];
+
+		ret = rv_func_engine_attach_functions(run->tracer, p->pid, p->first, p->count,
+						      show_progress, &progress, err);
+		progress.before += p->count;
+	}
+	if (progress.shown)
+		fprintf(stderr, "\r\033[K");
+	if (ret)
+		return ret;
+	rv_func_engine_report(run->tracer, &report);
+	for (size_t i = 0; i < rv_func_engine_nr_refused(run->tracer); i++) {
+		size_t index;
+		int error;
+
+		rv_func_engine_refused(run->tracer, i, &index, &error);
+		rv_debug("not probing %s in %s: the kernel refused the uprobe (%s)",
+			 run->funcs.items[index].name, run->funcs.items[index].path,
+			 error == 524 ? "ENOTSUPP: it cannot step over the first instruction"
+				      : strerror(error));
+	}
+	if (!report.multi_available)
+		rv_debug("this kernel has no uprobe_multi links: one link per function");
+	rv_debug("function probes: %s", method_text(&report, method, sizeof(method)));
+	if (report.kfuncs_refused)
+		rv_warn("%zu of the kernel functions could not be attached (see them with -v)",
+			report.kfuncs_refused);
+	if (run->funcs.count && !report.attached)
+		return rv_error_set(err, EPERM,
+				    "the kernel refused a uprobe on every function selected (see "
+				    "why with -v)");
+	snprintf(secs, sizeof(secs), "%.2f", (double)report.attach_ns / 1e9);
+	if (run->funcs.count)
+		rv_note("attached %s function%s in %s s (%s)",
+			format_count(report.attached, attached, sizeof(attached)),
+			report.attached == 1 ? "" : "s", secs,
+			method_text(&report, method, sizeof(method)));
+	if (report.refused)
+		rv_note("%zu function%s could not be probed (see them with -v)", report.refused,
+			report.refused == 1 ? "" : "s");
+	return 0;
+}
+
+static void free_run(struct fn_run *run)
+{
+	rv_func_engine_free(run->tracer); /* detaches first */
+	rv_sample_engine_free(run->engine);
+	rv_gating_free(run->gating);
+	rv_perf_writer_free(run->capture);
+	free(run->sites);
+	free(run->processes);
+	rv_kfunc_plan_free(&run->kfuncs);
+	rv_func_list_free(&run->funcs);
+}
+
+/* Opens the gate, the capture, the bpf-output events and the tracer, and
+ * attaches every probe: the target can be let go. */
+static int set_up(struct rv_session *s, struct rv_target *target, struct fn_run *run,
+		  const char *capture_path, struct rv_error *err)
+{
+	struct rv_sample_config config = engine_config(s, target);
+	struct rv_func_engine_config tc;
+	int cpus[1024], fds[1024];
+	int ret;
+
+	ret = select_functions(s, target->pids, target->nr_pids, NULL, run, err);
+	if (!ret)
+		ret = plan_kernel_functions(s, run, err);
+	if (ret)
+		return ret;
+	if (rv_gating_wanted(s->opts)) {
+		run->sites = malloc(sizeof(*run->sites));
+		if (!run->sites)
+			return rv_error_set(err, ENOMEM, "out of memory");
+		ret = rv_session_open_gating(s, target, run->sites, &run->gating, err);
+		if (ret)
+			return ret;
+	}
+	/* Kernel function addresses make the capture as private as a kernel trace. */
+	ret = rv_perf_writer_open(&run->capture, capture_path, run->kfuncs.count > 0, err);
+	if (ret)
+		return ret;
+	if (run->kfuncs.count)
+		rv_trace_writer_set_private(s->writer);
+	config.capture = run->capture;
+	ret = rv_sample_engine_open(&run->engine, &config, err);
+	/* Enabled before the probes exist, so that no record finds its event off. */
+	if (!ret)
+		ret = rv_sample_engine_start(run->engine, err);
+	if (ret)
+		return ret;
+	tc = tracer_config(s, run);
+	tc.nr_outputs = rv_sample_engine_output_fds(run->engine, cpus, fds, 1024);
+	tc.output_cpus = cpus;
+	tc.output_fds = fds;
+	ret = rv_func_engine_open(&run->tracer, &tc, err);
+	if (!ret)
+		ret = attach_everything(s, target, run, err);
+	if (!ret)
+		ret = rv_func_engine_arm(run->tracer, err);
+	return ret;
+}
+
+/* Says what the BPF side counted and the kernel lost. Returns the records
+ * lost. */
+static uint64_t report_counts(const struct fn_run *run, const struct rv_sample_stats *stats)
+{
+	uint64_t counts[RV_FN_NR_STATS];
+	struct rv_error err = { 0 };
+	uint64_t lost = stats->lost;
+
+	if (!rv_func_engine_stats(run->tracer, counts, &err)) {
+		lost += counts[RV_FN_STAT_OUTPUT_FAILED];
+		rv_debug("records: %" PRIu64 " function entries, %" PRIu64 " returns, %" PRIu64
+			 " kernel; %" PRIu64 " outside --filter windows dropped, %" PRIu64
+			 " tracepoint hits of other processes",
+			 counts[RV_FN_STAT_ENTER], counts[RV_FN_STAT_EXIT],
+			 counts[RV_FN_STAT_KERNEL], counts[RV_FN_STAT_OUTSIDE],
+			 counts[RV_FN_STAT_OTHER_PROCESS]);
+	} else {
+		rv_warn("%s", err.message);
+	}
+	if (lost)
+		rv_warn("%" PRIu64 " records were lost, because the per-CPU buffers were full: the "
+			"trace is missing those calls, returns or kernel events (marked where "
+			"they are missing); trace fewer functions to lose fewer",
+			lost);
+	if (stats->evicted)
+		rv_debug("the flight recorder kept the last %" PRIu64 " records (%" PRIu64
+			 " older ones aged out)",
+			 stats->written_samples, stats->evicted);
+	return lost;
+}
+
+int rv_session_record_fn(struct rv_session *s, struct rv_target *target, struct rv_error *err)
+{
+	char capture_path[PATH_MAX + 32], note[128], count[32];
+	struct fn_run run = { 0 };
+	struct rv_sample_stats stats;
+	struct rv_func_attach_report report;
+	int stop_signal = 0, ret;
+	uint64_t lost;
+
+	rv_func_list_init(&run.funcs);
+	snprintf(capture_path, sizeof(capture_path), "%s/perf.data", s->capture_dir);
+	ret = set_up(s, target, &run, capture_path, err);
+	if (!ret)
+		ret = rv_target_release(target, err);
+	if (!ret)
+		ret = rv_session_loop(s, target, run.engine, run.gating, &stop_signal, err);
+	if (ret) {
+		free_run(&run);
+		return ret;
+	}
+	s->stop_signal = stop_signal;
+	if (stop_signal)
+		rv_note("%s: stopping the recording and writing the trace", strsignal(stop_signal));
+	else if (s->snapshot_ended)
+		rv_note("snapshot taken: stopping the recording and writing the trace%s",
+			target->spawned ? "; the program runs on" : "");
+	/* The program runs on unprobed from here; what it did is in the rings. */
+	rv_func_engine_detach(run.tracer);
+	ret = rv_sample_engine_stop(run.engine, run.gating ? rv_gating_keep_rest(run.gating) : true,
+				    err);
+	rv_sample_engine_stats(run.engine, &stats);
+	rv_func_engine_report(run.tracer, &report);
+	lost = report_counts(&run, &stats);
+	if (run.gating)
+		rv_gating_report(run.gating);
+	if (!ret)
+		ret = rv_session_finish_capture(s, run.capture, err);
+	snprintf(note, sizeof(note), "%s function%s traced exactly",
+		 format_count(report.attached, count, sizeof(count)),
+		 report.attached == 1 ? "" : "s");
+	{
+		struct rv_render_options ro = {
+			.capture_path = capture_path,
+			.include_kernel = run.kfuncs.count > 0,
+			.recording_note = note,
+			.lost_while_recording = lost,
+		};
+
+		free_run(&run);
+		if (!ret)
+			ret = rv_render(&ro, s->writer, err);
+	}
+	if (!ret && !s->capture_dir_is_temporary)
+		rv_note("the capture is in %s (perf script -i %s)", capture_path, capture_path);
+	return ret;
+}
+
+/* ---- --dry-run ---- */
+
+int rv_session_describe_fn(struct rv_session *s, const char *exe, pid_t pid,
+			   struct rv_dry_run_plan *plan, struct rv_error *err)
+{
+	struct rv_sample_config config = engine_config(s, NULL);
+	struct rv_func_engine_config tc;
+	struct fn_run run = { 0 };
+	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
+	int ret;
+
+	rv_func_list_init(&run.funcs);
+	ret = select_functions(s, pid > 0 ? &pid : NULL, pid > 0 ? 1 : 0, exe, &run, err);
+	if (!ret)
+		ret = plan_kernel_functions(s, &run, err);
+	for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
+		char label[64];
+		struct rv_dry_run_event ev = {
+			.label = label,
+			.group = -1,
+			.cpu = cpu,
+			.pid = -1,
+		};
+
+		snprintf(label, sizeof(label), "bpf-output, CPU %d (" RV_FN_EVENT_NAME ")", cpu);
+		rv_sample_engine_attr(&config, false, &ev.attr);
+		ret = rv_dry_run_add_event(plan, &ev, err);
+	}
+	if (!ret) {
+		tc = tracer_config(s, &run);
+		tc.gate_windows_fd = s->opts->filter_start ? 0 : -1; /* only whether */
+		ret = rv_func_engine_describe(plan, &tc, err);
+	}
+	free_run(&run);
+	return ret;
+}

@@ -1,0 +1,196 @@
+/* func_engine.h: the function tracer's loader: loads bpf/functions.bpf.c,
+ * places its probes on the traced processes' functions and on the kernel
+ * events asked for, and reads its counts.
+ *
+ * Records leave through the bpf-output events of a sampling engine opened
+ * with bpf_output (sample_engine.h): the caller passes their (cpu, fd) pairs.
+ *
+ * User functions: per process and file, uprobe_multi links (Linux 6.6+; one
+ * for entries and one for returns per batch of functions), made with the raw
+ * bpf(BPF_LINK_CREATE) syscall since libbpf 1.1 cannot; where the kernel has
+ * no uprobe_multi, or refuses a batch, one uprobe and one uretprobe perf link
+ * per function, and a function the kernel refuses then is skipped and listed
+ * (rv_func_engine_refused). The bpf_cookie of every probe is the function's
+ * index in the table given at open.
+ *
+ * Kernel functions (--kernel-functions): fentry/fexit where the kernel
+ * attaches tracing programs, else kprobes, else refused. What this kernel
+ * allows is decided by rv_kfunc_choose through a small ops table, so that the
+ * decision and the plan (rv_kfunc_plan_build: which /proc/kallsyms functions
+ * match, which method) can be tested against a fake kernel.
+ *
+ * Library-like: nothing is printed; progress goes to the caller's callback.
+ *
+ * Not here: which functions (func_select.h), the perf events and their rings
+ * (sample_engine.h), what records mean (src/decode).
+ */
+#ifndef RV_RECORD_FUNC_ENGINE_H
+#define RV_RECORD_FUNC_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../bpf/functions.h" /* enum rv_fn_stat, RV_FN_* */
+#include "record/dry_run.h"
+#include "record/func_select.h"
+#include "util/error.h"
+
+/* Kernel event groups (--kernel-events), as bits. */
+enum rv_fn_kernel_events {
+	RV_FN_EVENTS_SYSCALLS = 1, /* raw_syscalls:sys_enter, sys_exit */
+	RV_FN_EVENTS_SCHED = 2,	   /* sched_switch (raw tracepoint) */
+	RV_FN_EVENTS_FAULTS = 4,   /* exceptions:page_fault_user */
+	RV_FN_EVENTS_IRQ = 8,	   /* irq:irq_handler_entry, irq_handler_exit */
+};
+
+/* Functions one uprobe_multi link holds at most: progress is said between
+ * links. */
+#define RV_FN_BATCH 1024
+
+/* Kernel functions one recording traces at most. */
+#define RV_KFUNC_MAX 256
+
+/* The environment variable that, set to 0, makes the engine use one perf
+ * link per function even where the kernel has uprobe_multi (tests). */
+#define RV_UPROBE_MULTI_ENV "REARVIEW_UPROBE_MULTI"
+
+/* ---- kernel functions: capability and plan ---- */
+
+enum rv_kfunc_method {
+	RV_KFUNC_NONE = 0,
+	RV_KFUNC_FENTRY, /* fentry/fexit tracing programs (BTF) */
+	RV_KFUNC_KPROBE, /* kprobes and kretprobes */
+};
+
+/* How the kernel is asked. Each try returns 0 when this kernel attaches that
+ * kind of program, else a negative code with a short reason in why. */
+struct rv_kfunc_ops {
+	int (*try_fentry)(void *ctx, char *why, size_t why_size);
+	int (*try_kprobe)(void *ctx, char *why, size_t why_size);
+	const char *kallsyms_path; /* "/proc/kallsyms" */
+	void *ctx;
+};
+
+/* The running kernel's ops: loads and attaches a no-op fentry program on
+ * vfs_read; opens a kprobe on vfs_read through the kprobe PMU, or finds
+ * tracefs's kprobe_events. */
+void rv_kfunc_system_ops(struct rv_kfunc_ops *ops);
+
+/* fentry where it works, else kprobes, else an error of one line saying that
+ * the kernel allows neither fentry/fexit nor kprobes, and why. */
+int rv_kfunc_choose(const struct rv_kfunc_ops *ops, enum rv_kfunc_method *method,
+		    struct rv_error *err);
+
+const char *rv_kfunc_method_name(enum rv_kfunc_method method);
+
+struct rv_kfunc {
+	const char *name; /* as /proc/kallsyms spells it, without the module */
+	uint64_t addr;
+};
+
+struct rv_kfunc_skipped {
+	const char *name;
+	const char *reason; /* a static string */
+};
+
+struct rv_kfunc_plan {
+	enum rv_kfunc_method method;
+	struct rv_kfunc *funcs;
+	size_t count;
+	struct rv_kfunc_skipped *skipped;
+	size_t nr_skipped;
+	char *text; /* the names' storage */
+};
+
+/* Chooses the method (rv_kfunc_choose), then matches the fnmatch globs
+ * against the text symbols of ops->kallsyms_path: each must match a
+ * function; names the kernel has more than once (static functions of several
+ * files, which cannot be told apart by name) are skipped, as are, for fentry,
+ * compiler-made copies ("f.isra.0", which have no BTF of their own). At most
+ * RV_KFUNC_MAX. */
+int rv_kfunc_plan_build(struct rv_kfunc_plan *plan, const char *const *patterns, size_t nr_patterns,
+			const struct rv_kfunc_ops *ops, struct rv_error *err);
+
+void rv_kfunc_plan_free(struct rv_kfunc_plan *plan);
+
+/* ---- the engine ---- */
+
+struct rv_func_engine_config {
+	const struct rv_func *funcs; /* the user functions: cookie = index */
+	size_t nr_funcs;
+	const struct rv_kfunc_plan *kfuncs;  /* NULL or empty: none */
+	unsigned kernel_events;		     /* enum rv_fn_kernel_events bits */
+	bool all_threads;		     /* --multi-thread */
+	int gate_windows_fd;		     /* --filter: the gate's window map; -1: none */
+	bool no_uprobe_multi;		     /* one perf link per function regardless */
+	const int *output_cpus, *output_fds; /* the bpf-output events */
+	size_t nr_outputs;
+};
+
+/* How the user functions ended up attached, over every attach call. */
+struct rv_func_attach_report {
+	size_t attached;      /* functions with both their probes */
+	size_t by_multi;      /* of which through uprobe_multi links */
+	size_t by_perf_links; /* of which through one perf link per function */
+	size_t refused;	      /* functions the kernel refused (skipped) */
+	size_t kfuncs;	      /* kernel functions attached */
+	size_t kfuncs_refused;
+	bool multi_available; /* the kernel has uprobe_multi (vmlinux BTF says so) */
+	int multi_error;      /* why a uprobe_multi link failed (errno), 0 if none did */
+	uint64_t attach_ns;   /* time spent attaching user functions */
+};
+
+typedef void (*rv_func_progress_fn)(void *ctx, size_t done, size_t total);
+
+struct rv_func_engine;
+
+/* Whether this kernel has uprobe_multi links (vmlinux BTF knows
+ * BPF_TRACE_UPROBE_MULTI). */
+bool rv_func_uprobe_multi_supported(void);
+
+/* Loads the programs (only those config needs) and fills the bpf-output map.
+ * Errors say which permission or feature is missing. */
+int rv_func_engine_open(struct rv_func_engine **out, const struct rv_func_engine_config *config,
+			struct rv_error *err);
+
+/* Lets the tracepoints record process pid's threads. */
+int rv_func_engine_add_process(struct rv_func_engine *e, pid_t pid, struct rv_error *err);
+
+/* Attaches the tracepoints of the kernel event groups and the kernel
+ * functions. Kernel functions the kernel refuses are skipped and counted. */
+int rv_func_engine_attach_kernel(struct rv_func_engine *e, struct rv_error *err);
+
+/* Attaches functions [first, first + count) of the table in process pid
+ * (returns first, then entries). progress (may be NULL) is told how many are
+ * done after every batch. */
+int rv_func_engine_attach_functions(struct rv_func_engine *e, pid_t pid, size_t first, size_t count,
+				    rv_func_progress_fn progress, void *ctx, struct rv_error *err);
+
+/* Starts recording, once every probe is attached (nothing is recorded
+ * before). */
+int rv_func_engine_arm(struct rv_func_engine *e, struct rv_error *err);
+
+void rv_func_engine_report(const struct rv_func_engine *e, struct rv_func_attach_report *out);
+
+/* The i-th function the kernel refused: its table index and the error. */
+size_t rv_func_engine_nr_refused(const struct rv_func_engine *e);
+void rv_func_engine_refused(const struct rv_func_engine *e, size_t i, size_t *index, int *error);
+
+/* Sums the programs' per-CPU counts (enum rv_fn_stat). */
+int rv_func_engine_stats(const struct rv_func_engine *e, uint64_t stats[RV_FN_NR_STATS],
+			 struct rv_error *err);
+
+/* Stops recording, then removes every probe (the processes run on,
+ * unprobed); counts stay readable. */
+void rv_func_engine_detach(struct rv_func_engine *e);
+
+void rv_func_engine_free(struct rv_func_engine *e);
+
+/* --dry-run: the probes (every function's uprobe and uretprobe, the
+ * tracepoints, the kernel functions), programs and maps config would set up. */
+int rv_func_engine_describe(struct rv_dry_run_plan *plan,
+			    const struct rv_func_engine_config *config, struct rv_error *err);
+
+#endif

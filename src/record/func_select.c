@@ -1,0 +1,513 @@
+/* func_select.c: --functions patterns to the functions to probe; see
+ * func_select.h.
+ *
+ * Each file is read once with libelf: its program headers (for file offsets),
+ * section headers (is the symbol's section code?) and one symbol table. The
+ * library search mirrors what probe_site.c does for LIB:SYMBOL, whose search
+ * is private to it.
+ */
+#define RV_LOG_DOMAIN "functions"
+#include "record/func_select.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record/library.h"
+#include "symbolize/symbolizer.h"
+
+void rv_func_list_init(struct rv_func_list *list)
+{
+	memset(list, 0, sizeof(*list));
+}
+
+void rv_func_list_free(struct rv_func_list *list)
+{
+	for (size_t i = 0; i < list->nr_strings; i++)
+		free(list->strings[i]);
+	free(list->strings);
+	free(list->items);
+	free(list->skipped);
+	rv_func_list_init(list);
+}
+
+static int grow(void **items, size_t *capacity, size_t count, size_t item_size)
+{
+	size_t cap = *capacity ? *capacity * 2 : 64;
+	void *p;
+
+	if (count < *capacity)
+		return 0;
+	p = realloc(*items, cap * item_size);
+	if (!p)
+		return -ENOMEM;
+	*items = p;
+	*capacity = cap;
+	return 0;
+}
+
+/* A copy of s that the list owns, or NULL. */
+static const char *own(struct rv_func_list *list, const char *s)
+{
+	char *copy;
+
+	if (grow((void **)&list->strings, &list->strings_capacity, list->nr_strings,
+		 sizeof(*list->strings)))
+		return NULL;
+	copy = strdup(s);
+	if (copy)
+		list->strings[list->nr_strings++] = copy;
+	return copy;
+}
+
+void rv_func_pattern_split(const char *pattern, size_t *lib_len)
+{
+	const char *p = pattern;
+
+	*lib_len = 0;
+	while ((p = strchr(p, ':'))) {
+		if (p[1] == ':') {
+			p += 2;
+			continue;
+		}
+		if (p > pattern)
+			*lib_len = (size_t)(p - pattern);
+		return;
+	}
+}
+
+bool rv_func_name_matches(const char *glob, const char *raw_name)
+{
+	char name[1024], *demangled;
+	size_t len = strcspn(raw_name, "@");
+	bool match;
+
+	if (len >= sizeof(name))
+		return false;
+	memcpy(name, raw_name, len);
+	name[len] = '\0';
+	if (!fnmatch(glob, name, 0))
+		return true;
+	if (name[0] != '_' || name[1] != 'Z')
+		return false;
+	demangled = rv_demangle(name);
+	if (!demangled)
+		return false;
+	match = !fnmatch(glob, demangled, 0);
+	if (!match) {
+		char *paren = strchr(demangled, '(');
+
+		if (paren) {
+			*paren = '\0';
+			match = !fnmatch(glob, demangled, 0);
+		}
+	}
+	free(demangled);
+	return match;
+}
+
+struct elf_file {
+	int fd;
+	Elf *elf;
+};
+
+static int open_elf(struct elf_file *f, const char *path, struct rv_error *err)
+{
+	f->elf = NULL;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return rv_error_set(err, errno, "cannot open '%s': %s", path, strerror(errno));
+	elf_version(EV_CURRENT);
+	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
+		if (f->elf)
+			elf_end(f->elf);
+		close(f->fd);
+		f->elf = NULL;
+		f->fd = -1;
+		return rv_error_set(err, ENOEXEC, "'%s' is not an ELF file", path);
+	}
+	return 0;
+}
+
+static void close_elf(struct elf_file *f)
+{
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->elf = NULL;
+	f->fd = -1;
+}
+
+/* ---- one file's symbols ---- */
+
+/* A symbol that matched, before aliases are merged. */
+struct match {
+	uint64_t address, size;
+	const char *name;
+	const char *skip; /* why it cannot be probed, or NULL */
+	uint64_t offset;
+	size_t order; /* in the symbol table: the first alias names the function */
+};
+
+struct matches {
+	struct match *items;
+	size_t count, capacity;
+};
+
+static bool exec_segment_offset(Elf *elf, uint64_t addr, uint64_t *offset)
+{
+	size_t nr_phdrs;
+
+	if (elf_getphdrnum(elf, &nr_phdrs))
+		return false;
+	for (size_t i = 0; i < nr_phdrs; i++) {
+		GElf_Phdr phdr;
+
+		if (!gelf_getphdr(elf, (int)i, &phdr) || phdr.p_type != PT_LOAD ||
+		    !(phdr.p_flags & PF_X))
+			continue;
+		if (addr >= phdr.p_vaddr && addr - phdr.p_vaddr < phdr.p_filesz) {
+			*offset = phdr.p_offset + (addr - phdr.p_vaddr);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The symbol table to read: .symtab, else .dynsym. */
+static Elf_Scn *symbol_table(Elf *elf, GElf_Shdr *out)
+{
+	Elf_Scn *scn = NULL, *dynsym = NULL;
+	GElf_Shdr dyn_shdr;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+
+		if (!gelf_getshdr(scn, &shdr))
+			continue;
+		if (shdr.sh_type == SHT_SYMTAB) {
+			*out = shdr;
+			return scn;
+		}
+		if (shdr.sh_type == SHT_DYNSYM && !dynsym) {
+			dynsym = scn;
+			dyn_shdr = shdr;
+		}
+	}
+	if (dynsym)
+		*out = dyn_shdr;
+	return dynsym;
+}
+
+/* Functions a return probe would break. A uretprobe replaces the return
+ * address at [rsp] on entry: code entered by a jump has none there (the
+ * program's entry point finds argc, the lazy binder a link map, a signal
+ * return the signal frame), and a function that returns twice comes back the
+ * second time to a probe the kernel has already retired, which kills the
+ * program. */
+static const struct {
+	const char *glob;
+	const char *reason;
+} unprobeable[] = {
+	{ "_start", "entered by a jump, not a call: a return probe would corrupt its stack" },
+	{ "_dl_start", "entered by a jump, not a call: a return probe would corrupt its stack" },
+	{ "_dl_start_user",
+	  "entered by a jump, not a call: a return probe would corrupt its stack" },
+	{ "__restore_rt", "entered by a jump, not a call: a return probe would corrupt its stack" },
+	{ "_dl_runtime_resolve*",
+	  "entered by a jump, not a call: a return probe would corrupt its stack" },
+	{ "_dl_runtime_profile*",
+	  "entered by a jump, not a call: a return probe would corrupt its stack" },
+	{ "*setjmp", "returns twice: a return probe would kill the program at the second return" },
+	{ "*getcontext",
+	  "returns twice: a return probe would kill the program at the second return" },
+	{ "savectx", "returns twice: a return probe would kill the program at the second return" },
+	{ "*vfork", "returns twice: a return probe would kill the program at the second return" },
+	{ "*swapcontext",
+	  "returns twice: a return probe would kill the program at the second return" },
+};
+
+static const char *skip_reason(Elf *elf, const GElf_Sym *sym, const char *name, uint64_t *offset)
+{
+	Elf_Scn *section;
+	GElf_Shdr shdr;
+	GElf_Ehdr ehdr;
+	char bare[256];
+	size_t len = strcspn(name, "@");
+
+	if (GELF_ST_TYPE(sym->st_info) == STT_GNU_IFUNC)
+		return "an IFUNC resolver: the function it picks has a name of its own";
+	if (gelf_getehdr(elf, &ehdr) && ehdr.e_entry && ehdr.e_entry == sym->st_value)
+		return "the file's entry point, entered by a jump, not a call: a return probe "
+		       "would corrupt its stack";
+	if (len < sizeof(bare)) {
+		memcpy(bare, name, len);
+		bare[len] = '\0';
+		for (size_t i = 0; i < sizeof(unprobeable) / sizeof(unprobeable[0]); i++)
+			if (!fnmatch(unprobeable[i].glob, bare, 0))
+				return unprobeable[i].reason;
+	}
+	if (sym->st_shndx != SHN_ABS && sym->st_shndx < SHN_LORESERVE) {
+		section = elf_getscn(elf, sym->st_shndx);
+		if (!section || !gelf_getshdr(section, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR))
+			return "not in an executable section";
+	}
+	if (!exec_segment_offset(elf, sym->st_value, offset))
+		return "outside every executable segment";
+	return NULL;
+}
+
+/* Appends the defined, sized FUNC (and IFUNC) symbols of elf that glob
+ * matches. */
+static int match_file(Elf *elf, const char *glob, struct matches *out, struct rv_error *err)
+{
+	GElf_Shdr shdr;
+	Elf_Scn *scn = symbol_table(elf, &shdr);
+	Elf_Data *data;
+	size_t nr;
+
+	if (!scn || !shdr.sh_entsize)
+		return 0;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return 0;
+	nr = shdr.sh_size / shdr.sh_entsize;
+	for (size_t i = 0; i < nr; i++) {
+		GElf_Sym sym;
+		const char *name;
+		struct match m = { 0 };
+		int type;
+
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_size)
+			continue;
+		name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+		if (!name || !*name || !rv_func_name_matches(glob, name))
+			continue;
+		m.address = sym.st_value;
+		m.size = sym.st_size;
+		m.name = name;
+		m.skip = skip_reason(elf, &sym, name, &m.offset);
+		m.order = out->count;
+		if (grow((void **)&out->items, &out->capacity, out->count, sizeof(*out->items)))
+			return rv_error_set(err, ENOMEM, "out of memory");
+		out->items[out->count++] = m;
+	}
+	return 0;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool already_skipped(const struct rv_func_list *list, const char *path, const char *name)
+{
+	for (size_t i = 0; i < list->nr_skipped; i++)
+		if (!strcmp(list->skipped[i].name, name) && !strcmp(list->skipped[i].path, path))
+			return true;
+	return false;
+}
+
+static int compare_match(const void *a, const void *b)
+{
+	const struct match *x = a, *y = b;
+
+	if (x->address != y->address)
+		return x->address < y->address ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The addresses of path's functions already in list, sorted (*nr of them). */
+static uint64_t *selected_addresses(const struct rv_func_list *list, const char *path, size_t *nr)
+{
+	uint64_t *addrs = malloc((list->count ? list->count : 1) * sizeof(*addrs));
+
+	*nr = 0;
+	if (!addrs)
+		return NULL;
+	for (size_t i = 0; i < list->count; i++)
+		if (list->items[i].path == path)
+			addrs[(*nr)++] = list->items[i].address;
+	qsort(addrs, *nr, sizeof(*addrs), compare_u64);
+	return addrs;
+}
+
+/* Adds the matches of one pattern in one file: aliases once, skips listed.
+ * owned_path: the list's copy of the file's path. */
+static int add_matches(struct rv_func_list *list, const char *owned_path, struct matches *m,
+		       size_t max_functions, struct rv_error *err)
+{
+	size_t nr_before;
+	uint64_t *before = selected_addresses(list, owned_path, &nr_before);
+
+	if (!before)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	qsort(m->items, m->count, sizeof(*m->items), compare_match);
+	for (size_t i = 0; i < m->count; i++) {
+		const struct match *x = &m->items[i];
+
+		if (i > 0 && m->items[i - 1].address == x->address)
+			continue;
+		if (x->skip) {
+			if (already_skipped(list, owned_path, x->name))
+				continue;
+			if (grow((void **)&list->skipped, &list->skipped_capacity, list->nr_skipped,
+				 sizeof(*list->skipped)))
+				goto nomem;
+			list->skipped[list->nr_skipped] = (struct rv_func_skipped){
+				.path = owned_path, .name = own(list, x->name), .reason = x->skip
+			};
+			if (!list->skipped[list->nr_skipped].name)
+				goto nomem;
+			list->nr_skipped++;
+			continue;
+		}
+		if (nr_before &&
+		    bsearch(&x->address, before, nr_before, sizeof(*before), compare_u64))
+			continue;
+		if (list->count >= max_functions) {
+			free(before);
+			return rv_error_set(err, E2BIG,
+					    "--functions selects more than %zu functions; narrow "
+					    "the patterns",
+					    max_functions);
+		}
+		if (grow((void **)&list->items, &list->capacity, list->count, sizeof(*list->items)))
+			goto nomem;
+		list->items[list->count] = (struct rv_func){ .path = owned_path,
+							     .offset = x->offset,
+							     .address = x->address,
+							     .size = x->size,
+							     .name = own(list, x->name) };
+		if (!list->items[list->count].name)
+			goto nomem;
+		list->count++;
+	}
+	free(before);
+	return 0;
+nomem:
+	free(before);
+	return rv_error_set(err, ENOMEM, "out of memory");
+}
+
+/* The list's copy of path: the one its functions or skips already share. */
+static const char *owned_path(struct rv_func_list *list, const char *path)
+{
+	for (size_t i = 0; i < list->count; i++)
+		if (!strcmp(list->items[i].path, path))
+			return list->items[i].path;
+	for (size_t i = 0; i < list->nr_skipped; i++)
+		if (!strcmp(list->skipped[i].path, path))
+			return list->skipped[i].path;
+	return own(list, path);
+}
+
+/* Selects glob's functions in the file at path. */
+static int select_in_file(struct rv_func_list *list, const char *pattern, const char *glob,
+			  const char *path, size_t max_functions, struct rv_error *err)
+{
+	struct matches m = { 0 };
+	struct elf_file f;
+	const char *owned;
+	int ret;
+
+	ret = open_elf(&f, path, err);
+	if (ret)
+		return rv_error_prefix(err, "--functions %s", pattern);
+	ret = match_file(f.elf, glob, &m, err);
+	if (!ret && m.count == 0)
+		ret = rv_error_set(err, ENOENT,
+				   "--functions %s: no function of '%s' matches it; list them "
+				   "with `nm --defined-only %s`",
+				   pattern, path, path);
+	if (!ret) {
+		owned = owned_path(list, path);
+		ret = owned ? add_matches(list, owned, &m, max_functions, err)
+			    : rv_error_set(err, ENOMEM, "out of memory");
+	}
+	free(m.items);
+	close_elf(&f);
+	return ret;
+}
+
+static int resolve_exe(const char *exe, pid_t pid, char *path, size_t size, struct rv_error *err)
+{
+	char link[64];
+	ssize_t n;
+
+	if (exe) {
+		if (strlen(exe) >= size)
+			return rv_error_set(err, ENAMETOOLONG, "path too long: %s", exe);
+		snprintf(path, size, "%s", exe);
+		return 0;
+	}
+	if (pid <= 0)
+		return rv_error_set(err, EINVAL, "no executable to select functions in");
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, path, size - 1);
+	if (n < 0)
+		return rv_error_set(err, errno, "cannot find process %d's executable: %s", (int)pid,
+				    strerror(errno));
+	path[n] = '\0';
+	return 0;
+}
+
+int rv_func_select(struct rv_func_list *list, const char *const *patterns, size_t nr_patterns,
+		   const char *exe, pid_t pid, size_t max_functions, struct rv_error *err)
+{
+	static const char *const every[] = { "*" };
+	char exe_path[PATH_MAX], lib[PATH_MAX], lib_path[PATH_MAX];
+	int ret;
+
+	ret = resolve_exe(exe, pid, exe_path, sizeof(exe_path), err);
+	if (ret)
+		return ret;
+	if (!nr_patterns) {
+		patterns = every;
+		nr_patterns = 1;
+	}
+	for (size_t i = 0; i < nr_patterns; i++) {
+		const char *pattern = patterns[i], *glob = pattern, *path = exe_path;
+		size_t lib_len;
+
+		if (!pattern || !*pattern || strlen(pattern) > RV_FUNC_MAX_PATTERN)
+			return rv_error_set(err, EINVAL,
+					    "--functions: empty or overlong pattern; give globs "
+					    "such as 'parse_*' or 'libc:mall*'");
+		rv_func_pattern_split(pattern, &lib_len);
+		if (lib_len) {
+			if (lib_len >= sizeof(lib) || !pattern[lib_len + 1])
+				return rv_error_set(err, EINVAL,
+						    "--functions %s: give LIB:PATTERN, such as "
+						    "libc:mall*",
+						    pattern);
+			memcpy(lib, pattern, lib_len);
+			lib[lib_len] = '\0';
+			ret = rv_find_library(lib, exe_path, pid, "--functions", "PATTERN",
+					      lib_path, sizeof(lib_path), err);
+			if (ret)
+				return rv_error_prefix(err, "--functions %s", pattern);
+			glob = pattern + lib_len + 1;
+			path = lib_path;
+		}
+		ret = select_in_file(list, pattern, glob, path, max_functions, err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
