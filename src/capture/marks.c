@@ -91,3 +91,36 @@ int rv_mark_parse(const struct rv_perf_sample *sample, struct rv_mark *out, stru
 	};
 	return 0;
 }
+
+uint64_t rv_marks_first_time(const char *path)
+{
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	struct rv_error ignored = { 0 };
+	uint64_t first = 0;
+
+	if (rv_perf_reader_open(&r, path, &ignored))
+		return 0;
+	if (!rv_perf_reader_attr_for_id(r, RV_MARK_ID)) {
+		rv_perf_reader_free(r);
+		return 0;
+	}
+	while (rv_perf_reader_next(r, &rec, &ignored) > 0) {
+		struct rv_perf_sample s;
+		struct rv_mark mark;
+		uint64_t t;
+
+		if (rec.header->type != PERF_RECORD_SAMPLE ||
+		    rv_perf_reader_parse_sample(r, rec.header, &s, &ignored) ||
+		    !(s.sample_type & PERF_SAMPLE_TIME))
+			continue;
+		t = s.time;
+		if (rv_sample_is_mark(&s) && !rv_mark_parse(&s, &mark, &ignored) &&
+		    mark.kind == RV_MARK_WINDOW && mark.time > mark.duration_ns)
+			t = mark.time - mark.duration_ns;
+		if (t && (!first || t < first))
+			first = t;
+	}
+	rv_perf_reader_free(r);
+	return first;
+}

@@ -116,40 +116,10 @@ int rv_func_decoder_open(struct rv_func_decoder **out, const char *capture_path,
 
 uint64_t rv_func_decoder_first_time(const char *capture_path)
 {
-	struct rv_perf_reader *r;
-	struct rv_perf_record rec;
-	struct rv_error ignored = { 0 };
 	char path[PATH_MAX];
-	uint64_t first = 0;
-	bool has_marks = false;
 
 	capture_file(capture_path, path, sizeof(path));
-	if (rv_perf_reader_open(&r, path, &ignored))
-		return 0;
-	/* without marks the first record is the earliest: no need to look */
-	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r) && !has_marks; i++) {
-		const struct rv_perf_attr *a = rv_perf_reader_attr(r, i);
-
-		has_marks = a->name && !strcmp(a->name, RV_MARK_EVENT_NAME);
-	}
-	while (has_marks && rv_perf_reader_next(r, &rec, &ignored) > 0) {
-		struct rv_perf_sample s;
-		struct rv_mark mark;
-		uint64_t t;
-
-		if (rec.header->type != PERF_RECORD_SAMPLE ||
-		    rv_perf_reader_parse_sample(r, rec.header, &s, &ignored) ||
-		    !(s.sample_type & PERF_SAMPLE_TIME))
-			continue;
-		t = s.time;
-		if (rv_sample_is_mark(&s) && !rv_mark_parse(&s, &mark, &ignored) &&
-		    mark.kind == RV_MARK_WINDOW && mark.time > mark.duration_ns)
-			t = mark.time - mark.duration_ns;
-		if (t && (!first || t < first))
-			first = t;
-	}
-	rv_perf_reader_free(r);
-	return first;
+	return rv_marks_first_time(path);
 }
 
 const char *rv_fn_record_type_name(unsigned type)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "util/elf.h"
+
 /* The load bias of a mapping: run-time address minus link-time address, from
  * the PT_LOAD segment that holds file offset pgoff. False when none does. */
 static bool mapping_bias(Elf *elf, uint64_t pgoff, uint64_t start, uint64_t *bias)
@@ -30,31 +32,6 @@ static bool mapping_bias(Elf *elf, uint64_t pgoff, uint64_t start, uint64_t *bia
 		return true;
 	}
 	return false;
-}
-
-/* .symtab, or .dynsym when there is no .symtab; NULL when neither. */
-static Elf_Scn *symbol_section(Elf *elf, GElf_Shdr *out)
-{
-	Elf_Scn *scn = NULL, *dynsym = NULL;
-	GElf_Shdr dynsym_hdr;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_SYMTAB) {
-			*out = sh;
-			return scn;
-		}
-		if (sh.sh_type == SHT_DYNSYM && !dynsym) {
-			dynsym = scn;
-			dynsym_hdr = sh;
-		}
-	}
-	if (dynsym)
-		*out = dynsym_hdr;
-	return dynsym;
 }
 
 static int add_range(struct rv_functions *f, uint64_t start, uint64_t end)
@@ -89,7 +66,7 @@ int rv_functions_add_file(struct rv_functions *f, const char *file, uint64_t pgo
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !mapping_bias(elf, pgoff, start, &bias))
 		goto out;
-	scn = symbol_section(elf, &sh);
+	scn = rv_elf_symbol_table(elf, &sh);
 	data = scn ? elf_getdata(scn, NULL) : NULL;
 	if (!data || !sh.sh_entsize)
 		goto out;

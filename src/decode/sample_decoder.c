@@ -208,35 +208,7 @@ static uint64_t record_time(const struct rv_sample_decoder *d, const struct perf
 
 uint64_t rv_sample_decoder_first_time(const char *capture_path)
 {
-	struct rv_perf_reader *r;
-	struct rv_perf_record rec;
-	struct rv_error ignored = { 0 };
-	uint64_t first = 0;
-
-	if (rv_perf_reader_open(&r, capture_path, &ignored))
-		return 0;
-	if (!rv_perf_reader_attr_for_id(r, RV_MARK_ID) || rv_perf_reader_nr_attrs(r) < 2) {
-		rv_perf_reader_free(r);
-		return 0;
-	}
-	while (rv_perf_reader_next(r, &rec, &ignored) > 0) {
-		struct rv_perf_sample s;
-		struct rv_mark mark;
-		uint64_t t;
-
-		if (rec.header->type != PERF_RECORD_SAMPLE ||
-		    rv_perf_reader_parse_sample(r, rec.header, &s, &ignored) ||
-		    !(s.sample_type & PERF_SAMPLE_TIME))
-			continue;
-		t = s.time;
-		if (rv_sample_is_mark(&s) && !rv_mark_parse(&s, &mark, &ignored) &&
-		    mark.kind == RV_MARK_WINDOW && mark.time > mark.duration_ns)
-			t = mark.time - mark.duration_ns;
-		if (t && (!first || t < first))
-			first = t;
-	}
-	rv_perf_reader_free(r);
-	return first;
+	return rv_marks_first_time(capture_path);
 }
 
 int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev, struct rv_error *err)

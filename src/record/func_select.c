@@ -22,6 +22,7 @@
 
 #include "record/library.h"
 #include "symbolize/symbolizer.h"
+#include "util/elf.h"
 
 void rv_func_list_init(struct rv_func_list *list)
 {
@@ -163,51 +164,6 @@ struct matches {
 	size_t count, capacity;
 };
 
-static bool exec_segment_offset(Elf *elf, uint64_t addr, uint64_t *offset)
-{
-	size_t nr_phdrs;
-
-	if (elf_getphdrnum(elf, &nr_phdrs))
-		return false;
-	for (size_t i = 0; i < nr_phdrs; i++) {
-		GElf_Phdr phdr;
-
-		if (!gelf_getphdr(elf, (int)i, &phdr) || phdr.p_type != PT_LOAD ||
-		    !(phdr.p_flags & PF_X))
-			continue;
-		if (addr >= phdr.p_vaddr && addr - phdr.p_vaddr < phdr.p_filesz) {
-			*offset = phdr.p_offset + (addr - phdr.p_vaddr);
-			return true;
-		}
-	}
-	return false;
-}
-
-/* The symbol table to read: .symtab, else .dynsym. */
-static Elf_Scn *symbol_table(Elf *elf, GElf_Shdr *out)
-{
-	Elf_Scn *scn = NULL, *dynsym = NULL;
-	GElf_Shdr dyn_shdr;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr shdr;
-
-		if (!gelf_getshdr(scn, &shdr))
-			continue;
-		if (shdr.sh_type == SHT_SYMTAB) {
-			*out = shdr;
-			return scn;
-		}
-		if (shdr.sh_type == SHT_DYNSYM && !dynsym) {
-			dynsym = scn;
-			dyn_shdr = shdr;
-		}
-	}
-	if (dynsym)
-		*out = dyn_shdr;
-	return dynsym;
-}
-
 /* Functions a return probe would break. A uretprobe replaces the return
  * address at [rsp] on entry: code entered by a jump has none there (the
  * program's entry point finds argc, the lazy binder a link map, a signal
@@ -261,7 +217,7 @@ static const char *skip_reason(Elf *elf, const GElf_Sym *sym, const char *name, 
 		if (!section || !gelf_getshdr(section, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR))
 			return "not in an executable section";
 	}
-	if (!exec_segment_offset(elf, sym->st_value, offset))
+	if (!rv_elf_code_offset(elf, sym->st_value, offset))
 		return "outside every executable segment";
 	return NULL;
 }
@@ -271,7 +227,7 @@ static const char *skip_reason(Elf *elf, const GElf_Sym *sym, const char *name, 
 static int match_file(Elf *elf, const char *glob, struct matches *out, struct rv_error *err)
 {
 	GElf_Shdr shdr;
-	Elf_Scn *scn = symbol_table(elf, &shdr);
+	Elf_Scn *scn = rv_elf_symbol_table(elf, &shdr);
 	Elf_Data *data;
 	size_t nr;
 

@@ -21,6 +21,7 @@
 
 #include "record/library.h"
 #include "symbolize/symbolizer.h"
+#include "util/elf.h"
 
 /* Functions an "unknown symbol" error suggests at most. */
 #define MAX_SUGGESTIONS 3
@@ -75,27 +76,6 @@ static void close_module(struct module *m)
 	m->dwfl = NULL;
 }
 
-/* addr's file offset through the executable PT_LOAD segments of elf. */
-static bool exec_segment_offset(Elf *elf, uint64_t addr, uint64_t *offset)
-{
-	size_t nr_phdrs;
-
-	if (elf_getphdrnum(elf, &nr_phdrs))
-		return false;
-	for (size_t i = 0; i < nr_phdrs; i++) {
-		GElf_Phdr phdr;
-
-		if (!gelf_getphdr(elf, (int)i, &phdr) || phdr.p_type != PT_LOAD ||
-		    !(phdr.p_flags & PF_X))
-			continue;
-		if (addr >= phdr.p_vaddr && addr - phdr.p_vaddr < phdr.p_filesz) {
-			*offset = phdr.p_offset + (addr - phdr.p_vaddr);
-			return true;
-		}
-	}
-	return false;
-}
-
 static int outside_error(struct rv_error *err, const char *path, uint64_t addr)
 {
 	return rv_error_set(err, EFAULT,
@@ -121,7 +101,7 @@ int rv_probe_site_file_offset(const char *path, uint64_t addr, uint64_t *offset,
 		close(fd);
 		return rv_error_set(err, ENOEXEC, "'%s' is not an ELF file", path);
 	}
-	found = exec_segment_offset(elf, addr, offset);
+	found = rv_elf_code_offset(elf, addr, offset);
 	elf_end(elf);
 	close(fd);
 	return found ? 0 : outside_error(err, path, addr);
@@ -356,7 +336,7 @@ static int resolve_symbol(struct module *m, const char *want, bool in_executable
 				    "instead (0xADDR) or FILE:LINE",
 				    want, m->path, list);
 	}
-	if (!exec_segment_offset(m->elf, s.addrs[0], &offset))
+	if (!rv_elf_code_offset(m->elf, s.addrs[0], &offset))
 		return outside_error(err, m->path, s.addrs[0]);
 	fill_site(out, m, s.addrs[0], offset, NULL);
 	return 0;
@@ -412,7 +392,7 @@ static int resolve_line(struct module *m, const char *file, int line, struct rv_
 		return rv_error_set(err, ENOENT, "line %d of '%s' has no code in '%s'", line, file,
 				    m->path);
 	}
-	if (!exec_segment_offset(m->elf, best, &offset))
+	if (!rv_elf_code_offset(m->elf, best, &offset))
 		return outside_error(err, m->path, best);
 	fill_site(out, m, best, offset, NULL);
 	return 0;
@@ -501,7 +481,7 @@ int rv_probe_site_resolve(const char *spec, const char *exe, pid_t pid, struct r
 		ret = open_module(&m, exe_path, err);
 		if (ret)
 			return ret;
-		if (!exec_segment_offset(m.elf, addr, &out->offset))
+		if (!rv_elf_code_offset(m.elf, addr, &out->offset))
 			ret = outside_error(err, exe_path, addr);
 		else
 			fill_site(out, &m, addr, out->offset, NULL);
