@@ -343,6 +343,46 @@ Test(functions, filter_keeps_only_calls_inside_windows, .timeout = 120)
 	cleanup_dir(dir);
 }
 
+/* --trigger: the flight recorder keeps every call before the first hit, and
+ * the trace ends there; with --multi-snapshot each hit is a snapshot. */
+Test(functions, trigger_keeps_the_calls_before_it, .timeout = 120)
+{
+	const char *options[] = { "--trigger", "window_stop", NULL };
+	const char *args[] = { "--only",	 "fib,windows", "--windows", "3",
+			       "--window-calls", "4",		NULL };
+	char dir[64];
+	struct proc_result r;
+	struct fxt_trace *t;
+
+	require_root();
+	make_test_dir(dir, sizeof(dir));
+	t = record(dir, options, args, &r);
+	cr_assert_eq(program_value(r.out, "windows"), 3);
+	cr_assert_eq(fxt_count_instants(t, FXT_ANY, FXT_ANY, "[snapshot at window_stop]"), 1, "%s",
+		     r.err);
+	/* everything the program did before its first window_stop */
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "fib"),
+		     (size_t)program_value(r.out, "count fib"), "%s", r.err);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "window_start"), 1);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "inside_work"), 4);
+	/* and nothing after it: one outside_work came before the windows, the
+	 * other 12 after the first window_stop */
+	cr_assert_eq(program_value(r.out, "count outside_work"), 13);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "outside_work"), 1);
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+
+	const char *multi[] = { "--trigger", "window_stop", "--multi-snapshot", NULL };
+
+	make_test_dir(dir, sizeof(dir));
+	t = record(dir, multi, args, &r);
+	cr_assert_eq(fxt_count_instants(t, FXT_ANY, FXT_ANY, "[snapshot at window_stop]"), 3, "%s",
+		     r.err);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "inside_work"), 12);
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+}
+
 /* The sum of the lengths of the children of s named `name`. */
 static uint64_t children_ns(const struct fxt_trace *t, const struct fxt_span *s, const char *name,
 			    size_t *count)
