@@ -25,6 +25,17 @@
  * recording began as returns without entries, not every call made while the
  * probes were being placed.
  *
+ * In recorder mode (recorder, set by the loader when snapshots are wanted)
+ * records do not leave the kernel: each goes into its thread's slot of the
+ * per-thread flight recorder (fn_slots, functions.h), overwriting the
+ * oldest, and user space reads the slots when it takes a snapshot. A thread
+ * claims a slot on its first record (fn_slot_owner: an atomic BPF_NOEXIST
+ * insert, since this BPF target has no fetching atomics); records of threads
+ * beyond the slots are counted (RV_FN_STAT_NO_SLOT). A thread's records are
+ * written one at a time (by the thread itself, or for a switch-in by the CPU
+ * it is about to run on), so its head needs no atomic increment; each entry's
+ * seq, written last, lets the reader reject one caught half-written.
+ *
  * With --filter, every record of a thread outside the gate's windows is
  * dropped here (the gate's window map is shared, as sample_filter.bpf.c
  * shares it). Every drop and every failed output is counted in fn_stats.
@@ -47,6 +58,9 @@ const volatile bool gated = false;	 /* --filter: only threads inside a window */
 const volatile bool switch_has_prev_state = true;
 /* fentry/fexit: this copy's kernel function index. */
 const volatile __u32 kfunc_index = 0;
+/* Recorder mode: records go into fn_slots, of which there are nr_slots. */
+const volatile bool recorder = false;
+const volatile __u32 nr_slots = 1;
 
 RV_GATE_WINDOWS_MAP(gate_windows);
 
@@ -98,6 +112,38 @@ struct {
 	__type(value, u64);
 } fn_stats SEC(".maps");
 
+/* The per-thread flight recorder (recorder mode; sized by the loader). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct rv_fn_slot);
+} fn_slots SEC(".maps");
+
+/* tid -> its slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, u32);   /* tid */
+	__type(value, u32); /* slot */
+} fn_slot_of SEC(".maps");
+
+/* slot -> the thread that claimed it: claiming is inserting here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, u32);   /* slot */
+	__type(value, u32); /* tid */
+} fn_slot_owner SEC(".maps");
+
+/* Slots claimed so far (a hint where to look for a free one). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u32);
+} fn_slot_count SEC(".maps");
+
 static __always_inline void count(u32 slot)
 {
 	u64 *value = bpf_map_lookup_elem(&fn_stats, &slot);
@@ -133,8 +179,76 @@ static __always_inline bool traced_thread(u32 tgid, u32 tid)
 	return all_threads || tid == tgid;
 }
 
-static __always_inline void emit(void *ctx, struct rv_fn_record *r, u32 stat)
+/* Tries to claim a free slot for thread tid: up to this many candidates
+ * after the hint (others racing for the same ones). */
+#define SLOT_TRIES 8
+
+/* Thread tid's slot, claimed on its first record; NULL when every slot is
+ * taken. */
+static __always_inline struct rv_fn_slot *thread_slot(u32 tid, u32 pid)
 {
+	u32 *index = bpf_map_lookup_elem(&fn_slot_of, &tid);
+	u32 zero = 0, *hint, first;
+	struct rv_fn_slot *s;
+
+	if (index)
+		return bpf_map_lookup_elem(&fn_slots, index);
+	hint = bpf_map_lookup_elem(&fn_slot_count, &zero);
+	if (!hint)
+		return NULL;
+	first = *hint;
+	for (u32 i = 0; i < SLOT_TRIES; i++) {
+		u32 slot = first + i;
+
+		if (slot >= nr_slots)
+			return NULL;
+		if (bpf_map_update_elem(&fn_slot_owner, &slot, &tid, BPF_NOEXIST))
+			continue;
+		__sync_fetch_and_add(hint, 1);
+		s = bpf_map_lookup_elem(&fn_slots, &slot);
+		if (!s)
+			return NULL;
+		s->tid = tid;
+		s->pid = pid;
+		s->head = 0;
+		bpf_map_update_elem(&fn_slot_of, &tid, &slot, BPF_ANY);
+		return s;
+	}
+	return NULL;
+}
+
+/* Recorder mode: r into its thread's slot, stamped as perf would have. */
+static __always_inline bool record_in_slot(struct rv_fn_record *r, u64 ip)
+{
+	struct rv_fn_slot *s = thread_slot(r->tid, r->pid);
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct rv_fn_slot_entry *e;
+	u64 index;
+
+	if (!s)
+		return false;
+	index = s->head;
+	e = &s->records[index & (RV_FN_RECORDER_RECORDS - 1)];
+	e->seq = 0; /* being written */
+	asm volatile("" ::: "memory");
+	e->time = bpf_ktime_get_ns();
+	e->ip = ip;
+	e->cpu = bpf_get_smp_processor_id();
+	e->pid = pid_tgid >> 32;
+	e->tid = (u32)pid_tgid;
+	e->record = *r;
+	asm volatile("" ::: "memory");
+	e->seq = (u32)(index + 1);
+	s->head = index + 1;
+	return true;
+}
+
+static __always_inline void emit(void *ctx, struct rv_fn_record *r, u64 ip, u32 stat)
+{
+	if (recorder) {
+		count(record_in_slot(r, ip) ? stat : RV_FN_STAT_NO_SLOT);
+		return;
+	}
 	if (bpf_perf_event_output(ctx, &fn_events, BPF_F_CURRENT_CPU, r, sizeof(*r)))
 		count(RV_FN_STAT_OUTPUT_FAILED);
 	else
@@ -164,7 +278,7 @@ static __always_inline void user_record(struct pt_regs *ctx, u16 type, u64 addr)
 	r.addr = addr;
 	r.sp = PT_REGS_SP(ctx);
 	r.value = 0;
-	emit(ctx, &r, type == RV_FN_ENTER ? RV_FN_STAT_ENTER : RV_FN_STAT_EXIT);
+	emit(ctx, &r, PT_REGS_IP(ctx), type == RV_FN_ENTER ? RV_FN_STAT_ENTER : RV_FN_STAT_EXIT);
 }
 
 SEC("uprobe")
@@ -231,7 +345,7 @@ static __always_inline void kernel_record(void *ctx, u16 type, u32 arg, u64 addr
 	r.addr = addr;
 	r.sp = 0;
 	r.value = value;
-	emit(ctx, &r, RV_FN_STAT_KERNEL);
+	emit(ctx, &r, 0, RV_FN_STAT_KERNEL);
 }
 
 /* The system calls the kernel's own uprobe code makes on x86-64 (the
@@ -356,7 +470,7 @@ static __always_inline void switch_record(void *ctx, struct task_struct *task, u
 	r.addr = 0;
 	r.sp = 0;
 	r.value = 0;
-	emit(ctx, &r, RV_FN_STAT_KERNEL);
+	emit(ctx, &r, 0, RV_FN_STAT_KERNEL);
 }
 
 SEC("raw_tp/sched_switch")

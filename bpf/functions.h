@@ -8,6 +8,13 @@
  * `perf script` shows them as bpf-output samples. A record names the thread
  * it is about (tid): a sched switch-in is emitted while another thread runs.
  *
+ * In recorder mode (when snapshots are wanted) records stay in the kernel
+ * instead, in a per-thread flight recorder: a slot per thread (struct
+ * rv_fn_slot) keeps its last RV_FN_RECORDER_RECORDS records, each with what
+ * perf would have stamped on it (struct rv_fn_slot_entry); user space reads
+ * the slots only when it takes a snapshot, and turns the entries into the
+ * samples the bpf-output events would have carried.
+ *
  * Not here: which functions are probed, or what the trace makes of records.
  */
 #ifndef RV_BPF_FUNCTIONS_H
@@ -73,7 +80,40 @@ enum rv_fn_stat {
 	RV_FN_STAT_OUTSIDE,	  /* records dropped: the thread was outside every window */
 	RV_FN_STAT_OTHER_PROCESS, /* tracepoint hits of processes that are not traced */
 	RV_FN_STAT_OUTPUT_FAILED, /* bpf_perf_event_output failed: the ring was full */
+	RV_FN_STAT_NO_SLOT,	  /* recorder mode: records of threads beyond the slots */
 	RV_FN_NR_STATS,
+};
+
+/* ---- recorder mode ---- */
+
+/* Records a thread's slot keeps (a power of two): the last ones made. */
+#define RV_FN_RECORDER_RECORDS 4096u
+
+/* Slots (threads) at most; the loader sizes the slot map. */
+#define RV_FN_RECORDER_MAX_SLOTS 1024u
+
+/* A record as the recorder keeps it, with what perf would have put in its
+ * sample: the time (bpf_ktime_get_ns, CLOCK_MONOTONIC as the bpf-output
+ * events), the CPU, the running thread and the instruction pointer (user
+ * probes: the probed or return address; kernel records: 0). seq is the
+ * record's index in its slot plus one, written last: a reader takes the
+ * entry only when seq is the index it expects (not torn, not overwritten). */
+struct rv_fn_slot_entry {
+	rv_fn_u64 time;
+	rv_fn_u64 ip;
+	rv_fn_u32 seq;
+	rv_fn_u32 cpu;
+	rv_fn_u32 pid, tid; /* the thread that ran (perf's TID) */
+	struct rv_fn_record record;
+};
+
+/* One thread's slot: record i is records[i & (RV_FN_RECORDER_RECORDS - 1)];
+ * head counts every record made, so head - RV_FN_RECORDER_RECORDS (when
+ * positive) were overwritten. */
+struct rv_fn_slot {
+	rv_fn_u64 head;
+	rv_fn_u32 tid, pid;
+	struct rv_fn_slot_entry records[RV_FN_RECORDER_RECORDS];
 };
 
 #endif

@@ -21,6 +21,8 @@ struct rv_gating {
 	uint64_t windows, slow_windows, kept_windows, triggers, snapshots, snapshot_samples;
 	uint64_t last_snapshot; /* the time of the last --trigger snapshot */
 	bool done;
+	rv_gating_source_fn source; /* NULL: the samples are in the engine */
+	void *source_ctx;
 };
 
 bool rv_gating_wanted(const struct rv_options *opts)
@@ -208,8 +210,10 @@ static int snapshot(struct rv_gating *g, struct rv_sample_engine *e,
 		    const struct rv_sample_selection *sel, struct rv_error *err)
 {
 	size_t taken = 0;
-	int ret = rv_sample_engine_snapshot(e, sel, &taken, err);
+	int ret = g->source ? g->source(g->source_ctx, e, sel, err) : 0;
 
+	if (!ret)
+		ret = rv_sample_engine_snapshot(e, sel, &taken, err);
 	if (ret)
 		return ret;
 	g->snapshots++;
@@ -284,6 +288,12 @@ static int on_trigger(struct rv_gating *g, struct rv_sample_engine *e,
 	if (!ret && !o->multi_snapshot)
 		g->done = true;
 	return ret;
+}
+
+void rv_gating_set_source(struct rv_gating *g, rv_gating_source_fn fn, void *ctx)
+{
+	g->source = fn;
+	g->source_ctx = ctx;
 }
 
 int rv_gating_apply(struct rv_gating *g, struct rv_sample_engine *e, bool *done,

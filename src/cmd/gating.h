@@ -4,7 +4,8 @@
  * The sites the user named are resolved in the target's binaries, the gate
  * (record/gate.h) is set on them, and what it reports while the target runs
  * becomes marks in the capture (windows, trigger hits) and snapshots of the
- * sampling engine's flight recorder:
+ * sampling engine's flight recorder (filled first, for the function tracer's
+ * recorder mode, from a source: rv_gating_set_source):
  *
  * - --filter START,STOP alone: the kernel keeps only samples taken inside a
  *   window; every window is marked, and the flight recorder is written at the
@@ -65,6 +66,15 @@ int rv_gating_fd(const struct rv_gating *g);
 /* Reads the records the gate has (call it, then drain the engine, then
  * rv_gating_apply: a record's samples are then all in the engine). */
 int rv_gating_collect(struct rv_gating *g, struct rv_error *err);
+
+/* Where a snapshot's samples come from when they are not in the engine's
+ * flight recorder yet (the function tracer's recorder, which keeps them in
+ * BPF maps): called before every snapshot with its selection, to hand the
+ * engine the samples it selects (rv_sample_engine_add_output). */
+typedef int (*rv_gating_source_fn)(void *ctx, struct rv_sample_engine *e,
+				   const struct rv_sample_selection *sel, struct rv_error *err);
+
+void rv_gating_set_source(struct rv_gating *g, rv_gating_source_fn fn, void *ctx);
 
 /* Acts on the collected records through the engine: marks and snapshots.
  * *done: the recording is complete (a snapshot that ends it was taken). */

@@ -22,6 +22,9 @@
 /* Functions below which attaching is quick enough to need no progress. */
 #define PROGRESS_THRESHOLD 512
 
+/* Recorder slots with --multi-thread (without it, one per process). */
+#define RECORDER_THREADS 256
+
 /* The functions of one traced process: a range of the session's table. */
 struct fn_process {
 	pid_t pid;
@@ -40,6 +43,22 @@ struct fn_run {
 	struct rv_sample_engine *engine;
 	struct rv_func_engine *tracer;
 };
+
+/* Whether records go to the per-thread flight recorder in BPF maps: when
+ * snapshots are wanted (--trigger, --min-duration) and not everything is. */
+static bool recorder_mode(const struct rv_options *opts)
+{
+	return !opts->full_execution && (opts->trigger || opts->min_duration_ns);
+}
+
+static uint32_t recorder_slots(const struct rv_session *s, size_t nr_pids)
+{
+	size_t slots = s->opts->multi_thread ? RECORDER_THREADS : (nr_pids ? nr_pids : 1);
+
+	if (!recorder_mode(s->opts))
+		return 0;
+	return slots > RV_FN_RECORDER_MAX_SLOTS ? RV_FN_RECORDER_MAX_SLOTS : (uint32_t)slots;
+}
 
 static unsigned kernel_event_bits(const struct rv_options *opts)
 {
@@ -169,14 +188,25 @@ static int plan_kernel_functions(struct rv_session *s, struct fn_run *run, struc
 	return 0;
 }
 
+/* Bytes of a recorder record as a bpf-output sample (sample_engine.h). */
+#define RECORDER_SAMPLE_BYTES 96
+
 static struct rv_sample_config engine_config(const struct rv_session *s,
 					     const struct rv_target *target)
 {
+	uint64_t size = s->snapshot_size_bytes;
+	uint64_t recorder = (uint64_t)recorder_slots(s, target ? target->nr_pids : 1) *
+			    RV_FN_RECORDER_RECORDS * RECORDER_SAMPLE_BYTES;
+
+	/* In recorder mode the engine's flight recorder only holds what a
+	 * snapshot takes: room for every slot's records. */
+	if (size < recorder)
+		size = recorder;
 	return (struct rv_sample_config){
 		.pids = target ? target->pids : NULL,
 		.nr_pids = target ? target->nr_pids : 0,
 		.full_execution = s->opts->full_execution,
-		.snapshot_size_bytes = s->snapshot_size_bytes,
+		.snapshot_size_bytes = size,
 		.gate_windows_fd = -1,
 		.bpf_output = true,
 		.event_name = RV_FN_EVENT_NAME,
@@ -195,6 +225,7 @@ static struct rv_func_engine_config tracer_config(const struct rv_session *s,
 		.all_threads = s->opts->multi_thread,
 		.gate_windows_fd = rv_gating_windows_fd(run->gating),
 		.no_uprobe_multi = no_uprobe_multi(),
+		.recorder_slots = recorder_slots(s, run->nr_processes),
 	};
 }
 
@@ -300,6 +331,13 @@ static void free_run(struct fn_run *run)
 	rv_func_list_free(&run->funcs);
 }
 
+/* The gate's snapshot source in recorder mode: the tracer's slots. */
+static int recorder_source(void *ctx, struct rv_sample_engine *e,
+			   const struct rv_sample_selection *sel, struct rv_error *err)
+{
+	return rv_func_engine_snapshot(ctx, e, sel, NULL, err);
+}
+
 /* Opens the gate, the capture, the bpf-output events and the tracer, and
  * attaches every probe: the target can be let go. */
 static int set_up(struct rv_session *s, struct rv_target *target, struct fn_run *run,
@@ -341,11 +379,52 @@ static int set_up(struct rv_session *s, struct rv_target *target, struct fn_run 
 	tc.output_cpus = cpus;
 	tc.output_fds = fds;
 	ret = rv_func_engine_open(&run->tracer, &tc, err);
+	if (!ret && tc.recorder_slots && run->gating) {
+		rv_debug("records go to a per-thread flight recorder in BPF maps (%u thread%s, "
+			 "the last %u records of each), read at each snapshot",
+			 tc.recorder_slots, tc.recorder_slots == 1 ? "" : "s",
+			 RV_FN_RECORDER_RECORDS);
+		rv_gating_set_source(run->gating, recorder_source, run->tracer);
+	} else if (!ret) {
+		rv_debug("records stream out through the bpf-output events%s",
+			 s->opts->full_execution ? " into the capture" : " into a flight recorder");
+	}
 	if (!ret)
 		ret = attach_everything(s, target, run, err);
 	if (!ret)
 		ret = rv_func_engine_arm(run->tracer, err);
 	return ret;
+}
+
+/* Recorder mode: how many records each thread made and how many of them
+ * newer ones overwrote before a snapshot could take them. */
+static void report_recorder(const struct fn_run *run)
+{
+	struct rv_fn_recorder_thread threads[RV_FN_RECORDER_MAX_SLOTS];
+	struct rv_error err = { 0 };
+	uint64_t overwritten = 0;
+	size_t n = 0, with = 0;
+
+	if (rv_func_engine_recorder_threads(run->tracer, threads, RV_FN_RECORDER_MAX_SLOTS, &n,
+					    &err)) {
+		rv_warn("%s", err.message);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rv_debug("recorder: thread %" PRIu32 " (process %" PRIu32 "): %" PRIu64
+			 " records, %" PRIu64 " overwritten by newer ones (%" PRIu64
+			 " before a snapshot read them)",
+			 threads[i].tid, threads[i].pid, threads[i].records, threads[i].overwritten,
+			 threads[i].overwritten_unread);
+		overwritten += threads[i].overwritten_unread;
+		with += threads[i].overwritten_unread > 0;
+	}
+	if (overwritten)
+		rv_note("the per-thread flight recorder kept the last %u records of each thread: "
+			"%" PRIu64 " older record%s of %zu thread%s were overwritten before a "
+			"snapshot read them",
+			RV_FN_RECORDER_RECORDS, overwritten, overwritten == 1 ? "" : "s", with,
+			with == 1 ? "" : "s");
 }
 
 /* Says what the BPF side counted and the kernel lost. Returns the records
@@ -364,6 +443,11 @@ static uint64_t report_counts(const struct fn_run *run, const struct rv_sample_s
 			 counts[RV_FN_STAT_ENTER], counts[RV_FN_STAT_EXIT],
 			 counts[RV_FN_STAT_KERNEL], counts[RV_FN_STAT_OUTSIDE],
 			 counts[RV_FN_STAT_OTHER_PROCESS]);
+		if (counts[RV_FN_STAT_NO_SLOT])
+			rv_warn("%" PRIu64 " records of threads beyond the per-thread flight "
+				"recorder's slots were dropped: those threads are missing from "
+				"the trace",
+				counts[RV_FN_STAT_NO_SLOT]);
 	} else {
 		rv_warn("%s", err.message);
 	}
@@ -372,6 +456,7 @@ static uint64_t report_counts(const struct fn_run *run, const struct rv_sample_s
 			"trace is missing those calls, returns or kernel events (marked where "
 			"they are missing); trace fewer functions to lose fewer",
 			lost);
+	report_recorder(run);
 	if (stats->evicted)
 		rv_debug("the flight recorder kept the last %" PRIu64 " records (%" PRIu64
 			 " older ones aged out)",
@@ -405,10 +490,16 @@ int rv_session_record_fn(struct rv_session *s, struct rv_target *target, struct 
 	else if (s->snapshot_ended)
 		rv_note("snapshot taken: stopping the recording and writing the trace%s",
 			target->spawned ? "; the program runs on" : "");
-	/* The program runs on unprobed from here; what it did is in the rings. */
+	/* The program runs on unprobed from here; what it did is in the rings,
+	 * or in recorder mode in the recorder, whose records are wanted when
+	 * the end is the snapshot (a --trigger that never fired). */
 	rv_func_engine_detach(run.tracer);
-	ret = rv_sample_engine_stop(run.engine, run.gating ? rv_gating_keep_rest(run.gating) : true,
-				    err);
+	ret = 0;
+	if (run.gating && recorder_mode(s->opts) && rv_gating_keep_rest(run.gating))
+		ret = rv_func_engine_snapshot(run.tracer, run.engine, NULL, NULL, err);
+	if (!ret)
+		ret = rv_sample_engine_stop(
+			run.engine, run.gating ? rv_gating_keep_rest(run.gating) : true, err);
 	rv_sample_engine_stats(run.engine, &stats);
 	rv_func_engine_report(run.tracer, &report);
 	lost = report_counts(&run, &stats);

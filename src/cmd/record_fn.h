@@ -4,7 +4,10 @@
  * attached for the target's threads, and every record goes through the
  * sampling engine's bpf-output events into a perf.data capture (the event
  * RV_FN_EVENT_NAME), with the gate's --filter/--trigger/--min-duration
- * policy applied as for sampling. The capture is rendered as `rearview
+ * policy applied as for sampling. When snapshots are wanted (--trigger,
+ * --min-duration, not --full-execution) records are kept instead in the
+ * tracer's per-thread flight recorder in BPF maps, and each snapshot takes
+ * its records from there (recorder mode; -v says which mode). The capture is rendered as `rearview
  * decode` renders it.
  *
  * Not here: choosing the engine (record.c), the BPF side (bpf/

@@ -68,6 +68,11 @@ struct rv_func_engine {
 	struct refused *refused;
 	size_t nr_refused, cap_refused;
 	struct rv_func_attach_report report;
+	/* Recorder mode: per slot, the records already handed on (an index in
+	 * the slot's sequence); and room to read one slot. */
+	uint64_t *consumed;
+	uint64_t *missed; /* per slot: overwritten before a snapshot read them */
+	struct rv_fn_slot *slot_copy;
 };
 
 static int grow(void **items, size_t *capacity, size_t count, size_t item_size)
@@ -516,6 +521,12 @@ static void configure(struct functions_bpf *skel, const struct rv_func_engine_co
 	skel->rodata->all_threads = c->all_threads;
 	skel->rodata->gated = c->gate_windows_fd >= 0;
 	skel->rodata->switch_has_prev_state = prev_state;
+	skel->rodata->recorder = c->recorder_slots > 0;
+	skel->rodata->nr_slots = c->recorder_slots ? c->recorder_slots : 1;
+	bpf_map__set_max_entries(skel->maps.fn_slots, c->recorder_slots ? c->recorder_slots : 1);
+	bpf_map__set_max_entries(skel->maps.fn_slot_of, c->recorder_slots ? c->recorder_slots : 1);
+	bpf_map__set_max_entries(skel->maps.fn_slot_owner,
+				 c->recorder_slots ? c->recorder_slots : 1);
 	bpf_map__set_max_entries(skel->maps.fn_entry_addrs,
 				 c->nr_funcs ? (uint32_t)c->nr_funcs : 1);
 	bpf_map__set_max_entries(skel->maps.kfunc_addrs, nr_kfuncs ? (uint32_t)nr_kfuncs : 1);
@@ -536,6 +547,24 @@ int rv_func_engine_open(struct rv_func_engine **out, const struct rv_func_engine
 		free(e);
 		return rv_error_set(err, E2BIG, "too many functions to trace (at most %u)",
 				    RV_FN_MAX_FUNCTIONS);
+	}
+	if (config->recorder_slots > RV_FN_RECORDER_MAX_SLOTS) {
+		free(e);
+		return rv_error_set(err, E2BIG,
+				    "the function tracer's recorder has at most %u thread slots",
+				    RV_FN_RECORDER_MAX_SLOTS);
+	}
+	if (config->recorder_slots) {
+		e->consumed = calloc(config->recorder_slots, sizeof(*e->consumed));
+		e->missed = calloc(config->recorder_slots, sizeof(*e->missed));
+		e->slot_copy = malloc(sizeof(*e->slot_copy));
+		if (!e->consumed || !e->missed || !e->slot_copy) {
+			free(e->consumed);
+			free(e->missed);
+			free(e->slot_copy);
+			free(e);
+			return rv_error_set(err, ENOMEM, "out of memory");
+		}
 	}
 	e->config = *config;
 	e->report.multi_available = rv_func_uprobe_multi_supported();
@@ -670,6 +699,10 @@ static int attach_fentry_copy(struct rv_func_engine *e, uint32_t index, struct r
 		{ copy ? copy->maps.gate_windows : NULL, e->skel->maps.gate_windows },
 		{ copy ? copy->maps.fn_armed : NULL, e->skel->maps.fn_armed },
 		{ copy ? copy->maps.fn_in_probe_syscall : NULL, e->skel->maps.fn_in_probe_syscall },
+		{ copy ? copy->maps.fn_slots : NULL, e->skel->maps.fn_slots },
+		{ copy ? copy->maps.fn_slot_of : NULL, e->skel->maps.fn_slot_of },
+		{ copy ? copy->maps.fn_slot_owner : NULL, e->skel->maps.fn_slot_owner },
+		{ copy ? copy->maps.fn_slot_count : NULL, e->skel->maps.fn_slot_count },
 	};
 	int ret = 0;
 
@@ -1036,8 +1069,169 @@ void rv_func_engine_free(struct rv_func_engine *e)
 	free(e->multi_links);
 	free(e->links);
 	free(e->refused);
+	free(e->consumed);
+	free(e->missed);
+	free(e->slot_copy);
 	functions_bpf__destroy(e->skel);
 	free(e);
+}
+
+/* ---- recorder mode ---- */
+
+/* Slots that may have been claimed: the claim count, plus the candidates a
+ * claim in progress may be trying (functions.bpf.c's SLOT_TRIES). */
+static uint32_t slots_in_use(const struct rv_func_engine *e)
+{
+	uint32_t zero = 0, claimed = 0;
+
+	if (bpf_map__lookup_elem(e->skel->maps.fn_slot_count, &zero, sizeof(zero), &claimed,
+				 sizeof(claimed), 0))
+		return e->config.recorder_slots;
+	if ((uint64_t)claimed + 8 >= e->config.recorder_slots)
+		return e->config.recorder_slots;
+	return claimed + 8;
+}
+
+/* The index of the oldest record a slot still holds. */
+static uint64_t oldest(const struct rv_fn_slot *s)
+{
+	return s->head > RV_FN_RECORDER_RECORDS ? s->head - RV_FN_RECORDER_RECORDS : 0;
+}
+
+static int read_slot(const struct rv_func_engine *e, uint32_t slot, struct rv_error *err)
+{
+	int ret = bpf_map__lookup_elem(e->skel->maps.fn_slots, &slot, sizeof(slot), e->slot_copy,
+				       sizeof(*e->slot_copy), 0);
+
+	if (ret)
+		return rv_error_set(err, -ret, "cannot read the function tracer's recorder: %s",
+				    strerror(-ret));
+	return 0;
+}
+
+size_t rv_fn_slot_select(const struct rv_fn_slot *slot, uint64_t *consumed,
+			 const struct rv_sample_selection *sel, rv_fn_slot_visit visit, void *ctx,
+			 int *error)
+{
+	uint64_t head = slot->head, next, from, taken = 0;
+	bool prefix = true;
+
+	*error = 0;
+	if (sel && sel->tid && slot->tid != sel->tid)
+		return 0;
+	from = head > RV_FN_RECORDER_RECORDS ? head - RV_FN_RECORDER_RECORDS : 0;
+	if (from < *consumed)
+		from = *consumed;
+	next = from;
+	for (uint64_t i = from; i < head && !*error; i++) {
+		const struct rv_fn_slot_entry *entry =
+			&slot->records[i & (RV_FN_RECORDER_RECORDS - 1)];
+
+		if (entry->seq != (uint32_t)(i + 1)) {
+			/* overwritten while the slot was copied */
+			if (prefix)
+				next = i + 1;
+			continue;
+		}
+		if (sel && entry->time > sel->until) {
+			prefix = false; /* for a later snapshot */
+			continue;
+		}
+		if (prefix)
+			next = i + 1;
+		if (sel && entry->time < sel->since)
+			continue; /* before the snapshot: never asked for */
+		*error = visit(ctx, entry);
+		taken++;
+	}
+	if (!*error)
+		*consumed = next;
+	return (size_t)taken;
+}
+
+struct hand_ctx {
+	struct rv_sample_engine *engine;
+	struct rv_error *err;
+};
+
+static int hand_entry(void *ctx, const struct rv_fn_slot_entry *entry)
+{
+	struct hand_ctx *h = ctx;
+	struct rv_output_sample s = {
+		.time = entry->time,
+		.ip = entry->ip,
+		.cpu = entry->cpu,
+		.pid = entry->pid,
+		.tid = entry->tid,
+		.raw = &entry->record,
+		.raw_size = sizeof(entry->record),
+	};
+
+	return rv_sample_engine_add_output(h->engine, &s, h->err);
+}
+
+int rv_func_engine_snapshot(struct rv_func_engine *e, struct rv_sample_engine *engine,
+			    const struct rv_sample_selection *sel, size_t *handed,
+			    struct rv_error *err)
+{
+	struct hand_ctx h = { engine, err };
+	uint32_t in_use;
+
+	if (handed)
+		*handed = 0;
+	if (!e->config.recorder_slots)
+		return rv_error_set(err, EINVAL, "the function tracer is not in recorder mode");
+	in_use = slots_in_use(e);
+	for (uint32_t slot = 0; slot < in_use; slot++) {
+		int ret = read_slot(e, slot, err), error;
+		size_t n;
+
+		if (ret)
+			return ret;
+		if (!e->slot_copy->head)
+			continue;
+		if (oldest(e->slot_copy) > e->consumed[slot])
+			e->missed[slot] += oldest(e->slot_copy) - e->consumed[slot];
+		n = rv_fn_slot_select(e->slot_copy, &e->consumed[slot], sel, hand_entry, &h,
+				      &error);
+		if (error)
+			return error;
+		if (handed)
+			*handed += n;
+	}
+	return 0;
+}
+
+int rv_func_engine_recorder_threads(const struct rv_func_engine *e,
+				    struct rv_fn_recorder_thread *out, size_t max, size_t *count,
+				    struct rv_error *err)
+{
+	uint32_t in_use;
+
+	*count = 0;
+	if (!e->config.recorder_slots)
+		return 0;
+	in_use = slots_in_use(e);
+	for (uint32_t slot = 0; slot < in_use && *count < max; slot++) {
+		int ret = read_slot(e, slot, err);
+		const struct rv_fn_slot *s = e->slot_copy;
+
+		if (ret)
+			return ret;
+		if (!s->head)
+			continue;
+		out[*count] = (struct rv_fn_recorder_thread){
+			.tid = s->tid,
+			.pid = s->pid,
+			.records = s->head,
+			.overwritten = oldest(s),
+			.overwritten_unread =
+				e->missed[slot] +
+				(oldest(s) > e->consumed[slot] ? oldest(s) - e->consumed[slot] : 0),
+		};
+		++*count;
+	}
+	return 0;
 }
 
 /* ---- --dry-run ---- */
@@ -1097,6 +1291,15 @@ static int describe_bpf(struct rv_dry_run_plan *plan, const struct rv_func_engin
 		  c->kernel_events & RV_FN_EVENTS_SYSCALLS },
 		{ "map", "gate_windows", "hash", "the gate's window map, shared",
 		  c->gate_windows_fd >= 0 },
+		{ "map", "fn_slots", "array",
+		  "the per-thread flight recorder: the last records of each thread",
+		  c->recorder_slots > 0 },
+		{ "map", "fn_slot_of", "hash", "each thread's recorder slot",
+		  c->recorder_slots > 0 },
+		{ "map", "fn_slot_owner", "hash", "the thread that claimed each slot",
+		  c->recorder_slots > 0 },
+		{ "map", "fn_slot_count", "array", "recorder slots claimed",
+		  c->recorder_slots > 0 },
 	};
 	int ret = 0;
 

@@ -4,6 +4,10 @@
  *
  * Records leave through the bpf-output events of a sampling engine opened
  * with bpf_output (sample_engine.h): the caller passes their (cpu, fd) pairs.
+ * In recorder mode (recorder_slots > 0, for snapshots) they stay instead in
+ * the per-thread flight recorder in BPF maps (bpf/functions.h), and
+ * rv_func_engine_snapshot hands the sampling engine, as the samples those
+ * events would have carried, the ones a snapshot selects.
  *
  * User functions: per process and file, uprobe_multi links (Linux 6.6+; one
  * for entries and one for returns per batch of functions), made with the raw
@@ -35,6 +39,7 @@
 #include "../../bpf/functions.h" /* enum rv_fn_stat, RV_FN_* */
 #include "record/dry_run.h"
 #include "record/func_select.h"
+#include "record/sample_engine.h"
 #include "util/error.h"
 
 /* Kernel event groups (--kernel-events), as bits. */
@@ -127,6 +132,10 @@ struct rv_func_engine_config {
 	bool no_uprobe_multi;		     /* one perf link per function regardless */
 	const int *output_cpus, *output_fds; /* the bpf-output events */
 	size_t nr_outputs;
+	/* Recorder mode: threads the per-thread flight recorder has slots
+	 * for (at most RV_FN_RECORDER_MAX_SLOTS); 0: records go to the
+	 * bpf-output events. */
+	uint32_t recorder_slots;
 };
 
 /* How the user functions ended up attached, over every attach call. */
@@ -187,6 +196,41 @@ int rv_func_engine_stats(const struct rv_func_engine *e, uint64_t stats[RV_FN_NR
 void rv_func_engine_detach(struct rv_func_engine *e);
 
 void rv_func_engine_free(struct rv_func_engine *e);
+
+/* ---- recorder mode ---- */
+
+/* Hands engine (rv_sample_engine_add_output), as bpf-output samples, the
+ * recorder's records that sel selects (NULL: every one) and that no earlier
+ * call handed on: those of thread sel->tid (0: every thread) with times in
+ * [sel->since, sel->until]. A thread's records older than since are never
+ * handed on afterwards (snapshots of one thread come in time order); newer
+ * ones than until are kept for later. *handed: records handed on. */
+int rv_func_engine_snapshot(struct rv_func_engine *e, struct rv_sample_engine *engine,
+			    const struct rv_sample_selection *sel, size_t *handed,
+			    struct rv_error *err);
+
+/* One thread of the recorder: its records, how many of them the newer ones
+ * overwrote (records - RV_FN_RECORDER_RECORDS, when positive), and how many
+ * of those no snapshot had read (taken or passed over) before. */
+struct rv_fn_recorder_thread {
+	uint32_t tid, pid;
+	uint64_t records, overwritten, overwritten_unread;
+};
+
+/* The recorder's threads, up to max (none outside recorder mode). */
+int rv_func_engine_recorder_threads(const struct rv_func_engine *e,
+				    struct rv_fn_recorder_thread *out, size_t max, size_t *count,
+				    struct rv_error *err);
+
+/* The selection in one slot (a copy of it), separate for tests: calls visit
+ * for each entry sel selects at or after *consumed, oldest first, skipping
+ * entries whose seq shows they were overwritten, and advances *consumed past
+ * every entry no later selection can want (those up to the first one newer
+ * than sel->until). Returns the entries visited; *error: visit's error. */
+typedef int (*rv_fn_slot_visit)(void *ctx, const struct rv_fn_slot_entry *entry);
+size_t rv_fn_slot_select(const struct rv_fn_slot *slot, uint64_t *consumed,
+			 const struct rv_sample_selection *sel, rv_fn_slot_visit visit, void *ctx,
+			 int *error);
 
 /* --dry-run: the probes (every function's uprobe and uretprobe, the
  * tracepoints, the kernel functions), programs and maps config would set up. */

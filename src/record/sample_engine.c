@@ -851,6 +851,61 @@ int rv_sample_engine_add_mark(struct rv_sample_engine *e, const struct perf_even
 	return ret ? rv_error_set(err, ENOMEM, "out of memory keeping the gate's records") : 0;
 }
 
+size_t rv_output_sample_build(void *buf, size_t size, uint64_t id, const struct rv_output_sample *s)
+{
+	uint8_t *out = buf;
+	uint32_t raw_size = (uint32_t)(((uint64_t)s->raw_size + 4 + 7) / 8 * 8 - 4);
+	uint64_t total = (uint64_t)OUTPUT_RAW + raw_size;
+	struct perf_event_header header = {
+		.type = PERF_RECORD_SAMPLE,
+		.misc = s->ip ? PERF_RECORD_MISC_USER : PERF_RECORD_MISC_KERNEL,
+	};
+	uint32_t cpu_res[2] = { s->cpu, 0 };
+	uint32_t pid_tid[2] = { s->pid, s->tid };
+
+	if (s->raw_size > UINT16_MAX || total > UINT16_MAX || total > size)
+		return 0;
+	header.size = (uint16_t)total;
+	memset(out, 0, (size_t)total);
+	memcpy(out, &header, sizeof(header));
+	memcpy(out + 8, &id, 8);
+	memcpy(out + 16, &s->ip, 8);
+	memcpy(out + OUTPUT_TID - 4, pid_tid, 8);
+	memcpy(out + OUTPUT_TIME, &s->time, 8);
+	memcpy(out + OUTPUT_TIME + 8, cpu_res, 8);
+	memcpy(out + OUTPUT_RAW_SIZE, &raw_size, 4);
+	if (s->raw_size)
+		memcpy(out + OUTPUT_RAW, s->raw, s->raw_size);
+	return (size_t)total;
+}
+
+int rv_sample_engine_add_output(struct rv_sample_engine *e, const struct rv_output_sample *s,
+				struct rv_error *err)
+{
+	uint64_t record[(OUTPUT_RAW + 4 + 256 + 7) / 8];
+	const struct ring *ring = NULL;
+	size_t size;
+
+	if (!e->config.bpf_output || e->config.full_execution)
+		return rv_error_set(
+			err, EINVAL,
+			"kept records go only to a flight recorder of bpf-output events");
+	for (size_t i = 0; i < e->nr_rings && !ring; i++)
+		if (e->rings[i].cpu == (int)s->cpu)
+			ring = &e->rings[i];
+	if (!ring && e->nr_rings)
+		ring = &e->rings[0];
+	if (!ring)
+		return rv_error_set(err, ENODEV, "no bpf-output event to file a kept record under");
+	size = rv_output_sample_build(record, sizeof(record), ring->id, s);
+	if (!size)
+		return rv_error_set(err, E2BIG, "a kept record of %u bytes is too large",
+				    s->raw_size);
+	e->stats.samples++;
+	rv_flight_recorder_push(&e->flight, (const struct perf_event_header *)record);
+	return 0;
+}
+
 int rv_sample_engine_snapshot(struct rv_sample_engine *e, const struct rv_sample_selection *sel,
 			      size_t *taken, struct rv_error *err)
 {

@@ -111,6 +111,32 @@ int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err);
 int rv_sample_engine_add_mark(struct rv_sample_engine *e, const struct perf_event_header *rec,
 			      uint64_t time, struct rv_error *err);
 
+/* A record a BPF program kept itself instead of writing it into a bpf-output
+ * event (the function tracer's recorder mode), with what perf would have
+ * stamped on it. */
+struct rv_output_sample {
+	uint64_t time; /* CLOCK_MONOTONIC, as the events' */
+	uint64_t ip;   /* 0: a kernel record (misc KERNEL), else a user one */
+	uint32_t cpu;
+	uint32_t pid, tid; /* the thread that ran */
+	const void *raw;
+	uint32_t raw_size; /* bytes of raw */
+};
+
+/* Fills buf with the PERF_RECORD_SAMPLE the kernel writes when a BPF program
+ * passes s->raw to bpf_perf_event_output() on the bpf-output event `id`
+ * (sample_type IDENTIFIER|IP|TID|TIME|CPU|RAW; the raw data zero-padded so
+ * that its u32 size and it end on 8 bytes). Returns the record's size, or 0
+ * when it does not fit in size bytes (or in a record). */
+size_t rv_output_sample_build(void *buf, size_t size, uint64_t id,
+			      const struct rv_output_sample *s);
+
+/* bpf_output: puts that sample of CPU s->cpu's event (the first event's when
+ * that CPU has none) into the flight recorder, as if drained from its ring,
+ * for the next snapshot or stop to write. Not with full_execution. */
+int rv_sample_engine_add_output(struct rv_sample_engine *e, const struct rv_output_sample *s,
+				struct rv_error *err);
+
 /* The samples a snapshot takes from the flight recorder: those of thread tid
  * (0: every thread) with times in [since, until]. */
 struct rv_sample_selection {

@@ -383,6 +383,32 @@ Test(functions, trigger_keeps_the_calls_before_it, .timeout = 120)
 	cleanup_dir(dir);
 }
 
+/* --min-duration: each window longer than it is a snapshot of its own
+ * calls, taken from the per-thread flight recorder in BPF maps; with
+ * --multi-snapshot every one is kept, and nothing outside them. */
+Test(functions, min_duration_keeps_the_calls_of_slow_windows, .timeout = 120)
+{
+	const char *options[] = { "--filter", "window_start,window_stop", "--min-duration",
+				  "1us",      "--multi-snapshot",	  NULL };
+	const char *args[] = { "--only",	 "fib,windows", "--windows", "5",
+			       "--window-calls", "4",		NULL };
+	char dir[64];
+	struct proc_result r;
+	struct fxt_trace *t;
+
+	require_root();
+	make_test_dir(dir, sizeof(dir));
+	t = record(dir, options, args, &r);
+	cr_assert_eq(program_value(r.out, "windows"), 5);
+	/* a window holds four calls and five uprobe hits: longer than 1 us */
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, WINDOW), 5, "%s", r.err);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "inside_work"), 20, "%s", r.err);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "outside_work"), 0);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "fib"), 0);
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+}
+
 /* The sum of the lengths of the children of s named `name`. */
 static uint64_t children_ns(const struct fxt_trace *t, const struct fxt_span *s, const char *name,
 			    size_t *count)

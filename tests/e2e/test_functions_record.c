@@ -559,3 +559,113 @@ Test(functions_record, only_unprobeable_functions_is_an_error, .timeout = 60)
 	cr_assert(strstr(r->err, "cannot be probed"), "%s", r->err);
 	free(r);
 }
+
+/* fib(n)'s calls as the function tracer records them: entry, the calls of
+ * fib(n - 1) and fib(n - 2) when n >= 2, return. */
+static void fib_records(unsigned n, uint16_t *out, size_t *count)
+{
+	out[(*count)++] = RV_FN_ENTER;
+	if (n >= 2) {
+		fib_records(n - 1, out, count);
+		fib_records(n - 2, out, count);
+	}
+	out[(*count)++] = RV_FN_EXIT;
+}
+
+#define RECORDER_FIB   20
+#define RECORDER_CALLS 21891 /* calls fib(20) makes */
+
+/* Recorder mode (--trigger): a thread that made more records than its slot
+ * holds leaves exactly the newest RV_FN_RECORDER_RECORDS of them, and the
+ * overwritten ones are counted. The trigger never fires (--only fib never
+ * calls window_stop), so the end of the recording is the snapshot. */
+Test(functions_record, recorder_keeps_the_last_records_of_a_thread, .timeout = 120)
+{
+	char dir[64], capture[128], out[128], fib_n[16], expected_line[128];
+	struct proc_result *r = malloc(sizeof(*r));
+	uint16_t *truth = malloc(2 * RECORDER_CALLS * sizeof(*truth));
+	uint16_t *got = calloc(RV_FN_RECORDER_RECORDS + 1, sizeof(*got));
+	struct rv_perf_reader *reader;
+	struct rv_perf_record rec;
+	struct rv_error err = { 0 };
+	size_t nr_truth = 0, nr_got = 0;
+	uint64_t last_time = 0;
+	uint32_t tid = 0;
+	int ret;
+
+	cr_assert(r && truth && got);
+	fib_records(RECORDER_FIB, truth, &nr_truth);
+	cr_assert_eq(nr_truth, 2 * RECORDER_CALLS);
+	make_test_dir(dir, sizeof(dir));
+	snprintf(capture, sizeof(capture), "%s/capture", dir);
+	snprintf(out, sizeof(out), "%s/recorder.fxt", dir);
+	snprintf(fib_n, sizeof(fib_n), "%d", RECORDER_FIB);
+	char *argv[] = { (char *)rearview(),
+			 "run",
+			 "-v",
+			 "--backend",
+			 "uprobe",
+			 "--functions",
+			 "fib",
+			 "--trigger",
+			 "window_stop",
+			 "--working-directory",
+			 capture,
+			 "-o",
+			 out,
+			 "--",
+			 (char *)build_path("tests/targets/fncalls"),
+			 "--only",
+			 "fib",
+			 "--fib",
+			 fib_n,
+			 NULL };
+	run_process(argv, 90, r);
+	cr_assert_eq(r->exit_code, 0, "%s", r->err);
+	cr_assert(strstr(r->err, "per-thread flight recorder in BPF maps"),
+		  "-v says the recorder is used:\n%s", r->err);
+
+	snprintf(capture, sizeof(capture), "%s/capture/perf.data", dir);
+	cr_assert_eq(rv_perf_reader_open(&reader, capture, &err), 0, "%s", err.message);
+	while ((ret = rv_perf_reader_next(reader, &rec, &err)) == 1) {
+		struct rv_perf_sample s;
+		struct rv_fn_record f;
+
+		if (rec.header->type != PERF_RECORD_SAMPLE)
+			continue;
+		cr_assert_eq(rv_perf_reader_parse_sample(reader, rec.header, &s, &err), 0, "%s",
+			     err.message);
+		if (!s.attr || !s.attr->name || strcmp(s.attr->name, RV_FN_EVENT_NAME))
+			continue;
+		cr_assert_eq(s.raw_size, 44, "raw data as the kernel pads it");
+		memcpy(&f, s.raw, sizeof(f));
+		cr_assert_eq(f.arg, 0, "only fib is traced");
+		cr_assert_eq(s.tid, f.tid, "a user probe's record is about the thread that ran");
+		cr_assert(!tid || f.tid == tid, "one thread");
+		tid = f.tid;
+		cr_assert_geq(s.time, last_time, "in time order");
+		last_time = s.time;
+		cr_assert_lt(nr_got, RV_FN_RECORDER_RECORDS, "more records than a slot holds");
+		got[nr_got++] = f.type;
+	}
+	cr_assert_eq(ret, 0, "%s", err.message);
+	rv_perf_reader_free(reader);
+
+	/* exactly the newest records, in the order they were made */
+	cr_assert_eq(nr_got, RV_FN_RECORDER_RECORDS, "%s", r->err);
+	for (size_t i = 0; i < nr_got; i++)
+		cr_assert_eq(got[i], truth[nr_truth - RV_FN_RECORDER_RECORDS + i],
+			     "record %zu of the last %u", i, RV_FN_RECORDER_RECORDS);
+	/* and the rest counted as overwritten */
+	snprintf(expected_line, sizeof(expected_line), ": %u records, %u overwritten by newer ones",
+		 2 * RECORDER_CALLS, 2 * RECORDER_CALLS - RV_FN_RECORDER_RECORDS);
+	cr_assert(strstr(r->err, expected_line), "no \"%s\" in:\n%s", expected_line, r->err);
+	snprintf(expected_line, sizeof(expected_line),
+		 "%u older records of 1 thread were overwritten",
+		 2 * RECORDER_CALLS - RV_FN_RECORDER_RECORDS);
+	cr_assert(strstr(r->err, expected_line), "no \"%s\" in:\n%s", expected_line, r->err);
+	free(got);
+	free(truth);
+	free(r);
+	cleanup_dir(dir);
+}
