@@ -321,12 +321,11 @@ int fn_exit(struct pt_regs *ctx)
 
 /* ---- kernel events ---- */
 
-/* A kernel record about the current thread, when it is traced and in a
- * window. */
-static __always_inline void kernel_record(void *ctx, u16 type, u32 arg, u64 addr, u64 value)
+/* A kernel record about thread tid of process tgid, when it is traced and
+ * in a window. */
+static __always_inline void thread_record(void *ctx, u32 tgid, u32 tid, u16 type, u32 arg, u64 addr,
+					  u64 value)
 {
-	u64 pid_tgid = bpf_get_current_pid_tgid();
-	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
 	struct rv_fn_record r;
 
 	if (!armed())
@@ -346,6 +345,14 @@ static __always_inline void kernel_record(void *ctx, u16 type, u32 arg, u64 addr
 	r.sp = 0;
 	r.value = value;
 	emit(ctx, &r, 0, RV_FN_STAT_KERNEL);
+}
+
+/* A kernel record about the current thread. */
+static __always_inline void kernel_record(void *ctx, u16 type, u32 arg, u64 addr, u64 value)
+{
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	thread_record(ctx, pid_tgid >> 32, (u32)pid_tgid, type, arg, addr, value);
 }
 
 /* The system calls the kernel's own uprobe code makes on x86-64 (the
@@ -451,26 +458,7 @@ static __always_inline u32 switch_out_state(bool preempt, struct task_struct *pr
 /* A switch record about task (which need not be the one running). */
 static __always_inline void switch_record(void *ctx, struct task_struct *task, u16 type, u32 arg)
 {
-	u32 tgid = BPF_CORE_READ(task, tgid), tid = BPF_CORE_READ(task, pid);
-	struct rv_fn_record r;
-
-	if (!armed())
-		return;
-	if (!traced_thread(tgid, tid)) {
-		count(RV_FN_STAT_OTHER_PROCESS);
-		return;
-	}
-	if (!in_window(tid))
-		return;
-	r.type = type;
-	r.flags = RV_FN_FLAG_IN_WINDOW;
-	r.tid = tid;
-	r.pid = tgid;
-	r.arg = arg;
-	r.addr = 0;
-	r.sp = 0;
-	r.value = 0;
-	emit(ctx, &r, 0, RV_FN_STAT_KERNEL);
+	thread_record(ctx, BPF_CORE_READ(task, tgid), BPF_CORE_READ(task, pid), type, arg, 0, 0);
 }
 
 SEC("raw_tp/sched_switch")
