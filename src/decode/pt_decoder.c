@@ -30,9 +30,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "decode/pt_code.h"
 
@@ -82,6 +86,10 @@ struct page {
 	size_t nr;
 	struct record records[PAGE_RECORDS];
 };
+
+/* put() streams records in 16-byte stores; malloc aligns pages to 16. */
+_Static_assert(offsetof(struct page, records) % 16 == 0 && sizeof(struct record) % 16 == 0,
+	       "records can be stored 16 bytes at a time");
 
 /* ---- PSB+ headers ---- */
 
@@ -465,6 +473,9 @@ static int publish(struct walker *w)
 	w->page = NULL;
 	if (!p)
 		return 0;
+#ifdef __SSE2__
+	_mm_sfence(); /* the page's streamed records are out before it is handed over */
+#endif
 	if (!d->pool || w->direct) {
 		int r = p->nr ? consume_page(d, ch, p, w->err) : 0;
 
@@ -492,7 +503,8 @@ static int publish(struct walker *w)
 	return abort ? -ECANCELED : 0;
 }
 
-static struct record *emit_slow(struct walker *w)
+/* put()'s slot when the page is full or there is none yet. */
+static struct record *slot_slow(struct walker *w)
 {
 	if (w->page && w->page->nr == PAGE_RECORDS) {
 		int r = publish(w);
@@ -512,24 +524,37 @@ static struct record *emit_slow(struct walker *w)
 			return NULL;
 		}
 	}
-	struct record *r = &w->page->records[w->page->nr++];
-
-	memset(r, 0, sizeof(*r));
-	return r;
+	return &w->page->records[w->page->nr++];
 }
 
-/* A new record, zeroed; NULL (with w->status set) when decoding must stop. */
-static inline struct record *emit(struct walker *w)
+/* Appends a record to the walker's page; false (with w->status set) when
+ * decoding must stop. A page that another thread's sink will read is written
+ * around the cache (non-temporal stores): otherwise every line of it would
+ * first be fetched from the sink's core, which last read it, and then go
+ * back there, and that traffic costs more than decoding the branch. */
+static inline bool put(struct walker *w, const struct record *rec)
 {
 	struct page *p = w->page;
+	struct record *r;
 
-	if (__builtin_expect(p && p->nr < PAGE_RECORDS, 1)) {
-		struct record *r = &p->records[p->nr++];
-
-		*r = (struct record){ 0 };
-		return r;
+	if (__builtin_expect(!p || p->nr == PAGE_RECORDS, 0)) {
+		r = slot_slow(w);
+		if (!r)
+			return false;
+	} else {
+		r = &p->records[p->nr++];
 	}
-	return emit_slow(w);
+#ifdef __SSE2__
+	if (!w->direct && w->d->pool) {
+		const __m128i *from = (const __m128i *)rec;
+
+		_mm_stream_si128((__m128i *)r, _mm_loadu_si128(from));
+		_mm_stream_si128((__m128i *)r + 1, _mm_loadu_si128(from + 1));
+		return true;
+	}
+#endif
+	*r = *rec;
+	return true;
 }
 
 static uint64_t now(const struct walker *w)
@@ -546,7 +571,6 @@ static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t 
 			uint64_t time)
 {
 	const struct rv_pt_decode_options *o = w->d->options;
-	struct record *r;
 
 	/* A jump that stays in its function cannot change a call stack: it is
 	 * counted here, in parallel, instead of reaching the sink. Jumps that
@@ -559,44 +583,25 @@ static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t 
 		w->dropped_jumps++;
 		return;
 	}
-	r = emit(w);
-
-	if (!r)
-		return;
-	r->type = REC_BRANCH;
-	r->kind = kind;
-	r->flags = flags;
-	r->a = from;
-	r->b = to;
-	r->time = time;
+	put(w, &(struct record){
+		       .type = REC_BRANCH, .kind = kind, .flags = flags, .a = from, .b = to, .time = time });
 }
 
 static void emit_error(struct walker *w, int code, bool overflow, uint64_t offset, uint64_t ip,
 		       uint64_t time)
 {
-	struct record *r = emit(w);
-
-	if (!r)
-		return;
-	r->type = REC_ERROR;
-	r->code = code;
-	r->extra |= overflow ? REC_OVERFLOW : 0;
-	r->a = offset;
-	r->b = ip;
-	r->time = time;
+	put(w, &(struct record){ .type = REC_ERROR,
+				 .code = code,
+				 .extra = overflow ? REC_OVERFLOW : 0,
+				 .a = offset,
+				 .b = ip,
+				 .time = time });
 }
 
 static void emit_task(struct walker *w, uint32_t pid, uint32_t tid)
 {
-	struct record *r = emit(w);
-
-	if (!r)
-		return;
 	w->pid = pid;
-	r->type = REC_TASK;
-	r->a = pid;
-	r->b = tid;
-	r->time = w->time;
+	put(w, &(struct record){ .type = REC_TASK, .a = pid, .b = tid, .time = w->time });
 }
 
 static void emit_begin_now(struct walker *w, uint64_t to, uint64_t time)
