@@ -391,6 +391,7 @@ struct pending {
 	bool decoded;  /* size, direct and disp are known */
 	bool direct;   /* target = from + size + disp */
 	uint8_t mode;  /* enum pt_exec_mode */
+	bool dropped;  /* a jump to be dropped wherever it goes (options->ignore_jumps) */
 	int isid;
 	int32_t disp;
 	uint64_t from, time;
@@ -421,6 +422,7 @@ struct walker {
 	uint64_t last_ip;	/* where the decoder was last seen, for errors */
 	uint32_t pid;		/* the task decoded, for options->same_function */
 	uint64_t dropped_jumps; /* jumps inside one function, counted but not emitted */
+	uint64_t insns, blocks; /* walked, added to the chunk's at its end */
 	struct pt_image *image;
 	int status; /* negative: a failure that stops decoding */
 	struct rv_error *err;
@@ -627,16 +629,11 @@ static inline void emit_begin(struct walker *w, uint64_t to, uint64_t time)
 static void decode_pending(struct walker *w);
 static uint8_t pending_cond_length(struct walker *w);
 
-static void resolve_pending(struct walker *w, uint64_t to)
+static void resolve_pending_slow(struct walker *w, uint64_t to)
 {
 	struct pending *p = &w->pend;
 
-	if (!p->valid)
-		return;
 	p->valid = false;
-	if (w->ignore_jumps && (p->kind == RV_BRANCH_COND || p->kind == RV_BRANCH_JUMP) &&
-	    !p->flags)
-		return;
 	if (p->kind == RV_BRANCH_COND) {
 		uint64_t delta = to - p->from;
 
@@ -655,6 +652,22 @@ static void resolve_pending(struct walker *w, uint64_t to)
 		}
 	}
 	emit_branch(w, p->kind, p->flags, p->from, to, p->time);
+}
+
+/* The pending branch went to `to` (0: unknown): emitted, unless it fell
+ * through or is dropped. Inline for the block loop's sake, where most are
+ * dropped or there is none. */
+static inline void resolve_pending(struct walker *w, uint64_t to)
+{
+	struct pending *p = &w->pend;
+
+	if (!p->valid)
+		return;
+	if (p->dropped) {
+		p->valid = false;
+		return;
+	}
+	resolve_pending_slow(w, to);
 }
 
 static void decode_pending(struct walker *w)
@@ -935,8 +948,19 @@ static void set_pending(struct walker *w, const struct pt_block *b)
 		break;
 	case ptic_cond_jump:
 		if (!b->truncated) {
-			kind = RV_BRANCH_COND; /* its length is looked up if needed */
-			break;
+			/* Most blocks end here: the length is looked up if needed. */
+			uint8_t flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
+
+			*p = (struct pending){ .valid = true,
+					       .kind = RV_BRANCH_COND,
+					       .flags = flags,
+					       .mode = (uint8_t)b->mode,
+					       .dropped = w->ignore_jumps && !flags,
+					       .isid = b->isid,
+					       .from = b->end_ip,
+					       .time = w->time };
+			w->pend_fresh = true;
+			return;
 		}
 		/* fall through */
 	case ptic_far_call:
@@ -992,6 +1016,8 @@ static void set_pending(struct walker *w, const struct pt_block *b)
 	p->valid = true;
 	p->kind = kind;
 	p->flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
+	p->dropped = w->ignore_jumps && (kind == RV_BRANCH_COND || kind == RV_BRANCH_JUMP) &&
+		     !p->flags;
 	p->from = b->end_ip;
 	p->time = w->time;
 	w->pend_fresh = true;
@@ -1054,7 +1080,7 @@ static void on_block(struct walker *w, const struct pt_block *b, int status)
 			resolve_pending(w, b->ip);
 			if (n > 0)
 				emit_begin(w, b->ip, w->time);
-			ch->insns += (uint64_t)n;
+			w->insns += (uint64_t)n;
 			ch->passed_next = true;
 			w->stop = true;
 			return;
@@ -1069,8 +1095,8 @@ static void on_block(struct walker *w, const struct pt_block *b, int status)
 	}
 	resolve_pending(w, b->ip);
 	emit_begin(w, b->ip, w->time);
-	ch->insns += b->ninsn;
-	ch->blocks++;
+	w->insns += b->ninsn;
+	w->blocks++;
 	w->last_ip = b->end_ip;
 	set_pending(w, b);
 }
@@ -1308,7 +1334,7 @@ static void decode_chunk(struct walker *w)
 			w->at_eos = true;
 		if (status >= 0 && !w->at_eos && stalled(w))
 			status = -pte_bad_query;
-		if (max_insns && d->insns_total + ch->insns >= max_insns) {
+		if (max_insns && d->insns_total + w->insns >= max_insns) {
 			d->stop = true;
 			break;
 		}
@@ -1329,8 +1355,10 @@ static void decode_chunk(struct walker *w)
 	}
 	pt_blk_free_decoder(w->dec);
 	w->dec = NULL;
+	ch->insns += w->insns;
+	ch->blocks += w->blocks;
 	ch->dropped_jumps += w->dropped_jumps;
-	w->dropped_jumps = 0;
+	w->insns = w->blocks = w->dropped_jumps = 0;
 }
 
 static void walker_init(struct walker *w, struct decode *d, struct thread_state *t,

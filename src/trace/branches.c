@@ -86,9 +86,8 @@ static struct open_frame *top_frame(const struct thread_state *t)
  * the time it began, which a reader may take for its parent's sibling. Every
  * branch taking its share keeps each span a length and the order of events
  * that nesting needs. */
-static bool takes_share(const struct batched_event *e)
+static bool takes_share(void)
 {
-	(void)e;
 	return true;
 }
 
@@ -621,7 +620,7 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t ne
 			e.to_sym = x->to_sym;
 			e.message = x->message;
 		}
-		calls += takes_share(&e);
+		calls += takes_share();
 		k = calls ? calls - 1 : 0;
 		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
 		ret = take(b, t, &e,
@@ -655,12 +654,13 @@ static void copy_event(struct batched_event *e, const struct rv_event *ev)
 	e->to_start = ev->branch.to.sym_start;
 }
 
-/* Keeps e in the batch (packed); its message is copied, since the producer's
- * need not outlive the call. */
-static int batch_event(struct branch_state *br, const struct batched_event *e,
-		       struct rv_error *err)
+/* Keeps ev in the batch (packed); an error's message is copied, since the
+ * producer's need not outlive the call. */
+static int batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error *err)
 {
 	struct packed_event *p;
+	struct batched_extra x = { 0 };
+	bool extra;
 
 	if (br->nr_batch == br->cap_batch) {
 		size_t cap = br->cap_batch ? br->cap_batch * 2 : 64;
@@ -672,34 +672,39 @@ static int batch_event(struct branch_state *br, const struct batched_event *e,
 		br->cap_batch = cap;
 	}
 	p = &br->batch[br->nr_batch];
-	*p = (struct packed_event){ .from_ip = e->from_ip,
-				    .to_ip = e->to_ip,
-				    .kind = e->kind,
-				    .flags = e->flags,
-				    .error = e->error,
-				    .overflow = e->overflow };
-	if (e->from_sym || e->to_sym || e->from_start || e->to_start || e->message) {
-		struct batched_extra *x;
+	if (ev->kind == RV_EVENT_TRACE_ERROR) {
+		*p = (struct packed_event){ .error = true, .overflow = ev->error.overflow };
+		x.message = strdup(ev->error.message ? ev->error.message : "unknown error");
+		if (!x.message)
+			return out_of_memory(err);
+		extra = true;
+	} else {
+		const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
 
+		*p = (struct packed_event){ .from_ip = from->ip,
+					    .to_ip = to->ip,
+					    .kind = (uint8_t)ev->branch.kind,
+					    .flags = (uint8_t)ev->branch.flags };
+		extra = from->sym || to->sym || from->sym_start || to->sym_start;
+		if (extra)
+			x = (struct batched_extra){ .from_start = from->sym_start,
+						    .to_start = to->sym_start,
+						    .from_sym = from->sym,
+						    .to_sym = to->sym };
+	}
+	if (extra) {
 		if (br->nr_extra == br->cap_extra) {
 			size_t cap = br->cap_extra ? br->cap_extra * 2 : 16;
 			struct batched_extra *grown = realloc(br->extra, cap * sizeof(*grown));
 
-			if (!grown)
+			if (!grown) {
+				free(x.message);
 				return out_of_memory(err);
+			}
 			br->extra = grown;
 			br->cap_extra = cap;
 		}
-		x = &br->extra[br->nr_extra];
-		*x = (struct batched_extra){ .from_start = e->from_start,
-					     .to_start = e->to_start,
-					     .from_sym = e->from_sym,
-					     .to_sym = e->to_sym };
-		if (e->message) {
-			x->message = strdup(e->message);
-			if (!x->message)
-				return out_of_memory(err);
-		}
+		br->extra[br->nr_extra] = x;
 		p->extra = (uint32_t)++br->nr_extra;
 	}
 	br->nr_batch++;
@@ -710,7 +715,6 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 {
 	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
 	struct branch_state *br;
-	struct batched_event one;
 	uint64_t time = ev->time;
 	bool call;
 	int ret;
@@ -729,16 +733,18 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 		br->batch_time = time > br->last_time ? time : br->last_time;
 		br->batch_calls = br->taken_calls = 0;
 	}
-	copy_event(&one, ev);
-	call = takes_share(&one);
+	call = takes_share();
 	/* The batch's first event has the batch's time whatever comes after
 	 * it: taken now, not copied. */
 	if (!br->nr_batch && br->batch_calls + call <= 1) {
+		struct batched_event one;
+
+		copy_event(&one, ev);
 		br->batch_calls += call;
 		br->taken_calls += call;
 		return take(b, t, &one, br->batch_time, err);
 	}
-	ret = batch_event(br, &one, err);
+	ret = batch_event(br, ev, err);
 	if (ret)
 		return ret;
 	br->batch_calls += call;
