@@ -311,16 +311,23 @@ static int lane_populate(void *ctx, const struct pt_image *image, struct pt_imag
 	return ret;
 }
 
-/* rv_pt_same_function_fn, from the function ranges of the process's image at
- * that time. */
-static bool capture_same_function(void *ctx, uint32_t pid, uint64_t time, uint64_t from,
-				  uint64_t to)
+/* rv_pt_function_at_fn, from the function ranges of the process's image at
+ * that time, which hold until its next exec. */
+static bool capture_function_at(void *ctx, uint32_t pid, uint64_t time, uint64_t addr,
+				struct rv_pt_function_span *out)
 {
 	const struct rv_pt_capture *c = ctx;
 	const struct ptc_process *p = ptc_process_find(c, pid);
 	const struct ptc_generation *g = p ? ptc_generation_at(p, time) : NULL;
+	size_t k;
 
-	return g && rv_functions_same(&g->functions, from, to);
+	if (!g || !rv_functions_around(&g->functions, addr, &out->start, &out->end))
+		return false;
+	k = (size_t)(g - p->gens);
+	/* ptc_generation_at's: the first one also for times before it */
+	out->from = k ? g->time : 0;
+	out->until = k + 1 < p->nr_gens ? p->gens[k + 1].time : UINT64_MAX;
+	return true;
 }
 
 static int lane_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
@@ -700,8 +707,8 @@ static int lane_decode(struct lane *l, struct rv_error *err)
 		o.iscache = c->iscache;
 		o.populate = lane_populate;
 		o.populate_ctx = l;
-		o.same_function = capture_same_function;
-		o.same_function_ctx = (void *)c;
+		o.function_at = capture_function_at;
+		o.function_at_ctx = (void *)c;
 		o.jobs = l->jobs;
 		o.chunk_bytes = c->chunk_bytes;
 		ret = rv_pt_decode(l->buf->data, (size_t)l->buf->size, &o, lane_sink, l, &s, err);

@@ -58,7 +58,7 @@ struct ptc_generation {
 	uint64_t time; /* when it began: the exec (0 for the first one seen) */
 	struct pt_image *image;
 	struct ptc_mappings maps;
-	struct rv_functions functions; /* of its readable mappings, for same_function */
+	struct rv_functions functions; /* of its readable mappings, for function_at */
 };
 
 struct ptc_process {

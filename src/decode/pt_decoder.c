@@ -420,7 +420,13 @@ struct walker {
 	uint64_t stall_offset; /* the decoder's offset, and blocks walked since it moved */
 	uint32_t stall_blocks, stall_tick;
 	uint64_t last_ip;	/* where the decoder was last seen, for errors */
-	uint32_t pid;		/* the task decoded, for options->same_function */
+	uint32_t pid;		/* the task decoded, for options->function_at */
+	struct function_cache {
+		bool valid;
+		uint32_t pid;
+		uint64_t start, end; /* the code of one function ... */
+		uint64_t from, until; /* ... over these decoder times */
+	} function;		/* function_at's last answer */
 	uint64_t dropped_jumps; /* jumps inside one function, counted but not emitted */
 	uint64_t insns, blocks; /* walked, added to the chunk's at its end */
 	struct pt_image *image;
@@ -569,6 +575,61 @@ static uint64_t now(const struct walker *w)
 	return t;
 }
 
+/* The first decoder time (TSC, or libipt's) whose capture time is at or after
+ * `until`: the end of a function_at answer's time, in the walker's clock. */
+static uint64_t time_bound(const struct rv_perf_time_conv *tc, uint64_t until, uint64_t floor)
+{
+	uint64_t t;
+
+	if (!tc || until == UINT64_MAX)
+		return until;
+	/* The inverse, then stepped to the exact bound (the conversions round):
+	 * every time before the bound must convert to before `until`; a
+	 * bound short of the exact one only makes the answer hold less long,
+	 * and the floor, for a conversion that does not get there in a few
+	 * steps (a damaged capture's), not at all. */
+	t = rv_perf_time_to_tsc(tc, until);
+	for (int i = 0; i < 64 && t > floor && rv_perf_tsc_to_time(tc, t - 1) >= until; i++)
+		t--;
+	if (t <= floor || rv_perf_tsc_to_time(tc, t - 1) >= until)
+		return floor;
+	for (int i = 0; i < 64 && t < UINT64_MAX && rv_perf_tsc_to_time(tc, t) < until; i++)
+		t++;
+	return t;
+}
+
+/* Whether a jump from `from` to `to` at `time` stays inside one function,
+ * through the walker's last answer from options->function_at while it holds
+ * (the same task, the same stretch of code, a time it covers). */
+static bool stays_in_function(struct walker *w, uint64_t time, uint64_t from, uint64_t to)
+{
+	struct function_cache *c = &w->function;
+
+	if (!c->valid || c->pid != w->pid || time < c->from || time >= c->until ||
+	    from - c->start >= c->end - c->start) {
+		const struct rv_pt_decode_options *o = w->d->options;
+		const struct rv_perf_time_conv *tc = o->time_conv;
+		struct rv_pt_function_span span;
+
+		c->valid = false;
+		if (!o->function_at(o->function_at_ctx, w->pid,
+				    tc ? rv_perf_tsc_to_time(tc, time) : time, from, &span) ||
+		    span.end <= span.start || from < span.start || from >= span.end)
+			return false;
+		/* Times before this one may have had other code: the answer
+		 * holds from now on, as decoding goes forward. */
+		*c = (struct function_cache){ .valid = true,
+					      .pid = w->pid,
+					      .start = span.start,
+					      .end = span.end,
+					      .from = time,
+					      .until = time_bound(tc, span.until, time) };
+		if (time >= c->until)
+			c->valid = false;
+	}
+	return to - c->start < c->end - c->start;
+}
+
 static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t from, uint64_t to,
 			uint64_t time)
 {
@@ -578,10 +639,8 @@ static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t 
 	 * counted here, in parallel, instead of reaching the sink. Jumps that
 	 * begin or end tracing, and those at a seam (which the sink may drop),
 	 * go on. */
-	if ((kind == RV_BRANCH_JUMP || kind == RV_BRANCH_COND) && !flags && o->same_function &&
-	    o->same_function(o->same_function_ctx, w->pid,
-			     o->time_conv ? rv_perf_tsc_to_time(o->time_conv, time) : time, from,
-			     to)) {
+	if ((kind == RV_BRANCH_JUMP || kind == RV_BRANCH_COND) && !flags && o->function_at &&
+	    stays_in_function(w, time, from, to)) {
 		w->dropped_jumps++;
 		return;
 	}

@@ -85,15 +85,25 @@ typedef int (*rv_pt_resolve_fn)(void *ctx, uint64_t time, uint32_t *pid, uint32_
 typedef int (*rv_pt_populate_fn)(void *ctx, const struct pt_image *image, struct pt_image *copy,
 				 struct pt_image_section_cache *iscache, struct rv_error *err);
 
-/* Whether a jump from `from` to `to` in task pid's code at `time` (the
- * capture's clock) stays inside one function. Such a jump cannot change a
- * call stack, so it is counted (stats.jumps) but not handed to the sink,
- * which spares the sequential part of decoding most of its events (taken
- * conditional branches are most of a trace's branches). Called from the
- * decoding threads; must only read, and must say true only when sure: a jump
- * between functions (a tail call) that is dropped is lost from the trace. */
-typedef bool (*rv_pt_same_function_fn)(void *ctx, uint32_t pid, uint64_t time, uint64_t from,
-				       uint64_t to);
+/* The code around one address that one function holds (see
+ * rv_pt_function_at_fn). */
+struct rv_pt_function_span {
+	uint64_t start, end; /* [start, end): every address in it is in the function */
+	uint64_t from, until; /* the times (the capture's clock) the answer holds over */
+};
+
+/* Which code around `addr`, in task pid's code at `time` (the capture's
+ * clock), is in addr's function; false when no function holds addr. A jump
+ * from addr that stays inside [start, end) cannot change a call stack, so
+ * it is counted (stats.jumps) but not handed to the sink, which spares the
+ * sequential part of decoding most of its events (taken conditional
+ * branches are most of a trace's branches); one that leaves it goes on.
+ * Each decoding thread keeps the last answer, for as long as [from, until)
+ * holds: most jumps stay in the function of the one before. Called from the
+ * decoding threads; must only read, and must be sure: a jump between
+ * functions (a tail call) that is dropped is lost from the trace. */
+typedef bool (*rv_pt_function_at_fn)(void *ctx, uint32_t pid, uint64_t time, uint64_t addr,
+				     struct rv_pt_function_span *out);
 
 struct rv_pt_decode_options {
 	/* CPU and timing (from the capture's cpuid and AUXTRACE_INFO, or
@@ -127,8 +137,8 @@ struct rv_pt_decode_options {
 	void *populate_ctx;
 
 	/* NULL: every jump goes to the sink. */
-	rv_pt_same_function_fn same_function;
-	void *same_function_ctx;
+	rv_pt_function_at_fn function_at;
+	void *function_at_ctx;
 
 	/* No jump can change a call stack (code without symbols, which is all
 	 * one unknown function to the trace builder): blocks then run through

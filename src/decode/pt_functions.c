@@ -108,9 +108,8 @@ void rv_functions_sort(struct rv_functions *f)
 		qsort(f->v, f->nr, sizeof(*f->v), by_start);
 }
 
-/* The range with the greatest start <= addr, if it covers addr. Nested or
- * overlapping symbols make the answer "none" rather than a guess. */
-static const struct rv_function_range *find(const struct rv_functions *f, uint64_t addr)
+/* The index just past the last range with start <= addr (0: none). */
+static size_t upper(const struct rv_functions *f, uint64_t addr)
 {
 	size_t lo = 0, hi = f->nr;
 
@@ -122,21 +121,31 @@ static const struct rv_function_range *find(const struct rv_functions *f, uint64
 		else
 			hi = mid;
 	}
-	if (lo == 0 || addr >= f->v[lo - 1].end)
-		return NULL;
-	return &f->v[lo - 1];
+	return lo;
+}
+
+/* addr belongs to the range with the greatest start <= addr (the longest of
+ * those with that start, which sorts last), if that range covers it; so the
+ * range's code after a later start belongs to that later one, or to none.
+ * Nested or overlapping symbols thus make "not the same function" rather
+ * than a guess. */
+bool rv_functions_around(const struct rv_functions *f, uint64_t addr, uint64_t *start,
+			 uint64_t *end)
+{
+	size_t i = upper(f, addr);
+
+	if (i == 0 || addr >= f->v[i - 1].end)
+		return false;
+	*start = f->v[i - 1].start;
+	*end = i < f->nr && f->v[i].start < f->v[i - 1].end ? f->v[i].start : f->v[i - 1].end;
+	return true;
 }
 
 bool rv_functions_same(const struct rv_functions *f, uint64_t a, uint64_t b)
 {
-	const struct rv_function_range *x = find(f, a), *y;
+	uint64_t start, end;
 
-	if (!x || b < x->start || b >= x->end)
-		return false;
-	/* b's range is x's too unless another one starts between them (nested
-	 * or overlapping symbols): only then is it looked for. */
-	y = (size_t)(x - f->v) + 1 == f->nr || x[1].start > b ? x : find(f, b);
-	return y && y->start == x->start && y->end == x->end;
+	return rv_functions_around(f, a, &start, &end) && b >= start && b < end;
 }
 
 void rv_functions_free(struct rv_functions *f)

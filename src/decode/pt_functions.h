@@ -2,7 +2,7 @@
  * once from the mapped ELF files' symbol tables and then only read, so that
  * PT decoding threads can tell, without locks, whether a jump stays inside
  * its function (such a jump cannot change a call stack; see
- * rv_pt_same_function_fn).
+ * rv_pt_function_at_fn).
  *
  * A function is a symbol of type FUNC (or IFUNC) with a size, from .symtab,
  * or .dynsym when the file has no .symtab. An address no such symbol covers
@@ -35,6 +35,14 @@ int rv_functions_add_file(struct rv_functions *f, const char *file, uint64_t pgo
 
 /* Sorts the ranges; call once after the last add, before any lookup. */
 void rv_functions_sort(struct rv_functions *f);
+
+/* The stretch of code around addr that one function holds: [*start, *end)
+ * such that every b in it is inside the same function as addr, and no b
+ * outside it is. That is the function's range, cut short where another
+ * (nested or overlapping) symbol begins, whose code then counts as that
+ * other one's. False when no function holds addr. */
+bool rv_functions_around(const struct rv_functions *f, uint64_t addr, uint64_t *start,
+			 uint64_t *end);
 
 /* True when a and b are inside one and the same function. */
 bool rv_functions_same(const struct rv_functions *f, uint64_t a, uint64_t b);

@@ -93,3 +93,63 @@ Test(pt_functions, files_that_are_not_elf_add_nothing)
 	cr_assert(!rv_functions_same(&f, 0x1000, 0x1001));
 	rv_functions_free(&f);
 }
+
+/* The index of the range that byte x belongs to, or -1, by a linear scan. */
+static int owner(const struct rv_functions *f, uint64_t x)
+{
+	int last = -1;
+
+	for (size_t i = 0; i < f->nr; i++)
+		if (f->v[i].start <= x)
+			last = (int)i;
+	return last >= 0 && x < f->v[last].end ? last : -1;
+}
+
+/* A symbol nested in another (a local label with a size, an alias of part of
+ * a function) takes the rest of the outer one's code: a jump across the
+ * inner one's start is not inside one function, whichever side it starts. */
+Test(pt_functions, nested_symbols_cut_the_outer_range)
+{
+	struct rv_function_range v[] = {
+		{ 0x1000, 0x1100 }, /* outer */
+		{ 0x1040, 0x1060 }, /* nested */
+		{ 0x1000, 0x1100 }, /* an alias of outer, same range */
+		{ 0x2000, 0x2010 },
+	};
+	struct rv_functions f = { .v = v, .nr = 4, .cap = 4 };
+	uint64_t start = 0, end = 0;
+
+	rv_functions_sort(&f);
+	cr_assert(rv_functions_around(&f, 0x1000, &start, &end));
+	cr_assert_eq(start, 0x1000);
+	cr_assert_eq(end, 0x1040, "cut where the nested symbol begins, not %#" PRIx64, end);
+	cr_assert(rv_functions_around(&f, 0x1050, &start, &end));
+	cr_assert(start == 0x1040 && end == 0x1060);
+	cr_assert(!rv_functions_around(&f, 0x1070, &start, &end),
+		  "after the nested symbol's end: none, rather than a guess");
+	cr_assert(!rv_functions_around(&f, 0x1800, &start, &end), "between functions");
+	cr_assert(!rv_functions_around(&f, 0x0fff, &start, &end), "before the first");
+	cr_assert(rv_functions_around(&f, 0x200f, &start, &end));
+	cr_assert(start == 0x2000 && end == 0x2010);
+	cr_assert(!rv_functions_around(&f, 0x2010, &start, &end), "one past the last");
+
+	cr_assert(rv_functions_same(&f, 0x1000, 0x103f));
+	cr_assert(!rv_functions_same(&f, 0x1000, 0x1040));
+	cr_assert(!rv_functions_same(&f, 0x1050, 0x1030));
+	cr_assert(!rv_functions_same(&f, 0x1050, 0x1070));
+	cr_assert(!rv_functions_same(&f, 0x1070, 0x1071));
+	/* against a linear scan: a byte belongs to the last range (in sorted
+	 * order) that starts at or before it, if that range covers it */
+	for (uint64_t a = 0xff0; a < 0x2020; a += 3) {
+		int owner_a = owner(&f, a);
+		bool in = rv_functions_around(&f, a, &start, &end);
+
+		cr_assert_eq(in, owner_a >= 0, "%#" PRIx64, a);
+		for (uint64_t b = 0xff0; b < 0x2020; b += 5) {
+			bool same = owner_a >= 0 && owner(&f, b) == owner_a;
+
+			cr_assert_eq(rv_functions_same(&f, a, b), same, "%#" PRIx64 " %#" PRIx64, a, b);
+			cr_assert_eq(in && b >= start && b < end, same);
+		}
+	}
+}
