@@ -87,9 +87,15 @@ struct page {
 	struct record records[PAGE_RECORDS];
 };
 
-/* put() streams records in 16-byte stores; malloc aligns pages to 16. */
+/* put() streams records in 16-byte stores (malloc aligns pages to 16), built
+ * from this layout. */
 _Static_assert(offsetof(struct page, records) % 16 == 0 && sizeof(struct record) % 16 == 0,
 	       "records can be stored 16 bytes at a time");
+_Static_assert(offsetof(struct record, time) == 0 && offsetof(struct record, a) == 8 &&
+		       offsetof(struct record, b) == 16 && offsetof(struct record, type) == 24 &&
+		       offsetof(struct record, kind) == 25 && offsetof(struct record, flags) == 26 &&
+		       offsetof(struct record, extra) == 27 && offsetof(struct record, code) == 28,
+	       "put() knows where each field is");
 
 /* ---- PSB+ headers ---- */
 
@@ -540,7 +546,8 @@ static struct record *slot_slow(struct walker *w)
  * around the cache (non-temporal stores): otherwise every line of it would
  * first be fetched from the sink's core, which last read it, and then go
  * back there, and that traffic costs more than decoding the branch. */
-static inline bool put(struct walker *w, const struct record *rec)
+static inline bool put(struct walker *w, uint8_t type, uint8_t kind, uint8_t flags, uint8_t extra,
+		       int32_t code, uint64_t a, uint64_t b, uint64_t time)
 {
 	struct page *p = w->page;
 	struct record *r;
@@ -554,14 +561,25 @@ static inline bool put(struct walker *w, const struct record *rec)
 	}
 #ifdef __SSE2__
 	if (!w->direct && w->d->pool) {
-		const __m128i *from = (const __m128i *)rec;
+		/* The record's bytes in registers (x86 is little-endian). */
+		uint64_t tail = type | (uint64_t)kind << 8 | (uint64_t)flags << 16 |
+				(uint64_t)extra << 24 | (uint64_t)(uint32_t)code << 32;
 
-		_mm_stream_si128((__m128i *)r, _mm_loadu_si128(from));
-		_mm_stream_si128((__m128i *)r + 1, _mm_loadu_si128(from + 1));
+		_mm_stream_si128((__m128i *)r, _mm_set_epi64x((long long)a, (long long)time));
+		_mm_stream_si128((__m128i *)r + 1, _mm_set_epi64x((long long)tail, (long long)b));
 		return true;
 	}
 #endif
-	*r = *rec;
+	/* Field by field: a record built elsewhere and copied whole would be
+	 * read back in wider loads than it was written with, which stalls. */
+	r->time = time;
+	r->a = a;
+	r->b = b;
+	r->type = type;
+	r->kind = kind;
+	r->flags = flags;
+	r->extra = extra;
+	r->code = code;
 	return true;
 }
 
@@ -644,25 +662,19 @@ static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t 
 		w->dropped_jumps++;
 		return;
 	}
-	put(w, &(struct record){
-		       .type = REC_BRANCH, .kind = kind, .flags = flags, .a = from, .b = to, .time = time });
+	put(w, REC_BRANCH, kind, flags, 0, 0, from, to, time);
 }
 
 static void emit_error(struct walker *w, int code, bool overflow, uint64_t offset, uint64_t ip,
 		       uint64_t time)
 {
-	put(w, &(struct record){ .type = REC_ERROR,
-				 .code = code,
-				 .extra = overflow ? REC_OVERFLOW : 0,
-				 .a = offset,
-				 .b = ip,
-				 .time = time });
+	put(w, REC_ERROR, 0, 0, overflow ? REC_OVERFLOW : 0, code, offset, ip, time);
 }
 
 static void emit_task(struct walker *w, uint32_t pid, uint32_t tid)
 {
 	w->pid = pid;
-	put(w, &(struct record){ .type = REC_TASK, .a = pid, .b = tid, .time = w->time });
+	put(w, REC_TASK, 0, 0, 0, 0, pid, tid, w->time);
 }
 
 static void emit_begin_now(struct walker *w, uint64_t to, uint64_t time)
