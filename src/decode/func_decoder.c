@@ -13,7 +13,7 @@
 
 #include "capture/marks.h"
 #include "capture/perf_data.h"
-#include "capture/synth.h"
+#include "decode/sideband.h"
 #include "decode/syscall_names.h"
 #include "symbolize/intern.h"
 
@@ -36,7 +36,7 @@ struct rv_func_decoder {
 	struct rv_symbolizer *symbolizer;
 	struct rv_intern names; /* "syscall N", "[irq N]", "[off-cpu: state 0xN]" */
 	struct rv_event_arg args[3];
-	char comm[32];
+	struct rv_sideband sb;
 	struct rv_func_decoder_stats stats;
 };
 
@@ -110,6 +110,8 @@ int rv_func_decoder_open(struct rv_func_decoder **out, const char *capture_path,
 		rv_func_decoder_free(d);
 		return ret;
 	}
+	d->sb.reader = d->reader;
+	d->sb.symbolizer = symbolizer;
 	*out = d;
 	return 0;
 }
@@ -317,93 +319,6 @@ static int on_sample(struct rv_func_decoder *d, const struct rv_perf_record *rec
 	return on_record(d, &r, s.time, ev, err);
 }
 
-static int on_mmap(struct rv_func_decoder *d, const struct perf_event_header *h,
-		   struct rv_error *err)
-{
-	struct rv_perf_mmap m;
-
-	/* kernel text is named from kallsyms; a damaged record is skipped */
-	if ((h->type == PERF_RECORD_MMAP &&
-	     (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) ||
-	    rv_perf_mmap_parse(h, &m))
-		return 0;
-	return rv_symbolizer_add_mapping(d->symbolizer, m.pid, m.start, m.len, m.pgoff,
-					 m.executable, m.filename, err);
-}
-
-static uint64_t record_time(const struct rv_func_decoder *d, const struct perf_event_header *h)
-{
-	struct rv_perf_sample_id id;
-	struct rv_error ignored = { 0 };
-
-	if (rv_perf_reader_parse_sample_id(d->reader, h, &id, &ignored) || !id.valid)
-		return 0;
-	return id.time;
-}
-
-/* The sideband: 1 when it made an event, 0 when not, negative on error. */
-static int on_sideband(struct rv_func_decoder *d, const struct perf_event_header *h,
-		       struct rv_event *ev, struct rv_error *err)
-{
-	const uint8_t *body = (const uint8_t *)h + sizeof(*h);
-	size_t room = h->size > sizeof(*h) ? h->size - sizeof(*h) : 0;
-
-	switch (h->type) {
-	case PERF_RECORD_MMAP2:
-	case PERF_RECORD_MMAP:
-		return on_mmap(d, h, err);
-	case PERF_RECORD_COMM:
-		if (room < 9)
-			return 0;
-		memcpy(&ev->pid, body, 4);
-		memcpy(&ev->tid, body + 4, 4);
-		room -= 8;
-		if (room > sizeof(d->comm) - 1)
-			room = sizeof(d->comm) - 1;
-		memcpy(d->comm, body + 8, room);
-		d->comm[room] = '\0';
-		/* exec replaced the process's image: its old mappings are gone */
-		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && ev->pid == ev->tid)
-			rv_symbolizer_forget_process(d->symbolizer, ev->pid);
-		ev->kind = RV_EVENT_THREAD_NAME;
-		ev->time = record_time(d, h);
-		ev->thread.name = d->comm;
-		return 1;
-	case PERF_RECORD_EXIT: {
-		struct {
-			uint32_t pid, ppid, tid, ptid;
-			uint64_t time;
-		} body_exit;
-
-		if (room < sizeof(body_exit))
-			return 0;
-		memcpy(&body_exit, body, sizeof(body_exit));
-		ev->kind = RV_EVENT_THREAD_EXIT;
-		ev->pid = body_exit.pid;
-		ev->tid = body_exit.tid;
-		ev->time = body_exit.time;
-		return 1;
-	}
-	case PERF_RECORD_LOST:
-	case PERF_RECORD_LOST_SAMPLES: {
-		/* LOST: id, lost; LOST_SAMPLES: lost */
-		size_t at = h->type == PERF_RECORD_LOST ? 8 : 0;
-		uint64_t lost;
-
-		if (room < at + sizeof(lost))
-			return 0;
-		memcpy(&lost, body + at, sizeof(lost));
-		d->stats.lost += lost;
-		ev->kind = RV_EVENT_LOST;
-		ev->time = record_time(d, h);
-		ev->lost.count = lost;
-		return 1;
-	}
-	default:
-		return 0;
-	}
-}
-
 int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *ev, struct rv_error *err)
 {
 	struct rv_perf_record rec;
@@ -418,7 +333,7 @@ int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *ev, struct 
 		if (rec.header->type == PERF_RECORD_SAMPLE)
 			ret = on_sample(d, &rec, ev, err);
 		else
-			ret = on_sideband(d, rec.header, ev, err);
+			ret = rv_sideband_record(&d->sb, rec.header, ev, err);
 		if (ret)
 			return ret;
 	}
@@ -427,6 +342,7 @@ int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *ev, struct 
 void rv_func_decoder_stats(const struct rv_func_decoder *d, struct rv_func_decoder_stats *out)
 {
 	*out = d->stats;
+	out->lost = d->sb.lost;
 }
 
 void rv_func_decoder_free(struct rv_func_decoder *d)

@@ -8,7 +8,7 @@
 
 #include "capture/marks.h"
 #include "capture/perf_data.h"
-#include "capture/synth.h"
+#include "decode/sideband.h"
 #include "decode/unwind.h"
 #include "util/log.h"
 
@@ -20,7 +20,7 @@ struct rv_sample_decoder {
 	struct rv_unwinder *unwinder;
 	struct rv_frame frames[MAX_FRAMES];
 	uint64_t unwound[MAX_FRAMES];
-	char name[32];
+	struct rv_sideband sb;
 	struct rv_sample_decoder_stats stats;
 };
 
@@ -39,22 +39,10 @@ int rv_sample_decoder_open(struct rv_sample_decoder **out, const char *capture_p
 		free(d);
 		return ret;
 	}
+	d->sb.reader = d->reader;
+	d->sb.symbolizer = symbolizer;
 	*out = d;
 	return 0;
-}
-
-static int on_mmap(struct rv_sample_decoder *d, const struct perf_event_header *h,
-		   struct rv_error *err)
-{
-	struct rv_perf_mmap m;
-
-	/* kernel text is named from kallsyms; a damaged record is skipped */
-	if ((h->type == PERF_RECORD_MMAP &&
-	     (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) ||
-	    rv_perf_mmap_parse(h, &m))
-		return 0;
-	return rv_symbolizer_add_mapping(d->symbolizer, m.pid, m.start, m.len, m.pgoff,
-					 m.executable, m.filename, err);
 }
 
 static uint64_t nominal_interval(const struct perf_event_attr *attr)
@@ -196,16 +184,6 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 	return 1;
 }
 
-static uint64_t record_time(const struct rv_sample_decoder *d, const struct perf_event_header *h)
-{
-	struct rv_perf_sample_id id;
-	struct rv_error ignored = { 0 };
-
-	if (rv_perf_reader_parse_sample_id(d->reader, h, &id, &ignored) || !id.valid)
-		return 0;
-	return id.time;
-}
-
 uint64_t rv_sample_decoder_first_time(const char *capture_path)
 {
 	return rv_marks_first_time(capture_path);
@@ -217,94 +195,23 @@ int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev, str
 	int ret;
 
 	for (;;) {
-		const struct perf_event_header *h;
-		const uint8_t *body;
-
 		ret = rv_perf_reader_next(d->reader, &rec, err);
 		if (ret <= 0)
 			return ret;
 		d->stats.records++;
-		h = rec.header;
-		body = (const uint8_t *)h + sizeof(*h);
 		memset(ev, 0, sizeof(*ev));
-		switch (h->type) {
-		case PERF_RECORD_SAMPLE:
-			return on_sample(d, h, ev, err);
-		case PERF_RECORD_MMAP2:
-		case PERF_RECORD_MMAP:
-			ret = on_mmap(d, h, err);
-			if (ret)
-				return ret;
-			break;
-		case PERF_RECORD_COMM: {
-			size_t room;
-
-			if (h->size < sizeof(*h) + 9)
-				break;
-			memcpy(&ev->pid, body, 4);
-			memcpy(&ev->tid, body + 4, 4);
-			room = h->size - sizeof(*h) - 8;
-			if (room > sizeof(d->name) - 1)
-				room = sizeof(d->name) - 1;
-			memcpy(d->name, body + 8, room);
-			d->name[room] = '\0';
-			/* exec replaced the process's image: its old mappings are gone,
-			 * and the new image's MMAP2 records follow this one. */
-			if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && ev->pid == ev->tid)
-				rv_symbolizer_forget_process(d->symbolizer, ev->pid);
-			ev->kind = RV_EVENT_THREAD_NAME;
-			ev->time = record_time(d, h);
-			ev->thread.name = d->name;
-			return 1;
-		}
-		case PERF_RECORD_EXIT: {
-			struct {
-				uint32_t pid, ppid, tid, ptid;
-				uint64_t time;
-			} body_exit;
-
-			if (h->size < sizeof(*h) + sizeof(body_exit))
-				break;
-			memcpy(&body_exit, body, sizeof(body_exit));
-			ev->kind = RV_EVENT_THREAD_EXIT;
-			ev->pid = body_exit.pid;
-			ev->tid = body_exit.tid;
-			ev->time = body_exit.time;
-			return 1;
-		}
-		case PERF_RECORD_LOST: {
-			uint64_t id_and_lost[2];
-
-			if (h->size < sizeof(*h) + sizeof(id_and_lost))
-				break;
-			memcpy(id_and_lost, body, sizeof(id_and_lost));
-			d->stats.lost += id_and_lost[1];
-			ev->kind = RV_EVENT_LOST;
-			ev->time = record_time(d, h);
-			ev->lost.count = id_and_lost[1];
-			return 1;
-		}
-		case PERF_RECORD_LOST_SAMPLES: {
-			uint64_t lost;
-
-			if (h->size < sizeof(*h) + sizeof(lost))
-				break;
-			memcpy(&lost, body, sizeof(lost));
-			d->stats.lost += lost;
-			ev->kind = RV_EVENT_LOST;
-			ev->time = record_time(d, h);
-			ev->lost.count = lost;
-			return 1;
-		}
-		default:
-			break;
-		}
+		if (rec.header->type == PERF_RECORD_SAMPLE)
+			return on_sample(d, rec.header, ev, err);
+		ret = rv_sideband_record(&d->sb, rec.header, ev, err);
+		if (ret)
+			return ret;
 	}
 }
 
 void rv_sample_decoder_stats(const struct rv_sample_decoder *d, struct rv_sample_decoder_stats *out)
 {
 	*out = d->stats;
+	out->lost = d->sb.lost;
 }
 
 void rv_sample_decoder_free(struct rv_sample_decoder *d)

@@ -1,0 +1,97 @@
+/* sideband.c: COMM, EXIT, LOST and mapping records; see sideband.h. */
+#include "decode/sideband.h"
+
+#include <string.h>
+
+#include "capture/synth.h"
+
+/* A record's time from its sample_id (0 when it has none, or no reader
+ * says how to find it). */
+static uint64_t record_time(const struct rv_sideband *sb, const struct perf_event_header *h)
+{
+	struct rv_perf_sample_id id;
+	struct rv_error ignored = { 0 };
+
+	if (!sb->reader || rv_perf_reader_parse_sample_id(sb->reader, h, &id, &ignored) ||
+	    !id.valid)
+		return 0;
+	return id.time;
+}
+
+static int on_mmap(struct rv_sideband *sb, const struct perf_event_header *h,
+		   struct rv_error *err)
+{
+	struct rv_perf_mmap m;
+
+	/* kernel text is named from kallsyms; a damaged record is skipped */
+	if ((h->type == PERF_RECORD_MMAP &&
+	     (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) ||
+	    rv_perf_mmap_parse(h, &m))
+		return 0;
+	return rv_symbolizer_add_mapping(sb->symbolizer, m.pid, m.start, m.len, m.pgoff,
+					 m.executable, m.filename, err);
+}
+
+int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h,
+		       struct rv_event *ev, struct rv_error *err)
+{
+	const uint8_t *body = (const uint8_t *)h + sizeof(*h);
+	size_t room = h->size > sizeof(*h) ? h->size - sizeof(*h) : 0;
+
+	switch (h->type) {
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_MMAP:
+		return on_mmap(sb, h, err);
+	case PERF_RECORD_COMM:
+		/* pid, tid, then the name (at least its NUL) */
+		if (room < 9)
+			return 0;
+		memcpy(&ev->pid, body, 4);
+		memcpy(&ev->tid, body + 4, 4);
+		room -= 8;
+		if (room > sizeof(sb->comm) - 1)
+			room = sizeof(sb->comm) - 1;
+		memcpy(sb->comm, body + 8, room);
+		sb->comm[room] = '\0';
+		/* exec replaced the process's image: its old mappings are gone,
+		 * and the new image's MMAP2 records follow this one */
+		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && ev->pid == ev->tid)
+			rv_symbolizer_forget_process(sb->symbolizer, ev->pid);
+		ev->kind = RV_EVENT_THREAD_NAME;
+		ev->time = record_time(sb, h);
+		ev->thread.name = sb->comm;
+		return 1;
+	case PERF_RECORD_EXIT: {
+		struct {
+			uint32_t pid, ppid, tid, ptid;
+			uint64_t time;
+		} body_exit;
+
+		if (room < sizeof(body_exit))
+			return 0;
+		memcpy(&body_exit, body, sizeof(body_exit));
+		ev->kind = RV_EVENT_THREAD_EXIT;
+		ev->pid = body_exit.pid;
+		ev->tid = body_exit.tid;
+		ev->time = body_exit.time;
+		return 1;
+	}
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_LOST_SAMPLES: {
+		/* LOST: id, lost; LOST_SAMPLES: lost */
+		size_t at = h->type == PERF_RECORD_LOST ? 8 : 0;
+		uint64_t lost;
+
+		if (room < at + sizeof(lost))
+			return 0;
+		memcpy(&lost, body + at, sizeof(lost));
+		sb->lost += lost;
+		ev->kind = RV_EVENT_LOST;
+		ev->time = record_time(sb, h);
+		ev->lost.count = lost;
+		return 1;
+	}
+	default:
+		return 0;
+	}
+}
