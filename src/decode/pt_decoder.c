@@ -487,9 +487,6 @@ static int publish(struct walker *w)
 	w->page = NULL;
 	if (!p)
 		return 0;
-#ifdef __SSE2__
-	_mm_sfence(); /* the page's streamed records are out before it is handed over */
-#endif
 	if (!d->pool || w->direct) {
 		int r = p->nr ? consume_page(d, ch, p, w->err) : 0;
 
@@ -502,6 +499,9 @@ static int publish(struct walker *w)
 	}
 	struct pool *pool = d->pool;
 
+#ifdef __SSE2__
+	_mm_sfence(); /* put() streamed this page: its records are out before it is handed over */
+#endif
 	pthread_mutex_lock(&pool->lock);
 	if (ch->last_page)
 		ch->last_page->next = p;

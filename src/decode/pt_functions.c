@@ -141,13 +141,6 @@ bool rv_functions_around(const struct rv_functions *f, uint64_t addr, uint64_t *
 	return true;
 }
 
-bool rv_functions_same(const struct rv_functions *f, uint64_t a, uint64_t b)
-{
-	uint64_t start, end;
-
-	return rv_functions_around(f, a, &start, &end) && b >= start && b < end;
-}
-
 void rv_functions_free(struct rv_functions *f)
 {
 	free(f->v);

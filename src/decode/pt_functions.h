@@ -44,9 +44,6 @@ void rv_functions_sort(struct rv_functions *f);
 bool rv_functions_around(const struct rv_functions *f, uint64_t addr, uint64_t *start,
 			 uint64_t *end);
 
-/* True when a and b are inside one and the same function. */
-bool rv_functions_same(const struct rv_functions *f, uint64_t a, uint64_t b);
-
 void rv_functions_free(struct rv_functions *f);
 
 #endif
