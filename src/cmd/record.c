@@ -25,6 +25,7 @@
 #include "record/pt_attr.h"
 #include "record/sample_engine.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #define DEFAULT_SNAPSHOT_FP	(4ull << 20)
 #define DEFAULT_SNAPSHOT_DWARF	(64ull << 20)
@@ -337,16 +338,7 @@ static struct rv_sample_config sample_config(const struct rv_session *s,
  * running process. */
 int rv_session_target_exe(pid_t pid, char *out, size_t size, struct rv_error *err)
 {
-	char link[64];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, out, size - 1);
-	if (n < 0)
-		return rv_error_set(err, errno, "cannot find process %d's executable (%s): %s",
-				    (int)pid, link, strerror(errno));
-	out[n] = '\0';
-	return 0;
+	return rv_proc_exe(pid, out, size, err);
 }
 
 int rv_session_open_gating(struct rv_session *s, struct rv_target *target,

@@ -16,6 +16,7 @@
 #include "cmd/record.h"
 #include "record/target.h"
 #include "util/log.h"
+#include "util/program.h"
 
 /* The program got the terminal's Ctrl-C too (it shares our process group);
  * give it time to exit on its own, then pass the signal on once, for the case
@@ -36,32 +37,6 @@ static void wait_for_program(struct rv_target *t, int stop_signal)
 	rv_target_wait(t);
 }
 
-/* The file execvp would run for name: name itself when it has a slash, else
- * the first executable match in PATH. */
-static int find_program(const char *name, char *out, size_t size, struct rv_error *err)
-{
-	const char *path = getenv("PATH");
-
-	if (strchr(name, '/')) {
-		if (access(name, X_OK))
-			return rv_error_set(err, errno, "cannot run '%s': %s", name,
-					    strerror(errno));
-		if (!realpath(name, out) || strlen(out) >= size)
-			snprintf(out, size, "%s", name);
-		return 0;
-	}
-	for (const char *p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
-		const char *colon = strchr(p, ':');
-		size_t len = colon ? (size_t)(colon - p) : strlen(p);
-
-		if ((size_t)snprintf(out, size, "%.*s/%s", (int)len, len ? p : ".", name) < size &&
-		    !access(out, X_OK))
-			return 0;
-		p += len + (colon ? 1 : 0);
-	}
-	return rv_error_set(err, ENOENT, "'%s' is not a program in PATH", name);
-}
-
 int rv_cmd_run(const struct rv_options *opts)
 {
 	struct rv_session session;
@@ -73,7 +48,11 @@ int rv_cmd_run(const struct rv_options *opts)
 	if (!ret && opts->dry_run) {
 		char exe[PATH_MAX];
 
-		ret = find_program(opts->argv[0], exe, sizeof(exe), &err);
+		char found[PATH_MAX];
+
+		ret = rv_program_find(opts->argv[0], found, sizeof(found), &err);
+		if (!ret && !realpath(found, exe))
+			snprintf(exe, sizeof(exe), "%s", found);
 		if (!ret)
 			ret = rv_session_dry_run(&session, exe, 0, &err);
 		if (ret)

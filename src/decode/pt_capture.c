@@ -33,6 +33,7 @@
 #include "capture/marks.h"
 #include "capture/synth.h"
 #include "decode/pt_capture_internal.h"
+#include "util/array.h"
 #include "util/log.h"
 
 /* Limits against corrupt input: a record names at most this many CPUs. */
@@ -75,26 +76,6 @@ static void arena_free(struct ptc_arena *a)
 		free(a->blocks);
 		a->blocks = next;
 	}
-}
-
-bool ptc_grow(void *v, size_t *cap, size_t need, size_t elem)
-{
-	void **p = v;
-
-	if (need <= *cap)
-		return true;
-	size_t cap2 = *cap ? *cap : 8;
-	while (cap2 < need) {
-		if (cap2 > SIZE_MAX / 2 / elem)
-			return false;
-		cap2 *= 2;
-	}
-	void *q = realloc(*p, cap2 * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = cap2;
-	return true;
 }
 
 static uint64_t hash_id(uint32_t id)
@@ -328,7 +309,7 @@ static size_t missing_add(struct rv_pt_capture *c, const char *path, const char 
 			return i;
 		}
 	}
-	if (!ptc_grow(&c->missing, &c->cap_missing, c->nr_missing + 1, sizeof(*c->missing)))
+	if (rv_array_reserve(&c->missing, &c->cap_missing, c->nr_missing + 1, sizeof(*c->missing), 8))
 		return SIZE_MAX;
 	const char *p = arena_strndup(&c->arena, path, strlen(path));
 	const char *r = arena_strndup(&c->arena, reason, strlen(reason));
@@ -485,7 +466,7 @@ static int parse_sideband(struct rv_pt_capture *c, struct scan *s,
 		s->kernel_ref_sym = r.name + strlen(KERNEL_NAME);
 		s->kernel_ref_addr = r.pgoff;
 	}
-	if (!ptc_grow(&s->sb.v, &s->sb.cap, s->sb.nr + 1, sizeof(*s->sb.v)))
+	if (rv_array_reserve(&s->sb.v, &s->sb.cap, s->sb.nr + 1, sizeof(*s->sb.v), 8))
 		return nomem(err);
 	s->sb.v[s->sb.nr++] = r;
 	return 0;
@@ -510,7 +491,7 @@ static int add_buffer(struct rv_pt_capture *c, const struct rv_perf_record *rec,
 
 	if (rv_perf_auxtrace_parse(rec->header, &a, &ignored))
 		return 0; /* too short to say what it holds: nothing to decode */
-	if (!ptc_grow(&c->buffers, &c->cap_buffers, c->nr_buffers + 1, sizeof(*c->buffers)))
+	if (rv_array_reserve(&c->buffers, &c->cap_buffers, c->nr_buffers + 1, sizeof(*c->buffers), 8))
 		return nomem(err);
 	struct ptc_buffer *b = &c->buffers[c->nr_buffers++];
 	b->aux = a;
@@ -532,7 +513,7 @@ static int add_aux_sample(struct rv_pt_capture *c, const struct rv_perf_sample *
 	if (!sample->attr || !(sample->sample_type & PERF_SAMPLE_AUX) || !sample->aux_size ||
 	    !sample->aux)
 		return 0;
-	if (!ptc_grow(&c->buffers, &c->cap_buffers, c->nr_buffers + 1, sizeof(*c->buffers)))
+	if (rv_array_reserve(&c->buffers, &c->cap_buffers, c->nr_buffers + 1, sizeof(*c->buffers), 8))
 		return nomem(err);
 	struct ptc_buffer *b = &c->buffers[c->nr_buffers++];
 	memset(b, 0, sizeof(*b));
@@ -662,7 +643,7 @@ static int add_window(struct rv_pt_capture *c, const struct rv_perf_sample *samp
 
 	if (rv_mark_parse(sample, &mark, &ignored))
 		return 0;
-	if (!ptc_grow(&c->windows, &c->cap_windows, c->nr_windows + 1, sizeof(*c->windows)))
+	if (rv_array_reserve(&c->windows, &c->cap_windows, c->nr_windows + 1, sizeof(*c->windows), 8))
 		return nomem(err);
 	w = &c->windows[c->nr_windows];
 	*w = (struct ptc_window){
@@ -822,7 +803,7 @@ int ptc_add_section(struct rv_pt_capture *c, const char *file, uint64_t offset, 
 		return isid < 0 ? isid : -pte_internal;
 	need = (size_t)isid + 1;
 	if (need > c->nr_sections) {
-		if (!ptc_grow(&c->sections, &c->cap_sections, need, sizeof(*c->sections)))
+		if (rv_array_reserve(&c->sections, &c->cap_sections, need, sizeof(*c->sections), 8))
 			return -pte_nomem;
 		memset(c->sections + c->nr_sections, 0,
 		       (need - c->nr_sections) * sizeof(*c->sections));
@@ -868,8 +849,8 @@ static int add_kernel_section(struct rv_pt_capture *c, const char *file, uint64_
 
 	if (isid < 0)
 		return isid;
-	if (!ptc_grow(&c->kernel_isids, &c->cap_kernel_isids, c->nr_kernel_isids + 1,
-		      sizeof(*c->kernel_isids)))
+	if (rv_array_reserve(&c->kernel_isids, &c->cap_kernel_isids, c->nr_kernel_isids + 1,
+		      sizeof(*c->kernel_isids), 8))
 		return -pte_nomem;
 	c->kernel_isids[c->nr_kernel_isids++] = isid;
 	return 0;
@@ -1052,7 +1033,7 @@ static struct ptc_thread *thread_get(struct rv_pt_capture *c, uint32_t tid, uint
 			t->pid = pid;
 		return t;
 	}
-	if (!ptc_grow(&c->threads, &c->cap_threads, c->nr_threads + 1, sizeof(*c->threads)) ||
+	if (rv_array_reserve(&c->threads, &c->cap_threads, c->nr_threads + 1, sizeof(*c->threads), 8) ||
 	    !index_put(&c->thread_index, tid, c->nr_threads))
 		return NULL;
 	t = &c->threads[c->nr_threads++];
@@ -1069,7 +1050,7 @@ static bool thread_add_comm(struct rv_pt_capture *c, struct ptc_thread *t, uint6
 		return true;
 	if (t->nr_comms && !strcmp(t->comms[t->nr_comms - 1].name, name))
 		return true; /* perf repeats the name after exec; nothing changed */
-	if (!ptc_grow(&t->comms, &t->cap_comms, t->nr_comms + 1, sizeof(*t->comms)))
+	if (rv_array_reserve(&t->comms, &t->cap_comms, t->nr_comms + 1, sizeof(*t->comms), 8))
 		return false;
 	t->comms[t->nr_comms++] = (struct ptc_comm){ .time = time, .name = name };
 	return true;
@@ -1078,7 +1059,7 @@ static bool thread_add_comm(struct rv_pt_capture *c, struct ptc_thread *t, uint6
 static int new_generation(struct rv_pt_capture *c, struct ptc_process *p, uint64_t time,
 			  struct rv_error *err)
 {
-	if (!ptc_grow(&p->gens, &p->cap_gens, p->nr_gens + 1, sizeof(*p->gens)))
+	if (rv_array_reserve(&p->gens, &p->cap_gens, p->nr_gens + 1, sizeof(*p->gens), 8))
 		return nomem(err);
 	struct ptc_generation *g = &p->gens[p->nr_gens];
 	memset(g, 0, sizeof(*g));
@@ -1103,8 +1084,8 @@ static struct ptc_process *process_get(struct rv_pt_capture *c, uint32_t pid, st
 
 	if (i != SIZE_MAX)
 		return &c->processes[i];
-	if (!ptc_grow(&c->processes, &c->cap_processes, c->nr_processes + 1,
-		      sizeof(*c->processes)) ||
+	if (rv_array_reserve(&c->processes, &c->cap_processes, c->nr_processes + 1,
+		      sizeof(*c->processes), 8) ||
 	    !index_put(&c->process_index, pid, c->nr_processes)) {
 		nomem(err);
 		return NULL;
@@ -1122,7 +1103,7 @@ static struct ptc_process *process_get(struct rv_pt_capture *c, uint32_t pid, st
 static int generation_add(struct rv_pt_capture *c, uint32_t pid, struct ptc_generation *g,
 			  const struct ptc_mapping *m, bool report, struct rv_error *err)
 {
-	if (!ptc_grow(&g->maps.v, &g->maps.cap, g->maps.nr + 1, sizeof(*g->maps.v)))
+	if (rv_array_reserve(&g->maps.v, &g->maps.cap, g->maps.nr + 1, sizeof(*g->maps.v), 8))
 		return nomem(err);
 	g->maps.v[g->maps.nr++] = *m;
 	if (m->isid > 0) {
@@ -1219,8 +1200,8 @@ static int on_mmap(struct rv_pt_capture *c, const struct sb_rec *r, struct rv_er
 			if (m.missing == SIZE_MAX)
 				return nomem(err);
 		}
-		if (!ptc_grow(&c->kernel_maps.v, &c->kernel_maps.cap, c->kernel_maps.nr + 1,
-			      sizeof(*c->kernel_maps.v)))
+		if (rv_array_reserve(&c->kernel_maps.v, &c->kernel_maps.cap, c->kernel_maps.nr + 1,
+			      sizeof(*c->kernel_maps.v), 8))
 			return nomem(err);
 		c->kernel_maps.v[c->kernel_maps.nr++] = m;
 		return 0;
@@ -1286,7 +1267,7 @@ static int cpu_point(struct rv_pt_capture *c, uint32_t cpu, uint64_t time, uint3
 	if (cpu == PTC_NONE || cpu >= MAX_CPU_ID)
 		return 0;
 	if (!k) {
-		if (!ptc_grow(&c->cpus, &c->cap_cpus, c->nr_cpus + 1, sizeof(*c->cpus)))
+		if (rv_array_reserve(&c->cpus, &c->cap_cpus, c->nr_cpus + 1, sizeof(*c->cpus), 8))
 			return nomem(err);
 		k = &c->cpus[c->nr_cpus++];
 		memset(k, 0, sizeof(*k));
@@ -1294,7 +1275,7 @@ static int cpu_point(struct rv_pt_capture *c, uint32_t cpu, uint64_t time, uint3
 	}
 	if (k->nr && k->points[k->nr - 1].pid == pid && k->points[k->nr - 1].tid == tid)
 		return 0;
-	if (!ptc_grow(&k->points, &k->cap, k->nr + 1, sizeof(*k->points)))
+	if (rv_array_reserve(&k->points, &k->cap, k->nr + 1, sizeof(*k->points), 8))
 		return nomem(err);
 	k->points[k->nr++] = (struct ptc_switch){ .time = time, .pid = pid, .tid = tid };
 	if (tid != PTC_NONE && !thread_get(c, tid, pid))

@@ -31,6 +31,7 @@
 #include "capture/marks.h"
 #include "decode/pt_capture.h"
 #include "decode/pt_capture_internal.h"
+#include "util/array.h"
 #include "util/log.h"
 
 /* A queue block: events of one lane, handed over as a whole. */
@@ -254,7 +255,7 @@ static int lane_image(struct lane *l, struct pt_image *source, struct pt_image *
 			goto out;
 		}
 	}
-	if (!ptc_grow(&l->images, &l->cap_images, l->nr_images + 1, sizeof(*l->images))) {
+	if (rv_array_reserve(&l->images, &l->cap_images, l->nr_images + 1, sizeof(*l->images), 8)) {
 		ret = rv_error_set(err, ENOMEM, "out of memory for a CPU's images");
 		goto out;
 	}
@@ -747,7 +748,7 @@ static struct lane *lane_for(struct run *r, uint32_t cpu, uint32_t tid)
 	for (size_t i = 0; i < r->nr_lanes; i++)
 		if (r->lanes[i].cpu == cpu && (cpu != PTC_NONE || r->lanes[i].tid == tid))
 			return &r->lanes[i];
-	if (!ptc_grow(&r->lanes, &r->cap_lanes, r->nr_lanes + 1, sizeof(*r->lanes)))
+	if (rv_array_reserve(&r->lanes, &r->cap_lanes, r->nr_lanes + 1, sizeof(*r->lanes), 8))
 		return NULL;
 	struct lane *l = &r->lanes[r->nr_lanes];
 	memset(l, 0, sizeof(*l));
@@ -771,7 +772,7 @@ static int make_lanes(struct run *r, bool per_cpu, struct rv_error *err)
 		if (cpu_buffer != per_cpu)
 			continue;
 		l = lane_for(r, per_cpu ? a->cpu : PTC_NONE, per_cpu ? PTC_NONE : a->tid);
-		if (!l || !ptc_grow(&l->bufs, &l->cap_bufs, l->nr_bufs + 1, sizeof(*l->bufs)))
+		if (!l || rv_array_reserve(&l->bufs, &l->cap_bufs, l->nr_bufs + 1, sizeof(*l->bufs), 8))
 			return rv_error_set(err, ENOMEM, "out of memory");
 		l->bufs[l->nr_bufs++] = i;
 	}

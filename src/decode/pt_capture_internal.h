@@ -200,9 +200,6 @@ struct rv_pt_capture {
 	struct rv_pt_missing *missing_pub; /* filled by rv_pt_capture_missing */
 };
 
-/* Grows *v (elements of `elem` bytes) to hold `need`; false when out of memory. */
-bool ptc_grow(void *v, size_t *cap, size_t need, size_t elem);
-
 const struct ptc_thread *ptc_thread_find(const struct rv_pt_capture *c, uint32_t tid);
 /* The TSC of the PSB+ at offset (d's buffer), in the capture's clock;
  * UINT64_MAX when that PSB+ has none. */

@@ -1867,9 +1867,9 @@ int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options
 	d.chunk_bytes = options->chunk_bytes ? options->chunk_bytes : DEFAULT_CHUNK_BYTES;
 	d.config = options->config;
 	d.config.size = sizeof(d.config);
+	/* A CPU newer than libipt's errata table has none libipt knows of. */
 	if (d.config.cpu.vendor == pcv_intel && pt_cpu_errata(&d.config.errata, &d.config.cpu) < 0)
-		return rv_error_set(err, EINVAL, "libipt does not know CPU %u/%u/%u",
-				    d.config.cpu.family, d.config.cpu.model, d.config.cpu.stepping);
+		memset(&d.config.errata, 0, sizeof(d.config.errata));
 	/* A PSB+ written between TIP.PGD and TIP.PGE may hold a FUP (erratum
 	 * BDM70 and its kin; VM entries do it too). Decoding through it, that
 	 * FUP is harmless; synchronising on it (a chunk starting there) would
@@ -2023,11 +2023,10 @@ int rv_pt_cpu_parse(const char *text, struct pt_config *config, struct rv_error 
 	config->cpu.model = (uint8_t)model;
 	config->cpu.stepping = (uint8_t)stepping;
 	memset(&config->errata, 0, sizeof(config->errata));
-	int r = pt_cpu_errata(&config->errata, &config->cpu);
-
-	if (r < 0)
-		return rv_error_set(err, EINVAL, "libipt cannot tell the errata of CPU '%s': %s",
-				    text, pt_errstr(pt_errcode(r)));
+	/* libipt 2.0 refuses models newer than its table (Sapphire Rapids and
+	 * later): their trace decodes without errata workarounds. */
+	if (pt_cpu_errata(&config->errata, &config->cpu) < 0)
+		memset(&config->errata, 0, sizeof(config->errata));
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "record/perf_attr_ext.h"
+#include "util/array.h"
 
 void rv_dry_run_plan_init(struct rv_dry_run_plan *plan)
 {
@@ -64,21 +65,6 @@ static const char *copy(const char *s, bool *failed)
 	return c;
 }
 
-static int grow(void **items, size_t *capacity, size_t count, size_t item_size)
-{
-	size_t cap = *capacity ? *capacity * 2 : 8;
-	void *p;
-
-	if (count < *capacity)
-		return 0;
-	p = realloc(*items, cap * item_size);
-	if (!p)
-		return -ENOMEM;
-	*items = p;
-	*capacity = cap;
-	return 0;
-}
-
 int rv_dry_run_add_event(struct rv_dry_run_plan *plan, const struct rv_dry_run_event *event,
 			 struct rv_error *err)
 {
@@ -94,8 +80,8 @@ int rv_dry_run_add_event(struct rv_dry_run_plan *plan, const struct rv_dry_run_e
 	if (event->group < -1)
 		return rv_error_set(err, EINVAL, "dry-run event '%s' has group %d",
 				    event->label ? event->label : "", event->group);
-	if (grow((void **)&plan->events, &plan->events_capacity, plan->nr_events,
-		 sizeof(*plan->events)))
+	if (rv_array_grow(&plan->events, &plan->events_capacity, plan->nr_events,
+		 sizeof(*plan->events), 8))
 		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
 	copied.label = copy(event->label ? event->label : "", &failed);
 	copied.address_filter = copy(event->address_filter, &failed);
@@ -116,7 +102,7 @@ int rv_dry_run_add_bpf(struct rv_dry_run_plan *plan, const char *kind, const cha
 	struct rv_dry_run_bpf b;
 	bool failed = false;
 
-	if (grow((void **)&plan->bpf, &plan->bpf_capacity, plan->nr_bpf, sizeof(*plan->bpf)))
+	if (rv_array_grow(&plan->bpf, &plan->bpf_capacity, plan->nr_bpf, sizeof(*plan->bpf), 8))
 		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
 	b.kind = copy(kind ? kind : "", &failed);
 	b.name = copy(name ? name : "", &failed);
@@ -136,8 +122,8 @@ int rv_dry_run_add_probe(struct rv_dry_run_plan *plan, const char *kind, const c
 	struct rv_dry_run_probe p;
 	bool failed = false;
 
-	if (grow((void **)&plan->probes, &plan->probes_capacity, plan->nr_probes,
-		 sizeof(*plan->probes)))
+	if (rv_array_grow(&plan->probes, &plan->probes_capacity, plan->nr_probes,
+		 sizeof(*plan->probes), 8))
 		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
 	p.kind = copy(kind ? kind : "", &failed);
 	p.where = copy(where ? where : "", &failed);

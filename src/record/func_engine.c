@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "functions.skel.h"
+#include "util/array.h"
 #include "util/bpf_log.h"
 #include "util/log.h"
 
@@ -74,21 +75,6 @@ struct rv_func_engine {
 	uint64_t *missed; /* per slot: overwritten before a snapshot read them */
 	struct rv_fn_slot *slot_copy;
 };
-
-static int grow(void **items, size_t *capacity, size_t count, size_t item_size)
-{
-	size_t cap = *capacity ? *capacity * 2 : 16;
-	void *p;
-
-	if (count < *capacity)
-		return 0;
-	p = realloc(*items, cap * item_size);
-	if (!p)
-		return -ENOMEM;
-	*items = p;
-	*capacity = cap;
-	return 0;
-}
 
 static uint64_t monotonic_ns(void)
 {
@@ -342,7 +328,7 @@ static int read_kallsyms(const char *path, char **text, struct ksym **syms, size
 			name = p + 2;
 			name[strcspn(name, " \t")] = '\0'; /* drops "[module]" */
 			if (*name) {
-				if (grow((void **)syms, &syms_cap, count, sizeof(**syms))) {
+				if (rv_array_grow(syms, &syms_cap, count, sizeof(**syms), 16)) {
 					free(*syms);
 					free(buf);
 					*syms = NULL;
@@ -384,7 +370,7 @@ void rv_kfunc_plan_free(struct rv_kfunc_plan *plan)
 static int plan_add_skipped(struct rv_kfunc_plan *plan, size_t *cap, const char *name,
 			    const char *reason)
 {
-	if (grow((void **)&plan->skipped, cap, plan->nr_skipped, sizeof(*plan->skipped)))
+	if (rv_array_grow(&plan->skipped, cap, plan->nr_skipped, sizeof(*plan->skipped), 16))
 		return -ENOMEM;
 	plan->skipped[plan->nr_skipped++] = (struct rv_kfunc_skipped){ name, reason };
 	return 0;
@@ -441,8 +427,8 @@ int rv_kfunc_plan_build(struct rv_kfunc_plan *plan, const char *const *patterns,
 					   "functions; narrow the patterns",
 					   RV_KFUNC_MAX);
 			goto out;
-		} else if (!grow((void **)&plan->funcs, &funcs_cap, plan->count,
-				 sizeof(*plan->funcs))) {
+		} else if (!rv_array_grow(&plan->funcs, &funcs_cap, plan->count,
+				 sizeof(*plan->funcs), 16)) {
 			plan->funcs[plan->count++] =
 				(struct rv_kfunc){ syms[i].name, syms[i].addr };
 		} else {
@@ -664,7 +650,7 @@ int rv_func_engine_add_process(struct rv_func_engine *e, pid_t pid, struct rv_er
 
 static int keep_link(struct rv_func_engine *e, struct bpf_link *link)
 {
-	if (grow((void **)&e->links, &e->cap_links, e->nr_links, sizeof(*e->links))) {
+	if (rv_array_grow(&e->links, &e->cap_links, e->nr_links, sizeof(*e->links), 16)) {
 		bpf_link__destroy(link);
 		return -ENOMEM;
 	}
@@ -674,7 +660,7 @@ static int keep_link(struct rv_func_engine *e, struct bpf_link *link)
 
 static int add_refused(struct rv_func_engine *e, size_t index, int error)
 {
-	if (grow((void **)&e->refused, &e->cap_refused, e->nr_refused, sizeof(*e->refused)))
+	if (rv_array_grow(&e->refused, &e->cap_refused, e->nr_refused, sizeof(*e->refused), 16))
 		return -ENOMEM;
 	e->refused[e->nr_refused++] = (struct refused){ index, error };
 	return 0;
@@ -733,8 +719,8 @@ static int attach_fentry_copy(struct rv_func_engine *e, uint32_t index, struct r
 		bpf_link__destroy(exit);
 		bpf_link__destroy(entry);
 	}
-	if (!ret && !grow((void **)&e->fentry_copies, &e->cap_fentry_copies, e->nr_fentry_copies,
-			  sizeof(*e->fentry_copies))) {
+	if (!ret && !rv_array_grow(&e->fentry_copies, &e->cap_fentry_copies, e->nr_fentry_copies,
+			  sizeof(*e->fentry_copies), 16)) {
 		e->fentry_copies[e->nr_fentry_copies++] = copy;
 		return 0;
 	}
@@ -829,8 +815,8 @@ static int link_multi(int prog_fd, pid_t pid, const char *path, const uint64_t *
 
 static int keep_multi(struct rv_func_engine *e, int fd)
 {
-	if (grow((void **)&e->multi_links, &e->cap_multi_links, e->nr_multi_links,
-		 sizeof(*e->multi_links))) {
+	if (rv_array_grow(&e->multi_links, &e->cap_multi_links, e->nr_multi_links,
+		 sizeof(*e->multi_links), 16)) {
 		close(fd);
 		return -ENOMEM;
 	}

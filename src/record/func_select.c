@@ -22,7 +22,9 @@
 
 #include "record/library.h"
 #include "symbolize/symbolizer.h"
+#include "util/array.h"
 #include "util/elf.h"
+#include "util/proc.h"
 
 void rv_func_list_init(struct rv_func_list *list)
 {
@@ -39,28 +41,13 @@ void rv_func_list_free(struct rv_func_list *list)
 	rv_func_list_init(list);
 }
 
-static int grow(void **items, size_t *capacity, size_t count, size_t item_size)
-{
-	size_t cap = *capacity ? *capacity * 2 : 64;
-	void *p;
-
-	if (count < *capacity)
-		return 0;
-	p = realloc(*items, cap * item_size);
-	if (!p)
-		return -ENOMEM;
-	*items = p;
-	*capacity = cap;
-	return 0;
-}
-
 /* A copy of s that the list owns, or NULL. */
 static const char *own(struct rv_func_list *list, const char *s)
 {
 	char *copy;
 
-	if (grow((void **)&list->strings, &list->strings_capacity, list->nr_strings,
-		 sizeof(*list->strings)))
+	if (rv_array_grow(&list->strings, &list->strings_capacity, list->nr_strings,
+		 sizeof(*list->strings), 64))
 		return NULL;
 	copy = strdup(s);
 	if (copy)
@@ -257,7 +244,7 @@ static int match_file(Elf *elf, const char *glob, struct matches *out, struct rv
 		m.name = name;
 		m.skip = skip_reason(elf, &sym, name, &m.offset);
 		m.order = out->count;
-		if (grow((void **)&out->items, &out->capacity, out->count, sizeof(*out->items)))
+		if (rv_array_grow(&out->items, &out->capacity, out->count, sizeof(*out->items), 64))
 			return rv_error_set(err, ENOMEM, "out of memory");
 		out->items[out->count++] = m;
 	}
@@ -322,8 +309,8 @@ static int add_matches(struct rv_func_list *list, const char *owned_path, struct
 		if (x->skip) {
 			if (already_skipped(list, owned_path, x->name))
 				continue;
-			if (grow((void **)&list->skipped, &list->skipped_capacity, list->nr_skipped,
-				 sizeof(*list->skipped)))
+			if (rv_array_grow(&list->skipped, &list->skipped_capacity, list->nr_skipped,
+				 sizeof(*list->skipped), 64))
 				goto nomem;
 			list->skipped[list->nr_skipped] = (struct rv_func_skipped){
 				.path = owned_path, .name = own(list, x->name), .reason = x->skip
@@ -343,7 +330,7 @@ static int add_matches(struct rv_func_list *list, const char *owned_path, struct
 					    "the patterns",
 					    max_functions);
 		}
-		if (grow((void **)&list->items, &list->capacity, list->count, sizeof(*list->items)))
+		if (rv_array_grow(&list->items, &list->capacity, list->count, sizeof(*list->items), 64))
 			goto nomem;
 		list->items[list->count] = (struct rv_func){ .path = owned_path,
 							     .offset = x->offset,
@@ -403,9 +390,6 @@ static int select_in_file(struct rv_func_list *list, const char *pattern, const 
 
 static int resolve_exe(const char *exe, pid_t pid, char *path, size_t size, struct rv_error *err)
 {
-	char link[64];
-	ssize_t n;
-
 	if (exe) {
 		if (strlen(exe) >= size)
 			return rv_error_set(err, ENAMETOOLONG, "path too long: %s", exe);
@@ -414,13 +398,7 @@ static int resolve_exe(const char *exe, pid_t pid, char *path, size_t size, stru
 	}
 	if (pid <= 0)
 		return rv_error_set(err, EINVAL, "no executable to select functions in");
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, path, size - 1);
-	if (n < 0)
-		return rv_error_set(err, errno, "cannot find process %d's executable: %s", (int)pid,
-				    strerror(errno));
-	path[n] = '\0';
-	return 0;
+	return rv_proc_exe(pid, path, size, err);
 }
 
 int rv_func_select(struct rv_func_list *list, const char *const *patterns, size_t nr_patterns,

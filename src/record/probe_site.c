@@ -22,6 +22,7 @@
 #include "record/library.h"
 #include "symbolize/symbolizer.h"
 #include "util/elf.h"
+#include "util/proc.h"
 
 /* Functions an "unknown symbol" error suggests at most. */
 #define MAX_SUGGESTIONS 3
@@ -428,9 +429,6 @@ static const char *library_separator(const char *spec)
 static int resolve_executable(const char *exe, pid_t pid, char *path, size_t size,
 			      struct rv_error *err)
 {
-	char link[64];
-	ssize_t n;
-
 	if (exe) {
 		if (!strchr(exe, '/')) {
 			/* A bare name: the caller resolved PATH already or means ./exe. */
@@ -442,13 +440,7 @@ static int resolve_executable(const char *exe, pid_t pid, char *path, size_t siz
 	}
 	if (pid <= 0)
 		return rv_error_set(err, EINVAL, "no executable to resolve probes in");
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, path, size - 1);
-	if (n < 0)
-		return rv_error_set(err, errno, "cannot find process %d's executable: %s", (int)pid,
-				    strerror(errno));
-	path[n] = '\0';
-	return 0;
+	return rv_proc_exe(pid, path, size, err);
 }
 
 int rv_probe_site_resolve(const char *spec, const char *exe, pid_t pid, struct rv_probe_site *out,

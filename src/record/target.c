@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/program.h"
 
 static int open_pidfd(pid_t pid)
 {
@@ -28,47 +29,6 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
-/* execvp's search, done up front so that "command not found" is reported by
- * us, in words, rather than as a child that exits 127. */
-static int resolve_command(const char *name, char *path, size_t size, struct rv_error *err)
-{
-	const char *dirs = getenv("PATH");
-	int saved = ENOENT;
-
-	if (strchr(name, '/')) {
-		if (access(name, X_OK) == 0) {
-			snprintf(path, size, "%s", name);
-			return 0;
-		}
-		saved = errno;
-		if (saved == ENOENT)
-			return rv_error_set(err, ENOENT, "cannot run '%s': no such file", name);
-		return rv_error_set(err, saved, "cannot run '%s': %s", name, strerror(saved));
-	}
-	if (!dirs)
-		dirs = "/usr/local/bin:/usr/bin:/bin";
-	while (*dirs) {
-		const char *colon = strchr(dirs, ':');
-		size_t len = colon ? (size_t)(colon - dirs) : strlen(dirs);
-		struct stat st;
-
-		snprintf(path, size, "%.*s/%s", (int)len, len ? dirs : ".", name);
-		if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-			if (access(path, X_OK) == 0)
-				return 0;
-			saved = EACCES;
-		}
-		dirs += len;
-		if (*dirs == ':')
-			dirs++;
-	}
-	if (saved == EACCES)
-		return rv_error_set(err, EACCES, "cannot run '%s': permission denied", name);
-	return rv_error_set(err, ENOENT,
-			    "command not found: '%s' (not in PATH; give a path such as ./%s)", name,
-			    name);
-}
-
 int rv_target_spawn(struct rv_target *t, char *const argv[], struct rv_error *err)
 {
 	char path[PATH_MAX];
@@ -78,7 +38,7 @@ int rv_target_spawn(struct rv_target *t, char *const argv[], struct rv_error *er
 	memset(t, 0, sizeof(*t));
 	for (size_t i = 0; i < sizeof(t->pidfds) / sizeof(t->pidfds[0]); i++)
 		t->pidfds[i] = -1;
-	ret = resolve_command(argv[0], path, sizeof(path), err);
+	ret = rv_program_find(argv[0], path, sizeof(path), err);
 	if (ret)
 		return ret;
 	if (pipe2(errpipe, O_CLOEXEC))

@@ -1524,7 +1524,7 @@ static void read_perf_recording(const char *call_graph, bool dwarf)
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
 	out = run_command(&status,
 			  "perf record -e cpu-clock -F 2000 %s -o '%s' -- "
-			  "dd if=/dev/zero of=/dev/null bs=4k count=60000 2>&1",
+			  "dd if=/dev/zero of=/dev/null bs=4k count=1000000 2>&1",
 			  call_graph, path);
 	cr_assert_eq(status, 0, "perf record failed:\n%s", out);
 	free(out);
