@@ -92,19 +92,14 @@ int rv_mark_parse(const struct rv_perf_sample *sample, struct rv_mark *out, stru
 	return 0;
 }
 
-uint64_t rv_marks_first_time(const char *path)
+uint64_t rv_marks_first_time(struct rv_perf_reader *r)
 {
-	struct rv_perf_reader *r;
 	struct rv_perf_record rec;
 	struct rv_error ignored = { 0 };
 	uint64_t first = 0;
 
-	if (rv_perf_reader_open(&r, path, &ignored))
+	if (!rv_perf_reader_attr_for_id(r, RV_MARK_ID))
 		return 0;
-	if (!rv_perf_reader_attr_for_id(r, RV_MARK_ID)) {
-		rv_perf_reader_free(r);
-		return 0;
-	}
 	while (rv_perf_reader_next(r, &rec, &ignored) > 0) {
 		struct rv_perf_sample s;
 		struct rv_mark mark;
@@ -121,6 +116,6 @@ uint64_t rv_marks_first_time(const char *path)
 		if (t && (!first || t < first))
 			first = t;
 	}
-	rv_perf_reader_free(r);
+	rv_perf_reader_rewind(r);
 	return first;
 }

@@ -70,10 +70,11 @@ bool rv_sample_is_mark(const struct rv_perf_sample *sample);
 /* Reads a mark from a parsed sample of the marks event. */
 int rv_mark_parse(const struct rv_perf_sample *sample, struct rv_mark *out, struct rv_error *err);
 
-/* The earliest time of the perf.data file at path when it holds marks: a
- * window's mark comes after the records taken in it, so the window's begin
- * (its mark's time less its duration) may be the earliest. 0 when the file
- * has no marks (its first record is its earliest) or cannot be read. */
-uint64_t rv_marks_first_time(const char *path);
+/* The earliest time of the capture r reads when it holds marks: a window's
+ * mark comes after the records taken in it, so the window's begin (its
+ * mark's time less its duration) may be the earliest. 0 when it has no marks
+ * (its first record is its earliest). Reads r through once when it has
+ * marks, and leaves it rewound to its first record. */
+uint64_t rv_marks_first_time(struct rv_perf_reader *r);
 
 #endif

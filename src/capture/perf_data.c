@@ -2285,6 +2285,13 @@ int rv_perf_reader_next(struct rv_perf_reader *r, struct rv_perf_record *rec, st
 	return ret;
 }
 
+void rv_perf_reader_rewind(struct rv_perf_reader *r)
+{
+	r->stream.pos = 0;
+	r->stream.failure = 0;
+	r->stream.failure_message[0] = '\0';
+}
+
 size_t rv_perf_reader_nr_attrs(const struct rv_perf_reader *r)
 {
 	return r->nr_attrs;

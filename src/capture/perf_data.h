@@ -223,6 +223,10 @@ bool rv_perf_reader_is_pipe(const struct rv_perf_reader *r);
  * record, described in err (the records before it were good). */
 int rv_perf_reader_next(struct rv_perf_reader *r, struct rv_perf_record *rec, struct rv_error *err);
 
+/* Back to the first record, for a second pass (the records and their
+ * errors come again, as the first time). */
+void rv_perf_reader_rewind(struct rv_perf_reader *r);
+
 size_t rv_perf_reader_nr_attrs(const struct rv_perf_reader *r);
 const struct rv_perf_attr *rv_perf_reader_attr(const struct rv_perf_reader *r, size_t index);
 

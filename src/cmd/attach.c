@@ -1,11 +1,13 @@
 /* attach.c: `rearview attach [OPTIONS] [-p PID[,PID...]]`: record running
- * processes until Ctrl-C or until they exit, and leave them running. */
+ * processes until Ctrl-C or until they exit, and leave them running.
+ *
+ * Not here: the recording (session/session.h) or finding the processes
+ * (record/target.h); this file wires them and reports errors.
+ */
 #define RV_LOG_DOMAIN "attach"
-#include <unistd.h>
-
 #include "cmd/commands.h"
-#include "cmd/record.h"
 #include "record/target.h"
+#include "session/session.h"
 #include "util/log.h"
 
 int rv_cmd_attach(const struct rv_options *opts)
@@ -38,9 +40,7 @@ int rv_cmd_attach(const struct rv_options *opts)
 	}
 	if (ret)
 		rv_error_msg("%s", err.message);
-	for (size_t i = 0; i < target.nr_pids; i++)
-		if (target.pidfds[i] >= 0)
-			close(target.pidfds[i]);
-	rv_session_cleanup(&session);
+	rv_target_end(&target, 0);
+	rv_session_destroy(&session);
 	return ret ? 1 : 0;
 }

@@ -104,10 +104,12 @@ struct rv_event {
 			const struct rv_frame *frames; /* leaf first */
 			size_t nr_frames;
 			uint64_t interval_ns; /* nominal time one sample stands for */
-			/* the user frames come from a frame-pointer walk, which
-			 * cannot see the caller of a function that has not yet set
-			 * up its frame */
-			bool frame_pointers;
+			/* the user frames come from a frame-pointer walk that
+			 * started at the caller's frame (the sample was in the
+			 * leaf's prologue, or at its return), so the leaf's caller
+			 * is missing between frames[0] and frames[1]; the builder
+			 * puts it back from the thread's open stack */
+			bool caller_unseen;
 		} stack;
 		struct {
 			const char *name;

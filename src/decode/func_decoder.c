@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "capture/marks.h"
 #include "capture/perf_data.h"
@@ -55,73 +54,34 @@ static bool has_functions_attr(const struct rv_perf_reader *r)
 
 /* The file to read: a capture directory's perf.data (rearview's layout),
  * else the path itself (a file, or perf's DIR/data, which the reader finds). */
-static void capture_file(const char *capture_path, char *out, size_t size)
+bool rv_func_decoder_recognises(const struct rv_perf_reader *reader)
 {
-	struct stat st;
-
-	if (stat(capture_path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(out, size, "%s/perf.data", capture_path);
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
-			return;
-	}
-	snprintf(out, size, "%s", capture_path);
+	return has_functions_attr(reader);
 }
 
-bool rv_func_decoder_detect(const char *capture_path)
-{
-	struct rv_perf_reader *r;
-	struct rv_error ignored = { 0 };
-	char path[PATH_MAX];
-	struct stat st;
-	bool found;
-
-	/* a stream would be used up by looking */
-	if (!strcmp(capture_path, "-") || stat(capture_path, &st) ||
-	    !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-		return false;
-	capture_file(capture_path, path, sizeof(path));
-	if (rv_perf_reader_open(&r, path, &ignored))
-		return false;
-	found = has_functions_attr(r);
-	rv_perf_reader_free(r);
-	return found;
-}
-
-int rv_func_decoder_open(struct rv_func_decoder **out, const char *capture_path,
+int rv_func_decoder_open(struct rv_func_decoder **out, struct rv_perf_reader *reader,
 			 struct rv_symbolizer *symbolizer, struct rv_error *err)
 {
-	struct rv_func_decoder *d = calloc(1, sizeof(*d));
-	char path[PATH_MAX];
-	int ret;
+	struct rv_func_decoder *d;
 
 	*out = NULL;
+	if (!has_functions_attr(reader))
+		return rv_error_set(err, EINVAL,
+				    "the capture holds no function records (no event named %s); "
+				    "it was not recorded with --backend uprobe",
+				    RV_FN_EVENT_NAME);
+	d = calloc(1, sizeof(*d));
 	if (!d)
 		return rv_error_set(err, ENOMEM, "out of memory");
 	d->symbolizer = symbolizer;
 	rv_intern_init(&d->names);
-	capture_file(capture_path, path, sizeof(path));
-	ret = rv_perf_reader_open(&d->reader, path, err);
-	if (!ret && !has_functions_attr(d->reader))
-		ret = rv_error_set(err, EINVAL,
-				   "'%s' holds no function records (no event named %s); it was "
-				   "not recorded with --backend uprobe",
-				   capture_path, RV_FN_EVENT_NAME);
-	if (ret) {
-		rv_func_decoder_free(d);
-		return ret;
-	}
+	d->reader = reader;
 	d->sb.reader = d->reader;
 	d->sb.symbolizer = symbolizer;
+	d->sb.records = &d->stats.records;
+	d->sb.lost = &d->stats.lost;
 	*out = d;
 	return 0;
-}
-
-uint64_t rv_func_decoder_first_time(const char *capture_path)
-{
-	char path[PATH_MAX];
-
-	capture_file(capture_path, path, sizeof(path));
-	return rv_marks_first_time(path);
 }
 
 const char *rv_fn_record_type_name(unsigned type)
@@ -324,32 +284,24 @@ int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *ev, struct 
 	struct rv_perf_record rec;
 	int ret;
 
-	for (;;) {
-		ret = rv_perf_reader_next(d->reader, &rec, err);
-		if (ret <= 0)
-			return ret;
-		d->stats.records++;
-		memset(ev, 0, sizeof(*ev));
-		if (rec.header->type == PERF_RECORD_SAMPLE)
-			ret = on_sample(d, &rec, ev, err);
-		else
-			ret = rv_sideband_record(&d->sb, rec.header, ev, err);
+	/* a sample that makes no event (skipped) reads on */
+	while ((ret = rv_sideband_next(&d->sb, &rec, ev, err)) == RV_SIDEBAND_SAMPLE) {
+		ret = on_sample(d, &rec, ev, err);
 		if (ret)
 			return ret;
 	}
+	return ret;
 }
 
 void rv_func_decoder_stats(const struct rv_func_decoder *d, struct rv_func_decoder_stats *out)
 {
 	*out = d->stats;
-	out->lost = d->sb.lost;
 }
 
 void rv_func_decoder_free(struct rv_func_decoder *d)
 {
 	if (!d)
 		return;
-	rv_perf_reader_free(d->reader);
 	rv_intern_free(&d->names);
 	free(d);
 }

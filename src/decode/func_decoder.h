@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "decode/events.h"
+#include "capture/perf_data.h"
 #include "functions.h"
 #include "symbolize/symbolizer.h"
 #include "util/error.h"
@@ -64,16 +65,14 @@ struct rv_func_decoder_stats {
 
 struct rv_func_decoder;
 
-/* Whether the capture at path (a perf.data file, or a capture directory
- * holding one) declares the functions event (its name in HEADER_EVENT_DESC
- * is RV_FN_EVENT_NAME). False for anything unreadable, and for standard
- * input ("-") and FIFOs, which looking would use up. */
-bool rv_func_decoder_detect(const char *capture_path);
+/* Whether the capture reader reads declares the functions event (its name
+ * in HEADER_EVENT_DESC is RV_FN_EVENT_NAME). */
+bool rv_func_decoder_recognises(const struct rv_perf_reader *reader);
 
-/* Opens the capture (as rv_func_decoder_detect finds it); an error if it is
- * not a function-tracer capture. Names of kernel functions come from the
- * symbolizer's kallsyms. */
-int rv_func_decoder_open(struct rv_func_decoder **out, const char *capture_path,
+/* Decodes the capture reader reads (borrowed: it must outlive the decoder),
+ * from where it stands; an error if it is not a function-tracer capture.
+ * Names of kernel functions come from the symbolizer's kallsyms. */
+int rv_func_decoder_open(struct rv_func_decoder **out, struct rv_perf_reader *reader,
 			 struct rv_symbolizer *symbolizer, struct rv_error *err);
 
 /* 1: *event is set; it (and the arguments it points to) stays valid until the
@@ -83,12 +82,6 @@ int rv_func_decoder_open(struct rv_func_decoder **out, const char *capture_path,
 int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *event, struct rv_error *err);
 
 void rv_func_decoder_stats(const struct rv_func_decoder *d, struct rv_func_decoder_stats *out);
-
-/* For a capture with the gate's marks, the earliest time of its samples and
- * of its --filter windows' beginnings (a window begins before its first
- * record, and its mark comes after its last): the trace's zero. 0 for other
- * captures (their first record is the earliest) and when there is none. */
-uint64_t rv_func_decoder_first_time(const char *capture_path);
 
 /* "enter", "syscall exit", ...: a record type for --stats; NULL if unknown. */
 const char *rv_fn_record_type_name(unsigned type);

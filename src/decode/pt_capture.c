@@ -1602,8 +1602,12 @@ int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_op
 		ret = find_side_files(c, err);
 	if (!ret && options->vmlinux && !(c->vmlinux = strdup(options->vmlinux)))
 		ret = nomem(err);
-	if (!ret)
+	if (!ret && options->reader) {
+		c->reader = options->reader;
+		c->reader_borrowed = true;
+	} else if (!ret) {
 		ret = rv_perf_reader_open(&c->reader, c->path, err);
+	}
 	if (!ret) {
 		ret = read_records(c, &s, err);
 		if (ret)
@@ -1817,7 +1821,8 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 	free(c->windows);
 	free(c->missing);
 	free(c->missing_pub);
-	rv_perf_reader_free(c->reader);
+	if (!c->reader_borrowed)
+		rv_perf_reader_free(c->reader);
 	arena_free(&c->arena);
 	free(c->path);
 	free(c->dir);

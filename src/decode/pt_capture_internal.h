@@ -143,6 +143,7 @@ struct ptc_index {
 
 struct rv_pt_capture {
 	struct rv_perf_reader *reader;
+	bool reader_borrowed; /* the caller's (rv_pt_capture_options.reader) */
 	char *path;	/* what the reader opened */
 	char *dir;	/* the capture's directory, or NULL (stdin) */
 	char *kallsyms; /* DIR/kcore_dir/kallsyms, or NULL */

@@ -24,23 +24,20 @@ struct rv_sample_decoder {
 	struct rv_sample_decoder_stats stats;
 };
 
-int rv_sample_decoder_open(struct rv_sample_decoder **out, const char *capture_path,
+int rv_sample_decoder_open(struct rv_sample_decoder **out, struct rv_perf_reader *reader,
 			   struct rv_symbolizer *symbolizer, struct rv_error *err)
 {
 	struct rv_sample_decoder *d = calloc(1, sizeof(*d));
-	int ret;
 
 	*out = NULL;
 	if (!d)
 		return rv_error_set(err, ENOMEM, "out of memory");
 	d->symbolizer = symbolizer;
-	ret = rv_perf_reader_open(&d->reader, capture_path, err);
-	if (ret) {
-		free(d);
-		return ret;
-	}
+	d->reader = reader;
 	d->sb.reader = d->reader;
 	d->sb.symbolizer = symbolizer;
+	d->sb.records = &d->stats.records;
+	d->sb.lost = &d->stats.lost;
 	*out = d;
 	return 0;
 }
@@ -85,6 +82,26 @@ static size_t frames_from_callchain(struct rv_sample_decoder *d, const struct rv
 		n++;
 	}
 	return n;
+}
+
+bool rv_fp_walk_skips_caller(const uint8_t *code, size_t len)
+{
+	if (len >= 1 && (code[0] == 0x55 || code[0] == 0xc3 || code[0] == 0xc2))
+		return true; /* push %rbp; ret; ret $n */
+	if (len >= 3 && code[0] == 0x48 && code[1] == 0x89 && code[2] == 0xe5)
+		return true; /* mov %rsp,%rbp */
+	return len >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e &&
+	       code[3] == 0xfa; /* endbr64 */
+}
+
+/* Whether the frame-pointer walk of a sample at ip (of process pid) skipped
+ * the leaf's caller: decided from the code bytes there. */
+static bool walk_skips_caller(struct rv_sample_decoder *d, uint32_t pid, uint64_t ip)
+{
+	uint8_t code[4];
+	size_t got = rv_symbolizer_read_code(d->symbolizer, pid, ip, code, sizeof(code));
+
+	return rv_fp_walk_skips_caller(code, got);
 }
 
 /* DWARF mode: the kernel part (if any) comes from the call chain, the user part
@@ -167,7 +184,8 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 		ev->stack.nr_frames = frames_from_dwarf(d, &s);
 	else if (s.sample_type & PERF_SAMPLE_CALLCHAIN) {
 		ev->stack.nr_frames = frames_from_callchain(d, &s);
-		ev->stack.frame_pointers = true;
+		ev->stack.caller_unseen = ev->stack.nr_frames >= 2 && !d->frames[0].kernel &&
+					  walk_skips_caller(d, s.pid, d->frames[0].addr);
 	} else {
 		d->frames[0].addr = s.ip;
 		d->frames[0].kernel =
@@ -184,34 +202,17 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 	return 1;
 }
 
-uint64_t rv_sample_decoder_first_time(const char *capture_path)
-{
-	return rv_marks_first_time(capture_path);
-}
-
 int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev, struct rv_error *err)
 {
 	struct rv_perf_record rec;
-	int ret;
+	int ret = rv_sideband_next(&d->sb, &rec, ev, err);
 
-	for (;;) {
-		ret = rv_perf_reader_next(d->reader, &rec, err);
-		if (ret <= 0)
-			return ret;
-		d->stats.records++;
-		memset(ev, 0, sizeof(*ev));
-		if (rec.header->type == PERF_RECORD_SAMPLE)
-			return on_sample(d, rec.header, ev, err);
-		ret = rv_sideband_record(&d->sb, rec.header, ev, err);
-		if (ret)
-			return ret;
-	}
+	return ret == RV_SIDEBAND_SAMPLE ? on_sample(d, rec.header, ev, err) : ret;
 }
 
 void rv_sample_decoder_stats(const struct rv_sample_decoder *d, struct rv_sample_decoder_stats *out)
 {
 	*out = d->stats;
-	out->lost = d->sb.lost;
 }
 
 void rv_sample_decoder_free(struct rv_sample_decoder *d)
@@ -219,6 +220,5 @@ void rv_sample_decoder_free(struct rv_sample_decoder *d)
 	if (!d)
 		return;
 	rv_unwinder_free(d->unwinder);
-	rv_perf_reader_free(d->reader);
 	free(d);
 }

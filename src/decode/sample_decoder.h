@@ -4,7 +4,9 @@
  * Mappings found in the capture feed the symbolizer, so that stacks can be
  * named; DWARF-mode samples (registers and a stack copy) are unwound here with
  * decode/unwind.h; frame-pointer call chains are split at the kernel's
- * PERF_CONTEXT markers into kernel and user frames.
+ * PERF_CONTEXT markers into kernel and user frames, and a chain whose walk
+ * skipped the leaf's caller (a sample in a prologue or at a return: the code
+ * at the sample's IP says so) is marked (rv_event.stack.caller_unseen).
  *
  * Works for captures written by rearview and by `perf record -g` alike, as
  * long as samples carry TID and TIME. Records are taken in file order, which
@@ -15,7 +17,11 @@
 #ifndef RV_DECODE_SAMPLE_DECODER_H
 #define RV_DECODE_SAMPLE_DECODER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "capture/perf_data.h"
 
 #include "decode/events.h"
 #include "symbolize/symbolizer.h"
@@ -32,7 +38,9 @@ struct rv_sample_decoder_stats {
 	uint64_t first_time, last_time; /* of samples; 0 when none */
 };
 
-int rv_sample_decoder_open(struct rv_sample_decoder **out, const char *capture_path,
+/* Decodes the capture reader reads (borrowed: it must outlive the decoder),
+ * from where it stands. */
+int rv_sample_decoder_open(struct rv_sample_decoder **out, struct rv_perf_reader *reader,
 			   struct rv_symbolizer *symbolizer, struct rv_error *err);
 
 /* 1: *event is set and valid until the next call; 0: end of capture;
@@ -43,10 +51,12 @@ int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *event,
 void rv_sample_decoder_stats(const struct rv_sample_decoder *d,
 			     struct rv_sample_decoder_stats *out);
 
-/* The earliest time of a capture with gate marks (capture/marks.h): a
- * window's beginning comes before its first sample, and its mark after its
- * last one; 0 for other captures, whose first sample is the earliest. */
-uint64_t rv_sample_decoder_first_time(const char *capture_path);
+/* Whether a frame-pointer walk from a sample whose leaf's code starts with
+ * these bytes skipped the leaf's caller: %rbp does not yet (at `push %rbp`
+ * or `mov %rsp,%rbp` of the prologue, or at an endbr64 before them) or no
+ * longer (at `ret`, after `pop %rbp`) point at the leaf's own frame, so the
+ * walk starts from the caller's frame and finds the caller's caller. */
+bool rv_fp_walk_skips_caller(const uint8_t *code, size_t len);
 
 void rv_sample_decoder_free(struct rv_sample_decoder *d);
 

@@ -18,8 +18,7 @@ static uint64_t record_time(const struct rv_sideband *sb, const struct perf_even
 	return id.time;
 }
 
-static int on_mmap(struct rv_sideband *sb, const struct perf_event_header *h,
-		   struct rv_error *err)
+static int on_mmap(struct rv_sideband *sb, const struct perf_event_header *h, struct rv_error *err)
 {
 	struct rv_perf_mmap m;
 
@@ -85,7 +84,7 @@ int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h
 		if (room < at + sizeof(lost))
 			return 0;
 		memcpy(&lost, body + at, sizeof(lost));
-		sb->lost += lost;
+		*sb->lost += lost;
 		ev->kind = RV_EVENT_LOST;
 		ev->time = record_time(sb, h);
 		ev->lost.count = lost;
@@ -93,5 +92,23 @@ int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h
 	}
 	default:
 		return 0;
+	}
+}
+
+int rv_sideband_next(struct rv_sideband *sb, struct rv_perf_record *rec, struct rv_event *ev,
+		     struct rv_error *err)
+{
+	for (;;) {
+		int ret = rv_perf_reader_next(sb->reader, rec, err);
+
+		if (ret <= 0)
+			return ret;
+		(*sb->records)++;
+		memset(ev, 0, sizeof(*ev));
+		if (rec->header->type == PERF_RECORD_SAMPLE)
+			return RV_SIDEBAND_SAMPLE;
+		ret = rv_sideband_record(sb, rec->header, ev, err);
+		if (ret)
+			return ret;
 	}
 }

@@ -7,6 +7,9 @@
  * record too short for its fields, or a mapping that does not parse, is
  * skipped: every byte is read within the record the reader handed over.
  *
+ * rv_sideband_next is the record loop both decoders share: they read the
+ * samples it stops at.
+ *
  * Not here: samples (each decoder's own), and PT captures' sideband, which
  * pt_capture reads up front to build images and timelines.
  */
@@ -24,7 +27,9 @@ struct rv_sideband {
 	struct rv_perf_reader *reader;	  /* the records' sample_id, for their times; NULL: 0 */
 	struct rv_symbolizer *symbolizer; /* the mappings go there */
 	char comm[32];			  /* the last COMM's name: its event points here */
-	uint64_t lost;			  /* samples the kernel said it lost, in all */
+	/* The decoder's counters (never NULL): records read by
+	 * rv_sideband_next, samples the kernel said it lost. */
+	uint64_t *records, *lost;
 };
 
 /* Reads record h (not a SAMPLE) into *ev, which the caller zeroed: 1 when it
@@ -33,5 +38,16 @@ struct rv_sideband {
  * thread name stays valid until the next COMM. */
 int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h,
 		       struct rv_event *ev, struct rv_error *err);
+
+/* rv_sideband_next found a sample, for the decoder to read. */
+#define RV_SIDEBAND_SAMPLE 2
+
+/* The next record of sb's reader that means something: 1 and *ev set for a
+ * sideband event (the records that make none are passed over);
+ * RV_SIDEBAND_SAMPLE and the record in *rec for a sample, with *ev zeroed for
+ * the caller to fill; 0 at the end; negative when the capture is damaged
+ * from here on (err says where) or a mapping could not be added. */
+int rv_sideband_next(struct rv_sideband *sb, struct rv_perf_record *rec, struct rv_event *ev,
+		     struct rv_error *err);
 
 #endif

@@ -23,6 +23,7 @@
 #define RV_RECORD_PROBE_SITE_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -33,6 +34,13 @@ struct rv_probe_site {
 	uint64_t offset;     /* file offset of the instruction */
 	uint64_t address;    /* its link-time virtual address in that file */
 	char function[256];  /* the function at or containing it, "" if unknown */
+};
+
+/* The gate's sites for one target, resolved: --filter START,STOP and
+ * --trigger (session/gating.h resolves them from the options). */
+struct rv_gate_sites {
+	bool filter, trigger;
+	struct rv_probe_site start, stop, at; /* at: the trigger */
 };
 
 /* Resolves spec for a target whose executable is exe (NULL with pid > 0: the

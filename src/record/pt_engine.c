@@ -921,6 +921,22 @@ void rv_pt_engine_stats(const struct rv_pt_engine *e, struct rv_pt_record_stats 
 	*out = e->stats;
 }
 
+int rv_pt_engine_pt_fd(const struct rv_pt_engine *e, size_t slot)
+{
+	return slot < e->nr_slots ? e->slots[slot].pt_fd : -1;
+}
+
+bool rv_pt_engine_time_conv(const struct rv_pt_engine *e, struct rv_perf_time_conv *out)
+{
+	*out = e->time_conv;
+	return e->time_conv.cap_user_time_zero && e->time_conv.time_mult;
+}
+
+const struct rv_pt_ops *rv_pt_engine_ops(const struct rv_pt_engine *e)
+{
+	return e->ops;
+}
+
 void rv_pt_engine_free(struct rv_pt_engine *e)
 {
 	if (!e)

@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "capture/auxtrace.h"
 #include "capture/perf_data.h"
 #include "util/error.h"
 
@@ -163,6 +164,18 @@ int rv_pt_engine_stop(struct rv_pt_engine *e, bool snapshot, struct rv_error *er
 int rv_pt_engine_copy_kernel_files(const char *root, const char *dir, struct rv_error *err);
 
 void rv_pt_engine_stats(const struct rv_pt_engine *e, struct rv_pt_record_stats *out);
+
+/* The intel_pt event of slot i (in the order of the config's tids or cpus),
+ * the group leader the gate's uprobes join; -1 when it is not open. */
+int rv_pt_engine_pt_fd(const struct rv_pt_engine *e, size_t slot);
+
+/* The perf mmap page's TSC conversion, as rv_pt_engine_start read it (and
+ * wrote it as TIME_CONV); false before that, or when the kernel gives none
+ * (no cap_user_time_zero). */
+bool rv_pt_engine_time_conv(const struct rv_pt_engine *e, struct rv_perf_time_conv *out);
+
+/* The kernel the engine runs on (the config's ops, or rv_pt_syscall_ops). */
+const struct rv_pt_ops *rv_pt_engine_ops(const struct rv_pt_engine *e);
 
 void rv_pt_engine_free(struct rv_pt_engine *e);
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -186,6 +187,27 @@ int rv_target_wait(struct rv_target *t)
 	t->exited = true;
 	t->exit_status = status;
 	return 0;
+}
+
+void rv_target_end(struct rv_target *t, int stop_signal)
+{
+	struct timespec pause = { 0, 50 * 1000 * 1000 };
+
+	if (t->spawned && t->released && !t->exited) {
+		if (stop_signal) {
+			for (int waited_ms = 0; waited_ms < 2000 && !rv_target_poll_exit(t);
+			     waited_ms += 50)
+				nanosleep(&pause, NULL);
+			if (!t->exited)
+				kill(t->pids[0], stop_signal);
+		}
+		rv_target_wait(t);
+	}
+	for (size_t i = 0; i < t->nr_pids; i++) {
+		if (t->pidfds[i] >= 0)
+			close(t->pidfds[i]);
+		t->pidfds[i] = -1;
+	}
 }
 
 int rv_exit_code_from_status(int status)

@@ -54,6 +54,14 @@ bool rv_target_poll_exit(struct rv_target *t);
 /* Waits for a spawned child to exit and records its status. */
 int rv_target_wait(struct rv_target *t);
 
+/* Done with the target: a spawned program that runs on after a stop signal
+ * (it got the terminal's Ctrl-C too, as it shares our process group) is
+ * given two seconds to exit on its own, then passed the signal once (for
+ * when only rearview was signalled), and waited for; a released one without
+ * a stop signal is waited for. Attached processes are left running, their
+ * pidfds closed. */
+void rv_target_end(struct rv_target *t, int stop_signal);
+
 /* The process's short name (comm), "?" when unknown. */
 void rv_target_comm(pid_t pid, char *out, size_t size);
 

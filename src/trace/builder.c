@@ -28,6 +28,7 @@ int rv_builder_new(struct rv_builder **out, struct rv_symbolizer *symbolizer,
 		return rv_error_set(err, ENOMEM, "out of memory");
 	b->symbolizer = symbolizer;
 	b->writer = writer;
+	rv_intern_init(&b->names);
 	b->cap_threads = 64;
 	b->threads = calloc(b->cap_threads, sizeof(*b->threads));
 	b->cap_self = 1024;
@@ -323,29 +324,12 @@ static int account_previous(struct rv_builder *b, struct thread_state *t, uint64
 	return builder_add_self_time(b, t->last_leaf, elapsed);
 }
 
-/* Whether a frame-pointer walk from a sample at ip skips the leaf function's
- * caller: %rbp does not yet (at `push %rbp` or `mov %rsp,%rbp` of the
- * prologue, or at an endbr64 before them) or no longer (at `ret`, after `pop
- * %rbp`) point at the leaf's own frame, so the walk starts from the caller's
- * frame and finds the caller's caller. Decided from the code bytes at ip. */
-static bool walk_skips_caller(struct rv_builder *b, uint32_t pid, uint64_t ip)
-{
-	uint8_t code[4];
-	size_t got = rv_symbolizer_read_code(b->symbolizer, pid, ip, code, sizeof(code));
-
-	if (got >= 1 && (code[0] == 0x55 || code[0] == 0xc3 || code[0] == 0xc2))
-		return true; /* push %rbp; ret; ret $n */
-	if (got >= 3 && code[0] == 0x48 && code[1] == 0x89 && code[2] == 0xe5)
-		return true; /* mov %rsp,%rbp */
-	return got >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa;
-}
-
 /* For a frame-pointer sample whose walk skipped the leaf's caller (the path
- * reads ..., grandcaller, leaf): when the grandcaller is on the thread's open
- * stack with a frame above it that is not the leaf, that frame is the caller
- * the walk could not see, and it is put back. The open stack is searched
- * first, so that the code bytes are read only for the rare sample that would
- * change the stack. Returns 1 if a frame was inserted before the leaf. */
+ * reads ..., grandcaller, leaf; the sample decoder tells from the code at the
+ * leaf's IP): when the grandcaller is on the thread's open stack with a frame
+ * above it that is not the leaf, that frame is the caller the walk could not
+ * see, and it is put back. Returns 1 if a frame was inserted before the
+ * leaf. */
 static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t,
 				     const struct rv_event *ev, size_t n)
 {
@@ -357,8 +341,7 @@ static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_s
 	for (depth = t->depth - 1; depth > 0; depth--)
 		if (t->stack[depth - 1].identity == grandcaller)
 			break;
-	if (depth == 0 || t->stack[depth].identity == b->path[n - 1].identity ||
-	    !walk_skips_caller(b, ev->pid, ev->stack.frames[0].addr))
+	if (depth == 0 || t->stack[depth].identity == b->path[n - 1].identity)
 		return 0;
 	b->path[n] = b->path[n - 1];
 	b->path[n - 1].identity = t->stack[depth].identity;
@@ -442,7 +425,7 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		b->path[i].name = sym.name;
 		b->path[i].known = sym.known;
 	}
-	if (ev->stack.frame_pointers && n >= 2 && !ev->stack.frames[0].kernel)
+	if (ev->stack.caller_unseen && n >= 2 && !ev->stack.frames[0].kernel)
 		n += restore_skipped_caller(b, t, ev, n);
 	n += graft_truncated_stack(b, t, n);
 	while (common < n && common < t->depth &&
@@ -619,10 +602,69 @@ static bool sets_base(enum rv_event_kind kind)
 	}
 }
 
-int rv_builder_add(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
+/* Kernel span arguments kept from one event (spans show SPAN_MAX_ARGS). */
+#define KEPT_ARGS 8
+
+/* A name the builder keeps: its own copy, so that the producer's may go.
+ * False when memory ran out. */
+static bool keep_name(struct rv_builder *b, const char **name)
 {
+	if (!*name)
+		return true;
+	*name = rv_intern(&b->names, *name);
+	return *name != NULL;
+}
+
+/* ev with every producer's name that the builder keeps past this call
+ * replaced by its own copy (in *copy, with the arguments in args). Events
+ * without such names are handed back as they are. */
+static const struct rv_event *keep_names(struct rv_builder *b, const struct rv_event *ev,
+					 struct rv_event *copy, struct rv_event_arg *args)
+{
+	bool ok = true;
+
+	switch (ev->kind) {
+	case RV_EVENT_BRANCH:
+		if (!ev->branch.from.sym && !ev->branch.to.sym)
+			return ev;
+		*copy = *ev;
+		ok = keep_name(b, &copy->branch.from.sym) && keep_name(b, &copy->branch.to.sym);
+		break;
+	case RV_EVENT_CALL_ENTER:
+	case RV_EVENT_CALL_EXIT:
+		if (!ev->call.sym)
+			return ev;
+		*copy = *ev;
+		ok = keep_name(b, &copy->call.sym);
+		break;
+	case RV_EVENT_KERNEL_BEGIN:
+	case RV_EVENT_KERNEL_END:
+		*copy = *ev;
+		ok = keep_name(b, &copy->kernel.name);
+		if (copy->kernel.nr_args > KEPT_ARGS)
+			copy->kernel.nr_args = KEPT_ARGS;
+		for (size_t i = 0; ok && i < copy->kernel.nr_args; i++) {
+			args[i] = ev->kernel.args[i];
+			ok = keep_name(b, &args[i].name);
+		}
+		copy->kernel.args = args;
+		break;
+	default:
+		return ev;
+	}
+	return ok ? copy : NULL;
+}
+
+int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
+{
+	struct rv_event copy;
+	struct rv_event_arg args[KEPT_ARGS];
+	const struct rv_event *ev = keep_names(b, event, &copy, args);
 	struct thread_state *t;
 	int ret;
+
+	if (!ev)
+		return rv_error_set(err, ENOMEM, "out of memory keeping the trace's names");
 
 	if (!b->have_base && sets_base(ev->kind)) {
 		b->base = ev->time;
@@ -755,5 +797,6 @@ void rv_builder_free(struct rv_builder *b)
 	free(b->threads);
 	free(b->self);
 	free(b->path);
+	rv_intern_free(&b->names);
 	free(b);
 }

@@ -104,9 +104,10 @@
  * been written (and a frame that began at its stack's create_time until no
  * inferred parent can come).
  *
- * Names the builder is given (event syms, kernel and instant names, argument
- * names; thread names are copied) must live until rv_builder_finish; the
- * symbolizer's always do.
+ * Names events bring (branch and call syms, kernel span and argument names,
+ * thread names) are copied into the builder's own pool when it keeps them
+ * past rv_builder_add, so a producer's strings need only live until it
+ * returns; the symbolizer's (which names the rest) live as long as it.
  *
  * Not here: decoding or symbol lookup logic, and file formats.
  */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "symbolize/intern.h"
 #include "trace/builder.h"
 
 /* Arguments of a span (the kernel spans of exact calls: a syscall's "nr" and
@@ -166,6 +167,9 @@ struct self_time_slot {
 struct rv_builder {
 	struct rv_symbolizer *symbolizer;
 	struct rv_trace_writer *writer;
+	/* copies of the names events bring (perf script's symbols, kernel span
+	 * and argument names): they outlive the producer */
+	struct rv_intern names;
 	struct thread_state *threads;
 	size_t nr_threads, cap_threads;	  /* open addressing, cap a power of two */
 	struct thread_state *last_thread; /* the last one looked up, or NULL */

@@ -34,6 +34,7 @@ int rv_bpf_load_error(struct rv_error *err, int ret, const char *what)
 		return rv_error_set(err, -ret,
 				    "not allowed to load BPF programs: run rearview as root (or "
 				    "with CAP_BPF and CAP_PERFMON)");
-	return rv_error_set(err, -ret, "cannot load %s: %s (run with -vv to see the verifier's log)",
-			    what, strerror(-ret));
+	return rv_error_set(err, -ret,
+			    "cannot load %s: %s (run with -vv to see the verifier's log)", what,
+			    strerror(-ret));
 }

@@ -1,12 +1,15 @@
 /* proc.h: what /proc says about a running process, asked the same way
- * everywhere.
+ * everywhere: its executable, where its vdso is, and its memory.
  *
- * Not here: its mappings (record/proc_synth.h) or its threads.
+ * Not here: its mappings as sideband records (record/proc_synth.h) or its
+ * threads.
  */
 #ifndef RV_UTIL_PROC_H
 #define RV_UTIL_PROC_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "util/error.h"
@@ -14,5 +17,13 @@
 /* The executable of process pid (/proc/PID/exe's target) into out (size
  * bytes). An error naming the process when it is gone or not ours to see. */
 int rv_proc_exe(pid_t pid, char *out, size_t size, struct rv_error *err);
+
+/* Where process pid maps its [vdso]: [*start, *end). False when it has none
+ * (or is gone), or the mapping is implausibly large (over 64 MiB). */
+bool rv_proc_find_vdso(pid_t pid, uint64_t *start, uint64_t *end);
+
+/* Reads len bytes of process pid's memory at addr (/proc/PID/mem): all of
+ * them, or an error. */
+int rv_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len, struct rv_error *err);
 
 #endif

@@ -18,11 +18,12 @@
 #include "capture/marks.h"
 #include "capture/perf_data.h"
 #include "capture/synth.h"
-#include "cmd/render.h"
+#include "decode/decoder.h"
 #include "decode/func_decoder.h"
 #include "decode/syscall_names.h"
 #include "functions.h"
 #include "fxt_reader.h"
+#include "render/render.h"
 #include "trace/builder.h"
 #include "write/trace_writer.h"
 
@@ -258,20 +259,62 @@ struct decoded {
 	size_t nr_args;
 };
 
+/* The function decoder over the capture at path, through a reader of its
+ * own (the decoder borrows it). */
+struct fn_capture {
+	struct rv_perf_reader *reader;
+	struct rv_func_decoder *d;
+};
+
+static int fn_open(struct fn_capture *f, const char *path, struct rv_symbolizer *sym,
+		   struct rv_error *err)
+{
+	int ret = rv_perf_reader_open(&f->reader, path, err);
+
+	f->d = NULL;
+	if (!ret)
+		ret = rv_func_decoder_open(&f->d, f->reader, sym, err);
+	if (ret) {
+		rv_perf_reader_free(f->reader);
+		f->reader = NULL;
+	}
+	return ret;
+}
+
+static void fn_close(struct fn_capture *f)
+{
+	rv_func_decoder_free(f->d);
+	rv_perf_reader_free(f->reader);
+}
+
+/* Whether the capture at path is a function capture, as the decoder tells. */
+static bool is_function_capture(const char *path)
+{
+	struct rv_perf_reader *r;
+	struct rv_error err = { 0 };
+	bool yes;
+
+	if (rv_perf_reader_open(&r, path, &err))
+		return false;
+	yes = rv_func_decoder_recognises(r);
+	rv_perf_reader_free(r);
+	return yes;
+}
+
 static size_t decode_all(const char *path, struct decoded *out, size_t max,
 			 struct rv_func_decoder_stats *stats)
 {
 	struct rv_symbolizer_options so = { 0 };
 	struct rv_symbolizer *sym;
-	struct rv_func_decoder *d;
+	struct fn_capture f;
 	struct rv_error err = { 0 };
 	struct rv_event ev;
 	size_t n = 0;
 	int got;
 
 	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
-	cr_assert_eq(rv_func_decoder_open(&d, path, sym, &err), 0, "%s", err.message);
-	while ((got = rv_func_decoder_next(d, &ev, &err)) > 0) {
+	cr_assert_eq(fn_open(&f, path, sym, &err), 0, "%s", err.message);
+	while ((got = rv_func_decoder_next(f.d, &ev, &err)) > 0) {
 		const char *name = NULL;
 		const struct rv_event_arg *args = NULL;
 		size_t nr = 0;
@@ -300,8 +343,8 @@ static size_t decode_all(const char *path, struct decoded *out, size_t max,
 	}
 	cr_assert_eq(got, 0, "%s", err.message);
 	if (stats)
-		rv_func_decoder_stats(d, stats);
-	rv_func_decoder_free(d);
+		rv_func_decoder_stats(f.d, stats);
+	fn_close(&f);
 	rv_symbolizer_free(sym);
 	return n;
 }
@@ -325,7 +368,7 @@ Test(func_decoder, every_record_type_becomes_its_event)
 	capture_open(&c, true);
 	write_program(&c);
 	capture_finish(&c);
-	cr_assert(rv_func_decoder_detect(c.path));
+	cr_assert(is_function_capture(c.path));
 	n = decode_all(c.path, ev, 64, &st);
 	cr_assert_eq(n, 21);
 
@@ -473,7 +516,7 @@ Test(func_decoder, kernel_functions_are_named_from_kallsyms)
 	struct rv_symbolizer *sym;
 	struct rv_trace_writer *w;
 	struct rv_builder *b;
-	struct rv_func_decoder *d;
+	struct fn_capture fc;
 	struct rv_error err = { 0 };
 	struct rv_event ev;
 	struct fxt_trace *t;
@@ -504,8 +547,8 @@ Test(func_decoder, kernel_functions_are_named_from_kallsyms)
 	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_trace_writer_open(&w, fxt, &err), 0);
 	cr_assert_eq(rv_builder_new(&b, sym, w, &err), 0);
-	cr_assert_eq(rv_func_decoder_open(&d, c.path, sym, &err), 0, "%s", err.message);
-	for (int i = 0; rv_func_decoder_next(d, &ev, &err) > 0; i++) {
+	cr_assert_eq(fn_open(&fc, c.path, sym, &err), 0, "%s", err.message);
+	for (int i = 0; rv_func_decoder_next(fc.d, &ev, &err) > 0; i++) {
 		if (i == 1) {
 			cr_assert_eq(ev.kind, RV_EVENT_KERNEL_BEGIN);
 			cr_assert_eq(ev.kernel.kind, RV_KERNEL_FUNCTION);
@@ -514,7 +557,7 @@ Test(func_decoder, kernel_functions_are_named_from_kallsyms)
 		cr_assert_eq(rv_builder_add(b, &ev, &err), 0, "%s", err.message);
 	}
 	cr_assert_eq(rv_builder_finish(b, &err), 0);
-	rv_func_decoder_free(d);
+	fn_close(&fc);
 	cr_assert_eq(rv_trace_writer_commit(w, &err), 0);
 	cr_assert_eq(fxt_read_file(fxt, &t, msg, sizeof(msg)), 0, "%s", msg);
 	s = fxt_find_span(t, PID, PID, "ext4_file_read_iter", 0);
@@ -562,7 +605,7 @@ Test(func_decoder, a_short_record_is_an_error_naming_its_offset)
 	struct capture c;
 	struct rv_symbolizer_options so = { 0 };
 	struct rv_symbolizer *sym;
-	struct rv_func_decoder *d;
+	struct fn_capture f;
 	struct rv_error err = { 0 };
 	struct rv_event ev;
 	struct rv_fn_record r = {
@@ -578,9 +621,9 @@ Test(func_decoder, a_short_record_is_an_error_naming_its_offset)
 	put_sample(&c, &r, sizeof(r), 1020);
 	capture_finish(&c);
 	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
-	cr_assert_eq(rv_func_decoder_open(&d, c.path, sym, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_func_decoder_next(d, &ev, &err), 1);
-	cr_assert_lt(rv_func_decoder_next(d, &ev, &err), 0);
+	cr_assert_eq(fn_open(&f, c.path, sym, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_func_decoder_next(f.d, &ev, &err), 1);
+	cr_assert_lt(rv_func_decoder_next(f.d, &ev, &err), 0);
 	/* the data section follows the file header */
 	{
 		struct rv_perf_reader *reader;
@@ -595,7 +638,7 @@ Test(func_decoder, a_short_record_is_an_error_naming_its_offset)
 	cr_assert_not_null(strstr(err.message, expect), "'%s' does not say '%s'", err.message,
 			   expect);
 	cr_assert_not_null(strstr(err.message, "damaged"), "%s", err.message);
-	rv_func_decoder_free(d);
+	fn_close(&f);
 	rv_symbolizer_free(sym);
 	unlink(c.path);
 }
@@ -607,7 +650,7 @@ Test(func_decoder, other_captures_are_not_function_captures)
 	struct perf_event_attr attr = { .size = sizeof(attr), .type = PERF_TYPE_SOFTWARE };
 	struct rv_symbolizer_options so = { 0 };
 	struct rv_symbolizer *sym;
-	struct rv_func_decoder *d;
+	struct fn_capture f;
 	struct rv_error err = { 0 };
 	char path[64];
 	int fd;
@@ -621,10 +664,10 @@ Test(func_decoder, other_captures_are_not_function_captures)
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, "cpu-clock", NULL, 0, &err), 0);
 	cr_assert_eq(rv_perf_writer_finish(w, NULL, &err), 0, "%s", err.message);
 	rv_perf_writer_free(w);
-	cr_assert_not(rv_func_decoder_detect(path));
-	cr_assert_not(rv_func_decoder_detect("/nonexistent/perf.data"));
+	cr_assert_not(is_function_capture(path));
+	cr_assert_not(is_function_capture("/nonexistent/perf.data"));
 	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
-	cr_assert_lt(rv_func_decoder_open(&d, path, sym, &err), 0);
+	cr_assert_lt(fn_open(&f, path, sym, &err), 0);
 	cr_assert_not_null(strstr(err.message, "--backend uprobe"), "%s", err.message);
 	rv_symbolizer_free(sym);
 	unlink(path);
@@ -649,43 +692,58 @@ static uint64_t nm_address(const char *binary, const char *symbol)
 	return value;
 }
 
+static int add_to_builder(void *ctx, const struct rv_event *ev, struct rv_error *err)
+{
+	return rv_builder_add(ctx, ev, err);
+}
+
 /* Decodes the capture at path into a trace at fxt through the builder; the
  * decoder's result (0, or negative for a damaged capture) is returned, and
  * the trace must be readable (and nested) either way. */
 static int render(const char *path, const char *fxt, struct fxt_trace **out,
 		  struct rv_builder_stats *bs)
 {
-	struct rv_symbolizer_options so = { 0 };
-	struct rv_symbolizer *sym;
+	struct rv_decoder_options o = { .path = path };
+	struct rv_decoder *d = NULL;
 	struct rv_trace_writer *w;
-	struct rv_builder *b;
-	struct rv_func_decoder *d;
+	struct rv_builder *b = NULL;
+	struct rv_decoder_report report;
 	struct rv_error err = { 0 };
-	struct rv_event ev;
 	char msg[256];
-	int got = 0;
+	int got = -1;
 
-	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
 	cr_assert_eq(rv_trace_writer_open(&w, fxt, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_builder_new(&b, sym, w, &err), 0);
-	/* as rv_render_function_capture does: --filter windows begin before
-	 * their first record */
-	if (rv_func_decoder_first_time(path))
-		rv_builder_set_base(b, rv_func_decoder_first_time(path));
-	if (rv_func_decoder_open(&d, path, sym, &err) == 0) {
-		while ((got = rv_func_decoder_next(d, &ev, &err)) > 0)
-			cr_assert_eq(rv_builder_add(b, &ev, &err), 0, "%s", err.message);
-		cr_assert_eq(rv_builder_finish(b, &err), 0, "%s", err.message);
-		rv_func_decoder_free(d);
-	} else {
-		got = -1;
+	/* as rv_render does: --filter windows begin before their first record */
+	if (rv_decoder_open(&d, &o, &err) == 0 && rv_decoder_kind(d) != RV_CAPTURE_FUNCTIONS) {
+		/* a header damaged so that the event's name is gone */
+		rv_decoder_free(d);
+		d = NULL;
 	}
-	if (bs)
-		rv_builder_stats(b, bs);
+	if (d) {
+		cr_assert_eq(rv_builder_new(&b, rv_decoder_symbolizer(d), w, &err), 0);
+		if (rv_decoder_first_time(d))
+			rv_builder_set_base(b, rv_decoder_first_time(d));
+		cr_assert_eq(rv_decoder_run(d, add_to_builder, b, &err), 0, "%s", err.message);
+		cr_assert_eq(rv_builder_finish(b, &err), 0, "%s", err.message);
+		rv_decoder_report(d, &report);
+		got = report.damage ? -1 : 0;
+		if (bs)
+			rv_builder_stats(b, bs);
+		rv_builder_free(b);
+		rv_decoder_free(d);
+	} else {
+		struct rv_symbolizer_options so = { 0 };
+		struct rv_symbolizer *sym;
+
+		cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
+		cr_assert_eq(rv_builder_new(&b, sym, w, &err), 0);
+		if (bs)
+			rv_builder_stats(b, bs);
+		rv_builder_free(b);
+		rv_symbolizer_free(sym);
+	}
 	cr_assert_eq(rv_trace_writer_commit(w, &err), 0, "%s", err.message);
-	rv_builder_free(b);
 	rv_trace_writer_free(w);
-	rv_symbolizer_free(sym);
 	cr_assert_eq(fxt_read_file(fxt, out, msg, sizeof(msg)), 0, "%s: %s", path, msg);
 	return got;
 }
@@ -767,8 +825,8 @@ Test(func_decoder, a_capture_renders_into_nested_calls_and_kernel_spans)
 	unlink(c.path);
 }
 
-/* rv_render (what run and attach call) tells a function capture by its
- * event's name and summarises calls. */
+/* rv_render (what run, attach and decode call) tells a function capture by
+ * its event's name and summarises calls. */
 Test(func_decoder, rv_render_takes_function_captures)
 {
 	struct capture c;
@@ -782,7 +840,7 @@ Test(func_decoder, rv_render_takes_function_captures)
 	write_program(&c);
 	capture_finish(&c);
 	snprintf(fxt, sizeof(fxt), "%s.fxt", c.path);
-	ro.capture_path = c.path;
+	ro.decode.path = c.path;
 	cr_assert_eq(rv_trace_writer_open(&w, fxt, &err), 0);
 	cr_assert_eq(rv_render(&ro, w, &err), 0, "%s", err.message);
 	rv_trace_writer_free(w);

@@ -20,14 +20,17 @@
 #include <unistd.h>
 
 #include "capture/perf_data.h"
-#include "cmd/record_pt.h"
+#include "record/pt_plan.h"
+#include "session/session.h"
 #include "fake_kernel.h"
 #include "sysfs_root.h"
 
 struct world {
 	struct rv_options opts;
-	struct rv_session s;
-	struct rv_gating_sites sites;
+	struct rv_pt_pmu pmu;
+	const char *root;
+	int nr_cpus;
+	struct rv_gate_sites sites;
 	struct rv_pt_plan plan;
 	struct rv_error err;
 };
@@ -36,12 +39,9 @@ static void world_init(struct world *w, const char *cpu)
 {
 	memset(w, 0, sizeof(*w));
 	w->opts.timer = RV_TIMER_NORMAL;
-	w->s.opts = &w->opts;
-	w->s.root = sysfs_tree(cpu);
-	w->s.signal_fd = -1;
-	w->s.machine.nr_cpus = 4;
-	w->s.engine = RV_ENGINE_PT;
-	cr_assert_eq(rv_pt_pmu_discover(&w->s.pt_pmu, w->s.root, &w->err), 0, "%s: %s", cpu,
+	w->root = sysfs_tree(cpu);
+	w->nr_cpus = 4;
+	cr_assert_eq(rv_pt_pmu_discover(&w->pmu, w->root, &w->err), 0, "%s: %s", cpu,
 		     w->err.message);
 	snprintf(w->sites.start.path, sizeof(w->sites.start.path), "/usr/bin/server");
 	w->sites.start.offset = 0x1130;
@@ -58,9 +58,21 @@ static void build(struct world *w, bool filter, bool trigger)
 {
 	w->sites.filter = filter;
 	w->sites.trigger = trigger;
-	cr_assert_eq(
-		rv_pt_plan_build(&w->plan, &w->s, filter || trigger ? &w->sites : NULL, &w->err), 0,
-		"%s", w->err.message);
+	cr_assert_eq(rv_pt_plan_build(&w->plan, &w->opts, &w->pmu, w->root,
+				      filter || trigger ? &w->sites : NULL, &w->err),
+		     0, "%s", w->err.message);
+}
+
+/* What --dry-run shows of the plan for process pid (0: not started). */
+static int describe(struct world *w, pid_t pid, struct rv_dry_run_plan *dp)
+{
+	static struct rv_pt_slots slots;
+	int ret = rv_pt_plan_build(&w->plan, &w->opts, &w->pmu, w->root, &w->sites, &w->err);
+
+	if (!ret)
+		ret = rv_pt_slots_build(&slots, &w->plan, w->nr_cpus, pid > 0 ? &pid : NULL,
+					pid > 0 ? 1 : 0, &w->err);
+	return ret ? ret : rv_pt_plan_describe(&w->plan, &slots, &w->sites, pid, dp, &w->err);
 }
 
 static const struct rv_pt_plan_gate *role(const struct rv_pt_plan *p, enum rv_gate_role r)
@@ -73,7 +85,7 @@ static const struct rv_pt_plan_gate *role(const struct rv_pt_plan *p, enum rv_ga
 
 static uint64_t field(const struct world *w, const char *name, uint64_t config)
 {
-	const struct rv_pmu_format *f = rv_pmu_format_find(&w->s.pt_pmu.formats, name);
+	const struct rv_pmu_format *f = rv_pmu_format_find(&w->pmu.formats, name);
 
 	cr_assert_not_null(f, "no format %s", name);
 	return rv_pmu_format_get(f, config);
@@ -86,7 +98,7 @@ Test(record_pt, no_gate_is_one_pt_event_and_its_sideband_per_thread)
 	world_init(&w, "icelake");
 	build(&w, false, false);
 	cr_assert_eq(w.plan.nr_gate, 0);
-	cr_assert_eq(w.plan.pt.type, w.s.pt_pmu.type);
+	cr_assert_eq(w.plan.pt.type, w.pmu.type);
 	cr_assert_eq(rv_attr_aux_action(&w.plan.pt), 0, "nothing paused without --filter");
 	cr_assert(w.plan.pt.exclude_kernel && !w.plan.pt.exclude_user);
 	cr_assert(!w.plan.pt.inherit && !w.plan.per_cpu);
@@ -127,7 +139,7 @@ Test(record_pt, filter_on_613_pauses_pt_and_resumes_it_in_windows)
 	cr_assert_eq(start->attr.sample_period, 1, "actions fire on overflow only");
 	cr_assert_eq(start->attr.sample_type & PERF_SAMPLE_AUX, 0);
 	cr_assert(!start->attr.disabled, "group members are enabled with their leader");
-	cr_assert_eq(rv_aux_rules_check(&stop->attr, &w.plan.pt, &w.s.pt_pmu, &w.err), 0);
+	cr_assert_eq(rv_aux_rules_check(&stop->attr, &w.plan.pt, &w.pmu, &w.err), 0);
 }
 
 Test(record_pt, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_limit)
@@ -264,12 +276,12 @@ Test(record_pt, timer_resolutions_map_to_pt_terms_and_warn_where_the_cpu_cannot)
 	world_init(&w, "broadwell");
 	w.opts.timer = RV_TIMER_CUSTOM;
 	w.opts.timer_custom = "cyc=1";
-	cr_assert_lt(rv_pt_plan_build(&w.plan, &w.s, NULL, &w.err), 0);
+	cr_assert_lt(rv_pt_plan_build(&w.plan, &w.opts, &w.pmu, w.root, NULL, &w.err), 0);
 	cr_assert_not_null(strstr(w.err.message, "cyc"), "%s", w.err.message);
 
 	world_init(&w, "icelake");
 	w.opts.timer = RV_TIMER_SAMPLE;
-	cr_assert_eq(rv_pt_plan_build(&w.plan, &w.s, NULL, &w.err), -EINVAL);
+	cr_assert_eq(rv_pt_plan_build(&w.plan, &w.opts, &w.pmu, w.root, NULL, &w.err), -EINVAL);
 }
 
 Test(record_pt, describe_lists_the_group_per_thread_and_the_bpf_program)
@@ -288,7 +300,7 @@ Test(record_pt, describe_lists_the_group_per_thread_and_the_bpf_program)
 	w.opts.min_duration_ns = 300000;
 	w.sites.filter = true;
 	rv_dry_run_plan_init(&dp);
-	ret = rv_session_describe_pt(&w.s, &w.sites, child, &dp, &w.err);
+	ret = describe(&w, child, &dp);
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	cr_assert_eq(ret, 0, "%s", w.err.message);
@@ -314,8 +326,7 @@ Test(record_pt, describe_lists_the_group_per_thread_and_the_bpf_program)
 	w.opts.multi_thread = true;
 	w.sites.filter = true;
 	rv_dry_run_plan_init(&dp);
-	cr_assert_eq(rv_session_describe_pt(&w.s, &w.sites, 0, &dp, &w.err), 0, "%s",
-		     w.err.message);
+	cr_assert_eq(describe(&w, 0, &dp), 0, "%s", w.err.message);
 	cr_assert_eq(dp.nr_events, 4 * 4);
 	for (size_t c = 0; c < 4; c++) {
 		cr_assert_eq(dp.events[4 * c].cpu, (int)c);
@@ -382,7 +393,8 @@ Test(record_pt, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_tr
 	cr_assert_eq(ret, 0, "%s", err.message);
 	f.pt_type = s.pt_pmu.type;
 	cr_assert_eq(rv_target_spawn(&target, argv, &err), 0, "%s", err.message);
-	ret = rv_session_record_pt_ops(&s, &target, NULL, &ops, &err);
+	s.pt_ops = &ops;
+	ret = rv_session_record(&s, &target, &err);
 	if (ret)
 		rv_target_kill(&target);
 	cr_assert_eq(ret, 0, "%s", err.message);
@@ -412,7 +424,7 @@ Test(record_pt, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_tr
 	snprintf(path, sizeof(path), "%s/vdso.so", dir);
 	cr_assert(file_has(path), "the vdso is kept for the decoder");
 	cr_assert(file_has(out), "the trace was written");
-	rv_session_cleanup(&s);
+	rv_session_destroy(&s);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	cr_assert_eq(system(path), 0);
 }

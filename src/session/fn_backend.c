@@ -1,7 +1,18 @@
-/* record_fn.c: the function tracer's recording session; see record_fn.h. */
+/* fn_backend.c: the function tracer's backend of a recording session
+ * (--backend uprobe): the functions --functions selects get a probe at entry
+ * and return each, the --kernel-events tracepoints and --kernel-functions
+ * probes are attached for the target's threads, and every record goes
+ * through the sampling engine's bpf-output events into a perf.data capture
+ * (the event RV_FN_EVENT_NAME), the gate's marks and snapshots as for
+ * sampling. When snapshots are wanted (--trigger, --min-duration, not
+ * --full-execution) records are kept instead in the tracer's per-thread
+ * flight recorder in BPF maps, and each snapshot takes its records from
+ * there (recorder mode; -v says which mode). See backend.h.
+ *
+ * Not here: the loop (session.c), the BPF side (bpf/functions.bpf.c), the
+ * tracer's loader (record/func_engine.c), decoding the records (src/decode).
+ */
 #define RV_LOG_DOMAIN "functions"
-#include "cmd/record_fn.h"
-
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -12,12 +23,12 @@
 #include <unistd.h>
 
 #include "capture/perf_data.h"
-#include "cmd/gating.h"
-#include "cmd/render.h"
 #include "record/func_engine.h"
 #include "record/func_select.h"
 #include "record/sample_engine.h"
+#include "session/backend.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 /* Functions below which attaching is quick enough to need no progress. */
 #define PROGRESS_THRESHOLD 512
@@ -32,16 +43,21 @@ struct fn_process {
 	char exe[PATH_MAX];
 };
 
-struct fn_run {
+struct rv_backend_state {
+	struct rv_session *s;
+	struct rv_target *target;
 	struct rv_func_list funcs;
 	struct rv_kfunc_plan kfuncs;
 	struct fn_process *processes;
 	size_t nr_processes;
-	struct rv_gating_sites *sites;
 	struct rv_gating *gating;
 	struct rv_perf_writer *capture;
 	struct rv_sample_engine *engine;
 	struct rv_func_engine *tracer;
+	bool recorder; /* records wait in the tracer's BPF maps for snapshots */
+	uint64_t lost;
+	char capture_path[PATH_MAX + 32];
+	char note[128];
 };
 
 /* Whether records go to the per-thread flight recorder in BPF maps: when
@@ -99,7 +115,7 @@ static const char *format_count(uint64_t n, char *buf, size_t size)
 	return buf;
 }
 
-int rv_session_check_fn(struct rv_session *s, struct rv_error *err)
+static int fn_check(struct rv_session *s, struct rv_error *err)
 {
 	struct rv_kfunc_ops ops;
 
@@ -117,7 +133,7 @@ int rv_session_check_fn(struct rv_session *s, struct rv_error *err)
 /* Selects the functions of every process; processes running the same
  * executable share one range of the table. */
 static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_pids,
-			    const char *exe, struct fn_run *run, struct rv_error *err)
+			    const char *exe, struct rv_backend_state *run, struct rv_error *err)
 {
 	const struct rv_options *o = s->opts;
 	int ret = 0;
@@ -133,7 +149,7 @@ static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_p
 		if (exe)
 			snprintf(p->exe, sizeof(p->exe), "%s", exe);
 		else
-			ret = rv_session_target_exe(p->pid, p->exe, sizeof(p->exe), err);
+			ret = rv_proc_exe(p->pid, p->exe, sizeof(p->exe), err);
 		if (ret)
 			return ret;
 		for (size_t j = 0; j < run->nr_processes && !shared; j++) {
@@ -168,7 +184,8 @@ static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_p
 	return 0;
 }
 
-static int plan_kernel_functions(struct rv_session *s, struct fn_run *run, struct rv_error *err)
+static int plan_kernel_functions(struct rv_session *s, struct rv_backend_state *run,
+				 struct rv_error *err)
 {
 	struct rv_kfunc_ops ops;
 	int ret;
@@ -215,7 +232,7 @@ static struct rv_sample_config engine_config(const struct rv_session *s,
 }
 
 static struct rv_func_engine_config tracer_config(const struct rv_session *s,
-						  const struct fn_run *run)
+						  const struct rv_backend_state *run)
 {
 	return (struct rv_func_engine_config){
 		.funcs = run->funcs.items,
@@ -223,7 +240,7 @@ static struct rv_func_engine_config tracer_config(const struct rv_session *s,
 		.kfuncs = run->kfuncs.count ? &run->kfuncs : NULL,
 		.kernel_events = kernel_event_bits(s->opts),
 		.all_threads = s->opts->multi_thread,
-		.gate_windows_fd = rv_gating_windows_fd(run->gating),
+		.gate_windows_fd = run->gating ? rv_gating_windows_fd(run->gating) : -1,
 		.no_uprobe_multi = no_uprobe_multi(),
 		.recorder_slots = recorder_slots(s, run->nr_processes),
 	};
@@ -261,8 +278,8 @@ static const char *method_text(const struct rv_func_attach_report *r, char *buf,
 	return buf;
 }
 
-static int attach_everything(struct rv_session *s, struct rv_target *target, struct fn_run *run,
-			     struct rv_error *err)
+static int attach_everything(struct rv_session *s, struct rv_target *target,
+			     struct rv_backend_state *run, struct rv_error *err)
 {
 	struct progress progress = { .total = 0 };
 	struct rv_func_attach_report report;
@@ -319,50 +336,56 @@ static int attach_everything(struct rv_session *s, struct rv_target *target, str
 	return 0;
 }
 
-static void free_run(struct fn_run *run)
+static void fn_free(struct rv_backend_state *run)
 {
+	if (!run)
+		return;
 	rv_func_engine_free(run->tracer); /* detaches first */
 	rv_sample_engine_free(run->engine);
-	rv_gating_free(run->gating);
 	rv_perf_writer_free(run->capture);
-	free(run->sites);
 	free(run->processes);
 	rv_kfunc_plan_free(&run->kfuncs);
 	rv_func_list_free(&run->funcs);
+	free(run);
 }
 
-/* The gate's snapshot source in recorder mode: the tracer's slots. */
-static int recorder_source(void *ctx, struct rv_sample_engine *e,
-			   const struct rv_sample_selection *sel, struct rv_error *err)
+static struct rv_backend_state *fn_new(struct rv_session *s, struct rv_target *target)
 {
-	return rv_func_engine_snapshot(ctx, e, sel, NULL, err);
+	struct rv_backend_state *run = calloc(1, sizeof(*run));
+
+	if (!run)
+		return NULL;
+	run->s = s;
+	run->target = target;
+	rv_func_list_init(&run->funcs);
+	return run;
 }
 
-/* Opens the gate, the capture, the bpf-output events and the tracer, and
- * attaches every probe: the target can be let go. */
-static int set_up(struct rv_session *s, struct rv_target *target, struct fn_run *run,
-		  const char *capture_path, struct rv_error *err)
+/* Opens the capture, the bpf-output events and the tracer, sets the gate,
+ * and attaches every probe: the target can be let go. */
+static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gating *gating,
+		   struct rv_backend_state **out, struct rv_error *err)
 {
+	struct rv_backend_state *run = fn_new(s, target);
 	struct rv_sample_config config = engine_config(s, target);
 	struct rv_func_engine_config tc;
 	int cpus[1024], fds[1024];
 	int ret;
 
+	*out = run;
+	if (!run)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	run->gating = gating;
+	snprintf(run->capture_path, sizeof(run->capture_path), "%s/perf.data", s->capture_dir);
 	ret = select_functions(s, target->pids, target->nr_pids, NULL, run, err);
 	if (!ret)
 		ret = plan_kernel_functions(s, run, err);
+	if (!ret && gating)
+		ret = rv_gating_attach(gating, NULL, 0, err);
 	if (ret)
 		return ret;
-	if (rv_gating_wanted(s->opts)) {
-		run->sites = malloc(sizeof(*run->sites));
-		if (!run->sites)
-			return rv_error_set(err, ENOMEM, "out of memory");
-		ret = rv_session_open_gating(s, target, run->sites, &run->gating, err);
-		if (ret)
-			return ret;
-	}
 	/* Kernel function addresses make the capture as private as a kernel trace. */
-	ret = rv_perf_writer_open(&run->capture, capture_path, run->kfuncs.count > 0, err);
+	ret = rv_perf_writer_open(&run->capture, run->capture_path, run->kfuncs.count > 0, err);
 	if (ret)
 		return ret;
 	if (run->kfuncs.count)
@@ -379,12 +402,12 @@ static int set_up(struct rv_session *s, struct rv_target *target, struct fn_run 
 	tc.output_cpus = cpus;
 	tc.output_fds = fds;
 	ret = rv_func_engine_open(&run->tracer, &tc, err);
-	if (!ret && tc.recorder_slots && run->gating) {
+	if (!ret && tc.recorder_slots && gating) {
 		rv_debug("records go to a per-thread flight recorder in BPF maps (%u thread%s, "
 			 "the last %u records of each), read at each snapshot",
 			 tc.recorder_slots, tc.recorder_slots == 1 ? "" : "s",
 			 RV_FN_RECORDER_RECORDS);
-		rv_gating_set_source(run->gating, recorder_source, run->tracer);
+		run->recorder = true;
 	} else if (!ret) {
 		rv_debug("records stream out through the bpf-output events%s",
 			 s->opts->full_execution ? " into the capture" : " into a flight recorder");
@@ -396,9 +419,44 @@ static int set_up(struct rv_session *s, struct rv_target *target, struct fn_run 
 	return ret;
 }
 
+/* Everything was started by fn_open: the probes record from the moment
+ * they are armed. */
+static int fn_start(struct rv_backend_state *run, struct rv_error *err)
+{
+	return 0;
+}
+
+static size_t fn_pollfds(const struct rv_backend_state *run, struct pollfd *fds, size_t max)
+{
+	return rv_sample_engine_pollfds(run->engine, fds, max);
+}
+
+static int fn_poll(struct rv_backend_state *run, struct rv_error *err)
+{
+	return rv_sample_engine_drain(run->engine, err);
+}
+
+static int fn_mark(struct rv_backend_state *run, const struct rv_mark *mark, struct rv_error *err)
+{
+	return rv_session_engine_mark(run->engine, mark, err);
+}
+
+/* In recorder mode a snapshot's records are in the tracer's BPF maps: they
+ * are handed to the engine first, which then writes them as any snapshot. */
+static int fn_snapshot(struct rv_backend_state *run, const struct rv_gating_snapshot *what,
+		       size_t *taken, struct rv_error *err)
+{
+	int ret = 0;
+
+	if (run->recorder)
+		ret = rv_func_engine_snapshot(run->tracer, run->engine, &what->selection, NULL,
+					      err);
+	return ret ? ret : rv_sample_engine_snapshot(run->engine, &what->selection, taken, err);
+}
+
 /* Recorder mode: how many records each thread made and how many of them
  * newer ones overwrote before a snapshot could take them. */
-static void report_recorder(const struct fn_run *run)
+static void report_recorder(const struct rv_backend_state *run)
 {
 	struct rv_fn_recorder_thread threads[RV_FN_RECORDER_MAX_SLOTS];
 	struct rv_error err = { 0 };
@@ -429,7 +487,8 @@ static void report_recorder(const struct fn_run *run)
 
 /* Says what the BPF side counted and the kernel lost. Returns the records
  * lost. */
-static uint64_t report_counts(const struct fn_run *run, const struct rv_sample_stats *stats)
+static uint64_t report_counts(const struct rv_backend_state *run,
+			      const struct rv_sample_stats *stats)
 {
 	uint64_t counts[RV_FN_NR_STATS];
 	struct rv_error err = { 0 };
@@ -464,102 +523,96 @@ static uint64_t report_counts(const struct fn_run *run, const struct rv_sample_s
 	return lost;
 }
 
-int rv_session_record_fn(struct rv_session *s, struct rv_target *target, struct rv_error *err)
+/* The program runs on unprobed from here; what it did is in the rings, or
+ * in recorder mode in the recorder, whose records are wanted when the end is
+ * the snapshot (a --trigger that never fired). */
+static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error *err)
 {
-	char capture_path[PATH_MAX + 32], note[128], count[32];
-	struct fn_run run = { 0 };
 	struct rv_sample_stats stats;
-	struct rv_func_attach_report report;
-	int stop_signal = 0, ret;
-	uint64_t lost;
+	int ret = 0;
 
-	rv_func_list_init(&run.funcs);
-	snprintf(capture_path, sizeof(capture_path), "%s/perf.data", s->capture_dir);
-	ret = set_up(s, target, &run, capture_path, err);
+	rv_func_engine_detach(run->tracer);
+	if (run->gating && recorder_mode(run->s->opts) && keep_rest)
+		ret = rv_func_engine_snapshot(run->tracer, run->engine, NULL, NULL, err);
 	if (!ret)
-		ret = rv_target_release(target, err);
-	if (!ret)
-		ret = rv_session_loop(s, target, run.engine, run.gating, &stop_signal, err);
-	if (ret) {
-		free_run(&run);
-		return ret;
-	}
-	s->stop_signal = stop_signal;
-	if (stop_signal)
-		rv_note("%s: stopping the recording and writing the trace", strsignal(stop_signal));
-	else if (s->snapshot_ended)
-		rv_note("snapshot taken: stopping the recording and writing the trace%s",
-			target->spawned ? "; the program runs on" : "");
-	/* The program runs on unprobed from here; what it did is in the rings,
-	 * or in recorder mode in the recorder, whose records are wanted when
-	 * the end is the snapshot (a --trigger that never fired). */
-	rv_func_engine_detach(run.tracer);
-	ret = 0;
-	if (run.gating && recorder_mode(s->opts) && rv_gating_keep_rest(run.gating))
-		ret = rv_func_engine_snapshot(run.tracer, run.engine, NULL, NULL, err);
-	if (!ret)
-		ret = rv_sample_engine_stop(
-			run.engine, run.gating ? rv_gating_keep_rest(run.gating) : true, err);
-	rv_sample_engine_stats(run.engine, &stats);
-	rv_func_engine_report(run.tracer, &report);
-	lost = report_counts(&run, &stats);
-	if (run.gating)
-		rv_gating_report(run.gating);
-	if (!ret)
-		ret = rv_session_finish_capture(s, run.capture, err);
-	snprintf(note, sizeof(note), "%s function%s traced exactly",
+		ret = rv_sample_engine_stop(run->engine, keep_rest, err);
+	rv_sample_engine_stats(run->engine, &stats);
+	run->lost = report_counts(run, &stats);
+	return ret;
+}
+
+static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out,
+		     struct rv_error *err)
+{
+	struct rv_func_attach_report report;
+	char count[32];
+	int ret = rv_session_finish_capture(run->s, run->capture, err);
+
+	rv_func_engine_report(run->tracer, &report);
+	snprintf(run->note, sizeof(run->note), "%s function%s traced exactly",
 		 format_count(report.attached, count, sizeof(count)),
 		 report.attached == 1 ? "" : "s");
-	{
-		struct rv_render_options ro = {
-			.capture_path = capture_path,
-			.include_kernel = run.kfuncs.count > 0,
-			.recording_note = note,
-			.lost_while_recording = lost,
-		};
-
-		free_run(&run);
-		if (!ret)
-			ret = rv_render(&ro, s->writer, err);
-	}
-	if (!ret && !s->capture_dir_is_temporary)
-		rv_note("the capture is in %s (perf script -i %s)", capture_path, capture_path);
+	*out = (struct rv_render_options){
+		.decode = { .path = run->capture_path,
+			    .include_kernel = run->kfuncs.count > 0,
+			    .live = true },
+		.recorded = true,
+		.recording_note = run->note,
+		.lost_while_recording = run->lost,
+	};
+	/* The tracer's maps and the engine's rings are not needed to render. */
+	rv_func_engine_free(run->tracer);
+	run->tracer = NULL;
+	rv_sample_engine_free(run->engine);
+	run->engine = NULL;
+	rv_perf_writer_free(run->capture);
+	run->capture = NULL;
 	return ret;
 }
 
 /* ---- --dry-run ---- */
 
-int rv_session_describe_fn(struct rv_session *s, const char *exe, pid_t pid,
-			   struct rv_dry_run_plan *plan, struct rv_error *err)
+static int fn_describe(struct rv_session *s, const char *exe, pid_t pid,
+		       const struct rv_gate_sites *sites, struct rv_dry_run_plan *plan,
+		       struct rv_error *err)
 {
 	struct rv_sample_config config = engine_config(s, NULL);
 	struct rv_func_engine_config tc;
-	struct fn_run run = { 0 };
-	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
+	struct rv_backend_state *run = fn_new(s, NULL);
 	int ret;
 
-	rv_func_list_init(&run.funcs);
-	ret = select_functions(s, pid > 0 ? &pid : NULL, pid > 0 ? 1 : 0, exe, &run, err);
+	if (!run)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	ret = select_functions(s, pid > 0 ? &pid : NULL, pid > 0 ? 1 : 0, exe, run, err);
 	if (!ret)
-		ret = plan_kernel_functions(s, &run, err);
-	for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
-		char label[64];
-		struct rv_dry_run_event ev = {
-			.label = label,
-			.group = -1,
-			.cpu = cpu,
-			.pid = -1,
-		};
-
-		snprintf(label, sizeof(label), "bpf-output, CPU %d (" RV_FN_EVENT_NAME ")", cpu);
-		rv_sample_engine_attr(&config, false, &ev.attr);
-		ret = rv_dry_run_add_event(plan, &ev, err);
-	}
+		ret = plan_kernel_functions(s, run, err);
+	if (!ret)
+		ret = rv_session_describe_engine(s, &config, false, "bpf-output",
+						 " (" RV_FN_EVENT_NAME ")", NULL, plan, err);
 	if (!ret) {
-		tc = tracer_config(s, &run);
+		tc = tracer_config(s, run);
 		tc.gate_windows_fd = s->opts->filter_start ? 0 : -1; /* only whether */
 		ret = rv_func_engine_describe(plan, &tc, err);
 	}
-	free_run(&run);
+	if (!ret && sites)
+		ret = rv_gating_describe(sites, pid, plan, err);
+	fn_free(run);
 	return ret;
 }
+
+const struct rv_backend_ops rv_fn_backend = {
+	.description = "function tracing (BPF uprobes)",
+	.check = fn_check,
+	.describe = fn_describe,
+	.open = fn_open,
+	.start = fn_start,
+	.pollfds = fn_pollfds,
+	.poll = fn_poll,
+	.mark = fn_mark,
+	.snapshot = fn_snapshot,
+	.stop = fn_stop,
+	.finish = fn_finish,
+	.free = fn_free,
+	.outside_windows = "calls outside them were not recorded",
+	.capture_hint = "perf script -i",
+};

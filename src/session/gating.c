@@ -1,6 +1,6 @@
-/* gating.c: the gate in a recording session; see gating.h. */
+/* gating.c: the gate in a recording session, for every backend; see gating.h. */
 #define RV_LOG_DOMAIN "gate"
-#include "cmd/gating.h"
+#include "session/gating.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,19 +10,18 @@
 
 #include "capture/marks.h"
 #include "record/gate.h"
+#include "util/array.h"
 #include "util/log.h"
 
 struct rv_gating {
 	const struct rv_options *opts;
-	struct rv_gating_sites sites;
+	struct rv_gate_sites sites;
 	struct rv_gate *gate;
 	struct rv_gate_record *queue;
 	size_t nr_queue, cap_queue;
 	uint64_t windows, slow_windows, kept_windows, triggers, snapshots, snapshot_samples;
 	uint64_t last_snapshot; /* the time of the last --trigger snapshot */
 	bool done;
-	rv_gating_source_fn source; /* NULL: the samples are in the engine */
-	void *source_ctx;
 };
 
 bool rv_gating_wanted(const struct rv_options *opts)
@@ -39,7 +38,7 @@ static int resolve_one(const char *what, const char *spec, const char *exe, pid_
 }
 
 int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
-		      struct rv_gating_sites *out, struct rv_error *err)
+		      struct rv_gate_sites *out, struct rv_error *err)
 {
 	int ret = 0;
 
@@ -52,11 +51,12 @@ int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
 					  err);
 		if (!ret && out->start.offset == out->stop.offset &&
 		    !strcmp(out->start.path, out->stop.path))
-			return rv_error_set(err, EINVAL,
-					    "--filter %s,%s: START and STOP are the same instruction; "
-					    "a window needs two places (a function and its end, or "
-					    "two functions)",
-					    opts->filter_start, opts->filter_stop);
+			return rv_error_set(
+				err, EINVAL,
+				"--filter %s,%s: START and STOP are the same instruction; "
+				"a window needs two places (a function and its end, or "
+				"two functions)",
+				opts->filter_start, opts->filter_stop);
 	}
 	if (!ret && opts->trigger) {
 		out->trigger = true;
@@ -67,7 +67,7 @@ int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
 
 /* The gate's sites, plain per-process uprobe events (the sampling engine's
  * case: their only job is to run the gate). */
-static size_t build_sites(const struct rv_gating_sites *s, struct rv_gate_site *out)
+static size_t build_sites(const struct rv_gate_sites *s, struct rv_gate_site *out)
 {
 	size_t n = 0;
 
@@ -86,8 +86,8 @@ static size_t build_sites(const struct rv_gating_sites *s, struct rv_gate_site *
 	return n;
 }
 
-int rv_gating_describe(const struct rv_options *opts, const struct rv_gating_sites *sites,
-		       pid_t pid, struct rv_dry_run_plan *plan, struct rv_error *err)
+int rv_gating_describe(const struct rv_gate_sites *sites, pid_t pid, struct rv_dry_run_plan *plan,
+		       struct rv_error *err)
 {
 	struct rv_gate_site gs[3];
 	size_t n = build_sites(sites, gs);
@@ -108,7 +108,7 @@ int rv_gating_describe(const struct rv_options *opts, const struct rv_gating_sit
 			.bpf_program_type = "kprobe (uprobe perf event)",
 		};
 		char label[320];
-		const struct rv_probe_site *site = gs[i].role == RV_GATE_START  ? &sites->start
+		const struct rv_probe_site *site = gs[i].role == RV_GATE_START	? &sites->start
 						   : gs[i].role == RV_GATE_STOP ? &sites->stop
 										: &sites->at;
 
@@ -121,12 +121,11 @@ int rv_gating_describe(const struct rv_options *opts, const struct rv_gating_sit
 	if (!ret)
 		ret = rv_gate_describe_bpf(plan, sites->filter,
 					   "decides per hit whether the event fires", err);
-	(void)opts;
 	return ret;
 }
 
-int rv_gating_open(struct rv_gating **out, const struct rv_options *opts,
-		   const struct rv_gating_sites *sites, pid_t pid, struct rv_error *err)
+int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
+		  const struct rv_gate_sites *sites, pid_t pid, struct rv_error *err)
 {
 	struct rv_gating *g = calloc(1, sizeof(*g));
 	struct rv_gate_config config = {
@@ -134,8 +133,6 @@ int rv_gating_open(struct rv_gating **out, const struct rv_options *opts,
 		.min_duration_ns = opts->min_duration_ns,
 		.multi_snapshot = opts->multi_snapshot,
 	};
-	struct rv_gate_site gs[3];
-	size_t n = build_sites(sites, gs);
 	int ret;
 
 	*out = NULL;
@@ -144,21 +141,46 @@ int rv_gating_open(struct rv_gating **out, const struct rv_options *opts,
 	g->opts = opts;
 	g->sites = *sites;
 	ret = rv_gate_open(&g->gate, &config, err);
-	if (!ret)
-		ret = rv_gate_attach(g->gate, gs, n, err);
 	if (ret) {
 		rv_gating_free(g);
 		return ret;
 	}
-	if (sites->filter)
-		rv_debug("--filter: windows from %s (%s+%#" PRIx64 ") to %s (%s+%#" PRIx64 ")",
-			 opts->filter_start, sites->start.path, sites->start.offset,
-			 opts->filter_stop, sites->stop.path, sites->stop.offset);
-	if (sites->trigger)
-		rv_debug("--trigger: %s (%s+%#" PRIx64 ")", opts->trigger, sites->at.path,
-			 sites->at.offset);
 	*out = g;
 	return 0;
+}
+
+int rv_gating_attach(struct rv_gating *g, const struct rv_gate_site *sites, size_t nr_sites,
+		     struct rv_error *err)
+{
+	const struct rv_options *opts = g->opts;
+	struct rv_gate_site plain[3];
+	int ret;
+
+	if (!sites) {
+		nr_sites = build_sites(&g->sites, plain);
+		sites = plain;
+	}
+	ret = rv_gate_attach(g->gate, sites, nr_sites, err);
+	if (ret)
+		return ret;
+	if (g->sites.filter)
+		rv_debug("--filter: windows from %s (%s+%#" PRIx64 ") to %s (%s+%#" PRIx64 ")",
+			 opts->filter_start, g->sites.start.path, g->sites.start.offset,
+			 opts->filter_stop, g->sites.stop.path, g->sites.stop.offset);
+	if (g->sites.trigger)
+		rv_debug("--trigger: %s (%s+%#" PRIx64 ")", opts->trigger, g->sites.at.path,
+			 g->sites.at.offset);
+	return 0;
+}
+
+const struct rv_gate_sites *rv_gating_sites(const struct rv_gating *g)
+{
+	return &g->sites;
+}
+
+struct rv_gate *rv_gating_gate(struct rv_gating *g)
+{
+	return g->gate;
 }
 
 int rv_gating_windows_fd(const struct rv_gating *g)
@@ -175,15 +197,8 @@ static int queue_record(const struct rv_gate_record *record, void *ctx)
 {
 	struct rv_gating *g = ctx;
 
-	if (g->nr_queue == g->cap_queue) {
-		size_t cap = g->cap_queue ? g->cap_queue * 2 : 64;
-		struct rv_gate_record *grown = realloc(g->queue, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		g->queue = grown;
-		g->cap_queue = cap;
-	}
+	if (rv_array_grow(&g->queue, &g->cap_queue, g->nr_queue, sizeof(*g->queue), 64))
+		return -ENOMEM;
 	g->queue[g->nr_queue++] = *record;
 	return 0;
 }
@@ -197,23 +212,12 @@ int rv_gating_collect(struct rv_gating *g, struct rv_error *err)
 	return ret < 0 ? ret : 0;
 }
 
-static int add_mark(struct rv_sample_engine *e, const struct rv_mark *mark, struct rv_error *err)
-{
-	uint64_t record[RV_MARK_MAX_RECORD / 8];
-
-	rv_mark_record(record, mark);
-	return rv_sample_engine_add_mark(e, (const struct perf_event_header *)record, mark->time,
-					 err);
-}
-
-static int snapshot(struct rv_gating *g, struct rv_sample_engine *e,
-		    const struct rv_sample_selection *sel, struct rv_error *err)
+static int snapshot(struct rv_gating *g, const struct rv_gating_actions *a,
+		    const struct rv_gating_snapshot *what, struct rv_error *err)
 {
 	size_t taken = 0;
-	int ret = g->source ? g->source(g->source_ctx, e, sel, err) : 0;
+	int ret = a->snapshot(a->ctx, what, &taken, err);
 
-	if (!ret)
-		ret = rv_sample_engine_snapshot(e, sel, &taken, err);
 	if (ret)
 		return ret;
 	g->snapshots++;
@@ -221,44 +225,43 @@ static int snapshot(struct rv_gating *g, struct rv_sample_engine *e,
 	return 0;
 }
 
-static int on_window_end(struct rv_gating *g, struct rv_sample_engine *e,
+static int on_window_end(struct rv_gating *g, const struct rv_gating_actions *a,
 			 const struct rv_gate_record *r, struct rv_error *err)
 {
 	const struct rv_options *o = g->opts;
 	struct rv_mark mark = {
 		.kind = RV_MARK_WINDOW,
-		.flags = r->slow ? RV_MARK_FLAG_SLOW : 0,
+		.flags = r->slow && o->min_duration_ns ? RV_MARK_FLAG_SLOW : 0,
 		.pid = r->pid,
 		.tid = r->tid,
 		.time = r->time_ns,
 		.duration_ns = r->duration_ns,
 		.name = o->filter_start,
 	};
+	struct rv_gating_snapshot own = {
+		.selection = { .since = r->time_ns > r->duration_ns ? r->time_ns - r->duration_ns
+								    : 0,
+			       .until = r->time_ns,
+			       .tid = r->tid },
+	};
 	int ret;
 
 	g->windows++;
 	g->slow_windows += r->slow;
 	if (o->min_duration_ns && !r->slow)
-		return 0; /* its samples age out of the flight recorder */
-	ret = add_mark(e, &mark, err);
+		return 0; /* what ran in it is not kept */
+	ret = a->mark(a->ctx, &mark, err);
 	if (ret || !o->min_duration_ns)
 		return ret;
-	/* A slow window is a snapshot of its own samples. */
-	ret = snapshot(g,
-		       e,
-		       &(struct rv_sample_selection){ .since = r->time_ns > r->duration_ns
-								       ? r->time_ns - r->duration_ns
-								       : 0,
-						      .until = r->time_ns,
-						      .tid = r->tid },
-		       err);
+	/* A slow window is a snapshot of its own. */
+	ret = snapshot(g, a, &own, err);
 	g->kept_windows++;
 	if (!ret && !o->multi_snapshot)
 		g->done = true;
 	return ret;
 }
 
-static int on_trigger(struct rv_gating *g, struct rv_sample_engine *e,
+static int on_trigger(struct rv_gating *g, const struct rv_gating_actions *a,
 		      const struct rv_gate_record *r, struct rv_error *err)
 {
 	const struct rv_options *o = g->opts;
@@ -270,33 +273,26 @@ static int on_trigger(struct rv_gating *g, struct rv_sample_engine *e,
 		.time = r->time_ns,
 		.name = o->trigger,
 	};
+	/* What came before the hit, since the last snapshot. */
+	struct rv_gating_snapshot before = {
+		.trigger = true,
+		.selection = { .since = g->last_snapshot ? g->last_snapshot + 1 : 0,
+			       .until = r->time_ns },
+	};
 	int ret;
 
 	g->triggers++;
-	ret = add_mark(e, &mark, err);
+	ret = a->mark(a->ctx, &mark, err);
 	if (ret || !r->fired)
 		return ret;
-	/* The flight recorder's samples before the hit, since the last snapshot. */
-	ret = snapshot(g,
-		       e,
-		       &(struct rv_sample_selection){
-			       .since = g->last_snapshot ? g->last_snapshot + 1 : 0,
-			       .until = r->time_ns,
-		       },
-		       err);
+	ret = snapshot(g, a, &before, err);
 	g->last_snapshot = r->time_ns;
 	if (!ret && !o->multi_snapshot)
 		g->done = true;
 	return ret;
 }
 
-void rv_gating_set_source(struct rv_gating *g, rv_gating_source_fn fn, void *ctx)
-{
-	g->source = fn;
-	g->source_ctx = ctx;
-}
-
-int rv_gating_apply(struct rv_gating *g, struct rv_sample_engine *e, bool *done,
+int rv_gating_apply(struct rv_gating *g, const struct rv_gating_actions *actions, bool *done,
 		    struct rv_error *err)
 {
 	int ret = 0;
@@ -305,9 +301,9 @@ int rv_gating_apply(struct rv_gating *g, struct rv_sample_engine *e, bool *done,
 		const struct rv_gate_record *r = &g->queue[i];
 
 		if (r->type == RV_GATE_REC_WINDOW_END)
-			ret = on_window_end(g, e, r, err);
+			ret = on_window_end(g, actions, r, err);
 		else if (r->type == RV_GATE_REC_TRIGGER)
-			ret = on_trigger(g, e, r, err);
+			ret = on_trigger(g, actions, r, err);
 	}
 	g->nr_queue = 0;
 	*done = g->done;
@@ -337,7 +333,7 @@ static void format_duration(uint64_t ns, char *buf, size_t size)
 		snprintf(buf, size, "%" PRIu64 " ns", ns);
 }
 
-void rv_gating_report(const struct rv_gating *g)
+void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 {
 	const struct rv_options *o = g->opts;
 	struct rv_gate_counts counts;
@@ -351,15 +347,15 @@ void rv_gating_report(const struct rv_gating *g)
 			g->windows, g->windows == 1 ? "" : "s", g->slow_windows, min,
 			g->kept_windows);
 	else if (g->sites.filter)
-		rv_note("--filter: %" PRIu64 " window%s; samples outside them were dropped",
-			g->windows, g->windows == 1 ? "" : "s");
+		rv_note("--filter: %" PRIu64 " window%s; %s", g->windows,
+			g->windows == 1 ? "" : "s", what_outside);
 	if (o->min_duration_ns && !g->kept_windows)
-		rv_warn("no window lasted longer than %s, so the trace holds no samples; "
-			"lower --min-duration",
+		rv_warn("no window lasted longer than %s, so the trace holds nothing; lower "
+			"--min-duration",
 			min);
 	if (g->sites.trigger && !g->triggers)
-		rv_note("--trigger %s never ran: the trace holds the last samples before the "
-			"end, as without a trigger",
+		rv_note("--trigger %s never ran: the trace holds the end of the recording, as "
+			"without a trigger",
 			o->trigger);
 	else if (g->sites.trigger)
 		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s", o->trigger,

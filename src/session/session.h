@@ -1,22 +1,32 @@
-/* record.h: one recording session, shared by `run` and `attach`: check the
- * options against the machine, set up the engine around a target, record
- * until the target exits or the user interrupts, keep the capture, render it.
- * The sampling session lives in record.c; the Intel PT one in record_pt.c and
- * the function tracer's in record_fn.c, which share the pieces at the end.
+/* session.h: one recording session, shared by `run` and `attach`: check the
+ * options against the machine, choose the backend, set it up around a
+ * target, record until the target exits, the user interrupts or a snapshot
+ * ends it, keep the capture and render it into the trace.
  *
- * Not here: how the target came to be (run.c spawns, attach.c attaches).
+ * There is one loop for every backend (backend.h): it waits on the
+ * backend's rings, the gate's records, a signalfd and the target's pidfds;
+ * each round reads the gate's records, drains the backend, then applies
+ * the gate's decisions (gating.h). Recording notes and warnings go to
+ * stderr as they happen; errors are returned, for the command to print.
+ *
+ * Not here: how the target came to be (cmd/run.c spawns, cmd/attach.c
+ * attaches), the backends' engines (src/record), decoding (src/render).
  */
-#ifndef RV_CMD_RECORD_H
-#define RV_CMD_RECORD_H
+#ifndef RV_SESSION_SESSION_H
+#define RV_SESSION_SESSION_H
 
 #include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
 
 #include "cli/options.h"
-#include "cmd/gating.h"
 #include "record/func_engine.h"
 #include "record/machine.h"
+#include "record/pt_engine.h"
 #include "record/pt_pmu.h"
+#include "record/sample_plan.h"
 #include "record/target.h"
+#include "util/error.h"
 #include "write/trace_writer.h"
 
 /* The environment variable that points sysfs and procfs reads (PMU discovery,
@@ -24,9 +34,9 @@
 #define RV_SYSFS_ROOT_ENV "REARVIEW_SYSFS_ROOT"
 
 enum rv_engine {
-	RV_ENGINE_SAMPLE,
-	RV_ENGINE_PT,
-	RV_ENGINE_UPROBE, /* the function tracer (record_fn.h) */
+	RV_ENGINE_SAMPLE, /* stack sampling (sample_backend.c) */
+	RV_ENGINE_PT,	  /* Intel PT (pt_backend.c) */
+	RV_ENGINE_UPROBE, /* exact calls through BPF uprobes (fn_backend.c) */
 };
 
 struct rv_session {
@@ -34,19 +44,21 @@ struct rv_session {
 	const char *root; /* "/" or $REARVIEW_SYSFS_ROOT */
 	struct rv_machine machine;
 	enum rv_engine engine;
-	struct rv_pt_pmu pt_pmu; /* RV_ENGINE_PT: the intel_pt PMU */
+	struct rv_pt_pmu pt_pmu;	/* RV_ENGINE_PT: the intel_pt PMU */
+	struct rv_sample_plan sample;	/* RV_ENGINE_SAMPLE: rate and call graphs */
+	uint64_t snapshot_size_bytes;	/* RV_ENGINE_UPROBE: the flight recorder's */
 	struct rv_trace_writer *writer; /* opened before the target starts */
 	sigset_t waited_signals;	/* blocked, read through a signalfd */
 	int signal_fd;
 	char capture_dir[4096];
 	bool capture_dir_is_temporary;
-	uint64_t frequency;
-	bool dwarf;
-	uint64_t snapshot_size_bytes;
 	const char *backend_note; /* said once recording starts, e.g. why we sample */
-	int stop_signal; /* the signal that ended the recording, 0 if the target ended it */
+	int stop_signal;     /* the signal that ended the recording, 0 if the target ended it */
 	bool snapshot_ended; /* a --trigger or --min-duration snapshot ended it */
 	enum rv_kfunc_method kfunc_method; /* --kernel-functions: what this kernel allows */
+	/* Intel PT's kernel (tests: a simulated one); NULL: the real one. The
+	 * gate needs the real kernel. */
+	const struct rv_pt_ops *pt_ops;
 };
 
 /* Everything that can be refused before a target exists: option combinations
@@ -65,27 +77,6 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct rv_error *err);
 
 /* Removes a temporary capture directory, closes what is open. */
-void rv_session_cleanup(struct rv_session *s);
-
-/* ---- shared by the sessions of the engines ---- */
-
-/* The executable of a running process (/proc/PID/exe). */
-int rv_session_target_exe(pid_t pid, char *out, size_t size, struct rv_error *err);
-
-/* Resolves the --filter/--trigger sites in the target (one process) and, with
- * gating non-NULL, loads the gate on them. */
-int rv_session_open_gating(struct rv_session *s, struct rv_target *target,
-			   struct rv_gating_sites *sites, struct rv_gating **gating,
-			   struct rv_error *err);
-
-/* Drains engine (and the gate's records, applied through it) until the
- * target exits, a stop signal comes (*stop_signal) or a snapshot ends the
- * recording (s->snapshot_ended). */
-int rv_session_loop(struct rv_session *s, struct rv_target *target, struct rv_sample_engine *engine,
-		    struct rv_gating *gating, int *stop_signal, struct rv_error *err);
-
-/* Writes the capture's header: the command line, the clock. */
-int rv_session_finish_capture(struct rv_session *s, struct rv_perf_writer *capture,
-			      struct rv_error *err);
+void rv_session_destroy(struct rv_session *s);
 
 #endif

@@ -1,0 +1,306 @@
+/* decoder.c: a capture opened once, its kind recognised once; see
+ * decoder.h. */
+#define RV_LOG_DOMAIN "decode"
+#include "decode/decoder.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture/auxtrace.h"
+#include "capture/marks.h"
+#include "capture/perf_data.h"
+#include "util/log.h"
+
+/* Records read ahead, at most, for an AUXTRACE_INFO that says a pipe-mode
+ * capture without names is Intel PT's: perf writes it among the first. */
+#define PT_SNIFF_RECORDS 256
+
+struct rv_decoder {
+	struct rv_decoder_options options;
+	enum rv_capture_kind kind;
+	struct rv_symbolizer *symbolizer;
+	struct rv_perf_reader *reader; /* perf.data kinds */
+	struct rv_sample_decoder *samples;
+	struct rv_func_decoder *functions;
+	struct rv_pt_capture *pt;
+	struct rv_perf_script *perf_script;
+	FILE *text; /* perf script's input */
+	uint64_t first_time;
+	struct rv_pt_stats pt_stats;
+	uint64_t packets;
+	char damage[sizeof(((struct rv_error *)0)->message)];
+};
+
+enum rv_capture_kind rv_decoder_kind(const struct rv_decoder *d)
+{
+	return d->kind;
+}
+
+struct rv_symbolizer *rv_decoder_symbolizer(struct rv_decoder *d)
+{
+	return d->symbolizer;
+}
+
+uint64_t rv_decoder_first_time(const struct rv_decoder *d)
+{
+	return d->first_time;
+}
+
+/* ---- what a perf.data is ---- */
+
+/* The file a capture path names: DIR/perf.data (rearview's and softpt's
+ * directories) when it is one, else the path itself, which the reader takes
+ * as a file, a FIFO, "-", or perf's DIR/data. */
+static void capture_file(const char *path, char *out, size_t size)
+{
+	struct stat st;
+
+	if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(out, size, "%s/perf.data", path);
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
+			return;
+	}
+	snprintf(out, size, "%s", path);
+}
+
+static bool has_pt_event(const struct rv_perf_reader *r)
+{
+	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
+		const char *name = rv_perf_reader_attr(r, i)->name;
+
+		if (name && !strncmp(name, "intel_pt", 8))
+			return true;
+	}
+	return false;
+}
+
+/* An AUXTRACE_INFO among the first records (then back to the first). */
+static bool has_auxtrace_info(struct rv_perf_reader *r)
+{
+	struct rv_perf_record rec;
+	struct rv_error ignored = { 0 };
+	bool found = false;
+
+	for (int i = 0; !found && i < PT_SNIFF_RECORDS; i++) {
+		if (rv_perf_reader_next(r, &rec, &ignored) <= 0)
+			break;
+		found = rec.header->type == RV_PERF_RECORD_AUXTRACE_INFO;
+	}
+	rv_perf_reader_rewind(r);
+	return found;
+}
+
+static enum rv_capture_kind perf_data_kind(struct rv_perf_reader *r)
+{
+	if (rv_func_decoder_recognises(r))
+		return RV_CAPTURE_FUNCTIONS;
+	if (rv_perf_reader_has_feature(r, RV_FEAT_AUXTRACE) || has_pt_event(r) ||
+	    has_auxtrace_info(r))
+		return RV_CAPTURE_PT;
+	return RV_CAPTURE_SAMPLES;
+}
+
+/* Kernel names: the capture's own kallsyms, else this machine's for a
+ * capture just recorded here. NULL: none (the caller frees the rest). */
+static char *kallsyms_for(const struct rv_decoder_options *o)
+{
+	char *own;
+
+	if (!o->include_kernel || o->kind == RV_CAPTURE_PERF_SCRIPT || o->kind == RV_CAPTURE_RAW_PT)
+		return NULL;
+	own = rv_pt_capture_probe_kallsyms(o->path);
+	if (!own && o->live)
+		own = strdup("/proc/kallsyms");
+	return own;
+}
+
+static unsigned jobs_of(const struct rv_decoder_options *o)
+{
+	long cpus;
+
+	if (o->jobs)
+		return o->jobs;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus > 0 ? (unsigned)cpus : 1;
+}
+
+static int open_perf_data(struct rv_decoder *d, struct rv_error *err)
+{
+	const struct rv_decoder_options *o = &d->options;
+	char path[4096 + 16];
+	int ret;
+
+	capture_file(o->path, path, sizeof(path));
+	ret = rv_perf_reader_open(&d->reader, path, err);
+	if (ret)
+		return ret;
+	d->kind = perf_data_kind(d->reader);
+	switch (d->kind) {
+	case RV_CAPTURE_FUNCTIONS:
+		d->first_time = rv_marks_first_time(d->reader);
+		return rv_func_decoder_open(&d->functions, d->reader, d->symbolizer, err);
+	case RV_CAPTURE_SAMPLES:
+		d->first_time = rv_marks_first_time(d->reader);
+		return rv_sample_decoder_open(&d->samples, d->reader, d->symbolizer, err);
+	default:
+		break;
+	}
+	{
+		struct rv_pt_capture_options co = {
+			.path = o->path,
+			.vmlinux = o->vmlinux,
+			.include_kernel = o->include_kernel,
+			.jobs = jobs_of(o),
+			.chunk_bytes = o->chunk_bytes,
+			.progress = o->progress,
+			.reader = d->reader,
+		};
+		struct rv_pt_capture_info info;
+
+		ret = rv_pt_capture_open(&d->pt, &co, d->symbolizer, err);
+		if (ret)
+			return ret;
+		rv_pt_capture_info(d->pt, &info);
+		d->first_time = info.first_time;
+	}
+	return 0;
+}
+
+static int open_perf_script(struct rv_decoder *d, struct rv_error *err)
+{
+	const char *path = d->options.path;
+	bool in = !strcmp(path, "-");
+
+	d->text = in ? stdin : fopen(path, "r");
+	if (!d->text)
+		return rv_error_set(err, errno, "cannot open '%s': %s", path, strerror(errno));
+	return rv_perf_script_open(&d->perf_script, d->text, in ? "standard input" : path, err);
+}
+
+int rv_decoder_open(struct rv_decoder **out, const struct rv_decoder_options *options,
+		    struct rv_error *err)
+{
+	struct rv_decoder *d = calloc(1, sizeof(*d));
+	struct rv_symbolizer_options so = { 0 };
+	char *kallsyms;
+	int ret;
+
+	*out = NULL;
+	if (!d)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	d->options = *options;
+	d->kind = options->kind;
+	kallsyms = kallsyms_for(options);
+	so.kallsyms_path = kallsyms;
+	ret = rv_symbolizer_new(&d->symbolizer, &so, err);
+	free(kallsyms);
+	if (!ret && d->kind == RV_CAPTURE_PERF_SCRIPT)
+		ret = open_perf_script(d, err);
+	else if (!ret && d->kind != RV_CAPTURE_RAW_PT)
+		ret = open_perf_data(d, err);
+	if (ret) {
+		rv_decoder_free(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+/* ---- decoding ---- */
+
+/* The decoders that are read record by record: a damaged capture ends the
+ * events there, and is said in the report. */
+static int pull(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct rv_error *err)
+{
+	struct rv_event ev;
+	int ret = 0;
+
+	while (!ret) {
+		int got = d->samples	 ? rv_sample_decoder_next(d->samples, &ev, err)
+			  : d->functions ? rv_func_decoder_next(d->functions, &ev, err)
+					 : rv_perf_script_next(d->perf_script, &ev, err);
+
+		if (got == 0)
+			break;
+		if (got < 0 && d->perf_script)
+			return got;
+		if (got < 0) {
+			snprintf(d->damage, sizeof(d->damage), "%s", err->message);
+			rv_error_clear(err);
+			break;
+		}
+		ret = sink(ctx, &ev, err);
+	}
+	return ret;
+}
+
+int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct rv_error *err)
+{
+	const struct rv_decoder_options *o = &d->options;
+
+	switch (d->kind) {
+	case RV_CAPTURE_PT:
+		if (o->count_packets)
+			d->packets = rv_pt_capture_count_packets(d->pt);
+		return rv_pt_capture_decode(d->pt, sink, ctx, &d->pt_stats, err);
+	case RV_CAPTURE_RAW_PT: {
+		struct rv_raw_pt_options ro = {
+			.path = o->path,
+			.images = o->images,
+			.nr_images = o->nr_images,
+			.cpu = o->cpu,
+			.addr_filter = { o->addr_filter[0], o->addr_filter[1] },
+			.jobs = jobs_of(o),
+			.chunk_bytes = o->chunk_bytes,
+			.count_packets = o->count_packets,
+		};
+
+		return rv_raw_pt_decode(&ro, sink, ctx, &d->pt_stats, &d->packets, err);
+	}
+	default:
+		return pull(d, sink, ctx, err);
+	}
+}
+
+void rv_decoder_report(const struct rv_decoder *d, struct rv_decoder_report *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = d->kind;
+	out->damage = d->damage[0] ? d->damage : NULL;
+	out->pt = d->pt_stats;
+	out->packets = d->packets;
+	out->jumps_ignored = d->kind == RV_CAPTURE_RAW_PT;
+	if (d->pt) {
+		struct rv_pt_capture_info info;
+
+		rv_pt_capture_info(d->pt, &info);
+		out->windows_applied = info.windows;
+		out->damage = rv_pt_capture_damage(d->pt);
+		out->nr_missing = rv_pt_capture_missing(d->pt, &out->missing);
+	}
+	if (d->samples)
+		rv_sample_decoder_stats(d->samples, &out->samples);
+	if (d->functions)
+		rv_func_decoder_stats(d->functions, &out->functions);
+	if (d->perf_script)
+		rv_perf_script_stats(d->perf_script, &out->perf_script);
+}
+
+void rv_decoder_free(struct rv_decoder *d)
+{
+	if (!d)
+		return;
+	rv_sample_decoder_free(d->samples);
+	rv_func_decoder_free(d->functions);
+	rv_pt_capture_free(d->pt);
+	rv_perf_script_free(d->perf_script);
+	if (d->text && d->text != stdin)
+		fclose(d->text);
+	rv_perf_reader_free(d->reader);
+	rv_symbolizer_free(d->symbolizer);
+	free(d);
+}

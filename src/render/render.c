@@ -1,0 +1,337 @@
+/* render.c: capture -> decoder -> builder -> writer, then what it found and
+ * the summary; see render.h. */
+#define RV_LOG_DOMAIN "render"
+#include "render/render.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "decode/decoder.h"
+#include "symbolize/symbolizer.h"
+#include "trace/builder.h"
+#include "util/log.h"
+
+#define TOP_FUNCTIONS 5
+
+static void human_bytes(uint64_t bytes, char *out, size_t size)
+{
+	if (bytes >= 10ull << 20)
+		snprintf(out, size, "%.0f MiB", bytes / 1048576.0);
+	else if (bytes >= 1ull << 20)
+		snprintf(out, size, "%.1f MiB", bytes / 1048576.0);
+	else if (bytes >= 1ull << 10)
+		snprintf(out, size, "%.1f KiB", bytes / 1024.0);
+	else
+		snprintf(out, size, "%llu bytes", (unsigned long long)bytes);
+}
+
+static void human_time(uint64_t ns, char *out, size_t size)
+{
+	if (ns >= 10000000000ull)
+		snprintf(out, size, "%.1f s", ns / 1e9);
+	else if (ns >= 1000000000ull)
+		snprintf(out, size, "%.3f s", ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(out, size, "%.1f ms", ns / 1e6);
+	else
+		snprintf(out, size, "%.1f us", ns / 1e3);
+}
+
+enum trace_kind {
+	TRACE_SAMPLES,
+	TRACE_BRANCHES,
+	TRACE_EXACT_CALLS,
+};
+
+static enum trace_kind trace_kind(enum rv_capture_kind kind)
+{
+	switch (kind) {
+	case RV_CAPTURE_SAMPLES:
+		return TRACE_SAMPLES;
+	case RV_CAPTURE_FUNCTIONS:
+		return TRACE_EXACT_CALLS;
+	default:
+		return TRACE_BRANCHES;
+	}
+}
+
+static void print_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
+			  const struct rv_render_options *ro, enum trace_kind kind)
+{
+	struct rv_builder_stats bs;
+	struct rv_trace_writer_stats ws;
+	struct rv_function_time top[TOP_FUNCTIONS];
+	size_t nr_top = rv_builder_top_functions(b, top, TOP_FUNCTIONS);
+	uint64_t covered, lost;
+	char span_text[32], size_text[32];
+	char cwd[4096];
+	const char *path = rv_trace_writer_path(w);
+
+	rv_builder_stats(b, &bs);
+	rv_trace_writer_stats(w, &ws);
+	covered = bs.last_time > bs.first_time ? bs.last_time - bs.first_time : 0;
+	human_time(covered, span_text, sizeof(span_text));
+	lost = ro->lost_while_recording > bs.lost ? ro->lost_while_recording : bs.lost;
+	if (kind == TRACE_EXACT_CALLS) {
+		fprintf(stderr, "rearview: the trace covers %s: %llu calls", span_text,
+			(unsigned long long)bs.calls);
+		if (bs.kernel_spans)
+			fprintf(stderr, ", %llu kernel spans", (unsigned long long)bs.kernel_spans);
+		if (bs.instants)
+			fprintf(stderr, ", %llu page faults", (unsigned long long)bs.instants);
+		if (ro->recording_note)
+			fprintf(stderr, " (%s)", ro->recording_note);
+		fprintf(stderr, ", %llu lost, %llu thread%s\n", (unsigned long long)lost,
+			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+		if (bs.inferred)
+			rv_debug("%llu spans began before tracing did (inferred_start_time)",
+				 (unsigned long long)bs.inferred);
+		if (bs.unwinds)
+			rv_debug("%llu calls ended without their own exit (longjmp, exceptions, "
+				 "lost records)",
+				 (unsigned long long)bs.unwinds);
+	} else if (kind == TRACE_SAMPLES) {
+		fprintf(stderr, "rearview: the trace covers %s: %llu samples", span_text,
+			(unsigned long long)bs.samples);
+		if (ro->recording_note)
+			fprintf(stderr, " (%s)", ro->recording_note);
+		fprintf(stderr, ", %llu lost, %llu thread%s\n", (unsigned long long)lost,
+			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+	} else {
+		fprintf(stderr,
+			"rearview: the trace covers %s: %llu calls, %llu returns, %llu "
+			"thread%s",
+			span_text, (unsigned long long)bs.calls, (unsigned long long)bs.returns,
+			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+		if (bs.errors)
+			fprintf(stderr,
+				", %llu gap%s (decode errors or overflows, marked in the "
+				"trace)",
+				(unsigned long long)bs.errors, bs.errors == 1 ? "" : "s");
+		fprintf(stderr, "\n");
+	}
+	if (kind == TRACE_EXACT_CALLS && bs.exact_events == 0 && ro->recorded)
+		fprintf(stderr, "rearview: no calls: none of the traced functions ran while it was "
+				"recorded (see which were probed with -v; with --filter, no window "
+				"opened)\n");
+	else if (kind != TRACE_EXACT_CALLS && bs.samples == 0 && bs.calls == 0 && ro->recorded)
+		fprintf(stderr, "rearview: no samples: the target did not run on a CPU while it "
+				"was recorded (a sleeping or blocked process gives none; kernel "
+				"threads need --trace-include-kernel)\n");
+	if (nr_top) {
+		fprintf(stderr, "rearview: top functions by self time:\n");
+		for (size_t i = 0; i < nr_top; i++) {
+			char t[32];
+
+			human_time(top[i].self_ns, t, sizeof(t));
+			fprintf(stderr, "  %5.1f%%  %10s  %s\n",
+				bs.self_ns ? 100.0 * (double)top[i].self_ns / (double)bs.self_ns
+					   : 0.0,
+				t, top[i].name);
+		}
+	}
+	human_bytes(ws.bytes, size_text, sizeof(size_text));
+	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		fprintf(stderr, "rearview: wrote %s/%s (%s, %llu spans)\n", cwd, path, size_text,
+			(unsigned long long)ws.spans);
+	else
+		fprintf(stderr, "rearview: wrote %s (%s, %llu spans)\n", path, size_text,
+			(unsigned long long)ws.spans);
+	fprintf(stderr, "rearview: open it in the Perfetto UI: https://ui.perfetto.dev, then "
+			"\"Open trace file\"\n");
+}
+
+/* ---- what decoding found ---- */
+
+static void warn_findings(const struct rv_decoder_report *r, const struct rv_builder *b)
+{
+	struct rv_builder_stats bs;
+
+	if (r->windows_applied)
+		rv_note("--filter windows applied while decoding: %" PRIu64
+			" window%s, the kernel could not pause Intel PT",
+			r->windows_applied, r->windows_applied == 1 ? "" : "s");
+	if (r->damage)
+		rv_warn("%s; the trace holds what was %s before that point", r->damage,
+			r->kind == RV_CAPTURE_PT ? "decoded" : "read");
+	for (size_t i = 0; i < r->nr_missing; i++) {
+		const struct rv_pt_missing *m = &r->missing[i];
+
+		rv_warn("%s is missing: %" PRIu64 " decode error%s and %" PRIu64
+			" bytes of trace left undecoded because of it",
+			m->path, m->errors, m->errors == 1 ? "" : "s", m->skipped_bytes);
+	}
+	if (r->nr_missing)
+		rv_warn("the trace has gaps where that code ran; decode on the machine that "
+			"recorded the capture, or copy the files to the same paths");
+	if (r->kind == RV_CAPTURE_FUNCTIONS) {
+		const struct rv_func_decoder_stats *ds = &r->functions;
+
+		if (ds->unknown_types)
+			rv_warn("%" PRIu64 " function records of a type this rearview does not "
+				"know were skipped; decode with the rearview that recorded them",
+				ds->unknown_types);
+		if (ds->outside_windows)
+			rv_debug("%" PRIu64 " function records made outside every --filter "
+				 "window were skipped",
+				 ds->outside_windows);
+		if (ds->other_samples)
+			rv_debug("%" PRIu64 " samples of other events were skipped",
+				 ds->other_samples);
+	}
+	if (r->kind == RV_CAPTURE_PERF_SCRIPT)
+		rv_debug("%" PRIu64 " lines: %" PRIu64 " branches, %" PRIu64 " errors, %" PRIu64
+			 " skipped",
+			 r->perf_script.lines, r->perf_script.branches, r->perf_script.errors,
+			 r->perf_script.skipped);
+	if (r->kind != RV_CAPTURE_SAMPLES)
+		return;
+	rv_builder_stats(b, &bs);
+	if (bs.skipped_callers)
+		rv_debug("%llu samples in a prologue or at a return: the caller their "
+			 "frame-pointer walk skipped was put back",
+			 (unsigned long long)bs.skipped_callers);
+	if (bs.grafted)
+		rv_debug("%llu stacks cut short by unwinding were completed from the stack "
+			 "before them",
+			 (unsigned long long)bs.grafted);
+	if (bs.late_samples)
+		rv_debug("%llu samples came after later ones of their thread, and were taken at "
+			 "its last time",
+			 (unsigned long long)bs.late_samples);
+	if (r->samples.unwind_failures)
+		rv_debug("%llu of %llu samples could not be unwound past their IP",
+			 (unsigned long long)r->samples.unwind_failures,
+			 (unsigned long long)r->samples.samples);
+}
+
+/* ---- --stats ---- */
+
+static void print_function_stats(const struct rv_func_decoder_stats *s, double seconds)
+{
+	double span = s->last_time > s->first_time ? (double)(s->last_time - s->first_time) : 0;
+	uint64_t total = s->unknown_types;
+
+	for (unsigned type = 0; type < RV_FN_NR_RECORD_TYPES; type++)
+		total += s->by_type[type];
+	printf("perf records     %" PRIu64 "\n", s->records);
+	printf("function records %" PRIu64 " (%" PRIu64 " outside --filter windows and %" PRIu64
+	       " of unknown types, skipped)\n",
+	       total, s->outside_windows, s->unknown_types);
+	for (unsigned type = 0; type < RV_FN_NR_RECORD_TYPES; type++) {
+		const char *name = rv_fn_record_type_name(type);
+
+		if (name)
+			printf("  %-22s %" PRIu64 "\n", name, s->by_type[type]);
+	}
+	printf("other samples    %" PRIu64 "\n", s->other_samples);
+	printf("gate marks       %" PRIu64 "\n", s->marks);
+	printf("lost             %" PRIu64 "\n", s->lost);
+	printf("time covered     %.0f ns (first %" PRIu64 ", last %" PRIu64 ")\n", span,
+	       s->first_time, s->last_time);
+	printf("decode time      %.3f s\n", seconds);
+}
+
+static void print_pt_stats(const struct rv_decoder_report *r, double seconds)
+{
+	const struct rv_pt_stats *s = &r->pt;
+	double span = s->last_time > s->first_time ? (double)(s->last_time - s->first_time) : 0;
+
+	printf("trace bytes      %" PRIu64 " (%" PRIu64 " chunks)\n", s->bytes, s->chunks);
+	printf("packets          %" PRIu64 "\n", r->packets);
+	printf("instructions     %" PRIu64 "\n", s->insns);
+	printf("blocks           %" PRIu64 "\n", s->blocks);
+	printf("calls            %" PRIu64 "\n", s->calls);
+	printf("returns          %" PRIu64 "\n", s->returns);
+	if (r->jumps_ignored)
+		printf("jumps            %" PRIu64 " that end tracing (no symbols: no other "
+		       "jump can change a stack, so none is counted)\n",
+		       s->jumps);
+	else
+		printf("jumps            %" PRIu64 "\n", s->jumps);
+	printf("syscalls         %" PRIu64 "\n", s->syscalls);
+	printf("interrupts       %" PRIu64 "\n", s->interrupts);
+	printf("overflows        %" PRIu64 "\n", s->overflows);
+	printf("errors           %" PRIu64 " (%" PRIu64 " for lack of code)\n", s->errors,
+	       s->nomap);
+	for (size_t i = 0; i < s->nr_sites; i++) {
+		const struct rv_pt_error_site *e = &s->sites[i];
+
+		printf("  at offset %#" PRIx64 ": %s", e->offset,
+		       e->code ? rv_pt_strerror(e->code) : "overflow");
+		if (e->ip)
+			printf(" (ip %#" PRIx64 ")", e->ip);
+		printf("\n");
+	}
+	if (s->errors + s->overflows > s->nr_sites)
+		printf("  (%" PRIu64 " more not listed)\n",
+		       s->errors + s->overflows - (uint64_t)s->nr_sites);
+	printf("skipped bytes    %" PRIu64 "\n", s->skipped_bytes);
+	printf("time covered     %.0f %s (first %" PRIu64 ", last %" PRIu64 ")\n", span,
+	       r->kind == RV_CAPTURE_RAW_PT ? "TSC ticks" : "ns", s->first_time, s->last_time);
+	printf("decode time      %.3f s\n", seconds);
+	printf("bytes per second %.0f\n", seconds > 0 ? (double)s->bytes / seconds : 0);
+}
+
+static void print_stats(const struct rv_decoder_report *r, double seconds)
+{
+	if (r->kind == RV_CAPTURE_PT || r->kind == RV_CAPTURE_RAW_PT)
+		print_pt_stats(r, seconds);
+	else if (r->kind == RV_CAPTURE_FUNCTIONS)
+		print_function_stats(&r->functions, seconds);
+}
+
+/* ---- the pipeline ---- */
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int to_builder(void *ctx, const struct rv_event *ev, struct rv_error *err)
+{
+	return rv_builder_add(ctx, ev, err);
+}
+
+int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer,
+	      struct rv_error *err)
+{
+	struct rv_decoder *decoder = NULL;
+	struct rv_builder *builder = NULL;
+	struct rv_decoder_report report;
+	double started = 0, seconds = 0;
+	int ret;
+
+	ret = rv_decoder_open(&decoder, &ro->decode, err);
+	if (!ret)
+		ret = rv_builder_new(&builder, rv_decoder_symbolizer(decoder), writer, err);
+	if (!ret && rv_decoder_first_time(decoder))
+		rv_builder_set_base(builder, rv_decoder_first_time(decoder));
+	if (!ret) {
+		started = now_seconds();
+		ret = rv_decoder_run(decoder, to_builder, builder, err);
+	}
+	if (!ret)
+		ret = rv_builder_finish(builder, err);
+	seconds = now_seconds() - started;
+	if (!ret)
+		ret = rv_trace_writer_commit(writer, err);
+	if (!ret) {
+		rv_decoder_report(decoder, &report);
+		warn_findings(&report, builder);
+		if (ro->stats)
+			print_stats(&report, seconds);
+		print_summary(builder, writer, ro, trace_kind(report.kind));
+	} else {
+		rv_trace_writer_abort(writer);
+	}
+	rv_builder_free(builder);
+	rv_decoder_free(decoder);
+	return ret;
+}

@@ -1,0 +1,36 @@
+/* render.h: a capture turned into a trace file, and what is said after it:
+ * decoder (decode/decoder.h) -> builder -> writer, the decoder's findings
+ * (damage, missing binaries, skipped records) as warnings, --stats, and the
+ * summary: what the trace covers, the top functions by self time, where the
+ * file is and how to open it. Shared by every command that ends with a trace
+ * (run and attach through the session, decode).
+ *
+ * Not here: recording, decoding or call-stack rules.
+ */
+#ifndef RV_RENDER_RENDER_H
+#define RV_RENDER_RENDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "decode/decoder.h"
+#include "util/error.h"
+#include "write/trace_writer.h"
+
+struct rv_render_options {
+	struct rv_decoder_options decode; /* what to decode, and how */
+	/* A recording just made (run, attach): the summary says how it was
+	 * recorded and what was lost, and warns when it holds nothing. */
+	bool recorded;
+	const char *recording_note; /* e.g. "dwarf, 10000 Hz on cpu-clock"; may be NULL */
+	uint64_t lost_while_recording;
+	bool stats; /* --stats: the decoder's counts on standard output */
+};
+
+/* Decodes the capture, builds the spans, writes and commits the trace, and
+ * prints what it found and the summary on stderr. On error the trace is
+ * aborted (nothing is left at its path). */
+int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer,
+	      struct rv_error *err);
+
+#endif

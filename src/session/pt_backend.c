@@ -1,0 +1,471 @@
+/* pt_backend.c: the Intel PT backend of a recording session: the plan
+ * (record/pt_plan.h) opened by the PT engine, the gate's uprobes in each
+ * slot's PT group (resume, pause, AUX samples), the AUX area as a snapshot
+ * ring, the vdso kept for the decoder. See backend.h.
+ *
+ * Who opens the gate's uprobes in the PT group: the gate (rv_gate_attach,
+ * with each site's attr, group_fd, cpu and event_pid), not the engine. The
+ * gate must count the events on each probe and attach its program with a
+ * cookie per event, and it can only do that for events it opens; the
+ * engine, given no siblings, opens the PT and sideband events, and says
+ * which fd leads each slot's group. The uprobes that take AUX samples are
+ * then redirected into their slot's ring (PERF_EVENT_IOC_SET_OUTPUT) and
+ * declared in the capture, so that their samples are kept.
+ *
+ * On a kernel that cannot pause Intel PT (no aux_pause), --filter records
+ * everything, and every window the gate closes is written into the capture
+ * as a mark (capture/marks.h) in the capture's clock, for the decoder to
+ * apply (decode/pt_capture.h). The gate's times are CLOCK_MONOTONIC, the
+ * capture's the TSC through the perf mmap page's conversion: the offset
+ * between them is measured once, before the target runs.
+ *
+ * Not here: the loop (session.c), the engine's or the gate's own work.
+ */
+#define RV_LOG_DOMAIN "record"
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "capture/marks.h"
+#include "capture/perf_data.h"
+#include "decode/pt_capture.h"
+#include "record/pt_plan.h"
+#include "session/backend.h"
+#include "util/log.h"
+#include "util/proc.h"
+
+#define SIDEBAND_PAGES 128 /* per slot: 512 KiB of sideband ring */
+/* Back-to-back reads of the TSC and CLOCK_MONOTONIC; the tightest pair wins. */
+#define CLOCK_PAIRS 16
+
+struct rv_backend_state {
+	struct rv_session *s;
+	struct rv_target *target;
+	struct rv_gating *gating;
+	struct rv_pt_plan plan;
+	struct rv_pt_slots slots;
+	struct rv_pt_engine *engine;
+	struct rv_perf_writer *capture;
+	struct rv_gate_site *gate_sites;
+	size_t nr_gate_sites;
+	/* --filter windows and --trigger hits become marks in the capture */
+	bool marks;
+	int64_t clock_offset; /* CLOCK_MONOTONIC + this = the capture's clock */
+	uint64_t nr_marks;
+	struct rv_pt_record_stats stats;
+	char capture_path[PATH_MAX + 32];
+	char note[160];
+};
+
+static void tell_plan(const struct rv_pt_plan *plan)
+{
+	for (size_t i = 0; i < plan->warnings.count; i++)
+		rv_warn("%s", plan->warnings.text[i]);
+	if (plan->ungated)
+		rv_note("--filter: this kernel cannot pause Intel PT (aux_pause needs Linux "
+			"6.13); recording everything, the windows are applied while decoding");
+}
+
+static int pt_describe(struct rv_session *s, const char *exe, pid_t pid,
+		       const struct rv_gate_sites *sites, struct rv_dry_run_plan *dp,
+		       struct rv_error *err)
+{
+	struct rv_backend_state *b = calloc(1, sizeof(*b));
+	int ret;
+
+	(void)exe;
+	if (!b)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	ret = rv_pt_plan_build(&b->plan, s->opts, &s->pt_pmu, s->root, sites, err);
+	if (!ret) {
+		tell_plan(&b->plan);
+		ret = rv_pt_slots_build(&b->slots, &b->plan, s->machine.nr_cpus,
+					pid > 0 ? &pid : NULL, pid > 0 ? 1 : 0, err);
+	}
+	if (!ret)
+		ret = rv_pt_plan_describe(&b->plan, &b->slots, sites, pid, dp, err);
+	free(b);
+	return ret;
+}
+
+/* ---- the vdso, for the decoder ---- */
+
+/* Copies process pid's [vdso] into dir/vdso.so, as softpt does; a process
+ * without one (or gone) is not an error: the decoder then lists it missing. */
+static int save_vdso(pid_t pid, const char *dir, struct rv_error *err)
+{
+	char path[PATH_MAX + 32];
+	uint64_t start, end;
+	struct rv_error ignored = { 0 };
+	bool written;
+	FILE *out;
+	void *buf;
+
+	if (!rv_proc_find_vdso(pid, &start, &end))
+		return 0;
+	buf = malloc(end - start);
+	if (!buf)
+		return rv_error_set(err, ENOMEM, "out of memory for the vdso");
+	if (rv_proc_read_memory(pid, start, buf, end - start, &ignored)) {
+		free(buf);
+		rv_debug("cannot read the vdso of process %d; its code will be missing", (int)pid);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/vdso.so", dir);
+	errno = 0;
+	out = fopen(path, "we");
+	written = out && fwrite(buf, 1, end - start, out) == end - start;
+	if (out && fclose(out))
+		written = false;
+	free(buf);
+	if (!written)
+		return rv_error_set(err, errno ? errno : EIO, "cannot write '%s': %s", path,
+				    strerror(errno ? errno : EIO));
+	return 0;
+}
+
+/* ---- the gate in the PT groups ---- */
+
+/* The gate's sites: in-group ones once per slot (after the engine opened the
+ * PT events), plain ones once. */
+static int attach_gate(struct rv_backend_state *b, struct rv_error *err)
+{
+	const struct rv_pt_plan *p = &b->plan;
+	size_t nr_slots = rv_pt_slots_count(&b->slots), n = 0;
+
+	b->gate_sites = calloc(p->nr_gate * nr_slots + p->nr_gate, sizeof(*b->gate_sites));
+	if (!b->gate_sites)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (size_t k = 0; k < p->nr_gate; k++) {
+		const struct rv_pt_plan_gate *g = &p->gate[k];
+
+		for (size_t i = 0; g->in_group && i < nr_slots; i++) {
+			int leader = rv_pt_engine_pt_fd(b->engine, i);
+
+			if (leader < 0)
+				return rv_error_set(err, EIO,
+						    "the Intel PT event of slot %zu is not open; "
+						    "cannot put the gate in its group",
+						    i);
+			b->gate_sites[n++] = (struct rv_gate_site){
+				.role = g->role,
+				.path = g->site->path,
+				.offset = g->site->offset,
+				.attr = &g->attr,
+				.event_pid = rv_pt_slot_pid(&b->slots, i),
+				.cpu = rv_pt_slot_cpu(&b->slots, i),
+				.group_fd = leader,
+			};
+		}
+		if (!g->in_group)
+			b->gate_sites[n++] = (struct rv_gate_site){ .role = g->role,
+								    .path = g->site->path,
+								    .offset = g->site->offset,
+								    .group_fd = -1,
+								    .cpu = -1 };
+	}
+	b->nr_gate_sites = n;
+	return rv_gating_attach(b->gating, b->gate_sites, n, err);
+}
+
+/* The uprobes that take AUX samples write into their slot's ring, and are
+ * declared in the capture, so that their samples are kept and decoded. The
+ * gate's events are the real kernel's (the gate needs it). */
+static int keep_aux_samples(struct rv_backend_state *b, struct rv_error *err)
+{
+	size_t nr_slots = rv_pt_slots_count(&b->slots);
+	struct rv_gate *gate = rv_gating_gate(b->gating);
+	uint64_t *ids = calloc(nr_slots, sizeof(*ids));
+	int ret = 0;
+
+	if (!ids)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (size_t k = 0, at = 0; !ret && k < b->plan.nr_gate; k++) {
+		const struct rv_pt_plan_gate *g = &b->plan.gate[k];
+		size_t nr_ids = 0;
+
+		if (!g->in_group) {
+			at++;
+			continue;
+		}
+		for (size_t i = 0; !ret && i < nr_slots; i++, at++) {
+			int fd = rv_gate_site_fd(gate, at);
+
+			if (at >= b->nr_gate_sites || fd < 0)
+				ret = rv_error_set(err, EIO, "the gate lost the event of site %zu",
+						   at);
+			if (!ret && g->uprobe_role == RV_UPROBE_SAMPLE_AUX &&
+			    ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rv_pt_engine_pt_fd(b->engine, i)))
+				ret = errno;
+			if (!ret && ioctl(fd, PERF_EVENT_IOC_ID, &ids[nr_ids++]))
+				ret = errno;
+			if (ret > 0)
+				ret = rv_error_set(err, ret,
+						   "cannot send the %s uprobe's AUX samples to the "
+						   "Intel PT ring: %s",
+						   rv_gate_role_name(g->role), strerror(ret));
+		}
+		if (!ret && g->uprobe_role == RV_UPROBE_SAMPLE_AUX) {
+			struct perf_event_attr attr = g->attr;
+			char name[64];
+
+			attr.type = b->plan.uprobe.type;
+			snprintf(name, sizeof(name), "uprobe:%s",
+				 g->role == RV_GATE_TRIGGER ? "trigger" : "slow_window");
+			ret = rv_perf_writer_add_attr(b->capture, &attr, name, ids, nr_ids, err);
+		}
+	}
+	free(ids);
+	return ret;
+}
+
+/* Measures the offset from CLOCK_MONOTONIC (the gate's times) to the
+ * capture's clock, and declares the marks event in the capture. Without a
+ * TSC conversion the windows and hits are only counted, with a warning. */
+static int prepare_marks(struct rv_backend_state *b, struct rv_error *err)
+{
+	const struct rv_pt_ops *o = rv_pt_engine_ops(b->engine);
+	struct rv_pt_clock_pair pairs[CLOCK_PAIRS];
+	struct rv_perf_time_conv tc;
+	struct perf_event_attr attr;
+	uint64_t id = RV_MARK_ID, spread;
+	int ret;
+
+	if (!rv_pt_engine_time_conv(b->engine, &tc)) {
+		rv_warn("the kernel gives no TSC conversion (cap_user_time_zero), so the gate's "
+			"windows and hits cannot be placed in the trace; they are only counted");
+		return 0;
+	}
+	for (size_t i = 0; i < CLOCK_PAIRS; i++) {
+		pairs[i].monotonic_before = o->clock_ns(o->ctx);
+		pairs[i].tsc = o->read_tsc(o->ctx);
+		pairs[i].monotonic_after = o->clock_ns(o->ctx);
+	}
+	b->clock_offset = rv_pt_clock_offset(&tc, pairs, CLOCK_PAIRS, &spread);
+	if (spread == UINT64_MAX) {
+		rv_warn("CLOCK_MONOTONIC went backwards while it was measured against the TSC; "
+			"the gate's windows and hits are only counted");
+		return 0;
+	}
+	rv_debug("the capture's clock is CLOCK_MONOTONIC %+lld ns (within %llu ns)",
+		 (long long)b->clock_offset, (unsigned long long)(spread / 2 + 1));
+	rv_mark_attr(&attr, false, 0);
+	ret = rv_perf_writer_add_attr(b->capture, &attr, RV_MARK_EVENT_NAME, &id, 1, err);
+	if (!ret)
+		b->marks = true;
+	return ret;
+}
+
+/* ---- the interface ---- */
+
+static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gating *gating,
+		   struct rv_backend_state **out, struct rv_error *err)
+{
+	struct rv_backend_state *b = calloc(1, sizeof(*b));
+	const struct rv_pt_plan *plan;
+	int ret;
+
+	*out = b;
+	if (!b)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	b->s = s;
+	b->target = target;
+	b->gating = gating;
+	plan = &b->plan;
+	ret = rv_pt_plan_build(&b->plan, s->opts, &s->pt_pmu, s->root,
+			       gating ? rv_gating_sites(gating) : NULL, err);
+	if (!ret && plan->nr_gate && s->pt_ops)
+		ret = rv_error_set(err, EINVAL, "the gate needs the real kernel");
+	if (!ret)
+		ret = rv_pt_slots_build(&b->slots, plan, s->machine.nr_cpus, target->pids,
+					target->nr_pids, err);
+	if (ret)
+		return ret;
+	tell_plan(plan);
+	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
+	ret = rv_perf_writer_open(&b->capture, b->capture_path, plan->scope != RV_SCOPE_USER, err);
+	if (!ret) {
+		const struct rv_pt_slots *sl = &b->slots;
+		struct rv_pt_engine_config config = {
+			.pt_attr = &plan->pt,
+			.pt_name = plan->scope == RV_SCOPE_USER	    ? "intel_pt//u"
+				   : plan->scope == RV_SCOPE_KERNEL ? "intel_pt//k"
+								    : "intel_pt//",
+			.sideband_attr = &plan->sideband,
+			.sideband_name = plan->scope == RV_SCOPE_USER ? "dummy:u" : "dummy",
+			.tids = sl->nr_cpus ? NULL : sl->tids,
+			.nr_tids = sl->nr_cpus ? 0 : sl->nr_tids,
+			.cpus = sl->nr_cpus ? sl->cpus : NULL,
+			.nr_cpus = sl->nr_cpus,
+			.cpu_pid = sl->cpu_pid,
+			.pids = target->pids,
+			.nr_pids = target->nr_pids,
+			.mode = plan->mode,
+			.aux_bytes = plan->aux_bytes,
+			.data_pages = SIDEBAND_PAGES,
+			.pmu_type = s->pt_pmu.type,
+			.tsc_ctc_ratio_n = s->pt_pmu.tsc_art_num,
+			.tsc_ctc_ratio_d = s->pt_pmu.tsc_art_den,
+			.max_nonturbo_ratio = s->pt_pmu.max_nonturbo_ratio,
+			.capture = b->capture,
+			.ops = s->pt_ops,
+		};
+
+		ret = rv_pt_engine_open(&b->engine, &config, err);
+	}
+	if (!ret && plan->scope != RV_SCOPE_USER)
+		ret = rv_pt_engine_copy_kernel_files(NULL, s->capture_dir, err);
+	if (!ret && plan->nr_gate)
+		ret = attach_gate(b, err);
+	if (!ret && target->nr_pids)
+		ret = save_vdso(target->pids[0], s->capture_dir, err);
+	return ret;
+}
+
+static int pt_start(struct rv_backend_state *b, struct rv_error *err)
+{
+	const struct rv_pt_plan *plan = &b->plan;
+	int ret = rv_pt_engine_start(b->engine, err);
+
+	if (!ret && plan->nr_gate)
+		ret = keep_aux_samples(b, err);
+	if (!ret && plan->nr_gate)
+		ret = prepare_marks(b, err);
+	if (!ret)
+		rv_debug("recording %zu process%s with Intel PT (%s mode, %llu KiB per %s)",
+			 b->target->nr_pids, b->target->nr_pids == 1 ? "" : "es",
+			 plan->mode == RV_PT_FULL ? "full" : "snapshot",
+			 (unsigned long long)(plan->aux_bytes >> 10),
+			 plan->per_cpu ? "CPU" : "thread");
+	return ret;
+}
+
+static size_t pt_pollfds(const struct rv_backend_state *b, struct pollfd *fds, size_t max)
+{
+	return rv_pt_engine_pollfds(b->engine, fds, max);
+}
+
+static int pt_poll(struct rv_backend_state *b, struct rv_error *err)
+{
+	return rv_pt_engine_drain(b->engine, err);
+}
+
+/* A window the gate closed (with --min-duration only the longer ones) or a
+ * trigger hit, as a mark in the capture's clock. Recorded ungated, a window
+ * is one that decoding applies. */
+static int pt_mark(struct rv_backend_state *b, const struct rv_mark *mark, struct rv_error *err)
+{
+	uint64_t record[RV_MARK_MAX_RECORD / 8];
+	struct rv_mark in_capture = *mark;
+
+	if (!b->marks)
+		return 0;
+	in_capture.time = rv_pt_clock_from_monotonic(mark->time, b->clock_offset);
+	if (mark->kind == RV_MARK_WINDOW && b->plan.ungated)
+		in_capture.flags |= RV_MARK_FLAG_APPLY;
+	rv_mark_record(record, &in_capture);
+	b->nr_marks++;
+	return rv_perf_writer_write(b->capture, (const void *)record, err);
+}
+
+/* A slow window's or a trigger's snapshot is the kernel's AUX sample, but
+ * for a trigger on a kernel that cannot pause PT: then the AUX area is
+ * copied now. */
+static int pt_snapshot(struct rv_backend_state *b, const struct rv_gating_snapshot *what,
+		       size_t *taken, struct rv_error *err)
+{
+	*taken = 0;
+	rv_debug("gate: %s", what->trigger ? "trigger" : "slow window");
+	if (what->trigger && b->plan.trigger_snapshot)
+		return rv_pt_engine_snapshot(b->engine, err);
+	return 0;
+}
+
+/* The end is a snapshot of its own unless windows or triggers were the
+ * snapshots asked for (a --trigger that never fired keeps the end). */
+static int pt_stop(struct rv_backend_state *b, bool keep_rest, struct rv_error *err)
+{
+	int ret = rv_pt_engine_stop(b->engine, keep_rest, err);
+
+	if (b->marks)
+		rv_debug("%llu --filter windows and --trigger hits written into the capture",
+			 (unsigned long long)b->nr_marks);
+	rv_pt_engine_stats(b->engine, &b->stats);
+	return ret;
+}
+
+static int pt_finish(struct rv_backend_state *b, struct rv_render_options *out,
+		     struct rv_error *err)
+{
+	const struct rv_session *s = b->s;
+	const struct rv_pt_record_stats *stats = &b->stats;
+	const char *const *argv = (const char *const *)s->opts->argv;
+	struct rv_perf_meta meta = { .argc = s->opts->argc, .argv = argv, .clockid = -1 };
+	bool min_duration = s->opts->filter_start && s->opts->min_duration_ns;
+	int ret;
+
+	rv_pt_engine_free(b->engine);
+	b->engine = NULL;
+	ret = rv_perf_writer_finish(b->capture, &meta, err);
+	rv_perf_writer_free(b->capture);
+	b->capture = NULL;
+	if (ret)
+		return ret;
+	if (stats->truncated || stats->lost_records)
+		rv_warn("Intel PT lost data while recording (%llu truncated buffers, %llu lost "
+			"sideband records); a larger --snapshot-size or --timer-resolution low "
+			"loses less",
+			(unsigned long long)stats->truncated,
+			(unsigned long long)stats->lost_records);
+	if (stats->lapped)
+		rv_debug("%llu snapshots found the buffer overwritten since the one before",
+			 (unsigned long long)stats->lapped);
+	if (stats->aux_bytes + stats->aux_sample_bytes == 0 && stats->aux_samples == 0)
+		return rv_error_set(err, ENODATA,
+				    "Intel PT recorded no trace (%s); nothing to write",
+				    min_duration ? "no window lasted longer than --min-duration"
+						 : "the program ran no traced code while recorded");
+	snprintf(b->note, sizeof(b->note), "Intel PT, %s, %llu KiB of trace",
+		 b->plan.mode == RV_PT_FULL ? "full execution" : "snapshot",
+		 (unsigned long long)((stats->aux_bytes + stats->aux_sample_bytes) >> 10));
+	*out = (struct rv_render_options){
+		.decode = { .path = b->capture_path,
+			    .include_kernel = s->opts->include_kernel,
+			    .live = true,
+			    .progress = isatty(STDERR_FILENO) },
+		.recorded = true,
+		.recording_note = b->note,
+	};
+	return 0;
+}
+
+static void pt_free(struct rv_backend_state *b)
+{
+	if (!b)
+		return;
+	rv_pt_engine_free(b->engine);
+	rv_perf_writer_free(b->capture);
+	free(b->gate_sites);
+	free(b);
+}
+
+const struct rv_backend_ops rv_pt_backend = {
+	.description = "Intel PT",
+	.describe = pt_describe,
+	.open = pt_open,
+	.start = pt_start,
+	.pollfds = pt_pollfds,
+	.poll = pt_poll,
+	.mark = pt_mark,
+	.snapshot = pt_snapshot,
+	.stop = pt_stop,
+	.finish = pt_finish,
+	.free = pt_free,
+	.outside_windows = "Intel PT ran only inside them",
+	.capture_hint = "perf script --itrace=cr -i",
+};

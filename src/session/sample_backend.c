@@ -1,0 +1,234 @@
+/* sample_backend.c: the sampling backend of a recording session: per-CPU
+ * sampling events with the BPF filter (record/sample_engine.h), the gate's
+ * plain uprobes sharing their window map with the filter, snapshots and
+ * marks through the engine's flight recorder. See backend.h.
+ *
+ * Not here: the loop (session.c), the engine (src/record/sample_engine.c).
+ */
+#define RV_LOG_DOMAIN "record"
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "capture/perf_data.h"
+#include "record/sample_plan.h"
+#include "session/backend.h"
+#include "util/log.h"
+
+struct rv_backend_state {
+	struct rv_session *s;
+	struct rv_target *target;
+	struct rv_perf_writer *capture;
+	struct rv_sample_engine *engine;
+	struct rv_sample_stats stats;
+	char capture_path[PATH_MAX + 32];
+	char note[128];
+};
+
+int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer *capture,
+			      struct rv_error *err)
+{
+	const char *const *argv = (const char *const *)s->opts->argv;
+	struct rv_perf_meta meta = {
+		.argc = s->opts->argc,
+		.argv = argv,
+		.clockid = CLOCK_MONOTONIC,
+	};
+
+	return rv_perf_writer_finish(capture, &meta, err);
+}
+
+int rv_session_describe_engine(const struct rv_session *s, const struct rv_sample_config *config,
+			       bool hardware, const char *what, const char *note,
+			       const char *program, struct rv_dry_run_plan *plan,
+			       struct rv_error *err)
+{
+	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
+	int ret = 0;
+
+	for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
+		char label[96];
+		struct rv_dry_run_event ev = {
+			.label = label,
+			.group = -1,
+			.cpu = cpu,
+			.pid = -1,
+			.bpf_program = program,
+			.bpf_program_type = program ? "perf_event" : NULL,
+		};
+
+		snprintf(label, sizeof(label), "%s, CPU %d%s", what, cpu, note);
+		rv_sample_engine_attr(config, hardware, &ev.attr);
+		ret = rv_dry_run_add_event(plan, &ev, err);
+	}
+	return ret;
+}
+
+static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
+			   const struct rv_gate_sites *sites, struct rv_dry_run_plan *plan,
+			   struct rv_error *err)
+{
+	struct rv_sample_config config = rv_sample_plan_config(&s->sample, s->opts, NULL, 0);
+	int ret;
+
+	(void)exe;
+	ret = rv_session_describe_engine(s, &config, s->machine.has_cpu_pmu, "sampling", "",
+					 "filter_sample", plan, err);
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "program", "filter_sample", "perf_event",
+					 sites && sites->filter
+						 ? "keeps the target's samples taken inside a "
+						   "--filter window"
+						 : "keeps the target's samples",
+					 err);
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "map", "target_processes", "hash",
+					 "the processes recorded", err);
+	if (!ret && sites && sites->filter)
+		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash",
+					 "the gate's window map, shared", err);
+	if (!ret && sites)
+		ret = rv_gating_describe(sites, pid, plan, err);
+	return ret;
+}
+
+static int sample_open(struct rv_session *s, struct rv_target *target, struct rv_gating *gating,
+		       struct rv_backend_state **out, struct rv_error *err)
+{
+	struct rv_backend_state *b = calloc(1, sizeof(*b));
+	struct rv_sample_config config;
+	int ret;
+
+	*out = b;
+	if (!b)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	b->s = s;
+	b->target = target;
+	config = rv_sample_plan_config(&s->sample, s->opts, target->pids, target->nr_pids);
+	config.gate_windows_fd = gating ? rv_gating_windows_fd(gating) : -1;
+	ret = gating ? rv_gating_attach(gating, NULL, 0, err) : 0;
+	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
+	if (!ret)
+		ret = rv_perf_writer_open(&b->capture, b->capture_path, s->opts->include_kernel,
+					  err);
+	config.capture = b->capture;
+	if (!ret)
+		ret = rv_sample_engine_open(&b->engine, &config, err);
+	return ret;
+}
+
+static int sample_start(struct rv_backend_state *b, struct rv_error *err)
+{
+	int ret = rv_sample_engine_start(b->engine, err);
+
+	if (!ret)
+		rv_debug("recording %zu process%s", b->target->nr_pids,
+			 b->target->nr_pids == 1 ? "" : "es");
+	return ret;
+}
+
+static size_t sample_pollfds(const struct rv_backend_state *b, struct pollfd *fds, size_t max)
+{
+	return rv_sample_engine_pollfds(b->engine, fds, max);
+}
+
+static int sample_poll(struct rv_backend_state *b, struct rv_error *err)
+{
+	return rv_sample_engine_drain(b->engine, err);
+}
+
+int rv_session_engine_mark(struct rv_sample_engine *e, const struct rv_mark *mark,
+			   struct rv_error *err)
+{
+	uint64_t record[RV_MARK_MAX_RECORD / 8];
+
+	rv_mark_record(record, mark);
+	return rv_sample_engine_add_mark(e, (const struct perf_event_header *)record, mark->time,
+					 err);
+}
+
+static int sample_mark(struct rv_backend_state *b, const struct rv_mark *mark, struct rv_error *err)
+{
+	return rv_session_engine_mark(b->engine, mark, err);
+}
+
+static int sample_snapshot(struct rv_backend_state *b, const struct rv_gating_snapshot *what,
+			   size_t *taken, struct rv_error *err)
+{
+	return rv_sample_engine_snapshot(b->engine, &what->selection, taken, err);
+}
+
+static int sample_stop(struct rv_backend_state *b, bool keep_rest, struct rv_error *err)
+{
+	int ret = rv_sample_engine_stop(b->engine, keep_rest, err);
+
+	rv_sample_engine_stats(b->engine, &b->stats);
+	return ret;
+}
+
+static int sample_finish(struct rv_backend_state *b, struct rv_render_options *out,
+			 struct rv_error *err)
+{
+	const struct rv_sample_stats *stats = &b->stats;
+	int ret;
+
+	rv_sample_engine_free(b->engine);
+	b->engine = NULL;
+	ret = rv_session_finish_capture(b->s, b->capture, err);
+	rv_perf_writer_free(b->capture);
+	b->capture = NULL;
+	if (ret)
+		return ret;
+	rv_debug("BPF filter: %llu samples kept, %llu of other processes dropped, %llu of "
+		 "other threads dropped",
+		 (unsigned long long)stats->filter_kept, (unsigned long long)stats->filter_other,
+		 (unsigned long long)stats->filter_thread);
+	if (stats->lost)
+		rv_warn("the kernel lost %llu samples (its buffers were full); lower "
+			"--timer-resolution to lose fewer",
+			(unsigned long long)stats->lost);
+	if (!b->s->opts->full_execution && stats->evicted)
+		rv_debug("the flight recorder kept the last %llu samples (%llu older ones "
+			 "aged out)",
+			 (unsigned long long)stats->written_samples,
+			 (unsigned long long)stats->evicted);
+	snprintf(b->note, sizeof(b->note), "%s, %llu Hz on %s", b->s->sample.dwarf ? "dwarf" : "fp",
+		 (unsigned long long)stats->frequency, stats->clock_name);
+	*out = (struct rv_render_options){
+		.decode = { .path = b->capture_path,
+			    .include_kernel = b->s->opts->include_kernel,
+			    .live = true },
+		.recorded = true,
+		.recording_note = b->note,
+		.lost_while_recording = stats->lost,
+	};
+	return 0;
+}
+
+static void sample_free(struct rv_backend_state *b)
+{
+	if (!b)
+		return;
+	rv_sample_engine_free(b->engine);
+	rv_perf_writer_free(b->capture);
+	free(b);
+}
+
+const struct rv_backend_ops rv_sample_backend = {
+	.description = "stack sampling",
+	.describe = sample_describe,
+	.open = sample_open,
+	.start = sample_start,
+	.pollfds = sample_pollfds,
+	.poll = sample_poll,
+	.mark = sample_mark,
+	.snapshot = sample_snapshot,
+	.stop = sample_stop,
+	.finish = sample_finish,
+	.free = sample_free,
+	.outside_windows = "samples outside them were dropped",
+	.capture_hint = "perf report -i",
+};

@@ -1,0 +1,424 @@
+/* session.c: a recording session from options to trace, with its one loop;
+ * see session.h. */
+#define RV_LOG_DOMAIN "record"
+#include "session/session.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "record/dry_run.h"
+#include "record/pt_attr.h"
+#include "render/render.h"
+#include "session/backend.h"
+#include "session/gating.h"
+#include "util/log.h"
+#include "util/proc.h"
+
+#define DEFAULT_SNAPSHOT_UPROBE (64ull << 20)
+#define POLL_MS			100
+#define MAX_POLL_FDS		4096
+
+static const struct rv_backend_ops *backend_of(const struct rv_session *s)
+{
+	switch (s->engine) {
+	case RV_ENGINE_PT:
+		return &rv_pt_backend;
+	case RV_ENGINE_UPROBE:
+		return &rv_fn_backend;
+	case RV_ENGINE_SAMPLE:
+		break;
+	}
+	return &rv_sample_backend;
+}
+
+static int choose_backend(struct rv_session *s, const struct rv_options *opts,
+			  const struct rv_machine *m, struct rv_error *err)
+{
+	int ret;
+
+	s->engine = RV_ENGINE_SAMPLE;
+	switch (opts->backend) {
+	case RV_BACKEND_PT:
+	case RV_BACKEND_AUTO:
+		if (!m->has_intel_pt) {
+			if (opts->backend == RV_BACKEND_PT)
+				return rv_error_set(
+					err, ENODEV,
+					"--backend pt: this machine has no Intel PT (no "
+					"/sys/bus/event_source/devices/intel_pt); use --backend "
+					"sample");
+			s->backend_note = "Intel PT is unavailable on this machine (no intel_pt "
+					  "PMU); sampling stacks instead";
+			return 0;
+		}
+		ret = rv_pt_pmu_discover(&s->pt_pmu, s->root, err);
+		if (ret)
+			return ret;
+		s->engine = RV_ENGINE_PT;
+		return 0;
+	case RV_BACKEND_SAMPLE:
+		return 0;
+	case RV_BACKEND_UPROBE:
+		s->engine = RV_ENGINE_UPROBE;
+		return 0;
+	}
+	return 0;
+}
+
+/* What each backend needs decided from the options before anything runs. */
+static int plan_backend(struct rv_session *s, struct rv_error *err)
+{
+	const struct rv_options *opts = s->opts;
+
+	switch (s->engine) {
+	case RV_ENGINE_UPROBE:
+		/* every call is timed: options.c refuses a timer */
+		s->snapshot_size_bytes = opts->snapshot_size_bytes ? opts->snapshot_size_bytes
+								   : DEFAULT_SNAPSHOT_UPROBE;
+		return 0;
+	case RV_ENGINE_PT:
+		if (opts->timer == RV_TIMER_SAMPLE)
+			return rv_error_set(
+				err, EINVAL,
+				"--timer-resolution sample:%llu sets a sampling rate; "
+				"Intel PT takes low, normal, high or custom:... (or use "
+				"--backend sample)",
+				(unsigned long long)opts->sample_hz);
+		return 0;
+	case RV_ENGINE_SAMPLE:
+		break;
+	}
+	return rv_sample_plan_build(&s->sample, opts, &s->machine, err);
+}
+
+static int make_capture_dir(struct rv_session *s, struct rv_error *err)
+{
+	const char *dir = s->opts->working_directory;
+	struct stat st;
+
+	if (!dir) {
+		const char *tmp = getenv("TMPDIR");
+
+		snprintf(s->capture_dir, sizeof(s->capture_dir), "%s/rearview-XXXXXX",
+			 tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(s->capture_dir))
+			return rv_error_set(err, errno,
+					    "cannot create a temporary directory for the capture "
+					    "in %s: %s; set TMPDIR or use --working-directory",
+					    tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		s->capture_dir_is_temporary = true;
+		return 0;
+	}
+	if (strlen(dir) >= sizeof(s->capture_dir) - 16)
+		return rv_error_set(err, ENAMETOOLONG, "--working-directory: path too long");
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return rv_error_set(err, errno, "--working-directory: cannot create '%s': %s", dir,
+				    strerror(errno));
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return rv_error_set(err, ENOTDIR, "--working-directory: '%s' is not a directory",
+				    dir);
+	if (access(dir, W_OK))
+		return rv_error_set(err, errno, "--working-directory: cannot write to '%s': %s",
+				    dir, strerror(errno));
+	snprintf(s->capture_dir, sizeof(s->capture_dir), "%s", dir);
+	return 0;
+}
+
+int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err)
+{
+	const char *root = getenv(RV_SYSFS_ROOT_ENV);
+	const struct rv_backend_ops *backend;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->opts = opts;
+	s->signal_fd = -1;
+	s->root = root && *root ? root : "/";
+	rv_machine_probe(&s->machine, s->root);
+
+	if (opts->include_kernel && geteuid() != 0 && !opts->dry_run)
+		return rv_error_set(err, EPERM,
+				    "--trace-include-kernel needs root: kernel addresses and "
+				    "kernel samples are only shown to root; run rearview as root");
+	ret = choose_backend(s, opts, &s->machine, err);
+	if (!ret)
+		ret = plan_backend(s, err);
+	if (!ret && opts->kernel_only && s->engine != RV_ENGINE_PT)
+		ret = rv_error_set(err, EINVAL,
+				   "--trace-kernel-only traces the kernel with Intel PT, which "
+				   "this machine lacks; --trace-include-kernel samples both");
+	backend = backend_of(s);
+	if (!ret && backend->check)
+		ret = backend->check(s, err);
+	if (ret || opts->dry_run)
+		return ret;
+	if (geteuid() != 0 && s->engine == RV_ENGINE_UPROBE)
+		return rv_error_set(err, EPERM,
+				    "--backend uprobe places uprobes with BPF programs and per-CPU "
+				    "perf events, which need root (kernel.perf_event_paranoid is "
+				    "%d); run it as root",
+				    s->machine.perf_event_paranoid);
+	if (geteuid() != 0)
+		return rv_error_set(err, EPERM,
+				    "rearview samples with per-CPU perf events and a BPF filter, "
+				    "which need root (kernel.perf_event_paranoid is %d); run it as "
+				    "root",
+				    s->machine.perf_event_paranoid);
+
+	/* The output is checked (and its temporary file made) before anything runs. */
+	ret = rv_trace_writer_open(&s->writer, opts->output, err);
+	if (ret)
+		return ret;
+	if (opts->include_kernel)
+		rv_trace_writer_set_private(s->writer);
+	ret = make_capture_dir(s, err);
+	if (ret)
+		return ret;
+
+	sigemptyset(&s->waited_signals);
+	sigaddset(&s->waited_signals, SIGINT);
+	sigaddset(&s->waited_signals, SIGTERM);
+	sigaddset(&s->waited_signals, SIGHUP);
+	sigaddset(&s->waited_signals, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &s->waited_signals, NULL);
+	s->signal_fd = signalfd(-1, &s->waited_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->signal_fd < 0)
+		return rv_error_set(err, errno, "cannot create a signalfd: %s", strerror(errno));
+	return 0;
+}
+
+/* ---- recording ---- */
+
+/* Reads pending signals; true when one asks us to stop (*which: the last). */
+static bool read_stop_signals(int fd, int *which)
+{
+	struct signalfd_siginfo info;
+	bool stop = false;
+
+	if (fd < 0)
+		return false;
+	while (read(fd, &info, sizeof(info)) == (ssize_t)sizeof(info)) {
+		if (info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM ||
+		    info.ssi_signo == SIGHUP) {
+			stop = true;
+			*which = (int)info.ssi_signo;
+		}
+	}
+	return stop;
+}
+
+struct recording {
+	const struct rv_backend_ops *ops;
+	struct rv_backend_state *backend;
+	struct rv_gating *gating;
+};
+
+static int act_mark(void *ctx, const struct rv_mark *mark, struct rv_error *err)
+{
+	struct recording *r = ctx;
+
+	return r->ops->mark(r->backend, mark, err);
+}
+
+static int act_snapshot(void *ctx, const struct rv_gating_snapshot *what, size_t *taken,
+			struct rv_error *err)
+{
+	struct recording *r = ctx;
+
+	return r->ops->snapshot(r->backend, what, taken, err);
+}
+
+/* Polls until the target exits, a stop signal comes (s->stop_signal) or a
+ * snapshot ends the recording (s->snapshot_ended). Each round reads the
+ * gate's records first: what ran before them is then in the rings, and the
+ * drain brings it in before they are acted on. After the end, one more
+ * round takes what the gate said last. */
+static int record_loop(struct rv_session *s, struct recording *r, struct rv_target *target,
+		       struct rv_error *err)
+{
+	struct pollfd *fds = calloc(MAX_POLL_FDS, sizeof(*fds));
+	struct rv_gating_actions actions = { .ctx = r, .mark = act_mark, .snapshot = act_snapshot };
+	size_t n;
+	int ret = 0;
+
+	if (!fds)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	n = r->ops->pollfds(r->backend, fds, MAX_POLL_FDS - 2 - target->nr_pids);
+	if (s->signal_fd >= 0)
+		fds[n++] = (struct pollfd){ .fd = s->signal_fd, .events = POLLIN };
+	if (r->gating)
+		fds[n++] = (struct pollfd){ .fd = rv_gating_fd(r->gating), .events = POLLIN };
+	for (size_t i = 0; i < target->nr_pids; i++)
+		if (target->pidfds[i] >= 0)
+			fds[n++] = (struct pollfd){ .fd = target->pidfds[i], .events = POLLIN };
+	for (bool last = false;;) {
+		bool done = false;
+
+		if (!last && poll(fds, n, POLL_MS) < 0 && errno != EINTR) {
+			ret = rv_error_set(err, errno, "poll: %s", strerror(errno));
+			break;
+		}
+		ret = r->gating ? rv_gating_collect(r->gating, err) : 0;
+		if (!ret)
+			ret = r->ops->poll(r->backend, err);
+		if (!ret && r->gating)
+			ret = rv_gating_apply(r->gating, &actions, &done, err);
+		if (ret || done || last) {
+			s->snapshot_ended = done;
+			break;
+		}
+		last = read_stop_signals(s->signal_fd, &s->stop_signal) ||
+		       rv_target_poll_exit(target);
+	}
+	free(fds);
+	return ret;
+}
+
+/* The gate for a target of one process: its sites resolved in the process's
+ * executable, the gate loaded (the backend attaches it). */
+static int open_gating(struct rv_session *s, struct rv_target *target, struct rv_gating **out,
+		       struct rv_error *err)
+{
+	struct rv_gate_sites *sites;
+	char exe[PATH_MAX];
+	int ret;
+
+	*out = NULL;
+	if (!rv_gating_wanted(s->opts))
+		return 0;
+	if (target->nr_pids != 1)
+		return rv_error_set(err, EINVAL,
+				    "--filter and --trigger follow one process; attach to one "
+				    "(-p PID)");
+	sites = malloc(sizeof(*sites));
+	if (!sites)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	ret = rv_proc_exe(target->pids[0], exe, sizeof(exe), err);
+	if (!ret)
+		ret = rv_gating_resolve(s->opts, exe, target->pids[0], sites, err);
+	if (!ret)
+		ret = rv_gating_new(out, s->opts, sites, target->pids[0], err);
+	free(sites);
+	return ret;
+}
+
+static int render_capture(struct rv_session *s, const struct rv_backend_ops *ops,
+			  const struct rv_render_options *ro, struct rv_error *err)
+{
+	int ret = rv_render(ro, s->writer, err);
+
+	if (!ret && !s->capture_dir_is_temporary)
+		rv_note("the capture is in %s (%s %s)", ro->decode.path, ops->capture_hint,
+			ro->decode.path);
+	return ret;
+}
+
+int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_error *err)
+{
+	struct recording r = { .ops = backend_of(s) };
+	struct rv_render_options ro;
+	int ret;
+
+	memset(&ro, 0, sizeof(ro));
+	ret = open_gating(s, target, &r.gating, err);
+	if (!ret && s->backend_note)
+		rv_note("%s", s->backend_note);
+	if (!ret)
+		ret = r.ops->open(s, target, r.gating, &r.backend, err);
+	if (!ret)
+		ret = r.ops->start(r.backend, err);
+	if (!ret)
+		ret = rv_target_release(target, err);
+	if (!ret)
+		ret = record_loop(s, &r, target, err);
+	if (!ret) {
+		if (s->stop_signal)
+			rv_note("%s: stopping the recording and writing the trace",
+				strsignal(s->stop_signal));
+		else if (s->snapshot_ended)
+			rv_note("snapshot taken: stopping the recording and writing the trace%s",
+				target->spawned ? "; the program runs on" : "");
+		ret = r.ops->stop(r.backend, r.gating ? rv_gating_keep_rest(r.gating) : true, err);
+	}
+	if (!ret && r.gating)
+		rv_gating_report(r.gating, r.ops->outside_windows);
+	rv_gating_free(r.gating); /* the program runs on, unprobed */
+	if (!ret)
+		ret = r.ops->finish(r.backend, &ro, err);
+	if (!ret)
+		ret = render_capture(s, r.ops, &ro, err);
+	if (r.backend)
+		r.ops->free(r.backend);
+	return ret;
+}
+
+/* ---- --dry-run ---- */
+
+int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct rv_error *err)
+{
+	const struct rv_backend_ops *ops = backend_of(s);
+	struct rv_dry_run_plan plan;
+	struct rv_gate_sites *sites = NULL;
+	char running[PATH_MAX];
+	int ret = 0;
+
+	if (!exe) {
+		ret = rv_proc_exe(pid, running, sizeof(running), err);
+		if (ret)
+			return ret;
+		exe = running;
+	}
+
+	rv_dry_run_plan_init(&plan);
+	{
+		struct rv_uprobe_pmu uprobe;
+		struct rv_error ignored = { 0 };
+
+		/* names the uprobe events; without a uprobe PMU the gate fails later,
+		 * with the reason */
+		if (!rv_uprobe_pmu_type(s->root, &uprobe, &ignored))
+			rv_dry_run_set_uprobe_pmu(&plan, &uprobe);
+	}
+	if (rv_gating_wanted(s->opts)) {
+		sites = malloc(sizeof(*sites));
+		ret = sites ? rv_gating_resolve(s->opts, exe, pid, sites, err)
+			    : rv_error_set(err, ENOMEM, "out of memory");
+	}
+	if (!ret)
+		ret = ops->describe(s, exe, pid, sites, &plan, err);
+	if (!ret) {
+		printf("rearview would record %s%s with %s:\n\n", exe,
+		       pid > 0 ? "" : " (started by rearview)", ops->description);
+		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
+		fflush(stdout);
+	}
+	rv_dry_run_plan_free(&plan);
+	free(sites);
+	return ret;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+void rv_session_destroy(struct rv_session *s)
+{
+	if (s->writer)
+		rv_trace_writer_free(s->writer);
+	s->writer = NULL;
+	if (s->capture_dir_is_temporary && s->capture_dir[0])
+		nftw(s->capture_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	s->capture_dir[0] = '\0';
+	if (s->signal_fd >= 0)
+		close(s->signal_fd);
+	s->signal_fd = -1;
+}
