@@ -17,16 +17,18 @@
  * (rv_func_engine_refused). The bpf_cookie of every probe is the function's
  * index in the table given at open.
  *
- * Kernel functions (--kernel-functions): fentry/fexit where the kernel
- * attaches tracing programs, else kprobes, else refused. What this kernel
- * allows is decided by rv_kfunc_choose through a small ops table, so that the
- * decision and the plan (rv_kfunc_plan_build: which /proc/kallsyms functions
- * match, which method) can be tested against a fake kernel.
+ * Kernel functions (--kernel-functions): an fentry/fexit copy of the object
+ * per function, or a kprobe and a kretprobe, as the plan says (kfunc.h, which
+ * decides what this kernel allows and which functions match; included here).
  *
  * Library-like: nothing is printed; progress goes to the caller's callback.
+ * Implemented in func_engine.c (loading, arming, counts), func_attach.c
+ * (probes), func_recorder.c (recorder mode) and func_describe.c (--dry-run),
+ * which share func_engine_internal.h.
  *
- * Not here: which functions (func_select.h), the perf events and their rings
- * (sample_engine.h), what records mean (src/decode).
+ * Not here: which functions (func_select.h), which kernel functions and by
+ * which method (kfunc.h), the perf events and their rings (sample_engine.h),
+ * what records mean (src/decode).
  */
 #ifndef RV_RECORD_FUNC_ENGINE_H
 #define RV_RECORD_FUNC_ENGINE_H
@@ -39,6 +41,7 @@
 #include "../../bpf/functions.h" /* enum rv_fn_stat, RV_FN_* */
 #include "record/dry_run.h"
 #include "record/func_select.h"
+#include "record/kfunc.h"
 #include "record/sample_engine.h"
 #include "util/error.h"
 
@@ -54,71 +57,9 @@ enum rv_fn_kernel_events {
  * links. */
 #define RV_FN_BATCH 1024
 
-/* Kernel functions one recording traces at most. */
-#define RV_KFUNC_MAX 256
-
 /* The environment variable that, set to 0, makes the engine use one perf
  * link per function even where the kernel has uprobe_multi (tests). */
 #define RV_UPROBE_MULTI_ENV "REARVIEW_UPROBE_MULTI"
-
-/* ---- kernel functions: capability and plan ---- */
-
-enum rv_kfunc_method {
-	RV_KFUNC_NONE = 0,
-	RV_KFUNC_FENTRY, /* fentry/fexit tracing programs (BTF) */
-	RV_KFUNC_KPROBE, /* kprobes and kretprobes */
-};
-
-/* How the kernel is asked. Each try returns 0 when this kernel attaches that
- * kind of program, else a negative code with a short reason in why. */
-struct rv_kfunc_ops {
-	int (*try_fentry)(void *ctx, char *why, size_t why_size);
-	int (*try_kprobe)(void *ctx, char *why, size_t why_size);
-	const char *kallsyms_path; /* "/proc/kallsyms" */
-	void *ctx;
-};
-
-/* The running kernel's ops: loads and attaches a no-op fentry program on
- * vfs_read; opens a kprobe on vfs_read through the kprobe PMU, or finds
- * tracefs's kprobe_events. */
-void rv_kfunc_system_ops(struct rv_kfunc_ops *ops);
-
-/* fentry where it works, else kprobes, else an error of one line saying that
- * the kernel allows neither fentry/fexit nor kprobes, and why. */
-int rv_kfunc_choose(const struct rv_kfunc_ops *ops, enum rv_kfunc_method *method,
-		    struct rv_error *err);
-
-const char *rv_kfunc_method_name(enum rv_kfunc_method method);
-
-struct rv_kfunc {
-	const char *name; /* as /proc/kallsyms spells it, without the module */
-	uint64_t addr;
-};
-
-struct rv_kfunc_skipped {
-	const char *name;
-	const char *reason; /* a static string */
-};
-
-struct rv_kfunc_plan {
-	enum rv_kfunc_method method;
-	struct rv_kfunc *funcs;
-	size_t count;
-	struct rv_kfunc_skipped *skipped;
-	size_t nr_skipped;
-	char *text; /* the names' storage */
-};
-
-/* Chooses the method (rv_kfunc_choose), then matches the fnmatch globs
- * against the text symbols of ops->kallsyms_path: each must match a
- * function; names the kernel has more than once (static functions of several
- * files, which cannot be told apart by name) are skipped, as are, for fentry,
- * compiler-made copies ("f.isra.0", which have no BTF of their own). At most
- * RV_KFUNC_MAX. */
-int rv_kfunc_plan_build(struct rv_kfunc_plan *plan, const char *const *patterns, size_t nr_patterns,
-			const struct rv_kfunc_ops *ops, struct rv_error *err);
-
-void rv_kfunc_plan_free(struct rv_kfunc_plan *plan);
 
 /* ---- the engine ---- */
 

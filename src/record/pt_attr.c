@@ -350,6 +350,19 @@ static int timing_config(const struct rv_pt_pmu *pmu, const struct rv_pt_request
 	return rv_error_set(err, EINVAL, "unknown PT timer resolution %d", (int)req->timing);
 }
 
+/* What every event of a PT recording has: a sample on each hit, of the one
+ * sample type, with sample_id_all, so that the records of all of them parse
+ * alike (RV_PT_SAMPLE_TYPE). */
+static void recording_event(struct perf_event_attr *attr, uint32_t type, uint64_t config)
+{
+	attr->type = type;
+	attr->size = sizeof(*attr);
+	attr->config = config;
+	attr->sample_period = 1;
+	attr->sample_type = RV_PT_SAMPLE_TYPE;
+	attr->sample_id_all = 1;
+}
+
 int rv_pt_attr_build(struct perf_event_attr *attr, const struct rv_pt_pmu *pmu,
 		     const struct rv_pt_request *req, struct rv_pt_warnings *warnings,
 		     struct rv_error *err)
@@ -369,16 +382,11 @@ int rv_pt_attr_build(struct perf_event_attr *attr, const struct rv_pt_pmu *pmu,
 	if (rc)
 		return rc;
 
-	attr->type = pmu->type;
-	attr->size = sizeof(*attr);
-	attr->config = config;
-	attr->sample_period = 1;
-	attr->sample_type = RV_PT_SAMPLE_TYPE;
+	recording_event(attr, pmu->type, config);
 	attr->disabled = 1;
 	attr->exclude_hv = 1;
 	attr->exclude_kernel = req->scope == RV_SCOPE_USER;
 	attr->exclude_user = req->scope == RV_SCOPE_KERNEL;
-	attr->sample_id_all = 1;
 	attr->enable_on_exec = req->enable_on_exec;
 	if (req->start_paused) {
 		if (!rv_pt_pmu_has_aux_pause(pmu))
@@ -461,14 +469,10 @@ int rv_uprobe_attr(struct perf_event_attr *attr, const struct rv_uprobe_pmu *pmu
 				    "format/retprobe in config",
 				    req->path);
 
-	attr->type = pmu->type;
-	attr->size = sizeof(*attr);
-	attr->config = req->retprobe ? rv_pmu_format_put(&pmu->retprobe, 0, 1) : 0;
+	recording_event(attr, pmu->type,
+			req->retprobe ? rv_pmu_format_put(&pmu->retprobe, 0, 1) : 0);
 	attr->config1 = (uint64_t)(uintptr_t)req->path;
 	attr->config2 = req->file_offset;
-	attr->sample_period = 1;
-	attr->sample_type = RV_PT_SAMPLE_TYPE;
-	attr->sample_id_all = 1;
 	attr->disabled = req->role == RV_UPROBE_PLAIN;
 
 	switch (req->role) {
@@ -560,11 +564,7 @@ int rv_aux_rules_check(const struct perf_event_attr *attr, const struct perf_eve
 void rv_sideband_attr(struct perf_event_attr *attr, const struct rv_sideband_request *req)
 {
 	memset(attr, 0, sizeof(*attr));
-	attr->type = PERF_TYPE_SOFTWARE;
-	attr->size = sizeof(*attr);
-	attr->config = PERF_COUNT_SW_DUMMY;
-	attr->sample_period = 1;
-	attr->sample_type = RV_PT_SAMPLE_TYPE;
+	recording_event(attr, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
 	attr->disabled = 1;
 	attr->exclude_hv = 1;
 	attr->mmap = 1;
@@ -572,7 +572,6 @@ void rv_sideband_attr(struct perf_event_attr *attr, const struct rv_sideband_req
 	attr->comm = 1;
 	attr->comm_exec = 1;
 	attr->task = 1;
-	attr->sample_id_all = 1;
 	attr->context_switch = req->context_switch;
 	attr->enable_on_exec = req->enable_on_exec;
 	if (req->scope == RV_SCOPE_USER) {

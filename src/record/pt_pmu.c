@@ -304,32 +304,35 @@ uint64_t rv_pmu_format_put(const struct rv_pmu_format *format, uint64_t word, ui
 	return word;
 }
 
-void rv_pmu_format_describe(const struct rv_pmu_format *format, char *buf, size_t size)
+/* Appends the bits set in bits, below nbits, to buf (size bytes, used of
+ * them taken) as ranges: "0-3,6,9". Returns the new used, which passes size
+ * when the text was cut. */
+static size_t append_bit_ranges(char *buf, size_t size, size_t used, uint64_t bits, unsigned nbits)
 {
-	size_t used;
-	unsigned b = 0;
-	bool first = true;
+	const char *separator = "";
 
-	used = (size_t)snprintf(buf, size, "%s:", word_name(format->word));
-	while (b < 64 && used < size) {
-		unsigned lo;
+	for (unsigned b = 0; b < nbits && used < size; b++) {
+		unsigned lo = b;
 
-		if (!(format->bits & (1ULL << b))) {
-			b++;
+		if (!(bits & (1ULL << b)))
 			continue;
-		}
-		lo = b;
-		while (b + 1 < 64 && (format->bits & (1ULL << (b + 1))))
+		while (b + 1 < nbits && (bits & (1ULL << (b + 1))))
 			b++;
 		if (lo == b)
-			used += (size_t)snprintf(buf + used, size - used, "%s%u", first ? "" : ",",
-						 lo);
+			used += (size_t)snprintf(buf + used, size - used, "%s%u", separator, lo);
 		else
-			used += (size_t)snprintf(buf + used, size - used, "%s%u-%u",
-						 first ? "" : ",", lo, b);
-		first = false;
-		b++;
+			used += (size_t)snprintf(buf + used, size - used, "%s%u-%u", separator, lo,
+						 b);
+		separator = ",";
 	}
+	return used;
+}
+
+void rv_pmu_format_describe(const struct rv_pmu_format *format, char *buf, size_t size)
+{
+	size_t used = (size_t)snprintf(buf, size, "%s:", word_name(format->word));
+
+	append_bit_ranges(buf, size, used, format->bits, 64);
 }
 
 /* Reads ROOT/PT_DIR/NAME as a number in BASE. 0 when read, -ENOENT when the
@@ -476,9 +479,6 @@ int rv_pt_pmu_discover(struct rv_pt_pmu *pmu, const char *root, struct rv_error 
 
 void rv_pt_cap_values(uint32_t bitmap, char *buf, size_t size)
 {
-	size_t used = 0;
-	unsigned v = 0;
-
 	if (!size)
 		return;
 	buf[0] = '\0';
@@ -486,24 +486,7 @@ void rv_pt_cap_values(uint32_t bitmap, char *buf, size_t size)
 		snprintf(buf, size, "none");
 		return;
 	}
-	while (v < 32 && used < size) {
-		unsigned lo;
-
-		if (!(bitmap & (1u << v))) {
-			v++;
-			continue;
-		}
-		lo = v;
-		while (v + 1 < 32 && (bitmap & (1u << (v + 1))))
-			v++;
-		if (lo == v)
-			used += (size_t)snprintf(buf + used, size - used, "%s%u", used ? "," : "",
-						 lo);
-		else
-			used += (size_t)snprintf(buf + used, size - used, "%s%u-%u",
-						 used ? "," : "", lo, v);
-		v++;
-	}
+	append_bit_ranges(buf, size, 0, bitmap, 32);
 }
 
 uint32_t rv_pt_pmu_address_ranges(const struct rv_pt_pmu *pmu)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
+
 void rv_reorder_init(struct rv_reorder *ro)
 {
 	memset(ro, 0, sizeof(*ro));
@@ -22,27 +24,10 @@ int rv_reorder_push(struct rv_reorder *ro, const struct perf_event_header *rec, 
 {
 	struct rv_reorder_entry *e;
 
-	if (ro->arena_used + rec->size > ro->arena_cap) {
-		size_t cap = ro->arena_cap ? ro->arena_cap * 2 : 1 << 20;
-		uint8_t *grown;
-
-		while (cap < ro->arena_used + rec->size)
-			cap *= 2;
-		grown = realloc(ro->arena, cap);
-		if (!grown)
-			return -ENOMEM;
-		ro->arena = grown;
-		ro->arena_cap = cap;
-	}
-	if (ro->nr_entries == ro->cap_entries) {
-		size_t cap = ro->cap_entries ? ro->cap_entries * 2 : 4096;
-		struct rv_reorder_entry *grown = realloc(ro->entries, cap * sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		ro->entries = grown;
-		ro->cap_entries = cap;
-	}
+	if (rv_array_reserve(&ro->arena, &ro->arena_cap, ro->arena_used + rec->size, 1, 1 << 20) ||
+	    rv_array_grow(&ro->entries, &ro->cap_entries, ro->nr_entries, sizeof(*ro->entries),
+			  4096))
+		return -ENOMEM;
 	e = &ro->entries[ro->nr_entries++];
 	e->time = time;
 	e->seq = ro->next_seq++;

@@ -34,6 +34,7 @@
 #include "record/reorder.h"
 #include "sample_filter.h"
 #include "sample_filter.skel.h"
+#include "util/array.h"
 #include "util/bpf_log.h"
 #include "util/log.h"
 
@@ -90,9 +91,9 @@ struct rv_sample_engine {
 	uint64_t previous_pass_start;
 	struct rv_flight_recorder flight;
 	struct record_list sideband;
-	size_t sideband_written; /* bytes of sideband already in the capture (snapshots) */
-	struct record_list marks;  /* the caller's records (gate marks) not yet written */
-	uint8_t *wrap_copy; /* a record split by the ring's end, made contiguous */
+	size_t sideband_written;  /* bytes of sideband already in the capture (snapshots) */
+	struct record_list marks; /* the caller's records (gate marks) not yet written */
+	uint8_t *wrap_copy;	  /* a record split by the ring's end, made contiguous */
 	struct rv_sample_stats stats;
 	struct rv_error *sink_err; /* where sink failures are described */
 	bool started;
@@ -121,6 +122,23 @@ static bool is_target(const struct rv_sample_engine *e, uint32_t pid)
 	return false;
 }
 
+/* What both kinds of event have: they start disabled, carry the sideband
+ * that follows the processes, stamp times on the clock the other records
+ * use, and wake the reader by bytes. */
+static void sideband_and_clock(struct perf_event_attr *a)
+{
+	a->disabled = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->watermark = 1;
+}
+
 void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
 			   struct perf_event_attr *a)
 {
@@ -132,16 +150,7 @@ void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
 		a->config = PERF_COUNT_SW_BPF_OUTPUT;
 		a->sample_period = 1;
 		a->sample_type = OUTPUT_SAMPLE_TYPE;
-		a->disabled = 1;
-		a->mmap = 1;
-		a->mmap2 = 1;
-		a->comm = 1;
-		a->comm_exec = 1;
-		a->task = 1;
-		a->sample_id_all = 1;
-		a->use_clockid = 1;
-		a->clockid = CLOCK_MONOTONIC;
-		a->watermark = 1;
+		sideband_and_clock(a);
 		return;
 	}
 	if (hardware) {
@@ -162,20 +171,11 @@ void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
 		 * read-only segments too: .eh_frame_hdr lives there. */
 		a->mmap_data = 1;
 	}
-	a->disabled = 1;
 	a->exclude_kernel = !c->include_kernel;
 	a->exclude_callchain_kernel = !c->include_kernel;
 	a->exclude_hv = 1;
 	a->exclude_idle = 1;
-	a->mmap = 1;
-	a->mmap2 = 1;
-	a->comm = 1;
-	a->comm_exec = 1;
-	a->task = 1;
-	a->sample_id_all = 1;
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
-	a->watermark = 1;
+	sideband_and_clock(a);
 }
 
 static void build_attr(struct rv_sample_engine *e, bool hardware)
@@ -311,8 +311,10 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 	else
 		ret = bpf_map__set_max_entries(e->filter->maps.gate_windows, 1); /* unused */
 	if (ret)
-		return rv_error_set(err, -ret, "cannot share the gate's window map with the "
-				    "sample filter: %s", strerror(-ret));
+		return rv_error_set(err, -ret,
+				    "cannot share the gate's window map with the "
+				    "sample filter: %s",
+				    strerror(-ret));
 	ret = sample_filter_bpf__load(e->filter);
 	if (ret)
 		return rv_bpf_load_error(err, ret, "the BPF sample filter");
@@ -383,18 +385,8 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 
 static int list_append(struct record_list *l, const struct perf_event_header *rec)
 {
-	if (l->used + rec->size > l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 1 << 16;
-		uint8_t *grown;
-
-		while (cap < l->used + rec->size)
-			cap *= 2;
-		grown = realloc(l->data, cap);
-		if (!grown)
-			return -ENOMEM;
-		l->data = grown;
-		l->cap = cap;
-	}
+	if (rv_array_reserve(&l->data, &l->cap, l->used + rec->size, 1, 1 << 16))
+		return -ENOMEM;
 	memcpy(l->data + l->used, rec, rec->size);
 	l->used += rec->size;
 	return 0;
@@ -723,8 +715,7 @@ static int compare_held(const void *a, const void *b)
 
 static uint64_t sideband_time(const struct perf_event_header *rec)
 {
-	const struct id_trailer *t =
-		(const void *)((const uint8_t *)rec + rec->size - sizeof(*t));
+	const struct id_trailer *t = (const void *)((const uint8_t *)rec + rec->size - sizeof(*t));
 
 	return t->time;
 }
@@ -772,7 +763,8 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 		const struct perf_event_header *m = (const void *)(e->marks.data + at);
 
 		if (!(nr_marks % 64)) {
-			struct held_sample *grown = realloc(marks, (nr_marks + 64) * sizeof(*marks));
+			struct held_sample *grown =
+				realloc(marks, (nr_marks + 64) * sizeof(*marks));
 
 			if (!grown) {
 				free(marks);

@@ -1,0 +1,137 @@
+/* func_describe.c: --dry-run for the function tracer: the probes (every
+ * function's uprobe and uretprobe, the tracepoints, the kernel functions),
+ * programs and maps a configuration would set up, loading nothing; see
+ * func_engine.h.
+ *
+ * Not here: the plan's output (dry_run.c).
+ */
+#include "record/func_engine_internal.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+
+static int describe_bpf(struct rv_dry_run_plan *plan, const struct rv_func_engine_config *c,
+			bool multi, struct rv_error *err)
+{
+	struct {
+		const char *kind, *name, *type, *detail;
+		bool wanted;
+	} items[] = {
+		{ "program", "fn_enter_multi", "kprobe (uprobe_multi)", "records function entries",
+		  c->nr_funcs && multi },
+		{ "program", "fn_exit_multi", "kprobe (uprobe_multi)", "records function returns",
+		  c->nr_funcs && multi },
+		{ "program", "fn_enter", "kprobe (uprobe perf link)",
+		  multi ? "records function entries where a uprobe_multi link is refused"
+			: "records function entries",
+		  c->nr_funcs },
+		{ "program", "fn_exit", "kprobe (uprobe perf link)",
+		  multi ? "records function returns where a uprobe_multi link is refused"
+			: "records function returns",
+		  c->nr_funcs },
+		{ "program", "fn_sys_enter", "tracepoint", "records system call entries",
+		  c->kernel_events & RV_FN_EVENTS_SYSCALLS },
+		{ "program", "fn_sys_exit", "tracepoint", "records system call returns",
+		  c->kernel_events & RV_FN_EVENTS_SYSCALLS },
+		{ "program", "fn_sched_switch", "raw_tracepoint",
+		  "records threads leaving and regaining a CPU",
+		  c->kernel_events & RV_FN_EVENTS_SCHED },
+		{ "program", "fn_page_fault", "tracepoint", "records user page faults",
+		  c->kernel_events & RV_FN_EVENTS_FAULTS },
+		{ "program", "fn_irq_entry", "tracepoint", "records interrupt handlers starting",
+		  c->kernel_events & RV_FN_EVENTS_IRQ },
+		{ "program", "fn_irq_exit", "tracepoint", "records interrupt handlers ending",
+		  c->kernel_events & RV_FN_EVENTS_IRQ },
+		{ "program", "fn_kprobe", "kprobe", "records kernel function entries",
+		  rv_fn_has_kfuncs(c) && c->kfuncs->method == RV_KFUNC_KPROBE },
+		{ "program", "fn_kretprobe", "kprobe", "records kernel function returns",
+		  rv_fn_has_kfuncs(c) && c->kfuncs->method == RV_KFUNC_KPROBE },
+		{ "program", "fn_fentry", "tracing (fentry)",
+		  "records kernel function entries, one copy per function",
+		  rv_fn_has_kfuncs(c) && c->kfuncs->method == RV_KFUNC_FENTRY },
+		{ "program", "fn_fexit", "tracing (fexit)",
+		  "records kernel function returns, one copy per function",
+		  rv_fn_has_kfuncs(c) && c->kfuncs->method == RV_KFUNC_FENTRY },
+		{ "map", "fn_events", "perf_event_array", "the bpf-output event of each CPU",
+		  true },
+		{ "map", "fn_targets", "hash", "the processes recorded", true },
+		{ "map", "fn_entry_addrs", "array", "first runtime entry address per function",
+		  true },
+		{ "map", "kfunc_addrs", "array", "kernel function addresses", true },
+		{ "map", "fn_stats", "percpu_array", "records made, dropped and lost", true },
+		{ "map", "fn_armed", "array", "whether recording is on", true },
+		{ "map", "fn_in_probe_syscall", "lru_hash",
+		  "threads in a system call of the kernel's uprobe code",
+		  c->kernel_events & RV_FN_EVENTS_SYSCALLS },
+		{ "map", "gate_windows", "hash", "the gate's window map, shared",
+		  c->gate_windows_fd >= 0 },
+		{ "map", "fn_slots", "array",
+		  "the per-thread flight recorder: the last records of each thread",
+		  c->recorder_slots > 0 },
+		{ "map", "fn_slot_of", "hash", "each thread's recorder slot",
+		  c->recorder_slots > 0 },
+		{ "map", "fn_slot_owner", "hash", "the thread that claimed each slot",
+		  c->recorder_slots > 0 },
+		{ "map", "fn_slot_count", "array", "recorder slots claimed",
+		  c->recorder_slots > 0 },
+	};
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < sizeof(items) / sizeof(items[0]); i++)
+		if (items[i].wanted)
+			ret = rv_dry_run_add_bpf(plan, items[i].kind, items[i].name, items[i].type,
+						 items[i].detail, err);
+	return ret;
+}
+
+int rv_func_engine_describe(struct rv_dry_run_plan *plan, const struct rv_func_engine_config *c,
+			    struct rv_error *err)
+{
+	static const struct {
+		unsigned group;
+		const char *kind, *where, *program;
+	} tracepoints[] = {
+		{ RV_FN_EVENTS_SYSCALLS, "tracepoint", "raw_syscalls:sys_enter", "fn_sys_enter" },
+		{ RV_FN_EVENTS_SYSCALLS, "tracepoint", "raw_syscalls:sys_exit", "fn_sys_exit" },
+		{ RV_FN_EVENTS_SCHED, "raw_tracepoint", "sched_switch", "fn_sched_switch" },
+		{ RV_FN_EVENTS_FAULTS, "tracepoint", "exceptions:page_fault_user",
+		  "fn_page_fault" },
+		{ RV_FN_EVENTS_IRQ, "tracepoint", "irq:irq_handler_entry", "fn_irq_entry" },
+		{ RV_FN_EVENTS_IRQ, "tracepoint", "irq:irq_handler_exit", "fn_irq_exit" },
+	};
+	bool multi = rv_func_uprobe_multi_supported() && !c->no_uprobe_multi;
+	char where[PATH_MAX + 32], detail[512];
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < c->nr_funcs; i++) {
+		const struct rv_func *f = &c->funcs[i];
+
+		snprintf(where, sizeof(where), "%s+0x%" PRIx64, f->path, f->offset);
+		snprintf(detail, sizeof(detail), "%s (function %zu): %s", f->name, i,
+			 multi ? "fn_enter_multi (uprobe_multi link)" : "fn_enter (perf link)");
+		ret = rv_dry_run_add_probe(plan, "uprobe", where, detail, err);
+		snprintf(detail, sizeof(detail), "%s (function %zu): %s", f->name, i,
+			 multi ? "fn_exit_multi (uprobe_multi link)" : "fn_exit (perf link)");
+		if (!ret)
+			ret = rv_dry_run_add_probe(plan, "uretprobe", where, detail, err);
+	}
+	for (size_t i = 0; !ret && i < sizeof(tracepoints) / sizeof(tracepoints[0]); i++)
+		if (c->kernel_events & tracepoints[i].group)
+			ret = rv_dry_run_add_probe(plan, tracepoints[i].kind, tracepoints[i].where,
+						   tracepoints[i].program, err);
+	for (size_t i = 0; !ret && rv_fn_has_kfuncs(c) && i < c->kfuncs->count; i++) {
+		bool fentry = c->kfuncs->method == RV_KFUNC_FENTRY;
+
+		ret = rv_dry_run_add_probe(plan, fentry ? "fentry" : "kprobe",
+					   c->kfuncs->funcs[i].name,
+					   fentry ? "fn_fentry" : "fn_kprobe", err);
+		if (!ret)
+			ret = rv_dry_run_add_probe(plan, fentry ? "fexit" : "kretprobe",
+						   c->kfuncs->funcs[i].name,
+						   fentry ? "fn_fexit" : "fn_kretprobe", err);
+	}
+	if (!ret)
+		ret = describe_bpf(plan, c, multi, err);
+	return ret;
+}
