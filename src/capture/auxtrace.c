@@ -5,9 +5,11 @@
  * fields out with memcpy, so records need no alignment, and check each
  * record's size before reading a field.
  *
- * Not here: the file layout (perf_data.c) or the PT packets (the decoder).
+ * Not here: the file layout (perf_data_write.c, perf_data_read.c) or the PT
+ * packets (the decoder).
  */
 #include "capture/auxtrace.h"
+#include "capture/bytes.h"
 #include "capture/perf_data_internal.h"
 
 #include <errno.h>
@@ -31,23 +33,26 @@
  * bounds the record to one perf_event_header can describe. */
 #define FILTER_MAX_BYTES 4096
 
-static int check_type(const struct perf_event_header *rec, uint32_t type, const char *name,
-		      struct rv_error *err)
-{
-	if (!rec)
-		return rv_error_set(err, EINVAL, "no %s record given", name);
-	if (rec->type != type)
-		return rv_error_set(err, EINVAL, "a record of type %u is not a %s record",
-				    rec->type, name);
-	return 0;
-}
-
 static int too_short(const struct perf_event_header *rec, const char *name, size_t needed,
 		     struct rv_error *err)
 {
 	return rv_error_set(err, EINVAL,
 			    "corrupt %s record: %u bytes long, less than the %zu its fields need",
 			    name, rec->size, needed);
+}
+
+/* That rec is a record of this type, at least min_size bytes long. */
+static int check_record(const struct perf_event_header *rec, uint32_t type, const char *name,
+			size_t min_size, struct rv_error *err)
+{
+	if (!rec)
+		return rv_error_set(err, EINVAL, "no %s record given", name);
+	if (rec->type != type)
+		return rv_error_set(err, EINVAL, "a record of type %u is not a %s record",
+				    rec->type, name);
+	if (rec->size < min_size)
+		return too_short(rec, name, min_size, err);
+	return 0;
 }
 
 /* ---- AUXTRACE_INFO ---- */
@@ -106,11 +111,10 @@ int rv_intel_pt_info_parse(const struct perf_event_header *rec, struct rv_intel_
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = check_type(rec, RV_PERF_RECORD_AUXTRACE_INFO, "AUXTRACE_INFO", err);
+	ret = check_record(rec, RV_PERF_RECORD_AUXTRACE_INFO, "AUXTRACE_INFO",
+			   AUXTRACE_INFO_PRIV_OFFSET, err);
 	if (ret)
 		return ret;
-	if (rec->size < AUXTRACE_INFO_PRIV_OFFSET)
-		return too_short(rec, "AUXTRACE_INFO", AUXTRACE_INFO_PRIV_OFFSET, err);
 	type = rv_load_u32(bytes + 8);
 	if (type != RV_PERF_AUXTRACE_INTEL_PT)
 		return rv_error_set(err, ENOTSUP,
@@ -164,13 +168,8 @@ int rv_perf_writer_write_auxtrace(struct rv_perf_writer *w, const struct rv_perf
 				  const void *data, struct rv_error *err)
 {
 	uint8_t record[AUXTRACE_RECORD_BYTES];
-	struct perf_event_header h = {
-		.type = RV_PERF_RECORD_AUXTRACE,
-		.misc = 0,
-		.size = AUXTRACE_RECORD_BYTES,
-	};
+	struct rv_bytes b;
 	uint64_t padded;
-	uint32_t reserved = 0;
 
 	if (!a)
 		return rv_error_set(err, EINVAL, "no AUXTRACE buffer given");
@@ -183,14 +182,15 @@ int rv_perf_writer_write_auxtrace(struct rv_perf_writer *w, const struct rv_perf
 				    (unsigned long long)a->size);
 	/* perf record counts the padding in the size field (__auxtrace_mmap__read). */
 	padded = (a->size + 7) & ~(uint64_t)7;
-	memcpy(record, &h, sizeof(h));
-	memcpy(record + 8, &padded, 8);
-	memcpy(record + 16, &a->offset, 8);
-	memcpy(record + 24, &a->reference, 8);
-	memcpy(record + 32, &a->idx, 4);
-	memcpy(record + 36, &a->tid, 4);
-	memcpy(record + 40, &a->cpu, 4);
-	memcpy(record + 44, &reserved, 4);
+	rv_record_begin(&b, record, sizeof(record), RV_PERF_RECORD_AUXTRACE, 0);
+	rv_bytes_put_u64(&b, padded);
+	rv_bytes_put_u64(&b, a->offset);
+	rv_bytes_put_u64(&b, a->reference);
+	rv_bytes_put_u32(&b, a->idx);
+	rv_bytes_put_u32(&b, a->tid);
+	rv_bytes_put_u32(&b, a->cpu);
+	rv_bytes_put_u32(&b, 0); /* reserved */
+	rv_record_end(&b);
 	return rv_perf_writer_write_payload(w, (const struct perf_event_header *)(void *)record,
 					    data, a->size, err);
 }
@@ -202,11 +202,9 @@ int rv_perf_auxtrace_parse(const struct perf_event_header *rec, struct rv_perf_a
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = check_type(rec, RV_PERF_RECORD_AUXTRACE, "AUXTRACE", err);
+	ret = check_record(rec, RV_PERF_RECORD_AUXTRACE, "AUXTRACE", AUXTRACE_RECORD_BYTES, err);
 	if (ret)
 		return ret;
-	if (rec->size < AUXTRACE_RECORD_BYTES)
-		return too_short(rec, "AUXTRACE", AUXTRACE_RECORD_BYTES, err);
 	out->size = rv_load_u64(bytes + 8);
 	out->offset = rv_load_u64(bytes + 16);
 	out->reference = rv_load_u64(bytes + 24);
@@ -222,23 +220,20 @@ int rv_perf_writer_write_time_conv(struct rv_perf_writer *w, const struct rv_per
 				   struct rv_error *err)
 {
 	uint8_t record[TIME_CONV_FULL_BYTES];
-	struct perf_event_header h = {
-		.type = RV_PERF_RECORD_TIME_CONV,
-		.misc = 0,
-		.size = TIME_CONV_FULL_BYTES,
-	};
+	struct rv_bytes b;
 
 	if (!tc)
 		return rv_error_set(err, EINVAL, "no time conversion given");
-	memset(record, 0, sizeof(record));
-	memcpy(record, &h, sizeof(h));
-	memcpy(record + 8, &tc->time_shift, 8);
-	memcpy(record + 16, &tc->time_mult, 8);
-	memcpy(record + 24, &tc->time_zero, 8);
-	memcpy(record + 32, &tc->time_cycles, 8);
-	memcpy(record + 40, &tc->time_mask, 8);
-	record[48] = tc->cap_user_time_zero;
-	record[49] = tc->cap_user_time_short;
+	rv_record_begin(&b, record, sizeof(record), RV_PERF_RECORD_TIME_CONV, 0);
+	rv_bytes_put_u64(&b, tc->time_shift);
+	rv_bytes_put_u64(&b, tc->time_mult);
+	rv_bytes_put_u64(&b, tc->time_zero);
+	rv_bytes_put_u64(&b, tc->time_cycles);
+	rv_bytes_put_u64(&b, tc->time_mask);
+	rv_bytes_put_u8(&b, tc->cap_user_time_zero);
+	rv_bytes_put_u8(&b, tc->cap_user_time_short);
+	rv_bytes_pad_to(&b, 8);
+	rv_record_end(&b);
 	return rv_perf_writer_write(w, (const struct perf_event_header *)(void *)record, err);
 }
 
@@ -249,11 +244,9 @@ int rv_perf_time_conv_parse(const struct perf_event_header *rec, struct rv_perf_
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = check_type(rec, RV_PERF_RECORD_TIME_CONV, "TIME_CONV", err);
+	ret = check_record(rec, RV_PERF_RECORD_TIME_CONV, "TIME_CONV", TIME_CONV_BASE_BYTES, err);
 	if (ret)
 		return ret;
-	if (rec->size < TIME_CONV_BASE_BYTES)
-		return too_short(rec, "TIME_CONV", TIME_CONV_BASE_BYTES, err);
 	out->time_shift = rv_load_u64(bytes + 8);
 	out->time_mult = rv_load_u64(bytes + 16);
 	out->time_zero = rv_load_u64(bytes + 24);
@@ -324,11 +317,9 @@ int rv_perf_aux_parse(const struct perf_event_header *rec, struct rv_perf_aux *o
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = check_type(rec, PERF_RECORD_AUX, "AUX", err);
+	ret = check_record(rec, PERF_RECORD_AUX, "AUX", 32, err);
 	if (ret)
 		return ret;
-	if (rec->size < 32)
-		return too_short(rec, "AUX", 32, err);
 	out->aux_offset = rv_load_u64(bytes + 8);
 	out->aux_size = rv_load_u64(bytes + 16);
 	out->flags = rv_load_u64(bytes + 24);
@@ -342,11 +333,9 @@ int rv_perf_itrace_start_parse(const struct perf_event_header *rec,
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	ret = check_type(rec, PERF_RECORD_ITRACE_START, "ITRACE_START", err);
+	ret = check_record(rec, PERF_RECORD_ITRACE_START, "ITRACE_START", 16, err);
 	if (ret)
 		return ret;
-	if (rec->size < 16)
-		return too_short(rec, "ITRACE_START", 16, err);
 	out->pid = rv_load_u32(bytes + 8);
 	out->tid = rv_load_u32(bytes + 12);
 	return 0;

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "capture/bytes.h"
+
 #define MARK_SAMPLE_TYPE                                                                           \
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |            \
 	 PERF_SAMPLE_CPU | PERF_SAMPLE_RAW)
@@ -21,42 +23,28 @@ void rv_mark_attr(struct perf_event_attr *attr, bool use_clockid, int clockid)
 	attr->clockid = use_clockid ? clockid : 0;
 }
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
 size_t rv_mark_record(void *buf, const struct rv_mark *mark)
 {
-	uint8_t *p = buf;
 	size_t name_len = mark->name ? strnlen(mark->name, RV_MARK_MAX_NAME) : 0;
 	/* raw: its u32 size, the fixed part, the name and its NUL, padded so
 	 * that size + 4 is a multiple of 8 */
 	size_t raw = sizeof(struct rv_mark_raw) + name_len + 1;
 	size_t raw_padded = ((raw + 4 + 7) & ~(size_t)7) - 4;
-	size_t size = 8 + 8 * 5 + 4 + raw_padded;
 	struct rv_mark_raw fixed = { (uint32_t)mark->kind, mark->flags, mark->duration_ns };
-	struct perf_event_header header = { PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER,
-					    (uint16_t)size };
+	struct rv_bytes b;
 
-	memset(p, 0, size);
-	memcpy(p, &header, sizeof(header));
-	put_u64(p + 8, RV_MARK_ID);
-	put_u64(p + 16, 0); /* ip */
-	put_u32(p + 24, mark->pid);
-	put_u32(p + 28, mark->tid);
-	put_u64(p + 32, mark->time);
-	put_u32(p + 40, 0); /* cpu, res */
-	put_u32(p + 48, (uint32_t)raw_padded);
-	memcpy(p + 52, &fixed, sizeof(fixed));
-	if (name_len)
-		memcpy(p + 52 + sizeof(fixed), mark->name, name_len);
-	return size;
+	rv_record_begin(&b, buf, RV_MARK_MAX_RECORD, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER);
+	rv_bytes_put_u64(&b, RV_MARK_ID);
+	rv_bytes_put_u64(&b, 0); /* ip */
+	rv_bytes_put_u32(&b, mark->pid);
+	rv_bytes_put_u32(&b, mark->tid);
+	rv_bytes_put_u64(&b, mark->time);
+	rv_bytes_put_u64(&b, 0); /* cpu, res */
+	rv_bytes_put_u32(&b, (uint32_t)raw_padded);
+	rv_bytes_put(&b, &fixed, sizeof(fixed));
+	rv_bytes_put(&b, mark->name, name_len);
+	rv_bytes_put(&b, NULL, raw_padded - sizeof(fixed) - name_len);
+	return rv_record_end(&b);
 }
 
 bool rv_sample_is_mark(const struct rv_perf_sample *sample)

@@ -1,8 +1,8 @@
 /* synth.c: sideband records laid out as the kernel lays them out; see synth.h.
  *
- * Every builder appends fields to a bounded buffer and gives up (size 0) as
- * soon as one does not fit, so a short buffer is never overrun. Not here:
- * what the records say (the caller's values are written as given).
+ * Every builder appends fields to the caller's buffer (bytes.h) and gives up
+ * (size 0) as soon as one does not fit, so a short buffer is never overrun.
+ * Not here: what the records say (the caller's values are written as given).
  */
 #include "capture/synth.h"
 
@@ -10,67 +10,23 @@
 #include <linux/perf_event.h>
 #include <string.h>
 
+#include "capture/bytes.h"
 #include "capture/perf_data.h"
 
 /* The kernel's TASK_COMM_LEN, NUL included. */
 #define COMM_MAX_BYTES 16
 
-/* A record's size is a u16 and a multiple of 8. */
-#define RECORD_MAX_BYTES 65528
-
-struct record_builder {
-	unsigned char *buf;
-	size_t cap;
-	size_t len;
-	bool overflow;
-};
-
-static void put(struct record_builder *b, const void *p, size_t n)
-{
-	if (b->overflow || n > b->cap - b->len || n > RECORD_MAX_BYTES - b->len) {
-		b->overflow = true;
-		return;
-	}
-	if (p)
-		memcpy(b->buf + b->len, p, n);
-	else
-		memset(b->buf + b->len, 0, n);
-	b->len += n;
-}
-
-static void put_u32(struct record_builder *b, uint32_t v)
-{
-	put(b, &v, sizeof(v));
-}
-
-static void put_u64(struct record_builder *b, uint64_t v)
-{
-	put(b, &v, sizeof(v));
-}
-
 /* The string's first max_chars characters, a NUL, zeros to the next 8 bytes. */
-static void put_padded_string(struct record_builder *b, const char *s, size_t max_chars)
+static void put_padded_string(struct rv_bytes *b, const char *s, size_t max_chars)
 {
 	size_t len = s ? strnlen(s, max_chars) : 0;
 	size_t padded = (len + 1 + 7) & ~(size_t)7;
 
-	put(b, s, len);
-	put(b, NULL, padded - len);
+	rv_bytes_put(b, s, len);
+	rv_bytes_put(b, NULL, padded - len);
 }
 
-static void begin(struct record_builder *b, void *buf, size_t buf_size, uint32_t type,
-		  uint16_t misc)
-{
-	struct perf_event_header h = { .type = type, .misc = misc, .size = 0 };
-
-	b->buf = buf;
-	b->cap = buf ? buf_size : 0;
-	b->len = 0;
-	b->overflow = false;
-	put(b, &h, sizeof(h));
-}
-
-static void put_sample_id(struct record_builder *b, const struct rv_synth *s,
+static void put_sample_id(struct rv_bytes *b, const struct rv_synth *s,
 			  const struct rv_synth_id *id)
 {
 	static const struct rv_synth_id zero;
@@ -81,50 +37,45 @@ static void put_sample_id(struct record_builder *b, const struct rv_synth *s,
 	if (!id)
 		id = &zero;
 	if (type & PERF_SAMPLE_TID) {
-		put_u32(b, id->pid);
-		put_u32(b, id->tid);
+		rv_bytes_put_u32(b, id->pid);
+		rv_bytes_put_u32(b, id->tid);
 	}
 	if (type & PERF_SAMPLE_TIME)
-		put_u64(b, id->time);
+		rv_bytes_put_u64(b, id->time);
 	if (type & PERF_SAMPLE_ID)
-		put_u64(b, id->id);
+		rv_bytes_put_u64(b, id->id);
 	if (type & PERF_SAMPLE_STREAM_ID)
-		put_u64(b, id->id);
+		rv_bytes_put_u64(b, id->id);
 	if (type & PERF_SAMPLE_CPU) {
-		put_u32(b, id->cpu);
-		put_u32(b, 0);
+		rv_bytes_put_u32(b, id->cpu);
+		rv_bytes_put_u32(b, 0);
 	}
 	if (type & PERF_SAMPLE_IDENTIFIER)
-		put_u64(b, id->id);
+		rv_bytes_put_u64(b, id->id);
 }
 
-/* Sets header.size; every field is a multiple of 8 long, so the record is. */
-static size_t finish(struct record_builder *b)
+/* The fields MMAP and MMAP2 begin with. */
+static void put_mapping(struct rv_bytes *b, uint32_t pid, uint32_t tid, uint64_t start,
+			uint64_t len, uint64_t pgoff)
 {
-	uint16_t size;
-
-	if (b->overflow)
-		return 0;
-	size = (uint16_t)b->len;
-	memcpy(b->buf + offsetof(struct perf_event_header, size), &size, sizeof(size));
-	return b->len;
+	rv_bytes_put_u32(b, pid);
+	rv_bytes_put_u32(b, tid);
+	rv_bytes_put_u64(b, start);
+	rv_bytes_put_u64(b, len);
+	rv_bytes_put_u64(b, pgoff);
 }
 
 size_t rv_synth_mmap(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
 		     uint32_t tid, uint64_t start, uint64_t len, uint64_t pgoff,
 		     const char *filename, uint16_t misc, const struct rv_synth_id *id)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, PERF_RECORD_MMAP, misc);
-	put_u32(&b, pid);
-	put_u32(&b, tid);
-	put_u64(&b, start);
-	put_u64(&b, len);
-	put_u64(&b, pgoff);
-	put_padded_string(&b, filename, RECORD_MAX_BYTES);
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_MMAP, misc);
+	put_mapping(&b, pid, tid, start, len, pgoff);
+	put_padded_string(&b, filename, RV_RECORD_MAX_BYTES);
 	put_sample_id(&b, s, id);
-	return finish(&b);
+	return rv_record_end(&b);
 }
 
 size_t rv_synth_mmap2(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
@@ -132,55 +83,51 @@ size_t rv_synth_mmap2(const struct rv_synth *s, void *buf, size_t buf_size, uint
 		      uint32_t min, uint64_t ino, uint32_t prot, uint32_t flags,
 		      const char *filename, uint16_t misc, const struct rv_synth_id *id)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
 	/* The build-id form would reinterpret maj/min/ino: refuse it. */
 	if (misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
 		return 0;
-	begin(&b, buf, buf_size, PERF_RECORD_MMAP2, misc);
-	put_u32(&b, pid);
-	put_u32(&b, tid);
-	put_u64(&b, start);
-	put_u64(&b, len);
-	put_u64(&b, pgoff);
-	put_u32(&b, maj);
-	put_u32(&b, min);
-	put_u64(&b, ino);
-	put_u64(&b, 0); /* ino_generation */
-	put_u32(&b, prot);
-	put_u32(&b, flags);
-	put_padded_string(&b, filename, RECORD_MAX_BYTES);
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_MMAP2, misc);
+	put_mapping(&b, pid, tid, start, len, pgoff);
+	rv_bytes_put_u32(&b, maj);
+	rv_bytes_put_u32(&b, min);
+	rv_bytes_put_u64(&b, ino);
+	rv_bytes_put_u64(&b, 0); /* ino_generation */
+	rv_bytes_put_u32(&b, prot);
+	rv_bytes_put_u32(&b, flags);
+	put_padded_string(&b, filename, RV_RECORD_MAX_BYTES);
 	put_sample_id(&b, s, id);
-	return finish(&b);
+	return rv_record_end(&b);
 }
 
 size_t rv_synth_comm(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
 		     uint32_t tid, const char *comm, bool exec, const struct rv_synth_id *id)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, PERF_RECORD_COMM, exec ? PERF_RECORD_MISC_COMM_EXEC : 0);
-	put_u32(&b, pid);
-	put_u32(&b, tid);
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_COMM, exec ? PERF_RECORD_MISC_COMM_EXEC : 0);
+	rv_bytes_put_u32(&b, pid);
+	rv_bytes_put_u32(&b, tid);
 	put_padded_string(&b, comm, COMM_MAX_BYTES - 1);
 	put_sample_id(&b, s, id);
-	return finish(&b);
+	return rv_record_end(&b);
 }
 
 static size_t task_record(uint32_t type, const struct rv_synth *s, void *buf, size_t buf_size,
 			  uint32_t pid, uint32_t ppid, uint32_t tid, uint32_t ptid, uint64_t time,
 			  const struct rv_synth_id *id)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, type, 0);
-	put_u32(&b, pid);
-	put_u32(&b, ppid);
-	put_u32(&b, tid);
-	put_u32(&b, ptid);
-	put_u64(&b, time);
+	rv_record_begin(&b, buf, buf_size, type, 0);
+	rv_bytes_put_u32(&b, pid);
+	rv_bytes_put_u32(&b, ppid);
+	rv_bytes_put_u32(&b, tid);
+	rv_bytes_put_u32(&b, ptid);
+	rv_bytes_put_u64(&b, time);
 	put_sample_id(&b, s, id);
-	return finish(&b);
+	return rv_record_end(&b);
 }
 
 size_t rv_synth_fork(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
@@ -200,26 +147,26 @@ size_t rv_synth_exit(const struct rv_synth *s, void *buf, size_t buf_size, uint3
 size_t rv_synth_itrace_start(const struct rv_synth *s, void *buf, size_t buf_size, uint32_t pid,
 			     uint32_t tid, const struct rv_synth_id *id)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, PERF_RECORD_ITRACE_START, 0);
-	put_u32(&b, pid);
-	put_u32(&b, tid);
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_ITRACE_START, 0);
+	rv_bytes_put_u32(&b, pid);
+	rv_bytes_put_u32(&b, tid);
 	put_sample_id(&b, s, id);
-	return finish(&b);
+	return rv_record_end(&b);
 }
 
 size_t rv_synth_aux(const struct rv_synth *s, void *buf, size_t buf_size, uint64_t aux_offset,
 		    uint64_t aux_size, uint64_t flags, const struct rv_synth_id *id)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, PERF_RECORD_AUX, 0);
-	put_u64(&b, aux_offset);
-	put_u64(&b, aux_size);
-	put_u64(&b, flags);
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_AUX, 0);
+	rv_bytes_put_u64(&b, aux_offset);
+	rv_bytes_put_u64(&b, aux_size);
+	rv_bytes_put_u64(&b, flags);
 	put_sample_id(&b, s, id);
-	return finish(&b);
+	return rv_record_end(&b);
 }
 
 static uint16_t switch_misc(bool out, bool preempt)
@@ -232,40 +179,40 @@ static uint16_t switch_misc(bool out, bool preempt)
 size_t rv_synth_switch(const struct rv_synth *s, void *buf, size_t buf_size, bool out, bool preempt,
 		       const struct rv_synth_id *id)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, PERF_RECORD_SWITCH, switch_misc(out, preempt));
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_SWITCH, switch_misc(out, preempt));
 	put_sample_id(&b, s, id);
-	return finish(&b);
+	return rv_record_end(&b);
 }
 
 size_t rv_synth_switch_cpu_wide(const struct rv_synth *s, void *buf, size_t buf_size, bool out,
 				bool preempt, uint32_t next_prev_pid, uint32_t next_prev_tid,
 				const struct rv_synth_id *id)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, PERF_RECORD_SWITCH_CPU_WIDE, switch_misc(out, preempt));
-	put_u32(&b, next_prev_pid);
-	put_u32(&b, next_prev_tid);
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_SWITCH_CPU_WIDE, switch_misc(out, preempt));
+	rv_bytes_put_u32(&b, next_prev_pid);
+	rv_bytes_put_u32(&b, next_prev_tid);
 	put_sample_id(&b, s, id);
-	return finish(&b);
+	return rv_record_end(&b);
 }
 
 size_t rv_synth_finished_round(void *buf, size_t buf_size)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, RV_PERF_RECORD_FINISHED_ROUND, 0);
-	return finish(&b);
+	rv_record_begin(&b, buf, buf_size, RV_PERF_RECORD_FINISHED_ROUND, 0);
+	return rv_record_end(&b);
 }
 
 size_t rv_synth_finished_init(void *buf, size_t buf_size)
 {
-	struct record_builder b;
+	struct rv_bytes b;
 
-	begin(&b, buf, buf_size, RV_PERF_RECORD_FINISHED_INIT, 0);
-	return finish(&b);
+	rv_record_begin(&b, buf, buf_size, RV_PERF_RECORD_FINISHED_INIT, 0);
+	return rv_record_end(&b);
 }
 
 /* PROT_EXEC, without <sys/mman.h>'s other names. */
