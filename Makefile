@@ -3,7 +3,8 @@
 # make            build/rearview with its BPF objects and skeletons
 # make deps       install every Debian package the project needs (idempotent)
 # make example    build, then record the bundled example program
-# make test       unit tests (Criterion) and end-to-end tests
+# make test       the style check, unit tests (Criterion) and end-to-end tests
+# make format     reformat every C file in the kernel's style (.clang-format)
 # make check-asan the same tests under AddressSanitizer and UBSan (in build-asan/)
 # make bench      benchmarks, side by side with the reference tools
 # make install    PREFIX=/usr/local DESTDIR=
@@ -16,9 +17,19 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 VERSION := 0.1.0
 
+# The libraries rearview links, and the stages that use them:
+#   libbpf         src/record (the gate, the engines' BPF programs, skeletons)
+#   libelf         src/record (symbol tables, code offsets), src/symbolize, src/util/elf
+#   libdw          src/symbolize (libdwfl), src/decode/unwind, src/record/probe_site
+#   libipt         src/decode (Intel PT packets, the block decoder, images)
+#   Zydis          src/decode/pt_code (instructions at the end of a block)
+#   zlib           src/write (.gz traces)
+#   libstdc++      src/symbolize/demangle (__cxa_demangle)
+#   pthread        src/decode (parallel PT decoding)
 PKGS := libbpf libelf libdw zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+DECODE_LIBS := -lipt -lZydis # Debian ships no pkg-config files for them
 
 ifeq ($(SAN),1)
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -31,9 +42,13 @@ endif
 CFLAGS ?=
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DRV_VERSION='"$(VERSION)"' $(OPT) -g $(WARN) \
-	-Isrc -I$(BUILD)/bpf -Ibpf -Itests/support $(PKG_CFLAGS) $(SAN_FLAGS) -MMD -MP $(CFLAGS)
+	-Isrc -I$(BUILD)/bpf -Ibpf $(PKG_CFLAGS) $(SAN_FLAGS) -MMD -MP $(CFLAGS)
 ALL_LDFLAGS := $(SAN_FLAGS) $(LDFLAGS)
-LIBS := $(PKG_LIBS) -lstdc++ -lpthread
+LIBS := $(PKG_LIBS) $(DECODE_LIBS) -lstdc++ -lpthread
+TEST_LIBS := -lcriterion -ljansson
+
+# The tests' shared fixtures (tests/support) are for the tests alone.
+$(BUILD)/obj/tests/%.o: ALL_CFLAGS += -Itests/support
 
 # Target programs are the traced side: frame pointers and symbols, no sanitizers.
 # C targets are built with clang, which keeps frame pointers in leaf functions
@@ -60,11 +75,14 @@ TARGET_BINS := $(TARGETS_C:tests/targets/%.c=$(BUILD)/tests/targets/%) \
 	$(TARGETS_CXX:tests/targets/%.cpp=$(BUILD)/tests/targets/%)
 TARGET_STRIPPED := $(TARGET_BINS:%=%.stripped)
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
-TOOLS := $(patsubst tools/%.c,$(BUILD)/%,$(wildcard tools/*.c))
+# Every C file clang-format keeps in the kernel's style (.clang-format).
+FORMATTED := $(SRC) $(wildcard src/*/*.h src/*.h tests/*/*.c tests/*/*.h tests/*/*.cpp \
+	tools/*/*.c tools/*/*.h bpf/*.c bpf/*.h examples/*.c)
 
-.PHONY: all deps example test unit e2e check-asan bench install uninstall clean vmlinux format
+.PHONY: all deps example test unit e2e check-asan bench install uninstall clean vmlinux format \
+	format-check
 
-all: $(BUILD)/rearview $(TOOLS)
+all: $(BUILD)/rearview
 
 .SECONDARY:
 .DELETE_ON_ERROR:
@@ -92,17 +110,18 @@ $(BUILD)/librearview.a: $(LIB_OBJ)
 $(BUILD)/rearview: $(BUILD)/obj/src/main.o $(BUILD)/librearview.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
+# A tool of one source file, tools/DIR/NAME.c (mk/bench.mk's yardsticks).
 $(BUILD)/%: tools/%.c $(BUILD)/librearview.a
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(BUILD)/librearview.a $(LIBS)
 
 $(BUILD)/tests/unit-tests: $(UNIT_OBJ) $(BUILD)/librearview.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lcriterion -ljansson
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(TEST_LIBS)
 
 $(BUILD)/tests/e2e-tests: $(E2E_OBJ) $(BUILD)/librearview.a
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lcriterion -ljansson
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(TEST_LIBS)
 
 $(BUILD)/tests/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
@@ -130,7 +149,7 @@ unit: $(TEST_DEPS)
 e2e: $(TEST_DEPS)
 	RV_BUILD=$(BUILD) $(BUILD)/tests/e2e-tests --jobs 1
 
-test: $(TEST_DEPS)
+test: $(TEST_DEPS) format-check
 	RV_BUILD=$(BUILD) $(BUILD)/tests/unit-tests --jobs 2
 	RV_BUILD=$(BUILD) $(BUILD)/tests/e2e-tests --jobs 1
 
@@ -153,8 +172,11 @@ vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/x86/vmlinux.h
 
 format:
-	clang-format -i $(SRC) $(wildcard src/*/*.h src/*.h tests/*/*.c tests/*/*.h tests/*/*.cpp tools/*.c \
-		tools/*/*.c tools/*/*.h bpf/*.c bpf/*.h)
+	clang-format -i $(FORMATTED)
+
+# Fails, naming the file and line, where a file has drifted from the style.
+format-check:
+	clang-format --dry-run --Werror $(FORMATTED)
 
 clean:
 	rm -rf build build-asan

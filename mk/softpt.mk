@@ -6,7 +6,6 @@ SOFTPT_LIB_SRC := $(filter-out tools/softpt/main.c,$(SOFTPT_SRC))
 SOFTPT_OBJ := $(SOFTPT_SRC:%.c=$(BUILD)/obj/%.o)
 SOFTPT_LIB_OBJ := $(SOFTPT_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 
-LIBS += -lipt -lZydis
 UNIT_OBJ += $(SOFTPT_LIB_OBJ)
 
 all: $(BUILD)/softpt

@@ -82,11 +82,12 @@ int rv_mark_parse(const struct rv_perf_sample *sample, struct rv_mark *out, stru
 
 uint64_t rv_marks_first_time(struct rv_perf_reader *r)
 {
+	const struct rv_perf_attr *marks = rv_perf_reader_attr_for_id(r, RV_MARK_ID);
 	struct rv_perf_record rec;
 	struct rv_error ignored = { 0 };
 	uint64_t first = 0;
 
-	if (!rv_perf_reader_attr_for_id(r, RV_MARK_ID))
+	if (!marks)
 		return 0;
 	while (rv_perf_reader_next(r, &rec, &ignored) > 0) {
 		struct rv_perf_sample s;
@@ -98,7 +99,7 @@ uint64_t rv_marks_first_time(struct rv_perf_reader *r)
 		    !(s.sample_type & PERF_SAMPLE_TIME))
 			continue;
 		t = s.time;
-		if (rv_sample_is_mark(&s) && !rv_mark_parse(&s, &mark, &ignored) &&
+		if (s.attr == marks && !rv_mark_parse(&s, &mark, &ignored) &&
 		    mark.kind == RV_MARK_WINDOW && mark.time > mark.duration_ns)
 			t = mark.time - mark.duration_ns;
 		if (t && (!first || t < first))

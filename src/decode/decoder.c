@@ -4,6 +4,7 @@
 #include "decode/decoder.h"
 
 #include <errno.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,14 +95,39 @@ static bool has_auxtrace_info(struct rv_perf_reader *r)
 	return found;
 }
 
-static enum rv_capture_kind perf_data_kind(struct rv_perf_reader *r)
+/* An event that takes samples of what ran: not perf's dummy sideband
+ * event, not a bpf-output event (rearview's marks), not a PT event. */
+static bool has_sampling_event(const struct rv_perf_reader *r)
+{
+	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
+		const struct perf_event_attr *a = &rv_perf_reader_attr(r, i)->attr;
+
+		if (a->type == PERF_TYPE_SOFTWARE &&
+		    (a->config == PERF_COUNT_SW_DUMMY || a->config == PERF_COUNT_SW_BPF_OUTPUT))
+			continue;
+		if (a->sample_type & (PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN))
+			return true;
+	}
+	return false;
+}
+
+static int perf_data_kind(struct rv_perf_reader *r, const char *path, enum rv_capture_kind *kind,
+			  struct rv_error *err)
 {
 	if (rv_func_decoder_recognises(r))
-		return RV_CAPTURE_FUNCTIONS;
-	if (rv_perf_reader_has_feature(r, RV_FEAT_AUXTRACE) || has_pt_event(r) ||
-	    has_auxtrace_info(r))
-		return RV_CAPTURE_PT;
-	return RV_CAPTURE_SAMPLES;
+		*kind = RV_CAPTURE_FUNCTIONS;
+	else if (rv_perf_reader_has_feature(r, RV_FEAT_AUXTRACE) || has_pt_event(r) ||
+		 has_auxtrace_info(r))
+		*kind = RV_CAPTURE_PT;
+	else if (has_sampling_event(r))
+		*kind = RV_CAPTURE_SAMPLES;
+	else
+		return rv_error_set(err, ENOTSUP,
+				    "'%s' holds no Intel PT trace, no sampling event and no "
+				    "function records, only sideband: nothing to decode; record "
+				    "it again",
+				    path);
+	return 0;
 }
 
 /* Kernel names: the capture's own kallsyms, else this machine's for a
@@ -138,7 +164,9 @@ static int open_perf_data(struct rv_decoder *d, struct rv_error *err)
 	ret = rv_perf_reader_open(&d->reader, path, err);
 	if (ret)
 		return ret;
-	d->kind = perf_data_kind(d->reader);
+	ret = perf_data_kind(d->reader, o->path, &d->kind, err);
+	if (ret)
+		return ret;
 	switch (d->kind) {
 	case RV_CAPTURE_FUNCTIONS:
 		d->first_time = rv_marks_first_time(d->reader);

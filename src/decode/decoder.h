@@ -5,9 +5,10 @@
  * standard input "-") is read once and told apart by what it declares: the
  * function tracer's event (RV_FN_EVENT_NAME) makes it a function capture, an
  * AUXTRACE_INFO record, an AUXTRACE index or an intel_pt event an Intel PT
- * capture, anything else a capture of stack samples (rearview's sampling, or
- * `perf record -g`). perf script text and raw PT dumps carry no header to
- * tell them by, so the caller says when the input is one of those.
+ * capture, an event that samples a capture of stack samples (rearview's
+ * sampling, or `perf record -g`); one with only sideband is refused.
+ * perf script text and raw PT dumps carry no header to tell them by, so the
+ * caller says when the input is one of those.
  *
  * The trace's zero (rv_decoder_first_time) is known once the decoder is
  * open: a --filter window begins before the first record it holds, and its
