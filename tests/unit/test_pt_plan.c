@@ -1,11 +1,11 @@
-/* test_record_pt.c: the Intel PT session's plan (cmd/record_pt.h) for the fake
- * sysfs trees of tests/data/sysfs and the option combinations of issue 5: the
- * PT group, the gate's roles and aux_action bits, sample types, warnings; and
- * a whole rv_session_record_pt run of a real program against a simulated
- * kernel (the engine's ops table), through decoding into a trace file.
+/* test_pt_plan.c: the Intel PT recording's plan (record/pt_plan.h) for the
+ * fake sysfs trees of tests/data/sysfs and the option combinations of issue
+ * 5: the PT group, the gate's roles and aux_action bits, sample types,
+ * warnings, the slots, and what --dry-run lists.
  *
  * Not here: the attrs' own rules (test_pt_attr.c), the printer
- * (test_dry_run.c), the engine's ring handling (test_pt_engine.c).
+ * (test_dry_run.c), the engine's ring handling (test_pt_engine.c), a whole
+ * session (test_session.c).
  */
 #include <criterion/criterion.h>
 
@@ -21,8 +21,6 @@
 
 #include "capture/perf_data.h"
 #include "record/pt_plan.h"
-#include "session/session.h"
-#include "fake_kernel.h"
 #include "sysfs_root.h"
 
 struct world {
@@ -91,7 +89,7 @@ static uint64_t field(const struct world *w, const char *name, uint64_t config)
 	return rv_pmu_format_get(f, config);
 }
 
-Test(record_pt, no_gate_is_one_pt_event_and_its_sideband_per_thread)
+Test(pt_plan, no_gate_is_one_pt_event_and_its_sideband_per_thread)
 {
 	struct world w;
 
@@ -114,7 +112,7 @@ Test(record_pt, no_gate_is_one_pt_event_and_its_sideband_per_thread)
 	cr_assert_eq(w.plan.warnings.count, 0);
 }
 
-Test(record_pt, filter_on_613_pauses_pt_and_resumes_it_in_windows)
+Test(pt_plan, filter_on_613_pauses_pt_and_resumes_it_in_windows)
 {
 	struct world w;
 	const struct rv_pt_plan_gate *start, *stop;
@@ -142,7 +140,7 @@ Test(record_pt, filter_on_613_pauses_pt_and_resumes_it_in_windows)
 	cr_assert_eq(rv_aux_rules_check(&stop->attr, &w.plan.pt, &w.pmu, &w.err), 0);
 }
 
-Test(record_pt, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_limit)
+Test(pt_plan, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_limit)
 {
 	struct world w;
 	const struct rv_pt_plan_gate *g;
@@ -170,7 +168,7 @@ Test(record_pt, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_li
 	cr_assert_eq(g->attr.aux_sample_size, 16384);
 }
 
-Test(record_pt, trigger_samples_aux_in_kernel_on_613_and_snapshots_in_user_space_before)
+Test(pt_plan, trigger_samples_aux_in_kernel_on_613_and_snapshots_in_user_space_before)
 {
 	struct world w;
 	const struct rv_pt_plan_gate *g;
@@ -198,7 +196,7 @@ Test(record_pt, trigger_samples_aux_in_kernel_on_613_and_snapshots_in_user_space
 	cr_assert(!w.plan.trigger_snapshot);
 }
 
-Test(record_pt, filter_before_613_records_ungated_with_plain_window_probes)
+Test(pt_plan, filter_before_613_records_ungated_with_plain_window_probes)
 {
 	static const char *const cpus[] = { "kernel-6.1", "skylake" };
 
@@ -215,7 +213,7 @@ Test(record_pt, filter_before_613_records_ungated_with_plain_window_probes)
 	}
 }
 
-Test(record_pt, multi_thread_is_per_cpu_with_context_switches_and_inherit)
+Test(pt_plan, multi_thread_is_per_cpu_with_context_switches_and_inherit)
 {
 	struct world w;
 
@@ -230,7 +228,7 @@ Test(record_pt, multi_thread_is_per_cpu_with_context_switches_and_inherit)
 		cr_assert(w.plan.gate[k].attr.inherit, "group members follow their leader");
 }
 
-Test(record_pt, kernel_scopes_set_the_exclude_bits)
+Test(pt_plan, kernel_scopes_set_the_exclude_bits)
 {
 	struct world w;
 
@@ -248,7 +246,7 @@ Test(record_pt, kernel_scopes_set_the_exclude_bits)
 	cr_assert(!w.plan.pt.exclude_kernel && w.plan.pt.exclude_user);
 }
 
-Test(record_pt, timer_resolutions_map_to_pt_terms_and_warn_where_the_cpu_cannot)
+Test(pt_plan, timer_resolutions_map_to_pt_terms_and_warn_where_the_cpu_cannot)
 {
 	struct world w;
 
@@ -284,7 +282,7 @@ Test(record_pt, timer_resolutions_map_to_pt_terms_and_warn_where_the_cpu_cannot)
 	cr_assert_eq(rv_pt_plan_build(&w.plan, &w.opts, &w.pmu, w.root, NULL, &w.err), -EINVAL);
 }
 
-Test(record_pt, describe_lists_the_group_per_thread_and_the_bpf_program)
+Test(pt_plan, describe_lists_the_group_per_thread_and_the_bpf_program)
 {
 	struct world w;
 	struct rv_dry_run_plan dp;
@@ -334,97 +332,4 @@ Test(record_pt, describe_lists_the_group_per_thread_and_the_bpf_program)
 		cr_assert(dp.events[4 * c + 3].attr.context_switch);
 	}
 	rv_dry_run_plan_free(&dp);
-}
-
-/* ---- a whole session on a simulated kernel ---- */
-
-/* The hardware: once the PT event is enabled, a PSB+ lands in its AUX area
- * (pages start zeroed; aux_head is an offset, as the PT driver reports it). */
-static const uint8_t psb_plus[] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-				    0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
-				    0x02, 0x23, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
-
-static bool file_has(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st) && st.st_size > 0;
-}
-
-Test(record_pt, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trace, .timeout = 120)
-{
-	struct fake_kernel f = { .time_shift = 10,
-				 .time_mult = 1024,
-				 .tsc = 1000000,
-				 .enable_trace = psb_plus,
-				 .enable_trace_size = sizeof(psb_plus) };
-	struct rv_pt_ops ops = fake_kernel_ops(&f);
-	int opened_pt = 0, opened_other = 0;
-	char dir[] = "/tmp/rv-record-pt-XXXXXX", out[PATH_MAX], path[PATH_MAX + 32];
-	char *argv[] = { "/bin/true", NULL };
-	struct rv_options opts = {
-		.command = RV_CMD_RUN, .timer = RV_TIMER_LOW, .argv = argv, .argc = 1
-	};
-	struct rv_session s;
-	struct rv_target target;
-	struct rv_error err = { 0 };
-	struct rv_perf_reader *r;
-	struct rv_perf_record rec;
-	size_t auxtrace = 0, time_conv = 0, info = 0;
-	int ret;
-
-	if (geteuid() != 0) {
-		cr_assert(!getenv("CI") || strcmp(getenv("CI"), "true"),
-			  "under CI=true the session test must run as root");
-		cr_skip_test("a recording session needs root (rv_session_prepare refuses)");
-	}
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(out, sizeof(out), "%s/trace.json", dir);
-	opts.output = out;
-	opts.working_directory = dir;
-	setenv(RV_SYSFS_ROOT_ENV, sysfs_tree("icelake"), 1);
-	/* this machine has no intel_pt: the fake tree says what the PMU is */
-	ret = rv_session_prepare(&s, &opts, &err);
-	if (ret == 0 && s.engine != RV_ENGINE_PT) {
-		/* rv_machine_probe reads the real machine; force the fake PMU */
-		ret = rv_pt_pmu_discover(&s.pt_pmu, s.root, &err);
-		s.engine = RV_ENGINE_PT;
-	}
-	cr_assert_eq(ret, 0, "%s", err.message);
-	f.pt_type = s.pt_pmu.type;
-	cr_assert_eq(rv_target_spawn(&target, argv, &err), 0, "%s", err.message);
-	s.pt_ops = &ops;
-	ret = rv_session_record(&s, &target, &err);
-	if (ret)
-		rv_target_kill(&target);
-	cr_assert_eq(ret, 0, "%s", err.message);
-	for (int i = 0; i < f.nr; i++)
-		if (f.ev[i].attr.type == f.pt_type)
-			opened_pt++;
-		else
-			opened_other++;
-	cr_assert_eq(opened_pt, 1, "one thread: one PT event");
-	cr_assert_eq(opened_other, 1, "and its sideband");
-
-	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
-	while ((ret = rv_perf_reader_next(r, &rec, &err)) > 0) {
-		if (rec.header->type == RV_PERF_RECORD_AUXTRACE)
-			auxtrace++;
-		else if (rec.header->type == RV_PERF_RECORD_TIME_CONV)
-			time_conv++;
-		else if (rec.header->type == RV_PERF_RECORD_AUXTRACE_INFO)
-			info++;
-	}
-	cr_assert_eq(ret, 0, "%s", err.message);
-	rv_perf_reader_free(r);
-	cr_assert_eq(time_conv, 1);
-	cr_assert_eq(info, 1);
-	cr_assert_eq(auxtrace, 1, "the snapshot at exit");
-	snprintf(path, sizeof(path), "%s/vdso.so", dir);
-	cr_assert(file_has(path), "the vdso is kept for the decoder");
-	cr_assert(file_has(out), "the trace was written");
-	rv_session_destroy(&s);
-	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
-	cr_assert_eq(system(path), 0);
 }

@@ -1,0 +1,117 @@
+/* test_session.c: a whole recording session (session/session.h) of a real
+ * program on the Intel PT backend against a simulated kernel (the engine's
+ * ops table, tests/support/fake_kernel), through decoding into a trace file.
+ *
+ * Not here: the plan (test_pt_plan.c), the engine's ring handling
+ * (test_pt_engine.c).
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capture/perf_data.h"
+#include "record/pt_plan.h"
+#include "session/session.h"
+#include "fake_kernel.h"
+#include "sysfs_root.h"
+
+/* ---- a whole session on a simulated kernel ---- */
+
+/* The hardware: once the PT event is enabled, a PSB+ lands in its AUX area
+ * (pages start zeroed; aux_head is an offset, as the PT driver reports it). */
+static const uint8_t psb_plus[] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+				    0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+				    0x02, 0x23, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 };
+
+static bool file_has(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && st.st_size > 0;
+}
+
+Test(session, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trace, .timeout = 120)
+{
+	struct fake_kernel f = { .time_shift = 10,
+				 .time_mult = 1024,
+				 .tsc = 1000000,
+				 .enable_trace = psb_plus,
+				 .enable_trace_size = sizeof(psb_plus) };
+	struct rv_pt_ops ops = fake_kernel_ops(&f);
+	int opened_pt = 0, opened_other = 0;
+	char dir[] = "/tmp/rv-record-pt-XXXXXX", out[PATH_MAX], path[PATH_MAX + 32];
+	char *argv[] = { "/bin/true", NULL };
+	struct rv_options opts = {
+		.command = RV_CMD_RUN, .timer = RV_TIMER_LOW, .argv = argv, .argc = 1
+	};
+	struct rv_session s;
+	struct rv_target target;
+	struct rv_error err = { 0 };
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	size_t auxtrace = 0, time_conv = 0, info = 0;
+	int ret;
+
+	if (geteuid() != 0) {
+		cr_assert(!getenv("CI") || strcmp(getenv("CI"), "true"),
+			  "under CI=true the session test must run as root");
+		cr_skip_test("a recording session needs root (rv_session_prepare refuses)");
+	}
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/trace.json", dir);
+	opts.output = out;
+	opts.working_directory = dir;
+	setenv(RV_SYSFS_ROOT_ENV, sysfs_tree("icelake"), 1);
+	/* this machine has no intel_pt: the fake tree says what the PMU is */
+	ret = rv_session_prepare(&s, &opts, &err);
+	if (ret == 0 && s.engine != RV_ENGINE_PT) {
+		/* rv_machine_probe reads the real machine; force the fake PMU */
+		ret = rv_pt_pmu_discover(&s.pt_pmu, s.root, &err);
+		s.engine = RV_ENGINE_PT;
+	}
+	cr_assert_eq(ret, 0, "%s", err.message);
+	f.pt_type = s.pt_pmu.type;
+	cr_assert_eq(rv_target_spawn(&target, argv, &err), 0, "%s", err.message);
+	s.pt_ops = &ops;
+	ret = rv_session_record(&s, &target, &err);
+	if (ret)
+		rv_target_kill(&target);
+	cr_assert_eq(ret, 0, "%s", err.message);
+	for (int i = 0; i < f.nr; i++)
+		if (f.ev[i].attr.type == f.pt_type)
+			opened_pt++;
+		else
+			opened_other++;
+	cr_assert_eq(opened_pt, 1, "one thread: one PT event");
+	cr_assert_eq(opened_other, 1, "and its sideband");
+
+	snprintf(path, sizeof(path), "%s/perf.data", dir);
+	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
+	while ((ret = rv_perf_reader_next(r, &rec, &err)) > 0) {
+		if (rec.header->type == RV_PERF_RECORD_AUXTRACE)
+			auxtrace++;
+		else if (rec.header->type == RV_PERF_RECORD_TIME_CONV)
+			time_conv++;
+		else if (rec.header->type == RV_PERF_RECORD_AUXTRACE_INFO)
+			info++;
+	}
+	cr_assert_eq(ret, 0, "%s", err.message);
+	rv_perf_reader_free(r);
+	cr_assert_eq(time_conv, 1);
+	cr_assert_eq(info, 1);
+	cr_assert_eq(auxtrace, 1, "the snapshot at exit");
+	snprintf(path, sizeof(path), "%s/vdso.so", dir);
+	cr_assert(file_has(path), "the vdso is kept for the decoder");
+	cr_assert(file_has(out), "the trace was written");
+	rv_session_destroy(&s);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	cr_assert_eq(system(path), 0);
+}
