@@ -243,20 +243,10 @@ static int on_sample(struct rv_func_decoder *d, const struct rv_perf_record *rec
 
 	if (ret)
 		return ret;
-	if (rv_sample_is_mark(&s)) {
-		struct rv_mark mark;
-
-		ret = rv_mark_parse(&s, &mark, err);
-		if (ret)
-			return rv_error_prefix(err, "at offset %#" PRIx64, rec->file_offset);
-		ev->kind = mark.kind == RV_MARK_WINDOW ? RV_EVENT_WINDOW : RV_EVENT_TRIGGER;
-		ev->pid = mark.pid;
-		ev->tid = mark.tid;
-		ev->time = mark.time;
-		ev->gate.name = mark.name;
-		ev->gate.duration_ns = mark.duration_ns;
-		ev->gate.slow = mark.flags & RV_MARK_FLAG_SLOW;
-		ev->gate.snapshot = mark.flags & RV_MARK_FLAG_SNAPSHOT;
+	ret = rv_sideband_mark(&s, ev, err);
+	if (ret < 0)
+		return rv_error_prefix(err, "at offset %#" PRIx64, rec->file_offset);
+	if (ret) {
 		d->stats.marks++;
 		return 1;
 	}

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "capture/marks.h"
 #include "capture/synth.h"
 
 /* A record's time from its sample_id (0 when it has none, or no reader
@@ -111,4 +112,25 @@ int rv_sideband_next(struct rv_sideband *sb, struct rv_perf_record *rec, struct 
 		if (ret)
 			return ret;
 	}
+}
+
+int rv_sideband_mark(const struct rv_perf_sample *s, struct rv_event *ev, struct rv_error *err)
+{
+	struct rv_mark mark;
+	int ret;
+
+	if (!rv_sample_is_mark(s))
+		return 0;
+	ret = rv_mark_parse(s, &mark, err);
+	if (ret)
+		return ret;
+	ev->kind = mark.kind == RV_MARK_WINDOW ? RV_EVENT_WINDOW : RV_EVENT_TRIGGER;
+	ev->pid = mark.pid;
+	ev->tid = mark.tid;
+	ev->time = mark.time;
+	ev->gate.name = mark.name;
+	ev->gate.duration_ns = mark.duration_ns;
+	ev->gate.slow = mark.flags & RV_MARK_FLAG_SLOW;
+	ev->gate.snapshot = mark.flags & RV_MARK_FLAG_SNAPSHOT;
+	return 1;
 }

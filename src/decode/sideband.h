@@ -39,6 +39,11 @@ struct rv_sideband {
 int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h,
 		       struct rv_event *ev, struct rv_error *err);
 
+/* A rearview:gate mark (capture/marks.h) in sample s as a window or trigger
+ * event: 1 and *ev set when s is a mark, 0 when it is not, negative when
+ * the mark is damaged (err says how). ev's name points into the sample. */
+int rv_sideband_mark(const struct rv_perf_sample *s, struct rv_event *ev, struct rv_error *err);
+
 /* rv_sideband_next found a sample, for the decoder to read. */
 #define RV_SIDEBAND_SAMPLE 2
 

@@ -52,18 +52,6 @@ struct target {
 	struct function fn;
 };
 
-/* The event being handled. */
-struct step {
-	struct rv_builder *b;
-	struct thread_state *t;
-	uint64_t now;
-	struct rv_error *err;
-};
-
-static int out_of_memory(struct rv_error *err)
-{
-	return rv_error_set(err, ENOMEM, "out of memory");
-}
 
 static struct segment *active_segment(const struct thread_state *t)
 {
@@ -171,7 +159,7 @@ static int account(struct step *s)
 
 	if (t->depth && !(top_frame(t)->flags & FRAME_PLACEHOLDER) && s->now > t->br.since &&
 	    builder_add_self_time(s->b, top_frame(t)->name, s->now - t->br.since))
-		return out_of_memory(s->err);
+		return builder_out_of_memory(s->err);
 	t->br.since = s->now;
 	return 0;
 }
@@ -189,7 +177,7 @@ static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsi
 	if (ret)
 		return ret;
 	if (builder_push_frame(t, lo, name, begin))
-		return out_of_memory(s->err);
+		return builder_out_of_memory(s->err);
 	f = top_frame(t);
 	f->lo = lo;
 	f->hi = hi;
@@ -203,7 +191,7 @@ static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsi
 		struct pending_span *grown = realloc(f->held, seg->nr_orphans * sizeof(*grown));
 
 		if (!grown)
-			return out_of_memory(s->err);
+			return builder_out_of_memory(s->err);
 		f->held = grown;
 		f->cap_held = seg->nr_orphans;
 	}
@@ -361,7 +349,7 @@ static int enter_kernel(struct step *s, struct target *to)
 		struct segment *grown = realloc(br->segs, cap * sizeof(*grown));
 
 		if (!grown)
-			return out_of_memory(s->err);
+			return builder_out_of_memory(s->err);
 		memset(grown + br->cap_segs, 0, (cap - br->cap_segs) * sizeof(*grown));
 		br->segs = grown;
 		br->cap_segs = cap;
@@ -469,7 +457,7 @@ static int start_stack(struct step *s)
 	if (!br->cap_segs) {
 		br->segs = calloc(4, sizeof(*br->segs));
 		if (!br->segs)
-			return out_of_memory(s->err);
+			return builder_out_of_memory(s->err);
 		br->cap_segs = 4;
 	}
 	br->nr_segs = 1;
@@ -667,7 +655,7 @@ static int batch_event(struct branch_state *br, const struct rv_event *ev, struc
 		struct packed_event *grown = realloc(br->batch, cap * sizeof(*grown));
 
 		if (!grown)
-			return out_of_memory(err);
+			return builder_out_of_memory(err);
 		br->batch = grown;
 		br->cap_batch = cap;
 	}
@@ -676,7 +664,7 @@ static int batch_event(struct branch_state *br, const struct rv_event *ev, struc
 		*p = (struct packed_event){ .error = true, .overflow = ev->error.overflow };
 		x.message = strdup(ev->error.message ? ev->error.message : "unknown error");
 		if (!x.message)
-			return out_of_memory(err);
+			return builder_out_of_memory(err);
 		extra = true;
 	} else {
 		const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
@@ -699,7 +687,7 @@ static int batch_event(struct branch_state *br, const struct rv_event *ev, struc
 
 			if (!grown) {
 				free(x.message);
-				return out_of_memory(err);
+				return builder_out_of_memory(err);
 			}
 			br->extra = grown;
 			br->cap_extra = cap;
@@ -720,7 +708,7 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 	int ret;
 
 	if (!t)
-		return out_of_memory(err);
+		return builder_out_of_memory(err);
 	br = &t->br;
 	if (br->batch_open && time > br->batch_time) {
 		ret = flush_batch(b, t, time, err);

@@ -9,6 +9,7 @@
 #ifndef RV_TRACE_BUILDER_INTERNAL_H
 #define RV_TRACE_BUILDER_INTERNAL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -255,5 +256,18 @@ int builder_add_call(struct rv_builder *b, const struct rv_event *ev, struct rv_
  * if later); the next event starts afresh. */
 int builder_end_calls(struct rv_builder *b, struct thread_state *t, uint64_t end,
 		      struct rv_error *err);
+
+/* The event being handled (branches.c, calls.c). */
+struct step {
+	struct rv_builder *b;
+	struct thread_state *t;
+	uint64_t now;
+	struct rv_error *err;
+};
+
+static inline int builder_out_of_memory(struct rv_error *err)
+{
+	return rv_error_set(err, ENOMEM, "out of memory");
+}
 
 #endif

@@ -28,18 +28,6 @@ static const char NAME_UNKNOWN[] = "[unknown]";
  * return (x86-64: the return address). */
 #define RETURN_ADDRESS_BYTES 8
 
-/* The event being handled. */
-struct step {
-	struct rv_builder *b;
-	struct thread_state *t;
-	uint64_t now;
-	struct rv_error *err;
-};
-
-static int out_of_memory(struct rv_error *err)
-{
-	return rv_error_set(err, ENOMEM, "out of memory");
-}
 
 static size_t stack_base(const struct thread_state *t)
 {
@@ -80,7 +68,7 @@ static int account(struct step *s)
 	if (t->depth > stack_base(t) && !(t->stack[t->depth - 1].flags & FRAME_OFF_CPU) &&
 	    s->now > t->br.since &&
 	    builder_add_self_time(s->b, t->stack[t->depth - 1].name, s->now - t->br.since))
-		return out_of_memory(s->err);
+		return builder_out_of_memory(s->err);
 	t->br.since = s->now;
 	return 0;
 }
@@ -94,7 +82,7 @@ static struct call_frame *push(struct step *s, uint64_t identity, const char *na
 	if (account(s))
 		return NULL;
 	if (builder_push_frame(t, identity, name, s->now)) {
-		out_of_memory(s->err);
+		builder_out_of_memory(s->err);
 		return NULL;
 	}
 	t->stack[t->depth - 1].flags = flags;
@@ -103,7 +91,7 @@ static struct call_frame *push(struct step *s, uint64_t identity, const char *na
 
 		if (!grown) {
 			t->depth--;
-			out_of_memory(s->err);
+			builder_out_of_memory(s->err);
 			return NULL;
 		}
 		t->calls = grown;
@@ -443,7 +431,7 @@ int builder_add_call(struct rv_builder *b, const struct rv_event *ev, struct rv_
 	int ret;
 
 	if (!t)
-		return out_of_memory(err);
+		return builder_out_of_memory(err);
 	if (t->br.active && !t->exact)
 		return 0; /* a thread of branches: its stack is theirs */
 	/* out of order (which the producer must not do): at the last time */
