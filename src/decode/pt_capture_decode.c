@@ -155,19 +155,12 @@ struct run {
 
 static bool psb_add(struct psb_index *x, uint64_t offset, uint64_t time)
 {
-	if (x->nr == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 64;
-		uint64_t *o = realloc(x->offsets, cap * sizeof(*o));
+	size_t cap = x->cap;
 
-		if (!o)
-			return false;
-		x->offsets = o;
-		uint64_t *t = realloc(x->times, cap * sizeof(*t));
-		if (!t)
-			return false;
-		x->times = t;
-		x->cap = cap;
-	}
+	/* two arrays of one capacity: x->cap moves once both have grown */
+	if (rv_array_grow(&x->offsets, &cap, x->nr, sizeof(*x->offsets), 64) ||
+	    rv_array_grow(&x->times, &x->cap, x->nr, sizeof(*x->times), 64))
+		return false;
 	x->offsets[x->nr] = offset;
 	x->times[x->nr] = time;
 	x->nr++;
@@ -176,14 +169,12 @@ static bool psb_add(struct psb_index *x, uint64_t offset, uint64_t time)
 
 static int psb_build(const struct rv_pt_capture *c, const struct ptc_buffer *b, struct psb_index *x)
 {
-	struct pt_config config = c->config;
 	struct pt_packet_decoder *d;
+
 	x->nr = 0;
 	if (!b->size)
 		return 0;
-	config.begin = (uint8_t *)b->data;
-	config.end = (uint8_t *)b->data + b->size;
-	d = pt_pkt_alloc_decoder(&config);
+	d = ptc_packet_decoder(c, b);
 	if (!d)
 		return -ENOMEM;
 	for (size_t at = 0; (at = rv_pt_next_psb_pattern(b->data, b->size, at)) < b->size;
@@ -361,15 +352,8 @@ static void lane_task(struct lane *l, uint64_t time, uint32_t *pid, uint32_t *ti
 		*tid = l->iv_tid;
 		return;
 	}
-	size_t lo = 0, hi = k ? k->nr : 0;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t lo = k ? ptc_count_until(k->points, k->nr, sizeof(*k->points), time) : 0;
 
-		if (k->points[mid].time <= time)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	l->have_interval = true;
 	if (lo == 0) {
 		l->iv_start = 0;
@@ -772,7 +756,8 @@ static int make_lanes(struct run *r, bool per_cpu, struct rv_error *err)
 		if (cpu_buffer != per_cpu)
 			continue;
 		l = lane_for(r, per_cpu ? a->cpu : PTC_NONE, per_cpu ? PTC_NONE : a->tid);
-		if (!l || rv_array_reserve(&l->bufs, &l->cap_bufs, l->nr_bufs + 1, sizeof(*l->bufs), 8))
+		if (!l ||
+		    rv_array_reserve(&l->bufs, &l->cap_bufs, l->nr_bufs + 1, sizeof(*l->bufs), 8))
 			return rv_error_set(err, ENOMEM, "out of memory");
 		l->bufs[l->nr_bufs++] = i;
 	}

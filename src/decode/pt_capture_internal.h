@@ -1,6 +1,16 @@
-/* pt_capture_internal.h: what pt_capture.c (opening: sideband, images,
- * kernel) and pt_capture_decode.c (decoding: per-thread and per-CPU buffers,
- * the merge, progress) share about an open capture. Private to those two.
+/* pt_capture_internal.h: what the parts of an open Intel PT capture share.
+ * Private to them:
+ *
+ *   pt_capture.c           opening: the capture's files, the pass over the
+ *                          records (buffers, window marks), the PT
+ *                          configuration, the section cache, the public face
+ *   pt_capture_sideband.c  the sideband parsed, sorted and replayed into
+ *                          threads, processes and their images, CPU
+ *                          timelines; the lookups over them
+ *   pt_capture_kernel.c    kernel code: kcore, vmlinux moved by KASLR,
+ *                          modules
+ *   pt_capture_decode.c    decoding: per-thread and per-CPU buffers, the
+ *                          merge, progress
  *
  * Everything here is built by rv_pt_capture_open and only read afterwards,
  * except the per-thread decode state and the missing list's counters, which
@@ -9,7 +19,6 @@
 #ifndef RV_DECODE_PT_CAPTURE_INTERNAL_H
 #define RV_DECODE_PT_CAPTURE_INTERNAL_H
 
-#include "decode/pt_functions.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,12 +28,16 @@
 #include "capture/auxtrace.h"
 #include "capture/perf_data.h"
 #include "decode/pt_capture.h"
+#include "decode/pt_functions.h"
 
 /* perf's -1 for "no task" or "no CPU" in sideband and AUXTRACE records. */
 #define PTC_NONE UINT32_MAX
 
 /* The lowest kernel address on x86-64 (the canonical high half). */
 #define PTC_KERNEL_START 0xffff800000000000ull
+
+/* How perf names the kernel's own mapping (and its missing-list entry). */
+#define PTC_KERNEL_NAME "[kernel.kallsyms]"
 
 /* Strings that live as long as the capture. */
 struct ptc_arena_block;
@@ -187,10 +200,10 @@ struct rv_pt_capture {
 	struct ptc_cpu *cpus;
 	size_t nr_cpus, cap_cpus;
 
-	struct ptc_window *windows; /* sorted by tid, then time */
+	struct ptc_window *windows;	/* sorted by tid, then time */
 	size_t nr_windows, cap_windows; /* window and trigger marks */
 	size_t nr_applied;		/* windows to apply (RV_MARK_FLAG_APPLY) */
-	size_t windows_before_trace; /* window marks left out: they ended before any trace */
+	size_t windows_before_trace;	/* window marks left out: they ended before any trace */
 
 	struct ptc_buffer *buffers; /* in file order */
 	size_t nr_buffers, cap_buffers;
@@ -201,10 +214,18 @@ struct rv_pt_capture {
 	struct rv_pt_missing *missing_pub; /* filled by rv_pt_capture_missing */
 };
 
-const struct ptc_thread *ptc_thread_find(const struct rv_pt_capture *c, uint32_t tid);
-/* The TSC of the PSB+ at offset (d's buffer), in the capture's clock;
- * UINT64_MAX when that PSB+ has none. */
-uint64_t ptc_psb_time(const struct rv_pt_capture *c, struct pt_packet_decoder *d, uint64_t offset);
+/* ---- pt_capture.c ---- */
+
+/* A copy of s[0, len) that lives as long as the capture; NULL when memory
+ * is short. */
+const char *ptc_arena_strndup(struct ptc_arena *a, const char *s, size_t len);
+
+/* rv_error_set's "out of memory reading the capture". */
+int ptc_nomem(struct rv_error *err);
+
+/* The missing-list entry for path (a mapping more of it when it is there
+ * already): its index, or SIZE_MAX when memory is short. */
+size_t ptc_missing_add(struct rv_pt_capture *c, const char *path, const char *reason, bool kernel);
 
 /* pt_iscache_add_file, remembering what the section was made from: the isid,
  * or a negative libipt code. */
@@ -217,6 +238,59 @@ int ptc_add_section(struct rv_pt_capture *c, const char *file, uint64_t offset, 
 size_t ptc_image_sections(const struct rv_pt_capture *c, const struct pt_image *image, int *isids,
 			  size_t max);
 
+/* A packet decoder over buffer b's trace (b->size must not be 0); NULL when
+ * memory is short. */
+struct pt_packet_decoder *ptc_packet_decoder(const struct rv_pt_capture *c,
+					     const struct ptc_buffer *b);
+
+/* The TSC of the PSB+ at offset (d's buffer), in the capture's clock;
+ * UINT64_MAX when that PSB+ has none. */
+uint64_t ptc_psb_time(const struct rv_pt_capture *c, struct pt_packet_decoder *d, uint64_t offset);
+
+/* The earliest time a buffer's trace starts at; 0 when none has a time. */
+uint64_t ptc_trace_start(const struct rv_pt_capture *c);
+
+/* ---- pt_capture_sideband.c ---- */
+
+/* The sideband records of the pass over the file, parsed, and what perf's
+ * kernel MMAP says about the kernel's place (for --vmlinux). */
+struct ptc_sb_record;
+struct ptc_sideband {
+	struct ptc_sb_record *v;
+	size_t nr, cap;
+	uint64_t kernel_ref_addr; /* from the kernel's MMAP: the ref symbol's address */
+	const char *kernel_ref_sym;
+};
+
+/* Keeps the record at h if it is sideband (COMM, FORK, EXIT, MMAP, MMAP2,
+ * ITRACE_START, SWITCH); order is its place in the file. Records too short
+ * to parse are skipped. Returns 0, or negative (err set) when memory is
+ * short. */
+int ptc_sideband_add(struct rv_pt_capture *c, struct ptc_sideband *sb,
+		     const struct perf_event_header *h, uint64_t order, struct rv_error *err);
+
+/* Replays the sideband in time order into c's threads, processes (their
+ * generations, mappings and images), CPU timelines and the missing list;
+ * then prepares the window marks per thread and names the threads nothing
+ * named. Kernel code must be loaded before. */
+int ptc_sideband_replay(struct rv_pt_capture *c, struct ptc_sideband *sb, struct rv_error *err);
+
+void ptc_sideband_destroy(struct ptc_sideband *sb);
+
+/* How many of the nr entries at v (each `size` bytes, whose first member is
+ * a uint64_t time, in time order) have a time at or before `time`. */
+size_t ptc_count_until(const void *v, size_t nr, size_t size, uint64_t time);
+
+/* A mapping of [start, start + len) (clamped at the top of the address
+ * space) at file offset pgoff, with no code read yet. */
+void ptc_mapping_init(struct ptc_mapping *m, uint64_t start, uint64_t len, uint64_t pgoff,
+		      const char *path);
+
+/* The newest mapping in m holding ip (a later one replaces what it
+ * overlaps); NULL if none. */
+const struct ptc_mapping *ptc_mapping_at(const struct ptc_mappings *m, uint64_t ip);
+
+const struct ptc_thread *ptc_thread_find(const struct rv_pt_capture *c, uint32_t tid);
 struct ptc_thread *ptc_thread_find_mut(struct rv_pt_capture *c, uint32_t tid);
 const struct ptc_process *ptc_process_find(const struct rv_pt_capture *c, uint32_t pid);
 
@@ -235,5 +309,28 @@ size_t ptc_missing_at(const struct rv_pt_capture *c, uint32_t pid, uint64_t time
 
 /* The thread's name at `time`: index into its comms, or SIZE_MAX when none. */
 size_t ptc_comm_at(const struct ptc_thread *t, uint64_t time);
+
+/* ---- pt_capture_kernel.c ---- */
+
+/* Reads kernel code when the kernel was traced and decoding it was asked
+ * for: DIR/kcore_dir/kcore, else --vmlinux moved by the KASLR offset (from
+ * the capture's kallsyms, else from perf's kernel MMAP: ref_sym at
+ * ref_addr); why not is c->kernel_reason. Then makes c->kernel_image of
+ * what was read. Returns 0, or negative (err set) when memory is short. */
+int ptc_kernel_load(struct rv_pt_capture *c, const char *ref_sym, uint64_t ref_addr,
+		    struct rv_error *err);
+
+/* An executable kernel MMAP (the kernel's own, or a module's), listed as
+ * missing when its code was not read. */
+int ptc_kernel_mapping(struct rv_pt_capture *c, uint64_t start, uint64_t len, uint64_t pgoff,
+		       const char *name, struct rv_error *err);
+
+/* The missing-list entry of kernel address ip: its module's, else the
+ * kernel's own; SIZE_MAX when none. */
+size_t ptc_kernel_missing_at(const struct rv_pt_capture *c, uint64_t ip);
+
+/* After the replay: the kernel listed as missing when it was traced but
+ * its code was not read, even when no MMAP named it. */
+int ptc_kernel_note_missing(struct rv_pt_capture *c, struct rv_error *err);
 
 #endif

@@ -88,7 +88,7 @@ typedef int (*rv_pt_populate_fn)(void *ctx, const struct pt_image *image, struct
 /* The code around one address that one function holds (see
  * rv_pt_function_at_fn). */
 struct rv_pt_function_span {
-	uint64_t start, end; /* [start, end): every address in it is in the function */
+	uint64_t start, end;  /* [start, end): every address in it is in the function */
 	uint64_t from, until; /* the times (the capture's clock) the answer holds over */
 };
 

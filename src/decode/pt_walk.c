@@ -1,0 +1,1135 @@
+/* pt_walk.c: one chunk of an Intel PT buffer walked with libipt's block
+ * decoder, from the PSB it begins at to the next chunk's first address, into
+ * records (see pt_decoder_internal.h for how chunks fit together).
+ *
+ * libipt is asked to end a block at every direct call and jump too, so that a
+ * block's last instruction is its only transfer; the destination of that
+ * transfer is where the next block (or event) starts. The walk tells a taken
+ * conditional branch from a fall-through, drops the jumps that stay inside a
+ * function (options.function_at), stops past the chunk's last packet where
+ * the next chunk begins, and reports errors and overflows, resuming at the
+ * next PSB.
+ *
+ * Not here: instruction lengths and classes (pt_code.c), PSB+ headers
+ * (pt_psb.c), the chunks, threads and the sink (pt_pool.c).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "decode/pt_code.h"
+#include "decode/pt_decoder.h"
+#include "decode/pt_decoder_internal.h"
+#include "util/array.h"
+
+/* Blocks walked past a chunk's last packet without reaching the next PSB's
+ * address: more means code that loops without trace (the end of a snapshot
+ * in a spin loop), which would otherwise never end. */
+#define MAX_TAIL_BLOCKS	    (1u << 16)
+#define STALL_CHECK	    (1u << 8) /* blocks between two looks for a stall */
+#define MAX_RESYNC_FAILURES 64
+
+/* ---- what each decoding thread keeps ---- */
+
+/* libipt's image lookup moves the section it finds to the front of the
+ * image's list, so an image must not serve two threads at once: threads
+ * decode with their own copies, with sections of their own when the caller
+ * can build them (options.populate, into the thread's section cache), else
+ * sharing the sections (pt_image_copy), which lock themselves. */
+struct image_copy {
+	struct pt_image *source, *copy;
+};
+
+/* Lengths of conditional branches by address, in front of pt_code's cache:
+ * most blocks end in one, and most of those need their length. */
+#define LENGTH_CACHE_SIZE 4096
+
+struct length_slot {
+	uint64_t ip;
+	int isid;
+	uint8_t size;
+};
+
+struct ptd_thread {
+	struct length_slot lengths[LENGTH_CACHE_SIZE];
+	struct rv_pt_code *code;
+	const struct rv_pt_decode_options *options;
+	struct pt_image_section_cache *iscache; /* the thread's, with populate */
+	bool copy_images;
+	struct image_copy *images;
+	size_t nr_images, images_size;
+};
+
+/* The image this thread decodes `source` with. */
+static struct pt_image *thread_image(struct ptd_thread *t, struct pt_image *source,
+				     struct rv_error *err)
+{
+	if (!source || !t->copy_images)
+		return source;
+	for (size_t i = 0; i < t->nr_images; i++) {
+		if (t->images[i].source == source)
+			return t->images[i].copy;
+	}
+	if (rv_array_grow(&t->images, &t->images_size, t->nr_images, sizeof(*t->images), 8)) {
+		rv_error_set(err, ENOMEM, "out of memory for the decoding threads' images");
+		return NULL;
+	}
+
+	struct pt_image *copy = pt_image_alloc(pt_image_name(source));
+
+	if (!copy) {
+		rv_error_set(err, ENOMEM, "out of memory for the decoding threads' images");
+		return NULL;
+	}
+	if (t->iscache) {
+		if (t->options->populate(t->options->populate_ctx, source, copy, t->iscache, err) <
+		    0) {
+			pt_image_free(copy);
+			return NULL;
+		}
+	} else {
+		int r = pt_image_copy(copy, source);
+
+		if (r < 0) {
+			pt_image_free(copy);
+			rv_error_set(err, ENOMEM,
+				     "cannot copy the image '%s' for a decoding thread: %s",
+				     pt_image_name(source) ? pt_image_name(source) : "",
+				     pt_errstr(pt_errcode(r)));
+			return NULL;
+		}
+	}
+	t->images[t->nr_images++] = (struct image_copy){ source, copy };
+	return copy;
+}
+
+/* ---- one chunk's decoding ---- */
+
+enum begin_state { BEGIN_NONE, BEGIN_SEAM, BEGIN_REAL };
+
+struct pending {
+	bool valid;
+	uint8_t kind;  /* enum rv_branch_kind */
+	uint8_t flags; /* RV_BRANCH_IN_TX */
+	uint8_t size;  /* the instruction's length, 0 if unknown */
+	bool decoded;  /* size, direct and disp are known */
+	bool direct;   /* target = from + size + disp */
+	uint8_t mode;  /* enum pt_exec_mode */
+	bool dropped;  /* a jump to be dropped wherever it goes (options->ignore_jumps) */
+	int isid;
+	int32_t disp;
+	uint64_t from, time;
+};
+
+struct walker {
+	struct ptd_decode *d;
+	struct ptd_thread *thread;
+	struct rv_pt_code *code;
+	struct ptd_chunk *ch;
+	struct pt_block_decoder *dec;
+	struct ptd_page *page;
+
+	struct pending pend;
+	bool pend_fresh; /* pend is the block's just returned: no event since */
+	/* The time of the decoder's position: of the last event (libipt's tick
+	 * events say when it changed at a TNT or TIP). pt_blk_time() alone
+	 * would not do: when an event follows a block, libipt has read up to
+	 * that event, and its timing packets, before it returns the block. */
+	uint64_t time;
+	enum begin_state begin;
+	bool direct;	   /* the chunk the sink is at: pages go to it at once */
+	bool ignore_jumps; /* options->ignore_jumps */
+	bool at_eos, in_tx, stop;
+	uint32_t tail_blocks;
+	uint64_t stall_offset; /* the decoder's offset, and blocks walked since it moved */
+	uint32_t stall_blocks, stall_tick;
+	uint64_t last_ip; /* where the decoder was last seen, for errors */
+	uint32_t pid;	  /* the task decoded, for options->function_at */
+	struct function_cache {
+		bool valid;
+		uint32_t pid;
+		uint64_t start, end;  /* the code of one function ... */
+		uint64_t from, until; /* ... over these decoder times */
+	} function;		      /* function_at's last answer */
+	uint64_t dropped_jumps;	      /* jumps inside one function, counted but not emitted */
+	uint64_t insns, blocks;	      /* walked, added to the chunk's at its end */
+	struct pt_image *image;
+	int status; /* negative: a failure that stops decoding */
+	struct rv_error *err;
+};
+
+/* Hands the walker's page over to the sink's side. */
+static int publish(struct walker *w)
+{
+	struct ptd_page *p = w->page;
+
+	w->page = NULL;
+	return p ? ptd_publish(w->d, w->ch, p, w->direct, w->err) : 0;
+}
+
+/* put()'s slot when the page is full or there is none yet. */
+static struct ptd_record *slot_slow(struct walker *w)
+{
+	if (w->page && w->page->nr == PTD_PAGE_RECORDS) {
+		int r = publish(w);
+
+		if (r < 0) {
+			w->status = r;
+			w->stop = true;
+			return NULL;
+		}
+	}
+	if (!w->page) {
+		w->page = ptd_page_get(w->d);
+		if (!w->page) {
+			w->status = rv_error_set(w->err, ENOMEM,
+						 "out of memory while decoding Intel PT");
+			w->stop = true;
+			return NULL;
+		}
+	}
+	return &w->page->records[w->page->nr++];
+}
+
+/* put() streams records in 16-byte stores (malloc aligns pages to 16), built
+ * from this layout. */
+_Static_assert(offsetof(struct ptd_page, records) % 16 == 0 && sizeof(struct ptd_record) % 16 == 0,
+	       "records can be stored 16 bytes at a time");
+_Static_assert(offsetof(struct ptd_record, time) == 0 && offsetof(struct ptd_record, a) == 8 &&
+		       offsetof(struct ptd_record, b) == 16 &&
+		       offsetof(struct ptd_record, type) == 24 &&
+		       offsetof(struct ptd_record, kind) == 25 &&
+		       offsetof(struct ptd_record, flags) == 26 &&
+		       offsetof(struct ptd_record, extra) == 27 &&
+		       offsetof(struct ptd_record, code) == 28,
+	       "put() knows where each field is");
+
+/* Appends a record to the walker's page; false (with w->status set) when
+ * decoding must stop. A page that another thread's sink will read is written
+ * around the cache (non-temporal stores): otherwise every line of it would
+ * first be fetched from the sink's core, which last read it, and then go
+ * back there, and that traffic costs more than decoding the branch. */
+static inline bool put(struct walker *w, uint8_t type, uint8_t kind, uint8_t flags, uint8_t extra,
+		       int32_t code, uint64_t a, uint64_t b, uint64_t time)
+{
+	struct ptd_page *p = w->page;
+	struct ptd_record *r;
+
+	if (__builtin_expect(!p || p->nr == PTD_PAGE_RECORDS, 0)) {
+		r = slot_slow(w);
+		if (!r)
+			return false;
+	} else {
+		r = &p->records[p->nr++];
+	}
+#ifdef __SSE2__
+	if (!w->direct && w->d->pool) {
+		/* The record's bytes in registers (x86 is little-endian). */
+		uint64_t tail = type | (uint64_t)kind << 8 | (uint64_t)flags << 16 |
+				(uint64_t)extra << 24 | (uint64_t)(uint32_t)code << 32;
+
+		_mm_stream_si128((__m128i *)r, _mm_set_epi64x((long long)a, (long long)time));
+		_mm_stream_si128((__m128i *)r + 1, _mm_set_epi64x((long long)tail, (long long)b));
+		return true;
+	}
+#endif
+	/* Field by field: a record built elsewhere and copied whole would be
+	 * read back in wider loads than it was written with, which stalls. */
+	r->time = time;
+	r->a = a;
+	r->b = b;
+	r->type = type;
+	r->kind = kind;
+	r->flags = flags;
+	r->extra = extra;
+	r->code = code;
+	return true;
+}
+
+static uint64_t now(const struct walker *w)
+{
+	uint64_t t = 0;
+	uint32_t lost_mtc, lost_cyc;
+
+	/* -pte_no_time still gives libipt's relative time. */
+	(void)pt_blk_time(w->dec, &t, &lost_mtc, &lost_cyc);
+	return t;
+}
+
+/* The first decoder time (TSC, or libipt's) whose capture time is at or after
+ * `until`: the end of a function_at answer's time, in the walker's clock. */
+static uint64_t time_bound(const struct rv_perf_time_conv *tc, uint64_t until, uint64_t floor)
+{
+	uint64_t t;
+
+	if (!tc || until == UINT64_MAX)
+		return until;
+	/* The inverse, then stepped to the exact bound (the conversions round):
+	 * every time before the bound must convert to before `until`; a
+	 * bound short of the exact one only makes the answer hold less long,
+	 * and the floor, for a conversion that does not get there in a few
+	 * steps (a damaged capture's), not at all. */
+	t = rv_perf_time_to_tsc(tc, until);
+	for (int i = 0; i < 64 && t > floor && rv_perf_tsc_to_time(tc, t - 1) >= until; i++)
+		t--;
+	if (t <= floor || rv_perf_tsc_to_time(tc, t - 1) >= until)
+		return floor;
+	for (int i = 0; i < 64 && t < UINT64_MAX && rv_perf_tsc_to_time(tc, t) < until; i++)
+		t++;
+	return t;
+}
+
+/* Whether a jump from `from` to `to` at `time` stays inside one function,
+ * through the walker's last answer from options->function_at while it holds
+ * (the same task, the same stretch of code, a time it covers). */
+static bool stays_in_function(struct walker *w, uint64_t time, uint64_t from, uint64_t to)
+{
+	struct function_cache *c = &w->function;
+
+	if (!c->valid || c->pid != w->pid || time < c->from || time >= c->until ||
+	    from - c->start >= c->end - c->start) {
+		const struct rv_pt_decode_options *o = w->d->options;
+		const struct rv_perf_time_conv *tc = o->time_conv;
+		struct rv_pt_function_span span;
+
+		c->valid = false;
+		if (!o->function_at(o->function_at_ctx, w->pid,
+				    tc ? rv_perf_tsc_to_time(tc, time) : time, from, &span) ||
+		    span.end <= span.start || from < span.start || from >= span.end)
+			return false;
+		/* Times before this one may have had other code: the answer
+		 * holds from now on, as decoding goes forward. */
+		*c = (struct function_cache){ .valid = true,
+					      .pid = w->pid,
+					      .start = span.start,
+					      .end = span.end,
+					      .from = time,
+					      .until = time_bound(tc, span.until, time) };
+		if (time >= c->until)
+			c->valid = false;
+	}
+	return to - c->start < c->end - c->start;
+}
+
+static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t from, uint64_t to,
+			uint64_t time)
+{
+	const struct rv_pt_decode_options *o = w->d->options;
+
+	/* A jump that stays in its function cannot change a call stack: it is
+	 * counted here, in parallel, instead of reaching the sink. Jumps that
+	 * begin or end tracing, and those at a seam (which the sink may drop),
+	 * go on. */
+	if ((kind == RV_BRANCH_JUMP || kind == RV_BRANCH_COND) && !flags && o->function_at &&
+	    stays_in_function(w, time, from, to)) {
+		w->dropped_jumps++;
+		return;
+	}
+	put(w, PTD_REC_BRANCH, kind, flags, 0, 0, from, to, time);
+}
+
+static void emit_error(struct walker *w, int code, bool overflow, uint64_t offset, uint64_t ip,
+		       uint64_t time)
+{
+	put(w, PTD_REC_ERROR, 0, 0, overflow ? PTD_REC_OVERFLOW : 0, code, offset, ip, time);
+}
+
+static void emit_task(struct walker *w, uint32_t pid, uint32_t tid)
+{
+	w->pid = pid;
+	put(w, PTD_REC_TASK, 0, 0, 0, 0, pid, tid, w->time);
+}
+
+static void emit_begin_now(struct walker *w, uint64_t to, uint64_t time)
+{
+	uint8_t flags = RV_BRANCH_TRACE_BEGIN;
+
+	if (w->begin == BEGIN_SEAM)
+		flags |= PTD_REC_SEAM;
+	if (w->in_tx)
+		flags |= RV_BRANCH_IN_TX;
+	w->begin = BEGIN_NONE;
+	emit_branch(w, RV_BRANCH_NONE, flags, 0, to, time);
+}
+
+/* The trace begin owed since a (re)start, if there is one. */
+static inline void emit_begin(struct walker *w, uint64_t to, uint64_t time)
+{
+	if (__builtin_expect(w->begin != BEGIN_NONE, 0))
+		emit_begin_now(w, to, time);
+}
+
+/* The pending branch went to `to` (0: unknown). */
+static void decode_pending(struct walker *w);
+static uint8_t pending_cond_length(struct walker *w);
+
+static void resolve_pending_slow(struct walker *w, uint64_t to)
+{
+	struct pending *p = &w->pend;
+
+	p->valid = false;
+	if (p->kind == RV_BRANCH_COND) {
+		uint64_t delta = to - p->from;
+
+		if (!to)
+			return; /* taken or not, nobody knows */
+		/* Only a destination right after it can be the fall-through:
+		 * the instruction's length is needed then only. */
+		if (delta >= 1 && delta <= pt_max_insn_size) {
+			uint8_t size;
+
+			p->valid = true;
+			size = p->decoded ? p->size : pending_cond_length(w);
+			p->valid = false;
+			if (size ? delta == size : delta == 2 || delta == 6)
+				return; /* fell through */
+		}
+	}
+	emit_branch(w, p->kind, p->flags, p->from, to, p->time);
+}
+
+/* The pending branch went to `to` (0: unknown): emitted, unless it fell
+ * through or is dropped. Inline for the block loop's sake, where most are
+ * dropped or there is none. */
+static inline void resolve_pending(struct walker *w, uint64_t to)
+{
+	struct pending *p = &w->pend;
+
+	if (!p->valid)
+		return;
+	if (p->dropped) {
+		p->valid = false;
+		return;
+	}
+	resolve_pending_slow(w, to);
+}
+
+static void decode_pending(struct walker *w)
+{
+	struct pending *p = &w->pend;
+
+	if (!p->valid || p->decoded)
+		return;
+	p->decoded = true;
+
+	const struct rv_pt_insn *insn =
+		rv_pt_code_get(w->code, p->isid, p->from, (enum pt_exec_mode)p->mode, NULL, 0);
+
+	if (!insn)
+		return;
+	p->size = insn->size;
+	p->disp = insn->disp;
+	p->direct = insn->cls == RV_PT_INSN_JUMP || insn->cls == RV_PT_INSN_CALL ||
+		    insn->cls == RV_PT_INSN_COND;
+}
+
+/* The length of the pending conditional branch (0 if unknown). */
+static uint8_t pending_cond_length(struct walker *w)
+{
+	struct pending *p = &w->pend;
+	struct length_slot *slot =
+		&w->thread->lengths[(p->from ^ (p->from >> 12)) & (LENGTH_CACHE_SIZE - 1)];
+
+	if (slot->ip == p->from && slot->isid == p->isid && slot->size)
+		return slot->size;
+	decode_pending(w);
+	if (p->size && p->isid > 0 && p->mode == ptem_64bit)
+		*slot = (struct length_slot){ p->from, p->isid, p->size };
+	return p->size;
+}
+
+/* The destination of the pending branch when the trace does not say: that
+ * of a direct call or jump. */
+static uint64_t pending_target(struct walker *w)
+{
+	struct pending *p = &w->pend;
+
+	decode_pending(w);
+	if (p->valid && p->direct && p->size && p->kind != RV_BRANCH_COND)
+		return p->from + p->size + (int64_t)p->disp;
+	return 0;
+}
+
+/* What the last TNT or TIP before an OVF said. */
+struct last_branch {
+	enum { LAST_NONE, LAST_TNT, LAST_TIP } kind;
+	bool taken;
+	uint64_t ip; /* TIP: 0 when suppressed */
+};
+
+/* The last TNT or TIP before the last OVF in [from, limit), read from the
+ * PSB at `from`. */
+static struct last_branch scan_for_overflow(const struct ptd_decode *d, size_t from, size_t limit)
+{
+	struct last_branch cur = { 0 }, at_ovf = { 0 };
+	struct pt_config config = d->config;
+	struct pt_packet_decoder *dec;
+	uint64_t last_ip = 0;
+
+	config.begin = (uint8_t *)d->buf + from;
+	config.end = (uint8_t *)d->buf + limit;
+	dec = pt_pkt_alloc_decoder(&config);
+	if (!dec)
+		return at_ovf;
+	if (pt_pkt_sync_set(dec, 0) >= 0) {
+		struct pt_packet pkt;
+
+		while (pt_pkt_next(dec, &pkt, sizeof(pkt)) >= 0) {
+			bool valid;
+			uint64_t ip;
+
+			switch (pkt.type) {
+			case ppt_psb:
+				last_ip = 0;
+				break;
+			case ppt_tnt_8:
+			case ppt_tnt_64:
+				cur.kind = LAST_TNT;
+				cur.taken =
+					pkt.payload.tnt.bit_size && (pkt.payload.tnt.payload & 1);
+				break;
+			case ppt_tip:
+				ip = ptd_apply_ip(last_ip, &pkt.payload.ip, &valid);
+				if (valid)
+					last_ip = ip;
+				cur.kind = LAST_TIP;
+				cur.ip = valid ? ip : 0;
+				break;
+			case ppt_fup:
+			case ppt_tip_pge:
+			case ppt_tip_pgd:
+				ip = ptd_apply_ip(last_ip, &pkt.payload.ip, &valid);
+				if (valid)
+					last_ip = ip;
+				if (pkt.type == ppt_tip_pge)
+					cur.kind = LAST_NONE;
+				break;
+			case ppt_ovf:
+				at_ovf = cur;
+				cur.kind = LAST_NONE;
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	pt_pkt_free_decoder(dec);
+	return at_ovf;
+}
+
+/* The answer to the branch libipt resolved just before an overflow, which it
+ * does not pass on: the last TNT or TIP before the OVF, read from the PSB
+ * before it (or the one before that, if none came between), up to `limit`,
+ * the decoder's position after the overflow event. */
+static struct last_branch branch_before_overflow(const struct walker *w, uint64_t limit)
+{
+	const struct ptd_decode *d = w->d;
+	uint64_t sync = 0;
+	size_t hi = (size_t)limit;
+
+	(void)pt_blk_get_sync_offset(w->dec, &sync);
+	sync += w->ch->begin;
+	if (limit <= sync || limit > w->ch->end)
+		return (struct last_branch){ 0 };
+	for (int tries = 0; tries < 4; tries++) {
+		size_t psb = ptd_last_psb_before(d->buf, d->size, (size_t)sync, hi, &d->config);
+
+		if (psb >= hi)
+			break;
+
+		struct last_branch last = scan_for_overflow(d, psb, (size_t)limit);
+
+		if (last.kind != LAST_NONE || psb == sync)
+			return last;
+		hi = psb;
+	}
+	return (struct last_branch){ 0 };
+}
+
+/* Where the pending branch went, as far as the packets before an overflow
+ * tell; 0 when they do not. */
+static uint64_t overflow_target(struct walker *w, uint64_t limit)
+{
+	struct pending *p = &w->pend;
+
+	if (!p->valid)
+		return 0;
+	decode_pending(w);
+	if (p->direct && p->size && p->kind != RV_BRANCH_COND)
+		return pending_target(w);
+
+	struct last_branch last = branch_before_overflow(w, limit);
+
+	if (p->kind == RV_BRANCH_COND) {
+		if (last.kind != LAST_TNT || !p->size)
+			return 0;
+		return p->from + p->size + (last.taken ? (int64_t)p->disp : 0);
+	}
+	/* a compressed return (a TNT) goes where libipt's call stack says,
+	 * which is not known here */
+	return last.kind == LAST_TIP ? last.ip : 0;
+}
+
+/* The decoder's position in the buffer, for error events: libipt's, except
+ * that a PSB+ header it has read ahead counts at its PSB, where a chunk
+ * ending there would have it. */
+static uint64_t position(const struct walker *w)
+{
+	uint64_t offset = 0;
+
+	(void)pt_blk_get_offset(w->dec, &offset);
+	offset += w->ch->begin;
+
+	size_t psb = ptd_psb_ending_at(w->d->buf, w->ch->end, (size_t)offset, &w->d->config);
+
+	return psb < w->ch->end ? psb : offset;
+}
+
+static int resolve_task(struct walker *w, uint64_t tsc)
+{
+	const struct rv_pt_decode_options *o = w->d->options;
+	uint32_t pid = o->pid, tid = o->tid;
+	struct pt_image *image = o->image;
+
+	if (o->resolve) {
+		uint64_t time = o->time_conv ? rv_perf_tsc_to_time(o->time_conv, tsc) : tsc;
+		int r = o->resolve(o->resolve_ctx, time, &pid, &tid, &image, w->err);
+
+		if (r < 0) {
+			w->status = r;
+			w->stop = true;
+			return r;
+		}
+	}
+	if (image != w->image) {
+		struct pt_image *own = thread_image(w->thread, image, w->err);
+		int r = image && !own ? -pte_nomem : pt_blk_set_image(w->dec, own);
+
+		if (image && !own) {
+			w->status = w->err && w->err->code ? -w->err->code : -ENOMEM;
+			w->stop = true;
+			return w->status;
+		}
+		if (r < 0) {
+			w->status = rv_error_set(w->err, EINVAL, "cannot give libipt the image: %s",
+						 pt_errstr(pt_errcode(r)));
+			w->stop = true;
+			return w->status;
+		}
+		w->image = image;
+	}
+	emit_task(w, pid, tid);
+	return 0;
+}
+
+/* A (re)synchronisation at the PSB at the decoder's sync offset. */
+static int after_sync(struct walker *w, int status, enum begin_state begin)
+{
+	uint64_t sync = 0;
+	struct ptd_psb info;
+	const struct ptd_decode *d = w->d;
+
+	w->pend.valid = false;
+	w->at_eos = false;
+	w->in_tx = false;
+	w->tail_blocks = 0;
+	w->begin = (status & pts_ip_suppressed) ? BEGIN_NONE : begin;
+	(void)pt_blk_get_sync_offset(w->dec, &sync);
+	sync += w->ch->begin;
+	if (sync == w->ch->begin)
+		info = w->ch->first;
+	else if (!ptd_parse_psb(d->buf, d->size, (size_t)sync, &d->config, &info))
+		memset(&info, 0, sizeof(info));
+	w->time = info.has_tsc ? info.tsc : now(w);
+	return resolve_task(w, w->time);
+}
+
+static void set_pending(struct walker *w, const struct pt_block *b)
+{
+	struct pending *p = &w->pend;
+	const struct rv_pt_insn *insn = NULL;
+	uint8_t kind;
+
+	switch (b->iclass) {
+	case ptic_call:
+		kind = RV_BRANCH_CALL;
+		break;
+	case ptic_return:
+		kind = RV_BRANCH_RETURN;
+		break;
+	case ptic_jump:
+		kind = RV_BRANCH_JUMP;
+		break;
+	case ptic_cond_jump:
+		if (!b->truncated) {
+			/* Most blocks end here: the length is looked up if needed. */
+			uint8_t flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
+
+			*p = (struct pending){ .valid = true,
+					       .kind = RV_BRANCH_COND,
+					       .flags = flags,
+					       .mode = (uint8_t)b->mode,
+					       .dropped = w->ignore_jumps && !flags,
+					       .isid = b->isid,
+					       .from = b->end_ip,
+					       .time = w->time };
+			w->pend_fresh = true;
+			return;
+		}
+		/* fall through */
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+	case ptic_error:
+		insn = rv_pt_code_get(w->code, b->isid, b->end_ip, b->mode,
+				      b->truncated ? b->raw : NULL, b->truncated ? b->size : 0);
+		if (!insn) {
+			kind = b->iclass == ptic_cond_jump    ? RV_BRANCH_COND
+			       : b->iclass == ptic_far_call   ? RV_BRANCH_CALL
+			       : b->iclass == ptic_far_return ? RV_BRANCH_RETURN
+							      : RV_BRANCH_JUMP;
+			break;
+		}
+		switch (insn->cls) {
+		case RV_PT_INSN_COND:
+			kind = RV_BRANCH_COND;
+			break;
+		case RV_PT_INSN_JUMP:
+		case RV_PT_INSN_JUMP_IND:
+		case RV_PT_INSN_FAR_JUMP:
+			kind = RV_BRANCH_JUMP;
+			break;
+		case RV_PT_INSN_CALL:
+		case RV_PT_INSN_CALL_IND:
+		case RV_PT_INSN_FAR_CALL:
+			kind = RV_BRANCH_CALL;
+			break;
+		case RV_PT_INSN_RETURN:
+		case RV_PT_INSN_FAR_RETURN:
+			kind = RV_BRANCH_RETURN;
+			break;
+		case RV_PT_INSN_SYSCALL:
+			kind = RV_BRANCH_SYSCALL;
+			break;
+		case RV_PT_INSN_SYSRET:
+			kind = RV_BRANCH_SYSRET;
+			break;
+		case RV_PT_INSN_SOFT_INT:
+			kind = RV_BRANCH_SOFT_INT;
+			break;
+		case RV_PT_INSN_IRET:
+			kind = RV_BRANCH_IRET;
+			break;
+		default:
+			return; /* not a transfer after all */
+		}
+		break;
+	default:
+		return; /* ptic_other, ptic_ptwrite: the block ended without a transfer */
+	}
+	p->valid = true;
+	p->kind = kind;
+	p->flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
+	p->dropped =
+		w->ignore_jumps && (kind == RV_BRANCH_COND || kind == RV_BRANCH_JUMP) && !p->flags;
+	p->from = b->end_ip;
+	p->time = w->time;
+	w->pend_fresh = true;
+	p->isid = b->isid;
+	p->mode = (uint8_t)b->mode;
+	p->decoded = insn != NULL;
+	p->size = insn ? insn->size : 0;
+	p->direct = insn && (insn->cls == RV_PT_INSN_JUMP || insn->cls == RV_PT_INSN_CALL ||
+			     insn->cls == RV_PT_INSN_COND);
+	p->disp = insn ? insn->disp : 0;
+}
+
+/* Instructions of block b before `target`, walking from its first one; -1
+ * when target is not one of its instruction addresses. */
+static int64_t insns_before(struct walker *w, const struct pt_block *b, uint64_t target)
+{
+	uint64_t ip = b->ip;
+
+	for (uint32_t n = 0; n < b->ninsn; n++) {
+		if (ip == target)
+			return n;
+		if (ip == b->end_ip)
+			return -1;
+
+		const struct rv_pt_insn *insn =
+			rv_pt_code_get(w->code, b->isid, ip, b->mode, NULL, 0);
+
+		if (!insn)
+			return -1;
+		ip += insn->size;
+		/* blocks run through direct jumps when jumps are ignored */
+		if (insn->cls == RV_PT_INSN_JUMP)
+			ip += (uint64_t)(int64_t)insn->disp;
+	}
+	return -1;
+}
+
+static void on_block(struct walker *w, const struct pt_block *b, int status)
+{
+	struct ptd_chunk *ch = w->ch;
+
+	if (!b->ninsn) {
+		/* An error before the first instruction: libipt's position is
+		 * where the last transfer went (unreadable code, most often). */
+		if (status < 0 && status != -pte_eos && b->ip) {
+			resolve_pending(w, b->ip);
+			w->last_ip = b->ip;
+		}
+		return;
+	}
+	if (w->at_eos && ch->has_next && ch->next.has_ip) {
+		uint64_t seam = ch->next.ip;
+		int64_t n = -1;
+
+		if (b->ip == seam)
+			n = 0;
+		else if (w->ignore_jumps || (seam > b->ip && seam <= b->end_ip))
+			n = insns_before(w, b, seam); /* through jumps, it may be anywhere */
+		if (n >= 0) {
+			resolve_pending(w, b->ip);
+			if (n > 0)
+				emit_begin(w, b->ip, w->time);
+			w->insns += (uint64_t)n;
+			ch->passed_next = true;
+			w->stop = true;
+			return;
+		}
+		if (++w->tail_blocks > MAX_TAIL_BLOCKS) {
+			w->stop = true;
+			return;
+		}
+	} else if (w->at_eos && ++w->tail_blocks > MAX_TAIL_BLOCKS) {
+		w->stop = true;
+		return;
+	}
+	resolve_pending(w, b->ip);
+	emit_begin(w, b->ip, w->time);
+	w->insns += b->ninsn;
+	w->blocks++;
+	w->last_ip = b->end_ip;
+	set_pending(w, b);
+}
+
+static void on_event(struct walker *w, const struct pt_event *ev)
+{
+	/* The event's own time: libipt's current time has moved on to the
+	 * next event already when it tells whether one is pending. */
+	uint64_t time = ev->has_tsc ? ev->tsc : w->time;
+	bool fresh = w->pend_fresh;
+
+	w->pend_fresh = false;
+	if (ev->status_update) {
+		/* A PSB+: its time holds from its FUP's address on, which the
+		 * MODE.Exec event binds to; libipt hands out the others (CBR)
+		 * before it has walked the code up to there. */
+		if (ev->type == ptev_exec_mode || ev->type == ptev_tsx)
+			w->time = time;
+		return;
+	}
+	w->time = time;
+	switch (ev->type) {
+	case ptev_tick:
+		/* The time changed at the TNT or TIP that ended the last block. */
+		if (fresh && w->pend.valid)
+			w->pend.time = time;
+		break;
+	case ptev_enabled:
+		w->pend.valid = false;
+		w->begin = BEGIN_REAL;
+		if (resolve_task(w, time) < 0)
+			return;
+		emit_begin(w, ev->variant.enabled.ip, time);
+		w->last_ip = ev->variant.enabled.ip;
+		break;
+	case ptev_disabled:
+		if (w->pend.valid) {
+			w->pend.valid = false;
+			emit_branch(w, w->pend.kind, w->pend.flags | RV_BRANCH_TRACE_END,
+				    w->pend.from, 0, time);
+		} else {
+			emit_branch(w, RV_BRANCH_NONE,
+				    RV_BRANCH_TRACE_END | (w->in_tx ? RV_BRANCH_IN_TX : 0),
+				    w->last_ip, 0, time);
+		}
+		w->begin = BEGIN_NONE;
+		break;
+	case ptev_async_disabled:
+		emit_begin(w, ev->variant.async_disabled.at, time);
+		resolve_pending(w, ev->variant.async_disabled.at);
+		emit_branch(w, RV_BRANCH_NONE,
+			    RV_BRANCH_ASYNC | RV_BRANCH_TRACE_END |
+				    (w->in_tx ? RV_BRANCH_IN_TX : 0),
+			    ev->variant.async_disabled.at, 0, time);
+		w->last_ip = ev->variant.async_disabled.at;
+		w->begin = BEGIN_NONE;
+		break;
+	case ptev_async_branch: {
+		uint64_t to = ev->ip_suppressed ? 0 : ev->variant.async_branch.to;
+		uint8_t flags = RV_BRANCH_ASYNC | (to ? 0 : RV_BRANCH_TRACE_END) |
+				(w->in_tx ? RV_BRANCH_IN_TX : 0);
+
+		emit_begin(w, ev->variant.async_branch.from, time);
+		resolve_pending(w, ev->variant.async_branch.from);
+		emit_branch(w, RV_BRANCH_INTERRUPT, flags, ev->variant.async_branch.from, to, time);
+		if (to)
+			w->last_ip = to;
+		break;
+	}
+	case ptev_overflow: {
+		uint64_t offset = 0, to;
+
+		(void)pt_blk_get_offset(w->dec, &offset);
+		to = overflow_target(w, w->ch->begin + offset);
+		resolve_pending(w, to);
+		if (to)
+			w->last_ip = to;
+		emit_error(w, -pte_overflow, true, position(w), w->last_ip, time);
+		/* Timing restarts with the packets after the OVF (a TSC). */
+		w->time = now(w);
+		w->begin = BEGIN_NONE;
+		if (!ev->ip_suppressed) {
+			w->begin = BEGIN_REAL;
+			emit_begin(w, ev->variant.overflow.ip, w->time);
+			w->last_ip = ev->variant.overflow.ip;
+		}
+		break;
+	}
+	case ptev_tsx:
+		if (!ev->ip_suppressed) {
+			resolve_pending(w, ev->variant.tsx.ip);
+			w->last_ip = ev->variant.tsx.ip;
+		}
+		w->in_tx = ev->variant.tsx.speculative;
+		if (ev->variant.tsx.aborted && !ev->ip_suppressed) {
+			w->pend = (struct pending){
+				.valid = true,
+				.kind = RV_BRANCH_TX_ABORT,
+				.from = ev->variant.tsx.ip,
+				.time = time,
+			};
+		}
+		break;
+	default:
+		/* paging, vmcs, exec mode, stop, exstop, mwait, power, ptwrite,
+		 * cbr, mnt: nothing a branch stream shows */
+		break;
+	}
+}
+
+/* A decode error at the decoder's position: report it, then resume at the
+ * next PSB. Returns the status of the resynchronisation. */
+static int on_error(struct walker *w, int code)
+{
+	struct ptd_decode *d = w->d;
+	struct ptd_chunk *ch = w->ch;
+	uint64_t offset = 0, sync = 0, abs_offset;
+	int status;
+
+	(void)pt_blk_get_offset(w->dec, &offset);
+	(void)pt_blk_get_sync_offset(w->dec, &sync);
+	abs_offset = ch->begin + offset;
+	resolve_pending(w, pending_target(w));
+	w->pend.valid = false;
+	emit_error(w, code, false, position(w), w->last_ip, w->time);
+
+	for (int tries = 0;; tries++) {
+		/* Read ahead into a PSB+ (past the last packet before it):
+		 * resume at that PSB, as a chunk boundary there would. */
+		size_t psb = ptd_psb_ending_at(d->buf, ch->end, (size_t)abs_offset, &d->config);
+
+		if (psb < ch->end && psb > ch->begin + sync)
+			status = pt_blk_sync_set(w->dec, psb - ch->begin);
+		else
+			status = pt_blk_sync_forward(w->dec);
+		if (status >= 0) {
+			uint64_t new_sync = 0;
+
+			(void)pt_blk_get_sync_offset(w->dec, &new_sync);
+			if (ch->begin + new_sync > abs_offset)
+				ch->skipped_bytes += ch->begin + new_sync - abs_offset;
+			return status;
+		}
+		if (status == -pte_eos || tries >= MAX_RESYNC_FAILURES) {
+			if (ch->end > abs_offset)
+				ch->skipped_bytes += ch->end - abs_offset;
+			return -pte_eos;
+		}
+		/* A damaged PSB+: report it and look for the next one. */
+		(void)pt_blk_get_offset(w->dec, &offset);
+		emit_error(w, status, false, ch->begin + offset, 0, w->time);
+		sync = offset;
+	}
+}
+
+static int drain_events(struct walker *w, int status)
+{
+	while (status >= 0 && (status & pts_event_pending) && !w->stop) {
+		struct pt_event ev;
+
+		status = pt_blk_event(w->dec, &ev, sizeof(ev));
+		if (status < 0)
+			break;
+		on_event(w, &ev);
+		if (status & pts_eos)
+			w->at_eos = true;
+	}
+	return status;
+}
+
+/* True when the decoder has walked MAX_TAIL_BLOCKS blocks without reading a
+ * packet: code that loops with no branch to record, which real code does not
+ * do for long; the image does not fit the trace (a binary mapped at another
+ * place, or changed), and decoding it would never end. */
+static bool stalled(struct walker *w)
+{
+	uint64_t offset;
+
+	/* The offset only grows, so looking every STALL_CHECK blocks tells
+	 * as well whether it moved in between, at a fraction of the cost. */
+	if (++w->stall_tick % STALL_CHECK)
+		return false;
+	if (pt_blk_get_offset(w->dec, &offset) < 0)
+		return false;
+	if (offset != w->stall_offset) {
+		w->stall_offset = offset;
+		w->stall_blocks = 0;
+		return false;
+	}
+	w->stall_blocks += STALL_CHECK;
+	return w->stall_blocks > MAX_TAIL_BLOCKS;
+}
+
+static void decode_chunk(struct walker *w)
+{
+	struct ptd_decode *d = w->d;
+	struct ptd_chunk *ch = w->ch;
+	struct pt_config config = d->config;
+	uint64_t max_insns = d->options->max_insns;
+	int status;
+
+	config.begin = (uint8_t *)d->buf + ch->begin;
+	config.end = (uint8_t *)d->buf + ch->end;
+	w->dec = pt_blk_alloc_decoder(&config);
+	if (!w->dec) {
+		w->status = rv_error_set(w->err, ENOMEM, "cannot set up libipt's block decoder");
+		return;
+	}
+	w->image = NULL;
+	status = pt_blk_sync_set(w->dec, 0);
+	if (status >= 0 && after_sync(w, status, BEGIN_SEAM) < 0)
+		w->stop = true;
+
+	while (!w->stop) {
+		if (status < 0) {
+			if (status == -pte_eos)
+				break;
+			status = on_error(w, status);
+			if (status >= 0 && after_sync(w, status, BEGIN_REAL) < 0)
+				break;
+			continue;
+		}
+		if (status & pts_event_pending) {
+			status = drain_events(w, status);
+			if (status < 0 || w->stop)
+				continue;
+		}
+
+		struct pt_block block;
+
+		/* libipt zeroes the block first, also on errors */
+		status = pt_blk_next(w->dec, &block, sizeof(block));
+		on_block(w, &block, status);
+		if (status >= 0 && (status & pts_eos))
+			w->at_eos = true;
+		if (status >= 0 && !w->at_eos && stalled(w))
+			status = -pte_bad_query;
+		if (max_insns && d->insns_total + w->insns >= max_insns) {
+			d->stop = true;
+			break;
+		}
+	}
+	if (w->status >= 0 && w->page && w->page->nr) {
+		int r = publish(w);
+
+		if (r < 0)
+			w->status = r;
+	}
+	if (w->page) {
+		ptd_page_put(d, w->page);
+		w->page = NULL;
+	}
+	pt_blk_free_decoder(w->dec);
+	w->dec = NULL;
+	ch->insns += w->insns;
+	ch->blocks += w->blocks;
+	ch->dropped_jumps += w->dropped_jumps;
+	w->insns = w->blocks = w->dropped_jumps = 0;
+}
+
+/* ---- the contract with pt_pool.c ---- */
+
+int ptd_walk_chunk(struct ptd_decode *d, struct ptd_thread *t, struct ptd_chunk *ch, bool direct,
+		   struct rv_error *err)
+{
+	struct walker w;
+
+	memset(&w, 0, sizeof(w));
+	w.d = d;
+	w.thread = t;
+	w.code = t->code;
+	w.ch = ch;
+	w.err = err;
+	w.pid = d->options->pid;
+	w.ignore_jumps = d->options->ignore_jumps;
+	w.direct = direct;
+	decode_chunk(&w);
+	return w.status;
+}
+
+int ptd_thread_new(struct ptd_thread **out, const struct ptd_decode *d, bool copy_images,
+		   struct rv_error *err)
+{
+	struct ptd_thread *t = calloc(1, sizeof(*t));
+
+	*out = NULL;
+	if (!t)
+		return rv_error_set(err, ENOMEM, "out of memory for a decoding thread");
+	t->options = d->options;
+	t->copy_images = copy_images;
+	if (copy_images && d->options->populate) {
+		t->iscache = pt_iscache_alloc("rearview decoding thread");
+		if (!t->iscache) {
+			free(t);
+			return rv_error_set(err, ENOMEM, "cannot set up a section cache");
+		}
+	}
+	t->code = rv_pt_code_new(t->iscache ? t->iscache : d->options->iscache);
+	if (!t->code) {
+		pt_iscache_free(t->iscache);
+		free(t);
+		return rv_error_set(err, ENOMEM, "cannot set up the instruction decoder (Zydis)");
+	}
+	*out = t;
+	return 0;
+}
+
+void ptd_thread_free(struct ptd_thread *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nr_images; i++)
+		pt_image_free(t->images[i].copy);
+	free(t->images);
+	rv_pt_code_free(t->code);
+	pt_iscache_free(t->iscache);
+	free(t);
+}
