@@ -911,7 +911,6 @@ static bool cache_make_room(struct rv_symbolizer *s)
 static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t addr,
 			 const struct rv_symbol *sym)
 {
-	struct cache_entry *e;
 	size_t at;
 
 	if (!cache_make_room(s))
@@ -919,16 +918,17 @@ static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t 
 	for (at = cache_slot(generation, addr, s->cap_cache); s->cache[at].generation;
 	     at = (at + 1) & (s->cap_cache - 1))
 		;
-	e = &s->cache[at];
-	e->addr = addr;
-	e->generation = generation;
-	e->name = sym->name;
-	e->module = sym->module;
-	e->file = sym->file;
-	e->start = sym->start;
-	e->size = sym->size;
-	e->line = sym->line;
-	e->flags = (sym->known ? FLAG_KNOWN : 0) | (sym->kernel ? FLAG_KERNEL : 0);
+	s->cache[at] = (struct cache_entry){
+		.addr = addr,
+		.generation = generation,
+		.name = sym->name,
+		.module = sym->module,
+		.file = sym->file,
+		.start = sym->start,
+		.size = sym->size,
+		.line = sym->line,
+		.flags = (sym->known ? FLAG_KNOWN : 0) | (sym->kernel ? FLAG_KERNEL : 0),
+	};
 	s->nr_cache++;
 }
 
