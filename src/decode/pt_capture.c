@@ -569,11 +569,11 @@ static int read_functions(struct rv_pt_capture *c, struct rv_error *err)
 				if (isid <= 0 || (size_t)isid >= c->nr_sections)
 					continue;
 				s = &c->sections[isid];
-				if (rv_functions_add_file(&g->functions, s->file, s->offset,
-							  s->vaddr, s->size))
+				if (rv_symtab_ranges_add_file(&g->functions, s->file, s->offset,
+							      s->vaddr, s->size))
 					return ptc_nomem(err);
 			}
-			rv_functions_sort(&g->functions);
+			rv_symtab_ranges_sort(&g->functions);
 		}
 	}
 	return 0;
@@ -808,7 +808,7 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 		for (size_t j = 0; j < p->nr_gens; j++) {
 			pt_image_free(p->gens[j].image);
 			free_mappings(&p->gens[j].maps);
-			rv_functions_free(&p->gens[j].functions);
+			rv_symtab_ranges_free(&p->gens[j].functions);
 		}
 		free(p->gens);
 	}

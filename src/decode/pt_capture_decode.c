@@ -313,7 +313,7 @@ static bool capture_function_at(void *ctx, uint32_t pid, uint64_t time, uint64_t
 	const struct ptc_generation *g = p ? ptc_generation_at(p, time) : NULL;
 	size_t k;
 
-	if (!g || !rv_functions_around(&g->functions, addr, &out->start, &out->end))
+	if (!g || !rv_symtab_around(&g->functions, addr, &out->start, &out->end))
 		return false;
 	k = (size_t)(g - p->gens);
 	/* ptc_generation_at's: the first one also for times before it */

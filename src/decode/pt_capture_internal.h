@@ -28,7 +28,7 @@
 #include "capture/auxtrace.h"
 #include "capture/perf_data.h"
 #include "decode/pt_capture.h"
-#include "decode/pt_functions.h"
+#include "symbolize/symtab.h"
 
 /* perf's -1 for "no task" or "no CPU" in sideband and AUXTRACE records. */
 #define PTC_NONE UINT32_MAX
@@ -71,7 +71,7 @@ struct ptc_generation {
 	uint64_t time; /* when it began: the exec (0 for the first one seen) */
 	struct pt_image *image;
 	struct ptc_mappings maps;
-	struct rv_functions functions; /* of its readable mappings, for function_at */
+	struct rv_symtab_ranges functions; /* of its readable mappings, for function_at */
 };
 
 struct ptc_process {

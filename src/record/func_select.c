@@ -1,16 +1,15 @@
 /* func_select.c: --functions patterns to the functions to probe; see
  * func_select.h.
  *
- * Each file is read once with libelf: its program headers (for file offsets),
- * section headers (is the symbol's section code?) and one symbol table. The
- * library search mirrors what probe_site.c does for LIB:SYMBOL, whose search
- * is private to it.
+ * Each file is read once with libelf, its symbols through symtab.h (which
+ * ones are functions, in which kind of section) and its program headers for
+ * file offsets. The library search mirrors what probe_site.c does for
+ * LIB:SYMBOL, whose search is private to it.
  */
 #define RV_LOG_DOMAIN "functions"
 #include "record/func_select.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <gelf.h>
 #include <limits.h>
@@ -18,10 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "record/library.h"
 #include "symbolize/symbolizer.h"
+#include "symbolize/symtab.h"
 #include "util/array.h"
 #include "util/elf.h"
 #include "util/proc.h"
@@ -47,7 +46,7 @@ static const char *own(struct rv_func_list *list, const char *s)
 	char *copy;
 
 	if (rv_array_grow(&list->strings, &list->strings_capacity, list->nr_strings,
-		 sizeof(*list->strings), 64))
+			  sizeof(*list->strings), 64))
 		return NULL;
 	copy = strdup(s);
 	if (copy)
@@ -101,40 +100,6 @@ bool rv_func_name_matches(const char *glob, const char *raw_name)
 	return match;
 }
 
-struct elf_file {
-	int fd;
-	Elf *elf;
-};
-
-static int open_elf(struct elf_file *f, const char *path, struct rv_error *err)
-{
-	f->elf = NULL;
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (f->fd < 0)
-		return rv_error_set(err, errno, "cannot open '%s': %s", path, strerror(errno));
-	elf_version(EV_CURRENT);
-	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
-	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
-		if (f->elf)
-			elf_end(f->elf);
-		close(f->fd);
-		f->elf = NULL;
-		f->fd = -1;
-		return rv_error_set(err, ENOEXEC, "'%s' is not an ELF file", path);
-	}
-	return 0;
-}
-
-static void close_elf(struct elf_file *f)
-{
-	if (f->elf)
-		elf_end(f->elf);
-	if (f->fd >= 0)
-		close(f->fd);
-	f->elf = NULL;
-	f->fd = -1;
-}
-
 /* ---- one file's symbols ---- */
 
 /* A symbol that matched, before aliases are merged. */
@@ -179,75 +144,66 @@ static const struct {
 	  "returns twice: a return probe would kill the program at the second return" },
 };
 
-static const char *skip_reason(Elf *elf, const GElf_Sym *sym, const char *name, uint64_t *offset)
+static const char *skip_reason(Elf *elf, const struct rv_symtab_symbol *sym, uint64_t *offset)
 {
-	Elf_Scn *section;
-	GElf_Shdr shdr;
 	GElf_Ehdr ehdr;
 	char bare[256];
-	size_t len = strcspn(name, "@");
+	size_t len = strcspn(sym->name, "@");
 
-	if (GELF_ST_TYPE(sym->st_info) == STT_GNU_IFUNC)
+	if (sym->type == STT_GNU_IFUNC)
 		return "an IFUNC resolver: the function it picks has a name of its own";
-	if (gelf_getehdr(elf, &ehdr) && ehdr.e_entry && ehdr.e_entry == sym->st_value)
+	if (gelf_getehdr(elf, &ehdr) && ehdr.e_entry && ehdr.e_entry == sym->addr)
 		return "the file's entry point, entered by a jump, not a call: a return probe "
 		       "would corrupt its stack";
 	if (len < sizeof(bare)) {
-		memcpy(bare, name, len);
+		memcpy(bare, sym->name, len);
 		bare[len] = '\0';
 		for (size_t i = 0; i < sizeof(unprobeable) / sizeof(unprobeable[0]); i++)
 			if (!fnmatch(unprobeable[i].glob, bare, 0))
 				return unprobeable[i].reason;
 	}
-	if (sym->st_shndx != SHN_ABS && sym->st_shndx < SHN_LORESERVE) {
-		section = elf_getscn(elf, sym->st_shndx);
-		if (!section || !gelf_getshdr(section, &shdr) || !(shdr.sh_flags & SHF_EXECINSTR))
-			return "not in an executable section";
-	}
-	if (!rv_elf_code_offset(elf, sym->st_value, offset))
+	/* SHN_ABS and the other reserved indices name no section to check. */
+	if (sym->place != RV_SYMTAB_CODE && sym->place != RV_SYMTAB_SPECIAL)
+		return "not in an executable section";
+	if (!rv_elf_code_offset(elf, sym->addr, offset))
 		return "outside every executable segment";
 	return NULL;
 }
 
-/* Appends the defined, sized FUNC (and IFUNC) symbols of elf that glob
- * matches. */
+struct file_matches {
+	Elf *elf;
+	const char *glob;
+	struct matches *out;
+};
+
+/* Appends sym when the glob matches it. */
+static int match_symbol(void *ctx, const struct rv_symtab_symbol *sym)
+{
+	struct file_matches *fm = ctx;
+	struct matches *out = fm->out;
+	struct match m = { 0 };
+
+	if (!*sym->name || !rv_func_name_matches(fm->glob, sym->name))
+		return 0;
+	m.address = sym->addr;
+	m.size = sym->size;
+	m.name = sym->name;
+	m.skip = skip_reason(fm->elf, sym, &m.offset);
+	m.order = out->count;
+	if (rv_array_grow(&out->items, &out->capacity, out->count, sizeof(*out->items), 64))
+		return -ENOMEM;
+	out->items[out->count++] = m;
+	return 0;
+}
+
+/* Appends the functions with a size (symtab.h) of elf that glob matches. */
 static int match_file(Elf *elf, const char *glob, struct matches *out, struct rv_error *err)
 {
-	GElf_Shdr shdr;
-	Elf_Scn *scn = rv_elf_symbol_table(elf, &shdr);
-	Elf_Data *data;
-	size_t nr;
+	struct rv_symtab_source src = { .elf = elf };
+	struct file_matches fm = { .elf = elf, .glob = glob, .out = out };
 
-	if (!scn || !shdr.sh_entsize)
-		return 0;
-	data = elf_getdata(scn, NULL);
-	if (!data)
-		return 0;
-	nr = shdr.sh_size / shdr.sh_entsize;
-	for (size_t i = 0; i < nr; i++) {
-		GElf_Sym sym;
-		const char *name;
-		struct match m = { 0 };
-		int type;
-
-		if (!gelf_getsym(data, (int)i, &sym))
-			break;
-		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-		    !sym.st_size)
-			continue;
-		name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-		if (!name || !*name || !rv_func_name_matches(glob, name))
-			continue;
-		m.address = sym.st_value;
-		m.size = sym.st_size;
-		m.name = name;
-		m.skip = skip_reason(elf, &sym, name, &m.offset);
-		m.order = out->count;
-		if (rv_array_grow(&out->items, &out->capacity, out->count, sizeof(*out->items), 64))
-			return rv_error_set(err, ENOMEM, "out of memory");
-		out->items[out->count++] = m;
-	}
+	if (rv_symtab_read(&src, RV_SYMTAB_SIZED, match_symbol, &fm))
+		return rv_error_set(err, ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -310,7 +266,7 @@ static int add_matches(struct rv_func_list *list, const char *owned_path, struct
 			if (already_skipped(list, owned_path, x->name))
 				continue;
 			if (rv_array_grow(&list->skipped, &list->skipped_capacity, list->nr_skipped,
-				 sizeof(*list->skipped), 64))
+					  sizeof(*list->skipped), 64))
 				goto nomem;
 			list->skipped[list->nr_skipped] = (struct rv_func_skipped){
 				.path = owned_path, .name = own(list, x->name), .reason = x->skip
@@ -330,7 +286,8 @@ static int add_matches(struct rv_func_list *list, const char *owned_path, struct
 					    "the patterns",
 					    max_functions);
 		}
-		if (rv_array_grow(&list->items, &list->capacity, list->count, sizeof(*list->items), 64))
+		if (rv_array_grow(&list->items, &list->capacity, list->count, sizeof(*list->items),
+				  64))
 			goto nomem;
 		list->items[list->count] = (struct rv_func){ .path = owned_path,
 							     .offset = x->offset,
@@ -365,11 +322,11 @@ static int select_in_file(struct rv_func_list *list, const char *pattern, const 
 			  const char *path, size_t max_functions, struct rv_error *err)
 {
 	struct matches m = { 0 };
-	struct elf_file f;
+	struct rv_symtab_file f;
 	const char *owned;
 	int ret;
 
-	ret = open_elf(&f, path, err);
+	ret = rv_symtab_file_open(&f, path, err);
 	if (ret)
 		return rv_error_prefix(err, "--functions %s", pattern);
 	ret = match_file(f.elf, glob, &m, err);
@@ -384,7 +341,7 @@ static int select_in_file(struct rv_func_list *list, const char *pattern, const 
 			    : rv_error_set(err, ENOMEM, "out of memory");
 	}
 	free(m.items);
-	close_elf(&f);
+	rv_symtab_file_close(&f);
 	return ret;
 }
 

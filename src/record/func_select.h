@@ -9,14 +9,15 @@
  * demangled name without its parameter list ("ns::f*" matches "ns::f(int)").
  * No pattern: every function of the executable.
  *
- * Symbols come from the file's .symtab, else its .dynsym (libelf): defined
- * FUNC symbols with a size. Symbols at the same address (aliases) are one
- * function, named by the first that matched. A function's file offset comes
- * from the executable PT_LOAD segment that holds it. Matches that cannot be
- * probed are skipped and listed with the reason: outside an executable
- * section or segment, IFUNC resolvers, and functions a return probe would
- * break (entered by a jump, like the entry point or the lazy binder, or
- * returning twice, like setjmp and vfork).
+ * Symbols come from the file's .symtab, else its .dynsym: the functions with
+ * a size (defined FUNC and IFUNC symbols, symbolize/symtab.h's
+ * RV_SYMTAB_SIZED) that have a name. Symbols at the same address (aliases)
+ * are one function, named by the first that matched. A function's file
+ * offset comes from the executable PT_LOAD segment that holds it. Matches
+ * that cannot be probed are skipped and listed with the reason: outside an
+ * executable section or segment, IFUNC resolvers, and functions a return
+ * probe would break (entered by a jump, like the entry point or the lazy
+ * binder, or returning twice, like setjmp and vfork).
  *
  * Not here: placing the probes (func_engine.h), naming addresses in the trace
  * (symbolize/).

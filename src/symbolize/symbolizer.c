@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,9 @@
 
 #include "symbolize/intern.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/sorted.h"
 #include "symbolize/symtab.h"
+#include "util/array.h"
 #include "util/log.h"
 
 /* The lowest kernel address on x86-64 (the canonical high half). */
@@ -118,18 +121,27 @@ struct cache_entry {
 	uint8_t flags;
 };
 
+/* Pointers by 64-bit key, with open addressing. */
+struct map_slot {
+	uint64_t key;
+	void *value; /* NULL: a free slot */
+};
+
+struct map {
+	struct map_slot *slots;
+	size_t cap, nr; /* cap: a power of two, or 0 */
+};
+
 struct rv_symbolizer {
 	bool want_lines;
 	struct rv_intern strings;
 	const char *empty, *kernel_module, *out_of_memory;
 
-	struct process **procs; /* open addressing by pid */
-	size_t cap_procs, nr_procs;
+	struct map procs; /* by pid */
 	struct process *last_proc;
 	uint64_t next_generation;
 
-	struct file_info **files; /* open addressing by pooled path pointer */
-	size_t cap_files, nr_files;
+	struct map files; /* by pooled path pointer */
 
 	struct cache_entry *cache;
 	size_t cap_cache, nr_cache;
@@ -173,74 +185,91 @@ static const char *path_basename(const char *path)
 	return slash && slash[1] ? slash + 1 : path;
 }
 
-/* ---- processes ---- */
+/* ---- the map ---- */
 
-static size_t pid_slot(uint32_t pid, size_t cap)
+/* The slot holding key, or the free one where it would go (m->cap > 0). */
+static size_t map_probe(const struct map *m, uint64_t key)
 {
-	return mix64(pid) & (cap - 1);
+	size_t at = mix64(key) & (m->cap - 1);
+
+	while (m->slots[at].value && m->slots[at].key != key)
+		at = (at + 1) & (m->cap - 1);
+	return at;
 }
+
+static void *map_get(const struct map *m, uint64_t key)
+{
+	return m->cap ? m->slots[map_probe(m, key)].value : NULL;
+}
+
+/* Puts value (not NULL) under key, which m does not hold. Returns 0, or
+ * -ENOMEM. */
+static int map_put(struct map *m, uint64_t key, void *value)
+{
+	if ((m->nr + 1) * 2 > m->cap) {
+		struct map old = *m;
+
+		m->cap = old.cap ? old.cap * 2 : 64;
+		m->slots = calloc(m->cap, sizeof(*m->slots));
+		if (!m->slots) {
+			*m = old;
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < old.cap; i++) {
+			if (old.slots[i].value)
+				m->slots[map_probe(m, old.slots[i].key)] = old.slots[i];
+		}
+		free(old.slots);
+	}
+	m->slots[map_probe(m, key)] = (struct map_slot){ key, value };
+	m->nr++;
+	return 0;
+}
+
+static void map_remove(struct map *m, uint64_t key)
+{
+	size_t mask = m->cap - 1, at;
+
+	if (!m->cap || !m->slots[at = map_probe(m, key)].value)
+		return;
+	m->slots[at].value = NULL;
+	m->nr--;
+	/* Linear probing: re-place the rest of the cluster so no chain breaks. */
+	for (size_t i = (at + 1) & mask; m->slots[i].value; i = (i + 1) & mask) {
+		struct map_slot moved = m->slots[i];
+
+		m->slots[i].value = NULL;
+		m->slots[map_probe(m, moved.key)] = moved;
+	}
+}
+
+/* ---- processes ---- */
 
 static struct process *find_process(struct rv_symbolizer *s, uint32_t pid)
 {
-	size_t at;
+	struct process *p;
 
 	if (s->last_proc && s->last_proc->pid == pid)
 		return s->last_proc;
-	if (!s->cap_procs)
-		return NULL;
-	for (at = pid_slot(pid, s->cap_procs); s->procs[at]; at = (at + 1) & (s->cap_procs - 1)) {
-		if (s->procs[at]->pid == pid) {
-			s->last_proc = s->procs[at];
-			return s->procs[at];
-		}
-	}
-	return NULL;
-}
-
-static int grow_process_table(struct rv_symbolizer *s, size_t cap)
-{
-	struct process **procs = calloc(cap, sizeof(*procs));
-	size_t nr = 0;
-
-	if (!procs)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->cap_procs; i++) {
-		struct process *p = s->procs[i];
-		size_t at;
-
-		if (!p)
-			continue;
-		for (at = pid_slot(p->pid, cap); procs[at]; at = (at + 1) & (cap - 1))
-			;
-		procs[at] = p;
-		nr++;
-	}
-	free(s->procs);
-	s->procs = procs;
-	s->cap_procs = cap;
-	s->nr_procs = nr;
-	return 0;
+	p = map_get(&s->procs, pid);
+	if (p)
+		s->last_proc = p;
+	return p;
 }
 
 static struct process *get_process(struct rv_symbolizer *s, uint32_t pid)
 {
 	struct process *p = find_process(s, pid);
-	size_t at;
 
 	if (p)
 		return p;
-	if ((s->nr_procs + 1) * 2 > s->cap_procs &&
-	    grow_process_table(s, s->cap_procs ? s->cap_procs * 2 : 64))
-		return NULL;
 	p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p || map_put(&s->procs, pid, p)) {
+		free(p);
 		return NULL;
+	}
 	p->pid = pid;
 	p->generation = s->next_generation++;
-	for (at = pid_slot(pid, s->cap_procs); s->procs[at]; at = (at + 1) & (s->cap_procs - 1))
-		;
-	s->procs[at] = p;
-	s->nr_procs++;
 	return p;
 }
 
@@ -264,50 +293,18 @@ static void free_process(struct process *p)
 
 /* ---- files ---- */
 
-static size_t file_slot(const char *path, size_t cap)
-{
-	return mix64((uint64_t)(uintptr_t)path) & (cap - 1);
-}
-
 static struct file_info *get_file(struct rv_symbolizer *s, const char *pooled_path)
 {
-	struct file_info *f;
-	size_t at;
+	struct file_info *f = map_get(&s->files, (uintptr_t)pooled_path);
 
-	if (s->cap_files) {
-		for (at = file_slot(pooled_path, s->cap_files); s->files[at];
-		     at = (at + 1) & (s->cap_files - 1)) {
-			if (s->files[at]->path == pooled_path)
-				return s->files[at];
-		}
-	}
-	if ((s->nr_files + 1) * 2 > s->cap_files) {
-		size_t cap = s->cap_files ? s->cap_files * 2 : 64;
-		struct file_info **files = calloc(cap, sizeof(*files));
-
-		if (!files)
-			return NULL;
-		for (size_t i = 0; i < s->cap_files; i++) {
-			if (!s->files[i])
-				continue;
-			for (at = file_slot(s->files[i]->path, cap); files[at];
-			     at = (at + 1) & (cap - 1))
-				;
-			files[at] = s->files[i];
-		}
-		free(s->files);
-		s->files = files;
-		s->cap_files = cap;
-	}
+	if (f)
+		return f;
 	f = calloc(1, sizeof(*f));
-	if (!f)
+	if (!f || map_put(&s->files, (uintptr_t)pooled_path, f)) {
+		free(f);
 		return NULL;
+	}
 	f->path = pooled_path;
-	for (at = file_slot(pooled_path, s->cap_files); s->files[at];
-	     at = (at + 1) & (s->cap_files - 1))
-		;
-	s->files[at] = f;
-	s->nr_files++;
 	return f;
 }
 
@@ -409,15 +406,8 @@ static struct module *get_module(struct process *p, struct file_info *f, uint64_
 		if (p->modules[i]->file == f && p->modules[i]->bias == bias)
 			return p->modules[i];
 	}
-	if (p->nr_modules == p->cap_modules) {
-		size_t cap = p->cap_modules ? p->cap_modules * 2 : 16;
-		struct module **grown = realloc(p->modules, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		p->modules = grown;
-		p->cap_modules = cap;
-	}
+	if (rv_array_grow(&p->modules, &p->cap_modules, p->nr_modules, sizeof(*p->modules), 16))
+		return NULL;
 	mod = calloc(1, sizeof(*mod));
 	if (!mod)
 		return NULL;
@@ -511,17 +501,8 @@ static enum mapping_kind classify_path(const char *path)
 /* Index of the first mapping that ends above addr. */
 static size_t first_ending_above(const struct process *p, uint64_t addr)
 {
-	size_t lo = 0, hi = p->nr_maps;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return rv_sorted_upper(p->maps, p->nr_maps, sizeof(*p->maps), offsetof(struct mapping, end),
+			       addr);
 }
 
 static struct mapping *find_mapping(struct process *p, uint64_t addr)
@@ -529,23 +510,6 @@ static struct mapping *find_mapping(struct process *p, uint64_t addr)
 	size_t i = first_ending_above(p, addr);
 
 	return i < p->nr_maps && p->maps[i].start <= addr ? &p->maps[i] : NULL;
-}
-
-static int reserve_maps(struct process *p, size_t more)
-{
-	if (p->nr_maps + more > p->cap_maps) {
-		size_t cap = p->cap_maps ? p->cap_maps * 2 : 32;
-		struct mapping *grown;
-
-		while (cap < p->nr_maps + more)
-			cap *= 2;
-		grown = realloc(p->maps, cap * sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		p->maps = grown;
-		p->cap_maps = cap;
-	}
-	return 0;
 }
 
 /* Makes room for [start, end) by trimming or dropping what it overlaps. */
@@ -605,7 +569,7 @@ int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t st
 	m.path = rv_intern(&s->strings, path);
 	m.basename = m.path ? rv_intern(&s->strings, path_basename(path)) : NULL;
 	p = m.basename ? get_process(s, pid) : NULL;
-	if (!p || reserve_maps(p, 2))
+	if (!p || rv_array_reserve(&p->maps, &p->cap_maps, p->nr_maps + 2, sizeof(*p->maps), 32))
 		return rv_error_set(err, ENOMEM,
 				    "out of memory recording the mappings of pid %" PRIu32, pid);
 	m.kind = classify_path(path);
@@ -629,26 +593,12 @@ int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t st
 void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid)
 {
 	struct process *p = find_process(s, pid);
-	size_t mask = s->cap_procs - 1, at;
 
 	if (!p)
 		return;
 	if (s->last_proc == p)
 		s->last_proc = NULL;
-	for (at = pid_slot(pid, s->cap_procs); s->procs[at] != p; at = (at + 1) & mask)
-		;
-	s->procs[at] = NULL;
-	s->nr_procs--;
-	/* Linear probing: re-place the rest of the cluster so no chain breaks. */
-	for (size_t i = (at + 1) & mask; s->procs[i]; i = (i + 1) & mask) {
-		struct process *moved = s->procs[i];
-		size_t to;
-
-		s->procs[i] = NULL;
-		for (to = pid_slot(moved->pid, s->cap_procs); s->procs[to]; to = (to + 1) & mask)
-			;
-		s->procs[to] = moved;
-	}
+	map_remove(&s->procs, pid);
 	/* Its cache entries stay behind under a generation nothing will ask for. */
 	free_process(p);
 }
@@ -741,15 +691,8 @@ static void load_jit_map(struct rv_symbolizer *s, struct process *p)
 			continue;
 		name = end + 1;
 		name[strcspn(name, "\n")] = '\0';
-		if (p->nr_jit == cap) {
-			size_t grown_cap = cap ? cap * 2 : 256;
-			struct jit_symbol *grown = realloc(p->jit, grown_cap * sizeof(*grown));
-
-			if (!grown)
-				break;
-			p->jit = grown;
-			cap = grown_cap;
-		}
+		if (rv_array_grow(&p->jit, &cap, p->nr_jit, sizeof(*p->jit), 256))
+			break;
 		p->jit[p->nr_jit].start = start;
 		p->jit[p->nr_jit].size = size;
 		p->jit[p->nr_jit].name = pool(s, name);
@@ -763,19 +706,12 @@ static void load_jit_map(struct rv_symbolizer *s, struct process *p)
 static bool name_jit(struct rv_symbolizer *s, struct process *p, uint64_t addr,
 		     struct rv_symbol *out)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!p->jit_loaded)
 		load_jit_map(s, p);
-	hi = p->nr_jit;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->jit[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = rv_sorted_upper(p->jit, p->nr_jit, sizeof(*p->jit), offsetof(struct jit_symbol, start),
+			     addr);
 	if (!lo || addr - p->jit[lo - 1].start >= p->jit[lo - 1].size)
 		return false;
 	out->name = p->jit[lo - 1].name;
@@ -790,25 +726,13 @@ static struct rv_symtab *module_symtab(struct module *mod)
 {
 	struct file_info *f = mod->file;
 
-	if (!f->symtab && mod->dwmod && rv_symtab_build(&f->symtab, mod->dwmod, mod->bias))
-		rv_debug("out of memory indexing the symbols of '%s'", f->path);
-	return f->symtab;
-}
+	if (!f->symtab && mod->dwmod) {
+		struct rv_symtab_source src = { .mod = mod->dwmod, .bias = mod->bias };
 
-static const char *display_name(struct rv_symbolizer *s, const struct rv_symtab *t,
-				struct rv_symtab_entry *e)
-{
-	if (!e->display) {
-		const char *raw = rv_symtab_raw_name(t, e);
-		char *readable = rv_demangle(raw);
-		const char *pooled = rv_intern(&s->strings, readable ? readable : raw);
-
-		free(readable);
-		if (!pooled)
-			return s->out_of_memory;
-		e->display = pooled;
+		if (rv_symtab_build(&f->symtab, &src))
+			rv_debug("out of memory indexing the symbols of '%s'", f->path);
 	}
-	return e->display;
+	return f->symtab;
 }
 
 /* dwfl_module_getsrc finds the compile unit through .debug_aranges, which
@@ -887,7 +811,9 @@ static void resolve_user(struct rv_symbolizer *s, struct process *p, uint64_t ad
 	if (table)
 		entry = rv_symtab_find(table, addr - mod->bias);
 	if (entry) {
-		out->name = display_name(s, table, entry);
+		out->name = rv_symtab_display_name(table, entry, &s->strings);
+		if (!out->name)
+			out->name = s->out_of_memory;
 		out->start = entry->addr + mod->bias;
 		out->size = entry->size;
 		out->known = true;
@@ -939,9 +865,11 @@ static void cache_clear(struct rv_symbolizer *s)
 {
 	memset(s->cache, 0, s->cap_cache * sizeof(*s->cache));
 	s->nr_cache = 0;
-	for (size_t i = 0; i < s->cap_procs; i++) {
-		if (s->procs[i])
-			s->procs[i]->cached = false;
+	for (size_t i = 0; i < s->procs.cap; i++) {
+		struct process *p = s->procs.slots[i].value;
+
+		if (p)
+			p->cached = false;
 	}
 }
 
@@ -983,7 +911,6 @@ static bool cache_make_room(struct rv_symbolizer *s)
 static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t addr,
 			 const struct rv_symbol *sym)
 {
-	struct cache_entry *e;
 	size_t at;
 
 	if (!cache_make_room(s))
@@ -991,16 +918,17 @@ static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t 
 	for (at = cache_slot(generation, addr, s->cap_cache); s->cache[at].generation;
 	     at = (at + 1) & (s->cap_cache - 1))
 		;
-	e = &s->cache[at];
-	e->addr = addr;
-	e->generation = generation;
-	e->name = sym->name;
-	e->module = sym->module;
-	e->file = sym->file;
-	e->start = sym->start;
-	e->size = sym->size;
-	e->line = sym->line;
-	e->flags = (sym->known ? FLAG_KNOWN : 0) | (sym->kernel ? FLAG_KERNEL : 0);
+	s->cache[at] = (struct cache_entry){
+		.addr = addr,
+		.generation = generation,
+		.name = sym->name,
+		.module = sym->module,
+		.file = sym->file,
+		.start = sym->start,
+		.size = sym->size,
+		.line = sym->line,
+		.flags = (sym->known ? FLAG_KNOWN : 0) | (sym->kernel ? FLAG_KERNEL : 0),
+	};
 	s->nr_cache++;
 }
 
@@ -1091,19 +1019,21 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->cap_procs; i++) {
-		if (s->procs[i])
-			free_process(s->procs[i]);
+	for (size_t i = 0; i < s->procs.cap; i++) {
+		if (s->procs.slots[i].value)
+			free_process(s->procs.slots[i].value);
 	}
-	free(s->procs);
-	for (size_t i = 0; i < s->cap_files; i++) {
-		if (!s->files[i])
+	free(s->procs.slots);
+	for (size_t i = 0; i < s->files.cap; i++) {
+		struct file_info *f = s->files.slots[i].value;
+
+		if (!f)
 			continue;
-		rv_symtab_free(s->files[i]->symtab);
-		free(s->files[i]->loads);
-		free(s->files[i]);
+		rv_symtab_free(f->symtab);
+		free(f->loads);
+		free(f);
 	}
-	free(s->files);
+	free(s->files.slots);
 	free(s->cache);
 	rv_kallsyms_free(&s->kallsyms);
 	rv_intern_free(&s->strings);

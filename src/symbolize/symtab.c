@@ -1,23 +1,201 @@
-/* symtab.c: a sorted index of one ELF file's function symbols; see symtab.h.
- *
- * Which symbol names an address when several could: aliases at one address are
- * resolved once, at build time, in favour of the name a reader expects (a
- * function over a bare label, "malloc" over "__libc_malloc", global over weak
- * over local); nested symbols are resolved at lookup time in favour of the
- * innermost.
+/* symtab.c: function symbols read and judged in one place; from them, a
+ * file's index for names and a process's stretches of code for the PT
+ * decoder. See symtab.h.
  */
 #include "symbolize/symtab.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "symbolize/sorted.h"
+#include "symbolize/symbolizer.h"
+#include "util/array.h"
+#include "util/elf.h"
 
 /* How many earlier symbols a lookup examines for one that encloses the address
  * (nested symbols are rare and shallow). */
 #define NESTED_LOOKBACK 8
+
+/* ---- the rules ---- */
+
+static bool is_function(const struct rv_symtab_symbol *sym)
+{
+	return (sym->type == STT_FUNC || sym->type == STT_GNU_IFUNC) &&
+	       sym->place != RV_SYMTAB_UNDEFINED;
+}
+
+/* Whether `select` takes sym (symtab.h's rules). */
+static bool takes(enum rv_symtab_select select, const struct rv_symtab_symbol *sym)
+{
+	if (select == RV_SYMTAB_SIZED)
+		return is_function(sym) && sym->size;
+	/* Undefined, absolute, common or not loaded: not code of this file. */
+	if (!sym->name[0] || sym->place == RV_SYMTAB_UNDEFINED || sym->place == RV_SYMTAB_SPECIAL ||
+	    sym->place == RV_SYMTAB_UNLOADED)
+		return false;
+	/* Bare labels count only in code: data labels would otherwise name the
+	 * gaps between functions. */
+	if (sym->type == STT_NOTYPE)
+		return sym->place == RV_SYMTAB_CODE;
+	/* Without a size, the span needs the section's end. */
+	return is_function(sym) && (sym->size || sym->place != RV_SYMTAB_NO_SECTION);
+}
+
+/* ---- reading ---- */
+
+/* The place of a symbol in section ndx of elf, and the section's end
+ * (link-time, plus shift). */
+static enum rv_symtab_place section_place(Elf *elf, size_t ndx, uint64_t shift, uint64_t *end)
+{
+	Elf_Scn *scn = elf && ndx ? elf_getscn(elf, ndx) : NULL;
+	GElf_Shdr sh;
+
+	if (!scn || !gelf_getshdr(scn, &sh))
+		return RV_SYMTAB_NO_SECTION;
+	if (!(sh.sh_flags & SHF_ALLOC))
+		return RV_SYMTAB_UNLOADED;
+	*end = sh.sh_addr + sh.sh_size + shift;
+	return sh.sh_flags & SHF_EXECINSTR ? RV_SYMTAB_CODE : RV_SYMTAB_DATA;
+}
+
+/* The SHT_SYMTAB_SHNDX section of symbol table scn (the section indices that
+ * do not fit st_shndx), or NULL. */
+static Elf_Data *extended_indices(Elf *elf, Elf_Scn *symbols)
+{
+	size_t ndx = elf_ndxscn(symbols);
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB_SHNDX && sh.sh_link == ndx)
+			return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+static int read_elf(Elf *elf, enum rv_symtab_select select, rv_symtab_visit_fn visit, void *ctx)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = rv_elf_symbol_table(elf, &sh);
+	Elf_Data *data = scn ? elf_getdata(scn, NULL) : NULL;
+	Elf_Data *xndx_data;
+	int ret = 0;
+
+	if (!data || !sh.sh_entsize)
+		return 0;
+	xndx_data = extended_indices(elf, scn);
+	for (size_t i = 0, n = sh.sh_size / sh.sh_entsize; i < n && !ret; i++) {
+		struct rv_symtab_symbol s = { 0 };
+		Elf32_Word xndx = 0;
+		GElf_Sym sym;
+
+		if (!gelf_getsymshndx(data, xndx_data, (int)i, &sym, &xndx))
+			break;
+		s.name = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (!s.name)
+			s.name = "";
+		s.addr = sym.st_value;
+		s.size = sym.st_size;
+		s.type = GELF_ST_TYPE(sym.st_info);
+		s.bind = GELF_ST_BIND(sym.st_info);
+		if (sym.st_shndx == SHN_UNDEF)
+			s.place = RV_SYMTAB_UNDEFINED;
+		else if (sym.st_shndx == SHN_XINDEX)
+			s.place = section_place(elf, xndx, 0, &s.section_end);
+		else if (sym.st_shndx >= SHN_LORESERVE)
+			s.place = RV_SYMTAB_SPECIAL;
+		else
+			s.place = section_place(elf, sym.st_shndx, 0, &s.section_end);
+		if (takes(select, &s))
+			ret = visit(ctx, &s);
+	}
+	return ret;
+}
+
+static int read_module(Dwfl_Module *mod, uint64_t bias, enum rv_symtab_select select,
+		       rv_symtab_visit_fn visit, void *ctx)
+{
+	int count = dwfl_module_getsymtab(mod), ret = 0;
+
+	for (int i = 0; i < count && !ret; i++) {
+		struct rv_symtab_symbol s = { 0 };
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf = NULL;
+		Dwarf_Addr sym_bias = 0;
+
+		/* Section indices come resolved (SHN_XINDEX), and -1 for a
+		 * section that is not loaded; elf is the file that has it. */
+		s.name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, &elf, &sym_bias);
+		if (!s.name)
+			continue;
+		s.addr = addr - bias;
+		s.size = sym.st_size;
+		s.type = GELF_ST_TYPE(sym.st_info);
+		s.bind = GELF_ST_BIND(sym.st_info);
+		if (shndx == SHN_UNDEF)
+			s.place = RV_SYMTAB_UNDEFINED;
+		else if (shndx == (GElf_Word)-1)
+			s.place = RV_SYMTAB_UNLOADED;
+		else if (shndx >= SHN_LORESERVE && shndx <= SHN_HIRESERVE)
+			s.place = RV_SYMTAB_SPECIAL;
+		else
+			s.place = section_place(elf, shndx, sym_bias - bias, &s.section_end);
+		if (takes(select, &s))
+			ret = visit(ctx, &s);
+	}
+	return ret;
+}
+
+int rv_symtab_read(const struct rv_symtab_source *src, enum rv_symtab_select select,
+		   rv_symtab_visit_fn visit, void *ctx)
+{
+	if (src->elf)
+		return read_elf(src->elf, select, visit, ctx);
+	if (src->mod)
+		return read_module(src->mod, src->bias, select, visit, ctx);
+	return 0;
+}
+
+int rv_symtab_file_open(struct rv_symtab_file *f, const char *path, struct rv_error *err)
+{
+	f->elf = NULL;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return rv_error_set(err, errno, "cannot open '%s': %s", path, strerror(errno));
+	elf_version(EV_CURRENT);
+	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
+		rv_symtab_file_close(f);
+		return rv_error_set(err, ENOEXEC, "'%s' is not an ELF file", path);
+	}
+	return 0;
+}
+
+void rv_symtab_file_close(struct rv_symtab_file *f)
+{
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->elf = NULL;
+	f->fd = -1;
+}
+
+/* ---- names ----
+ *
+ * Which symbol names an address when several could: aliases are resolved
+ * once, at build time; nested symbols at lookup time, in favour of the
+ * innermost.
+ */
 
 struct candidate {
 	uint64_t addr, size;
@@ -25,6 +203,13 @@ struct candidate {
 	uint32_t name_offset;
 	uint8_t type_rank, bind_rank;
 	uint16_t underscores;
+};
+
+struct candidates {
+	struct rv_symtab *table;
+	size_t names_cap;
+	struct candidate *v;
+	size_t nr, cap;
 };
 
 static uint8_t type_rank(unsigned type)
@@ -82,87 +267,37 @@ static int append_name(struct rv_symtab *table, size_t *cap, const char *name, u
 	return 0;
 }
 
-/* Fills c from symbol ndx of mod; false when it is not a function symbol. */
-static bool describe_symbol(Dwfl_Module *mod, int ndx, uint64_t bias, struct candidate *c,
-			    const char **name_out)
+static int add_candidate(void *ctx, const struct rv_symtab_symbol *sym)
 {
-	GElf_Sym sym;
-	GElf_Addr addr;
-	GElf_Word shndx;
-	Elf *elf = NULL;
-	Dwarf_Addr sym_bias = 0;
-	const char *name = dwfl_module_getsym_info(mod, ndx, &sym, &addr, &shndx, &elf, &sym_bias);
-	unsigned type;
+	struct candidates *all = ctx;
+	struct candidate *c;
 
-	if (!name || !name[0])
-		return false;
-	type = GELF_ST_TYPE(sym.st_info);
-	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
-		return false;
-	/* Undefined, absolute, common or not loaded: not code of this file. */
-	if (shndx == SHN_UNDEF || shndx == (GElf_Word)-1 ||
-	    (shndx >= SHN_LORESERVE && shndx <= SHN_HIRESERVE))
-		return false;
-	c->section_end = UINT64_MAX;
-	if (type == STT_NOTYPE || sym.st_size == 0) {
-		Elf_Scn *scn = elf ? elf_getscn(elf, shndx) : NULL;
-		GElf_Shdr shdr;
-
-		if (!scn || !gelf_getshdr(scn, &shdr))
-			return false;
-		/* Bare labels count only in code: data labels would otherwise
-		 * name the gaps between functions. */
-		if (type == STT_NOTYPE && !(shdr.sh_flags & SHF_EXECINSTR))
-			return false;
-		c->section_end = shdr.sh_addr + shdr.sh_size + sym_bias - bias;
-	}
-	c->addr = addr - bias;
-	c->size = sym.st_size;
-	c->type_rank = type_rank(type);
-	c->bind_rank = bind_rank(GELF_ST_BIND(sym.st_info));
+	if (rv_array_grow(&all->v, &all->cap, all->nr, sizeof(*all->v), 1024))
+		return -ENOMEM;
+	c = &all->v[all->nr];
+	if (append_name(all->table, &all->names_cap, sym->name, &c->name_offset))
+		return -ENOMEM;
+	c->addr = sym->addr;
+	c->size = sym->size;
+	c->section_end = sym->type == STT_NOTYPE || !sym->size ? sym->section_end : UINT64_MAX;
+	c->type_rank = type_rank(sym->type);
+	c->bind_rank = bind_rank(sym->bind);
 	c->underscores = 0;
-	while (name[c->underscores] == '_' && c->underscores < UINT16_MAX)
+	while (sym->name[c->underscores] == '_' && c->underscores < UINT16_MAX)
 		c->underscores++;
-	*name_out = name;
-	return true;
+	all->nr++;
+	return 0;
 }
 
-int rv_symtab_build(struct rv_symtab **out, Dwfl_Module *mod, uint64_t bias)
+/* The table's entries from the candidates, sorted: one per address. */
+static int merge_aliases(struct rv_symtab *table, struct candidate *candidates, size_t nr)
 {
-	struct rv_symtab *table = calloc(1, sizeof(*table));
-	struct candidate *candidates = NULL;
-	size_t nr = 0, names_cap = 0, kept = 0;
-	int count;
+	size_t kept = 0;
 
-	*out = NULL;
-	if (!table)
-		return -ENOMEM;
-	count = dwfl_module_getsymtab(mod);
-	if (count <= 0) {
-		*out = table; /* no symbols at all: names fall back to offsets */
-		return 0;
-	}
-	candidates = malloc((size_t)count * sizeof(*candidates));
-	if (!candidates)
-		goto nomem;
-	for (int i = 0; i < count; i++) {
-		const char *name;
-
-		if (!describe_symbol(mod, i, bias, &candidates[nr], &name))
-			continue;
-		if (append_name(table, &names_cap, name, &candidates[nr].name_offset))
-			goto nomem;
-		nr++;
-	}
-	if (!nr) {
-		free(candidates);
-		*out = table;
-		return 0;
-	}
 	qsort_r(candidates, nr, sizeof(*candidates), compare_candidates, table->names);
 	table->entries = malloc(nr * sizeof(*table->entries));
 	if (!table->entries)
-		goto nomem;
+		return -ENOMEM;
 	for (size_t i = 0; i < nr;) {
 		const struct candidate *best = &candidates[i];
 		struct rv_symtab_entry *e = &table->entries[kept++];
@@ -191,30 +326,36 @@ int rv_symtab_build(struct rv_symtab **out, Dwfl_Module *mod, uint64_t bias)
 		i = next;
 	}
 	table->nr = kept;
-	free(candidates);
-	*out = table;
 	return 0;
+}
 
-nomem:
-	free(candidates);
-	rv_symtab_free(table);
-	return -ENOMEM;
+int rv_symtab_build(struct rv_symtab **out, const struct rv_symtab_source *src)
+{
+	struct candidates all = { .table = calloc(1, sizeof(*all.table)) };
+	int ret;
+
+	*out = NULL;
+	if (!all.table)
+		return -ENOMEM;
+	ret = rv_symtab_read(src, RV_SYMTAB_NAMING, add_candidate, &all);
+	if (!ret && all.nr)
+		ret = merge_aliases(all.table, all.v, all.nr);
+	free(all.v);
+	if (ret) {
+		rv_symtab_free(all.table);
+		return -ENOMEM;
+	}
+	*out = all.table; /* without symbols, names fall back to offsets */
+	return 0;
 }
 
 struct rv_symtab_entry *rv_symtab_find(const struct rv_symtab *table, uint64_t addr)
 {
-	size_t lo = 0, hi = table->nr;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (table->entries[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* lo - 1 is the last symbol starting at or below addr; an enclosing
 	 * one may start a little earlier. */
+	size_t lo = rv_sorted_upper(table->entries, table->nr, sizeof(*table->entries),
+				    offsetof(struct rv_symtab_entry, addr), addr);
+
 	for (size_t k = 0; k < NESTED_LOOKBACK && k < lo; k++) {
 		struct rv_symtab_entry *e = &table->entries[lo - 1 - k];
 
@@ -224,6 +365,19 @@ struct rv_symtab_entry *rv_symtab_find(const struct rv_symtab *table, uint64_t a
 	return NULL;
 }
 
+const char *rv_symtab_display_name(const struct rv_symtab *table, struct rv_symtab_entry *entry,
+				   struct rv_intern *pool)
+{
+	if (!entry->display) {
+		const char *raw = rv_symtab_raw_name(table, entry);
+		char *readable = rv_demangle(raw);
+
+		entry->display = rv_intern(pool, readable ? readable : raw);
+		free(readable);
+	}
+	return entry->display;
+}
+
 void rv_symtab_free(struct rv_symtab *table)
 {
 	if (!table)
@@ -231,4 +385,126 @@ void rv_symtab_free(struct rv_symtab *table)
 	free(table->entries);
 	free(table->names);
 	free(table);
+}
+
+/* ---- stretches of code ---- */
+
+int rv_symtab_ranges_add(struct rv_symtab_ranges *r, uint64_t start, uint64_t end)
+{
+	if (rv_array_grow(&r->v, &r->cap, r->nr, sizeof(*r->v), 1024))
+		return -ENOMEM;
+	r->v[r->nr++] = (struct rv_symtab_range){ start, end };
+	return 0;
+}
+
+/* The load bias of a mapping: run-time address minus link-time address, from
+ * the PT_LOAD segment that holds file offset pgoff. False when none does. */
+static bool mapping_bias(Elf *elf, uint64_t pgoff, uint64_t start, uint64_t *bias)
+{
+	size_t nr;
+
+	if (elf_getphdrnum(elf, &nr))
+		return false;
+	for (size_t i = 0; i < nr; i++) {
+		GElf_Phdr ph;
+		uint64_t first_page;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		first_page = ph.p_offset & ~(uint64_t)0xfff;
+		if (pgoff < first_page || pgoff >= ph.p_offset + ph.p_filesz)
+			continue;
+		/* file offset o is at link-time address p_vaddr - p_offset + o */
+		*bias = start - (ph.p_vaddr - ph.p_offset + pgoff);
+		return true;
+	}
+	return false;
+}
+
+struct mapped_file {
+	struct rv_symtab_ranges *ranges;
+	uint64_t bias, start, len;
+};
+
+static int add_mapped(void *ctx, const struct rv_symtab_symbol *sym)
+{
+	const struct mapped_file *m = ctx;
+	uint64_t at = sym->addr + m->bias;
+
+	if (at < m->start || at - m->start >= m->len || at + sym->size < at)
+		return 0;
+	return rv_symtab_ranges_add(m->ranges, at, at + sym->size);
+}
+
+int rv_symtab_ranges_add_file(struct rv_symtab_ranges *r, const char *file, uint64_t pgoff,
+			      uint64_t start, uint64_t len)
+{
+	struct mapped_file m = { .ranges = r, .start = start, .len = len };
+	struct rv_symtab_file f;
+	int ret = 0;
+
+	if (rv_symtab_file_open(&f, file, NULL))
+		return 0;
+	if (mapping_bias(f.elf, pgoff, start, &m.bias)) {
+		struct rv_symtab_source src = { .elf = f.elf };
+
+		ret = rv_symtab_read(&src, RV_SYMTAB_SIZED, add_mapped, &m);
+	}
+	rv_symtab_file_close(&f);
+	return ret;
+}
+
+/* By start, and the longest last among those with one start. */
+static int by_start(const void *a, const void *b)
+{
+	const struct rv_symtab_range *x = a, *y = b;
+
+	if (x->start == y->start)
+		return (x->end > y->end) - (x->end < y->end);
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* An address belongs to the range with the greatest start at or below it (the
+ * longest of those with that start), if that range covers it; so a range's
+ * code after a later start belongs to that later one, or to none. Nested or
+ * overlapping symbols thus make "not the same function" rather than a guess.
+ * Sorting settles that once: one range per start, the longest, each cut short
+ * where the next begins, so that a lookup is one search and one compare. */
+void rv_symtab_ranges_sort(struct rv_symtab_ranges *r)
+{
+	size_t kept = 0;
+
+	if (!r->nr)
+		return;
+	qsort(r->v, r->nr, sizeof(*r->v), by_start);
+	for (size_t i = 0; i < r->nr; i++) {
+		if (kept && r->v[kept - 1].start == r->v[i].start)
+			kept--;
+		r->v[kept++] = r->v[i];
+	}
+	for (size_t i = 0; i + 1 < kept; i++) {
+		if (r->v[i + 1].start < r->v[i].end)
+			r->v[i].end = r->v[i + 1].start;
+	}
+	r->nr = kept;
+}
+
+bool rv_symtab_around(const struct rv_symtab_ranges *r, uint64_t addr, uint64_t *start,
+		      uint64_t *end)
+{
+	size_t i = rv_sorted_upper(r->v, r->nr, sizeof(*r->v),
+				   offsetof(struct rv_symtab_range, start), addr);
+
+	if (i == 0 || addr >= r->v[i - 1].end)
+		return false;
+	*start = r->v[i - 1].start;
+	*end = r->v[i - 1].end;
+	return true;
+}
+
+void rv_symtab_ranges_free(struct rv_symtab_ranges *r)
+{
+	free(r->v);
+	r->v = NULL;
+	r->nr = r->cap = 0;
 }

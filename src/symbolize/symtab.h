@@ -1,31 +1,140 @@
-/* symtab.h: one ELF file's function symbols, sorted for binary search
- * (private to src/symbolize/).
+/* symtab.h: which address ranges of an ELF file are functions, and what they
+ * are called. The one reader of function symbols, for the PT decoder (the
+ * stretches of code it drops jumps inside), --functions (the symbols it
+ * probes, record/func_select) and the symbolizer (names).
  *
- * Built once per file from the symbols libdwfl finds for a module (its
- * .symtab, a separate .debug file's, MiniDebugInfo, or .dynsym as a last
- * resort), then shared by every process that maps the file. Addresses are the
- * file's link-time addresses, so a process adds its load bias. It exists
- * because dwfl_module_addrinfo scans the whole table on every call, which is
- * far too slow for a tracer that names millions of addresses.
+ * Symbols come from a file read with libelf (its .symtab, else its .dynsym)
+ * or from a libdwfl module (its .symtab, a separate .debug file's,
+ * MiniDebugInfo, or .dynsym as a last resort), through one reader that
+ * judges each by these rules:
  *
- * This is not: a DWARF reader (file and line come from libdwfl directly).
+ * - A function is a FUNC or IFUNC symbol that is defined (its section index
+ *   is not SHN_UNDEF). With a size (st_size) its extent is certain:
+ *   RV_SYMTAB_SIZED takes those.
+ * - Names (RV_SYMTAB_NAMING) take functions without a size too, and bare
+ *   labels (NOTYPE) in code (a section with SHF_EXECINSTR), as hand-written
+ *   assembly has them; but only symbols with a name, in a loaded section of
+ *   the file (not SHN_ABS, SHN_COMMON or another reserved index, nor a
+ *   section that is not loaded). A symbol without a size covers the code up
+ *   to the next symbol, within its section (its span).
+ * - Aliases, symbols at one address, are one function. For names: the name a
+ *   reader expects (a function over a bare label, fewer leading underscores,
+ *   "malloc" over "__libc_malloc", global over weak over local, one with a
+ *   size, then the smaller name) and its size, else the first alias's size in
+ *   that order. For the decoder's stretches: the longest of them.
+ * - Nested and overlapping symbols: an address is named by the innermost
+ *   symbol that covers it (the last to begin at or before it; failing that,
+ *   the nearest of the 8 before that which encloses it). The stretch of
+ *   code one function holds around an address (rv_symtab_around) ends where
+ *   the next symbol begins, and the tail of a function after a symbol nested
+ *   in it is held by none: a stretch is never a guess.
+ * - Names are raw as in the table but without any "@VERSION"; the readable
+ *   one is rv_demangle's, pooled.
+ *
+ * Where the readers still differ, kept so that traces and --functions do
+ * not change (the decoder must only drop a jump that the builder, naming
+ * code through the symbolizer, would see stay in one function):
+ * - the decoder and --functions read the file's own table with libelf, the
+ *   symbolizer reads through libdwfl: for a file whose .symtab is in a
+ *   separate debug file (libc with libc6-dbg), the first two have .dynsym's
+ *   functions, the names have the debug file's;
+ * - stretches have no unsized functions and no labels: a label inside a
+ *   sized function names the code after it, where the stretch goes on;
+ * - aliases of different sizes: the longest makes the stretch, the chosen
+ *   name's size the span;
+ * - functions with a size that are absolute, not loaded or unnamed make
+ *   stretches but name nothing (and --functions may probe absolute ones);
+ * - the load bias of a mapping: the stretches take the first PT_LOAD that
+ *   holds the mapped offset, the symbolizer an executable one first (they
+ *   differ where a read-only and an executable segment share a file page,
+ *   as lld lays files out).
+ *
+ * Not here: file and line (libdwfl, symbolizer.c), the kernel's symbols
+ * (kallsyms.h), which functions --functions may probe (func_select.h).
  */
 #ifndef RV_SYMBOLIZE_SYMTAB_H
 #define RV_SYMBOLIZE_SYMTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "symbolize/intern.h"
+#include "util/error.h"
+
+typedef struct Elf Elf;
 typedef struct Dwfl_Module Dwfl_Module;
+
+/* ---- reading symbols ---- */
+
+/* Where symbols come from: a file read with libelf (elf), or else a libdwfl
+ * module (mod) that was reported with load bias `bias`. */
+struct rv_symtab_source {
+	Elf *elf;
+	Dwfl_Module *mod;
+	uint64_t bias;
+};
+
+/* Which symbols a reader is given (see the rules above). */
+enum rv_symtab_select {
+	RV_SYMTAB_SIZED,  /* functions with a size */
+	RV_SYMTAB_NAMING, /* what names code: sized or not, labels, with a name */
+};
+
+/* Where a symbol lies. */
+enum rv_symtab_place {
+	RV_SYMTAB_UNDEFINED,  /* SHN_UNDEF: another file's */
+	RV_SYMTAB_SPECIAL,    /* SHN_ABS, SHN_COMMON or another reserved index */
+	RV_SYMTAB_UNLOADED,   /* a section that is not loaded (no SHF_ALLOC) */
+	RV_SYMTAB_NO_SECTION, /* a section whose header cannot be read */
+	RV_SYMTAB_DATA,	      /* a loaded section without code */
+	RV_SYMTAB_CODE,	      /* a loaded section of code (SHF_EXECINSTR) */
+};
+
+struct rv_symtab_symbol {
+	const char *name;	  /* as in the table, "@VERSION" included; "" if none */
+	uint64_t addr;		  /* link-time address of its first byte */
+	uint64_t size;		  /* st_size; 0 when it has none */
+	unsigned char type, bind; /* STT_*, STB_* */
+	enum rv_symtab_place place;
+	uint64_t section_end; /* link-time end of its section (DATA, CODE) */
+};
+
+/* Called for each symbol taken; a nonzero return stops the reading. */
+typedef int (*rv_symtab_visit_fn)(void *ctx, const struct rv_symtab_symbol *sym);
+
+/* Calls visit for each symbol of src that `select` takes, in table order.
+ * A source without symbols has none. Returns 0, or visit's nonzero return. */
+int rv_symtab_read(const struct rv_symtab_source *src, enum rv_symtab_select select,
+		   rv_symtab_visit_fn visit, void *ctx);
+
+/* A file opened with libelf for its symbols and headers. */
+struct rv_symtab_file {
+	int fd;
+	Elf *elf;
+};
+
+/* Opens path, which must be an ELF file. Returns 0, or negative with err set
+ * ("cannot open 'P': ..." or "'P' is not an ELF file"). */
+int rv_symtab_file_open(struct rv_symtab_file *f, const char *path, struct rv_error *err);
+
+void rv_symtab_file_close(struct rv_symtab_file *f);
+
+/* ---- names: a file's index for lookups by address ---- */
 
 struct rv_symtab_entry {
 	uint64_t addr;	      /* link-time address of the first byte */
 	uint64_t size;	      /* st_size; 0 when the symbol has none */
 	uint64_t span;	      /* bytes it covers: size, or up to the next symbol */
-	const char *display;  /* the caller's readable, pooled name, once made */
+	const char *display;  /* the readable, pooled name, once made */
 	uint32_t name_offset; /* of the raw (mangled) name in the table's names */
 };
 
+/* One file's naming symbols (aliases merged), sorted by address. Built once
+ * per file, then shared by every process that maps it: addresses are the
+ * file's link-time ones, to which a process adds its load bias. (It exists
+ * because dwfl_module_addrinfo scans the whole table on every call, which is
+ * far too slow for a tracer that names millions of addresses.) */
 struct rv_symtab {
 	struct rv_symtab_entry *entries;
 	size_t nr;
@@ -33,9 +142,9 @@ struct rv_symtab {
 	size_t names_len;
 };
 
-/* Collects the function symbols of mod, which was reported with load bias
- * `bias`. A module without symbols gives an empty table. Returns 0 or -ENOMEM. */
-int rv_symtab_build(struct rv_symtab **out, Dwfl_Module *mod, uint64_t bias);
+/* Builds the index of src's RV_SYMTAB_NAMING symbols. A source without
+ * symbols gives an empty index. Returns 0 or -ENOMEM. */
+int rv_symtab_build(struct rv_symtab **out, const struct rv_symtab_source *src);
 
 /* The innermost symbol covering link-time address addr, or NULL. */
 struct rv_symtab_entry *rv_symtab_find(const struct rv_symtab *table, uint64_t addr);
@@ -46,6 +155,47 @@ static inline const char *rv_symtab_raw_name(const struct rv_symtab *table,
 	return table->names + entry->name_offset;
 }
 
+/* The readable name (demangled) of entry, interned in pool and kept in the
+ * entry (so an index is one thread's); NULL when memory runs out. */
+const char *rv_symtab_display_name(const struct rv_symtab *table, struct rv_symtab_entry *entry,
+				   struct rv_intern *pool);
+
 void rv_symtab_free(struct rv_symtab *table);
+
+/* ---- stretches of code: a process's functions for the PT decoder ---- */
+
+struct rv_symtab_range {
+	uint64_t start, end; /* [start, end), run-time addresses */
+};
+
+/* The RV_SYMTAB_SIZED functions of the files a process maps, at run-time
+ * addresses. Built once (adds, then rv_symtab_ranges_sort), then only read,
+ * so that any number of threads may look up in it without locks. */
+struct rv_symtab_ranges {
+	struct rv_symtab_range *v; /* once sorted: one per start, cut short */
+	size_t nr, cap;
+};
+
+/* Adds the function [start, end). Returns 0, or -ENOMEM. */
+int rv_symtab_ranges_add(struct rv_symtab_ranges *r, uint64_t start, uint64_t end);
+
+/* Adds the functions of `file` mapped at [start, start + len) from file offset
+ * pgoff (an MMAP2 record's mapping) that begin inside the mapping. A file that
+ * cannot be read, or is not ELF, adds nothing. Returns 0, or -ENOMEM. */
+int rv_symtab_ranges_add_file(struct rv_symtab_ranges *r, const char *file, uint64_t pgoff,
+			      uint64_t start, uint64_t len);
+
+/* Makes the ranges ready for lookups; call once after the last add. */
+void rv_symtab_ranges_sort(struct rv_symtab_ranges *r);
+
+/* The stretch of code around addr that one function holds: [*start, *end)
+ * such that every b in it is inside the same function as addr, and no b
+ * outside it is. That is the function's range, cut short where another
+ * (nested or overlapping) symbol begins, whose code then counts as that
+ * other one's. False when no function holds addr. */
+bool rv_symtab_around(const struct rv_symtab_ranges *r, uint64_t addr, uint64_t *start,
+		      uint64_t *end);
+
+void rv_symtab_ranges_free(struct rv_symtab_ranges *r);
 
 #endif

@@ -2,8 +2,8 @@
  * once with libelf: which symbol table to read, and where in the file the
  * code at a link-time address is.
  *
- * Not here: opening files, or symbols' names and sizes (their readers'
- * business: src/symbolize, src/decode/pt_functions.c, src/record).
+ * Not here: opening files, or which symbols are functions and what they are
+ * called (src/symbolize/symtab.h, for every reader of function symbols).
  */
 #ifndef RV_UTIL_ELF_H
 #define RV_UTIL_ELF_H
