@@ -11,49 +11,6 @@
 #include "fxt_reader.h"
 #include "harness.h"
 
-/* Starts forever with its stdout on a pipe and waits for "PID ready". */
-static pid_t start_forever(int *pipe_read)
-{
-	int fds[2];
-	pid_t pid;
-	char line[64];
-
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		execl(build_path("tests/targets/forever"), "forever", (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	cr_assert(read_line_timeout(fds[0], line, sizeof(line), 10), "forever did not start");
-	cr_assert(strstr(line, "ready"));
-	*pipe_read = fds[0];
-	return pid;
-}
-
-static char proc_state(pid_t pid, int *tracer)
-{
-	char path[64], line[256], state = '?';
-	FILE *f;
-
-	*tracer = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return '?';
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "State:", 6))
-			sscanf(line, "State: %c", &state);
-		if (!strncmp(line, "TracerPid:", 10))
-			*tracer = atoi(line + 10);
-	}
-	fclose(f);
-	return state;
-}
-
 static size_t uprobes_and_perf_fds_of(pid_t pid)
 {
 	/* After detaching nothing of rearview's may point at the target: no perf
@@ -73,6 +30,21 @@ static size_t uprobes_and_perf_fds_of(pid_t pid)
 	return n;
 }
 
+/* Waits until rearview attach, run with -v, says its events are enabled
+ * ("recording 1 process", after the note on how to stop it), or exits (what
+ * it said is then the caller's to check). */
+static void wait_until_recording(pid_t rearview, int err_fd)
+{
+	char text[4096];
+	ssize_t n;
+
+	if (wait_for_output(rearview, err_fd, "recording 1 process", 30) >= 0)
+		return;
+	n = pread(err_fd, text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = '\0';
+	cr_assert_fail("rearview attach did not start recording within 30 s:\n%s", text);
+}
+
 Test(attach, records_until_ctrl_c_and_leaves_the_process_running, .timeout = 60)
 {
 	char dir[64], out[128], pidtext[32];
@@ -90,13 +62,16 @@ Test(attach, records_until_ctrl_c_and_leaves_the_process_running, .timeout = 60)
 			 "attach",
 			 "-p",
 			 pidtext,
+			 "-v",
 			 "-o",
 			 out,
 			 "--callgraph-mode",
 			 "fp",
 			 NULL };
 	rearview = start_process(argv, &out_fd, &err_fd);
-	sleep(1);
+	wait_until_recording(rearview, err_fd);
+	/* samples of the target while it runs 100 ms under the recording */
+	cr_assert(wait_for_cpu(target, 100, 30), "the target did not run");
 	kill(rearview, SIGINT);
 	finish_process(rearview, out_fd, err_fd, 30, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
@@ -108,8 +83,7 @@ Test(attach, records_until_ctrl_c_and_leaves_the_process_running, .timeout = 60)
 	fxt_trace_free(t);
 
 	/* Still running, not stopped, not traced, and still responsive to signals. */
-	usleep(200 * 1000);
-	state = proc_state(target, &tracer);
+	state = wait_until_running_untraced(target, &tracer, 10);
 	cr_assert(state == 'R' || state == 'S', "the target is in state %c", state);
 	cr_assert_eq(tracer, 0, "the target is still being traced by %d", tracer);
 	cr_assert_eq(uprobes_and_perf_fds_of(target), 0);
@@ -131,9 +105,11 @@ Test(attach, stops_when_the_process_exits, .timeout = 60)
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/attach.fxt", dir);
 	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
-	char *argv[] = { (char *)build_path("rearview"), "attach", "-p", pidtext, "-o", out, NULL };
+	char *argv[] = {
+		(char *)build_path("rearview"), "attach", "-p", pidtext, "-v", "-o", out, NULL
+	};
 	rearview = start_process(argv, &out_fd, &err_fd);
-	sleep(1);
+	wait_until_recording(rearview, err_fd);
 	kill(target, SIGKILL);
 	waitpid(target, &status, 0);
 	finish_process(rearview, out_fd, err_fd, 30, &r);
@@ -155,6 +131,7 @@ Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/pick.fxt", dir);
 	char *argv[] = { (char *)build_path("rearview"), "attach", "-o", out, NULL };
+	char *argv_verbose[] = { (char *)build_path("rearview"), "attach", "-v", "-o", out, NULL };
 
 	/* With no answer, it lists the processes and gives up cleanly. */
 	run_process(argv, 30, &r);
@@ -176,8 +153,8 @@ Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
 
 	/* Answering with its number records it. */
 	snprintf(answer, sizeof(answer), "%d\n", number);
-	rearview = start_process_input(argv, answer, &out_fd, &err_fd);
-	sleep(1);
+	rearview = start_process_input(argv_verbose, answer, &out_fd, &err_fd);
+	wait_until_recording(rearview, err_fd);
 	kill(rearview, SIGINT);
 	finish_process(rearview, out_fd, err_fd, 30, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);

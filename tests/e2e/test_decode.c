@@ -27,6 +27,7 @@
 #include "capture/perf_data.h"
 #include "fxt_reader.h"
 #include "harness.h"
+#include "test_files.h"
 
 #define CORPUS "../shared/pt-corpus"
 
@@ -246,15 +247,6 @@ static void make_capture(char *dir, size_t size, const char *target, const char 
 	free(r);
 }
 
-static bool perf_available(void)
-{
-	if (access("/usr/bin/perf", X_OK) == 0)
-		return true;
-	cr_assert(!under_ci(), "/usr/bin/perf is missing (Debian's linux-perf is a test "
-			       "dependency)");
-	return false;
-}
-
 /* The program's "count F N" lines, checked against the trace's spans. */
 static size_t check_counts(const char *program_out, const struct fxt_trace *t)
 {
@@ -421,33 +413,6 @@ static void expect_no_crash(const char *capture, const char *what)
 	free(r);
 }
 
-static void *read_whole(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	void *data;
-	long n;
-
-	cr_assert_not_null(f, "%s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	data = malloc((size_t)n);
-	cr_assert_not_null(data);
-	cr_assert_eq(fread(data, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*size = (size_t)n;
-	return data;
-}
-
-static void write_whole(const char *path, const void *data, size_t size)
-{
-	FILE *f = fopen(path, "wb");
-
-	cr_assert_not_null(f, "%s", path);
-	cr_assert_eq(fwrite(data, 1, size, f), size);
-	fclose(f);
-}
-
 Test(decode, damaged_captures, .timeout = 600)
 {
 	char dir[64], data[128], cut[128];
@@ -481,10 +446,10 @@ Test(decode, damaged_captures, .timeout = 600)
 		uint64_t end = i + 1 < nr ? offsets[i + 1] : size;
 		char what[64];
 
-		write_whole(cut, bytes, offsets[i]);
+		write_file(cut, bytes, offsets[i]);
 		snprintf(what, sizeof(what), "cut at record %zu", i);
 		expect_no_crash(cut, what);
-		write_whole(cut, bytes, offsets[i] + (end - offsets[i]) / 2);
+		write_file(cut, bytes, offsets[i] + (end - offsets[i]) / 2);
 		snprintf(what, sizeof(what), "cut inside record %zu", i);
 		expect_no_crash(cut, what);
 	}
@@ -501,7 +466,7 @@ Test(decode, damaged_captures, .timeout = 600)
 
 			copy[at] ^= (unsigned char)(1 + rand() % 255);
 		}
-		write_whole(cut, copy, size);
+		write_file(cut, copy, size);
 		snprintf(what, sizeof(what), "flip round %d", round);
 		expect_no_crash(cut, what);
 		free(copy);

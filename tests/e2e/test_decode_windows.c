@@ -29,6 +29,7 @@
 #include "capture/perf_data.h"
 #include "decode/pt_capture.h"
 #include "harness.h"
+#include "test_files.h"
 #include "symbolize/symbolizer.h"
 
 #define SOFTPT_TIMEOUT_S 240
@@ -267,24 +268,6 @@ static void check_inside_windows(const struct fxt_trace *t, const char *name, si
 			  "] is not inside its window [%" PRIu64 ", %" PRIu64 "]",
 			  name, i, s->begin_ns, s->end_ns, w->begin_ns, w->end_ns);
 	}
-}
-
-static char *read_whole(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	cr_assert_not_null(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n > 0 ? (size_t)n : 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*size = (size_t)n;
-	return buf;
 }
 
 Test(decode_windows, softpt_capture, .timeout = 600)

@@ -31,15 +31,6 @@
 #define WINDOW	     "[window window_start]"
 #define OFF_CPU_S    "[off-cpu: sleeping]"
 
-static void require_root(void)
-{
-	if (geteuid() == 0)
-		return;
-	cr_assert(!under_ci(), "the function tracer tests need root (BPF and uprobes); CI runs "
-			       "as root");
-	cr_skip_test("the function tracer tests need root (BPF and uprobes)");
-}
-
 /* The number on the program's line "PREFIX N" (e.g. "count fib"); asserts
  * that there is one. */
 static unsigned long program_value(const char *out, const char *prefix)
@@ -65,31 +56,10 @@ static unsigned long program_value(const char *out, const char *prefix)
 static struct fxt_trace *record(const char *dir, const char *const *options,
 				const char *const *args, struct proc_result *r)
 {
-	char out[128], err[512];
-	char *argv[48];
-	size_t a = 0;
-	struct fxt_trace *t = NULL;
+	/* --multi-thread: fncalls's threads are checked too */
+	static const char *const uprobe[] = { "--backend", "uprobe", "--multi-thread", NULL };
 
-	snprintf(out, sizeof(out), "%s/t.fxt", dir);
-	argv[a++] = (char *)build_path("rearview");
-	argv[a++] = "run";
-	argv[a++] = "--backend";
-	argv[a++] = "uprobe";
-	argv[a++] = "--multi-thread"; /* fncalls's threads are checked too */
-	for (; *options && a < 36; options++)
-		argv[a++] = (char *)*options;
-	argv[a++] = "-o";
-	argv[a++] = out;
-	argv[a++] = "--";
-	argv[a++] = (char *)build_path("tests/targets/fncalls");
-	for (; *args && a < 47; args++)
-		argv[a++] = (char *)*args;
-	argv[a] = NULL;
-	run_process(argv, 180, r);
-	cr_assert(!r->timed_out, "rearview did not finish within 180 s:\n%s", r->err);
-	cr_assert_eq(r->exit_code, 0, "rearview failed (%d):\n%s", r->exit_code, r->err);
-	cr_assert_eq(fxt_read_file(out, &t, err, sizeof(err)), 0, "%s", err);
-	return t;
+	return rearview_run(dir, uprobe, options, "tests/targets/fncalls", args, 180, r);
 }
 
 /* The nearest ancestor of s named `name`, or NULL. */
@@ -261,7 +231,7 @@ Test(functions, full_execution_has_every_call_nested, .timeout = 240)
 	struct proc_result r;
 	struct fxt_trace *t;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	t = record(dir, options, args, &r);
 	/* fib; apply_op, op_add/sub/mul; jump_around, deep1-3, after_jump;
@@ -286,7 +256,7 @@ Test(functions, patterns_select_the_functions, .timeout = 120)
 	struct proc_result r;
 	struct fxt_trace *t;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	t = record(dir, options, args, &r);
 	for (size_t i = 0; i < t->nr_spans; i++)
@@ -312,7 +282,7 @@ Test(functions, filter_keeps_only_calls_inside_windows, .timeout = 120)
 	struct fxt_trace *t;
 	size_t inside = 0;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	t = record(dir, options, args, &r);
 	cr_assert_eq(program_value(r.out, "windows"), 5);
@@ -354,7 +324,7 @@ Test(functions, trigger_keeps_the_calls_before_it, .timeout = 120)
 	struct proc_result r;
 	struct fxt_trace *t;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	t = record(dir, options, args, &r);
 	cr_assert_eq(program_value(r.out, "windows"), 3);
@@ -396,7 +366,7 @@ Test(functions, min_duration_keeps_the_calls_of_slow_windows, .timeout = 120)
 	struct proc_result r;
 	struct fxt_trace *t;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	t = record(dir, options, args, &r);
 	cr_assert_eq(program_value(r.out, "windows"), 5);
@@ -457,7 +427,7 @@ Test(functions, kernel_events_nest_under_the_caller, .timeout = 120)
 	size_t reads = 0, sleeps = 0;
 	unsigned long sleep_ns;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	t = record(dir, options, args, &r);
 	assert_program_counts(t, &r, 3); /* write_file, read_chunks, nap */
@@ -533,7 +503,7 @@ Test(functions, a_pattern_that_matches_nothing_is_an_error, .timeout = 60)
 	struct proc_result r;
 	char out[128];
 
-	require_root();
+	require_root("function tracer");
 	run_refused("--functions", "fib,no_such_function_*", &r, out, sizeof(out));
 	cr_assert(strstr(r.err, "no_such_function_*"), "the message names the pattern: %s", r.err);
 }
@@ -544,7 +514,7 @@ Test(functions, kernel_functions_are_refused_in_one_line, .timeout = 60)
 	char out[128];
 	const char *line;
 
-	require_root();
+	require_root("function tracer");
 	run_refused("--kernel-functions", "vfs_*", &r, out, sizeof(out));
 	line = strstr(r.err, "fentry");
 	cr_assert_not_null(line, "%s", r.err);
@@ -562,7 +532,7 @@ Test(functions, decode_rerenders_the_capture, .timeout = 180)
 	struct proc_result r, d;
 	struct fxt_trace *t, *u = NULL;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	snprintf(capture_dir, sizeof(capture_dir), "%s/work", dir);
 	snprintf(capture, sizeof(capture), "%s/perf.data", capture_dir);
@@ -640,8 +610,7 @@ static unsigned char code_byte(pid_t pid, uint64_t address)
 
 static void start_waiting(const char *dir, const char *parts, struct waiting_target *w)
 {
-	char output[8192] = "";
-	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	char output[8192];
 
 	memset(w, 0, sizeof(*w));
 	snprintf(w->go_file, sizeof(w->go_file), "%s/go", dir);
@@ -652,11 +621,8 @@ static void start_waiting(const char *dir, const char *parts, struct waiting_tar
 			 (char *)parts,
 			 NULL };
 	w->pid = start_process(argv, &w->out_fd, &w->err_fd);
-	for (int waited = 0; !strstr(output, "address tiny "); waited += 20) {
-		cr_assert_lt(waited, 10000, "fncalls --wait did not start");
-		nanosleep(&pause, NULL);
-		peek_output(w, output, sizeof(output));
-	}
+	cr_assert(wait_for_text(w->out_fd, "address tiny ", 10), "fncalls --wait did not start");
+	peek_output(w, output, sizeof(output));
 	for (const char *line = strstr(output, "address "); line && w->nr_addresses < MAX_ADDRESSES;
 	     line = strstr(line + 1, "\naddress ")) {
 		size_t i = w->nr_addresses;
@@ -701,11 +667,12 @@ static pid_t start_attach(const char *out, pid_t target, int *out_fd, int *err_f
 	return start_process(argv, out_fd, err_fd);
 }
 
-/* Waits until every function has its breakpoint, then a little more for the
- * engine to be reading (it attaches its probes last, but may say so later). */
-static void wait_until_probed(const struct waiting_target *w, pid_t rearview)
+/* Waits until every function has its breakpoint, rearview says it has
+ * attached them, and it waits for records (it arms its probes between the
+ * two). */
+static void wait_until_probed(const struct waiting_target *w, pid_t rearview, int err_fd)
 {
-	struct timespec pause = { 0, 20 * 1000 * 1000 }, settle = { 0, 300 * 1000 * 1000 };
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
 	int status;
 
 	for (int waited = 0; !all_probed(w); waited += 20) {
@@ -713,7 +680,8 @@ static void wait_until_probed(const struct waiting_target *w, pid_t rearview)
 		cr_assert_lt(waited, 60000, "the functions were not probed within 60 s");
 		nanosleep(&pause, NULL);
 	}
-	nanosleep(&settle, NULL);
+	cr_assert(wait_for_text(err_fd, "attached ", 60), "rearview attach never said it attached");
+	cr_assert(wait_until_polling(rearview, 60), "rearview attach does not wait for records");
 }
 
 static void let_it_run(const struct waiting_target *w)
@@ -733,12 +701,12 @@ Test(functions, attach_records_every_call_after_attaching, .timeout = 180)
 	int out_fd, err_fd;
 	pid_t rearview;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/attach.fxt", dir);
 	start_waiting(dir, "fib,ops,jumps,signals,threads", &w);
 	rearview = start_attach(out, w.pid, &out_fd, &err_fd);
-	wait_until_probed(&w, rearview);
+	wait_until_probed(&w, rearview, err_fd);
 	let_it_run(&w);
 	finish_process(w.pid, w.out_fd, w.err_fd, 60, &target_r);
 	cr_assert_eq(target_r.exit_code, 0, "fncalls failed under the probes:\n%s", target_r.err);
@@ -777,12 +745,12 @@ Test(functions, detaching_leaves_the_process_running_and_unprobed, .timeout = 18
 	int out_fd, err_fd, status;
 	pid_t rearview;
 
-	require_root();
+	require_root("function tracer");
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/attach.fxt", dir);
 	start_waiting(dir, "fib,ops,jumps,signals,threads", &w);
 	rearview = start_attach(out, w.pid, &out_fd, &err_fd);
-	wait_until_probed(&w, rearview);
+	wait_until_probed(&w, rearview, err_fd);
 	kill(rearview, SIGINT);
 	finish_process(rearview, out_fd, err_fd, 60, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);

@@ -137,43 +137,6 @@ static void code_bytes(pid_t pid, const char *exe, uint64_t offset, uint8_t *in_
 	close(fd);
 }
 
-static pid_t start_forever(int *pipe_read)
-{
-	int fds[2];
-	pid_t pid;
-	char line[64];
-
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		execl(build_path("tests/targets/forever"), "forever", (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	cr_assert(read_line_timeout(fds[0], line, sizeof(line), 10), "forever did not start");
-	*pipe_read = fds[0];
-	return pid;
-}
-
-/* Waits up to timeout_s for needle in what was written to fd so far. */
-static bool wait_for_text(int fd, const char *needle, int timeout_s)
-{
-	char text[16384];
-
-	for (int waited = 0; waited < timeout_s * 20; waited++) {
-		ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
-
-		text[n > 0 ? n : 0] = '\0';
-		if (strstr(text, needle))
-			return true;
-		usleep(50 * 1000);
-	}
-	return false;
-}
-
 /* The BPF links and programs process pid holds (from /proc/PID/fdinfo). */
 struct held {
 	uint32_t links[256], progs[256];
@@ -263,26 +226,6 @@ static bool command_output_has(const char *cmd, const char *needle)
 	return found;
 }
 
-static char proc_state(pid_t pid, int *tracer)
-{
-	char path[64], line[256], state = '?';
-	FILE *f;
-
-	*tracer = -1;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return '?';
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "State:", 6))
-			sscanf(line, "State: %c", &state);
-		if (!strncmp(line, "TracerPid:", 10))
-			*tracer = atoi(line + 10);
-	}
-	fclose(f);
-	return state;
-}
-
 Test(functions_record, attach_then_detach_leaves_the_process_running_and_unprobed, .timeout = 90,
      .fini = kill_started)
 {
@@ -334,15 +277,15 @@ Test(functions_record, attach_then_detach_leaves_the_process_running_and_unprobe
 	for (size_t i = 0; i < held.nr_links; i++)
 		cr_assert(link_exists(held.links[i]));
 
-	usleep(300 * 1000);
+	/* calls recorded while the target runs 100 ms under the probes */
+	cr_assert(wait_for_cpu(target, 100, 30), "the target did not run");
 	kill(rv, SIGINT);
 	finish_process(rv, out_fd, err_fd, 60, &r);
 	started[1] = 0;
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
 
 	/* After: running, untraced, the code as in the file, nothing left. */
-	usleep(200 * 1000);
-	state = proc_state(target, &tracer);
+	state = wait_until_running_untraced(target, &tracer, 10);
 	cr_assert(state == 'R' || state == 'S', "the target is in state %c", state);
 	cr_assert_eq(tracer, 0);
 	cr_assert_eq(waitpid(target, &status, WNOHANG), 0, "the target exited");

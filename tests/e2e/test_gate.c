@@ -40,14 +40,6 @@ struct collected {
 	bool other_pid;
 };
 
-static void require_root(void)
-{
-	if (geteuid() == 0)
-		return;
-	cr_assert(!under_ci(), "the gate tests need root (BPF and uprobes); CI runs as root");
-	cr_skip_test("the gate tests need root (BPF and uprobes)");
-}
-
 static int collect(const struct rv_gate_record *r, void *ctx)
 {
 	struct collected *c = ctx;
@@ -152,7 +144,7 @@ static struct rv_probe_site begin_site, end_site, trigger_site;
 /* Skips without root; resolves the program's sites. */
 static void prepare(void)
 {
-	require_root();
+	require_root("gate");
 	resolve("request_begin", &begin_site);
 	resolve("request_end", &end_site);
 	resolve("on_trigger", &trigger_site);

@@ -10,7 +10,7 @@
 #include "fxt_reader.h"
 #include "harness.h"
 
-#define WINDOW "[window request_begin]"
+#define WINDOW	 "[window request_begin]"
 #define SNAPSHOT "[snapshot at on_trigger]"
 
 struct counts {
@@ -23,9 +23,9 @@ static struct counts program_counts(const struct proc_result *r)
 	const char *line = strstr(r->out, "windows=");
 
 	cr_assert(line, "the target printed no counts:\n%s", r->out);
-	cr_assert_eq(sscanf(line, "windows=%lu slow=%lu triggers=%lu", &c.windows, &c.slow,
-			    &c.triggers),
-		     3);
+	cr_assert_eq(
+		sscanf(line, "windows=%lu slow=%lu triggers=%lu", &c.windows, &c.slow, &c.triggers),
+		3);
 	return c;
 }
 
@@ -33,27 +33,9 @@ static struct counts program_counts(const struct proc_result *r)
 static struct fxt_trace *record(const char *dir, const char *const *options, const char *mode,
 				const char *n, struct proc_result *r)
 {
-	char out[128], err[512];
-	char *argv[32];
-	size_t a = 0;
-	struct fxt_trace *t = NULL;
+	const char *const args[] = { mode, n, NULL };
 
-	snprintf(out, sizeof(out), "%s/t.fxt", dir);
-	argv[a++] = (char *)build_path("rearview");
-	argv[a++] = "run";
-	for (; *options; options++)
-		argv[a++] = (char *)*options;
-	argv[a++] = "-o";
-	argv[a++] = out;
-	argv[a++] = "--";
-	argv[a++] = (char *)build_path("tests/targets/gated");
-	argv[a++] = (char *)mode;
-	argv[a++] = (char *)n;
-	argv[a] = NULL;
-	run_process(argv, 120, r);
-	cr_assert_eq(r->exit_code, 0, "rearview failed:\n%s", r->err);
-	cr_assert_eq(fxt_read_file(out, &t, err, sizeof(err)), 0, "%s", err);
-	return t;
+	return rearview_run(dir, NULL, options, "tests/targets/gated", args, 120, r);
 }
 
 static bool inside(const struct fxt_trace *t, const struct fxt_span *s, const char *name)
@@ -106,7 +88,7 @@ Test(gated, filter_keeps_only_samples_inside_windows, .timeout = 180)
 Test(gated, min_duration_keeps_only_slow_windows, .timeout = 180)
 {
 	const char *options[] = { "--filter", "request_begin,request_end", "--min-duration",
-				  "15ms", "--multi-snapshot", NULL };
+				  "15ms",     "--multi-snapshot",	   NULL };
 	char dir[64];
 	struct proc_result r;
 	struct fxt_trace *t;
@@ -133,8 +115,8 @@ Test(gated, min_duration_keeps_only_slow_windows, .timeout = 180)
 
 Test(gated, min_duration_without_multi_snapshot_keeps_the_first, .timeout = 180)
 {
-	const char *options[] = { "--filter", "request_begin,request_end", "--min-duration",
-				  "15ms", NULL };
+	const char *options[] = { "--filter", "request_begin,request_end", "--min-duration", "15ms",
+				  NULL };
 	char dir[64];
 	struct proc_result r;
 	struct fxt_trace *t;

@@ -29,32 +29,14 @@ static void require_intel_pt(void)
 		cr_skip_test("live PT recording needs root");
 }
 
+/* rearview run --backend pt EXTRA... -o DIR/t.fxt -- PROGRAM ARGS... */
 static struct fxt_trace *record(const char *dir, char *const *extra, const char *program,
 				char *const *args, struct proc_result *r)
 {
-	char out[128], err[512];
-	char *argv[32];
-	size_t a = 0;
-	struct fxt_trace *t = NULL;
+	static const char *const pt[] = { "--backend", "pt", NULL };
 
-	snprintf(out, sizeof(out), "%s/t.fxt", dir);
-	argv[a++] = (char *)build_path("rearview");
-	argv[a++] = "run";
-	argv[a++] = "--backend";
-	argv[a++] = "pt";
-	for (; *extra; extra++)
-		argv[a++] = *extra;
-	argv[a++] = "-o";
-	argv[a++] = out;
-	argv[a++] = "--";
-	argv[a++] = (char *)build_path(program);
-	for (; *args && a < 31; args++)
-		argv[a++] = *args;
-	argv[a] = NULL;
-	run_process(argv, 120, r);
-	cr_assert_eq(r->exit_code, 0, "rearview run --backend pt %s failed:\n%s", program, r->err);
-	cr_assert_eq(fxt_read_file(out, &t, err, sizeof(err)), 0, "%s", err);
-	return t;
+	return rearview_run(dir, pt, (const char *const *)extra, program, (const char *const *)args,
+			    120, r);
 }
 
 static void check_program(const char *program)

@@ -385,11 +385,31 @@ Test(run, kernel_frames_nest_under_the_caller, .timeout = 120)
 	cleanup_dir(dir);
 }
 
+/* The target's pid, from the "PID ready" line it printed into fd (its
+ * output file, shared with rearview's), once it is there. */
+static pid_t target_ready(pid_t rearview, int fd)
+{
+	char text[4096];
+	const char *ready;
+	ssize_t n;
+
+	cr_assert_eq(wait_for_output(rearview, fd, " ready\n", 30), 1,
+		     "the target did not start under rearview run");
+	n = pread(fd, text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = '\0';
+	ready = strstr(text, " ready\n");
+	cr_assert_not_null(ready);
+	while (ready > text && ready[-1] != '\n')
+		ready--;
+	return (pid_t)atoi(ready);
+}
+
 Test(run, ctrl_c_mid_run_writes_a_valid_trace, .timeout = 60)
 {
-	int delays_ms[] = { 60, 700 };
-
-	for (size_t i = 0; i < 2; i++) {
+	/* Early: 60 ms in, rearview may still be starting (the timing is what
+	 * is tested). Late: once the program has run 100 ms under the
+	 * recording. */
+	for (int late = 0; late < 2; late++) {
 		char dir[64], out[128];
 		struct proc_result r;
 		struct fxt_trace *t;
@@ -406,7 +426,11 @@ Test(run, ctrl_c_mid_run_writes_a_valid_trace, .timeout = 60)
 				 (char *)build_path("tests/targets/forever"),
 				 NULL };
 		pid = start_process(argv, &out_fd, &err_fd);
-		usleep((useconds_t)delays_ms[i] * 1000);
+		if (late)
+			cr_assert(wait_for_cpu(target_ready(pid, out_fd), 100, 30),
+				  "the target did not run");
+		else
+			usleep(60 * 1000);
 		kill(-pid, SIGINT); /* as the terminal does: the whole process group */
 		finish_process(pid, out_fd, err_fd, 30, &r);
 		cr_assert(!r.timed_out, "rearview did not stop at Ctrl-C: %s", r.err);
@@ -414,7 +438,7 @@ Test(run, ctrl_c_mid_run_writes_a_valid_trace, .timeout = 60)
 			     "the exit status is the interrupted program's (%d): %s", r.exit_code,
 			     r.err);
 		t = read_trace(out);
-		if (delays_ms[i] > 100)
+		if (late)
 			cr_assert_gt(fxt_count_spans(t, FXT_ANY, FXT_ANY, "busy_loop_body"), 0,
 				     "%s", r.err);
 		fxt_trace_free(t);

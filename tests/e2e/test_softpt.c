@@ -1113,14 +1113,6 @@ static void capture_free(struct capture *c)
 	free(c->perf);
 }
 
-static bool perf_available(void)
-{
-	if (access(PERF, X_OK) == 0)
-		return true;
-	cr_assert(!under_ci(), PERF " is missing (Debian's linux-perf is a test dependency)");
-	return false;
-}
-
 static double seconds_since(const struct timespec *start)
 {
 	struct timespec now;

@@ -9,36 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fxt_reader.h"
-#include "trace/builder.h"
-
-struct fixture {
-	char path[64];
-	struct rv_symbolizer *sym;
-	struct rv_trace_writer *w;
-	struct rv_builder *b;
-	struct rv_error err;
-};
-
-static void open_fixture(struct fixture *f)
-{
-	struct rv_symbolizer_options so = { 0 };
-	int fd;
-
-	memset(f, 0, sizeof(*f));
-	snprintf(f->path, sizeof(f->path), "/tmp/rv-builder-XXXXXX");
-	fd = mkstemp(f->path);
-	cr_assert_geq(fd, 0);
-	close(fd);
-	strcat(f->path, ".fxt");
-	cr_assert_eq(rv_symbolizer_new(&f->sym, &so, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_trace_writer_open(&f->w, f->path, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_builder_new(&f->b, f->sym, f->w, &f->err), 0);
-}
+#include "builder_fixture.h"
+#include "test_env.h"
 
 /* stack: root first, as a test reads best; the event wants leaf first. */
-static void sample_fp(struct fixture *f, uint32_t tid, uint64_t time, const uint64_t *root_first,
-		      size_t n, bool caller_unseen)
+static void sample_fp(struct builder_fixture *f, uint32_t tid, uint64_t time,
+		      const uint64_t *root_first, size_t n, bool caller_unseen)
 {
 	struct rv_frame frames[32];
 	struct rv_event ev = {
@@ -54,46 +30,18 @@ static void sample_fp(struct fixture *f, uint32_t tid, uint64_t time, const uint
 	ev.stack.nr_frames = n;
 	ev.stack.interval_ns = 10;
 	ev.stack.caller_unseen = caller_unseen;
-	cr_assert_eq(rv_builder_add(f->b, &ev, &f->err), 0, "%s", f->err.message);
+	builder_fixture_add(f, &ev);
 }
 
-static void sample(struct fixture *f, uint32_t tid, uint64_t time, const uint64_t *root_first,
-		   size_t n)
+static void sample(struct builder_fixture *f, uint32_t tid, uint64_t time,
+		   const uint64_t *root_first, size_t n)
 {
 	sample_fp(f, tid, time, root_first, n, false);
 }
 
-static struct fxt_trace *finish(struct fixture *f)
-{
-	struct fxt_trace *t = NULL;
-	char err[256];
-
-	cr_assert_eq(rv_builder_finish(f->b, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_trace_writer_commit(f->w, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(fxt_read_file(f->path, &t, err, sizeof(err)), 0, "%s", err);
-	return t;
-}
-
-static void close_fixture(struct fixture *f, struct fxt_trace *t)
-{
-	fxt_trace_free(t);
-	rv_builder_free(f->b);
-	rv_trace_writer_free(f->w);
-	rv_symbolizer_free(f->sym);
-	unlink(f->path);
-}
-
-static const struct fxt_span *span(const struct fxt_trace *t, const char *name, size_t nth)
-{
-	const struct fxt_span *s = fxt_find_span(t, FXT_ANY, FXT_ANY, name, nth);
-
-	cr_assert(s, "no span %s #%zu", name, nth);
-	return s;
-}
-
 Test(builder, consecutive_stacks_become_nested_spans)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	/* main=0x1000, a=0x2000, b=0x3000, c=0x4000 */
 	const uint64_t s1[] = { 0x1000, 0x2000 };
@@ -101,93 +49,93 @@ Test(builder, consecutive_stacks_become_nested_spans)
 	const uint64_t s3[] = { 0x1000, 0x4000 };
 	const uint64_t s4[] = { 0x1000 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	sample(&f, 100, 1000, s1, 2);
 	sample(&f, 100, 1010, s2, 3);
 	sample(&f, 100, 1020, s2, 3);
 	sample(&f, 100, 1030, s3, 2);
 	sample(&f, 100, 1040, s4, 1);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 
 	cr_assert_eq(t->nr_spans, 4);
-	cr_assert_eq(span(t, "0x1000", 0)->begin_ns, 0);
-	cr_assert_eq(span(t, "0x1000", 0)->end_ns, 50, "the last sample lasts its interval");
-	cr_assert_eq(span(t, "0x2000", 0)->begin_ns, 0);
-	cr_assert_eq(span(t, "0x2000", 0)->end_ns, 30);
-	cr_assert_eq(span(t, "0x3000", 0)->begin_ns, 10);
-	cr_assert_eq(span(t, "0x3000", 0)->end_ns, 30);
-	cr_assert_eq(span(t, "0x4000", 0)->begin_ns, 30);
-	cr_assert_eq(span(t, "0x4000", 0)->end_ns, 40);
-	cr_assert_str_eq(fxt_span_parent(t, span(t, "0x3000", 0))->name, "0x2000");
-	cr_assert_str_eq(fxt_span_parent(t, span(t, "0x4000", 0))->name, "0x1000");
-	cr_assert_null(fxt_span_parent(t, span(t, "0x1000", 0)));
-	close_fixture(&f, t);
+	cr_assert_eq(trace_span(t, "0x1000", 0)->begin_ns, 0);
+	cr_assert_eq(trace_span(t, "0x1000", 0)->end_ns, 50, "the last sample lasts its interval");
+	cr_assert_eq(trace_span(t, "0x2000", 0)->begin_ns, 0);
+	cr_assert_eq(trace_span(t, "0x2000", 0)->end_ns, 30);
+	cr_assert_eq(trace_span(t, "0x3000", 0)->begin_ns, 10);
+	cr_assert_eq(trace_span(t, "0x3000", 0)->end_ns, 30);
+	cr_assert_eq(trace_span(t, "0x4000", 0)->begin_ns, 30);
+	cr_assert_eq(trace_span(t, "0x4000", 0)->end_ns, 40);
+	cr_assert_str_eq(fxt_span_parent(t, trace_span(t, "0x3000", 0))->name, "0x2000");
+	cr_assert_str_eq(fxt_span_parent(t, trace_span(t, "0x4000", 0))->name, "0x1000");
+	cr_assert_null(fxt_span_parent(t, trace_span(t, "0x1000", 0)));
+	builder_fixture_close(&f, t);
 }
 
 Test(builder, same_function_again_after_a_different_one_is_a_new_span)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const uint64_t a[] = { 0x1000, 0x2000 };
 	const uint64_t b[] = { 0x1000, 0x3000 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	sample(&f, 100, 0, a, 2);
 	sample(&f, 100, 10, b, 2);
 	sample(&f, 100, 20, a, 2);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x2000"), 2);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x1000"), 1);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder, children_that_begin_with_their_parent_are_written_after_it)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	/* The whole chain begins at the first sample; the deepest frames end
 	 * first. The strict reader fails on a child written before its parent. */
 	const uint64_t deep[] = { 0x1000, 0x2000, 0x3000, 0x4000 };
 	const uint64_t shallow[] = { 0x1000, 0x2000 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	sample(&f, 100, 0, deep, 4);
 	sample(&f, 100, 10, shallow, 2);
 	sample(&f, 100, 20, deep, 4);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(t->nr_spans, 6);
-	cr_assert_eq(span(t, "0x4000", 0)->depth, 3);
-	cr_assert_eq(span(t, "0x4000", 1)->depth, 3);
-	close_fixture(&f, t);
+	cr_assert_eq(trace_span(t, "0x4000", 0)->depth, 3);
+	cr_assert_eq(trace_span(t, "0x4000", 1)->depth, 3);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder, threads_get_their_own_named_tracks)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const uint64_t s[] = { 0x1000, 0x2000 };
 	struct rv_event name = { .kind = RV_EVENT_THREAD_NAME, .pid = 100, .tid = 101 };
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	name.thread.name = "worker";
-	cr_assert_eq(rv_builder_add(f.b, &name, &f.err), 0);
+	builder_fixture_add(&f, &name);
 	sample(&f, 100, 0, s, 2);
 	sample(&f, 101, 5, s, 2);
 	sample(&f, 100, 10, s, 2);
 	sample(&f, 101, 15, s, 2);
 	rv_builder_stats(f.b, &stats);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(stats.threads, 2);
 	cr_assert_eq(fxt_count_spans(t, 100, 100, "0x2000"), 1);
 	cr_assert_eq(fxt_count_spans(t, 100, 101, "0x2000"), 1);
 	cr_assert_str_eq(fxt_thread_name(t, 100, 101), "worker [100/101]");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder, thread_exit_ends_its_spans_and_self_time_is_accounted)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const uint64_t a[] = { 0x1000, 0x2000 };
 	const uint64_t b[] = { 0x1000, 0x3000 };
@@ -197,34 +145,34 @@ Test(builder, thread_exit_ends_its_spans_and_self_time_is_accounted)
 	struct rv_function_time top[4];
 	size_t n;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	sample(&f, 100, 0, a, 2);
 	sample(&f, 100, 10, a, 2);
 	sample(&f, 100, 20, a, 2);
 	sample(&f, 100, 30, b, 2);
-	cr_assert_eq(rv_builder_add(f.b, &exit_ev, &f.err), 0);
+	builder_fixture_add(&f, &exit_ev);
 	n = rv_builder_top_functions(f.b, top, 4);
-	t = finish(&f);
-	cr_assert_eq(span(t, "0x1000", 0)->end_ns, 60, "open spans end at the exit");
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(trace_span(t, "0x1000", 0)->end_ns, 60, "open spans end at the exit");
 	cr_assert_eq(n, 2);
 	cr_assert_str_eq(top[0].name, "0x2000");
 	cr_assert_eq(top[0].self_ns, 30);
 	/* 30 ns until the exit is more than twice the 10 ns interval: the thread
 	 * was off the CPU, so only one interval counts as self time. */
 	cr_assert_eq(top[1].self_ns, 10);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder, a_stack_cut_short_by_unwinding_is_completed)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 	const uint64_t full[] = { 0x1000, 0x2000, 0x3000, 0x4000 };
 	const uint64_t cut[] = { 0x3000, 0x4000 }; /* unwinding stopped at 0x3000 */
 	const uint64_t other_root[] = { 0x9000, 0x4000 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	sample(&f, 100, 0, full, 4);
 	sample(&f, 100, 10, cut, 2);
 	sample(&f, 100, 20, full, 4);
@@ -232,18 +180,18 @@ Test(builder, a_stack_cut_short_by_unwinding_is_completed)
 	cr_assert_eq(stats.grafted, 1);
 	/* A root that is nowhere on the open stack is a real change of stack. */
 	sample(&f, 100, 30, other_root, 2);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x1000"), 1, "main was not cut");
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x3000"), 1);
-	cr_assert_eq(span(t, "0x3000", 0)->end_ns, 30);
+	cr_assert_eq(trace_span(t, "0x3000", 0)->end_ns, 30);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x9000"), 1);
-	cr_assert_eq(span(t, "0x9000", 0)->depth, 0);
-	close_fixture(&f, t);
+	cr_assert_eq(trace_span(t, "0x9000", 0)->depth, 0);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder, a_frame_pointer_sample_at_a_function_entry_gets_its_caller_back)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 	const uint64_t in_caller[] = { 0x1000, 0x2000 };
@@ -252,56 +200,33 @@ Test(builder, a_frame_pointer_sample_at_a_function_entry_gets_its_caller_back)
 	 * equals its identity, which is what an entry looks like. */
 	const uint64_t at_entry[] = { 0x1000, 0x3000 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	sample_fp(&f, 100, 0, in_caller, 2, false);
 	sample_fp(&f, 100, 10, at_entry, 2, true);
 	sample_fp(&f, 100, 20, in_caller, 2, false);
 	rv_builder_stats(f.b, &stats);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	/* Unmapped addresses are not known symbols: nothing is restored for them. */
 	cr_assert_eq(stats.skipped_callers, 0);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x2000"), 2);
-	close_fixture(&f, t);
-}
-
-static uint64_t nm_address(const char *binary, const char *symbol)
-{
-	char cmd[512], line[256];
-	FILE *p;
-	uint64_t value = 0;
-
-	snprintf(cmd, sizeof(cmd), "nm %s", binary);
-	p = popen(cmd, "r");
-	cr_assert(p);
-	while (fgets(line, sizeof(line), p)) {
-		unsigned long long v;
-		char type, name[200];
-
-		if (sscanf(line, "%llx %c %199s", &v, &type, name) == 3 && !strcmp(name, symbol))
-			value = v;
-	}
-	pclose(p);
-	cr_assert_neq(value, 0, "%s not in %s", symbol, binary);
-	return value;
+	builder_fixture_close(&f, t);
 }
 
 Test(builder, entry_caller_restored_with_real_symbols)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
-	char binary[256];
-	const char *build = getenv("RV_BUILD");
+	const char *binary = build_path("tests/targets/ratio");
 	const uint64_t base = 0x555555554000ull;
 	uint64_t main_at, long_at, spin_at;
 
-	snprintf(binary, sizeof(binary), "%s/tests/targets/ratio", build ? build : "build");
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	cr_assert_eq(rv_symbolizer_add_mapping(f.sym, 100, base, 0x10000, 0, true, binary, &f.err),
 		     0);
-	main_at = base + nm_address(binary, "main");
-	long_at = base + nm_address(binary, "work_long");
-	spin_at = base + nm_address(binary, "spin");
+	main_at = base + nm_symbol(binary, "main", NULL);
+	long_at = base + nm_symbol(binary, "work_long", NULL);
+	spin_at = base + nm_symbol(binary, "spin", NULL);
 	{
 		const uint64_t in_long[] = { main_at + 20, long_at + 8 };
 		const uint64_t at_spin_entry[] = { main_at + 20, spin_at };
@@ -314,63 +239,63 @@ Test(builder, entry_caller_restored_with_real_symbols)
 		sample_fp(&f, 100, 20, in_spin, 3, false);
 	}
 	rv_builder_stats(f.b, &stats);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(stats.skipped_callers, 1);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work_long"), 1,
 		     "work_long goes on through the sample at spin's entry");
-	cr_assert_str_eq(fxt_span_parent(t, span(t, "spin", 0))->name, "work_long");
-	cr_assert_eq(span(t, "spin", 0)->begin_ns, 10);
-	close_fixture(&f, t);
+	cr_assert_str_eq(fxt_span_parent(t, trace_span(t, "spin", 0))->name, "work_long");
+	cr_assert_eq(trace_span(t, "spin", 0)->begin_ns, 10);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder, a_late_sample_is_taken_at_its_threads_last_time)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 	const uint64_t a[] = { 0x1000, 0x2000 };
 	const uint64_t b[] = { 0x1000, 0x3000 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	sample(&f, 100, 1000, a, 2);
 	sample(&f, 100, 1030, a, 2);
 	sample(&f, 100, 1010, b, 2); /* written after the one at 1030 */
 	sample(&f, 100, 1040, a, 2);
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.late_samples, 1);
-	t = finish(&f); /* the strict reader refuses spans that do not nest */
+	t = builder_fixture_finish(&f); /* the strict reader refuses spans that do not nest */
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x2000"), 2);
-	cr_assert_eq(span(t, "0x3000", 0)->begin_ns, 30);
-	cr_assert_eq(span(t, "0x3000", 0)->end_ns, 40);
+	cr_assert_eq(trace_span(t, "0x3000", 0)->begin_ns, 30);
+	cr_assert_eq(trace_span(t, "0x3000", 0)->end_ns, 40);
 	for (size_t i = 0; i < 2; i++) {
-		const struct fxt_span *s = span(t, "0x2000", i);
+		const struct fxt_span *s = trace_span(t, "0x2000", i);
 
 		cr_assert(s->end_ns <= 30 || s->begin_ns >= 40, "0x2000 [%llu, %llu]",
 			  (unsigned long long)s->begin_ns, (unsigned long long)s->end_ns);
 	}
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
-static void gate_event(struct fixture *f, enum rv_event_kind kind, uint64_t time, uint64_t duration,
-		       bool snapshot)
+static void gate_event(struct builder_fixture *f, enum rv_event_kind kind, uint64_t time,
+		       uint64_t duration, bool snapshot)
 {
 	struct rv_event ev = { .kind = kind, .pid = 100, .tid = 100, .time = time };
 
 	ev.gate.name = kind == RV_EVENT_WINDOW ? "request_begin" : "on_trigger";
 	ev.gate.duration_ns = duration;
 	ev.gate.snapshot = snapshot;
-	cr_assert_eq(rv_builder_add(f->b, &ev, &f->err), 0, "%s", f->err.message);
+	builder_fixture_add(f, &ev);
 }
 
 Test(builder, a_window_holds_its_samples_and_a_snapshot_ends_a_segment)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 	const uint64_t a[] = { 0x1000, 0x2000 };
 	const struct fxt_span *w;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	rv_builder_set_base(f.b, 900);
 	sample(&f, 100, 1000, a, 2);
 	sample(&f, 100, 1010, a, 2);
@@ -382,39 +307,39 @@ Test(builder, a_window_holds_its_samples_and_a_snapshot_ends_a_segment)
 	cr_assert_eq(bs.windows, 1);
 	cr_assert_eq(bs.triggers, 1);
 	cr_assert_eq(bs.snapshots, 1);
-	t = finish(&f);
-	w = span(t, "[window request_begin]", 0);
+	t = builder_fixture_finish(&f);
+	w = trace_span(t, "[window request_begin]", 0);
 	cr_assert_eq(w->begin_ns, 0);
 	cr_assert_eq(w->end_ns, 150);
 	/* the samples in the window end with it, nested in it */
-	cr_assert_eq(span(t, "0x1000", 0)->end_ns, 150);
-	cr_assert_str_eq(fxt_span_parent(t, span(t, "0x1000", 0))->name, w->name);
+	cr_assert_eq(trace_span(t, "0x1000", 0)->end_ns, 150);
+	cr_assert_str_eq(fxt_span_parent(t, trace_span(t, "0x1000", 0))->name, w->name);
 	/* the snapshot ends the next segment's spans; the one after starts anew */
-	cr_assert_eq(span(t, "0x1000", 1)->begin_ns, 1100);
-	cr_assert_eq(span(t, "0x1000", 1)->end_ns, 1105);
-	cr_assert_eq(span(t, "0x1000", 2)->begin_ns, 2100);
+	cr_assert_eq(trace_span(t, "0x1000", 1)->begin_ns, 1100);
+	cr_assert_eq(trace_span(t, "0x1000", 1)->end_ns, 1105);
+	cr_assert_eq(trace_span(t, "0x1000", 2)->begin_ns, 2100);
 	cr_assert_eq(fxt_count_instants(t, FXT_ANY, FXT_ANY, "[snapshot at on_trigger]"), 1);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* A sample taken while STOP's program ran comes after the time the window
  * mark says it ended: the window ends after it, and everything still nests. */
 Test(builder, a_sample_after_the_window_mark_stays_in_the_window)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const uint64_t a[] = { 0x1000, 0x2000 };
 	const struct fxt_span *w;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	rv_builder_set_base(f.b, 900);
 	sample(&f, 100, 1000, a, 2);
 	sample(&f, 100, 1052, a, 2);
 	gate_event(&f, RV_EVENT_WINDOW, 1050, 150, false); /* [900, 1050], sample at 1052 */
-	t = finish(&f); /* the strict reader refuses spans that do not nest */
-	w = span(t, "[window request_begin]", 0);
+	t = builder_fixture_finish(&f); /* the strict reader refuses spans that do not nest */
+	w = trace_span(t, "[window request_begin]", 0);
 	cr_assert_eq(w->begin_ns, 0);
 	cr_assert_eq(w->end_ns, 152);
-	cr_assert_str_eq(fxt_span_parent(t, span(t, "0x1000", 0))->name, w->name);
-	close_fixture(&f, t);
+	cr_assert_str_eq(fxt_span_parent(t, trace_span(t, "0x1000", 0))->name, w->name);
+	builder_fixture_close(&f, t);
 }

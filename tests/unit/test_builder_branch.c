@@ -15,56 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fxt_reader.h"
-#include "trace/builder.h"
+#include "builder_fixture.h"
+#include "test_env.h"
 
 #define PID 100
 #define TID 100
-
-struct fixture {
-	char path[64];
-	struct rv_symbolizer *sym;
-	struct rv_trace_writer *w;
-	struct rv_builder *b;
-	struct rv_error err;
-};
-
-static void open_fixture(struct fixture *f)
-{
-	struct rv_symbolizer_options so = { 0 };
-	int fd;
-
-	memset(f, 0, sizeof(*f));
-	snprintf(f->path, sizeof(f->path), "/tmp/rv-branch-XXXXXX");
-	fd = mkstemp(f->path);
-	cr_assert_geq(fd, 0);
-	close(fd);
-	unlink(f->path);
-	strcat(f->path, ".fxt");
-	cr_assert_eq(rv_symbolizer_new(&f->sym, &so, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_trace_writer_open(&f->w, f->path, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_builder_new(&f->b, f->sym, f->w, &f->err), 0);
-}
-
-static struct fxt_trace *finish(struct fixture *f)
-{
-	struct fxt_trace *t = NULL;
-	char err[256];
-
-	cr_assert_eq(rv_builder_finish(f->b, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_trace_writer_commit(f->w, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(fxt_read_file(f->path, &t, err, sizeof(err)), 0, "%s", err);
-	return t;
-}
-
-static void close_fixture(struct fixture *f, struct fxt_trace *t)
-{
-	fxt_trace_free(t);
-	rv_builder_free(f->b);
-	rv_trace_writer_free(f->w);
-	rv_symbolizer_free(f->sym);
-	unlink(f->path);
-}
 
 /* The made-up functions: each 0x1000 bytes from its start. */
 static const struct {
@@ -114,8 +69,9 @@ static struct rv_branch_end at(const char *name, uint64_t off)
 
 static const struct rv_branch_end nowhere = { 0 };
 
-static void branch_on(struct fixture *f, uint32_t tid, uint64_t time, enum rv_branch_kind kind,
-		      uint32_t flags, struct rv_branch_end from, struct rv_branch_end to)
+static void branch_on(struct builder_fixture *f, uint32_t tid, uint64_t time,
+		      enum rv_branch_kind kind, uint32_t flags, struct rv_branch_end from,
+		      struct rv_branch_end to)
 {
 	struct rv_event ev = { .kind = RV_EVENT_BRANCH, .pid = PID, .tid = tid, .time = time };
 
@@ -123,40 +79,41 @@ static void branch_on(struct fixture *f, uint32_t tid, uint64_t time, enum rv_br
 	ev.branch.flags = flags;
 	ev.branch.from = from;
 	ev.branch.to = to;
-	cr_assert_eq(rv_builder_add(f->b, &ev, &f->err), 0, "%s", f->err.message);
+	builder_fixture_add(f, &ev);
 }
 
-static void branch(struct fixture *f, uint64_t time, enum rv_branch_kind kind, uint32_t flags,
-		   struct rv_branch_end from, struct rv_branch_end to)
+static void branch(struct builder_fixture *f, uint64_t time, enum rv_branch_kind kind,
+		   uint32_t flags, struct rv_branch_end from, struct rv_branch_end to)
 {
 	branch_on(f, TID, time, kind, flags, from, to);
 }
 
-static void call(struct fixture *f, uint64_t time, struct rv_branch_end from,
+static void call(struct builder_fixture *f, uint64_t time, struct rv_branch_end from,
 		 struct rv_branch_end to)
 {
 	branch(f, time, RV_BRANCH_CALL, 0, from, to);
 }
 
-static void ret(struct fixture *f, uint64_t time, struct rv_branch_end from,
+static void ret(struct builder_fixture *f, uint64_t time, struct rv_branch_end from,
 		struct rv_branch_end to)
 {
 	branch(f, time, RV_BRANCH_RETURN, 0, from, to);
 }
 
-static void jump(struct fixture *f, uint64_t time, struct rv_branch_end from,
+static void jump(struct builder_fixture *f, uint64_t time, struct rv_branch_end from,
 		 struct rv_branch_end to)
 {
 	branch(f, time, RV_BRANCH_JUMP, 0, from, to);
 }
 
 /* "tr strt": tracing (re)starts at `to`. */
-static void trace_begin(struct fixture *f, uint64_t time, struct rv_branch_end to)
+static void trace_begin(struct builder_fixture *f, uint64_t time, struct rv_branch_end to)
 {
 	branch(f, time, RV_BRANCH_NONE, RV_BRANCH_TRACE_BEGIN, nowhere, to);
 }
 
-static void trace_error(struct fixture *f, uint64_t time, const char *message, bool overflow)
+static void trace_error(struct builder_fixture *f, uint64_t time, const char *message,
+			bool overflow)
 {
 	struct rv_event ev = { .kind = RV_EVENT_TRACE_ERROR, .pid = PID, .tid = TID, .time = time };
 	char copy[128];
@@ -166,39 +123,13 @@ static void trace_error(struct fixture *f, uint64_t time, const char *message, b
 	ev.error.message = copy;
 	ev.error.offset = UINT64_MAX;
 	ev.error.overflow = overflow;
-	cr_assert_eq(rv_builder_add(f->b, &ev, &f->err), 0, "%s", f->err.message);
+	builder_fixture_add(f, &ev);
 	memset(copy, 'x', sizeof(copy) - 1);
-}
-
-static const struct fxt_span *span(const struct fxt_trace *t, const char *name, size_t nth)
-{
-	const struct fxt_span *s = fxt_find_span(t, FXT_ANY, FXT_ANY, name, nth);
-
-	cr_assert(s, "no span %s #%zu", name, nth);
-	return s;
-}
-
-static void assert_span(const struct fxt_trace *t, const char *name, size_t nth, uint64_t begin,
-			uint64_t end, const char *parent)
-{
-	const struct fxt_span *s = span(t, name, nth);
-	const struct fxt_span *p = fxt_span_parent(t, s);
-
-	cr_assert_eq(s->begin_ns, begin, "%s #%zu begins at %llu, not %llu", name, nth,
-		     (unsigned long long)s->begin_ns, (unsigned long long)begin);
-	cr_assert_eq(s->end_ns, end, "%s #%zu ends at %llu, not %llu", name, nth,
-		     (unsigned long long)s->end_ns, (unsigned long long)end);
-	if (parent) {
-		cr_assert(p, "%s #%zu has no parent, expected %s", name, nth, parent);
-		cr_assert_str_eq(p->name, parent, "%s #%zu's parent", name, nth);
-	} else {
-		cr_assert_null(p, "%s #%zu has parent %s", name, nth, p ? p->name : "");
-	}
 }
 
 static bool inferred(const struct fxt_trace *t, const char *name, size_t nth)
 {
-	const struct fxt_span *s = span(t, name, nth);
+	const struct fxt_span *s = trace_span(t, name, nth);
 	const struct fxt_arg *arg = fxt_find_arg(s->args, s->nr_args, "inferred_start_time");
 
 	cr_assert_leq(s->nr_args, 1, "only inferred spans have an argument");
@@ -211,11 +142,11 @@ static bool inferred(const struct fxt_trace *t, const char *name, size_t nth)
 
 Test(builder_branch, calls_and_returns_nest_with_exact_times)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 1000, at("main", 0x10));
 	call(&f, 1010, at("main", 0x20), at("foo", 0));
 	call(&f, 1020, at("foo", 0x8), at("bar", 0));
@@ -223,28 +154,28 @@ Test(builder_branch, calls_and_returns_nest_with_exact_times)
 	ret(&f, 1040, at("foo", 0x50), at("main", 0x25));
 	call(&f, 1050, at("main", 0x30), at("baz", 0));
 	ret(&f, 1060, at("baz", 0x10), at("main", 0x35));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
 	cr_assert_eq(t->nr_spans, 4);
-	assert_span(t, "main", 0, 0, 60, NULL);
-	assert_span(t, "foo", 0, 10, 40, "main");
-	assert_span(t, "bar", 0, 20, 30, "foo");
-	assert_span(t, "baz", 0, 50, 60, "main");
+	expect_span(t, "main", 0, 0, 60, NULL);
+	expect_span(t, "foo", 0, 10, 40, "main");
+	expect_span(t, "bar", 0, 20, 30, "foo");
+	expect_span(t, "baz", 0, 50, 60, "main");
 	cr_assert(inferred(t, "main", 0), "main ran before the trace began");
 	cr_assert_not(inferred(t, "foo", 0));
 	cr_assert_eq(stats.calls, 3);
 	cr_assert_eq(stats.returns, 3);
 	cr_assert_eq(stats.branches, 7);
 	cr_assert_eq(stats.unwinds, 0);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, calls_that_share_a_timestamp_are_spread_over_the_interval)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 1000, at("main", 0x10));
 	/* three calls at 2000; time moves on to 2300: 300 / 3 = 100 ns each,
 	 * at 2000, 2100, 2200 (1000, 1100, 1200 from the zero) */
@@ -260,23 +191,23 @@ Test(builder_branch, calls_that_share_a_timestamp_are_spread_over_the_interval)
 	 * what is open at the thread's last event, 3001 */
 	call(&f, 3000, at("main", 0x30), at("d", 0));
 	call(&f, 3000, at("d", 0x30), at("e", 0));
-	t = finish(&f);
-	assert_span(t, "a", 0, 1000, 1766, "main");
-	assert_span(t, "b", 0, 1100, 1533, "a");
-	assert_span(t, "c", 0, 1200, 1300, "b");
-	assert_span(t, "d", 0, 2000, 2001, "main");
+	t = builder_fixture_finish(&f);
+	expect_span(t, "a", 0, 1000, 1766, "main");
+	expect_span(t, "b", 0, 1100, 1533, "a");
+	expect_span(t, "c", 0, 1200, 1300, "b");
+	expect_span(t, "d", 0, 2000, 2001, "main");
 	/* (a zero-length span at main's end: the reader makes it a root) */
-	assert_span(t, "e", 0, 2001, 2001, NULL);
-	assert_span(t, "main", 0, 0, 2001, NULL);
-	close_fixture(&f, t);
+	expect_span(t, "e", 0, 2001, 2001, NULL);
+	expect_span(t, "main", 0, 0, 2001, NULL);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, returns_and_jumps_in_a_batch_take_their_share_so_every_span_has_a_length)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	/* 4 events at 90 over [90, 120): event i at 90 + i * 30 / 4, i.e. 90,
 	 * 97 (30 / 4 = 7), 105 (60 / 4 = 15), 112 (90 / 4 = 22). Spreading
@@ -294,18 +225,18 @@ Test(builder_branch, returns_and_jumps_in_a_batch_take_their_share_so_every_span
 	ret(&f, 200, at("e", 0x30), at("main", 0x45));
 	call(&f, 230, at("main", 0x50), at("baz", 0));
 	ret(&f, 240, at("baz", 0x10), at("main", 0x55));
-	t = finish(&f);
-	assert_span(t, "a", 0, 90, 130, "main");
-	assert_span(t, "b", 0, 97, 105, "a");
-	assert_span(t, "c", 0, 112, 120, "a");
-	assert_span(t, "d", 0, 200, 210, "main");
-	assert_span(t, "e", 0, 210, 220, "main");
-	assert_span(t, "baz", 0, 230, 240, "main");
-	assert_span(t, "main", 0, 0, 240, NULL);
+	t = builder_fixture_finish(&f);
+	expect_span(t, "a", 0, 90, 130, "main");
+	expect_span(t, "b", 0, 97, 105, "a");
+	expect_span(t, "c", 0, 112, 120, "a");
+	expect_span(t, "d", 0, 200, 210, "main");
+	expect_span(t, "e", 0, 210, 220, "main");
+	expect_span(t, "baz", 0, 230, 240, "main");
+	expect_span(t, "main", 0, 0, 240, NULL);
 	for (size_t i = 0; i < t->nr_spans; i++)
 		cr_assert_gt(t->spans[i].end_ns, t->spans[i].begin_ns, "%s has no length",
 			     t->spans[i].name);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* 35000 calls of foo and their returns, all at 1000, then main's return at
@@ -314,21 +245,21 @@ Test(builder_branch, returns_and_jumps_in_a_batch_take_their_share_so_every_span
  * with no later time known, 1 ns each: event i at 1000 + i, and call #32768,
  * the last of them, at 66536. The 4463 events left are a batch of their own,
  * spread to 1000000. */
-static struct fxt_trace *full_batch(struct fixture *f)
+static struct fxt_trace *full_batch(struct builder_fixture *f)
 {
-	open_fixture(f);
+	builder_fixture_open(f);
 	trace_begin(f, 0, at("main", 0x10));
 	for (int i = 0; i < 35000; i++) {
 		call(f, 1000, at("main", 0x20), at("foo", 0));
 		ret(f, 1000, at("foo", 0x10), at("main", 0x25));
 	}
 	ret(f, 1000000, at("main", 0x30), at("__libc_start_call_main", 0x7a));
-	return finish(f);
+	return builder_fixture_finish(f);
 }
 
 Test(builder_branch, a_batch_too_long_to_spread_takes_a_nanosecond_per_event)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t = full_batch(&f);
 	uint64_t j = 0, last_end = 0;
 
@@ -351,22 +282,22 @@ Test(builder_branch, a_batch_too_long_to_spread_takes_a_nanosecond_per_event)
 		last_end = s->end_ns;
 		j++;
 	}
-	assert_span(t, "main", 0, 0, 1000000, "__libc_start_call_main");
-	close_fixture(&f, t);
+	expect_span(t, "main", 0, 0, 1000000, "__libc_start_call_main");
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, the_events_after_a_full_batch_come_after_its_last_nanosecond)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t = full_batch(&f);
 	/* The full batch took [1000, 1000 + 65537); the rest begins at 66537:
 	 * event i of 4463 at 66537 + i * (1000000 - 66537) / 4463. Return #32768
 	 * is its event 0, call and return #(32768 + m) its events 2m - 1, 2m. */
 	const uint64_t t0 = 66537, span_ns = 1000000 - t0, n = 4463;
 
-	assert_span(t, "foo", 32768, 66536, 66537, "main");
+	expect_span(t, "foo", 32768, 66536, 66537, "main");
 	for (uint64_t m = 1; m <= 2231; m++) {
-		const struct fxt_span *s = span(t, "foo", 32768 + m);
+		const struct fxt_span *s = trace_span(t, "foo", 32768 + m);
 
 		cr_assert_eq(s->begin_ns, t0 + (2 * m - 1) * span_ns / n, "foo #%llu",
 			     (unsigned long long)(32768 + m));
@@ -375,18 +306,18 @@ Test(builder_branch, the_events_after_a_full_batch_come_after_its_last_nanosecon
 	}
 	/* 66537 + 209 (933463 / 4463 = 209 rest 696), and the last return at
 	 * 66537 + 4462 * 933463 / 4463 = 999790 */
-	cr_assert_eq(span(t, "foo", 32769)->begin_ns, 66746);
-	cr_assert_eq(span(t, "foo", 34999)->end_ns, 999790);
-	close_fixture(&f, t);
+	cr_assert_eq(trace_span(t, "foo", 32769)->begin_ns, 66746);
+	cr_assert_eq(trace_span(t, "foo", 34999)->end_ns, 999790);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, a_plt_jump_and_a_tail_call_replace_the_top)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("caller", 0));
 	call(&f, 20, at("caller", 0x10), at("foo@plt", 0));
@@ -394,24 +325,24 @@ Test(builder_branch, a_plt_jump_and_a_tail_call_replace_the_top)
 	jump(&f, 30, at("foo", 0x60), at("bar", 0));  /* foo ends in a tail call */
 	ret(&f, 40, at("bar", 0x20), at("caller", 0x15));
 	ret(&f, 50, at("caller", 0x30), at("main", 0x25));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
-	assert_span(t, "caller", 0, 10, 50, "main");
-	assert_span(t, "foo@plt", 0, 20, 21, "caller");
-	assert_span(t, "foo", 0, 21, 30, "caller");
-	assert_span(t, "bar", 0, 30, 40, "caller");
+	expect_span(t, "caller", 0, 10, 50, "main");
+	expect_span(t, "foo@plt", 0, 20, 21, "caller");
+	expect_span(t, "foo", 0, 21, 30, "caller");
+	expect_span(t, "bar", 0, 30, 40, "caller");
 	cr_assert_eq(stats.tail_calls, 2);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "caller"), 1);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, jumps_inside_a_function_change_nothing)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("foo", 0));
 	for (uint64_t i = 0; i < 100; i++) {
@@ -419,51 +350,51 @@ Test(builder_branch, jumps_inside_a_function_change_nothing)
 		jump(&f, 11 + i, at("foo", 0x40), at("foo", 0x50));
 	}
 	ret(&f, 200, at("foo", 0x60), at("main", 0x25));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
 	cr_assert_eq(t->nr_spans, 2);
-	assert_span(t, "foo", 0, 10, 200, "main");
+	expect_span(t, "foo", 0, 10, 200, "main");
 	cr_assert_eq(stats.tail_calls, 0);
 	cr_assert_eq(stats.branches, 203);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, returns_above_the_first_frame_infer_their_callers)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	/* The trace begins inside foo, called by bar, called by main. */
 	ret(&f, 100, at("foo", 0x30), at("bar", 0x10));
 	ret(&f, 150, at("bar", 0x40), at("main", 0x8));
 	call(&f, 200, at("main", 0x10), at("baz", 0));
 	ret(&f, 250, at("baz", 0x10), at("main", 0x15));
 	ret(&f, 300, at("main", 0x80), at("__libc_start_call_main", 0x7a));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
-	assert_span(t, "__libc_start_call_main", 0, 0, 200, NULL);
-	assert_span(t, "main", 0, 0, 200, "__libc_start_call_main");
-	assert_span(t, "bar", 0, 0, 50, "main");
-	assert_span(t, "foo", 0, 0, 0, "bar");
-	assert_span(t, "baz", 0, 100, 150, "main");
+	expect_span(t, "__libc_start_call_main", 0, 0, 200, NULL);
+	expect_span(t, "main", 0, 0, 200, "__libc_start_call_main");
+	expect_span(t, "bar", 0, 0, 50, "main");
+	expect_span(t, "foo", 0, 0, 0, "bar");
+	expect_span(t, "baz", 0, 100, 150, "main");
 	cr_assert(inferred(t, "foo", 0));
 	cr_assert(inferred(t, "bar", 0));
 	cr_assert(inferred(t, "main", 0));
 	cr_assert(inferred(t, "__libc_start_call_main", 0));
 	cr_assert_not(inferred(t, "baz", 0));
 	cr_assert_eq(stats.inferred, 4);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, longjmp_into_a_frame_three_deeper_ends_the_frames_above_it)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("a", 0)); /* a calls setjmp, then b */
 	call(&f, 20, at("a", 0x20), at("b", 0));
@@ -472,24 +403,24 @@ Test(builder_branch, longjmp_into_a_frame_three_deeper_ends_the_frames_above_it)
 	/* d's longjmp lands after a's setjmp call: a is 3 frames below d */
 	jump(&f, 50, at("d", 0x90), at("a", 0x25));
 	ret(&f, 60, at("a", 0x40), at("main", 0x25));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
-	assert_span(t, "a", 0, 10, 60, "main");
-	assert_span(t, "b", 0, 20, 50, "a");
-	assert_span(t, "c", 0, 30, 50, "b");
-	assert_span(t, "d", 0, 40, 50, "c");
+	expect_span(t, "a", 0, 10, 60, "main");
+	expect_span(t, "b", 0, 20, 50, "a");
+	expect_span(t, "c", 0, 30, 50, "b");
+	expect_span(t, "d", 0, 40, 50, "c");
 	cr_assert_eq(stats.unwinds, 3);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "a"), 1);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, a_cxx_exception_unwinds_to_the_landing_pad)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("a", 0)); /* try { b(); } catch ... */
 	call(&f, 20, at("a", 0x20), at("b", 0));
@@ -507,29 +438,29 @@ Test(builder_branch, a_cxx_exception_unwinds_to_the_landing_pad)
 	call(&f, 120, at("b", 0x20), at("_Unwind_RaiseException", 0));
 	ret(&f, 130, at("_Unwind_RaiseException", 0x310), at("a", 0x80));
 	ret(&f, 140, at("a", 0x90), at("main", 0x35));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
-	assert_span(t, "a", 0, 10, 90, "main");
-	assert_span(t, "b", 0, 20, 60, "a");
-	assert_span(t, "c", 0, 30, 60, "b");
-	assert_span(t, "__cxa_throw", 0, 40, 60, "c");
-	assert_span(t, "_Unwind_RaiseException", 0, 50, 60, "__cxa_throw");
-	assert_span(t, "foo", 0, 70, 80, "a");
-	assert_span(t, "a", 1, 100, 140, "main");
-	assert_span(t, "b", 1, 110, 130, "a");
-	assert_span(t, "_Unwind_RaiseException", 1, 120, 130, "b");
+	expect_span(t, "a", 0, 10, 90, "main");
+	expect_span(t, "b", 0, 20, 60, "a");
+	expect_span(t, "c", 0, 30, 60, "b");
+	expect_span(t, "__cxa_throw", 0, 40, 60, "c");
+	expect_span(t, "_Unwind_RaiseException", 0, 50, 60, "__cxa_throw");
+	expect_span(t, "foo", 0, 70, 80, "a");
+	expect_span(t, "a", 1, 100, 140, "main");
+	expect_span(t, "b", 1, 110, 130, "a");
+	expect_span(t, "_Unwind_RaiseException", 1, 120, 130, "b");
 	cr_assert_eq(stats.unwinds, 4 + 1);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, a_signal_handler_runs_on_the_interrupted_function_user_only)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 	const struct fxt_span *s;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("work", 0));
 	/* a syscall; the signal is delivered on its way back */
@@ -542,27 +473,27 @@ Test(builder_branch, a_signal_handler_runs_on_the_interrupted_function_user_only
 	       nowhere); /* rt_sigreturn */
 	trace_begin(&f, 50, at("work", 0x32));
 	ret(&f, 60, at("work", 0x50), at("main", 0x25));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
-	assert_span(t, "work", 0, 10, 60, "main");
+	expect_span(t, "work", 0, 10, 60, "main");
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work"), 1, "the stack stayed intact");
-	assert_span(t, "[syscall]", 0, 20, 30, "work");
-	assert_span(t, "handler", 0, 30, 40, "work");
-	assert_span(t, "helper", 0, 35, 36, "handler");
-	assert_span(t, "__restore_rt", 0, 40, 50, "work");
-	assert_span(t, "[syscall]", 1, 41, 50, "__restore_rt");
+	expect_span(t, "[syscall]", 0, 20, 30, "work");
+	expect_span(t, "handler", 0, 30, 40, "work");
+	expect_span(t, "helper", 0, 35, 36, "handler");
+	expect_span(t, "__restore_rt", 0, 40, 50, "work");
+	expect_span(t, "[syscall]", 1, 41, 50, "__restore_rt");
 	cr_assert_eq(stats.unwinds, 1, "sigreturn ends __restore_rt");
-	s = span(t, "main", 0);
+	s = trace_span(t, "main", 0);
 	cr_assert_eq(s->end_ns, 60);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, a_signal_handler_that_ends_in_a_tail_call_returns_to_the_restorer)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("work", 0));
 	branch(&f, 20, RV_BRANCH_NONE, RV_BRANCH_TRACE_END | RV_BRANCH_ASYNC, at("work", 0x30),
@@ -573,24 +504,24 @@ Test(builder_branch, a_signal_handler_that_ends_in_a_tail_call_returns_to_the_re
 	branch(&f, 41, RV_BRANCH_SYSCALL, RV_BRANCH_TRACE_END, at("__restore_rt", 0x7), nowhere);
 	trace_begin(&f, 50, at("work", 0x30));
 	ret(&f, 60, at("work", 0x50), at("main", 0x25));
-	t = finish(&f);
-	assert_span(t, "work", 0, 10, 60, "main");
-	assert_span(t, "[untraced]", 0, 20, 30, "work");
-	assert_span(t, "handler", 0, 30, 35, "work");
-	assert_span(t, "helper", 0, 35, 40, "work");
-	assert_span(t, "__restore_rt", 0, 40, 50, "work");
+	t = builder_fixture_finish(&f);
+	expect_span(t, "work", 0, 10, 60, "main");
+	expect_span(t, "[untraced]", 0, 20, 30, "work");
+	expect_span(t, "handler", 0, 30, 35, "work");
+	expect_span(t, "helper", 0, 35, 40, "work");
+	expect_span(t, "__restore_rt", 0, 40, 50, "work");
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work"), 1);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, an_untraced_syscall_is_a_placeholder_without_self_time)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_function_time top[4];
 	size_t n;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("work", 0));
 	branch(&f, 20, RV_BRANCH_SYSCALL, RV_BRANCH_TRACE_END, at("work", 0x30), nowhere);
@@ -604,13 +535,13 @@ Test(builder_branch, an_untraced_syscall_is_a_placeholder_without_self_time)
 	call(&f, 100, at("main", 0x30), at("foo", 0));
 	branch(&f, 110, RV_BRANCH_RETURN, RV_BRANCH_TRACE_END, at("foo", 0x10), nowhere);
 	trace_begin(&f, 120, at("main", 0x35));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	n = rv_builder_top_functions(f.b, top, 4);
-	assert_span(t, "[syscall]", 0, 20, 70, "work");
-	assert_span(t, "work", 0, 10, 80, "main");
-	assert_span(t, "[untraced]", 0, 90, 95, "main");
-	assert_span(t, "foo", 0, 100, 110, "main");
-	assert_span(t, "[returned]", 0, 110, 120, "main");
+	expect_span(t, "[syscall]", 0, 20, 70, "work");
+	expect_span(t, "work", 0, 10, 80, "main");
+	expect_span(t, "[untraced]", 0, 90, 95, "main");
+	expect_span(t, "foo", 0, 100, 110, "main");
+	expect_span(t, "[returned]", 0, 110, 120, "main");
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
 	/* work ran 10 + 10 ns; the syscall's 50 ns are nobody's self time, nor
 	 * the untraced 5 and 10 ns */
@@ -621,16 +552,16 @@ Test(builder_branch, an_untraced_syscall_is_a_placeholder_without_self_time)
 	cr_assert_eq(top[1].self_ns, 20);
 	cr_assert_str_eq(top[2].name, "foo");
 	cr_assert_eq(top[2].self_ns, 10);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, traced_kernel_entries_run_on_their_own_stacks)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("work", 0));
 	branch(&f, 20, RV_BRANCH_SYSCALL, 0, at("work", 0x30), at("entry_SYSCALL_64", 0));
@@ -652,70 +583,70 @@ Test(builder_branch, traced_kernel_entries_run_on_their_own_stacks)
 	ret(&f, 32, at("handle_irq", 0x10), at("asm_common_interrupt", 0x15));
 	branch(&f, 33, RV_BRANCH_IRET, 0, at("asm_common_interrupt", 0x80), at("work", 0x40));
 	ret(&f, 40, at("work", 0x50), at("main", 0x25));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
-	assert_span(t, "work", 0, 10, 40, "main");
-	assert_span(t, "entry_SYSCALL_64", 0, 20, 29, "work");
-	assert_span(t, "do_syscall_64", 0, 21, 28, "entry_SYSCALL_64");
-	assert_span(t, "ksys_read", 0, 22, 27, "do_syscall_64");
-	assert_span(t, "asm_common_interrupt", 0, 23, 26, "ksys_read");
-	assert_span(t, "handle_irq", 0, 24, 25, "asm_common_interrupt");
-	assert_span(t, "asm_common_interrupt", 1, 30, 33, "work");
-	assert_span(t, "handle_irq", 1, 31, 32, "asm_common_interrupt");
+	expect_span(t, "work", 0, 10, 40, "main");
+	expect_span(t, "entry_SYSCALL_64", 0, 20, 29, "work");
+	expect_span(t, "do_syscall_64", 0, 21, 28, "entry_SYSCALL_64");
+	expect_span(t, "ksys_read", 0, 22, 27, "do_syscall_64");
+	expect_span(t, "asm_common_interrupt", 0, 23, 26, "ksys_read");
+	expect_span(t, "handle_irq", 0, 24, 25, "asm_common_interrupt");
+	expect_span(t, "asm_common_interrupt", 1, 30, 33, "work");
+	expect_span(t, "handle_irq", 1, 31, 32, "asm_common_interrupt");
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work"), 1);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "ksys_read"), 1);
 	cr_assert_eq(stats.unwinds, 0);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, kernel_entries_that_never_return_stay_nested)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	/* a stream that enters the kernel 100 times and never leaves it */
 	for (uint64_t i = 0; i < 100; i++)
 		branch(&f, 10 + i, RV_BRANCH_SYSCALL, 0, at("main", 0x30),
 		       at("entry_SYSCALL_64", 0));
 	trace_error(&f, 200, "overflow", true);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "entry_SYSCALL_64"), 100);
-	cr_assert_eq(span(t, "entry_SYSCALL_64", 0)->end_ns, 200);
-	cr_assert_eq(span(t, "main", 0)->end_ns, 200);
-	close_fixture(&f, t);
+	cr_assert_eq(trace_span(t, "entry_SYSCALL_64", 0)->end_ns, 200);
+	cr_assert_eq(trace_span(t, "main", 0)->end_ns, 200);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, a_trace_that_starts_in_a_syscall_infers_the_user_caller)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	/* The first event is in the kernel; nothing was set aside. */
 	ret(&f, 100, at("ksys_read", 0x30), at("do_syscall_64", 0x45));
 	ret(&f, 110, at("do_syscall_64", 0x60), at("entry_SYSCALL_64", 0x45));
 	branch(&f, 120, RV_BRANCH_SYSRET, 0, at("entry_SYSCALL_64", 0x90), at("work", 0x32));
 	ret(&f, 130, at("work", 0x50), at("main", 0x25));
-	t = finish(&f);
-	assert_span(t, "main", 0, 0, 30, NULL);
-	assert_span(t, "work", 0, 0, 30, "main");
-	assert_span(t, "entry_SYSCALL_64", 0, 0, 20, "work");
-	assert_span(t, "do_syscall_64", 0, 0, 10, "entry_SYSCALL_64");
-	assert_span(t, "ksys_read", 0, 0, 0, "do_syscall_64");
+	t = builder_fixture_finish(&f);
+	expect_span(t, "main", 0, 0, 30, NULL);
+	expect_span(t, "work", 0, 0, 30, "main");
+	expect_span(t, "entry_SYSCALL_64", 0, 0, 20, "work");
+	expect_span(t, "do_syscall_64", 0, 0, 10, "entry_SYSCALL_64");
+	expect_span(t, "ksys_read", 0, 0, 0, "do_syscall_64");
 	cr_assert(inferred(t, "work", 0));
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, overflow_and_decode_error_close_everything_and_restart_cleanly)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats stats;
 	const struct fxt_instant *marker;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("foo", 0));
 	call(&f, 20, at("foo", 0x20), at("bar", 0));
@@ -729,7 +660,7 @@ Test(builder_branch, overflow_and_decode_error_close_everything_and_restart_clea
 	trace_begin(&f, 60, at("main", 0x28));
 	call(&f, 70, at("main", 0x30), at("baz", 0));
 	ret(&f, 80, at("baz", 0x10), at("main", 0x35));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
 	cr_assert_eq(stats.errors, 2);
 	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
@@ -740,29 +671,29 @@ Test(builder_branch, overflow_and_decode_error_close_everything_and_restart_clea
 	cr_assert(marker);
 	cr_assert_eq(marker->ts_ns, 50);
 	/* everything open ended at the overflow, the kernel stack and the user one */
-	assert_span(t, "main", 0, 0, 30, NULL);
-	assert_span(t, "foo", 0, 10, 30, "main");
-	assert_span(t, "bar", 0, 20, 30, "foo");
-	assert_span(t, "entry_SYSCALL_64", 0, 25, 30, "bar");
-	assert_span(t, "[trace gap]", 0, 30, 35, NULL);
+	expect_span(t, "main", 0, 0, 30, NULL);
+	expect_span(t, "foo", 0, 10, 30, "main");
+	expect_span(t, "bar", 0, 20, 30, "foo");
+	expect_span(t, "entry_SYSCALL_64", 0, 25, 30, "bar");
+	expect_span(t, "[trace gap]", 0, 30, 35, NULL);
 	/* restarted in bar, then returned above it into foo */
-	assert_span(t, "foo", 1, 35, 50, NULL);
-	assert_span(t, "bar", 1, 35, 40, "foo");
+	expect_span(t, "foo", 1, 35, 50, NULL);
+	expect_span(t, "bar", 1, 35, 40, "foo");
 	cr_assert(inferred(t, "bar", 1));
 	cr_assert(inferred(t, "foo", 1));
-	assert_span(t, "[trace gap]", 1, 50, 60, NULL);
-	assert_span(t, "main", 1, 60, 80, NULL);
-	assert_span(t, "baz", 0, 70, 80, "main");
-	close_fixture(&f, t);
+	expect_span(t, "[trace gap]", 1, 50, 60, NULL);
+	expect_span(t, "main", 1, 60, 80, NULL);
+	expect_span(t, "baz", 0, 70, 80, "main");
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, an_event_that_the_spreading_leaves_at_the_errors_time_moves_1ns_later)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const struct fxt_instant *marker;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), at("foo", 0));
 	/* 3 events at 20 over [20, 22): 20, 20 + 2 / 3 = 20, 20 + 4 / 3 = 21;
@@ -772,55 +703,55 @@ Test(builder_branch, an_event_that_the_spreading_leaves_at_the_errors_time_moves
 	call(&f, 20, at("foo", 0x20), at("bar", 0));
 	ret(&f, 22, at("bar", 0x10), at("foo", 0x25));
 	ret(&f, 30, at("foo", 0x30), at("main", 0x25));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
 	cr_assert(marker);
 	cr_assert_eq(marker->ts_ns, 20);
-	assert_span(t, "main", 0, 0, 20, NULL);
-	assert_span(t, "foo", 0, 10, 20, "main");
-	assert_span(t, "[trace gap]", 0, 20, 21, NULL);
-	assert_span(t, "main", 1, 21, 30, NULL);
-	assert_span(t, "foo", 1, 21, 30, "main");
-	assert_span(t, "bar", 0, 21, 22, "foo");
+	expect_span(t, "main", 0, 0, 20, NULL);
+	expect_span(t, "foo", 0, 10, 20, "main");
+	expect_span(t, "[trace gap]", 0, 20, 21, NULL);
+	expect_span(t, "main", 1, 21, 30, NULL);
+	expect_span(t, "foo", 1, 21, 30, "main");
+	expect_span(t, "bar", 0, 21, 22, "foo");
 	cr_assert(inferred(t, "foo", 1));
 	cr_assert(inferred(t, "main", 1));
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, trace_begin_into_an_empty_stack)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 100, at("foo", 0x10));
 	ret(&f, 150, at("foo", 0x20), at("main", 0x25));
 	branch(&f, 160, RV_BRANCH_NONE, RV_BRANCH_TRACE_END | RV_BRANCH_ASYNC, at("main", 0x28),
 	       nowhere);
 	trace_begin(&f, 170, at("main", 0x28));
 	call(&f, 180, at("main", 0x30), at("bar", 0));
-	t = finish(&f);
-	assert_span(t, "main", 0, 0, 80, NULL);
-	assert_span(t, "foo", 0, 0, 50, "main");
-	assert_span(t, "[untraced]", 0, 60, 70, "main");
-	cr_assert_eq(span(t, "bar", 0)->begin_ns, 80);
-	cr_assert_eq(span(t, "bar", 0)->end_ns, 80);
+	t = builder_fixture_finish(&f);
+	expect_span(t, "main", 0, 0, 80, NULL);
+	expect_span(t, "foo", 0, 0, 50, "main");
+	expect_span(t, "[untraced]", 0, 60, 70, "main");
+	cr_assert_eq(trace_span(t, "bar", 0)->begin_ns, 80);
+	cr_assert_eq(trace_span(t, "bar", 0)->end_ns, 80);
 	cr_assert(inferred(t, "foo", 0), "the thread's first event: foo was running");
 	cr_assert(inferred(t, "main", 0));
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, two_threads_interleaved_keep_their_own_stacks_and_batches)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_event name = { .kind = RV_EVENT_THREAD_NAME, .pid = PID, .tid = 101 };
 	struct rv_event exit_ev = { .kind = RV_EVENT_THREAD_EXIT, .pid = PID, .tid = 101 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	name.thread.name = "worker";
-	cr_assert_eq(rv_builder_add(f.b, &name, &f.err), 0);
+	builder_fixture_add(&f, &name);
 	branch_on(&f, 100, 0, RV_BRANCH_NONE, RV_BRANCH_TRACE_BEGIN, nowhere, at("main", 0x10));
 	branch_on(&f, 101, 5, RV_BRANCH_NONE, RV_BRANCH_TRACE_BEGIN, nowhere, at("work", 0x10));
 	branch_on(&f, 100, 100, RV_BRANCH_CALL, 0, at("main", 0x20), at("a", 0));
@@ -831,8 +762,8 @@ Test(builder_branch, two_threads_interleaved_keep_their_own_stacks_and_batches)
 	branch_on(&f, 101, 130, RV_BRANCH_CALL, 0, at("work", 0x30), at("c", 0));
 	branch_on(&f, 100, 210, RV_BRANCH_RETURN, 0, at("a", 0x30), at("main", 0x25));
 	exit_ev.time = 140;
-	cr_assert_eq(rv_builder_add(f.b, &exit_ev, &f.err), 0);
-	t = finish(&f);
+	builder_fixture_add(&f, &exit_ev);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(fxt_count_spans(t, PID, 100, NULL), 3);
 	cr_assert_eq(fxt_count_spans(t, PID, 101, NULL), 3);
 	cr_assert_eq(fxt_find_span(t, PID, 100, "a", 0)->begin_ns, 100);
@@ -846,17 +777,17 @@ Test(builder_branch, two_threads_interleaved_keep_their_own_stacks_and_batches)
 	cr_assert_eq(fxt_find_span(t, PID, 101, "work", 0)->begin_ns, 5);
 	cr_assert_eq(fxt_find_span(t, PID, 101, "work", 0)->end_ns, 140);
 	cr_assert_str_eq(fxt_thread_name(t, PID, 101), "worker [100/101]");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, unknown_code_from_perf_script_is_one_function)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_branch_end unknown1 = { .ip = 0x7f0000100010, .sym = "[unknown]" };
 	struct rv_branch_end unknown2 = { .ip = 0x7f0000200020, .sym = "[unknown]" };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	call(&f, 10, at("main", 0x20), unknown1);
 	jump(&f, 20, unknown1, unknown2);
@@ -864,21 +795,21 @@ Test(builder_branch, unknown_code_from_perf_script_is_one_function)
 	call(&f, 30, unknown2, at("foo", 0));
 	ret(&f, 40, at("foo", 0x10), unknown2);
 	ret(&f, 50, unknown1, at("main", 0x25));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "[unknown]"), 1);
-	assert_span(t, "[unknown]", 0, 10, 50, "main");
-	assert_span(t, "foo", 0, 30, 40, "[unknown]");
-	close_fixture(&f, t);
+	expect_span(t, "[unknown]", 0, 10, 50, "main");
+	expect_span(t, "foo", 0, 30, 40, "[unknown]");
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, spans_are_small_without_arguments)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_trace_writer_stats ws;
 	uint64_t before;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
 	rv_trace_writer_stats(f.w, &ws);
 	before = ws.bytes;
@@ -886,7 +817,7 @@ Test(builder_branch, spans_are_small_without_arguments)
 		call(&f, 10 + 2 * i, at("main", 0x20), at(i % 2 ? "foo" : "bar", 0));
 		ret(&f, 11 + 2 * i, at(i % 2 ? "foo" : "bar", 0x10), at("main", 0x25));
 	}
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_trace_writer_stats(f.w, &ws);
 	cr_assert_eq(t->nr_spans, 10001);
 	cr_assert_leq((ws.bytes - before) / 10000, 24, "%llu bytes per call",
@@ -894,34 +825,10 @@ Test(builder_branch, spans_are_small_without_arguments)
 	for (size_t i = 0; i < t->nr_spans; i++)
 		if (strcmp(t->spans[i].name, "main"))
 			cr_assert_eq(t->spans[i].nr_args, 0);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* ---- through the symbolizer, with a real binary ---- */
-
-static uint64_t nm_symbol(const char *binary, const char *symbol, uint64_t *size)
-{
-	char cmd[512], line[256];
-	FILE *p;
-	uint64_t value = 0;
-
-	snprintf(cmd, sizeof(cmd), "nm -S %s", binary);
-	p = popen(cmd, "r");
-	cr_assert(p);
-	while (fgets(line, sizeof(line), p)) {
-		unsigned long long v, s;
-		char type, name[200];
-
-		if (sscanf(line, "%llx %llx %c %199s", &v, &s, &type, name) == 4 &&
-		    !strcmp(name, symbol)) {
-			value = v;
-			*size = s;
-		}
-	}
-	pclose(p);
-	cr_assert_neq(value, 0, "%s not in %s", symbol, binary);
-	return value;
-}
 
 struct real_function {
 	uint64_t start, size;
@@ -933,16 +840,12 @@ static struct rv_branch_end in(const struct real_function *fn, uint64_t off)
 	return (struct rv_branch_end){ .ip = fn->start + off };
 }
 
-static void map_ratio(struct fixture *f, struct real_function *main_fn,
+static void map_ratio(struct builder_fixture *f, struct real_function *main_fn,
 		      struct real_function *long_fn, struct real_function *spin_fn)
 {
-	const char *build = getenv("RV_BUILD");
+	const char *binary = built_target("ratio");
 	const uint64_t base = 0x555555554000ull;
-	char binary[256];
 
-	snprintf(binary, sizeof(binary), "%s/tests/targets/ratio", build ? build : "build");
-	if (access(binary, R_OK))
-		cr_assert_fail("%s is missing: make %s first", binary, binary);
 	cr_assert_eq(
 		rv_symbolizer_add_mapping(f->sym, PID, base, 0x10000, 0, true, binary, &f->err), 0);
 	main_fn->start = base + nm_symbol(binary, "main", &main_fn->size);
@@ -953,12 +856,11 @@ static void map_ratio(struct fixture *f, struct real_function *main_fn,
 /* The address and size of ratio's .plt section (which no symbol covers). */
 static uint64_t plt_section(struct real_function *plt)
 {
-	const char *build = getenv("RV_BUILD");
 	char cmd[512], line[256];
 	FILE *p;
 	uint64_t addr = 0;
 
-	snprintf(cmd, sizeof(cmd), "readelf -SW %s/tests/targets/ratio", build ? build : "build");
+	snprintf(cmd, sizeof(cmd), "readelf -SW %s", build_path("tests/targets/ratio"));
 	p = popen(cmd, "r");
 	cr_assert(p);
 	while (fgets(line, sizeof(line), p)) {
@@ -981,7 +883,7 @@ static uint64_t plt_section(struct real_function *plt)
 
 Test(builder_branch, addresses_only_are_named_by_the_symbolizer)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct real_function m, l, s, plt;
 	struct rv_branch_end kernel = { .ip = 0xffffffff81000000ull };
@@ -991,7 +893,7 @@ Test(builder_branch, addresses_only_are_named_by_the_symbolizer)
 	uint64_t plt_offset;
 	char plt_name[64];
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	map_ratio(&f, &m, &l, &s);
 	/* the second PLT entry (the first is the resolver's); the mapping
 	 * starts at the file's offset 0, so the offset is the address's */
@@ -1014,29 +916,29 @@ Test(builder_branch, addresses_only_are_named_by_the_symbolizer)
 	call(&f, 50, in(&m, 16), in(&plt, 0x10));
 	jump(&f, 60, in(&plt, 0x16), printf_fn);
 	ret(&f, 70, printf_ret, in(&m, 20));
-	t = finish(&f);
-	assert_span(t, "main", 0, 0, 70, NULL);
-	assert_span(t, "work_long", 0, 10, 40, "main");
-	assert_span(t, "spin", 0, 20, 30, "work_long");
-	assert_span(t, "[syscall]", 0, 35, 36, "work_long");
+	t = builder_fixture_finish(&f);
+	expect_span(t, "main", 0, 0, 70, NULL);
+	expect_span(t, "work_long", 0, 10, 40, "main");
+	expect_span(t, "spin", 0, 20, 30, "work_long");
+	expect_span(t, "[syscall]", 0, 35, 36, "work_long");
 	/* a kernel address without kallsyms is named by the address */
-	assert_span(t, "0xffffffff81000000", 0, 37, 38, "work_long");
-	assert_span(t, plt_name, 0, 50, 70, "main");
+	expect_span(t, "0xffffffff81000000", 0, 37, 38, "work_long");
+	expect_span(t, plt_name, 0, 50, 70, "main");
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x7f0000010000"), 0);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "[unknown]"), 0);
 	cr_assert_eq(t->nr_spans, 6);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_branch, a_million_jumps_inside_a_function_make_no_span_and_no_lookup)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct real_function m, l, s;
 	struct rv_symbolizer_stats before, after;
 	struct rv_builder_stats stats;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	map_ratio(&f, &m, &l, &s);
 	trace_begin(&f, 0, in(&m, 4));
 	call(&f, 10, in(&m, 8), in(&l, 0));
@@ -1049,12 +951,12 @@ Test(builder_branch, a_million_jumps_inside_a_function_make_no_span_and_no_looku
 	rv_symbolizer_stats(f.sym, &after);
 	ret(&f, 200000, in(&s, s.size - 1), in(&l, 9));
 	ret(&f, 200010, in(&l, 12), in(&m, 12));
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	rv_builder_stats(f.b, &stats);
 	cr_assert_eq(t->nr_spans, 3);
-	assert_span(t, "spin", 0, 20, 200000, "work_long");
+	expect_span(t, "spin", 0, 20, 200000, "work_long");
 	cr_assert_eq(after.lookups, before.lookups,
 		     "a jump inside the top's function looks nothing up");
 	cr_assert_eq(stats.branches, 1000006);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }

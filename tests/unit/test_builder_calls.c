@@ -12,40 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fxt_reader.h"
-#include "trace/builder.h"
+#include "builder_fixture.h"
 
 #define PID 100
-
-struct fixture {
-	char path[64];
-	struct rv_symbolizer *sym;
-	struct rv_trace_writer *w;
-	struct rv_builder *b;
-	struct rv_error err;
-};
-
-static void open_fixture(struct fixture *f)
-{
-	struct rv_symbolizer_options so = { 0 };
-	int fd;
-
-	memset(f, 0, sizeof(*f));
-	snprintf(f->path, sizeof(f->path), "/tmp/rv-calls-XXXXXX");
-	fd = mkstemp(f->path);
-	cr_assert_geq(fd, 0);
-	close(fd);
-	unlink(f->path);
-	strcat(f->path, ".fxt");
-	cr_assert_eq(rv_symbolizer_new(&f->sym, &so, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_trace_writer_open(&f->w, f->path, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_builder_new(&f->b, f->sym, f->w, &f->err), 0);
-}
-
-static void add(struct fixture *f, const struct rv_event *ev)
-{
-	cr_assert_eq(rv_builder_add(f->b, ev, &f->err), 0, "%s", f->err.message);
-}
 
 /* A function's entry address: its name's first bytes, so that each name has
  * its own. */
@@ -58,28 +27,30 @@ static uint64_t addr_of(const char *name)
 	return a & 0xffffffffffull;
 }
 
-static void enter(struct fixture *f, uint32_t tid, uint64_t time, const char *fn, uint64_t sp)
+static void enter(struct builder_fixture *f, uint32_t tid, uint64_t time, const char *fn,
+		  uint64_t sp)
 {
 	struct rv_event ev = { .kind = RV_EVENT_CALL_ENTER, .pid = PID, .tid = tid, .time = time };
 
 	ev.call.addr = addr_of(fn);
 	ev.call.sym = fn;
 	ev.call.sp = sp;
-	add(f, &ev);
+	builder_fixture_add(f, &ev);
 }
 
 /* The exit of fn entered at entry_sp (0: sp unknown). */
-static void leave(struct fixture *f, uint32_t tid, uint64_t time, const char *fn, uint64_t entry_sp)
+static void leave(struct builder_fixture *f, uint32_t tid, uint64_t time, const char *fn,
+		  uint64_t entry_sp)
 {
 	struct rv_event ev = { .kind = RV_EVENT_CALL_EXIT, .pid = PID, .tid = tid, .time = time };
 
 	ev.call.addr = addr_of(fn);
 	ev.call.sym = fn;
 	ev.call.sp = entry_sp ? entry_sp + 8 : 0;
-	add(f, &ev);
+	builder_fixture_add(f, &ev);
 }
 
-static void kernel(struct fixture *f, uint32_t tid, uint64_t time, bool begin,
+static void kernel(struct builder_fixture *f, uint32_t tid, uint64_t time, bool begin,
 		   enum rv_kernel_kind kind, const char *name, const struct rv_event_arg *args,
 		   size_t nr_args)
 {
@@ -92,7 +63,7 @@ static void kernel(struct fixture *f, uint32_t tid, uint64_t time, bool begin,
 	ev.kernel.name = name;
 	ev.kernel.args = args;
 	ev.kernel.nr_args = nr_args;
-	add(f, &ev);
+	builder_fixture_add(f, &ev);
 }
 
 static const struct rv_event_arg *syscall_args(uint64_t nr, int64_t ret)
@@ -104,75 +75,23 @@ static const struct rv_event_arg *syscall_args(uint64_t nr, int64_t ret)
 	return args;
 }
 
-static void syscall_begin(struct fixture *f, uint32_t tid, uint64_t time, const char *name,
+static void syscall_begin(struct builder_fixture *f, uint32_t tid, uint64_t time, const char *name,
 			  uint64_t nr)
 {
 	kernel(f, tid, time, true, RV_KERNEL_SYSCALL, name, syscall_args(nr, 0), 1);
 }
 
-static void syscall_end(struct fixture *f, uint32_t tid, uint64_t time, const char *name,
+static void syscall_end(struct builder_fixture *f, uint32_t tid, uint64_t time, const char *name,
 			uint64_t nr, int64_t ret)
 {
 	kernel(f, tid, time, false, RV_KERNEL_SYSCALL, name, syscall_args(nr, ret), 2);
 }
 
-static void thread_exit(struct fixture *f, uint32_t tid, uint64_t time)
+static void thread_exit(struct builder_fixture *f, uint32_t tid, uint64_t time)
 {
 	struct rv_event ev = { .kind = RV_EVENT_THREAD_EXIT, .pid = PID, .tid = tid, .time = time };
 
-	add(f, &ev);
-}
-
-static struct fxt_trace *finish(struct fixture *f)
-{
-	struct fxt_trace *t = NULL;
-	char err[256];
-
-	cr_assert_eq(rv_builder_finish(f->b, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(rv_trace_writer_commit(f->w, &f->err), 0, "%s", f->err.message);
-	cr_assert_eq(fxt_read_file(f->path, &t, err, sizeof(err)), 0, "%s", err);
-	return t;
-}
-
-static void close_fixture(struct fixture *f, struct fxt_trace *t)
-{
-	fxt_trace_free(t);
-	rv_builder_free(f->b);
-	rv_trace_writer_free(f->w);
-	rv_symbolizer_free(f->sym);
-	unlink(f->path);
-}
-
-static const struct fxt_span *span(const struct fxt_trace *t, const char *name, size_t nth)
-{
-	const struct fxt_span *s = fxt_find_span(t, FXT_ANY, FXT_ANY, name, nth);
-
-	if (!s)
-		fxt_trace_dump(t, stderr);
-	cr_assert(s, "no span %s #%zu", name, nth);
-	return s;
-}
-
-static void expect_span(const struct fxt_trace *t, const char *name, size_t nth, uint64_t begin,
-			uint64_t end, const char *parent)
-{
-	const struct fxt_span *s = span(t, name, nth);
-	const struct fxt_span *p = fxt_span_parent(t, s);
-
-	if (s->begin_ns != begin || s->end_ns != end ||
-	    (parent ? !p || strcmp(p->name, parent) : p != NULL))
-		fxt_trace_dump(t, stderr);
-	cr_assert_eq(s->begin_ns, begin, "%s #%zu begins at %llu, not %llu", name, nth,
-		     (unsigned long long)s->begin_ns, (unsigned long long)begin);
-	cr_assert_eq(s->end_ns, end, "%s #%zu ends at %llu, not %llu", name, nth,
-		     (unsigned long long)s->end_ns, (unsigned long long)end);
-	if (parent) {
-		cr_assert_not_null(p, "%s #%zu has no parent, not %s", name, nth, parent);
-		cr_assert_str_eq(p->name, parent, "%s #%zu is in %s, not %s", name, nth, p->name,
-				 parent);
-	} else {
-		cr_assert_null(p, "%s #%zu is in %s, not at the top", name, nth, p ? p->name : "");
-	}
+	builder_fixture_add(f, &ev);
 }
 
 static bool inferred(const struct fxt_span *s)
@@ -184,11 +103,11 @@ static bool inferred(const struct fxt_span *s)
 
 Test(builder_calls, calls_nest_by_entry_and_exit)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	enter(&f, 100, 1010, "a", 900);
 	enter(&f, 100, 1020, "b", 800);
@@ -202,23 +121,23 @@ Test(builder_calls, calls_nest_by_entry_and_exit)
 	cr_assert_eq(bs.returns, 4);
 	cr_assert_eq(bs.unwinds, 0);
 	cr_assert_eq(bs.inferred, 0);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(t->nr_spans, 4);
 	expect_span(t, "main", 0, 0, 100, NULL);
 	expect_span(t, "a", 0, 10, 60, "main");
 	expect_span(t, "b", 0, 20, 30, "a");
 	expect_span(t, "c", 0, 40, 50, "a");
-	cr_assert_not(inferred(span(t, "main", 0)));
-	cr_assert_eq(span(t, "main", 0)->nr_args, 0, "a call's span has no arguments");
-	close_fixture(&f, t);
+	cr_assert_not(inferred(trace_span(t, "main", 0)));
+	cr_assert_eq(trace_span(t, "main", 0)->nr_args, 0, "a call's span has no arguments");
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_calls, recursion_ends_by_stack_pointer)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	enter(&f, 100, 1010, "fib", 900);
 	enter(&f, 100, 1020, "fib", 850);
@@ -229,24 +148,24 @@ Test(builder_calls, recursion_ends_by_stack_pointer)
 	leave(&f, 100, 1070, "fib", 850);
 	leave(&f, 100, 1080, "fib", 900);
 	leave(&f, 100, 1090, "main", 1000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "fib"), 4);
 	expect_span(t, "fib", 0, 30, 40, "fib");
 	expect_span(t, "fib", 1, 50, 60, "fib");
 	expect_span(t, "fib", 2, 20, 70, "fib");
 	expect_span(t, "fib", 3, 10, 80, "main");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* f calls setjmp, then a -> b -> c; c longjmps back into f, and f returns:
  * its exit ends the three frames the longjmp skipped, with f. */
 Test(builder_calls, one_exit_ends_the_frames_a_longjmp_skipped)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1100);
 	enter(&f, 100, 1010, "f", 1000);
 	enter(&f, 100, 1020, "a", 990);
@@ -256,24 +175,24 @@ Test(builder_calls, one_exit_ends_the_frames_a_longjmp_skipped)
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.unwinds, 3);
 	leave(&f, 100, 1060, "main", 1100);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "f", 0, 10, 50, "main");
 	expect_span(t, "a", 0, 20, 50, "f");
 	expect_span(t, "b", 0, 30, 50, "a");
 	expect_span(t, "c", 0, 40, 50, "b");
 	expect_span(t, "main", 0, 0, 60, NULL);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* After the longjmp into f, f calls d at a's level: the skipped frames (a
  * too, whose place d takes) end when d is entered. */
 Test(builder_calls, a_call_after_a_longjmp_ends_the_skipped_frames)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1100);
 	enter(&f, 100, 1010, "f", 1000);
 	enter(&f, 100, 1020, "a", 990);
@@ -285,23 +204,23 @@ Test(builder_calls, a_call_after_a_longjmp_ends_the_skipped_frames)
 	leave(&f, 100, 1060, "d", 990);
 	leave(&f, 100, 1070, "f", 1000);
 	leave(&f, 100, 1080, "main", 1100);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "a", 0, 20, 50, "f");
 	expect_span(t, "c", 0, 40, 50, "b");
 	expect_span(t, "d", 0, 50, 60, "f");
 	expect_span(t, "f", 0, 10, 70, "main");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* a tail-calls t (jmp: the same entry sp); the kernel's chained uretprobes
  * give t's exit, then a's, with the same sp. */
 Test(builder_calls, a_tail_call_keeps_its_caller_until_both_exits)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	enter(&f, 100, 1010, "a", 900);
 	enter(&f, 100, 1020, "tail", 900);
@@ -311,21 +230,21 @@ Test(builder_calls, a_tail_call_keeps_its_caller_until_both_exits)
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.inferred, 0);
 	cr_assert_eq(bs.unwinds, 0);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(t->nr_spans, 3);
 	expect_span(t, "a", 0, 10, 31, "main");
 	expect_span(t, "tail", 0, 20, 30, "a");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* A handler on the thread's own stack runs below the interrupted frames. */
 Test(builder_calls, a_signal_handler_on_the_stack_nests)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 0x7ffc1000);
 	enter(&f, 100, 1010, "work", 0x7ffc0f00);
 	enter(&f, 100, 1020, "on_signal", 0x7ffc0a00); /* below a signal frame */
@@ -339,12 +258,12 @@ Test(builder_calls, a_signal_handler_on_the_stack_nests)
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.unwinds, 0);
 	cr_assert_eq(bs.inferred, 0);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "on_signal", 0, 20, 50, "work");
 	expect_span(t, "count", 0, 30, 40, "on_signal");
 	expect_span(t, "step", 0, 60, 70, "work");
 	expect_span(t, "work", 0, 10, 80, "main");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* A handler on a sigaltstack far above the thread's stack: its frames and
@@ -352,11 +271,11 @@ Test(builder_calls, a_signal_handler_on_the_stack_nests)
  * all below theirs; after it, the interrupted code goes on as before. */
 Test(builder_calls, a_sigaltstack_handler_above_leaves_the_frames_below_it)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 0x7ffc1000);
 	enter(&f, 100, 1010, "work", 0x7ffc0f00);
 	enter(&f, 100, 1020, "on_signal", 0x7fff5000);
@@ -372,14 +291,14 @@ Test(builder_calls, a_sigaltstack_handler_above_leaves_the_frames_below_it)
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.unwinds, 0);
 	cr_assert_eq(bs.inferred, 0);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "on_signal", 0, 20, 50, "work");
 	expect_span(t, "count", 0, 30, 40, "on_signal");
 	expect_span(t, "count", 1, 45, 48, "on_signal");
 	expect_span(t, "step", 0, 60, 70, "work");
 	expect_span(t, "work", 0, 10, 80, "main");
 	expect_span(t, "main", 0, 0, 90, NULL);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* A handler on a sigaltstack below the stack (a malloc'd one) nests too, and
@@ -387,11 +306,11 @@ Test(builder_calls, a_sigaltstack_handler_above_leaves_the_frames_below_it)
  * interrupted stack. */
 Test(builder_calls, a_sigaltstack_handler_below_and_a_siglongjmp_out_of_it)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 0x7ffc1000);
 	enter(&f, 100, 1010, "work", 0x7ffc0f00);
 	enter(&f, 100, 1020, "on_signal", 0x5555a000);
@@ -401,12 +320,12 @@ Test(builder_calls, a_sigaltstack_handler_below_and_a_siglongjmp_out_of_it)
 	leave(&f, 100, 1060, "main", 0x7ffc1000);
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.unwinds, 3);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "on_signal", 0, 20, 30, "work");
 	expect_span(t, "on_signal", 1, 40, 60, "work");
 	expect_span(t, "bail_out", 0, 45, 60, "on_signal");
 	expect_span(t, "work", 0, 10, 60, "main");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* Tracing began inside main and run (attach): their exits have no entry.
@@ -414,11 +333,11 @@ Test(builder_calls, a_sigaltstack_handler_below_and_a_siglongjmp_out_of_it)
  * they hold. */
 Test(builder_calls, an_exit_without_its_entry_is_inferred_from_the_first_event)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "step", 800);
 	leave(&f, 100, 1010, "step", 800);
 	enter(&f, 100, 1020, "step", 800);
@@ -429,7 +348,7 @@ Test(builder_calls, an_exit_without_its_entry_is_inferred_from_the_first_event)
 	leave(&f, 100, 1070, "main", 1000);
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.inferred, 2);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "main", 0, 0, 70, NULL);
 	expect_span(t, "run", 0, 0, 40, "main");
 	/* (file order: the second step was written first; the first waited for
@@ -437,56 +356,56 @@ Test(builder_calls, an_exit_without_its_entry_is_inferred_from_the_first_event)
 	expect_span(t, "step", 0, 20, 30, "run");
 	expect_span(t, "step", 1, 0, 10, "run");
 	expect_span(t, "report", 0, 50, 60, "main");
-	cr_assert(inferred(span(t, "main", 0)));
-	cr_assert(inferred(span(t, "run", 0)));
-	cr_assert_not(inferred(span(t, "step", 1)));
-	close_fixture(&f, t);
+	cr_assert(inferred(trace_span(t, "main", 0)));
+	cr_assert(inferred(trace_span(t, "run", 0)));
+	cr_assert_not(inferred(trace_span(t, "step", 1)));
+	builder_fixture_close(&f, t);
 }
 
 /* An exit without its entry inside an open frame (a lost entry) nests in it. */
 Test(builder_calls, an_exit_without_its_entry_nests_in_the_open_frame)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	enter(&f, 100, 1010, "a", 900);
 	leave(&f, 100, 1020, "a", 900);
 	leave(&f, 100, 1030, "lost", 900);
 	leave(&f, 100, 1040, "main", 1000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "lost", 0, 0, 30, "main");
 	expect_span(t, "a", 0, 10, 20, "lost");
-	cr_assert(inferred(span(t, "lost", 0)));
-	close_fixture(&f, t);
+	cr_assert(inferred(trace_span(t, "lost", 0)));
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_calls, an_exit_without_sp_ends_the_innermost_call)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 0);
 	enter(&f, 100, 1010, "a", 0);
 	leave(&f, 100, 1020, "a", 0);
 	leave(&f, 100, 1030, "main", 0);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "a", 0, 10, 20, "main");
 	expect_span(t, "main", 0, 0, 30, NULL);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_calls, a_syscall_nests_in_the_user_call_with_its_arguments)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const struct fxt_span *s;
 	const struct fxt_arg *nr, *ret;
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	enter(&f, 100, 1010, "read_file", 900);
 	syscall_begin(&f, 100, 1020, "read", 0);
@@ -497,10 +416,10 @@ Test(builder_calls, a_syscall_nests_in_the_user_call_with_its_arguments)
 	leave(&f, 100, 1070, "main", 1000);
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.kernel_spans, 2);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "read", 0, 20, 30, "read_file");
 	expect_span(t, "read", 1, 40, 50, "read_file");
-	s = span(t, "read", 0);
+	s = trace_span(t, "read", 0);
 	cr_assert_eq(s->nr_args, 2, "nr and ret, nr once");
 	nr = fxt_find_arg(s->args, s->nr_args, "nr");
 	ret = fxt_find_arg(s->args, s->nr_args, "ret");
@@ -509,18 +428,18 @@ Test(builder_calls, a_syscall_nests_in_the_user_call_with_its_arguments)
 	cr_assert_eq(nr->u, 0);
 	cr_assert_eq(ret->type, FXT_ARG_INT32, "%s", fxt_arg_type_name(ret->type));
 	cr_assert_eq(ret->i, 42);
-	s = span(t, "read", 1);
+	s = trace_span(t, "read", 1);
 	ret = fxt_find_arg(s->args, s->nr_args, "ret");
 	cr_assert(ret);
 	cr_assert_eq(ret->i, -11);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* A sleep: the thread is switched out inside the system call. Off-CPU time
  * is not self time. */
 Test(builder_calls, off_cpu_nests_in_the_syscall_it_slept_in)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const struct fxt_span *s;
 	const struct fxt_arg *state;
@@ -528,17 +447,17 @@ Test(builder_calls, off_cpu_nests_in_the_syscall_it_slept_in)
 	struct rv_function_time top[4];
 	size_t n;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "nap", 1000);
 	syscall_begin(&f, 100, 1010, "clock_nanosleep", 230);
 	kernel(&f, 100, 1020, true, RV_KERNEL_OFF_CPU, "[off-cpu: sleeping]", &out, 1);
 	kernel(&f, 100, 2020, false, RV_KERNEL_OFF_CPU, "[off-cpu]", NULL, 0);
 	syscall_end(&f, 100, 2030, "clock_nanosleep", 230, 0);
 	leave(&f, 100, 2040, "nap", 1000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "clock_nanosleep", 0, 10, 1030, "nap");
 	expect_span(t, "[off-cpu: sleeping]", 0, 20, 1020, "clock_nanosleep");
-	s = span(t, "[off-cpu: sleeping]", 0);
+	s = trace_span(t, "[off-cpu: sleeping]", 0);
 	state = fxt_find_arg(s->args, s->nr_args, "state");
 	cr_assert(state);
 	cr_assert_eq(state->type, FXT_ARG_POINTER);
@@ -551,36 +470,36 @@ Test(builder_calls, off_cpu_nests_in_the_syscall_it_slept_in)
 	cr_assert_eq(top[0].self_ns, 20);
 	cr_assert_str_eq(top[1].name, "nap");
 	cr_assert_eq(top[1].self_ns, 20);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* Attached to a thread asleep in a system call: the switch-in and the
  * syscall's exit come without their beginnings. */
 Test(builder_calls, kernel_ends_without_their_beginnings_are_inferred)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const struct fxt_span *s;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	kernel(&f, 100, 1000, false, RV_KERNEL_OFF_CPU, "[off-cpu]", NULL, 0);
 	syscall_end(&f, 100, 1010, "read", 0, 7);
 	leave(&f, 100, 1020, "main", 1000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "main", 0, 0, 20, NULL);
 	expect_span(t, "read", 0, 0, 10, "main");
 	expect_span(t, "[off-cpu]", 0, 0, 0, "read");
-	s = span(t, "read", 0);
+	s = trace_span(t, "read", 0);
 	cr_assert(inferred(s));
 	cr_assert_eq(s->nr_args, 3, "inferred_start_time, nr, ret");
 	cr_assert_eq(fxt_find_arg(s->args, s->nr_args, "ret")->i, 7);
 	cr_assert_eq(fxt_find_arg(s->args, s->nr_args, "nr")->u, 0);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_calls, a_page_fault_is_an_instant_with_its_arguments)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const struct fxt_instant *in;
 	const struct rv_event_arg args[] = {
@@ -591,16 +510,16 @@ Test(builder_calls, a_page_fault_is_an_instant_with_its_arguments)
 	struct rv_event ev = { .kind = RV_EVENT_INSTANT, .pid = PID, .tid = 100, .time = 1010 };
 	struct rv_builder_stats bs;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "touch", 1000);
 	ev.instant.name = "[page fault]";
 	ev.instant.args = args;
 	ev.instant.nr_args = 3;
-	add(&f, &ev);
+	builder_fixture_add(&f, &ev);
 	leave(&f, 100, 1020, "touch", 1000);
 	rv_builder_stats(f.b, &bs);
 	cr_assert_eq(bs.instants, 1);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	cr_assert_eq(fxt_count_instants(t, PID, 100, "[page fault]"), 1);
 	in = fxt_find_instant(t, PID, 100, "[page fault]", 0);
 	cr_assert_eq(in->ts_ns, 10);
@@ -609,62 +528,62 @@ Test(builder_calls, a_page_fault_is_an_instant_with_its_arguments)
 	cr_assert_eq(fxt_find_arg(in->args, in->nr_args, "ip")->u, 0x401234);
 	cr_assert_eq(fxt_find_arg(in->args, in->nr_args, "error_code")->u, 6);
 	cr_assert_eq(fxt_find_arg(in->args, in->nr_args, "ip")->type, FXT_ARG_POINTER);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* exit_group never returns: the thread's exit ends it and the calls under it. */
 Test(builder_calls, the_thread_exit_ends_its_open_frames)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	enter(&f, 101, 1005, "worker", 5000);
 	enter(&f, 100, 1010, "quit", 900);
 	syscall_begin(&f, 100, 1020, "exit_group", 231);
 	thread_exit(&f, 100, 1030);
 	leave(&f, 101, 1040, "worker", 5000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "main", 0, 0, 30, NULL);
 	expect_span(t, "quit", 0, 10, 30, "main");
 	expect_span(t, "exit_group", 0, 20, 30, "quit");
-	cr_assert_eq(fxt_find_arg(span(t, "exit_group", 0)->args, span(t, "exit_group", 0)->nr_args,
-				  "nr")
+	cr_assert_eq(fxt_find_arg(trace_span(t, "exit_group", 0)->args,
+				  trace_span(t, "exit_group", 0)->nr_args, "nr")
 			     ->u,
 		     231, "an open span keeps its BEGIN's arguments");
 	expect_span(t, "worker", 0, 5, 40, NULL);
-	cr_assert_eq(span(t, "worker", 0)->tid, 101);
-	close_fixture(&f, t);
+	cr_assert_eq(trace_span(t, "worker", 0)->tid, 101);
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_calls, finish_ends_what_is_open_at_the_last_event)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_event ev = { .kind = RV_EVENT_INSTANT, .pid = PID, .tid = 100, .time = 1030 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	enter(&f, 100, 1010, "loop", 900);
 	kernel(&f, 100, 1020, true, RV_KERNEL_IRQ, "[irq 24]", NULL, 0);
 	ev.instant.name = "[page fault]";
-	add(&f, &ev); /* at 1030 */
-	t = finish(&f);
+	builder_fixture_add(&f, &ev); /* at 1030 */
+	t = builder_fixture_finish(&f);
 	expect_span(t, "main", 0, 0, 30, NULL);
 	expect_span(t, "loop", 0, 10, 30, "main");
 	expect_span(t, "[irq 24]", 0, 20, 30, "loop");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* A kernel span whose end was lost ends when user code runs again; a
  * syscall does not nest in a syscall. */
 Test(builder_calls, user_code_ends_kernel_spans_whose_end_was_lost)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	syscall_begin(&f, 100, 1010, "write", 1);
 	syscall_begin(&f, 100, 1020, "read", 0);
@@ -672,23 +591,23 @@ Test(builder_calls, user_code_ends_kernel_spans_whose_end_was_lost)
 	kernel(&f, 100, 1040, true, RV_KERNEL_OFF_CPU, "[off-cpu: preempted]", NULL, 0);
 	leave(&f, 100, 1050, "a", 900); /* the switch-in was lost */
 	leave(&f, 100, 1060, "main", 1000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "write", 0, 10, 20, "main");
 	expect_span(t, "read", 0, 20, 30, "main");
 	expect_span(t, "a", 0, 30, 50, "main");
 	expect_span(t, "[off-cpu: preempted]", 0, 40, 50, "a");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* Interrupts nest in whatever runs; off-CPU time ends with any event of its
  * thread (the switch-in was lost). */
 Test(builder_calls, irqs_nest_and_any_event_ends_off_cpu_time)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	const struct rv_event_arg handled = { "ret", RV_EVENT_ARG_INT, 1 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	syscall_begin(&f, 100, 1010, "read", 0);
 	kernel(&f, 100, 1020, true, RV_KERNEL_IRQ, "[irq 11]", NULL, 0);
@@ -696,58 +615,58 @@ Test(builder_calls, irqs_nest_and_any_event_ends_off_cpu_time)
 	kernel(&f, 100, 1040, true, RV_KERNEL_OFF_CPU, "[off-cpu: disk]", NULL, 0);
 	syscall_end(&f, 100, 1050, "read", 0, 1);
 	leave(&f, 100, 1060, "main", 1000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "[irq 11]", 0, 20, 30, "read");
-	cr_assert_eq(
-		fxt_find_arg(span(t, "[irq 11]", 0)->args, span(t, "[irq 11]", 0)->nr_args, "ret")
-			->i,
-		1);
+	cr_assert_eq(fxt_find_arg(trace_span(t, "[irq 11]", 0)->args,
+				  trace_span(t, "[irq 11]", 0)->nr_args, "ret")
+			     ->i,
+		     1);
 	expect_span(t, "[off-cpu: disk]", 0, 40, 50, "read");
 	expect_span(t, "read", 0, 10, 50, "main");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* A --filter window ends the calls in it; the next window starts afresh. */
 Test(builder_calls, a_window_ends_the_calls_in_it)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_event w = { .kind = RV_EVENT_WINDOW, .pid = PID, .tid = 100, .time = 1050 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	rv_builder_set_base(f.b, 990);
 	enter(&f, 100, 1000, "request", 900);
 	enter(&f, 100, 1010, "parse", 800);
 	w.gate.name = "request";
 	w.gate.duration_ns = 60;
-	add(&f, &w);
+	builder_fixture_add(&f, &w);
 	leave(&f, 100, 2000, "parse", 800);
 	leave(&f, 100, 2010, "request", 900);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "[window request]", 0, 0, 60, NULL);
 	expect_span(t, "request", 0, 10, 60, "[window request]");
 	expect_span(t, "parse", 0, 20, 60, "request");
 	/* after the window: exits of what was entered before it */
 	expect_span(t, "request", 1, 1010, 1020, NULL);
 	expect_span(t, "parse", 1, 1010, 1010, "request");
-	cr_assert(inferred(span(t, "request", 1)));
-	close_fixture(&f, t);
+	cr_assert(inferred(trace_span(t, "request", 1)));
+	builder_fixture_close(&f, t);
 }
 
 Test(builder_calls, a_late_event_is_taken_at_its_threads_last_time)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	enter(&f, 100, 1000, "main", 1000);
 	enter(&f, 100, 1020, "a", 900);
 	leave(&f, 100, 1010, "a", 900);
 	leave(&f, 100, 1030, "main", 1000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "a", 0, 20, 20, "main");
 	expect_span(t, "main", 0, 0, 30, NULL);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* Names come from the symbolizer when the event has none: an address no
@@ -755,48 +674,48 @@ Test(builder_calls, a_late_event_is_taken_at_its_threads_last_time)
  * "[unknown]". */
 Test(builder_calls, functions_without_sym_are_named_by_the_symbolizer)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_event ev = { .kind = RV_EVENT_CALL_ENTER, .pid = PID, .tid = 100, .time = 1000 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	ev.call.addr = 0x1234;
 	ev.call.sp = 1000;
-	add(&f, &ev);
+	builder_fixture_add(&f, &ev);
 	ev.kind = RV_EVENT_CALL_EXIT;
 	ev.time = 1010;
 	ev.call.sp = 1008;
-	add(&f, &ev);
+	builder_fixture_add(&f, &ev);
 	ev.time = 1020;
 	ev.call.addr = 0;
 	ev.call.sp = 2008;
-	add(&f, &ev);
-	t = finish(&f);
+	builder_fixture_add(&f, &ev);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "0x1234", 0, 0, 10, "[unknown]");
 	expect_span(t, "[unknown]", 0, 0, 20, NULL);
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }
 
 /* Every thread has its own stack and track. */
 Test(builder_calls, threads_have_their_own_stacks)
 {
-	struct fixture f;
+	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct rv_event name = { .kind = RV_EVENT_THREAD_NAME, .pid = PID, .tid = 101 };
 
-	open_fixture(&f);
+	builder_fixture_open(&f);
 	name.thread.name = "worker";
-	add(&f, &name);
+	builder_fixture_add(&f, &name);
 	enter(&f, 100, 1000, "main", 0x7ffc1000);
 	enter(&f, 101, 1001, "work", 0x7f001000);
 	enter(&f, 100, 1002, "wait", 0x7ffc0f00);
 	leave(&f, 101, 1003, "work", 0x7f001000);
 	leave(&f, 100, 1004, "wait", 0x7ffc0f00);
 	leave(&f, 100, 1005, "main", 0x7ffc1000);
-	t = finish(&f);
+	t = builder_fixture_finish(&f);
 	expect_span(t, "work", 0, 1, 3, NULL);
 	expect_span(t, "wait", 0, 2, 4, "main");
-	cr_assert_eq(span(t, "work", 0)->tid, 101);
+	cr_assert_eq(trace_span(t, "work", 0)->tid, 101);
 	cr_assert_str_eq(fxt_thread_name(t, PID, 101), "worker [100/101]");
-	close_fixture(&f, t);
+	builder_fixture_close(&f, t);
 }

@@ -22,9 +22,12 @@
 #include "decode/func_decoder.h"
 #include "decode/syscall_names.h"
 #include "functions.h"
+#include "fxt_expect.h"
 #include "fxt_reader.h"
 #include "render/render.h"
 #include "trace/builder.h"
+#include "test_env.h"
+#include "test_files.h"
 #include "write/trace_writer.h"
 
 #define FN_ID	0x51ull
@@ -676,22 +679,6 @@ Test(func_decoder, other_captures_are_not_function_captures)
 
 /* ---- rendering ---- */
 
-static uint64_t nm_address(const char *binary, const char *symbol)
-{
-	char cmd[512], line[256];
-	uint64_t value = 0;
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "nm '%s' | awk '$3 == \"%s\" { print $1 }'", binary, symbol);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	if (fgets(line, sizeof(line), p))
-		value = strtoull(line, NULL, 16);
-	pclose(p);
-	cr_assert_neq(value, 0, "%s has no symbol %s", binary, symbol);
-	return value;
-}
-
 static int add_to_builder(void *ctx, const struct rv_event *ev, struct rv_error *err)
 {
 	return rv_builder_add(ctx, ev, err);
@@ -748,16 +735,6 @@ static int render(const char *path, const char *fxt, struct fxt_trace **out,
 	return got;
 }
 
-static const struct fxt_span *span(const struct fxt_trace *t, const char *name, size_t nth)
-{
-	const struct fxt_span *s = fxt_find_span(t, FXT_ANY, FXT_ANY, name, nth);
-
-	if (!s)
-		fxt_trace_dump(t, stderr);
-	cr_assert(s, "no span %s #%zu", name, nth);
-	return s;
-}
-
 static const char *parent_name(const struct fxt_trace *t, const struct fxt_span *s)
 {
 	const struct fxt_span *p = fxt_span_parent(t, s);
@@ -779,9 +756,9 @@ Test(func_decoder, a_capture_renders_into_nested_calls_and_kernel_spans)
 
 	snprintf(binary, sizeof(binary), "%s/tests/targets/ratio", build ? build : "build");
 	cr_assert_eq(access(binary, R_OK), 0, "%s is not built (make %s)", binary, binary);
-	main_at = base + nm_address(binary, "main");
-	long_at = base + nm_address(binary, "work_long");
-	spin_at = base + nm_address(binary, "spin");
+	main_at = base + nm_symbol(binary, "main", NULL);
+	long_at = base + nm_symbol(binary, "work_long", NULL);
+	spin_at = base + nm_symbol(binary, "spin", NULL);
 
 	capture_open(&c, true);
 	comm(&c, PID, "ratio", 900);
@@ -807,19 +784,20 @@ Test(func_decoder, a_capture_renders_into_nested_calls_and_kernel_spans)
 	cr_assert_eq(bs.kernel_spans, 2);
 	cr_assert_eq(bs.instants, 1);
 	cr_assert_eq(bs.windows, 1);
-	cr_assert_str_eq(parent_name(t, span(t, "main", 0)), "[window main]");
-	cr_assert_str_eq(parent_name(t, span(t, "work_long", 0)), "main");
-	cr_assert_str_eq(parent_name(t, span(t, "spin", 0)), "work_long");
-	cr_assert_str_eq(parent_name(t, span(t, "clock_nanosleep", 0)), "spin");
-	cr_assert_str_eq(parent_name(t, span(t, "[off-cpu: sleeping]", 0)), "clock_nanosleep");
-	cr_assert_eq(span(t, "[off-cpu: sleeping]", 0)->end_ns -
-			     span(t, "[off-cpu: sleeping]", 0)->begin_ns,
+	cr_assert_str_eq(parent_name(t, trace_span(t, "main", 0)), "[window main]");
+	cr_assert_str_eq(parent_name(t, trace_span(t, "work_long", 0)), "main");
+	cr_assert_str_eq(parent_name(t, trace_span(t, "spin", 0)), "work_long");
+	cr_assert_str_eq(parent_name(t, trace_span(t, "clock_nanosleep", 0)), "spin");
+	cr_assert_str_eq(parent_name(t, trace_span(t, "[off-cpu: sleeping]", 0)),
+			 "clock_nanosleep");
+	cr_assert_eq(trace_span(t, "[off-cpu: sleeping]", 0)->end_ns -
+			     trace_span(t, "[off-cpu: sleeping]", 0)->begin_ns,
 		     10);
 	cr_assert_eq(fxt_count_instants(t, PID, PID, "[page fault]"), 1);
 	cr_assert_str_eq(fxt_thread_name(t, PID, PID), "ratio [4242/4242]");
 	/* the window began before its first record: the trace's zero */
-	cr_assert_eq(span(t, "[window main]", 0)->begin_ns, 0);
-	cr_assert_eq(span(t, "main", 0)->begin_ns, 5);
+	cr_assert_eq(trace_span(t, "[window main]", 0)->begin_ns, 0);
+	cr_assert_eq(trace_span(t, "main", 0)->begin_ns, 5);
 	fxt_trace_free(t);
 	unlink(fxt);
 	unlink(c.path);
@@ -849,41 +827,14 @@ Test(func_decoder, rv_render_takes_function_captures)
 	cr_assert_eq(fxt_count_spans(t, PID, PID, "exit_group"), 1);
 	cr_assert_eq(fxt_count_spans(t, PID, PID + 1, "[unknown]"), 1,
 		     "the worker's exit without entry or address");
-	cr_assert_str_eq(parent_name(t, span(t, "[irq 24]", 0)), "read");
-	cr_assert_str_eq(parent_name(t, span(t, "[off-cpu: sleeping]", 0)), "read");
+	cr_assert_str_eq(parent_name(t, trace_span(t, "[irq 24]", 0)), "read");
+	cr_assert_str_eq(parent_name(t, trace_span(t, "[off-cpu: sleeping]", 0)), "read");
 	fxt_trace_free(t);
 	unlink(fxt);
 	unlink(c.path);
 }
 
 /* ---- damage ---- */
-
-static uint8_t *read_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *data;
-	long len;
-
-	cr_assert_not_null(f);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	data = malloc((size_t)len);
-	cr_assert_not_null(data);
-	cr_assert_eq(fread(data, 1, (size_t)len, f), (size_t)len);
-	fclose(f);
-	*size = (size_t)len;
-	return data;
-}
-
-static void write_file(const char *path, const uint8_t *data, size_t size)
-{
-	FILE *f = fopen(path, "wb");
-
-	cr_assert_not_null(f);
-	cr_assert_eq(fwrite(data, 1, size, f), size);
-	fclose(f);
-}
 
 /* perf.data's header: the data section's offset and size at bytes 40, 48. */
 static void data_section(const uint8_t *file, uint64_t *offset, uint64_t *size)
@@ -907,7 +858,7 @@ Test(func_decoder, a_capture_cut_anywhere_keeps_what_came_before)
 	capture_open(&c, true);
 	write_program(&c);
 	capture_finish(&c);
-	file = read_file(c.path, &size);
+	file = read_whole(c.path, &size);
 	data_section(file, &data_offset, &data_size);
 	cr_assert_gt(data_size, 0);
 	snprintf(damaged, sizeof(damaged), "%s.cut", c.path);
@@ -949,7 +900,7 @@ Test(func_decoder, flipped_bytes_never_crash_and_the_trace_still_nests)
 	capture_open(&c, true);
 	write_program(&c);
 	capture_finish(&c);
-	file = read_file(c.path, &size);
+	file = read_whole(c.path, &size);
 	data_section(file, &data_offset, &data_size);
 	snprintf(damaged, sizeof(damaged), "%s.flip", c.path);
 	snprintf(fxt, sizeof(fxt), "%s.fxt", c.path);
@@ -984,7 +935,7 @@ Test(func_decoder, a_damaged_header_never_crashes)
 	capture_open(&c, true);
 	write_program(&c);
 	capture_finish(&c);
-	file = read_file(c.path, &size);
+	file = read_whole(c.path, &size);
 	data_section(file, &data_offset, &data_size);
 	snprintf(damaged, sizeof(damaged), "%s.flip", c.path);
 	snprintf(fxt, sizeof(fxt), "%s.fxt", c.path);
@@ -1007,50 +958,6 @@ Test(func_decoder, a_damaged_header_never_crashes)
 
 /* ---- the oracle ---- */
 
-static char *run_command(int *status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static char *run_command(int *status, const char *fmt, ...)
-{
-	char cmd[1024];
-	char *out = NULL;
-	size_t len = 0, cap = 0;
-	va_list ap;
-	FILE *p;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p, "popen %s", cmd);
-	for (;;) {
-		size_t n;
-
-		if (cap - len < 4096) {
-			cap = cap ? cap * 2 : 65536;
-			out = realloc(out, cap + 1);
-			cr_assert_not_null(out);
-		}
-		n = fread(out + len, 1, cap - len, p);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	out[len] = '\0';
-	*status = pclose(p);
-	return out;
-}
-
-static void require_perf(void)
-{
-	const char *ci = getenv("CI");
-
-	if (system("command -v perf >/dev/null 2>&1") == 0)
-		return;
-	if (ci && strcmp(ci, "true") == 0)
-		cr_assert_fail("perf is not installed; CI needs Debian's linux-perf package");
-	cr_skip_test("perf is not installed (Debian package linux-perf)");
-}
-
 static size_t count_lines_with(const char *text, const char *needle)
 {
 	size_t n = 0;
@@ -1070,11 +977,11 @@ Test(func_decoder, perf_script_reads_the_capture)
 	char *out;
 	int status;
 
-	require_perf();
+	require_tool("perf", "linux-perf");
 	capture_open(&c, true);
 	write_program(&c);
 	capture_finish(&c);
-	out = run_command(&status, "perf script -i '%s' 2>&1", c.path);
+	out = run_command(&status, NULL, "perf script -i '%s' 2>&1", c.path);
 	cr_assert_eq(status, 0, "%s", out);
 	cr_assert_eq(count_lines_with(out, RV_FN_EVENT_NAME ":"), 15, "%s", out);
 	cr_assert_eq(count_lines_with(out, RV_MARK_EVENT_NAME ":"), 1, "%s", out);
@@ -1116,7 +1023,8 @@ Test(func_decoder, rearview_decode_renders_a_function_capture)
 	write_program(&c);
 	capture_finish(&c);
 	snprintf(fxt, sizeof(fxt), "%s.fxt", c.path);
-	out = run_command(&status, "'%s' decode --stats -o '%s' '%s' 2>&1", binary, fxt, c.path);
+	out = run_command(&status, NULL, "'%s' decode --stats -o '%s' '%s' 2>&1", binary, fxt,
+			  c.path);
 	cr_assert_eq(status, 0, "%s", out);
 	cr_assert_eq(stat_value(out, "function records"), 15, "%s", out);
 	cr_assert_eq(stat_value(out, "  enter"), 3, "%s", out);
@@ -1138,7 +1046,7 @@ Test(func_decoder, rearview_decode_renders_a_function_capture)
 	cr_assert_eq(mkdir(dir, 0700), 0);
 	snprintf(in_dir, sizeof(in_dir), "%s/perf.data", dir);
 	cr_assert_eq(rename(c.path, in_dir), 0);
-	out = run_command(&status, "'%s' decode -o '%s' '%s' 2>&1", binary, fxt, dir);
+	out = run_command(&status, NULL, "'%s' decode -o '%s' '%s' 2>&1", binary, fxt, dir);
 	cr_assert_eq(status, 0, "%s", out);
 	cr_assert_not_null(strstr(out, ": 3 calls, 4 kernel spans"), "%s", out);
 	free(out);

@@ -10,18 +10,7 @@
 
 #include "record/func_select.h"
 #include "record/probe_site.h"
-
-static const char *target(const char *name)
-{
-	static char path[4][512];
-	static int next;
-	const char *build = getenv("RV_BUILD");
-	char *out = path[next++ % 4];
-
-	snprintf(out, sizeof(path[0]), "%s/tests/targets/%s", build ? build : "build", name);
-	cr_assert_eq(access(out, R_OK), 0, "%s is missing: run make %s first", out, out);
-	return out;
-}
+#include "test_env.h"
 
 static const struct rv_func *find(const struct rv_func_list *l, const char *name)
 {
@@ -51,7 +40,7 @@ static uint64_t resolved_offset(const char *exe, const char *spec)
 
 Test(func_select, default_is_every_function_of_the_executable_but_the_entry_point)
 {
-	const char *exe = target("workload");
+	const char *exe = built_target("workload");
 	struct rv_func_list l;
 	struct rv_error err = { 0 };
 	const struct rv_func_skipped *start;
@@ -80,7 +69,7 @@ Test(func_select, default_is_every_function_of_the_executable_but_the_entry_poin
 
 Test(func_select, globs_select_by_name_and_patterns_merge)
 {
-	const char *exe = target("workload");
+	const char *exe = built_target("workload");
 	const char *patterns[] = { "le*", "leaf", "ma?n" };
 	struct rv_func_list l;
 	struct rv_error err = { 0 };
@@ -96,7 +85,7 @@ Test(func_select, globs_select_by_name_and_patterns_merge)
 
 Test(func_select, a_pattern_that_matches_nothing_is_named_with_nm)
 {
-	const char *exe = target("workload");
+	const char *exe = built_target("workload");
 	const char *patterns[] = { "leaf", "no_such_*" };
 	struct rv_func_list l;
 	struct rv_error err = { 0 };
@@ -110,7 +99,7 @@ Test(func_select, a_pattern_that_matches_nothing_is_named_with_nm)
 
 Test(func_select, too_many_functions_is_an_error)
 {
-	const char *exe = target("workload");
+	const char *exe = built_target("workload");
 	struct rv_func_list l;
 	struct rv_error err = { 0 };
 
@@ -122,7 +111,7 @@ Test(func_select, too_many_functions_is_an_error)
 
 Test(func_select, demangled_names_and_globs_over_them)
 {
-	const char *exe = target("sym_cpp");
+	const char *exe = built_target("sym_cpp");
 	const char *patterns[] = { "ns::Widget::frob" };
 	const char *qualified[] = { "ns::Widget::frob(int)" };
 	const char *mangled[] = { "_ZN2ns5inner*" };
@@ -151,7 +140,7 @@ Test(func_select, demangled_names_and_globs_over_them)
 
 Test(func_select, library_functions_with_aliases_probed_once)
 {
-	const char *exe = target("workload");
+	const char *exe = built_target("workload");
 	const char *both[] = { "libc:__libc_malloc", "libc.so.6:malloc" };
 	const char *glob[] = { "libc:*malloc" };
 	struct rv_func_list l;
@@ -183,7 +172,7 @@ Test(func_select, library_functions_with_aliases_probed_once)
 
 Test(func_select, functions_a_return_probe_would_break_are_skipped)
 {
-	const char *exe = target("workload");
+	const char *exe = built_target("workload");
 	const char *patterns[] = { "libc:*setjmp", "libc:vfork", "libc:malloc" };
 	struct rv_func_list l;
 	struct rv_error err = { 0 };
@@ -201,7 +190,7 @@ Test(func_select, functions_a_return_probe_would_break_are_skipped)
 
 Test(func_select, unknown_library_and_bad_patterns)
 {
-	const char *exe = target("workload");
+	const char *exe = built_target("workload");
 	const char *nolib[] = { "libnosuchthing:f" };
 	const char *empty[] = { "libc:" };
 	struct rv_func_list l;

@@ -12,7 +12,6 @@
  */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +23,7 @@
 
 #include <zlib.h>
 
+#include "test_files.h"
 #include "write/trace_writer.h"
 #include "../support/fxt_reader.h"
 
@@ -685,54 +685,6 @@ Test(fxt_reader, reads_a_file_and_names_it_in_errors)
 
 /* ---- the writer, read back with the reader ---- */
 
-static char *make_dir(void)
-{
-	char *dir = strdup("/tmp/rv-fxt-writer-XXXXXX");
-
-	cr_assert_not_null(mkdtemp(dir));
-	return dir;
-}
-
-static size_t dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	size_t n = 0;
-
-	cr_assert_not_null(d);
-	while ((de = readdir(d)))
-		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-	closedir(d);
-	return n;
-}
-
-static void remove_dir(char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[4096];
-
-	if (d) {
-		while ((de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-	free(dir);
-}
-
-static char *join(const char *dir, const char *name)
-{
-	char *path;
-
-	cr_assert_gt(asprintf(&path, "%s/%s", dir, name), 0);
-	return path;
-}
-
 static bool exists(const char *path)
 {
 	struct stat st;
@@ -814,7 +766,7 @@ static struct fxt_trace *read_back(const char *path)
 
 Test(fxt_writer, starts_with_the_magic_and_initialization_records)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct fxt_trace *t;
 	struct fxt_buf b;
@@ -834,12 +786,12 @@ Test(fxt_writer, starts_with_the_magic_and_initialization_records)
 	fxt_trace_free(t);
 	free(b.bytes);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, names_processes_and_threads_with_kernel_objects)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	const struct fxt_thread *th;
 	struct fxt_trace *t;
@@ -870,12 +822,12 @@ Test(fxt_writer, names_processes_and_threads_with_kernel_objects)
 	cr_assert_eq(fxt_find_span(t, 200, 201, "f", 0)->tid, 201);
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, writes_nested_spans_with_their_times)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	const struct fxt_span *root, *a, *b, *c;
 	struct fxt_trace *t;
@@ -917,12 +869,12 @@ Test(fxt_writer, writes_nested_spans_with_their_times)
 	cr_assert_eq(fxt_sum_durations_ns(t, 7, 8, "main"), 4000 + 1000000000123ull - 6000);
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, writes_instants_with_arguments)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct rv_arg args[] = {
 		{ .name = "why", .kind = RV_ARG_STRING, .s = "trigger" },
@@ -957,7 +909,7 @@ Test(fxt_writer, writes_instants_with_arguments)
 	cr_assert(in && in->ts_ns == 77 && in->nr_args == 0);
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 static void check_int_arg(const struct fxt_span *s, const char *name, int64_t value)
@@ -982,7 +934,7 @@ static void check_uint_arg(const struct fxt_span *s, const char *name, uint64_t 
 
 Test(fxt_writer, writes_all_four_argument_kinds)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct rv_arg args[] = {
 		{ .name = "small", .kind = RV_ARG_INT, .i = -5 },
@@ -1031,12 +983,12 @@ Test(fxt_writer, writes_all_four_argument_kinds)
 	}
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, takes_fifteen_arguments_and_refuses_sixteen)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct rv_arg args[16];
 	char names[16][16];
@@ -1064,13 +1016,13 @@ Test(fxt_writer, takes_fifteen_arguments_and_refuses_sixteen)
 	cr_assert_eq(fxt_count_spans(t, 1, 2, "g"), 0);
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 /* Writes `count` spans of an interned name after a fixed setup. */
 static off_t size_with_spans(const char *dir, const char *file, unsigned count)
 {
-	char *path = join(dir, file);
+	char *path = path_join(dir, file);
 	struct rv_trace_writer *w = open_writer(path);
 	struct rv_trace_writer_stats stats;
 	struct fxt_trace *t;
@@ -1097,19 +1049,19 @@ static off_t size_with_spans(const char *dir, const char *file, unsigned count)
 
 Test(fxt_writer, costs_24_bytes_per_span_without_arguments)
 {
-	char *dir = make_dir();
+	char *dir = new_temp_dir("rv-fxt-writer");
 	off_t one = size_with_spans(dir, "one.fxt", 0);
 	off_t many = size_with_spans(dir, "many.fxt", 1000);
 
 	cr_assert_eq(many - one, 24 * 1000,
 		     "1000 more spans cost %lld bytes, %.2f per span instead of 24",
 		     (long long)(many - one), (double)(many - one) / 1000);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, attributes_spans_right_with_more_than_255_threads)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	enum { NR_THREADS = 300, ROUNDS = 3 };
 	struct fxt_trace *t;
@@ -1157,12 +1109,12 @@ Test(fxt_writer, attributes_spans_right_with_more_than_255_threads)
 	}
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, keeps_names_right_beyond_32767_strings)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	enum { NR_NAMES = 40000 };
 	static const unsigned again[] = { 0, 1, 32766, 32767, 39999, 20000, 0 };
@@ -1199,12 +1151,12 @@ Test(fxt_writer, keeps_names_right_beyond_32767_strings)
 	cr_assert_str_eq(fxt_thread_name(t, 3, 4), "busy");
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, writes_gzip_for_fxt_gz)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt.gz");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt.gz");
 	struct rv_trace_writer *w = open_writer(path);
 	struct rv_trace_writer_stats stats;
 	struct fxt_trace *t;
@@ -1230,12 +1182,12 @@ Test(fxt_writer, writes_gzip_for_fxt_gz)
 	fxt_trace_free(t);
 	free(b.bytes);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, leaves_nothing_at_the_path_before_commit_or_after_abort)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct fxt_trace *t;
 
@@ -1263,12 +1215,12 @@ Test(fxt_writer, leaves_nothing_at_the_path_before_commit_or_after_abort)
 	cr_assert(!exists(path));
 	cr_assert_eq(dir_entries(dir), 0, "free without commit left a temporary file");
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, replaces_an_existing_file_only_on_commit)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w;
 	struct fxt_trace *t;
 	struct fxt_buf b;
@@ -1298,12 +1250,13 @@ Test(fxt_writer, replaces_an_existing_file_only_on_commit)
 	cr_assert_eq(t->nr_spans, 1);
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, fails_at_open_in_an_unwritable_place)
 {
-	char *dir = make_dir(), *file = join(dir, "plain"), *under_file = join(file, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *file = path_join(dir, "plain"),
+	     *under_file = path_join(file, "t.fxt");
 	static const char *const paths[] = {
 		"/nonexistent-rearview-dir/t.fxt",
 		"/proc/rearview-test.fxt", /* not writable even by root */
@@ -1331,7 +1284,7 @@ Test(fxt_writer, fails_at_open_in_an_unwritable_place)
 		rv_trace_writer_free(w);
 	free(under_file);
 	free(file);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, chooses_the_format_by_extension)
@@ -1375,7 +1328,7 @@ Test(fxt_writer, chooses_the_format_by_extension)
 
 Test(fxt_writer, refuses_an_unknown_extension_at_open_and_creates_nothing)
 {
-	char *dir = make_dir(), *path = join(dir, "trace.txt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "trace.txt");
 	struct rv_trace_writer *w = NULL;
 	struct rv_error err = { 0 };
 
@@ -1385,12 +1338,12 @@ Test(fxt_writer, refuses_an_unknown_extension_at_open_and_creates_nothing)
 		rv_trace_writer_free(w);
 	cr_assert_eq(dir_entries(dir), 0);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, counts_what_it_wrote)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct rv_trace_writer_stats stats;
 	struct rv_error err = { 0 };
@@ -1409,12 +1362,12 @@ Test(fxt_writer, counts_what_it_wrote)
 	cr_assert_eq(stats.thread_evictions, 0);
 	rv_trace_writer_free(w);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, interns_a_repeated_name_once)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct fxt_trace *t;
 
@@ -1431,12 +1384,12 @@ Test(fxt_writer, interns_a_repeated_name_once)
 		     t->stats.records_by_type[3]);
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, writes_a_parent_and_child_that_begin_together_in_order)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct fxt_trace *t;
 
@@ -1450,12 +1403,12 @@ Test(fxt_writer, writes_a_parent_and_child_that_begin_together_in_order)
 	cr_assert_eq(fxt_find_span(t, 1, 2, "empty", 0)->depth, 1);
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, keeps_long_and_unusual_names)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	char *long_name = malloc(5001);
 	struct fxt_trace *t;
@@ -1477,13 +1430,13 @@ Test(fxt_writer, keeps_long_and_unusual_names)
 	fxt_trace_free(t);
 	free(long_name);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 /* FXT strings are UTF-8 by specification; symbol names are arbitrary bytes. */
 Test(fxt_writer, keeps_strings_valid_utf8_when_names_are_not)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct rv_arg arg = { .name = "v\xc0\xaf", .kind = RV_ARG_STRING, .s = "x\xed\xa0\x80y" };
 	struct rv_error err = { 0 };
@@ -1506,14 +1459,14 @@ Test(fxt_writer, keeps_strings_valid_utf8_when_names_are_not)
 	cr_assert_eq(t->spans[1].args[0].s[0], 'x');
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 /* Longer than the format's 32000-byte string limit: an error, or a valid
  * file; never a corrupt one. */
 Test(fxt_writer, survives_a_name_longer_than_the_format_allows)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct rv_error err = { 0 };
 	char *huge_name = malloc(40001);
@@ -1541,12 +1494,12 @@ Test(fxt_writer, survives_a_name_longer_than_the_format_allows)
 	fxt_trace_free(t);
 	free(huge_name);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(fxt_writer, attributes_spans_of_unnamed_threads)
 {
-	char *dir = make_dir(), *path = join(dir, "t.fxt");
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
 	struct rv_trace_writer *w = open_writer(path);
 	struct fxt_trace *t;
 
@@ -1560,5 +1513,5 @@ Test(fxt_writer, attributes_spans_of_unnamed_threads)
 	cr_assert_null(fxt_thread_name(t, 9, 9));
 	fxt_trace_free(t);
 	free(path);
-	remove_dir(dir);
+	free_temp_dir(dir);
 }

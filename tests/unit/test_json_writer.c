@@ -12,7 +12,6 @@
  */
 #include <criterion/criterion.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include <jansson.h>
 #include <zlib.h>
 
+#include "test_files.h"
 #include "write/trace_writer.h"
 
 struct json_file {
@@ -31,54 +31,6 @@ struct json_file {
 	size_t len;
 	bool gzip;
 };
-
-static char *json_make_dir(void)
-{
-	char *dir = strdup("/tmp/rv-json-writer-XXXXXX");
-
-	cr_assert_not_null(mkdtemp(dir));
-	return dir;
-}
-
-static size_t json_dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	size_t n = 0;
-
-	cr_assert_not_null(d);
-	while ((de = readdir(d)))
-		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-	closedir(d);
-	return n;
-}
-
-static void json_remove_dir(char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[4096];
-
-	if (d) {
-		while ((de = readdir(d))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-	free(dir);
-}
-
-static char *json_join(const char *dir, const char *name)
-{
-	char *path;
-
-	cr_assert_gt(asprintf(&path, "%s/%s", dir, name), 0);
-	return path;
-}
 
 /* The file's contents, gunzipped when it starts with the gzip magic. */
 static struct json_file read_json_file(const char *path)
@@ -225,7 +177,7 @@ static void json_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, con
 static json_t *write_and_parse(char *dir, const char *file, void (*fill)(struct rv_trace_writer *w),
 			       size_t flags)
 {
-	char *path = json_join(dir, file);
+	char *path = path_join(dir, file);
 	struct rv_trace_writer *w = json_open(path);
 	struct json_file f;
 	json_t *root;
@@ -254,7 +206,7 @@ static void fill_basic(struct rv_trace_writer *w)
 
 Test(json_writer, writes_complete_events_in_microseconds)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_basic, 0);
 	json_t *events = events_of(root), *e;
 
@@ -278,12 +230,12 @@ Test(json_writer, writes_complete_events_in_microseconds)
 	cr_assert_not_null(e);
 	check_us(e, "dur", 0);
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(json_writer, names_processes_and_threads_with_metadata_events)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_basic, 0);
 	json_t *events = events_of(root), *e, *args;
 
@@ -300,7 +252,7 @@ Test(json_writer, names_processes_and_threads_with_metadata_events)
 	cr_assert_str_eq(str_field(args, "name"), "worker");
 	cr_assert_null(find_event(events, "M", "thread_name", 1), "thread 102 was never named");
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 static void fill_instants(struct rv_trace_writer *w)
@@ -317,7 +269,7 @@ static void fill_instants(struct rv_trace_writer *w)
 
 Test(json_writer, writes_thread_instants)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_instants, 0);
 	json_t *events = events_of(root), *e;
 	const char *scope;
@@ -336,7 +288,7 @@ Test(json_writer, writes_thread_instants)
 	cr_assert_not_null(e);
 	check_us(e, "ts", 7);
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 static void fill_args(struct rv_trace_writer *w)
@@ -355,7 +307,7 @@ static void fill_args(struct rv_trace_writer *w)
 
 Test(json_writer, writes_all_four_argument_kinds)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_args, 0);
 	json_t *e = find_event(events_of(root), "X", "f", 0), *args;
 	const char *addr;
@@ -373,7 +325,7 @@ Test(json_writer, writes_all_four_argument_kinds)
 	cr_assert_str_eq(str_field(args, "file"), "main.c:42");
 	cr_assert_str_eq(str_field(args, "empty"), "");
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 static void fill_huge_uint(struct rv_trace_writer *w)
@@ -387,7 +339,7 @@ static void fill_huge_uint(struct rv_trace_writer *w)
  * integers as reals; a decimal string is accepted too. */
 Test(json_writer, writes_the_largest_unsigned_argument)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_huge_uint, JSON_DECODE_INT_AS_REAL);
 	json_t *e = find_event(events_of(root), "X", "f", 0);
 	json_t *v = json_object_get(json_object_get(e, "args"), "umax");
@@ -399,7 +351,7 @@ Test(json_writer, writes_the_largest_unsigned_argument)
 		cr_assert(json_is_number(v) && json_number_value(v) == 18446744073709551615.0,
 			  "UINT64_MAX written as something else");
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 static const char *const tricky_names[] = {
@@ -430,7 +382,7 @@ static void fill_tricky(struct rv_trace_writer *w)
 
 Test(json_writer, escapes_quotes_backslashes_and_control_characters)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_tricky, 0);
 	json_t *events = events_of(root), *e;
 	size_t n = sizeof(tricky_names) / sizeof(tricky_names[0]);
@@ -449,7 +401,7 @@ Test(json_writer, escapes_quotes_backslashes_and_control_characters)
 	cr_assert_not_null(e);
 	cr_assert_str_eq(str_field(json_object_get(e, "args"), "name"), "t\x01h\"r");
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 static const char *const invalid_utf8[] = {
@@ -493,7 +445,7 @@ static void check_mangled(const char *got, const char *original)
 
 Test(json_writer, writes_valid_utf8_for_invalid_names)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_invalid_utf8, 0);
 	json_t *events = events_of(root), *e;
 	size_t n = sizeof(invalid_utf8) / sizeof(invalid_utf8[0]), i, k = 0;
@@ -516,7 +468,7 @@ Test(json_writer, writes_valid_utf8_for_invalid_names)
 	cr_assert_not_null(e);
 	check_mangled(str_field(json_object_get(e, "args"), "name"), "th\xfe");
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 static void fill_many(struct rv_trace_writer *w)
@@ -535,7 +487,7 @@ static void fill_many(struct rv_trace_writer *w)
 
 Test(json_writer, stays_valid_over_many_long_escaped_names)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_many, 0);
 	json_t *events = events_of(root), *e;
 	size_t i, k = 0;
@@ -556,7 +508,7 @@ Test(json_writer, stays_valid_over_many_long_escaped_names)
 	}
 	cr_assert_eq(k, 20000);
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 static void fill_nothing(struct rv_trace_writer *w)
@@ -565,17 +517,17 @@ static void fill_nothing(struct rv_trace_writer *w)
 
 Test(json_writer, writes_a_valid_empty_trace)
 {
-	char *dir = json_make_dir();
+	char *dir = new_temp_dir("rv-json-writer");
 	json_t *root = write_and_parse(dir, "t.json", fill_nothing, 0);
 
 	cr_assert_eq(count_phase(events_of(root), "X"), 0);
 	json_decref(root);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(json_writer, writes_gzip_for_json_gz)
 {
-	char *dir = json_make_dir(), *path = json_join(dir, "t.json.gz");
+	char *dir = new_temp_dir("rv-json-writer"), *path = path_join(dir, "t.json.gz");
 	struct rv_trace_writer *w = json_open(path);
 	struct rv_trace_writer_stats stats;
 	struct json_file f;
@@ -599,12 +551,12 @@ Test(json_writer, writes_gzip_for_json_gz)
 	json_decref(root);
 	free(f.bytes);
 	free(path);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(json_writer, writes_plain_text_for_json)
 {
-	char *dir = json_make_dir(), *path = json_join(dir, "t.json");
+	char *dir = new_temp_dir("rv-json-writer"), *path = path_join(dir, "t.json");
 	struct rv_trace_writer *w = json_open(path);
 	struct json_file f;
 	json_t *root;
@@ -618,12 +570,12 @@ Test(json_writer, writes_plain_text_for_json)
 	json_decref(root);
 	free(f.bytes);
 	free(path);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }
 
 Test(json_writer, leaves_nothing_at_the_path_before_commit_or_after_abort)
 {
-	char *dir = json_make_dir(), *path = json_join(dir, "t.json");
+	char *dir = new_temp_dir("rv-json-writer"), *path = path_join(dir, "t.json");
 	struct rv_trace_writer *w = json_open(path);
 	struct stat st;
 
@@ -632,14 +584,14 @@ Test(json_writer, leaves_nothing_at_the_path_before_commit_or_after_abort)
 	rv_trace_writer_abort(w);
 	rv_trace_writer_free(w);
 	cr_assert_neq(stat(path, &st), 0, "abort left a file at the output path");
-	cr_assert_eq(json_dir_entries(dir), 0, "abort left a temporary file");
+	cr_assert_eq(dir_entries(dir), 0, "abort left a temporary file");
 
 	w = json_open(path);
 	fill_basic(w);
 	json_commit(w);
 	rv_trace_writer_free(w);
 	cr_assert_eq(stat(path, &st), 0);
-	cr_assert_eq(json_dir_entries(dir), 1, "a temporary file was left beside the trace");
+	cr_assert_eq(dir_entries(dir), 1, "a temporary file was left beside the trace");
 	free(path);
-	json_remove_dir(dir);
+	free_temp_dir(dir);
 }

@@ -8,6 +8,8 @@
 #include "capture/perf_data.h"
 #include "perf_names.h"
 #include "capture/perf_data_internal.h"
+#include "test_env.h"
+#include "test_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -215,89 +217,12 @@ static const struct perf_event_header *build_sample(struct rec *r, uint64_t type
 
 /* ---- helpers ---- */
 
-static void make_tmpdir(char *dir, size_t size)
-{
-	snprintf(dir, size, "/tmp/rv-perf-data-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
-}
-
-static void remove_tree(const char *dir)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-static uint8_t *read_whole_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *data;
-	long len;
-
-	cr_assert_not_null(f, "cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	data = malloc(len > 0 ? (size_t)len : 1);
-	cr_assert_not_null(data);
-	cr_assert_eq(fread(data, 1, (size_t)len, f), (size_t)len);
-	fclose(f);
-	*size = (size_t)len;
-	return data;
-}
-
-static char *run_command(int *status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static char *run_command(int *status, const char *fmt, ...)
-{
-	char cmd[4096];
-	char *out = NULL;
-	size_t len = 0, cap = 0;
-	va_list ap;
-	FILE *p;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p, "popen %s", cmd);
-	for (;;) {
-		size_t n;
-
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 65536;
-			out = realloc(out, cap + 1);
-			cr_assert_not_null(out);
-		}
-		n = fread(out + len, 1, cap - len, p);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	out[len] = '\0';
-	*status = pclose(p);
-	return out;
-}
-
-/* perf is the oracle; on CI it must be there, elsewhere its absence skips. */
-static void require_perf(void)
-{
-	const char *ci = getenv("CI");
-
-	if (system("command -v perf >/dev/null 2>&1") == 0)
-		return;
-	if (ci && strcmp(ci, "true") == 0)
-		cr_assert_fail("perf is not installed; CI needs Debian's linux-perf package");
-	cr_skip_test("perf is not installed (Debian package linux-perf)");
-}
-
 /* Compares our per-type record counts with the "Aggregated stats" that
  * `perf report -D` prints. */
 static void check_counts_against_perf(const char *path, const long *counts, size_t nr_types)
 {
 	int status;
-	char *out = run_command(&status, "perf report -D -i '%s' 2>/dev/null", path);
+	char *out = run_command(&status, NULL, "perf report -D -i '%s' 2>/dev/null", path);
 	const char *stats = strstr(out, "Aggregated stats:");
 	long total = -1, ours = 0, matched = 0;
 	char *line, *save = NULL;
@@ -340,7 +265,8 @@ static void check_counts_against_perf(const char *path, const long *counts, size
 static void check_perf_quiet(const char *path, const char *perf_command)
 {
 	int status;
-	char *err = run_command(&status, "perf %s -i '%s' 2>&1 >/dev/null", perf_command, path);
+	char *err =
+		run_command(&status, NULL, "perf %s -i '%s' 2>&1 >/dev/null", perf_command, path);
 	static const char *const bad[] = { "arning",  "WARNING",    "rror",  "ERROR",
 					   "ailed",   "nexpected",  "Can't", "corrupt",
 					   "invalid", "unsupported" };
@@ -569,7 +495,7 @@ static void free_written(struct written *kept)
 static size_t readelf_build_id(const char *path, uint8_t *id)
 {
 	int status;
-	char *out = run_command(&status, "readelf -n '%s' 2>/dev/null", path);
+	char *out = run_command(&status, NULL, "readelf -n '%s' 2>/dev/null", path);
 	const char *p = strstr(out, "Build ID: ");
 	size_t n = 0;
 
@@ -599,7 +525,7 @@ Test(perf_data, round_trip_every_field)
 	size_t i = 0;
 	int ret;
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/rt.data", dir);
 	write_round_trip(path, &kept);
 	round_trip_attrs(&a, &b);
@@ -752,7 +678,7 @@ Test(perf_data, round_trip_every_field)
 		/* the index points at the AUXTRACE record */
 		{
 			size_t file_size;
-			uint8_t *bytes = read_whole_file(path, &file_size);
+			uint8_t *bytes = read_whole(path, &file_size);
 
 			cr_assert_leq(offset + sz, file_size);
 			cr_assert_eq(memcmp(bytes + offset, kept.bytes[6], 48), 0);
@@ -802,7 +728,7 @@ Test(perf_data, writer_rules)
 	struct stat st;
 	struct perf_event_header *h;
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/w.data", dir);
 	umask(022);
 
@@ -880,7 +806,7 @@ Test(perf_data, large_stream_is_buffered_and_exact)
 	long seen = 0;
 	int ret;
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/big.data", dir);
 	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, "cpu-clock", NULL, 0, &err), 0);
@@ -949,8 +875,8 @@ Test(perf_data, perf_script_prints_what_we_wrote)
 	int status, nr_lines = 0;
 	const int nr_samples = 5;
 
-	require_perf();
-	make_tmpdir(dir, sizeof(dir));
+	require_tool("perf", "linux-perf");
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/oracle.data", dir);
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_CPU_CLOCK;
@@ -990,7 +916,7 @@ Test(perf_data, perf_script_prints_what_we_wrote)
 	cr_assert_eq(rv_perf_writer_finish(w, NULL, &err), 0, "%s", err.message);
 	rv_perf_writer_free(w);
 
-	out = run_command(&status, "perf script -i '%s' -F pid,tid,time,ip 2>&1", path);
+	out = run_command(&status, NULL, "perf script -i '%s' -F pid,tid,time,ip 2>&1", path);
 	cr_assert_eq(status, 0, "perf script failed:\n%s", out);
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned int pid, tid;
@@ -1197,8 +1123,8 @@ Test(perf_data, perf_reads_the_sampling_engines_file)
 	const uint64_t chain[] = { PERF_CONTEXT_USER, leaf, middle, root };
 	const int nr_samples = 40;
 
-	require_perf();
-	make_tmpdir(dir, sizeof(dir));
+	require_tool("perf", "linux-perf");
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/engine.data", dir);
 	engine_begin(&ef, path, ENGINE_TYPE);
 	for (int i = 0; i < nr_samples; i++) {
@@ -1223,14 +1149,14 @@ Test(perf_data, perf_reads_the_sampling_engines_file)
 	check_perf_quiet(path, "script");
 
 	/* perf names our functions: it mapped the ips through MMAP2 to the ELF */
-	out = run_command(&status, "perf report -i '%s' --stdio --no-children --sort sym 2>&1",
-			  path);
+	out = run_command(&status, NULL,
+			  "perf report -i '%s' --stdio --no-children --sort sym 2>&1", path);
 	cr_assert_eq(status, 0, "%s", out);
 	cr_assert_not_null(strstr(out, "perf_data_test_leaf"), "perf report:\n%s", out);
 	cr_assert_not_null(strstr(out, "of event 'cpu-clock'"), "perf report:\n%s", out);
 	cr_assert_not_null(strstr(out, "Samples: 40"), "perf report:\n%s", out);
 	free(out);
-	out = run_command(&status, "perf script -i '%s' -F tid,ip,sym 2>&1", path);
+	out = run_command(&status, NULL, "perf script -i '%s' -F tid,ip,sym 2>&1", path);
 	cr_assert_eq(status, 0, "%s", out);
 	{
 		const char *p = after(out, "perf_data_test_leaf");
@@ -1253,14 +1179,14 @@ Test(perf_data, perf_reads_the_sampling_engines_file)
 		for (size_t i = 0; i < n; i++)
 			snprintf(hex + 2 * i, 3, "%02x", id[i]);
 		snprintf(want, sizeof(want), "%s %s", hex, m.path);
-		out = run_command(&status, "perf buildid-list -i '%s' 2>&1", path);
+		out = run_command(&status, NULL, "perf buildid-list -i '%s' 2>&1", path);
 		cr_assert_eq(status, 0, "%s", out);
 		cr_assert_not_null(strstr(out, want), "perf buildid-list:\n%s\nwanted: %s", out,
 				   want);
 		free(out);
 	}
 	/* perf's header view reads our features */
-	out = run_command(&status, "perf report -i '%s' --header-only 2>&1", path);
+	out = run_command(&status, NULL, "perf report -i '%s' --header-only 2>&1", path);
 	cr_assert_eq(status, 0, "%s", out);
 	cr_assert_not_null(strstr(out, "cmdline : rearview run --sampling -- x"), "%s", out);
 	cr_assert_not_null(strstr(out, "event : name = cpu-clock"), "%s", out);
@@ -1357,7 +1283,7 @@ Test(perf_data, perf_unwinds_the_sampling_engines_dwarf_file)
 	char *out;
 	int status;
 
-	require_perf();
+	require_tool("perf", "linux-perf");
 	cr_assert_not_null(c);
 	cr_assert_gt(perf_data_test_dwarf_root(c), 0);
 	cr_assert_gt(c->stack_len, 512);
@@ -1370,7 +1296,7 @@ Test(perf_data, perf_unwinds_the_sampling_engines_dwarf_file)
 							   : 0;
 	}
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/dwarf.data", dir);
 	{
 		struct perf_event_attr attr;
@@ -1464,7 +1390,7 @@ Test(perf_data, perf_unwinds_the_sampling_engines_dwarf_file)
 
 	check_counts_against_perf(path, ef.counts, 128);
 	check_perf_quiet(path, "script");
-	out = run_command(&status, "perf script -i '%s' -F ip,sym 2>&1", path);
+	out = run_command(&status, NULL, "perf script -i '%s' -F ip,sym 2>&1", path);
 	cr_assert_eq(status, 0, "%s", out);
 	{
 		const char *p = after(out, "perf_data_test_dwarf_leaf");
@@ -1519,10 +1445,10 @@ static void read_perf_recording(const char *call_graph, bool dwarf)
 	char *out;
 	int status, ret;
 
-	require_perf();
-	make_tmpdir(dir, sizeof(dir));
+	require_tool("perf", "linux-perf");
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	out = run_command(&status,
+	out = run_command(&status, NULL,
 			  "perf record -e cpu-clock -F 2000 %s -o '%s' -- "
 			  "dd if=/dev/zero of=/dev/null bs=4k count=1000000 2>&1",
 			  call_graph, path);
@@ -1606,11 +1532,11 @@ static uint8_t *round_trip_bytes(size_t *size)
 	struct written kept = { 0 };
 	uint8_t *bytes;
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/rt.data", dir);
 	write_round_trip(path, &kept);
 	free_written(&kept);
-	bytes = read_whole_file(path, size);
+	bytes = read_whole(path, size);
 	remove_tree(dir);
 	return bytes;
 }
@@ -2015,7 +1941,7 @@ Test(perf_data, reader_errors_name_the_problem)
 	struct rv_error err = { 0 };
 	FILE *f;
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/missing.data", dir);
 	cr_assert_eq(rv_perf_reader_open(&r, path, &err), -ENOENT);
 	cr_assert_not_null(strstr(err.message, "missing.data"), "%s", err.message);
@@ -2319,7 +2245,7 @@ Test(perf_data, sample_ids_found_by_position)
 	struct rec *r = rec_new();
 	uint8_t *sample_y, *comm_x;
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/pos.data", dir);
 	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &x, "x", ids_x, 1, &err), 0);

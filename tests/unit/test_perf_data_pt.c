@@ -14,6 +14,8 @@
 #include "perf_names.h"
 #include "capture/perf_data_internal.h"
 #include "capture/synth.h"
+#include "test_env.h"
+#include "test_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,100 +32,6 @@
 #define NR_TYPES 128
 
 /* ---- the environment ---- */
-
-static bool under_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && strcmp(ci, "true") == 0;
-}
-
-/* perf is the oracle; on CI it must be there, elsewhere its absence skips. */
-static void require_perf(void)
-{
-	if (system("command -v perf >/dev/null 2>&1") == 0)
-		return;
-	if (under_ci())
-		cr_assert_fail("perf is not installed; CI needs Debian's linux-perf package");
-	fprintf(stderr, "skipped: perf is not installed (Debian package linux-perf)\n");
-	cr_skip_test("perf is not installed (Debian package linux-perf)");
-}
-
-/* ../shared/pt-corpus/perf-4.14 from the project root, which is RV_BUILD's
- * parent when make runs the tests, else the current directory. */
-static void corpus_path(const char *file, char *path, size_t size)
-{
-	char root[PATH_MAX], build[PATH_MAX];
-	const char *rv_build = getenv("RV_BUILD");
-	struct stat st;
-
-	if (rv_build && realpath(rv_build, build)) {
-		char *slash = strrchr(build, '/');
-
-		if (slash && slash != build)
-			*slash = '\0';
-		snprintf(root, sizeof(root), "%s", build);
-	} else {
-		cr_assert_not_null(getcwd(root, sizeof(root)));
-	}
-	snprintf(path, size, "%s/../shared/pt-corpus/perf-4.14/%s", root, file);
-	if (stat(path, &st) == 0)
-		return;
-	if (under_ci())
-		cr_assert_fail("%s is missing; CI needs ../shared/pt-corpus", path);
-	fprintf(stderr, "skipped: %s is absent (the shared PT corpus)\n", path);
-	cr_skip_test("%s is absent (the shared PT corpus)", path);
-}
-
-static char *run_command(int *status, size_t *length, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static char *run_command(int *status, size_t *length, const char *fmt, ...)
-{
-	char cmd[8192];
-	char *out = NULL;
-	size_t len = 0, cap = 0;
-	va_list ap;
-	FILE *p;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p, "popen %s", cmd);
-	for (;;) {
-		size_t n;
-
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 1 << 20;
-			out = realloc(out, cap + 1);
-			cr_assert_not_null(out);
-		}
-		n = fread(out + len, 1, cap - len, p);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	out[len] = '\0';
-	*status = pclose(p);
-	if (length)
-		*length = len;
-	return out;
-}
-
-static void make_tmpdir(char *dir, size_t size)
-{
-	snprintf(dir, size, "/tmp/rv-perf-pt-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
-}
-
-static void remove_tree(const char *dir)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
 
 /* Opens `path` through standard input fed by a pipe, as `cmd | rearview`
  * would: the reader must take the non-mappable path. */
@@ -579,14 +487,15 @@ static void print_summary(const char *what, const struct rv_perf_reader *r,
 
 static void check_corpus_file(const char *file, bool piped, bool via_stdin)
 {
-	char path[PATH_MAX + 64], cmd[PATH_MAX + 128];
+	char path[PATH_MAX + 64], cmd[PATH_MAX + 128], rel[128];
 	struct rv_perf_reader *r;
 	struct rv_error err = { 0 };
 	struct perf_dump d;
 	struct comparison c;
 
-	corpus_path(file, path, sizeof(path));
-	require_perf();
+	snprintf(rel, sizeof(rel), "perf-4.14/%s", file);
+	corpus_path(path, sizeof(path), rel);
+	require_tool("perf", "linux-perf");
 	/* perf 6.1 seeks to an AUXTRACE's payload by its offset in the stream,
 	 * which in a pipe-mode file is 16 bytes off: give it a real pipe. */
 	if (piped)
@@ -653,8 +562,8 @@ Test(perf_data_pt, skylake_attributes_match_perf_header, .timeout = 60)
 	int status;
 	char *out, *line, *save = NULL;
 
-	corpus_path("perf.data.intel_pt-4.14", path, sizeof(path));
-	require_perf();
+	corpus_path(path, sizeof(path), "perf-4.14/perf.data.intel_pt-4.14");
+	require_tool("perf", "linux-perf");
 	out = run_command(&status, NULL, "perf report --header-only --force -i '%s' 2>/dev/null",
 			  path);
 	cr_assert_eq(status, 0);
@@ -703,8 +612,8 @@ Test(perf_data_pt, perf_record_pipe_output_reads_as_perf_reads_it, .timeout = 12
 	int status;
 	char *out;
 
-	require_perf();
-	make_tmpdir(dir, sizeof(dir));
+	require_tool("perf", "linux-perf");
+	make_temp_dir(dir, sizeof(dir), "rv-perf-pt");
 	snprintf(path, sizeof(path), "%s/pipe.data", dir);
 	out = run_command(&status, NULL,
 			  "perf record -q -o - -e cpu-clock -e sched:sched_process_exec -- "
@@ -966,7 +875,7 @@ Test(perf_data_pt, pipe_stream_from_a_fifo)
 	pid_t child;
 
 	build_pipe_stream(&s, &auxtrace_at);
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-pt");
 	snprintf(path, sizeof(path), "%s/fifo", dir);
 	cr_assert_eq(mkfifo(path, 0600), 0, "%s", strerror(errno));
 	child = fork();
@@ -1947,7 +1856,7 @@ Test(perf_data_pt, written_capture_reads_back_as_written)
 	struct rv_perf_reader *r;
 	struct rv_error err = { 0 };
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-pt");
 	snprintf(path, sizeof(path), "%s/pt.data", dir);
 	write_pt_capture(&pc, path, "filter 0x1000/0x200@/bin/true");
 	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
@@ -1983,8 +1892,8 @@ Test(perf_data_pt, perf_reads_the_written_capture_as_we_do, .timeout = 120)
 	struct perf_dump d;
 	struct comparison c;
 
-	require_perf();
-	make_tmpdir(dir, sizeof(dir));
+	require_tool("perf", "linux-perf");
+	make_temp_dir(dir, sizeof(dir), "rv-perf-pt");
 	snprintf(path, sizeof(path), "%s/pt.data", dir);
 	write_pt_capture(&pc, path, "filter 0x1000/0x200@/bin/true");
 	check_perf_quiet(path, "report -D");
@@ -2015,8 +1924,8 @@ Test(perf_data_pt, perf_decodes_the_written_trace, .timeout = 120)
 	char *out, *line, *save = NULL;
 	int nr_lines = 0;
 
-	require_perf();
-	make_tmpdir(dir, sizeof(dir));
+	require_tool("perf", "linux-perf");
+	make_temp_dir(dir, sizeof(dir), "rv-perf-pt");
 	snprintf(path, sizeof(path), "%s/pt.data", dir);
 	write_pt_capture(&pc, path, NULL);
 	ns = rv_perf_tsc_to_time(&pc.tc, pc.tsc_start);
@@ -2080,8 +1989,8 @@ Test(perf_data_pt, perf_inject_pipe_of_the_written_capture, .timeout = 120)
 	int status, ret, k = 0;
 	char *out;
 
-	require_perf();
-	make_tmpdir(dir, sizeof(dir));
+	require_tool("perf", "linux-perf");
+	make_temp_dir(dir, sizeof(dir), "rv-perf-pt");
 	snprintf(path, sizeof(path), "%s/pt.data", dir);
 	snprintf(piped, sizeof(piped), "%s/piped.data", dir);
 	write_pt_capture(&pc, path, NULL);
@@ -2125,7 +2034,7 @@ Test(perf_data_pt, writer_insists_on_what_perf_needs)
 	struct rv_intel_pt_info info = { .pmu_type = PT_PMU_TYPE };
 	struct rv_perf_auxtrace a = { .size = 8 };
 
-	make_tmpdir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-perf-pt");
 	snprintf(path, sizeof(path), "%s/rules.data", dir);
 	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0);
 	cr_assert_lt(rv_perf_writer_write_auxtrace(w, &a, "01234567", &err), 0);

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "decode/perf_script.h"
+#include "test_env.h"
+#include "test_files.h"
 
 #define MAX_EVENTS  4096
 #define MAX_THREADS 16
@@ -643,57 +645,15 @@ Test(perf_script, line_over_16_mib_ends_the_import)
 
 /* ---- Real outputs, whole and cut at every byte ---- */
 
-static bool under_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && strcmp(ci, "true") == 0;
-}
-
-/* The build directory ($RV_BUILD, else build) and the project root (its
- * parent, else the current directory). */
-static const char *build_dir(void)
-{
-	const char *build = getenv("RV_BUILD");
-
-	return build && *build ? build : "build";
-}
-
+/* ROOT/rel (test_env.h's project root). */
 static void project_path(const char *rel, char *path, size_t size)
 {
 	char root[PATH_MAX];
-	const char *rv_build = getenv("RV_BUILD");
 	int n;
 
-	if (rv_build && realpath(rv_build, root)) {
-		char *slash = strrchr(root, '/');
-
-		if (slash && slash != root)
-			*slash = '\0';
-	} else {
-		cr_assert_not_null(getcwd(root, sizeof(root)));
-	}
+	project_root(root, sizeof(root));
 	n = snprintf(path, size, "%s/%s", root, rel);
 	cr_assert(n > 0 && (size_t)n < size, "path too long: %s/%s", root, rel);
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *data;
-	long size;
-
-	cr_assert_not_null(f, "cannot open %s: %s", path, strerror(errno));
-	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-	size = ftell(f);
-	cr_assert_geq(size, 0);
-	rewind(f);
-	data = malloc((size_t)size + 1);
-	cr_assert_not_null(data);
-	cr_assert_eq(fread(data, 1, (size_t)size, f), (size_t)size);
-	fclose(f);
-	*len = (size_t)size;
-	return data;
 }
 
 struct tally {
@@ -743,7 +703,7 @@ static void check_every_truncation(const char *file, size_t branches, size_t err
 	struct tally whole;
 
 	project_path(file, path, sizeof(path));
-	text = read_file(path, &len);
+	text = read_whole(path, &len);
 	for (size_t i = 0; i < len; i++)
 		lines += text[i] == '\n';
 	tally_text(text, len, file, &whole);
@@ -790,7 +750,7 @@ Test(perf_script, real_output_values)
 	size_t n = 0;
 
 	project_path("tests/data/perf_script/overflow-magic-trace.txt", path, sizeof(path));
-	text = read_file(path, &len);
+	text = read_whole(path, &len);
 	import_open(&im, text, len, "overflow-magic-trace.txt");
 	free(text);
 	while ((ret = rv_perf_script_next(im.p, &ev, &im.err)) == 1) {
@@ -907,7 +867,7 @@ static void check_calls(const char *capture_dir, const char *text_path)
 	fclose(f);
 	cr_assert_gt(nr_truth, 0, "no calls in %s", path);
 
-	text = read_file(text_path, &len);
+	text = read_whole(text_path, &len);
 	for (const char *at = text; (at = strstr(at, " => ")); at += 4)
 		arrows++;
 	import_open(&im, text, len, text_path);
@@ -982,7 +942,7 @@ Test(perf_script, softpt_overflow, .timeout = 240)
 	snprintf(capture_dir, sizeof(capture_dir), "%s/ovf", dir);
 	snprintf(out, sizeof(out), "%s/magic-trace.txt", dir);
 	perf_script(capture_dir, "bep", MAGIC_TRACE_FIELDS, out);
-	text = read_file(out, &len);
+	text = read_whole(out, &len);
 	tally_text(text, len, out, &t);
 	free(text);
 	cr_assert_eq(t.rejected, 0);

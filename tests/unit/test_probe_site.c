@@ -10,38 +10,8 @@
 #include <unistd.h>
 
 #include "record/probe_site.h"
-
-static bool under_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && strcmp(ci, "true") == 0;
-}
-
-static void require_tool(const char *tool, const char *package)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", tool);
-	if (system(cmd) == 0)
-		return;
-	if (under_ci())
-		cr_assert_fail("%s is not installed; CI needs Debian's %s package", tool, package);
-	fprintf(stderr, "skipped: %s is not installed (Debian package %s)\n", tool, package);
-	cr_skip_test("%s is not installed (Debian package %s)", tool, package);
-}
-
-static const char *target(const char *name)
-{
-	static char path[4][512];
-	static int next;
-	const char *build = getenv("RV_BUILD");
-	char *out = path[next++ % 4];
-
-	snprintf(out, sizeof(path[0]), "%s/tests/targets/%s", build ? build : "build", name);
-	cr_assert_eq(access(out, R_OK), 0, "%s is missing: run make %s first", out, out);
-	return out;
-}
+#include "test_env.h"
+#include "test_files.h"
 
 /* perf's file offset for spec in file, from "p:GROUP/EVENT /path:0xOFFSET". */
 static uint64_t perf_offset(const char *file, const char *spec)
@@ -60,20 +30,6 @@ static uint64_t perf_offset(const char *file, const char *spec)
 	colon = strrchr(line, ':');
 	cr_assert(colon && colon[1] == '0' && colon[2] == 'x', "unexpected perf output: %s", line);
 	return strtoull(colon + 1, NULL, 16);
-}
-
-static uint64_t nm_address(const char *file, const char *symbol)
-{
-	char cmd[1024], line[256] = "";
-	FILE *p;
-
-	require_tool("nm", "binutils");
-	snprintf(cmd, sizeof(cmd), "nm '%s' | awk '$3 == \"%s\" { print $1 }'", file, symbol);
-	p = popen(cmd, "r");
-	cr_assert_not_null(p);
-	cr_assert_not_null(fgets(line, sizeof(line), p), "nm found no %s in %s", symbol, file);
-	pclose(p);
-	return strtoull(line, NULL, 16);
 }
 
 static int line_of(const char *source, const char *text)
@@ -103,8 +59,7 @@ static void build_fixed_address_program(char *dir, size_t size, char *exe, size_
 	FILE *f;
 
 	require_tool("cc", "gcc");
-	snprintf(dir, size, "/tmp/rv-probe-site-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	make_temp_dir(dir, size, "rv-probe-site");
 	snprintf(cmd, sizeof(cmd), "%s/a.c", dir);
 	f = fopen(cmd, "w");
 	cr_assert_not_null(f);
@@ -127,17 +82,9 @@ static void build_fixed_address_program(char *dir, size_t size, char *exe, size_
 	cr_assert_eq(system(cmd), 0, "cannot compile the fixed-address program");
 }
 
-static void remove_dir(const char *dir)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
 Test(probe_site, symbol_in_pie_executable_matches_perf)
 {
-	const char *exe = target("windows");
+	const char *exe = built_target("windows");
 	struct rv_probe_site site;
 	struct rv_error err = { 0 };
 
@@ -145,7 +92,7 @@ Test(probe_site, symbol_in_pie_executable_matches_perf)
 		     err.message);
 	cr_expect_str_eq(site.path, exe);
 	cr_expect_str_eq(site.function, "request_begin");
-	cr_expect_eq(site.address, nm_address(exe, "request_begin"));
+	cr_expect_eq(site.address, nm_symbol(exe, "request_begin", NULL));
 	cr_expect_eq(site.offset, perf_offset(exe, "request_begin"), "offset 0x%llx",
 		     (unsigned long long)site.offset);
 }
@@ -159,7 +106,7 @@ Test(probe_site, fixed_address_executable_offsets_differ_from_addresses)
 
 	build_fixed_address_program(dir, sizeof(dir), exe, sizeof(exe));
 	cr_assert_eq(rv_probe_site_resolve("work", exe, 0, &site, &err), 0, "%s", err.message);
-	cr_expect_eq(site.address, nm_address(exe, "work"));
+	cr_expect_eq(site.address, nm_symbol(exe, "work", NULL));
 	cr_expect_neq(site.address, site.offset, "a fixed-address file maps code above 0");
 	cr_expect_eq(site.offset, perf_offset(exe, "work"));
 
@@ -172,12 +119,12 @@ Test(probe_site, fixed_address_executable_offsets_differ_from_addresses)
 	/* Two static functions share the name "twin". */
 	cr_expect_eq(rv_probe_site_resolve("twin", exe, 0, &site, &err), -EINVAL);
 	cr_expect(strstr(err.message, "ambiguous"), "%s", err.message);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 Test(probe_site, library_symbol_through_dt_needed_and_through_maps)
 {
-	const char *exe = target("windows");
+	const char *exe = built_target("windows");
 	struct rv_probe_site site, short_name, mapped;
 	struct rv_error err = { 0 };
 
@@ -206,7 +153,7 @@ Test(probe_site, library_symbol_through_dt_needed_and_through_maps)
 
 Test(probe_site, file_and_line_gives_first_statement_of_the_line)
 {
-	const char *exe = target("windows");
+	const char *exe = built_target("windows");
 	struct rv_probe_site site;
 	struct rv_error err = { 0 };
 	int line = line_of("tests/targets/windows.c", "mine->triggers++;");
@@ -217,7 +164,7 @@ Test(probe_site, file_and_line_gives_first_statement_of_the_line)
 	cr_expect_str_eq(site.function, "on_trigger");
 	cr_expect_eq(site.offset, perf_offset(exe, spec), "offset 0x%llx",
 		     (unsigned long long)site.offset);
-	cr_expect_gt(site.address, nm_address(exe, "on_trigger"), "after the prologue's push");
+	cr_expect_gt(site.address, nm_symbol(exe, "on_trigger", NULL), "after the prologue's push");
 
 	/* A line without code: the comment at the top of the file. */
 	cr_expect_eq(rv_probe_site_resolve("windows.c:2", exe, 0, &site, &err), -ENOENT);
@@ -226,7 +173,7 @@ Test(probe_site, file_and_line_gives_first_statement_of_the_line)
 
 Test(probe_site, file_and_line_without_debug_info)
 {
-	const char *exe = target("windows.stripped");
+	const char *exe = built_target("windows.stripped");
 	struct rv_probe_site site;
 	struct rv_error err = { 0 };
 
@@ -236,7 +183,7 @@ Test(probe_site, file_and_line_without_debug_info)
 
 Test(probe_site, errors_name_the_problem)
 {
-	const char *exe = target("windows");
+	const char *exe = built_target("windows");
 	struct rv_probe_site site;
 	struct rv_error err = { 0 };
 
@@ -258,7 +205,7 @@ Test(probe_site, errors_name_the_problem)
 
 Test(probe_site, cxx_names_match_demangled)
 {
-	const char *exe = target("sym_cpp");
+	const char *exe = built_target("sym_cpp");
 	struct rv_probe_site site;
 	struct rv_error err = { 0 };
 
@@ -272,9 +219,9 @@ Test(probe_site, cxx_names_match_demangled)
 
 Test(probe_site, file_offset_of_address)
 {
-	const char *exe = target("windows");
+	const char *exe = built_target("windows");
 	struct rv_error err = { 0 };
-	uint64_t addr = nm_address(exe, "on_trigger"), offset;
+	uint64_t addr = nm_symbol(exe, "on_trigger", NULL), offset;
 
 	cr_assert_eq(rv_probe_site_file_offset(exe, addr, &offset, &err), 0, "%s", err.message);
 	cr_expect_eq(offset, perf_offset(exe, "on_trigger"));

@@ -40,57 +40,12 @@
 #include "capture/synth.h"
 #include "decode/pt_capture.h"
 #include "symbolize/symbolizer.h"
+#include "test_env.h"
+#include "test_files.h"
 
 #define MAX_TIDS 64
 
 /* ---- the environment ---- */
-
-static bool under_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && !strcmp(ci, "true");
-}
-
-static const char *build_dir(void)
-{
-	const char *b = getenv("RV_BUILD");
-
-	return b && *b ? b : "build";
-}
-
-static void build_path(char *out, size_t size, const char *rel)
-{
-	snprintf(out, size, "%s/%s", build_dir(), rel);
-}
-
-/* ../shared/pt-corpus relative to the project root (the tests' directory). */
-static void corpus_path(char *out, size_t size, const char *rel)
-{
-	struct stat st;
-
-	snprintf(out, size, "../shared/pt-corpus/%s", rel);
-	if (stat(out, &st) == 0)
-		return;
-	if (under_ci())
-		cr_assert_fail("%s is missing; CI needs ../shared/pt-corpus", out);
-	fprintf(stderr, "skipped: %s is absent (the shared PT corpus)\n", out);
-	cr_skip_test("%s is absent (the shared PT corpus)", out);
-}
-
-static void make_dir(char *out, size_t size)
-{
-	snprintf(out, size, "/tmp/rv-ptcap-XXXXXX");
-	cr_assert_not_null(mkdtemp(out), "mkdtemp: %s", strerror(errno));
-}
-
-static void remove_dir(const char *dir)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
 
 /* Runs argv with stdout and stderr to /dev/null (stdin from in_fd if >= 0);
  * the exit status. */
@@ -112,36 +67,6 @@ static int run(char *const argv[], int in_fd)
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static void write_file(const char *path, const void *data, size_t size)
-{
-	FILE *f = fopen(path, "we");
-
-	cr_assert_not_null(f, "cannot write %s", path);
-	cr_assert_eq(fwrite(data, 1, size, f), size);
-	cr_assert_eq(fclose(f), 0);
-}
-
-static uint8_t *read_whole(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "re");
-	uint8_t *data = NULL;
-	size_t cap = 0, n = 0, got;
-
-	cr_assert_not_null(f, "cannot read %s", path);
-	do {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 65536;
-			data = realloc(data, cap);
-			cr_assert_not_null(data);
-		}
-		got = fread(data + n, 1, cap - n, f);
-		n += got;
-	} while (got);
-	fclose(f);
-	*size = n;
-	return data;
 }
 
 /* ---- what the sink saw ---- */
@@ -392,7 +317,7 @@ static void softpt(const char *target, const char *const *options, const char *c
 	pid_t pid;
 	int status;
 
-	build_path(exe, sizeof(exe), "softpt");
+	snprintf(exe, sizeof(exe), "%s", build_path("softpt"));
 	snprintf(prog, sizeof(prog), "%s/tests/pt/%s", build_dir(), target);
 	cr_assert_eq(access(exe, X_OK), 0, "%s is not built (make %s)", exe, exe);
 	cr_assert_eq(access(prog, X_OK), 0, "%s is not built (make %s)", prog, prog);
@@ -465,7 +390,7 @@ static void check_target(const char *target, const char *comm, const char *const
 	struct rv_error err = { 0 };
 	struct truth g;
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	snprintf(cap, sizeof(cap), "%s/cap", dir);
 	softpt(target, NULL, dirs);
 	read_truth(&g, cap);
@@ -493,7 +418,7 @@ static void check_target(const char *target, const char *comm, const char *const
 	}
 	rv_symbolizer_free(sym);
 	free(d);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 Test(pt_capture, softpt_recursion, .timeout = 300)
@@ -540,7 +465,7 @@ Test(pt_capture, softpt_through_pipes, .timeout = 300)
 	struct truth g;
 	int fds[2];
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	snprintf(cap, sizeof(cap), "%s/cap", dir);
 	softpt("two_threads", NULL, dirs);
 	read_truth(&g, cap);
@@ -606,7 +531,7 @@ Test(pt_capture, softpt_through_pipes, .timeout = 300)
 	}
 	free(d);
 	free(from_file);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 /* A snapshot (the end of a wrapped AUX buffer, from its first PSB) and the
@@ -619,7 +544,7 @@ Test(pt_capture, softpt_snapshot, .timeout = 300)
 	struct decoded *d = calloc(1, sizeof(*d));
 	struct truth g;
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	snprintf(snap, sizeof(snap), "%s/snap", dir);
 	snprintf(full, sizeof(full), "%s/full", dir);
 	softpt("recursion", options, dirs);
@@ -635,7 +560,7 @@ Test(pt_capture, softpt_snapshot, .timeout = 300)
 	cr_assert_not(d->info.snapshot);
 	assert_matches_truth(d, &g, "recursion");
 	free(d);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 /* ---- the real Skylake capture ---- */
@@ -760,10 +685,8 @@ Test(pt_capture, progress_line, .timeout = 120)
 	close(fd);
 	rv_pt_capture_free(c);
 	cr_assert_eq(ret, 0);
-	char *text = (char *)read_whole(log, &size);
+	char *text = read_whole(log, &size);
 	unlink(log);
-	text = realloc(text, size + 1);
-	text[size] = '\0';
 	cr_assert_not_null(strstr(text, "\rrearview: decoding 0% (0.0 of 0.1 MiB)"), "%s", text);
 	cr_assert_gt(size, 2);
 	cr_assert_eq(text[size - 1], '\r', "the line is cleared at the end");
@@ -1279,7 +1202,7 @@ Test(pt_capture, per_cpu_switches_and_exec, .timeout = 60)
 	struct decoded *d = calloc(1, sizeof(*d));
 	const struct rv_pt_missing *k;
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	scenario_programs(&sc, dir);
 	write_per_cpu(dir, &sc, true);
 
@@ -1307,7 +1230,7 @@ Test(pt_capture, per_cpu_switches_and_exec, .timeout = 60)
 	decode_capture(d, dir, true, NULL);
 	assert_scenario(d, &sc, false);
 	free(d);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 /* kcore_dir: kcore holds the running kernel's code, kallsyms its symbols;
@@ -1321,7 +1244,7 @@ Test(pt_capture, per_cpu_kcore_and_kallsyms, .timeout = 60)
 	struct rv_error err = { 0 };
 	char kallsyms[256];
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	scenario_programs(&sc, dir);
 	write_per_cpu(dir, &sc, false);
 	snprintf(kdir, sizeof(kdir), "%s/kcore_dir", dir);
@@ -1364,7 +1287,7 @@ Test(pt_capture, per_cpu_kcore_and_kallsyms, .timeout = 60)
 	assert_scenario(d, &sc, false);
 	cr_assert_not_null(find_missing(d, "[kernel.kallsyms]"));
 	free(d);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 /* Several snapshots of one per-thread buffer: each decoded on its own, in
@@ -1378,7 +1301,7 @@ Test(pt_capture, snapshots_of_one_buffer, .timeout = 60)
 	struct syn s;
 	uint64_t tsc = 1000;
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	scenario_programs(&sc, dir);
 	syn_open(&s, dir, false, true, false);
 	syn_comm(&s, 300, "proc_s", 0, 10);
@@ -1411,7 +1334,7 @@ Test(pt_capture, snapshots_of_one_buffer, .timeout = 60)
 	cr_assert_lt(t->first_time, 2000, "the first snapshot");
 	cr_assert_geq(t->last_time, 2000, "the second snapshot");
 	free(d);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 /* ---- bad input ---- */
@@ -1436,7 +1359,7 @@ Test(pt_capture, refuses_what_is_not_pt, .timeout = 120)
 	struct rv_pt_capture *c;
 	struct rv_error err = { 0 };
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	snprintf(path, sizeof(path), "%s/text.data", dir);
 	write_file(path, "this is not a perf.data file, only some text\n", 45);
 	cr_assert_lt(open_capture(&c, path, false, NULL, &err), 0);
@@ -1449,7 +1372,7 @@ Test(pt_capture, refuses_what_is_not_pt, .timeout = 120)
 	cr_assert_not_null(strstr(err.message, "absent.data"), "%s", err.message);
 
 	/* a sampling capture: named for what it holds */
-	build_path(exe, sizeof(exe), "rearview");
+	snprintf(exe, sizeof(exe), "%s", build_path("rearview"));
 	cr_assert_eq(access(exe, X_OK), 0, "%s is not built", exe);
 	snprintf(path, sizeof(path), "%s/sampling", dir);
 	char out[PATH_MAX + 32];
@@ -1459,12 +1382,12 @@ Test(pt_capture, refuses_what_is_not_pt, .timeout = 120)
 	cr_assert_eq(run(argv, -1), 0, "rearview run --sampling failed");
 	expect_refusal(path, ENOTSUP, "cpu-clock samples");
 	expect_refusal(path, ENOTSUP, "sampling path");
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 /* Opens and decodes a damaged capture: an error with a message, or a
- * decode of what is left; never a crash (ASan watches). */
-static void try_damaged(const char *path, size_t *opened)
+ * decode of what is left; never a crash (ASan watches). Whether it opened. */
+static bool try_damaged(const char *path)
 {
 	struct rv_pt_capture *c = NULL;
 	struct rv_error err = { 0 };
@@ -1478,29 +1401,77 @@ static void try_damaged(const char *path, size_t *opened)
 	} else {
 		const struct rv_pt_missing *m;
 
-		++*opened;
 		cr_assert_eq(rv_pt_capture_decode(c, collect, seen, &stats, &err), 0, "%s",
 			     err.message);
 		rv_pt_capture_missing(c, &m);
 		rv_pt_capture_free(c);
 	}
 	free(seen);
+	return ret == 0;
+}
+
+/* Where a file-mode capture keeps what opening it needs: the end of its
+ * attribute section (perf.data's header: attrs.offset at byte 24, its size
+ * at 32), of its AUXTRACE_INFO record and of its first AUXTRACE record
+ * (header and payload), and where its AUXTRACE payloads lie. */
+struct capture_layout {
+	uint64_t attrs_end, info_end, first_trace_end;
+	uint64_t payload_begin[4096], payload_end[4096];
+	size_t nr_payloads;
+};
+
+static void capture_layout(const char *capture, const uint8_t *data, size_t size,
+			   struct capture_layout *l)
+{
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	struct rv_error err = { 0 };
+	uint64_t attrs_offset, attrs_size;
+
+	memset(l, 0, sizeof(*l));
+	cr_assert_gt(size, 40);
+	memcpy(&attrs_offset, data + 24, 8);
+	memcpy(&attrs_size, data + 32, 8);
+	l->attrs_end = attrs_offset + attrs_size;
+	cr_assert_eq(rv_perf_reader_open(&r, capture, &err), 0, "%s", err.message);
+	while (rv_perf_reader_next(r, &rec, &err) == 1) {
+		uint64_t end = rec.file_offset + rec.header->size + rec.payload_size;
+
+		if (rec.header->type == RV_PERF_RECORD_AUXTRACE_INFO && !l->info_end)
+			l->info_end = end;
+		if (rec.header->type != RV_PERF_RECORD_AUXTRACE)
+			continue;
+		if (!l->first_trace_end)
+			l->first_trace_end = end;
+		cr_assert_lt(l->nr_payloads, 4096);
+		l->payload_begin[l->nr_payloads] = end - rec.payload_size;
+		l->payload_end[l->nr_payloads++] = end;
+	}
+	rv_perf_reader_free(r);
+	cr_assert_gt(l->info_end, 0, "%s has no AUXTRACE_INFO", capture);
+	cr_assert_gt(l->first_trace_end, l->info_end, "%s: AUXTRACE_INFO first", capture);
 }
 
 /* The file-mode capture cut at every record boundary (and in the middle of
- * every record). */
+ * every record), and whole. A cut opens exactly when it keeps the attribute
+ * section (which perf writes at the end of the file, the 4.14 one at the
+ * start) and the first AUXTRACE record whole: damage after it keeps what came
+ * before, damage before it is an error (pt_capture.h). */
 static void truncate_everywhere(const char *capture, const char *dir)
 {
+	struct capture_layout *l = malloc(sizeof(*l));
 	struct rv_perf_reader *r;
 	struct rv_perf_record rec;
 	struct rv_error err = { 0 };
 	char path[PATH_MAX + 32];
 	uint64_t cuts[4096];
-	size_t nr = 0, size, opened = 0;
+	size_t nr = 0, size, opened = 0, expected = 0;
 	uint8_t *data = read_whole(capture, &size);
 
+	cr_assert_not_null(l);
+	capture_layout(capture, data, size, l);
 	cr_assert_eq(rv_perf_reader_open(&r, capture, &err), 0, "%s", err.message);
-	while (rv_perf_reader_next(r, &rec, &err) == 1 && nr + 2 < 4096) {
+	while (rv_perf_reader_next(r, &rec, &err) == 1 && nr + 3 < 4096) {
 		uint64_t end = rec.file_offset + rec.header->size + rec.payload_size;
 
 		cuts[nr++] = rec.file_offset;
@@ -1508,38 +1479,71 @@ static void truncate_everywhere(const char *capture, const char *dir)
 	}
 	rv_perf_reader_free(r);
 	cr_assert_gt(nr, 10);
+	cuts[nr++] = size;
 	snprintf(path, sizeof(path), "%s/cut.data", dir);
 	for (size_t i = 0; i < nr; i++) {
+		bool can_open = cuts[i] >= l->attrs_end && cuts[i] >= l->first_trace_end;
+		bool did_open;
+
 		cr_assert_leq(cuts[i], size);
 		write_file(path, data, cuts[i]);
-		try_damaged(path, &opened);
+		did_open = try_damaged(path);
+		cr_assert_eq(did_open, can_open,
+			     "%s cut at %" PRIu64 " of %zu bytes %s (attributes end at %" PRIu64
+			     ", the first AUXTRACE record at %" PRIu64 ")",
+			     capture, cuts[i], size, did_open ? "opened" : "did not open",
+			     l->attrs_end, l->first_trace_end);
+		opened += did_open;
+		expected += can_open;
 	}
 	fprintf(stderr, "pt_capture: %s cut at %zu places, %zu opened\n", capture, nr, opened);
+	cr_assert_eq(opened, expected);
 	free(data);
+	free(l);
 }
 
-/* One byte flipped at a time, at `count` places spread over the file. */
+/* One byte flipped at a time, at `count` places spread over the file. A
+ * flip in the magic number cannot open; one in the PT bytes of an AUXTRACE
+ * record must (opening reads only the records around them). */
 static void flip_bytes(const char *capture, const char *dir, size_t count)
 {
+	struct capture_layout *l = malloc(sizeof(*l));
 	char path[PATH_MAX + 32];
-	size_t size, opened = 0;
+	size_t size, opened = 0, in_trace = 0;
 	uint8_t *data = read_whole(capture, &size);
 
+	cr_assert_not_null(l);
+	capture_layout(capture, data, size, l);
 	snprintf(path, sizeof(path), "%s/flipped.data", dir);
 	for (size_t i = 0; i < count; i++) {
 		size_t at = (size_t)(((uint64_t)i * 7919u * 104729u + i) % size);
 		uint8_t saved = data[at];
+		bool in_payload = false, did_open;
 
+		for (size_t k = 0; k < l->nr_payloads && !in_payload; k++)
+			in_payload = at >= l->payload_begin[k] && at < l->payload_end[k];
 		data[at] ^= (uint8_t)(0x5a + i);
 		if (data[at] == saved)
 			data[at] ^= 0xff;
 		write_file(path, data, size);
-		try_damaged(path, &opened);
+		did_open = try_damaged(path);
+		if (at < 8)
+			cr_assert_not(did_open, "%s opened with byte %zu of its magic flipped",
+				      capture, at);
+		if (in_payload)
+			cr_assert(did_open, "%s did not open with byte %zu (in PT data) flipped",
+				  capture, at);
+		opened += did_open;
+		in_trace += in_payload;
 		data[at] = saved;
 	}
 	fprintf(stderr, "pt_capture: %s with %zu flipped bytes, %zu opened\n", capture, count,
 		opened);
+	cr_assert_gt(in_trace, 0, "no flip fell in PT data");
+	cr_assert_geq(opened, in_trace);
+	cr_assert_lt(opened, count, "the flip in the magic number opened");
 	free(data);
+	free(l);
 }
 
 Test(pt_capture, damaged_softpt_capture, .timeout = 600)
@@ -1547,13 +1551,13 @@ Test(pt_capture, damaged_softpt_capture, .timeout = 600)
 	char dir[PATH_MAX], cap[PATH_MAX + 8], file[PATH_MAX + 32];
 	const char *dirs[] = { cap, NULL };
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	snprintf(cap, sizeof(cap), "%s/cap", dir);
 	softpt("two_threads", NULL, dirs);
 	snprintf(file, sizeof(file), "%s/perf.data", cap);
 	truncate_everywhere(file, dir);
 	flip_bytes(file, dir, 600);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 Test(pt_capture, damaged_skylake_capture, .timeout = 600)
@@ -1561,10 +1565,10 @@ Test(pt_capture, damaged_skylake_capture, .timeout = 600)
 	char dir[PATH_MAX], file[PATH_MAX];
 
 	corpus_path(file, sizeof(file), "perf-4.14/perf.data.intel_pt-4.14");
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	truncate_everywhere(file, dir);
 	flip_bytes(file, dir, 600);
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 /* Damage after the first AUXTRACE record (here the second one's size is
@@ -1581,7 +1585,7 @@ Test(pt_capture, damage_after_the_trace, .timeout = 300)
 	size_t size, buffers = 0;
 	uint8_t *data;
 
-	make_dir(dir, sizeof(dir));
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
 	snprintf(cap, sizeof(cap), "%s/cap", dir);
 	softpt("two_threads", NULL, dirs);
 	snprintf(file, sizeof(file), "%s/perf.data", cap);
@@ -1603,5 +1607,5 @@ Test(pt_capture, damage_after_the_trace, .timeout = 300)
 	cr_assert_gt(d->seen.total, 0);
 	free(data);
 	free(d);
-	remove_dir(dir);
+	remove_tree(dir);
 }

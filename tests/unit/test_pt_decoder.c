@@ -36,65 +36,17 @@
 
 #include "capture/auxtrace.h"
 #include "capture/perf_data.h"
+#include "decode/perf_script.h"
 #include "decode/pt_decoder.h"
+#include "test_env.h"
+#include "test_files.h"
 
 /* IA32_RTIT_CTL.ADDR0_CFG: trace only inside [ADDR0_A, ADDR0_B] */
 #define ADDR_CFG_FILTER 1
 
 /* ---- the environment ---- */
 
-static bool under_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && strcmp(ci, "true") == 0;
-}
-
-/* The project root: RV_BUILD's parent when make runs the tests, else the
- * current directory. */
-static void project_root(char *root, size_t size)
-{
-	char build[PATH_MAX];
-	const char *rv_build = getenv("RV_BUILD");
-
-	if (rv_build && realpath(rv_build, build)) {
-		char *slash = strrchr(build, '/');
-
-		if (slash && slash != build)
-			*slash = '\0';
-		cr_assert_lt(strlen(build), size);
-		memcpy(root, build, strlen(build) + 1);
-		return;
-	}
-	cr_assert_not_null(getcwd(root, size));
-}
-
-static const char *build_dir(void)
-{
-	const char *b = getenv("RV_BUILD");
-
-	return b && *b ? b : "build";
-}
-
-static void corpus_file(const char *rel, char *path, size_t size)
-{
-	char root[PATH_MAX];
-	struct stat st;
-
-	project_root(root, sizeof(root));
-
-	int n = snprintf(path, size, "%s/../shared/pt-corpus/%s", root, rel);
-
-	cr_assert(n > 0 && (size_t)n < size, "the corpus path is too long");
-	if (stat(path, &st) == 0)
-		return;
-	if (under_ci())
-		cr_assert_fail("%s is missing; CI needs ../shared/pt-corpus", path);
-	fprintf(stderr, "skipped: %s is absent (the shared PT corpus)\n", path);
-	cr_skip_test("%s is absent (the shared PT corpus)", path);
-}
-
-static void require_tool(const char *what, const char *path)
+static void require_executable(const char *what, const char *path)
 {
 	if (access(path, X_OK) == 0)
 		return;
@@ -102,30 +54,6 @@ static void require_tool(const char *what, const char *path)
 		cr_assert_fail("%s (%s) is missing on CI", what, path);
 	fprintf(stderr, "skipped: %s (%s) is missing\n", what, path);
 	cr_skip_test("%s (%s) is missing", what, path);
-}
-
-static uint8_t *read_whole(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *data = NULL;
-	size_t used = 0, cap = 0;
-
-	cr_assert_not_null(f, "cannot open %s", path);
-	for (;;) {
-		if (used == cap) {
-			cap = cap ? cap * 2 : 1 << 16;
-			data = realloc(data, cap);
-			cr_assert_not_null(data);
-		}
-		size_t n = fread(data + used, 1, cap - used, f);
-
-		used += n;
-		if (n == 0)
-			break;
-	}
-	fclose(f);
-	*size = used;
-	return data;
 }
 
 /* ---- events as the sink saw them ---- */
@@ -314,9 +242,9 @@ static void raw_load(struct raw *r, const struct corpus *c, unsigned copies)
 
 	memset(r, 0, sizeof(*r));
 	snprintf(rel, sizeof(rel), "%s/trace.pt", c->name);
-	corpus_file(rel, trace_path, sizeof(trace_path));
+	corpus_path(trace_path, sizeof(trace_path), rel);
 	snprintf(rel, sizeof(rel), "%s/image.bin", c->name);
-	corpus_file(rel, image_path, sizeof(image_path));
+	corpus_path(image_path, sizeof(image_path), rel);
 
 	size_t size;
 	uint8_t *one = read_whole(trace_path, &size);
@@ -460,7 +388,8 @@ Test(pt_decoder, corpus_ignore_jumps)
 				char what[128];
 
 				decode_raw(&r, jobs, chunk_sizes[s], &got, &st);
-				snprintf(what, sizeof(what), "%s ignoring jumps, %zu-byte chunks, %u jobs",
+				snprintf(what, sizeof(what),
+					 "%s ignoring jumps, %zu-byte chunks, %u jobs",
 					 corpora[c].name, chunk_sizes[s], jobs);
 				cr_assert_eq(st.insns, corpora[c].insns,
 					     "%s: %" PRIu64 " instructions", what, st.insns);
@@ -726,119 +655,45 @@ static void cap_decode(struct capture *c, unsigned jobs, size_t chunk_bytes, str
 
 /* ---- perf script, the oracle ---- */
 
-static bool parse_flags(const char *text, struct ev *e)
-{
-	char buf[128];
-	const char *rest;
-
-	snprintf(buf, sizeof(buf), "%s", text);
-	rest = buf;
-	e->flags = 0;
-	if (strncmp(rest, "tr strt", 7) == 0) {
-		e->flags |= RV_BRANCH_TRACE_BEGIN;
-		rest += 7;
-	} else if (strncmp(rest, "tr end", 6) == 0) {
-		e->flags |= RV_BRANCH_TRACE_END;
-		rest += 6;
-	}
-	while (*rest == ' ')
-		rest++;
-
-	char *x = strstr(buf, "(x)");
-
-	if (x) {
-		e->flags |= RV_BRANCH_IN_TX;
-		*x = '\0';
-	}
-	size_t n = strlen(rest);
-
-	while (n && rest[n - 1] == ' ')
-		n--;
-
-	static const struct {
-		const char *name;
-		uint8_t kind, flags;
-	} names[] = {
-		{ "", RV_BRANCH_NONE, 0 },
-		{ "call", RV_BRANCH_CALL, 0 },
-		{ "return", RV_BRANCH_RETURN, 0 },
-		{ "jmp", RV_BRANCH_JUMP, 0 },
-		{ "jcc", RV_BRANCH_COND, 0 },
-		{ "syscall", RV_BRANCH_SYSCALL, 0 },
-		{ "sysret", RV_BRANCH_SYSRET, 0 },
-		{ "hw int", RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC },
-		{ "int", RV_BRANCH_SOFT_INT, 0 },
-		{ "iret", RV_BRANCH_IRET, 0 },
-		{ "tx abrt", RV_BRANCH_TX_ABORT, 0 },
-		{ "async", RV_BRANCH_NONE, RV_BRANCH_ASYNC },
-	};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strlen(names[i].name) == n && strncmp(rest, names[i].name, n) == 0) {
-			e->kind = names[i].kind;
-			e->flags |= names[i].flags;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* `perf script --itrace=be -F tid,time,flags,ip,addr --ns` of dir/perf.data. */
+/* `perf script --itrace=be -F pid,tid,time,flags,ip,addr --ns` of
+ * dir/perf.data, read by rearview's own import of perf script text
+ * (decode/perf_script.h), which test_perf_script.c checks line by line. */
 static void perf_events(const char *dir, struct evlist *out)
 {
-	char cmd[PATH_MAX + 128], line[512];
+	char cmd[PATH_MAX + 128];
+	struct rv_perf_script *script;
+	struct rv_error err = { 0 };
+	struct rv_event ev;
 	FILE *p;
+	int ret;
 
 	snprintf(cmd, sizeof(cmd),
-		 "perf script -i '%s/perf.data' --itrace=be -F tid,time,flags,ip,addr --ns "
+		 "perf script -i '%s/perf.data' --itrace=be -F pid,tid,time,flags,ip,addr --ns "
 		 "2>/dev/null",
 		 dir);
 	p = popen(cmd, "r");
 	cr_assert_not_null(p);
-	while (fgets(line, sizeof(line), p)) {
+	cr_assert_eq(rv_perf_script_open(&script, p, "perf script", &err), 0, "%s", err.message);
+	while ((ret = rv_perf_script_next(script, &ev, &err)) == 1) {
 		struct ev e;
-		unsigned long long sec, nsec, from, to;
-		unsigned tid, code;
-		char flags[128];
-		int n = 0;
 
 		memset(&e, 0, sizeof(e));
-		if (sscanf(line,
-			   " instruction trace error type %*d time %llu.%llu cpu %*d pid %*d "
-			   "tid %u ip %llx code %u",
-			   &sec, &nsec, &tid, &from, &code) == 5) {
-			e.type = RV_EVENT_TRACE_ERROR;
-			e.time = sec * 1000000000ull + nsec;
-			e.tid = tid;
-			e.to = from;
-			e.overflow = code == 7; /* perf's INTEL_PT_ERR_OVR */
-		} else if (sscanf(line, " %u %llu.%llu: %n", &tid, &sec, &nsec, &n) == 3 && n) {
-			char *arrow = strstr(line + n, "=>");
-
-			cr_assert_not_null(arrow, "perf script line: %s", line);
-			/* flags, then the source address just before "=>" */
-			char *end = arrow;
-
-			while (end > line + n && end[-1] == ' ')
-				end--;
-			char *start = end;
-
-			while (start > line + n && start[-1] != ' ')
-				start--;
-			cr_assert_eq(sscanf(start, "%llx", &from), 1, "perf script line: %s", line);
-			cr_assert_eq(sscanf(arrow + 2, " %llx", &to), 1, "perf script line: %s",
-				     line);
-			snprintf(flags, sizeof(flags), "%.*s", (int)(start - (line + n)), line + n);
-			cr_assert(parse_flags(flags, &e), "perf's flags '%s' in: %s", flags, line);
-			e.type = RV_EVENT_BRANCH;
-			e.time = sec * 1000000000ull + nsec;
-			e.tid = tid;
-			e.from = from;
-			e.to = to;
+		e.type = ev.kind;
+		e.time = ev.time;
+		e.tid = ev.tid;
+		if (ev.kind == RV_EVENT_TRACE_ERROR) {
+			e.to = ev.error.ip;
+			e.overflow = ev.error.overflow;
 		} else {
-			continue;
+			e.kind = ev.branch.kind;
+			e.flags = (uint8_t)ev.branch.flags;
+			e.from = ev.branch.from.ip;
+			e.to = ev.branch.to.ip;
 		}
 		*evlist_push(out) = e;
 	}
+	cr_assert_eq(ret, 0, "perf script's output on %s: %s", dir, err.message);
+	rv_perf_script_free(script);
 	cr_assert_eq(pclose(p), 0, "perf script failed on %s", dir);
 }
 
@@ -957,9 +812,9 @@ static void run_softpt(const char *target, char *dir, size_t dir_size)
 
 	snprintf(softpt, sizeof(softpt), "%s/softpt", build_dir());
 	snprintf(program, sizeof(program), "%s/tests/pt/%s", build_dir(), target);
-	require_tool("softpt (make build/softpt)", softpt);
-	require_tool("the PT target program", program);
-	require_tool("perf (Debian's linux-perf)", "/usr/bin/perf");
+	require_executable("softpt (make build/softpt)", softpt);
+	require_executable("the PT target program", program);
+	require_executable("perf (Debian's linux-perf)", "/usr/bin/perf");
 
 	snprintf(dir, dir_size, "/tmp/rv-pt-decoder-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
@@ -970,15 +825,6 @@ static void run_softpt(const char *target, char *dir, size_t dir_size)
 	snprintf(cmd + used, sizeof(cmd) - used, " -- '%s' >'%s/out.txt' 2>&1", program, dir);
 	cr_assert_lt(used, sizeof(cmd) - 64);
 	cr_assert_eq(system(cmd), 0, "softpt failed: %s", cmd);
-}
-
-static void remove_dir(const char *dir)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "pt_decoder: could not remove %s\n", dir);
 }
 
 /* perf's branches for every configuration; then, with a PSB every 2 KiB,
@@ -1024,7 +870,7 @@ static void check_target(const char *target)
 		evlist_free(&mine);
 		cap_free(&c);
 	}
-	remove_dir(dir);
+	remove_tree(dir);
 }
 
 Test(pt_decoder, softpt_recursion, .timeout = 600)

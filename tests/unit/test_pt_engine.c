@@ -26,17 +26,12 @@
 #include "capture/synth.h"
 #include "fake_kernel.h"
 #include "record/pt_engine.h"
+#include "test_env.h"
+#include "test_files.h"
 
 #define PT_TYPE 42
 
 /* ---- the world around ---- */
-
-static bool under_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && !strcmp(ci, "true");
-}
 
 /* Real PT from the corpus: foo's trace, read whole. */
 static uint8_t *real_pt(size_t *size)
@@ -143,11 +138,8 @@ static void world_finish(struct world *w)
 
 static void world_destroy(struct world *w)
 {
-	char cmd[128];
-
 	rv_perf_writer_free(w->writer);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", w->dir);
-	cr_assert_eq(system(cmd), 0);
+	remove_tree(w->dir);
 }
 
 /* The records of the capture, as types and AUXTRACE payloads. */

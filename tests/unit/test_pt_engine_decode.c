@@ -40,23 +40,10 @@
 #include "decode/pt_capture.h"
 #include "fake_kernel.h"
 #include "record/pt_engine.h"
+#include "test_env.h"
+#include "test_files.h"
 
 /* ---- the environment ---- */
-
-static const char *build_dir(void)
-{
-	const char *b = getenv("RV_BUILD");
-
-	return b && *b ? b : "build";
-}
-
-static void remove_dir(const char *dir)
-{
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
 
 static void copy_file(const char *from, const char *to)
 {
@@ -524,7 +511,7 @@ static void check(enum how how, const char *name)
 			     "softpt's capture",
 			     name, perf_got, perf_want);
 	}
-	remove_dir(ref->dir);
+	remove_tree(ref->dir);
 	free(ref->trace);
 	free(ref);
 }
