@@ -176,7 +176,8 @@ format:
 
 # Fails, naming the file and line, where a file has drifted from the style.
 format-check:
-	clang-format --dry-run --Werror $(FORMATTED)
+	@clang-format --dry-run --Werror $(FORMATTED)
+	@echo "format-check: $(words $(FORMATTED)) files in the kernel's style (.clang-format)"
 
 clean:
 	rm -rf build build-asan

@@ -1,5 +1,5 @@
 /* functions.h: what the function tracer's BPF side (functions.bpf.c), its
- * loader (src/record/func_engine.c) and its decoder (src/decode/func_decoder.c)
+ * loader (src/record/fn_engine.c) and its decoder (src/decode/fn_decoder.c)
  * share: the record every program emits, and the numbers all three agree on.
  *
  * Records leave the kernel through bpf_perf_event_output() into per-CPU

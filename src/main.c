@@ -14,7 +14,7 @@ int main(int argc, char **argv)
 
 	if (rv_options_parse(&opts, argc, argv, &err)) {
 		rv_error_msg("%s", err.message);
-		rv_options_free(&opts);
+		rv_options_destroy(&opts);
 		return 2;
 	}
 	if (opts.version || opts.help) {
@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 			printf("rearview %s\n", RV_VERSION);
 		else
 			rv_options_print_help(opts.command, stdout);
-		rv_options_free(&opts);
+		rv_options_destroy(&opts);
 		return 0;
 	}
 	rv_log_set_verbosity(opts.verbose);
@@ -41,6 +41,6 @@ int main(int argc, char **argv)
 		status = 2;
 		break;
 	}
-	rv_options_free(&opts);
+	rv_options_destroy(&opts);
 	return status;
 }

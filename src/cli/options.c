@@ -267,7 +267,7 @@ static void free_list(char ***list, size_t *count)
 	*count = 0;
 }
 
-void rv_options_free(struct rv_options *opts)
+void rv_options_destroy(struct rv_options *opts)
 {
 	for (size_t i = 0; i < opts->nr_images; i++)
 		free(opts->images[i].path);
@@ -833,18 +833,20 @@ static int check_uprobe(const struct rv_options *opts, struct rv_error *err)
 static int check_gate(const struct rv_options *opts, struct rv_error *err)
 {
 	if (opts->min_duration_ns && !opts->filter_start)
-		return rv_error_set(err, EINVAL,
-				    "--min-duration keeps the --filter windows longer than it: give "
-				    "--filter START,STOP too");
+		return rv_error_set(
+			err, EINVAL,
+			"--min-duration keeps the --filter windows longer than it: give "
+			"--filter START,STOP too");
 	if (opts->multi_snapshot && !opts->trigger && !opts->min_duration_ns)
 		return rv_error_set(err, EINVAL,
 				    "--multi-snapshot takes a snapshot at every --trigger hit (or "
 				    "every window longer than --min-duration): give one of them");
 	if (opts->full_execution && (opts->trigger || opts->min_duration_ns))
-		return rv_error_set(err, EINVAL,
-				    "--trigger and --min-duration take snapshots of the flight "
-				    "recorder, and --full-execution keeps everything: use one or the "
-				    "other");
+		return rv_error_set(
+			err, EINVAL,
+			"--trigger and --min-duration take snapshots of the flight "
+			"recorder, and --full-execution keeps everything: use one or the "
+			"other");
 	if (opts->trigger && opts->min_duration_ns)
 		return rv_error_set(err, EINVAL,
 				    "--trigger and --min-duration both decide when the snapshot is "

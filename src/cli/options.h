@@ -82,13 +82,13 @@ struct rv_options {
 
 	/* The gate: probe sites as given (SYMBOL, LIB:SYMBOL, 0xADDR or
 	 * FILE:LINE, checked when the target's binaries are known). */
-	char *filter_start, *filter_stop; /* --filter START,STOP; owned (rv_options_free) */
+	char *filter_start, *filter_stop; /* --filter START,STOP; owned (rv_options_destroy) */
 	const char *trigger;		  /* --trigger WHAT */
 	uint64_t min_duration_ns;	  /* --min-duration DUR; 0: none */
 	bool multi_snapshot;		  /* --multi-snapshot */
 
 	/* --backend uprobe: globs as given, checked against the binaries and
-	 * /proc/kallsyms when recording; owned (rv_options_free). */
+	 * /proc/kallsyms when recording; owned (rv_options_destroy). */
 	char **functions; /* --functions PAT[,PAT...]; none: every function */
 	size_t nr_functions;
 	unsigned kernel_events;	 /* --kernel-events LIST: RV_KERNEL_EVENTS_* bits */
@@ -106,7 +106,7 @@ struct rv_options {
 	/* decode */
 	const char *raw_pt;   /* --raw-pt FILE */
 	struct rv_raw_image { /* --image FILE@ADDR */
-		char *path;   /* owned (rv_options_free) */
+		char *path;   /* owned (rv_options_destroy) */
 		uint64_t addr;
 	} images[RV_MAX_IMAGES];
 	size_t nr_images;
@@ -129,7 +129,7 @@ struct rv_options {
 int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_error *err);
 
 /* Frees what parsing allocated (the --image paths, --filter sites, patterns). */
-void rv_options_free(struct rv_options *opts);
+void rv_options_destroy(struct rv_options *opts);
 
 /* The help text for a command (RV_CMD_NONE: the tool's overview). */
 void rv_options_print_help(enum rv_command command, FILE *out);

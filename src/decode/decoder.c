@@ -26,7 +26,7 @@ struct rv_decoder {
 	struct rv_symbolizer *symbolizer;
 	struct rv_perf_reader *reader; /* perf.data kinds */
 	struct rv_sample_decoder *samples;
-	struct rv_func_decoder *functions;
+	struct rv_fn_decoder *functions;
 	struct rv_pt_capture *pt;
 	struct rv_perf_script *perf_script;
 	FILE *text; /* perf script's input */
@@ -114,7 +114,7 @@ static bool has_sampling_event(const struct rv_perf_reader *r)
 static int perf_data_kind(struct rv_perf_reader *r, const char *path, enum rv_capture_kind *kind,
 			  struct rv_error *err)
 {
-	if (rv_func_decoder_recognises(r))
+	if (rv_fn_decoder_recognises(r))
 		*kind = RV_CAPTURE_FUNCTIONS;
 	else if (rv_perf_reader_has_feature(r, RV_FEAT_AUXTRACE) || has_pt_event(r) ||
 		 has_auxtrace_info(r))
@@ -170,7 +170,7 @@ static int open_perf_data(struct rv_decoder *d, struct rv_error *err)
 	switch (d->kind) {
 	case RV_CAPTURE_FUNCTIONS:
 		d->first_time = rv_marks_first_time(d->reader);
-		return rv_func_decoder_open(&d->functions, d->reader, d->symbolizer, err);
+		return rv_fn_decoder_open(&d->functions, d->reader, d->symbolizer, err);
 	case RV_CAPTURE_SAMPLES:
 		d->first_time = rv_marks_first_time(d->reader);
 		return rv_sample_decoder_open(&d->samples, d->reader, d->symbolizer, err);
@@ -249,7 +249,7 @@ static int pull(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct r
 
 	while (!ret) {
 		int got = d->samples	 ? rv_sample_decoder_next(d->samples, &ev, err)
-			  : d->functions ? rv_func_decoder_next(d->functions, &ev, err)
+			  : d->functions ? rv_fn_decoder_next(d->functions, &ev, err)
 					 : rv_perf_script_next(d->perf_script, &ev, err);
 
 		if (got == 0)
@@ -313,7 +313,7 @@ void rv_decoder_report(const struct rv_decoder *d, struct rv_decoder_report *out
 	if (d->samples)
 		rv_sample_decoder_stats(d->samples, &out->samples);
 	if (d->functions)
-		rv_func_decoder_stats(d->functions, &out->functions);
+		rv_fn_decoder_stats(d->functions, &out->functions);
 	if (d->perf_script)
 		rv_perf_script_stats(d->perf_script, &out->perf_script);
 }
@@ -323,7 +323,7 @@ void rv_decoder_free(struct rv_decoder *d)
 	if (!d)
 		return;
 	rv_sample_decoder_free(d->samples);
-	rv_func_decoder_free(d->functions);
+	rv_fn_decoder_free(d->functions);
 	rv_pt_capture_free(d->pt);
 	rv_perf_script_free(d->perf_script);
 	if (d->text && d->text != stdin)

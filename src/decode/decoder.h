@@ -28,7 +28,7 @@
  * (DIR/kcore_dir/kallsyms) when it has one, else, for a capture this
  * process has just recorded on this machine (live), /proc/kallsyms.
  *
- * Not here: the formats themselves (sample_decoder.h, func_decoder.h,
+ * Not here: the formats themselves (sample_decoder.h, fn_decoder.h,
  * pt_capture.h, pt_decoder.h, perf_script.h), spans, printing.
  */
 #ifndef RV_DECODE_DECODER_H
@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #include "decode/events.h"
-#include "decode/func_decoder.h"
+#include "decode/fn_decoder.h"
 #include "decode/perf_script.h"
 #include "decode/pt_capture.h"
 #include "decode/pt_decoder.h"
@@ -115,7 +115,7 @@ struct rv_decoder_report {
 	struct rv_pt_stats pt; /* PT, raw PT */
 	uint64_t packets;      /* with count_packets */
 	struct rv_sample_decoder_stats samples;
-	struct rv_func_decoder_stats functions;
+	struct rv_fn_decoder_stats functions;
 	struct rv_perf_script_stats perf_script;
 };
 

@@ -87,7 +87,7 @@ void rv_perf_script_free(struct rv_perf_script *p)
 {
 	if (!p)
 		return;
-	rv_intern_free(&p->pool);
+	rv_intern_destroy(&p->pool);
 	free(p->buf);
 	free(p->name);
 	free(p);

@@ -808,7 +808,7 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 		for (size_t j = 0; j < p->nr_gens; j++) {
 			pt_image_free(p->gens[j].image);
 			free_mappings(&p->gens[j].maps);
-			rv_symtab_ranges_free(&p->gens[j].functions);
+			rv_symtab_ranges_destroy(&p->gens[j].functions);
 		}
 		free(p->gens);
 	}

@@ -75,14 +75,16 @@ struct block {
 	char messages[BLOCK_MESSAGES];
 };
 
-struct run;
+struct capture_decode;
 
-struct lane_image {
+struct buffer_lane_image {
 	struct pt_image *source, *copy;
 };
 
-struct lane {
-	struct run *run;
+/* A stream of buffers decoded in order: a CPU's (per-CPU captures, merged
+ * with the others by time) or a thread's. */
+struct buffer_lane {
+	struct capture_decode *run;
 	size_t index;
 	uint32_t cpu; /* per-CPU lanes; PTC_NONE for a thread's */
 	const struct ptc_cpu *timeline;
@@ -115,7 +117,7 @@ struct lane {
 	/* Per-CPU lanes decode at the same time, and libipt's lookups reorder
 	 * an image's sections: each lane decodes with its own copies. */
 	pthread_mutex_t images_lock;
-	struct lane_image *images;
+	struct buffer_lane_image *images;
 	size_t nr_images, cap_images;
 
 	/* the consumer's */
@@ -126,11 +128,13 @@ struct lane {
 	bool started;
 };
 
-struct run {
+/* One rv_pt_capture_decode: its lanes, the queues between their producers
+ * and the consumer, and the sink. */
+struct capture_decode {
 	struct rv_pt_capture *c;
 	rv_pt_sink_fn sink;
 	void *sink_ctx;
-	struct lane *lanes;
+	struct buffer_lane *lanes;
 	size_t nr_lanes, cap_lanes;
 	bool merged; /* per-CPU lanes: producers and queues */
 
@@ -234,7 +238,7 @@ static void psb_free(struct psb_index *x)
 /* ---- attribution ---- */
 
 /* The lane's own copy of an image (per-CPU lanes only). */
-static int lane_image(struct lane *l, struct pt_image *source, struct pt_image **out,
+static int lane_image(struct buffer_lane *l, struct pt_image *source, struct pt_image **out,
 		      struct rv_error *err)
 {
 	int ret = 0;
@@ -256,7 +260,7 @@ static int lane_image(struct lane *l, struct pt_image *source, struct pt_image *
 		ret = rv_error_set(err, ENOMEM, "cannot copy an image for a CPU's decoding");
 		goto out;
 	}
-	l->images[l->nr_images++] = (struct lane_image){ source, copy };
+	l->images[l->nr_images++] = (struct buffer_lane_image){ source, copy };
 	*out = copy;
 out:
 	pthread_mutex_unlock(&l->images_lock);
@@ -269,7 +273,7 @@ out:
 static int lane_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
 			 struct pt_image_section_cache *iscache, struct rv_error *err)
 {
-	struct lane *l = ctx;
+	struct buffer_lane *l = ctx;
 	const struct rv_pt_capture *c = l->run->c;
 	int stack_isids[256], *isids = stack_isids;
 	size_t n;
@@ -325,7 +329,7 @@ static bool capture_function_at(void *ctx, uint32_t pid, uint64_t time, uint64_t
 static int lane_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
 			struct pt_image **image, struct rv_error *err)
 {
-	struct lane *l = ctx;
+	struct buffer_lane *l = ctx;
 	const struct rv_pt_capture *c = l->run->c;
 	const struct ptc_generation *g;
 
@@ -343,7 +347,7 @@ static int lane_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
 
 /* The task on the lane's CPU at `time`, through a one-interval cache (events
  * come in time order, so most hit it). */
-static void lane_task(struct lane *l, uint64_t time, uint32_t *pid, uint32_t *tid)
+static void lane_task(struct buffer_lane *l, uint64_t time, uint32_t *pid, uint32_t *tid)
 {
 	const struct ptc_cpu *k = l->timeline;
 
@@ -370,7 +374,7 @@ static void lane_task(struct lane *l, uint64_t time, uint32_t *pid, uint32_t *ti
 
 /* ---- progress ---- */
 
-static void progress_update(struct lane *l, uint64_t time)
+static void progress_update(struct buffer_lane *l, uint64_t time)
 {
 	uint64_t off;
 
@@ -383,7 +387,7 @@ static void progress_update(struct lane *l, uint64_t time)
 	atomic_store_explicit(&l->progress, l->done_bytes + l->est_offset, memory_order_relaxed);
 }
 
-static void progress_print(struct run *r, bool force)
+static void progress_print(struct capture_decode *r, bool force)
 {
 	const struct rv_pt_capture *c = r->c;
 	uint64_t done = 0;
@@ -405,7 +409,7 @@ static void progress_print(struct run *r, bool force)
 	fflush(stderr);
 }
 
-static void progress_clear(struct run *r)
+static void progress_clear(struct capture_decode *r)
 {
 	if (!r->c->progress || r->progress_width <= 0)
 		return;
@@ -415,13 +419,13 @@ static void progress_clear(struct run *r)
 
 /* ---- the consumer: names, missing files, the sink ---- */
 
-static int emit(struct run *r, const struct rv_event *ev, struct rv_error *err)
+static int emit(struct capture_decode *r, const struct rv_event *ev, struct rv_error *err)
 {
 	return r->sink(r->sink_ctx, ev, err);
 }
 
 /* A THREAD_NAME for t when its name at `time` has not been given yet. */
-static int name_thread(struct run *r, struct ptc_thread *t, uint32_t pid, uint32_t tid,
+static int name_thread(struct capture_decode *r, struct ptc_thread *t, uint32_t pid, uint32_t tid,
 		       uint64_t time, struct rv_error *err)
 {
 	size_t i = ptc_comm_at(t, time);
@@ -444,7 +448,8 @@ static int name_thread(struct run *r, struct ptc_thread *t, uint32_t pid, uint32
 
 /* Hands the sink t's windows that ended by `time`, each as a WINDOW event at
  * its end. */
-static int windows_until(struct run *r, struct ptc_thread *t, uint64_t time, struct rv_error *err)
+static int windows_until(struct capture_decode *r, struct ptc_thread *t, uint64_t time,
+			 struct rv_error *err)
 {
 	while (t->win_next < t->win_nr) {
 		const struct ptc_window *w = &r->c->windows[t->win_first + t->win_next];
@@ -474,7 +479,8 @@ static int windows_until(struct run *r, struct ptc_thread *t, uint64_t time, str
 
 /* Whether ev (a branch or an error) is kept: strictly inside a window of its
  * thread. The windows that ended before it go to the sink first. */
-static int window_keeps(struct run *r, const struct rv_event *ev, bool *keep, struct rv_error *err)
+static int window_keeps(struct capture_decode *r, const struct rv_event *ev, bool *keep,
+			struct rv_error *err)
 {
 	struct ptc_thread *t =
 		r->cur && ev->tid == r->cur_tid ? r->cur : ptc_thread_find_mut(r->c, ev->tid);
@@ -499,7 +505,7 @@ static int window_keeps(struct run *r, const struct rv_event *ev, bool *keep, st
 }
 
 /* Every window not yet handed to the sink, thread by thread. */
-static int windows_rest(struct run *r, struct rv_error *err)
+static int windows_rest(struct capture_decode *r, struct rv_error *err)
 {
 	int ret = 0;
 
@@ -508,7 +514,8 @@ static int windows_rest(struct run *r, struct rv_error *err)
 	return ret;
 }
 
-static int consume(struct run *r, const struct rv_event *ev, uint64_t skipped, struct rv_error *err)
+static int consume(struct capture_decode *r, const struct rv_event *ev, uint64_t skipped,
+		   struct rv_error *err)
 {
 	struct rv_pt_capture *c = r->c;
 	struct ptc_thread *t;
@@ -570,7 +577,7 @@ static int consume(struct run *r, const struct rv_event *ev, uint64_t skipped, s
 	return ret;
 }
 
-static int emit_exit(struct run *r, struct ptc_thread *t, struct rv_error *err)
+static int emit_exit(struct capture_decode *r, struct ptc_thread *t, struct rv_error *err)
 {
 	struct rv_event ev = {
 		.kind = RV_EVENT_THREAD_EXIT,
@@ -591,7 +598,7 @@ static int emit_exit(struct run *r, struct ptc_thread *t, struct rv_error *err)
 /* ---- the producers ---- */
 
 /* Appends the block being filled to the lane's queue; under run->lock. */
-static void queue_filling(struct lane *l)
+static void queue_filling(struct buffer_lane *l)
 {
 	if (l->tail)
 		l->tail->next = l->filling;
@@ -604,8 +611,8 @@ static void queue_filling(struct lane *l)
 /* An event from the decoder, on the lane's thread. */
 static int lane_sink(void *ctx, const struct rv_event *in, struct rv_error *err)
 {
-	struct lane *l = ctx;
-	struct run *r = l->run;
+	struct buffer_lane *l = ctx;
+	struct capture_decode *r = l->run;
 	struct rv_event ev;
 	uint64_t skipped = 0;
 
@@ -666,7 +673,7 @@ static int lane_sink(void *ctx, const struct rv_event *in, struct rv_error *err)
 }
 
 /* Decodes the lane's buffers, in order. */
-static int lane_decode(struct lane *l, struct rv_error *err)
+static int lane_decode(struct buffer_lane *l, struct rv_error *err)
 {
 	const struct rv_pt_capture *c = l->run->c;
 	int ret = 0;
@@ -706,8 +713,8 @@ static int lane_decode(struct lane *l, struct rv_error *err)
 
 static void *producer(void *arg)
 {
-	struct lane *l = arg;
-	struct run *r = l->run;
+	struct buffer_lane *l = arg;
+	struct capture_decode *r = l->run;
 	int rc = lane_decode(l, &l->err);
 
 	pthread_mutex_lock(&r->lock);
@@ -727,14 +734,14 @@ static void *producer(void *arg)
 
 /* ---- lanes ---- */
 
-static struct lane *lane_for(struct run *r, uint32_t cpu, uint32_t tid)
+static struct buffer_lane *lane_for(struct capture_decode *r, uint32_t cpu, uint32_t tid)
 {
 	for (size_t i = 0; i < r->nr_lanes; i++)
 		if (r->lanes[i].cpu == cpu && (cpu != PTC_NONE || r->lanes[i].tid == tid))
 			return &r->lanes[i];
 	if (rv_array_reserve(&r->lanes, &r->cap_lanes, r->nr_lanes + 1, sizeof(*r->lanes), 8))
 		return NULL;
-	struct lane *l = &r->lanes[r->nr_lanes];
+	struct buffer_lane *l = &r->lanes[r->nr_lanes];
 	memset(l, 0, sizeof(*l));
 	l->index = r->nr_lanes++;
 	l->cpu = cpu;
@@ -743,7 +750,7 @@ static struct lane *lane_for(struct run *r, uint32_t cpu, uint32_t tid)
 	return l;
 }
 
-static int make_lanes(struct run *r, bool per_cpu, struct rv_error *err)
+static int make_lanes(struct capture_decode *r, bool per_cpu, struct rv_error *err)
 {
 	struct rv_pt_capture *c = r->c;
 
@@ -751,7 +758,7 @@ static int make_lanes(struct run *r, bool per_cpu, struct rv_error *err)
 	for (size_t i = 0; i < c->nr_buffers; i++) {
 		const struct rv_perf_auxtrace *a = &c->buffers[i].aux;
 		bool cpu_buffer = c->info.per_cpu_mmaps && a->cpu != PTC_NONE;
-		struct lane *l;
+		struct buffer_lane *l;
 
 		if (cpu_buffer != per_cpu)
 			continue;
@@ -762,7 +769,7 @@ static int make_lanes(struct run *r, bool per_cpu, struct rv_error *err)
 		l->bufs[l->nr_bufs++] = i;
 	}
 	for (size_t i = 0; i < r->nr_lanes; i++) {
-		struct lane *l = &r->lanes[i];
+		struct buffer_lane *l = &r->lanes[i];
 		const struct ptc_thread *t = ptc_thread_find(c, l->tid);
 
 		l->run = r;
@@ -776,10 +783,10 @@ static int make_lanes(struct run *r, bool per_cpu, struct rv_error *err)
 	return 0;
 }
 
-static void lanes_free(struct run *r)
+static void lanes_free(struct capture_decode *r)
 {
 	for (size_t i = 0; i < r->nr_lanes; i++) {
-		struct lane *l = &r->lanes[i];
+		struct buffer_lane *l = &r->lanes[i];
 
 		while (l->head) {
 			struct block *b = l->head;
@@ -808,12 +815,12 @@ static void lanes_free(struct run *r)
 }
 
 /* Per-thread lanes, one after another on this thread. */
-static int decode_threads(struct run *r, struct rv_pt_stats *stats, struct rv_error *err)
+static int decode_threads(struct capture_decode *r, struct rv_pt_stats *stats, struct rv_error *err)
 {
 	int ret = make_lanes(r, false, err);
 
 	for (size_t i = 0; !ret && i < r->nr_lanes; i++) {
-		struct lane *l = &r->lanes[i];
+		struct buffer_lane *l = &r->lanes[i];
 		struct ptc_thread *t = ptc_thread_find_mut(r->c, l->tid);
 
 		l->jobs = r->c->jobs;
@@ -828,7 +835,7 @@ static int decode_threads(struct run *r, struct rv_pt_stats *stats, struct rv_er
 
 /* The next queued event of a lane, waiting for its producer; NULL when the
  * lane has no more. */
-static struct queued *lane_head(struct run *r, struct lane *l)
+static struct queued *lane_head(struct capture_decode *r, struct buffer_lane *l)
 {
 	if (l->exhausted)
 		return NULL;
@@ -857,10 +864,10 @@ static struct queued *lane_head(struct run *r, struct lane *l)
 	return l->exhausted ? NULL : &l->consuming->items[0];
 }
 
-static int merge(struct run *r, struct rv_error *err)
+static int merge(struct capture_decode *r, struct rv_error *err)
 {
 	for (;;) {
-		struct lane *best = NULL;
+		struct buffer_lane *best = NULL;
 		struct queued *best_q = NULL;
 
 		for (size_t i = 0; i < r->nr_lanes; i++) {
@@ -881,7 +888,7 @@ static int merge(struct run *r, struct rv_error *err)
 }
 
 /* Per-CPU lanes: producers and the merge. */
-static int decode_cpus(struct run *r, struct rv_pt_stats *stats, struct rv_error *err)
+static int decode_cpus(struct capture_decode *r, struct rv_pt_stats *stats, struct rv_error *err)
 {
 	int ret = make_lanes(r, true, err);
 	unsigned jobs = r->c->jobs ? r->c->jobs : 1;
@@ -892,7 +899,7 @@ static int decode_cpus(struct run *r, struct rv_pt_stats *stats, struct rv_error
 	}
 	r->merged = true;
 	for (size_t i = 0; i < r->nr_lanes; i++) {
-		struct lane *l = &r->lanes[i];
+		struct buffer_lane *l = &r->lanes[i];
 
 		l->jobs = (unsigned)((jobs + r->nr_lanes - 1) / r->nr_lanes);
 		if (pthread_create(&l->thread, NULL, producer, l)) {
@@ -908,7 +915,7 @@ static int decode_cpus(struct run *r, struct rv_pt_stats *stats, struct rv_error
 	pthread_cond_broadcast(&r->space);
 	pthread_mutex_unlock(&r->lock);
 	for (size_t i = 0; i < r->nr_lanes; i++) {
-		struct lane *l = &r->lanes[i];
+		struct buffer_lane *l = &r->lanes[i];
 
 		if (l->started)
 			pthread_join(l->thread, NULL);
@@ -928,7 +935,7 @@ static int decode_cpus(struct run *r, struct rv_pt_stats *stats, struct rv_error
 int rv_pt_capture_decode(struct rv_pt_capture *c, rv_pt_sink_fn sink, void *sink_ctx,
 			 struct rv_pt_stats *stats, struct rv_error *err)
 {
-	struct run r;
+	struct capture_decode r;
 	int ret;
 
 	memset(stats, 0, sizeof(*stats));

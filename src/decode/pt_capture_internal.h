@@ -157,13 +157,13 @@ struct ptc_index {
 struct rv_pt_capture {
 	struct rv_perf_reader *reader;
 	bool reader_borrowed; /* the caller's (rv_pt_capture_options.reader) */
-	char *path;	/* what the reader opened */
-	char *dir;	/* the capture's directory, or NULL (stdin) */
-	char *kallsyms; /* DIR/kcore_dir/kallsyms, or NULL */
-	char *kcore;	/* DIR/kcore_dir/kcore, or NULL */
-	char *vdso;	/* DIR/vdso.so, or NULL */
-	char *vmlinux;	/* options.vmlinux, or NULL */
-	char *damage;	/* why reading stopped early, or NULL */
+	char *path;	      /* what the reader opened */
+	char *dir;	      /* the capture's directory, or NULL (stdin) */
+	char *kallsyms;	      /* DIR/kcore_dir/kallsyms, or NULL */
+	char *kcore;	      /* DIR/kcore_dir/kcore, or NULL */
+	char *vdso;	      /* DIR/vdso.so, or NULL */
+	char *vmlinux;	      /* options.vmlinux, or NULL */
+	char *damage;	      /* why reading stopped early, or NULL */
 	bool include_kernel;
 	unsigned jobs;
 	size_t chunk_bytes;

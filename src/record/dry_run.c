@@ -38,7 +38,7 @@ static void free_probe_strings(struct rv_dry_run_probe *p)
 	free((char *)p->detail);
 }
 
-void rv_dry_run_plan_free(struct rv_dry_run_plan *plan)
+void rv_dry_run_plan_destroy(struct rv_dry_run_plan *plan)
 {
 	for (size_t i = 0; i < plan->nr_events; i++)
 		free_event_strings(&plan->events[i]);
@@ -81,7 +81,7 @@ int rv_dry_run_add_event(struct rv_dry_run_plan *plan, const struct rv_dry_run_e
 		return rv_error_set(err, EINVAL, "dry-run event '%s' has group %d",
 				    event->label ? event->label : "", event->group);
 	if (rv_array_grow(&plan->events, &plan->events_capacity, plan->nr_events,
-		 sizeof(*plan->events), 8))
+			  sizeof(*plan->events), 8))
 		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
 	copied.label = copy(event->label ? event->label : "", &failed);
 	copied.address_filter = copy(event->address_filter, &failed);
@@ -123,7 +123,7 @@ int rv_dry_run_add_probe(struct rv_dry_run_plan *plan, const char *kind, const c
 	bool failed = false;
 
 	if (rv_array_grow(&plan->probes, &plan->probes_capacity, plan->nr_probes,
-		 sizeof(*plan->probes), 8))
+			  sizeof(*plan->probes), 8))
 		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
 	p.kind = copy(kind ? kind : "", &failed);
 	p.where = copy(where ? where : "", &failed);

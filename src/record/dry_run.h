@@ -67,7 +67,7 @@ struct rv_dry_run_plan {
 };
 
 void rv_dry_run_plan_init(struct rv_dry_run_plan *plan);
-void rv_dry_run_plan_free(struct rv_dry_run_plan *plan);
+void rv_dry_run_plan_destroy(struct rv_dry_run_plan *plan);
 
 /* Copies the event and its strings. A group index that does not name an
  * earlier event that leads its own group is an error. */

@@ -3,7 +3,7 @@
  * selects. See kfunc.h.
  *
  * Not here: loading or attaching the function tracer's programs
- * (func_engine.c, func_attach.c).
+ * (fn_engine.c, fn_attach.c).
  */
 #include "record/kfunc.h"
 
@@ -245,7 +245,7 @@ static bool generated_symbol(const char *name)
 	return !strncmp(name, "__pfx_", 6) || !strncmp(name, "__cfi_", 6);
 }
 
-void rv_kfunc_plan_free(struct rv_kfunc_plan *plan)
+void rv_kfunc_plan_destroy(struct rv_kfunc_plan *plan)
 {
 	free(plan->funcs);
 	free(plan->skipped);
@@ -345,7 +345,7 @@ out:
 	if (ret) {
 		enum rv_kfunc_method method = plan->method;
 
-		rv_kfunc_plan_free(plan);
+		rv_kfunc_plan_destroy(plan);
 		plan->method = method;
 	}
 	return ret;

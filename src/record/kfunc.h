@@ -7,8 +7,8 @@
  * plan can be tested against a fake kernel (rv_kfunc_system_ops is the
  * running one).
  *
- * Not here: loading and attaching the programs (func_engine.h), which user
- * functions (func_select.h).
+ * Not here: loading and attaching the programs (fn_engine.h), which user
+ * functions (fn_select.h).
  */
 #ifndef RV_RECORD_KFUNC_H
 #define RV_RECORD_KFUNC_H
@@ -76,6 +76,6 @@ struct rv_kfunc_plan {
 int rv_kfunc_plan_build(struct rv_kfunc_plan *plan, const char *const *patterns, size_t nr_patterns,
 			const struct rv_kfunc_ops *ops, struct rv_error *err);
 
-void rv_kfunc_plan_free(struct rv_kfunc_plan *plan);
+void rv_kfunc_plan_destroy(struct rv_kfunc_plan *plan);
 
 #endif

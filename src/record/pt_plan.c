@@ -124,12 +124,12 @@ int rv_pt_plan_build(struct rv_pt_plan *plan, const struct rv_options *opts,
 
 /* The threads of pid from /proc/PID/task (the process itself when that is
  * unreadable). */
-static int add_threads(struct rv_pt_slots *sl, pid_t pid, struct rv_error *err)
+static int add_threads(struct rv_pt_slots *slots, pid_t pid, struct rv_error *err)
 {
 	char path[64];
 	DIR *d;
 	struct dirent *de;
-	size_t before = sl->nr_tids;
+	size_t before = slots->nr_tids;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	d = opendir(path);
@@ -139,29 +139,29 @@ static int add_threads(struct rv_pt_slots *sl, pid_t pid, struct rv_error *err)
 
 		if (*end || tid <= 0)
 			continue;
-		if (sl->nr_tids == RV_PT_MAX_SLOTS) {
+		if (slots->nr_tids == RV_PT_MAX_SLOTS) {
 			closedir(d);
 			return rv_error_set(err, E2BIG,
 					    "more than %d threads to trace one by one; record with "
 					    "--multi-thread (per CPU)",
 					    RV_PT_MAX_SLOTS);
 		}
-		sl->tids[sl->nr_tids++] = (pid_t)tid;
+		slots->tids[slots->nr_tids++] = (pid_t)tid;
 	}
 	if (d)
 		closedir(d);
-	if (sl->nr_tids == before) {
-		if (sl->nr_tids == RV_PT_MAX_SLOTS)
+	if (slots->nr_tids == before) {
+		if (slots->nr_tids == RV_PT_MAX_SLOTS)
 			return rv_error_set(err, E2BIG, "too many processes to trace");
-		sl->tids[sl->nr_tids++] = pid;
+		slots->tids[slots->nr_tids++] = pid;
 	}
 	return 0;
 }
 
-int rv_pt_slots_build(struct rv_pt_slots *sl, const struct rv_pt_plan *plan, int nr_cpus,
+int rv_pt_slots_build(struct rv_pt_slots *slots, const struct rv_pt_plan *plan, int nr_cpus,
 		      const pid_t *pids, size_t nr_pids, struct rv_error *err)
 {
-	memset(sl, 0, sizeof(*sl));
+	memset(slots, 0, sizeof(*slots));
 	if (plan->per_cpu) {
 		int nr = nr_cpus > 0 ? nr_cpus : 1;
 
@@ -170,17 +170,17 @@ int rv_pt_slots_build(struct rv_pt_slots *sl, const struct rv_pt_plan *plan, int
 					    "--multi-thread with Intel PT follows one process and "
 					    "its threads; attach to one (-p PID)");
 		for (int c = 0; c < nr && c < RV_PT_MAX_SLOTS; c++)
-			sl->cpus[sl->nr_cpus++] = c;
-		sl->cpu_pid = nr_pids ? pids[0] : -1;
+			slots->cpus[slots->nr_cpus++] = c;
+		slots->cpu_pid = nr_pids ? pids[0] : -1;
 		return 0;
 	}
 	if (!nr_pids) {
 		/* the program is not started: one slot for its first thread */
-		sl->tids[sl->nr_tids++] = 0;
+		slots->tids[slots->nr_tids++] = 0;
 		return 0;
 	}
 	for (size_t i = 0; i < nr_pids; i++) {
-		int ret = add_threads(sl, pids[i], err);
+		int ret = add_threads(slots, pids[i], err);
 
 		if (ret)
 			return ret;
@@ -188,19 +188,19 @@ int rv_pt_slots_build(struct rv_pt_slots *sl, const struct rv_pt_plan *plan, int
 	return 0;
 }
 
-size_t rv_pt_slots_count(const struct rv_pt_slots *sl)
+size_t rv_pt_slots_count(const struct rv_pt_slots *slots)
 {
-	return sl->nr_cpus ? sl->nr_cpus : sl->nr_tids;
+	return slots->nr_cpus ? slots->nr_cpus : slots->nr_tids;
 }
 
-pid_t rv_pt_slot_pid(const struct rv_pt_slots *sl, size_t i)
+pid_t rv_pt_slot_pid(const struct rv_pt_slots *slots, size_t i)
 {
-	return sl->nr_cpus ? sl->cpu_pid : sl->tids[i];
+	return slots->nr_cpus ? slots->cpu_pid : slots->tids[i];
 }
 
-int rv_pt_slot_cpu(const struct rv_pt_slots *sl, size_t i)
+int rv_pt_slot_cpu(const struct rv_pt_slots *slots, size_t i)
 {
-	return sl->nr_cpus ? sl->cpus[i] : -1;
+	return slots->nr_cpus ? slots->cpus[i] : -1;
 }
 
 /* ---- --dry-run ---- */
@@ -227,7 +227,7 @@ static int describe_gate_event(struct rv_dry_run_plan *dp, const struct rv_pt_pl
 	return rv_dry_run_add_event(dp, &ev, err);
 }
 
-int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *sl,
+int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *slots,
 			const struct rv_gate_sites *sites, pid_t pid, struct rv_dry_run_plan *dp,
 			struct rv_error *err)
 {
@@ -235,11 +235,11 @@ int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *sl
 
 	if (p->nr_gate)
 		rv_dry_run_set_uprobe_pmu(dp, &p->uprobe);
-	for (size_t i = 0; !ret && i < rv_pt_slots_count(sl); i++) {
+	for (size_t i = 0; !ret && i < rv_pt_slots_count(slots); i++) {
 		char label[96];
 		int leader = (int)dp->nr_events;
-		int cpu = rv_pt_slot_cpu(sl, i);
-		pid_t who = rv_pt_slot_pid(sl, i);
+		int cpu = rv_pt_slot_cpu(slots, i);
+		pid_t who = rv_pt_slot_pid(slots, i);
 		struct rv_dry_run_event ev = {
 			.label = label, .group = -1, .cpu = cpu, .pid = who
 		};

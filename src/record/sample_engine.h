@@ -69,10 +69,10 @@ struct rv_sample_stats {
 	uint64_t evicted;	  /* samples that aged out of the flight recorder */
 	uint64_t written_samples; /* samples in the capture */
 	uint64_t filter_kept, filter_other, filter_thread; /* the BPF filter's counts */
-	uint64_t filter_window;		/* samples outside every --filter window, dropped */
-	uint64_t snapshots;		/* rv_sample_engine_snapshot calls that took samples */
-	uint64_t marks;			/* rv_sample_engine_add_mark records */
-	const char *clock_name;		/* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
+	uint64_t filter_window; /* samples outside every --filter window, dropped */
+	uint64_t snapshots;	/* rv_sample_engine_snapshot calls that took samples */
+	uint64_t marks;		/* rv_sample_engine_add_mark records */
+	const char *clock_name; /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
 	uint64_t frequency;
 };
 

@@ -63,7 +63,7 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 {
 	struct rv_builder_stats bs;
 	struct rv_trace_writer_stats ws;
-	struct rv_function_time top[TOP_FUNCTIONS];
+	struct rv_top_function top[TOP_FUNCTIONS];
 	size_t nr_top = rv_builder_top_functions(b, top, TOP_FUNCTIONS);
 	uint64_t covered, lost;
 	char span_text[32], size_text[32];
@@ -168,7 +168,7 @@ static void warn_findings(const struct rv_decoder_report *r, const struct rv_bui
 		rv_warn("the trace has gaps where that code ran; decode on the machine that "
 			"recorded the capture, or copy the files to the same paths");
 	if (r->kind == RV_CAPTURE_FUNCTIONS) {
-		const struct rv_func_decoder_stats *ds = &r->functions;
+		const struct rv_fn_decoder_stats *ds = &r->functions;
 
 		if (ds->unknown_types)
 			rv_warn("%" PRIu64 " function records of a type this rearview does not "
@@ -210,7 +210,7 @@ static void warn_findings(const struct rv_decoder_report *r, const struct rv_bui
 
 /* ---- --stats ---- */
 
-static void print_function_stats(const struct rv_func_decoder_stats *s, double seconds)
+static void print_function_stats(const struct rv_fn_decoder_stats *s, double seconds)
 {
 	double span = s->last_time > s->first_time ? (double)(s->last_time - s->first_time) : 0;
 	uint64_t total = s->unknown_types;

@@ -10,7 +10,7 @@
  * there (recorder mode; -v says which mode). See backend.h.
  *
  * Not here: the loop (session.c), the BPF side (bpf/functions.bpf.c), the
- * tracer's loader (record/func_engine.c), decoding the records (src/decode).
+ * tracer's loader (record/fn_engine.c), decoding the records (src/decode).
  */
 #define RV_LOG_DOMAIN "functions"
 #include <errno.h>
@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "capture/perf_data.h"
-#include "record/func_engine.h"
-#include "record/func_select.h"
+#include "record/fn_engine.h"
+#include "record/fn_select.h"
 #include "record/sample_engine.h"
 #include "session/backend.h"
 #include "util/log.h"
@@ -46,14 +46,14 @@ struct fn_process {
 struct rv_backend_state {
 	struct rv_session *s;
 	struct rv_target *target;
-	struct rv_func_list funcs;
+	struct rv_fn_list funcs;
 	struct rv_kfunc_plan kfuncs;
 	struct fn_process *processes;
 	size_t nr_processes;
 	struct rv_gating *gating;
 	struct rv_perf_writer *capture;
 	struct rv_sample_engine *engine;
-	struct rv_func_engine *tracer;
+	struct rv_fn_engine *tracer;
 	bool recorder; /* records wait in the tracer's BPF maps for snapshots */
 	uint64_t lost;
 	char capture_path[PATH_MAX + 32];
@@ -161,9 +161,9 @@ static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_p
 		}
 		if (!shared) {
 			p->first = run->funcs.count;
-			ret = rv_func_select(&run->funcs, (const char *const *)o->functions,
-					     o->nr_functions, p->exe, p->pid,
-					     RV_FN_MAX_FUNCTIONS - run->funcs.count, err);
+			ret = rv_fn_select(&run->funcs, (const char *const *)o->functions,
+					   o->nr_functions, p->exe, p->pid,
+					   RV_FN_MAX_FUNCTIONS - run->funcs.count, err);
 			if (ret)
 				return ret;
 			p->count = run->funcs.count - p->first;
@@ -231,10 +231,10 @@ static struct rv_sample_config engine_config(const struct rv_session *s,
 	};
 }
 
-static struct rv_func_engine_config tracer_config(const struct rv_session *s,
-						  const struct rv_backend_state *run)
+static struct rv_fn_engine_config tracer_config(const struct rv_session *s,
+						const struct rv_backend_state *run)
 {
-	return (struct rv_func_engine_config){
+	return (struct rv_fn_engine_config){
 		.funcs = run->funcs.items,
 		.nr_funcs = run->funcs.count,
 		.kfuncs = run->kfuncs.count ? &run->kfuncs : NULL,
@@ -264,7 +264,7 @@ static void show_progress(void *ctx, size_t done, size_t total)
 	p->shown = true;
 }
 
-static const char *method_text(const struct rv_func_attach_report *r, char *buf, size_t size)
+static const char *method_text(const struct rv_fn_attach_report *r, char *buf, size_t size)
 {
 	char n[32];
 
@@ -282,33 +282,33 @@ static int attach_everything(struct rv_session *s, struct rv_target *target,
 			     struct rv_backend_state *run, struct rv_error *err)
 {
 	struct progress progress = { .total = 0 };
-	struct rv_func_attach_report report;
+	struct rv_fn_attach_report report;
 	char attached[32], method[96], secs[32];
 	int ret = 0;
 
 	for (size_t i = 0; i < target->nr_pids && !ret; i++)
-		ret = rv_func_engine_add_process(run->tracer, target->pids[i], err);
+		ret = rv_fn_engine_add_process(run->tracer, target->pids[i], err);
 	if (!ret)
-		ret = rv_func_engine_attach_kernel(run->tracer, err);
+		ret = rv_fn_engine_attach_kernel(run->tracer, err);
 	for (size_t i = 0; i < run->nr_processes; i++)
 		progress.total += run->processes[i].count;
 	for (size_t i = 0; i < run->nr_processes && !ret; i++) {
 		const struct fn_process *p = &run->processes[i];
 
-		ret = rv_func_engine_attach_functions(run->tracer, p->pid, p->first, p->count,
-						      show_progress, &progress, err);
+		ret = rv_fn_engine_attach_functions(run->tracer, p->pid, p->first, p->count,
+						    show_progress, &progress, err);
 		progress.before += p->count;
 	}
 	if (progress.shown)
 		fprintf(stderr, "\r\033[K");
 	if (ret)
 		return ret;
-	rv_func_engine_report(run->tracer, &report);
-	for (size_t i = 0; i < rv_func_engine_nr_refused(run->tracer); i++) {
+	rv_fn_engine_report(run->tracer, &report);
+	for (size_t i = 0; i < rv_fn_engine_nr_refused(run->tracer); i++) {
 		size_t index;
 		int error;
 
-		rv_func_engine_refused(run->tracer, i, &index, &error);
+		rv_fn_engine_refused(run->tracer, i, &index, &error);
 		rv_debug("not probing %s in %s: the kernel refused the uprobe (%s)",
 			 run->funcs.items[index].name, run->funcs.items[index].path,
 			 error == 524 ? "ENOTSUPP: it cannot step over the first instruction"
@@ -340,12 +340,12 @@ static void fn_free(struct rv_backend_state *run)
 {
 	if (!run)
 		return;
-	rv_func_engine_free(run->tracer); /* detaches first */
+	rv_fn_engine_free(run->tracer); /* detaches first */
 	rv_sample_engine_free(run->engine);
 	rv_perf_writer_free(run->capture);
 	free(run->processes);
-	rv_kfunc_plan_free(&run->kfuncs);
-	rv_func_list_free(&run->funcs);
+	rv_kfunc_plan_destroy(&run->kfuncs);
+	rv_fn_list_destroy(&run->funcs);
 	free(run);
 }
 
@@ -357,7 +357,7 @@ static struct rv_backend_state *fn_new(struct rv_session *s, struct rv_target *t
 		return NULL;
 	run->s = s;
 	run->target = target;
-	rv_func_list_init(&run->funcs);
+	rv_fn_list_init(&run->funcs);
 	return run;
 }
 
@@ -368,7 +368,7 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 {
 	struct rv_backend_state *run = fn_new(s, target);
 	struct rv_sample_config config = engine_config(s, target);
-	struct rv_func_engine_config tc;
+	struct rv_fn_engine_config tc;
 	int cpus[1024], fds[1024];
 	int ret;
 
@@ -401,7 +401,7 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	tc.nr_outputs = rv_sample_engine_output_fds(run->engine, cpus, fds, 1024);
 	tc.output_cpus = cpus;
 	tc.output_fds = fds;
-	ret = rv_func_engine_open(&run->tracer, &tc, err);
+	ret = rv_fn_engine_open(&run->tracer, &tc, err);
 	if (!ret && tc.recorder_slots && gating) {
 		rv_debug("records go to a per-thread flight recorder in BPF maps (%u thread%s, "
 			 "the last %u records of each), read at each snapshot",
@@ -415,7 +415,7 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	if (!ret)
 		ret = attach_everything(s, target, run, err);
 	if (!ret)
-		ret = rv_func_engine_arm(run->tracer, err);
+		ret = rv_fn_engine_arm(run->tracer, err);
 	return ret;
 }
 
@@ -449,8 +449,7 @@ static int fn_snapshot(struct rv_backend_state *run, const struct rv_gating_snap
 	int ret = 0;
 
 	if (run->recorder)
-		ret = rv_func_engine_snapshot(run->tracer, run->engine, &what->selection, NULL,
-					      err);
+		ret = rv_fn_engine_snapshot(run->tracer, run->engine, &what->selection, NULL, err);
 	return ret ? ret : rv_sample_engine_snapshot(run->engine, &what->selection, taken, err);
 }
 
@@ -463,8 +462,8 @@ static void report_recorder(const struct rv_backend_state *run)
 	uint64_t overwritten = 0;
 	size_t n = 0, with = 0;
 
-	if (rv_func_engine_recorder_threads(run->tracer, threads, RV_FN_RECORDER_MAX_SLOTS, &n,
-					    &err)) {
+	if (rv_fn_engine_recorder_threads(run->tracer, threads, RV_FN_RECORDER_MAX_SLOTS, &n,
+					  &err)) {
 		rv_warn("%s", err.message);
 		return;
 	}
@@ -494,7 +493,7 @@ static uint64_t report_counts(const struct rv_backend_state *run,
 	struct rv_error err = { 0 };
 	uint64_t lost = stats->lost;
 
-	if (!rv_func_engine_stats(run->tracer, counts, &err)) {
+	if (!rv_fn_engine_stats(run->tracer, counts, &err)) {
 		lost += counts[RV_FN_STAT_OUTPUT_FAILED];
 		rv_debug("records: %" PRIu64 " function entries, %" PRIu64 " returns, %" PRIu64
 			 " kernel; %" PRIu64 " outside --filter windows dropped, %" PRIu64
@@ -531,9 +530,9 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 	struct rv_sample_stats stats;
 	int ret = 0;
 
-	rv_func_engine_detach(run->tracer);
+	rv_fn_engine_detach(run->tracer);
 	if (run->gating && recorder_mode(run->s->opts) && keep_rest)
-		ret = rv_func_engine_snapshot(run->tracer, run->engine, NULL, NULL, err);
+		ret = rv_fn_engine_snapshot(run->tracer, run->engine, NULL, NULL, err);
 	if (!ret)
 		ret = rv_sample_engine_stop(run->engine, keep_rest, err);
 	rv_sample_engine_stats(run->engine, &stats);
@@ -544,11 +543,11 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out,
 		     struct rv_error *err)
 {
-	struct rv_func_attach_report report;
+	struct rv_fn_attach_report report;
 	char count[32];
 	int ret = rv_session_finish_capture(run->s, run->capture, err);
 
-	rv_func_engine_report(run->tracer, &report);
+	rv_fn_engine_report(run->tracer, &report);
 	snprintf(run->note, sizeof(run->note), "%s function%s traced exactly",
 		 format_count(report.attached, count, sizeof(count)),
 		 report.attached == 1 ? "" : "s");
@@ -561,7 +560,7 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.lost_while_recording = run->lost,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
-	rv_func_engine_free(run->tracer);
+	rv_fn_engine_free(run->tracer);
 	run->tracer = NULL;
 	rv_sample_engine_free(run->engine);
 	run->engine = NULL;
@@ -577,7 +576,7 @@ static int fn_describe(struct rv_session *s, const char *exe, pid_t pid,
 		       struct rv_error *err)
 {
 	struct rv_sample_config config = engine_config(s, NULL);
-	struct rv_func_engine_config tc;
+	struct rv_fn_engine_config tc;
 	struct rv_backend_state *run = fn_new(s, NULL);
 	int ret;
 
@@ -592,7 +591,7 @@ static int fn_describe(struct rv_session *s, const char *exe, pid_t pid,
 	if (!ret) {
 		tc = tracer_config(s, run);
 		tc.gate_windows_fd = s->opts->filter_start ? 0 : -1; /* only whether */
-		ret = rv_func_engine_describe(plan, &tc, err);
+		ret = rv_fn_engine_describe(plan, &tc, err);
 	}
 	if (!ret && sites)
 		ret = rv_gating_describe(sites, pid, plan, err);

@@ -62,7 +62,7 @@ struct rv_backend_state {
 	char note[160];
 };
 
-static void tell_plan(const struct rv_pt_plan *plan)
+static void warn_about_plan(const struct rv_pt_plan *plan)
 {
 	for (size_t i = 0; i < plan->warnings.count; i++)
 		rv_warn("%s", plan->warnings.text[i]);
@@ -83,7 +83,7 @@ static int pt_describe(struct rv_session *s, const char *exe, pid_t pid,
 		return rv_error_set(err, ENOMEM, "out of memory");
 	ret = rv_pt_plan_build(&b->plan, s->opts, &s->pt_pmu, s->root, sites, err);
 	if (!ret) {
-		tell_plan(&b->plan);
+		warn_about_plan(&b->plan);
 		ret = rv_pt_slots_build(&b->slots, &b->plan, s->machine.nr_cpus,
 					pid > 0 ? &pid : NULL, pid > 0 ? 1 : 0, err);
 	}
@@ -286,7 +286,7 @@ static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 					target->nr_pids, err);
 	if (ret)
 		return ret;
-	tell_plan(plan);
+	warn_about_plan(plan);
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
 	ret = rv_perf_writer_open(&b->capture, b->capture_path, plan->scope != RV_SCOPE_USER, err);
 	if (!ret) {

@@ -400,7 +400,7 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
 		fflush(stdout);
 	}
-	rv_dry_run_plan_free(&plan);
+	rv_dry_run_plan_destroy(&plan);
 	free(sites);
 	return ret;
 }

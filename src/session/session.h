@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #include "cli/options.h"
-#include "record/func_engine.h"
+#include "record/fn_engine.h"
 #include "record/machine.h"
 #include "record/pt_engine.h"
 #include "record/pt_pmu.h"

@@ -44,7 +44,7 @@ void rv_intern_init(struct rv_intern *pool)
 	memset(pool, 0, sizeof(*pool));
 }
 
-void rv_intern_free(struct rv_intern *pool)
+void rv_intern_destroy(struct rv_intern *pool)
 {
 	struct rv_intern_chunk *c = pool->chunks;
 

@@ -24,7 +24,7 @@ struct rv_intern {
 };
 
 void rv_intern_init(struct rv_intern *pool);
-void rv_intern_free(struct rv_intern *pool);
+void rv_intern_destroy(struct rv_intern *pool);
 
 /* The pooled copy of s[0..len) (which need not be terminated), NULL only when
  * memory runs out. */

@@ -285,7 +285,7 @@ struct rv_ksym *rv_kallsyms_find(const struct rv_kallsyms *table, uint64_t addr)
 	return addr - sym->addr < sym->size ? sym : NULL;
 }
 
-void rv_kallsyms_free(struct rv_kallsyms *table)
+void rv_kallsyms_destroy(struct rv_kallsyms *table)
 {
 	free(table->syms);
 	free(table->text);

@@ -34,6 +34,6 @@ int rv_kallsyms_load(struct rv_kallsyms *table, const char *path, struct rv_erro
 /* The symbol covering addr, or NULL. */
 struct rv_ksym *rv_kallsyms_find(const struct rv_kallsyms *table, uint64_t addr);
 
-void rv_kallsyms_free(struct rv_kallsyms *table);
+void rv_kallsyms_destroy(struct rv_kallsyms *table);
 
 #endif

@@ -1035,7 +1035,7 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 	}
 	free(s->files.slots);
 	free(s->cache);
-	rv_kallsyms_free(&s->kallsyms);
-	rv_intern_free(&s->strings);
+	rv_kallsyms_destroy(&s->kallsyms);
+	rv_intern_destroy(&s->strings);
 	free(s);
 }

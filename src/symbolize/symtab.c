@@ -502,7 +502,7 @@ bool rv_symtab_around(const struct rv_symtab_ranges *r, uint64_t addr, uint64_t 
 	return true;
 }
 
-void rv_symtab_ranges_free(struct rv_symtab_ranges *r)
+void rv_symtab_ranges_destroy(struct rv_symtab_ranges *r)
 {
 	free(r->v);
 	r->v = NULL;

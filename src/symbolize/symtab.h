@@ -1,7 +1,7 @@
 /* symtab.h: which address ranges of an ELF file are functions, and what they
  * are called. The one reader of function symbols, for the PT decoder (the
  * stretches of code it drops jumps inside), --functions (the symbols it
- * probes, record/func_select) and the symbolizer (names).
+ * probes, record/fn_select) and the symbolizer (names).
  *
  * Symbols come from a file read with libelf (its .symtab, else its .dynsym)
  * or from a libdwfl module (its .symtab, a separate .debug file's,
@@ -50,7 +50,7 @@
  *   as lld lays files out).
  *
  * Not here: file and line (libdwfl, symbolizer.c), the kernel's symbols
- * (kallsyms.h), which functions --functions may probe (func_select.h).
+ * (kallsyms.h), which functions --functions may probe (fn_select.h).
  */
 #ifndef RV_SYMBOLIZE_SYMTAB_H
 #define RV_SYMBOLIZE_SYMTAB_H
@@ -196,6 +196,6 @@ void rv_symtab_ranges_sort(struct rv_symtab_ranges *r);
 bool rv_symtab_around(const struct rv_symtab_ranges *r, uint64_t addr, uint64_t *start,
 		      uint64_t *end);
 
-void rv_symtab_ranges_free(struct rv_symtab_ranges *r);
+void rv_symtab_ranges_destroy(struct rv_symtab_ranges *r);
 
 #endif

@@ -52,7 +52,6 @@ struct target {
 	struct function fn;
 };
 
-
 static struct segment *active_segment(const struct thread_state *t)
 {
 	return &t->br.segs[t->br.nr_segs - 1];

@@ -754,23 +754,23 @@ void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out)
 
 static int compare_self(const void *x, const void *y)
 {
-	const struct rv_function_time *a = x, *c = y;
+	const struct rv_top_function *a = x, *c = y;
 
 	if (a->self_ns != c->self_ns)
 		return a->self_ns > c->self_ns ? -1 : 1;
 	return strcmp(a->name, c->name);
 }
 
-size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_function_time *out, size_t n)
+size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_top_function *out, size_t n)
 {
-	struct rv_function_time *all = malloc((b->nr_self ? b->nr_self : 1) * sizeof(*all));
+	struct rv_top_function *all = malloc((b->nr_self ? b->nr_self : 1) * sizeof(*all));
 	size_t count = 0;
 
 	if (!all)
 		return 0;
 	for (size_t i = 0; i < b->cap_self; i++)
 		if (b->self[i].name)
-			all[count++] = (struct rv_function_time){ b->self[i].name, b->self[i].ns };
+			all[count++] = (struct rv_top_function){ b->self[i].name, b->self[i].ns };
 	qsort(all, count, sizeof(*all), compare_self);
 	if (count > n)
 		count = n;
@@ -797,6 +797,6 @@ void rv_builder_free(struct rv_builder *b)
 	free(b->threads);
 	free(b->self);
 	free(b->path);
-	rv_intern_free(&b->names);
+	rv_intern_destroy(&b->names);
 	free(b);
 }

@@ -140,7 +140,7 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
  * last branch event. */
 int rv_builder_finish(struct rv_builder *b, struct rv_error *err);
 
-struct rv_function_time {
+struct rv_top_function {
 	const char *name;
 	uint64_t self_ns;
 };
@@ -177,7 +177,7 @@ void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out);
 
 /* The n functions with the most self time, most first; returns how many were
  * filled. */
-size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_function_time *out, size_t n);
+size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_top_function *out, size_t n);
 
 void rv_builder_free(struct rv_builder *b);
 

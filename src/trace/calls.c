@@ -28,7 +28,6 @@ static const char NAME_UNKNOWN[] = "[unknown]";
  * return (x86-64: the return address). */
 #define RETURN_ADDRESS_BYTES 8
 
-
 static size_t stack_base(const struct thread_state *t)
 {
 	return t->br.segs[0].base;

@@ -305,7 +305,8 @@ static int resolve_string(struct rv_fxt *fxt, const char *s, struct string_ref *
 
 	/* The same address may hold other bytes now (a caller's buffer):
 	 * only the same bytes, and their end, make a hit. */
-	if (recent->ptr == s && !memcmp(fxt->key_bytes + recent->key_offset, s, recent->key_length) &&
+	if (recent->ptr == s &&
+	    !memcmp(fxt->key_bytes + recent->key_offset, s, recent->key_length) &&
 	    s[recent->key_length] == '\0') {
 		str->length = recent->key_length;
 		str->ref = recent->index;

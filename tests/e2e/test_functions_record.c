@@ -22,8 +22,8 @@
 #include "../../bpf/functions.h"
 #include "capture/perf_data.h"
 #include "harness.h"
-#include "record/func_engine.h"
-#include "record/func_select.h"
+#include "record/fn_engine.h"
+#include "record/fn_select.h"
 #include "record/probe_site.h"
 
 #define MAX_INDEX 64
@@ -87,16 +87,16 @@ static const char *rearview(void)
 /* The file offset of function name in exe, as the function tracer selects it. */
 static uint64_t function_offset(const char *exe, const char *name)
 {
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
 	const char *patterns[] = { name };
 	uint64_t offset;
 
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, patterns, 1, exe, 0, 10, &err), 0, "%s", err.message);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, patterns, 1, exe, 0, 10, &err), 0, "%s", err.message);
 	cr_assert_eq(l.count, 1);
 	offset = l.items[0].offset;
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 	return offset;
 }
 
@@ -364,7 +364,7 @@ Test(functions_record, one_link_per_function_records_what_uprobe_multi_records, 
 	cr_assert_not_null(r);
 	make_test_dir(dir, sizeof(dir));
 	record_workload(dir, "multi", false, &multi, r);
-	if (rv_func_uprobe_multi_supported())
+	if (rv_fn_uprobe_multi_supported())
 		cr_assert(strstr(r->err, "(uprobe_multi)"), "%s", r->err);
 	record_workload(dir, "perf", true, &perf, r);
 	cr_assert(strstr(r->err, "(one uprobe link each)"), "%s", r->err);

@@ -142,7 +142,7 @@ Test(builder, thread_exit_ends_its_spans_and_self_time_is_accounted)
 	struct rv_event exit_ev = {
 		.kind = RV_EVENT_THREAD_EXIT, .pid = 100, .tid = 100, .time = 60
 	};
-	struct rv_function_time top[4];
+	struct rv_top_function top[4];
 	size_t n;
 
 	builder_fixture_open(&f);

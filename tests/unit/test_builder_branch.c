@@ -518,7 +518,7 @@ Test(builder_branch, an_untraced_syscall_is_a_placeholder_without_self_time)
 {
 	struct builder_fixture f;
 	struct fxt_trace *t;
-	struct rv_function_time top[4];
+	struct rv_top_function top[4];
 	size_t n;
 
 	builder_fixture_open(&f);

@@ -444,7 +444,7 @@ Test(builder_calls, off_cpu_nests_in_the_syscall_it_slept_in)
 	const struct fxt_span *s;
 	const struct fxt_arg *state;
 	struct rv_event_arg out = { "state", RV_EVENT_ARG_HEX, 1 };
-	struct rv_function_time top[4];
+	struct rv_top_function top[4];
 	size_t n;
 
 	builder_fixture_open(&f);

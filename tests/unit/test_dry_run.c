@@ -236,7 +236,7 @@ Test(dry_run, filter_group_on_icelake)
 		  block);
 	free(block);
 	free(text);
-	rv_dry_run_plan_free(&plan);
+	rv_dry_run_plan_destroy(&plan);
 }
 
 /* Every attr of the plan passes the AUX rules against its leader. */
@@ -255,7 +255,7 @@ Test(dry_run, filter_plan_obeys_aux_rules)
 		cr_assert_eq(rv_aux_rules_check(&e->attr, leader, &pmu, &err), 0, "event %zu: %s",
 			     i, err.message);
 	}
-	rv_dry_run_plan_free(&plan);
+	rv_dry_run_plan_destroy(&plan);
 }
 
 Test(dry_run, without_pmu_and_odd_fields)
@@ -325,7 +325,7 @@ Test(dry_run, without_pmu_and_odd_fields)
 	text = print_plan(&plan, NULL);
 	assert_lines(text, expected, sizeof(expected) / sizeof(expected[0]));
 	free(text);
-	rv_dry_run_plan_free(&plan);
+	rv_dry_run_plan_destroy(&plan);
 }
 
 /* With the PMU, config bits no format names are shown raw. */
@@ -347,7 +347,7 @@ Test(dry_run, unnamed_config_bits)
 			       "unnamed=0x10000000008)\n"),
 		  "%s", text);
 	free(text);
-	rv_dry_run_plan_free(&plan);
+	rv_dry_run_plan_destroy(&plan);
 }
 
 Test(dry_run, group_must_name_an_earlier_leader)
@@ -370,7 +370,7 @@ Test(dry_run, group_must_name_an_earlier_leader)
 	ev.group = -2;
 	cr_assert_eq(rv_dry_run_add_event(&plan, &ev, &err), -EINVAL);
 	cr_assert_eq(plan.nr_events, 2);
-	rv_dry_run_plan_free(&plan);
+	rv_dry_run_plan_destroy(&plan);
 	cr_assert_eq(plan.nr_events, 0);
 }
 
@@ -397,5 +397,5 @@ Test(dry_run, plan_owns_its_strings)
 	cr_assert(strstr(text, "\n  map m (array)\n"));
 	cr_assert_null(strstr(text, "XXX"));
 	free(text);
-	rv_dry_run_plan_free(&plan);
+	rv_dry_run_plan_destroy(&plan);
 }

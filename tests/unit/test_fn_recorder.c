@@ -15,7 +15,7 @@
 
 #include "../../bpf/functions.h"
 #include "capture/perf_data.h"
-#include "record/func_engine.h"
+#include "record/fn_engine.h"
 #include "record/sample_engine.h"
 
 #define EVENT_ID 0x77ull

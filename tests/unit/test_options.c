@@ -231,15 +231,25 @@ Test(options, durations)
 
 Test(options, gate_options_together)
 {
-	const char *ok[] = { "rearview", "run", "--filter", "a,b", "--min-duration", "300us",
-			     "--multi-snapshot", "--dry-run", "--", "prog", NULL };
+	const char *ok[] = { "rearview",
+			     "run",
+			     "--filter",
+			     "a,b",
+			     "--min-duration",
+			     "300us",
+			     "--multi-snapshot",
+			     "--dry-run",
+			     "--",
+			     "prog",
+			     NULL };
 	const char *trig[] = { "rearview", "run", "-trigger", "main.c:12", "prog", NULL };
 	const char *min_alone[] = { "rearview", "run", "--min-duration", "1ms", "prog", NULL };
 	const char *multi_alone[] = { "rearview", "run", "--multi-snapshot", "prog", NULL };
-	const char *both[] = { "rearview", "run", "--filter", "a,b", "--min-duration", "1ms",
-			       "--trigger", "t", "prog", NULL };
-	const char *full[] = { "rearview", "run", "--trigger", "t", "--full-execution", "prog",
-			       NULL };
+	const char *both[] = { "rearview", "run",	"--filter", "a,b",  "--min-duration",
+			       "1ms",	   "--trigger", "t",	    "prog", NULL };
+	const char *full[] = {
+		"rearview", "run", "--trigger", "t", "--full-execution", "prog", NULL
+	};
 	const char *decode[] = { "rearview", "decode", "d", "--filter", "a,b", NULL };
 	struct rv_options o;
 	struct rv_error err = { 0 };
@@ -251,25 +261,25 @@ Test(options, gate_options_together)
 	cr_assert(o.multi_snapshot);
 	cr_assert(o.dry_run);
 	cr_assert_str_eq(o.argv[0], "prog");
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_eq(parse(&o, &err, 5, trig), 0, "%s", err.message);
 	cr_assert_str_eq(o.trigger, "main.c:12");
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_neq(parse(&o, &err, 5, min_alone), 0);
 	cr_assert(strstr(err.message, "give --filter"), "%s", err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_neq(parse(&o, &err, 4, multi_alone), 0);
 	cr_assert(strstr(err.message, "--multi-snapshot"), "%s", err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_neq(parse(&o, &err, 9, both), 0);
 	cr_assert(strstr(err.message, "use one of them"), "%s", err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_neq(parse(&o, &err, 6, full), 0);
 	cr_assert(strstr(err.message, "--full-execution"), "%s", err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_neq(parse(&o, &err, 5, decode), 0);
 	cr_assert(strstr(err.message, "no effect on 'rearview decode'"), "%s", err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 }
 
 Test(options, help_and_version)
@@ -327,7 +337,7 @@ Test(options, decode_raw_pt_with_images_and_filter)
 	cr_assert(o.stats);
 	cr_assert_eq(o.jobs, 3);
 	cr_assert_eq(o.chunk_bytes, 65536);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 }
 
 Test(options, decode_capture_and_mistakes)
@@ -357,17 +367,17 @@ Test(options, decode_capture_and_mistakes)
 	cr_assert(strstr(err.message, "nothing to decode"), "%s", err.message);
 	cr_assert_neq(parse(&o, &err, 7, two_inputs), 0);
 	cr_assert(strstr(err.message, "give one input"), "%s", err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_neq(parse(&o, &err, 4, two_captures), 0);
 	cr_assert(strstr(err.message, "takes one capture"), "%s", err.message);
 	cr_assert_neq(parse(&o, &err, 5, image_alone), 0);
 	cr_assert(strstr(err.message, "describe a --raw-pt trace"), "%s", err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_neq(parse(&o, &err, 6, bad_image), 0);
 	cr_assert(strstr(err.message, "'zz' is not an address"), "%s", err.message);
 	cr_assert_neq(parse(&o, &err, 5, recording), 0);
 	cr_assert(strstr(err.message, "no effect on 'rearview decode'"), "%s", err.message);
 	cr_assert_neq(parse(&o, &err, 6, not_decode), 0);
 	cr_assert(strstr(err.message, "belong to 'rearview decode'"), "%s", err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 }

@@ -317,7 +317,7 @@ Test(pt_plan, describe_lists_the_group_per_thread_and_the_bpf_program)
 	cr_assert_eq(dp.events[4].attr.type, PERF_TYPE_SOFTWARE);
 	cr_assert_eq(dp.nr_bpf, 3);
 	cr_assert_str_eq(dp.bpf[0].name, "gate_hit");
-	rv_dry_run_plan_free(&dp);
+	rv_dry_run_plan_destroy(&dp);
 
 	/* per CPU: one group per CPU of the machine */
 	world_init(&w, "icelake");
@@ -331,5 +331,5 @@ Test(pt_plan, describe_lists_the_group_per_thread_and_the_bpf_program)
 		cr_assert_eq(dp.events[4 * c + 1].group, (int)(4 * c));
 		cr_assert(dp.events[4 * c + 3].attr.context_switch);
 	}
-	rv_dry_run_plan_free(&dp);
+	rv_dry_run_plan_destroy(&dp);
 }

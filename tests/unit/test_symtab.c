@@ -74,7 +74,7 @@ Test(symtab_ranges, the_executable_with_its_symbol_table)
 	cr_assert(same_function(&f, local, local + 1), "a static function (.symtab)");
 	cr_assert(!same_function(&f, local, 0x10), "an address outside any mapping");
 	cr_assert(!same_function(&f, 0x10, 0x11), "outside any mapping");
-	rv_symtab_ranges_free(&f);
+	rv_symtab_ranges_destroy(&f);
 	cr_assert_eq(f.nr, 0);
 }
 
@@ -95,7 +95,7 @@ Test(symtab_ranges, a_shared_library_with_dynamic_symbols_only)
 	cr_assert(same_function(&f, q, q + 1));
 	cr_assert(same_function(&f, g, g + 2));
 	cr_assert(!same_function(&f, q, g));
-	rv_symtab_ranges_free(&f);
+	rv_symtab_ranges_destroy(&f);
 	dlclose(libc);
 }
 
@@ -109,7 +109,7 @@ Test(symtab_ranges, files_that_are_not_elf_add_nothing)
 	rv_symtab_ranges_sort(&f);
 	cr_assert_eq(f.nr, 0);
 	cr_assert(!same_function(&f, 0x1000, 0x1001));
-	rv_symtab_ranges_free(&f);
+	rv_symtab_ranges_destroy(&f);
 }
 
 static int by_start_then_end(const void *a, const void *b)
@@ -183,7 +183,7 @@ Test(symtab_ranges, nested_symbols_cut_the_outer_range)
 			cr_assert_eq(in && b >= start && b < end, same);
 		}
 	}
-	rv_symtab_ranges_free(&f);
+	rv_symtab_ranges_destroy(&f);
 }
 
 /* ---- the rules, on a file of every kind of symbol ---- */
@@ -501,7 +501,7 @@ static void check_names(struct rv_symtab *t)
 	cr_assert_str_eq(rv_symtab_display_name(t, e, &pool), "foo(int)");
 	cr_assert_eq(rv_symtab_display_name(t, e, &pool), e->display, "made once");
 	cr_assert_str_eq(rv_symtab_display_name(t, entry_at(t, 0x1200), &pool), "outer");
-	rv_intern_free(&pool);
+	rv_intern_destroy(&pool);
 }
 
 Test(symtab, names_from_a_file)
@@ -581,10 +581,10 @@ Test(symtab, stretches_of_a_mapped_file)
 	cr_assert(rv_symtab_around(&r, base + 0x1400, &start, &end), "an IFUNC resolver");
 	cr_assert(rv_symtab_around(&r, base + 0x1600, &start, &end), "no name is needed");
 	cr_assert(!rv_symtab_around(&r, base + 0x10, &start, &end), "outside the mapping");
-	rv_symtab_ranges_free(&r);
+	rv_symtab_ranges_destroy(&r);
 
 	/* A mapping no PT_LOAD segment holds adds nothing. */
 	cr_assert_eq(rv_symtab_ranges_add_file(&r, test_elf, 0x5000, base, 0x1000), 0);
 	cr_assert_eq(r.nr, 0);
-	rv_symtab_ranges_free(&r);
+	rv_symtab_ranges_destroy(&r);
 }

@@ -1,18 +1,18 @@
-/* func_attach.c: placing the function tracer's probes: the tracepoints of the
+/* fn_attach.c: placing the function tracer's probes: the tracepoints of the
  * kernel event groups, the kernel functions (an fentry/fexit copy of the
  * object each, or a kprobe pair), and the user functions (uprobe_multi links,
  * or one perf link each where the kernel has none or refuses a batch); see
- * func_engine.h.
+ * fn_engine.h.
  *
  * uprobe_multi links are made with bpf(BPF_LINK_CREATE) and our own copy of
  * the kernel's link_create layout for them (include/uapi/linux/bpf.h, Linux
  * 6.6+), because Debian's libbpf 1.1 and its 6.1 headers know neither the
  * attach type nor the fields.
  *
- * Not here: loading the object and removing the probes (func_engine.c).
+ * Not here: loading the object and removing the probes (fn_engine.c).
  */
 #define RV_LOG_DOMAIN "functions"
-#include "record/func_engine_internal.h"
+#include "record/fn_engine_internal.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -52,7 +52,7 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int keep_link(struct rv_func_engine *e, struct bpf_link *link)
+static int keep_link(struct rv_fn_engine *e, struct bpf_link *link)
 {
 	if (rv_array_grow(&e->links, &e->cap_links, e->nr_links, sizeof(*e->links), 16)) {
 		bpf_link__destroy(link);
@@ -62,7 +62,7 @@ static int keep_link(struct rv_func_engine *e, struct bpf_link *link)
 	return 0;
 }
 
-static int add_refused(struct rv_func_engine *e, size_t index, int error)
+static int add_refused(struct rv_fn_engine *e, size_t index, int error)
 {
 	if (rv_array_grow(&e->refused, &e->cap_refused, e->nr_refused, sizeof(*e->refused), 16))
 		return -ENOMEM;
@@ -93,7 +93,7 @@ static int share_maps(struct functions_bpf *copy, const struct functions_bpf *ma
 	return 0;
 }
 
-static int attach_fentry_copy(struct rv_func_engine *e, uint32_t index, struct rv_error *err)
+static int attach_fentry_copy(struct rv_fn_engine *e, uint32_t index, struct rv_error *err)
 {
 	const struct rv_kfunc *k = &e->config.kfuncs->funcs[index];
 	struct functions_bpf *copy =
@@ -138,7 +138,7 @@ static int attach_fentry_copy(struct rv_func_engine *e, uint32_t index, struct r
 	return ret;
 }
 
-static int attach_kprobe_pair(struct rv_func_engine *e, uint32_t index)
+static int attach_kprobe_pair(struct rv_fn_engine *e, uint32_t index)
 {
 	LIBBPF_OPTS(bpf_kprobe_opts, opts, .bpf_cookie = index);
 	const char *name = e->config.kfuncs->funcs[index].name;
@@ -161,7 +161,7 @@ static int attach_kprobe_pair(struct rv_func_engine *e, uint32_t index)
 	return keep_link(e, entry);
 }
 
-int rv_func_engine_attach_kernel(struct rv_func_engine *e, struct rv_error *err)
+int rv_fn_engine_attach_kernel(struct rv_fn_engine *e, struct rv_error *err)
 {
 	struct bpf_program *progs[RV_FN_MAX_EVENT_PROGRAMS];
 	size_t n = rv_fn_event_programs(e->skel, e->config.kernel_events, progs);
@@ -215,7 +215,7 @@ static int link_multi(int prog_fd, pid_t pid, const char *path, const uint64_t *
 	return fd < 0 ? -errno : fd;
 }
 
-static int keep_multi(struct rv_func_engine *e, int fd)
+static int keep_multi(struct rv_fn_engine *e, int fd)
 {
 	if (rv_array_grow(&e->multi_links, &e->cap_multi_links, e->nr_multi_links,
 			  sizeof(*e->multi_links), 16)) {
@@ -228,7 +228,7 @@ static int keep_multi(struct rv_func_engine *e, int fd)
 
 /* One batch of functions of one file through two uprobe_multi links:
  * returns first. 0, -ENOMEM, or the kernel's refusal (nothing kept). */
-static int attach_batch_multi(struct rv_func_engine *e, pid_t pid, size_t first, size_t n)
+static int attach_batch_multi(struct rv_fn_engine *e, pid_t pid, size_t first, size_t n)
 {
 	uint64_t *offsets = malloc(n * sizeof(*offsets)), *cookies = malloc(n * sizeof(*cookies));
 	const char *path = e->config.funcs[first].path;
@@ -262,9 +262,9 @@ static int attach_batch_multi(struct rv_func_engine *e, pid_t pid, size_t first,
 
 /* One function through a uprobe and a uretprobe perf link: the return
  * first. 0, -ENOMEM, or the kernel's refusal (nothing kept). */
-static int attach_one_perf(struct rv_func_engine *e, pid_t pid, size_t index)
+static int attach_one_perf(struct rv_fn_engine *e, pid_t pid, size_t index)
 {
-	const struct rv_func *f = &e->config.funcs[index];
+	const struct rv_fn_probe *f = &e->config.funcs[index];
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = index, .retprobe = true);
 	struct bpf_link *exit, *entry;
 	int ret;
@@ -292,7 +292,7 @@ static int attach_one_perf(struct rv_func_engine *e, pid_t pid, size_t index)
  * the probed instruction. */
 #define KERNEL_ENOTSUPP 524
 
-static int attach_batch_perf(struct rv_func_engine *e, pid_t pid, size_t first, size_t n)
+static int attach_batch_perf(struct rv_fn_engine *e, pid_t pid, size_t first, size_t n)
 {
 	for (size_t i = first; i < first + n; i++) {
 		int ret = attach_one_perf(e, pid, i);
@@ -314,7 +314,7 @@ static int attach_batch_perf(struct rv_func_engine *e, pid_t pid, size_t first, 
 /* Functions [first, first + n) of one file through uprobe_multi links; a
  * range the kernel refuses is halved until the functions it refuses are
  * found, which then get a perf link each (or are refused). */
-static int attach_range_multi(struct rv_func_engine *e, pid_t pid, size_t first, size_t n)
+static int attach_range_multi(struct rv_fn_engine *e, pid_t pid, size_t first, size_t n)
 {
 	int ret = attach_batch_multi(e, pid, first, n);
 
@@ -340,8 +340,8 @@ static int attach_range_multi(struct rv_func_engine *e, pid_t pid, size_t first,
 	return ret;
 }
 
-int rv_func_engine_attach_functions(struct rv_func_engine *e, pid_t pid, size_t first, size_t count,
-				    rv_func_progress_fn progress, void *ctx, struct rv_error *err)
+int rv_fn_engine_attach_functions(struct rv_fn_engine *e, pid_t pid, size_t first, size_t count,
+				  rv_fn_progress_fn progress, void *ctx, struct rv_error *err)
 {
 	uint64_t start = monotonic_ns();
 	size_t done = 0;

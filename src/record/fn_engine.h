@@ -1,4 +1,4 @@
-/* func_engine.h: the function tracer's loader: loads bpf/functions.bpf.c,
+/* fn_engine.h: the function tracer's loader: loads bpf/functions.bpf.c,
  * places its probes on the traced processes' functions and on the kernel
  * events asked for, and reads its counts.
  *
@@ -6,7 +6,7 @@
  * with bpf_output (sample_engine.h): the caller passes their (cpu, fd) pairs.
  * In recorder mode (recorder_slots > 0, for snapshots) they stay instead in
  * the per-thread flight recorder in BPF maps (bpf/functions.h), and
- * rv_func_engine_snapshot hands the sampling engine, as the samples those
+ * rv_fn_engine_snapshot hands the sampling engine, as the samples those
  * events would have carried, the ones a snapshot selects.
  *
  * User functions: per process and file, uprobe_multi links (Linux 6.6+; one
@@ -14,7 +14,7 @@
  * bpf(BPF_LINK_CREATE) syscall since libbpf 1.1 cannot; where the kernel has
  * no uprobe_multi, or refuses a batch, one uprobe and one uretprobe perf link
  * per function, and a function the kernel refuses then is skipped and listed
- * (rv_func_engine_refused). The bpf_cookie of every probe is the function's
+ * (rv_fn_engine_refused). The bpf_cookie of every probe is the function's
  * index in the table given at open.
  *
  * Kernel functions (--kernel-functions): an fentry/fexit copy of the object
@@ -22,16 +22,16 @@
  * decides what this kernel allows and which functions match; included here).
  *
  * Library-like: nothing is printed; progress goes to the caller's callback.
- * Implemented in func_engine.c (loading, arming, counts), func_attach.c
- * (probes), func_recorder.c (recorder mode) and func_describe.c (--dry-run),
- * which share func_engine_internal.h.
+ * Implemented in fn_engine.c (loading, arming, counts), fn_attach.c
+ * (probes), fn_recorder.c (recorder mode) and fn_describe.c (--dry-run),
+ * which share fn_engine_internal.h.
  *
- * Not here: which functions (func_select.h), which kernel functions and by
+ * Not here: which functions (fn_select.h), which kernel functions and by
  * which method (kfunc.h), the perf events and their rings (sample_engine.h),
  * what records mean (src/decode).
  */
-#ifndef RV_RECORD_FUNC_ENGINE_H
-#define RV_RECORD_FUNC_ENGINE_H
+#ifndef RV_RECORD_FN_ENGINE_H
+#define RV_RECORD_FN_ENGINE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,7 +40,7 @@
 
 #include "../../bpf/functions.h" /* enum rv_fn_stat, RV_FN_* */
 #include "record/dry_run.h"
-#include "record/func_select.h"
+#include "record/fn_select.h"
 #include "record/kfunc.h"
 #include "record/sample_engine.h"
 #include "util/error.h"
@@ -63,8 +63,8 @@ enum rv_fn_kernel_events {
 
 /* ---- the engine ---- */
 
-struct rv_func_engine_config {
-	const struct rv_func *funcs; /* the user functions: cookie = index */
+struct rv_fn_engine_config {
+	const struct rv_fn_probe *funcs; /* the user functions: cookie = index */
 	size_t nr_funcs;
 	const struct rv_kfunc_plan *kfuncs;  /* NULL or empty: none */
 	unsigned kernel_events;		     /* enum rv_fn_kernel_events bits */
@@ -80,7 +80,7 @@ struct rv_func_engine_config {
 };
 
 /* How the user functions ended up attached, over every attach call. */
-struct rv_func_attach_report {
+struct rv_fn_attach_report {
 	size_t attached;      /* functions with both their probes */
 	size_t by_multi;      /* of which through uprobe_multi links */
 	size_t by_perf_links; /* of which through one perf link per function */
@@ -92,51 +92,51 @@ struct rv_func_attach_report {
 	uint64_t attach_ns;   /* time spent attaching user functions */
 };
 
-typedef void (*rv_func_progress_fn)(void *ctx, size_t done, size_t total);
+typedef void (*rv_fn_progress_fn)(void *ctx, size_t done, size_t total);
 
-struct rv_func_engine;
+struct rv_fn_engine;
 
 /* Whether this kernel has uprobe_multi links (vmlinux BTF knows
  * BPF_TRACE_UPROBE_MULTI). */
-bool rv_func_uprobe_multi_supported(void);
+bool rv_fn_uprobe_multi_supported(void);
 
 /* Loads the programs (only those config needs) and fills the bpf-output map.
  * Errors say which permission or feature is missing. */
-int rv_func_engine_open(struct rv_func_engine **out, const struct rv_func_engine_config *config,
-			struct rv_error *err);
+int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_config *config,
+		      struct rv_error *err);
 
 /* Lets the tracepoints record process pid's threads. */
-int rv_func_engine_add_process(struct rv_func_engine *e, pid_t pid, struct rv_error *err);
+int rv_fn_engine_add_process(struct rv_fn_engine *e, pid_t pid, struct rv_error *err);
 
 /* Attaches the tracepoints of the kernel event groups and the kernel
  * functions. Kernel functions the kernel refuses are skipped and counted. */
-int rv_func_engine_attach_kernel(struct rv_func_engine *e, struct rv_error *err);
+int rv_fn_engine_attach_kernel(struct rv_fn_engine *e, struct rv_error *err);
 
 /* Attaches functions [first, first + count) of the table in process pid
  * (returns first, then entries). progress (may be NULL) is told how many are
  * done after every batch. */
-int rv_func_engine_attach_functions(struct rv_func_engine *e, pid_t pid, size_t first, size_t count,
-				    rv_func_progress_fn progress, void *ctx, struct rv_error *err);
+int rv_fn_engine_attach_functions(struct rv_fn_engine *e, pid_t pid, size_t first, size_t count,
+				  rv_fn_progress_fn progress, void *ctx, struct rv_error *err);
 
 /* Starts recording, once every probe is attached (nothing is recorded
  * before). */
-int rv_func_engine_arm(struct rv_func_engine *e, struct rv_error *err);
+int rv_fn_engine_arm(struct rv_fn_engine *e, struct rv_error *err);
 
-void rv_func_engine_report(const struct rv_func_engine *e, struct rv_func_attach_report *out);
+void rv_fn_engine_report(const struct rv_fn_engine *e, struct rv_fn_attach_report *out);
 
 /* The i-th function the kernel refused: its table index and the error. */
-size_t rv_func_engine_nr_refused(const struct rv_func_engine *e);
-void rv_func_engine_refused(const struct rv_func_engine *e, size_t i, size_t *index, int *error);
+size_t rv_fn_engine_nr_refused(const struct rv_fn_engine *e);
+void rv_fn_engine_refused(const struct rv_fn_engine *e, size_t i, size_t *index, int *error);
 
 /* Sums the programs' per-CPU counts (enum rv_fn_stat). */
-int rv_func_engine_stats(const struct rv_func_engine *e, uint64_t stats[RV_FN_NR_STATS],
-			 struct rv_error *err);
+int rv_fn_engine_stats(const struct rv_fn_engine *e, uint64_t stats[RV_FN_NR_STATS],
+		       struct rv_error *err);
 
 /* Stops recording, then removes every probe (the processes run on,
  * unprobed); counts stay readable. */
-void rv_func_engine_detach(struct rv_func_engine *e);
+void rv_fn_engine_detach(struct rv_fn_engine *e);
 
-void rv_func_engine_free(struct rv_func_engine *e);
+void rv_fn_engine_free(struct rv_fn_engine *e);
 
 /* ---- recorder mode ---- */
 
@@ -146,9 +146,9 @@ void rv_func_engine_free(struct rv_func_engine *e);
  * [sel->since, sel->until]. A thread's records older than since are never
  * handed on afterwards (snapshots of one thread come in time order); newer
  * ones than until are kept for later. *handed: records handed on. */
-int rv_func_engine_snapshot(struct rv_func_engine *e, struct rv_sample_engine *engine,
-			    const struct rv_sample_selection *sel, size_t *handed,
-			    struct rv_error *err);
+int rv_fn_engine_snapshot(struct rv_fn_engine *e, struct rv_sample_engine *engine,
+			  const struct rv_sample_selection *sel, size_t *handed,
+			  struct rv_error *err);
 
 /* One thread of the recorder: its records, how many of them the newer ones
  * overwrote (records - RV_FN_RECORDER_RECORDS, when positive), and how many
@@ -159,9 +159,8 @@ struct rv_fn_recorder_thread {
 };
 
 /* The recorder's threads, up to max (none outside recorder mode). */
-int rv_func_engine_recorder_threads(const struct rv_func_engine *e,
-				    struct rv_fn_recorder_thread *out, size_t max, size_t *count,
-				    struct rv_error *err);
+int rv_fn_engine_recorder_threads(const struct rv_fn_engine *e, struct rv_fn_recorder_thread *out,
+				  size_t max, size_t *count, struct rv_error *err);
 
 /* The selection in one slot (a copy of it), separate for tests: calls visit
  * for each entry sel selects at or after *consumed, oldest first, skipping
@@ -175,7 +174,7 @@ size_t rv_fn_slot_select(const struct rv_fn_slot *slot, uint64_t *consumed,
 
 /* --dry-run: the probes (every function's uprobe and uretprobe, the
  * tracepoints, the kernel functions), programs and maps config would set up. */
-int rv_func_engine_describe(struct rv_dry_run_plan *plan,
-			    const struct rv_func_engine_config *config, struct rv_error *err);
+int rv_fn_engine_describe(struct rv_dry_run_plan *plan, const struct rv_fn_engine_config *config,
+			  struct rv_error *err);
 
 #endif

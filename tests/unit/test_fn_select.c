@@ -1,4 +1,4 @@
-/* test_func_select.c: --functions patterns to the functions probed, on the
+/* test_fn_select.c: --functions patterns to the functions probed, on the
  * test targets and libc, checked against probe_site.c's resolution (libdwfl,
  * an independent reader) and the targets' known symbols. */
 #include <criterion/criterion.h>
@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "record/func_select.h"
+#include "record/fn_select.h"
 #include "record/probe_site.h"
 #include "test_env.h"
 
-static const struct rv_func *find(const struct rv_func_list *l, const char *name)
+static const struct rv_fn_probe *find(const struct rv_fn_list *l, const char *name)
 {
 	for (size_t i = 0; i < l->count; i++)
 		if (!strcmp(l->items[i].name, name))
@@ -20,7 +20,7 @@ static const struct rv_func *find(const struct rv_func_list *l, const char *name
 	return NULL;
 }
 
-static const struct rv_func_skipped *find_skipped(const struct rv_func_list *l, const char *name)
+static const struct rv_fn_skipped *find_skipped(const struct rv_fn_list *l, const char *name)
 {
 	for (size_t i = 0; i < l->nr_skipped; i++)
 		if (!strcmp(l->skipped[i].name, name))
@@ -38,15 +38,15 @@ static uint64_t resolved_offset(const char *exe, const char *spec)
 	return site.offset;
 }
 
-Test(func_select, default_is_every_function_of_the_executable_but_the_entry_point)
+Test(fn_select, default_is_every_function_of_the_executable_but_the_entry_point)
 {
 	const char *exe = built_target("workload");
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
-	const struct rv_func_skipped *start;
+	const struct rv_fn_skipped *start;
 
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, NULL, 0, exe, 0, 1000, &err), 0, "%s", err.message);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, NULL, 0, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_not_null(find(&l, "main"));
 	cr_assert_not_null(find(&l, "level"));
 	cr_assert_not_null(find(&l, "leaf"));
@@ -64,91 +64,91 @@ Test(func_select, default_is_every_function_of_the_executable_but_the_entry_poin
 	cr_assert_eq(find(&l, "leaf")->offset, resolved_offset(exe, "leaf"));
 	cr_assert_eq(find(&l, "level")->offset, resolved_offset(exe, "level"));
 	cr_assert_eq(find(&l, "main")->offset, resolved_offset(exe, "main"));
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 }
 
-Test(func_select, globs_select_by_name_and_patterns_merge)
+Test(fn_select, globs_select_by_name_and_patterns_merge)
 {
 	const char *exe = built_target("workload");
 	const char *patterns[] = { "le*", "leaf", "ma?n" };
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
 
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, patterns, 3, exe, 0, 1000, &err), 0, "%s", err.message);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, patterns, 3, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_eq(l.count, 3, "level, leaf (once), main");
 	cr_assert_not_null(find(&l, "level"));
 	cr_assert_not_null(find(&l, "leaf"));
 	cr_assert_not_null(find(&l, "main"));
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 }
 
-Test(func_select, a_pattern_that_matches_nothing_is_named_with_nm)
+Test(fn_select, a_pattern_that_matches_nothing_is_named_with_nm)
 {
 	const char *exe = built_target("workload");
 	const char *patterns[] = { "leaf", "no_such_*" };
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
 
-	rv_func_list_init(&l);
-	cr_assert_lt(rv_func_select(&l, patterns, 2, exe, 0, 1000, &err), 0);
+	rv_fn_list_init(&l);
+	cr_assert_lt(rv_fn_select(&l, patterns, 2, exe, 0, 1000, &err), 0);
 	cr_assert(strstr(err.message, "no_such_*"), "%s", err.message);
 	cr_assert(strstr(err.message, "nm"), "%s", err.message);
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 }
 
-Test(func_select, too_many_functions_is_an_error)
+Test(fn_select, too_many_functions_is_an_error)
 {
 	const char *exe = built_target("workload");
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
 
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, NULL, 0, exe, 0, 2, &err), -E2BIG);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, NULL, 0, exe, 0, 2, &err), -E2BIG);
 	cr_assert(strstr(err.message, "narrow"), "%s", err.message);
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 }
 
-Test(func_select, demangled_names_and_globs_over_them)
+Test(fn_select, demangled_names_and_globs_over_them)
 {
 	const char *exe = built_target("sym_cpp");
 	const char *patterns[] = { "ns::Widget::frob" };
 	const char *qualified[] = { "ns::Widget::frob(int)" };
 	const char *mangled[] = { "_ZN2ns5inner*" };
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
 
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, patterns, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, patterns, 1, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_eq(l.count, 2, "both overloads of frob");
-	rv_func_list_free(&l);
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, qualified, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	rv_fn_list_destroy(&l);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, qualified, 1, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_eq(l.count, 1);
 	cr_assert_str_eq(l.items[0].name, "_ZN2ns6Widget4frobEi");
-	rv_func_list_free(&l);
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, mangled, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	rv_fn_list_destroy(&l);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, mangled, 1, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_eq(l.count, 1);
 	cr_assert_str_eq(l.items[0].name, "_ZN2ns5inner9free_funcEPKc");
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 
-	cr_assert(rv_func_name_matches("ns::*", "_ZN2ns6Widget4frobEd"));
-	cr_assert(rv_func_name_matches("malloc", "malloc@@GLIBC_2.2.5"));
-	cr_assert_not(rv_func_name_matches("ns::Widget", "_ZN2ns6Widget4frobEd"));
+	cr_assert(rv_fn_name_matches("ns::*", "_ZN2ns6Widget4frobEd"));
+	cr_assert(rv_fn_name_matches("malloc", "malloc@@GLIBC_2.2.5"));
+	cr_assert_not(rv_fn_name_matches("ns::Widget", "_ZN2ns6Widget4frobEd"));
 }
 
-Test(func_select, library_functions_with_aliases_probed_once)
+Test(fn_select, library_functions_with_aliases_probed_once)
 {
 	const char *exe = built_target("workload");
 	const char *both[] = { "libc:__libc_malloc", "libc.so.6:malloc" };
 	const char *glob[] = { "libc:*malloc" };
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
 	const char *base;
 
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, both, 2, exe, 0, 1000, &err), 0, "%s", err.message);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, both, 2, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_eq(l.count, 1, "malloc and __libc_malloc are one function");
 	cr_assert_str_eq(l.items[0].name, "__libc_malloc", "named by the pattern that came first");
 	base = strrchr(l.items[0].path, '/');
@@ -161,59 +161,59 @@ Test(func_select, library_functions_with_aliases_probed_once)
 		snprintf(spec, sizeof(spec), "%s:malloc", l.items[0].path);
 		cr_assert_eq(l.items[0].offset, resolved_offset(exe, spec));
 	}
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, glob, 1, exe, 0, 100000, &err), 0, "%s", err.message);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, glob, 1, exe, 0, 100000, &err), 0, "%s", err.message);
 	cr_assert_not_null(find(&l, "malloc"), "the first alias in the table names it");
 	cr_assert_null(find(&l, "__libc_malloc"));
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 }
 
-Test(func_select, functions_a_return_probe_would_break_are_skipped)
+Test(fn_select, functions_a_return_probe_would_break_are_skipped)
 {
 	const char *exe = built_target("workload");
 	const char *patterns[] = { "libc:*setjmp", "libc:vfork", "libc:malloc" };
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
-	const struct rv_func_skipped *s;
+	const struct rv_fn_skipped *s;
 
-	rv_func_list_init(&l);
-	cr_assert_eq(rv_func_select(&l, patterns, 3, exe, 0, 1000, &err), 0, "%s", err.message);
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, patterns, 3, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_eq(l.count, 1, "only malloc");
 	s = find_skipped(&l, "_setjmp");
 	cr_assert_not_null(s);
 	cr_assert(strstr(s->reason, "returns twice"), "%s", s->reason);
 	cr_assert_not_null(find_skipped(&l, "vfork"));
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 }
 
-Test(func_select, unknown_library_and_bad_patterns)
+Test(fn_select, unknown_library_and_bad_patterns)
 {
 	const char *exe = built_target("workload");
 	const char *nolib[] = { "libnosuchthing:f" };
 	const char *empty[] = { "libc:" };
-	struct rv_func_list l;
+	struct rv_fn_list l;
 	struct rv_error err = { 0 };
 
-	rv_func_list_init(&l);
-	cr_assert_lt(rv_func_select(&l, nolib, 1, exe, 0, 1000, &err), 0);
+	rv_fn_list_init(&l);
+	cr_assert_lt(rv_fn_select(&l, nolib, 1, exe, 0, 1000, &err), 0);
 	cr_assert(strstr(err.message, "libnosuchthing"), "%s", err.message);
-	cr_assert_lt(rv_func_select(&l, empty, 1, exe, 0, 1000, &err), 0);
+	cr_assert_lt(rv_fn_select(&l, empty, 1, exe, 0, 1000, &err), 0);
 	cr_assert(strstr(err.message, "LIB:PATTERN"), "%s", err.message);
-	rv_func_list_free(&l);
+	rv_fn_list_destroy(&l);
 }
 
-Test(func_select, pattern_split_skips_cpp_scopes)
+Test(fn_select, pattern_split_skips_cpp_scopes)
 {
 	size_t len;
 
-	rv_func_pattern_split("ns::f*", &len);
+	rv_fn_pattern_split("ns::f*", &len);
 	cr_assert_eq(len, 0);
-	rv_func_pattern_split("libc:mall*", &len);
+	rv_fn_pattern_split("libc:mall*", &len);
 	cr_assert_eq(len, 4);
-	rv_func_pattern_split("/usr/lib/libfoo.so:ns::f", &len);
+	rv_fn_pattern_split("/usr/lib/libfoo.so:ns::f", &len);
 	cr_assert_eq(len, strlen("/usr/lib/libfoo.so"));
-	rv_func_pattern_split(":f", &len);
+	rv_fn_pattern_split(":f", &len);
 	cr_assert_eq(len, 0);
 }

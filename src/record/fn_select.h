@@ -1,4 +1,4 @@
-/* func_select.h: which functions --functions probes: patterns to a table of
+/* fn_select.h: which functions --functions probes: patterns to a table of
  * {file, file offset, symbol value, name}.
  *
  * A pattern is an fnmatch(3) glob over the FUNC symbols of the executable, or,
@@ -19,11 +19,11 @@
  * probe would break (entered by a jump, like the entry point or the lazy
  * binder, or returning twice, like setjmp and vfork).
  *
- * Not here: placing the probes (func_engine.h), naming addresses in the trace
+ * Not here: placing the probes (fn_engine.h), naming addresses in the trace
  * (symbolize/).
  */
-#ifndef RV_RECORD_FUNC_SELECT_H
-#define RV_RECORD_FUNC_SELECT_H
+#ifndef RV_RECORD_FN_SELECT_H
+#define RV_RECORD_FN_SELECT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,9 +33,9 @@
 #include "util/error.h"
 
 /* Longest pattern accepted (bytes, the terminating NUL excluded). */
-#define RV_FUNC_MAX_PATTERN 1024
+#define RV_FN_MAX_PATTERN 1024
 
-struct rv_func {
+struct rv_fn_probe {
 	const char *path; /* the file to probe (owned by the list, shared per file) */
 	uint64_t offset;  /* file offset of the function's first instruction */
 	uint64_t address; /* the symbol's value: link-time address */
@@ -44,23 +44,23 @@ struct rv_func {
 };
 
 /* A match that will not be probed, and why ("an IFUNC resolver", ...). */
-struct rv_func_skipped {
+struct rv_fn_skipped {
 	const char *path;
 	const char *name;
 	const char *reason; /* a static string */
 };
 
-struct rv_func_list {
-	struct rv_func *items;
+struct rv_fn_list {
+	struct rv_fn_probe *items;
 	size_t count, capacity;
-	struct rv_func_skipped *skipped;
+	struct rv_fn_skipped *skipped;
 	size_t nr_skipped, skipped_capacity;
 	char **strings; /* every string the list owns */
 	size_t nr_strings, strings_capacity;
 };
 
-void rv_func_list_init(struct rv_func_list *list);
-void rv_func_list_free(struct rv_func_list *list);
+void rv_fn_list_init(struct rv_fn_list *list);
+void rv_fn_list_destroy(struct rv_fn_list *list);
 
 /* Adds to list the functions the patterns select in the program whose
  * executable is exe (pid > 0: the running process, for the libraries it
@@ -68,15 +68,15 @@ void rv_func_list_free(struct rv_func_list *list);
  * match a function (else the error names it and suggests `nm`); what
  * matches but cannot be probed goes to list->skipped. At most max_functions
  * in all (else an error saying to narrow the patterns). */
-int rv_func_select(struct rv_func_list *list, const char *const *patterns, size_t nr_patterns,
-		   const char *exe, pid_t pid, size_t max_functions, struct rv_error *err);
+int rv_fn_select(struct rv_fn_list *list, const char *const *patterns, size_t nr_patterns,
+		 const char *exe, pid_t pid, size_t max_functions, struct rv_error *err);
 
 /* Splits a pattern "LIB:GLOB" at its library separator (the first ':' that is
  * not part of a C++ "::"): *lib_len is the length of LIB, 0 without one. */
-void rv_func_pattern_split(const char *pattern, size_t *lib_len);
+void rv_fn_pattern_split(const char *pattern, size_t *lib_len);
 
 /* Whether glob matches a symbol (raw name, demangled, or demangled without
  * parameters). */
-bool rv_func_name_matches(const char *glob, const char *raw_name);
+bool rv_fn_name_matches(const char *glob, const char *raw_name);
 
 #endif

@@ -1,12 +1,12 @@
-/* func_engine.c: the function tracer's BPF object: what this kernel has for
+/* fn_engine.c: the function tracer's BPF object: what this kernel has for
  * it (from its BTF), opening and loading only the programs a recording needs,
- * arming, the counts, and freeing; see func_engine.h.
+ * arming, the counts, and freeing; see fn_engine.h.
  *
- * Not here: placing the probes (func_attach.c), recorder mode
- * (func_recorder.c), --dry-run (func_describe.c), the kernel-function
+ * Not here: placing the probes (fn_attach.c), recorder mode
+ * (fn_recorder.c), --dry-run (fn_describe.c), the kernel-function
  * capability and plan (kfunc.c).
  */
-#include "record/func_engine_internal.h"
+#include "record/fn_engine_internal.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -38,7 +38,7 @@ static bool btf_enum_has(const struct btf *btf, const char *type, const char *va
 	return false;
 }
 
-bool rv_func_uprobe_multi_supported(void)
+bool rv_fn_uprobe_multi_supported(void)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 	bool has;
@@ -95,7 +95,7 @@ size_t rv_fn_event_programs(struct functions_bpf *skel, unsigned groups,
 	return n;
 }
 
-struct functions_bpf *rv_fn_skel_open(const struct rv_func_engine_config *c, bool prev_state)
+struct functions_bpf *rv_fn_skel_open(const struct rv_fn_engine_config *c, bool prev_state)
 {
 	struct functions_bpf *skel = functions_bpf__open();
 	size_t nr_kfuncs = rv_fn_has_kfuncs(c) ? c->kfuncs->count : 0;
@@ -118,9 +118,9 @@ struct functions_bpf *rv_fn_skel_open(const struct rv_func_engine_config *c, boo
 }
 
 /* Only what this recording uses is loaded. */
-static void choose_programs(struct rv_func_engine *e)
+static void choose_programs(struct rv_fn_engine *e)
 {
-	const struct rv_func_engine_config *config = &e->config;
+	const struct rv_fn_engine_config *config = &e->config;
 	struct bpf_program *progs[RV_FN_MAX_EVENT_PROGRAMS];
 	struct bpf_program *prog;
 	size_t n;
@@ -150,9 +150,9 @@ static void choose_programs(struct rv_func_engine *e)
 }
 
 /* The bpf-output event of each CPU, and the kernel functions' addresses. */
-static int fill_maps(struct rv_func_engine *e, struct rv_error *err)
+static int fill_maps(struct rv_fn_engine *e, struct rv_error *err)
 {
-	const struct rv_func_engine_config *config = &e->config;
+	const struct rv_fn_engine_config *config = &e->config;
 	int ret;
 
 	for (size_t i = 0; i < config->nr_outputs; i++) {
@@ -179,10 +179,10 @@ static int fill_maps(struct rv_func_engine *e, struct rv_error *err)
 	return 0;
 }
 
-int rv_func_engine_open(struct rv_func_engine **out, const struct rv_func_engine_config *config,
-			struct rv_error *err)
+int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_config *config,
+		      struct rv_error *err)
 {
-	struct rv_func_engine *e = calloc(1, sizeof(*e));
+	struct rv_fn_engine *e = calloc(1, sizeof(*e));
 	int ret;
 
 	*out = NULL;
@@ -204,13 +204,13 @@ int rv_func_engine_open(struct rv_func_engine **out, const struct rv_func_engine
 		return rv_error_set(err, ENOMEM, "out of memory");
 	}
 	e->config = *config;
-	e->report.multi_available = rv_func_uprobe_multi_supported();
+	e->report.multi_available = rv_fn_uprobe_multi_supported();
 	e->multi = e->report.multi_available && !config->no_uprobe_multi;
 	rv_bpf_log_setup();
 	e->skel = rv_fn_skel_open(config, switch_has_prev_state());
 	if (!e->skel) {
 		ret = errno;
-		rv_func_engine_free(e);
+		rv_fn_engine_free(e);
 		return rv_error_set(err, ret, "cannot open the function tracer's BPF object: %s",
 				    strerror(ret));
 	}
@@ -219,7 +219,7 @@ int rv_func_engine_open(struct rv_func_engine **out, const struct rv_func_engine
 	else
 		ret = bpf_map__set_max_entries(e->skel->maps.gate_windows, 1); /* unused */
 	if (ret) {
-		rv_func_engine_free(e);
+		rv_fn_engine_free(e);
 		return rv_error_set(err, -ret,
 				    "cannot share the gate's window map with the function "
 				    "tracer: %s",
@@ -228,19 +228,19 @@ int rv_func_engine_open(struct rv_func_engine **out, const struct rv_func_engine
 	choose_programs(e);
 	ret = functions_bpf__load(e->skel);
 	if (ret) {
-		rv_func_engine_free(e);
+		rv_fn_engine_free(e);
 		return rv_bpf_load_error(err, ret, "the function tracer's BPF programs");
 	}
 	ret = fill_maps(e, err);
 	if (ret) {
-		rv_func_engine_free(e);
+		rv_fn_engine_free(e);
 		return ret;
 	}
 	*out = e;
 	return 0;
 }
 
-int rv_func_engine_add_process(struct rv_func_engine *e, pid_t pid, struct rv_error *err)
+int rv_fn_engine_add_process(struct rv_fn_engine *e, pid_t pid, struct rv_error *err)
 {
 	uint32_t tgid = (uint32_t)pid;
 	uint8_t one = 1;
@@ -255,7 +255,7 @@ int rv_func_engine_add_process(struct rv_func_engine *e, pid_t pid, struct rv_er
 
 /* ---- arming, counts, freeing ---- */
 
-static int set_armed(struct rv_func_engine *e, uint32_t on)
+static int set_armed(struct rv_fn_engine *e, uint32_t on)
 {
 	uint32_t zero = 0;
 
@@ -263,7 +263,7 @@ static int set_armed(struct rv_func_engine *e, uint32_t on)
 				    BPF_ANY);
 }
 
-int rv_func_engine_arm(struct rv_func_engine *e, struct rv_error *err)
+int rv_fn_engine_arm(struct rv_fn_engine *e, struct rv_error *err)
 {
 	int ret = set_armed(e, 1);
 
@@ -273,24 +273,24 @@ int rv_func_engine_arm(struct rv_func_engine *e, struct rv_error *err)
 	return 0;
 }
 
-void rv_func_engine_report(const struct rv_func_engine *e, struct rv_func_attach_report *out)
+void rv_fn_engine_report(const struct rv_fn_engine *e, struct rv_fn_attach_report *out)
 {
 	*out = e->report;
 }
 
-size_t rv_func_engine_nr_refused(const struct rv_func_engine *e)
+size_t rv_fn_engine_nr_refused(const struct rv_fn_engine *e)
 {
 	return e->nr_refused;
 }
 
-void rv_func_engine_refused(const struct rv_func_engine *e, size_t i, size_t *index, int *error)
+void rv_fn_engine_refused(const struct rv_fn_engine *e, size_t i, size_t *index, int *error)
 {
 	*index = i < e->nr_refused ? e->refused[i].index : 0;
 	*error = i < e->nr_refused ? e->refused[i].error : 0;
 }
 
-int rv_func_engine_stats(const struct rv_func_engine *e, uint64_t stats[RV_FN_NR_STATS],
-			 struct rv_error *err)
+int rv_fn_engine_stats(const struct rv_fn_engine *e, uint64_t stats[RV_FN_NR_STATS],
+		       struct rv_error *err)
 {
 	int nr_cpus = libbpf_num_possible_cpus();
 	uint64_t *values;
@@ -318,7 +318,7 @@ int rv_func_engine_stats(const struct rv_func_engine *e, uint64_t stats[RV_FN_NR
 	return 0;
 }
 
-void rv_func_engine_detach(struct rv_func_engine *e)
+void rv_fn_engine_detach(struct rv_fn_engine *e)
 {
 	if (e->skel && e->skel->maps.fn_armed && bpf_map__fd(e->skel->maps.fn_armed) >= 0)
 		set_armed(e, 0);
@@ -331,18 +331,18 @@ void rv_func_engine_detach(struct rv_func_engine *e)
 	e->nr_links = 0;
 }
 
-void rv_func_engine_free(struct rv_func_engine *e)
+void rv_fn_engine_free(struct rv_fn_engine *e)
 {
 	if (!e)
 		return;
-	rv_func_engine_detach(e);
+	rv_fn_engine_detach(e);
 	for (size_t i = 0; i < e->nr_fentry_copies; i++)
 		functions_bpf__destroy(e->fentry_copies[i]);
 	free(e->fentry_copies);
 	free(e->multi_links);
 	free(e->links);
 	free(e->refused);
-	rv_fn_recorder_fini(&e->recorder);
+	rv_fn_recorder_destroy(&e->recorder);
 	functions_bpf__destroy(e->skel);
 	free(e);
 }

@@ -1,23 +1,23 @@
-/* func_engine_internal.h: what the function tracer's loader shares between
+/* fn_engine_internal.h: what the function tracer's loader shares between
  * its files inside src/record/.
  *
- * func_engine.c opens and loads the BPF object, arms it, reads its counts and
- * frees it; func_attach.c places the probes (kernel events and functions, user
- * functions); func_recorder.c reads the per-thread flight recorder of
- * recorder mode; func_describe.c says what --dry-run would set up.
+ * fn_engine.c opens and loads the BPF object, arms it, reads its counts and
+ * frees it; fn_attach.c places the probes (kernel events and functions, user
+ * functions); fn_recorder.c reads the per-thread flight recorder of
+ * recorder mode; fn_describe.c says what --dry-run would set up.
  *
  * This is not a public interface: only the func_* files of src/record/
  * include it.
  */
-#ifndef RV_RECORD_FUNC_ENGINE_INTERNAL_H
-#define RV_RECORD_FUNC_ENGINE_INTERNAL_H
+#ifndef RV_RECORD_FN_ENGINE_INTERNAL_H
+#define RV_RECORD_FN_ENGINE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "functions.skel.h"
-#include "record/func_engine.h"
+#include "record/fn_engine.h"
 
 /* enum bpf_attach_type's BPF_TRACE_UPROBE_MULTI (Linux 6.6+), which Debian's
  * libbpf 1.1 headers do not know. */
@@ -41,8 +41,8 @@ struct rv_fn_recorder {
 	struct rv_fn_slot *slot_copy;
 };
 
-struct rv_func_engine {
-	struct rv_func_engine_config config;
+struct rv_fn_engine {
+	struct rv_fn_engine_config config;
 	struct functions_bpf *skel;
 	bool multi; /* uprobe_multi programs loaded and to be tried */
 	int *multi_links;
@@ -53,33 +53,33 @@ struct rv_func_engine {
 	size_t nr_fentry_copies, cap_fentry_copies;
 	struct rv_fn_refused *refused;
 	size_t nr_refused, cap_refused;
-	struct rv_func_attach_report report;
+	struct rv_fn_attach_report report;
 	struct rv_fn_recorder recorder; /* empty outside recorder mode */
 };
 
-static inline bool rv_fn_has_kfuncs(const struct rv_func_engine_config *c)
+static inline bool rv_fn_has_kfuncs(const struct rv_fn_engine_config *c)
 {
 	return c->kfuncs && c->kfuncs->count;
 }
 
-/* func_engine.c */
+/* fn_engine.c */
 
 /* Opens a copy of the BPF object with config's read-only settings and map
  * sizes, as the main object and every fentry copy have them; prev_state:
  * whether sched_switch's tracepoint passes prev_state. NULL with errno set
  * when it cannot. */
-struct functions_bpf *rv_fn_skel_open(const struct rv_func_engine_config *config, bool prev_state);
+struct functions_bpf *rv_fn_skel_open(const struct rv_fn_engine_config *config, bool prev_state);
 
 /* The programs of the kernel event groups in the bits of groups, in the
  * order of enum rv_fn_kernel_events; returns how many. */
 size_t rv_fn_event_programs(struct functions_bpf *skel, unsigned groups,
 			    struct bpf_program *out[RV_FN_MAX_EVENT_PROGRAMS]);
 
-/* func_recorder.c */
+/* fn_recorder.c */
 
 /* Room for the recorder's bookkeeping of slots threads (none when 0):
  * 0 or -ENOMEM. */
 int rv_fn_recorder_init(struct rv_fn_recorder *r, uint32_t slots);
-void rv_fn_recorder_fini(struct rv_fn_recorder *r);
+void rv_fn_recorder_destroy(struct rv_fn_recorder *r);
 
 #endif

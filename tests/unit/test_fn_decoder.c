@@ -1,4 +1,4 @@
-/* test_func_decoder.c: function-tracer captures, written here with the
+/* test_fn_decoder.c: function-tracer captures, written here with the
  * project's perf.data writer as the uprobe engine lays them out (samples of a
  * bpf-output event named RV_FN_EVENT_NAME whose raw data is a struct
  * rv_fn_record, the gate's marks, sideband), decoded into events, rendered
@@ -19,7 +19,7 @@
 #include "capture/perf_data.h"
 #include "capture/synth.h"
 #include "decode/decoder.h"
-#include "decode/func_decoder.h"
+#include "decode/fn_decoder.h"
 #include "decode/syscall_names.h"
 #include "functions.h"
 #include "fxt_expect.h"
@@ -266,7 +266,7 @@ struct decoded {
  * own (the decoder borrows it). */
 struct fn_capture {
 	struct rv_perf_reader *reader;
-	struct rv_func_decoder *d;
+	struct rv_fn_decoder *d;
 };
 
 static int fn_open(struct fn_capture *f, const char *path, struct rv_symbolizer *sym,
@@ -276,7 +276,7 @@ static int fn_open(struct fn_capture *f, const char *path, struct rv_symbolizer 
 
 	f->d = NULL;
 	if (!ret)
-		ret = rv_func_decoder_open(&f->d, f->reader, sym, err);
+		ret = rv_fn_decoder_open(&f->d, f->reader, sym, err);
 	if (ret) {
 		rv_perf_reader_free(f->reader);
 		f->reader = NULL;
@@ -286,7 +286,7 @@ static int fn_open(struct fn_capture *f, const char *path, struct rv_symbolizer 
 
 static void fn_close(struct fn_capture *f)
 {
-	rv_func_decoder_free(f->d);
+	rv_fn_decoder_free(f->d);
 	rv_perf_reader_free(f->reader);
 }
 
@@ -299,13 +299,13 @@ static bool is_function_capture(const char *path)
 
 	if (rv_perf_reader_open(&r, path, &err))
 		return false;
-	yes = rv_func_decoder_recognises(r);
+	yes = rv_fn_decoder_recognises(r);
 	rv_perf_reader_free(r);
 	return yes;
 }
 
 static size_t decode_all(const char *path, struct decoded *out, size_t max,
-			 struct rv_func_decoder_stats *stats)
+			 struct rv_fn_decoder_stats *stats)
 {
 	struct rv_symbolizer_options so = { 0 };
 	struct rv_symbolizer *sym;
@@ -317,7 +317,7 @@ static size_t decode_all(const char *path, struct decoded *out, size_t max,
 
 	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
 	cr_assert_eq(fn_open(&f, path, sym, &err), 0, "%s", err.message);
-	while ((got = rv_func_decoder_next(f.d, &ev, &err)) > 0) {
+	while ((got = rv_fn_decoder_next(f.d, &ev, &err)) > 0) {
 		const char *name = NULL;
 		const struct rv_event_arg *args = NULL;
 		size_t nr = 0;
@@ -346,7 +346,7 @@ static size_t decode_all(const char *path, struct decoded *out, size_t max,
 	}
 	cr_assert_eq(got, 0, "%s", err.message);
 	if (stats)
-		rv_func_decoder_stats(f.d, stats);
+		rv_fn_decoder_stats(f.d, stats);
 	fn_close(&f);
 	rv_symbolizer_free(sym);
 	return n;
@@ -361,11 +361,11 @@ static const struct rv_event_arg *arg(const struct decoded *d, const char *name)
 	return NULL;
 }
 
-Test(func_decoder, every_record_type_becomes_its_event)
+Test(fn_decoder, every_record_type_becomes_its_event)
 {
 	struct capture c;
 	struct decoded ev[64];
-	struct rv_func_decoder_stats st;
+	struct rv_fn_decoder_stats st;
 	size_t n, i = 0;
 
 	capture_open(&c, true);
@@ -456,7 +456,7 @@ Test(func_decoder, every_record_type_becomes_its_event)
 	unlink(c.path);
 }
 
-Test(func_decoder, syscalls_are_named_from_the_kernels_header)
+Test(fn_decoder, syscalls_are_named_from_the_kernels_header)
 {
 	struct capture c;
 	struct decoded ev[8];
@@ -481,7 +481,7 @@ Test(func_decoder, syscalls_are_named_from_the_kernels_header)
 	unlink(c.path);
 }
 
-Test(func_decoder, off_cpu_spans_say_why)
+Test(fn_decoder, off_cpu_spans_say_why)
 {
 	static const struct {
 		uint32_t state;
@@ -512,7 +512,7 @@ Test(func_decoder, off_cpu_spans_say_why)
 
 /* Kernel functions (fentry/kprobe records) are named from kallsyms, and nest
  * in the system call that ran them. */
-Test(func_decoder, kernel_functions_are_named_from_kallsyms)
+Test(fn_decoder, kernel_functions_are_named_from_kallsyms)
 {
 	struct capture c;
 	struct rv_symbolizer_options so = { 0 };
@@ -551,7 +551,7 @@ Test(func_decoder, kernel_functions_are_named_from_kallsyms)
 	cr_assert_eq(rv_trace_writer_open(&w, fxt, &err), 0);
 	cr_assert_eq(rv_builder_new(&b, sym, w, &err), 0);
 	cr_assert_eq(fn_open(&fc, c.path, sym, &err), 0, "%s", err.message);
-	for (int i = 0; rv_func_decoder_next(fc.d, &ev, &err) > 0; i++) {
+	for (int i = 0; rv_fn_decoder_next(fc.d, &ev, &err) > 0; i++) {
 		if (i == 1) {
 			cr_assert_eq(ev.kind, RV_EVENT_KERNEL_BEGIN);
 			cr_assert_eq(ev.kernel.kind, RV_KERNEL_FUNCTION);
@@ -578,11 +578,11 @@ Test(func_decoder, kernel_functions_are_named_from_kallsyms)
 	unlink(c.path);
 }
 
-Test(func_decoder, records_outside_windows_and_of_unknown_types_are_skipped)
+Test(fn_decoder, records_outside_windows_and_of_unknown_types_are_skipped)
 {
 	struct capture c;
 	struct decoded ev[8];
-	struct rv_func_decoder_stats st;
+	struct rv_fn_decoder_stats st;
 	struct rv_fn_record r = { .type = RV_FN_ENTER, .tid = PID, .pid = PID, .sp = 100 };
 
 	capture_open(&c, false);
@@ -603,7 +603,7 @@ Test(func_decoder, records_outside_windows_and_of_unknown_types_are_skipped)
 	unlink(c.path);
 }
 
-Test(func_decoder, a_short_record_is_an_error_naming_its_offset)
+Test(fn_decoder, a_short_record_is_an_error_naming_its_offset)
 {
 	struct capture c;
 	struct rv_symbolizer_options so = { 0 };
@@ -625,8 +625,8 @@ Test(func_decoder, a_short_record_is_an_error_naming_its_offset)
 	capture_finish(&c);
 	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
 	cr_assert_eq(fn_open(&f, c.path, sym, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_func_decoder_next(f.d, &ev, &err), 1);
-	cr_assert_lt(rv_func_decoder_next(f.d, &ev, &err), 0);
+	cr_assert_eq(rv_fn_decoder_next(f.d, &ev, &err), 1);
+	cr_assert_lt(rv_fn_decoder_next(f.d, &ev, &err), 0);
 	/* the data section follows the file header */
 	{
 		struct rv_perf_reader *reader;
@@ -646,7 +646,7 @@ Test(func_decoder, a_short_record_is_an_error_naming_its_offset)
 	unlink(c.path);
 }
 
-Test(func_decoder, other_captures_are_not_function_captures)
+Test(fn_decoder, other_captures_are_not_function_captures)
 {
 	struct capture c;
 	struct rv_perf_writer *w;
@@ -744,7 +744,7 @@ static const char *parent_name(const struct fxt_trace *t, const struct fxt_span 
 
 /* The program's capture with its executable mapped: calls named from its
  * symbols, kernel spans nested in them, the window around them. */
-Test(func_decoder, a_capture_renders_into_nested_calls_and_kernel_spans)
+Test(fn_decoder, a_capture_renders_into_nested_calls_and_kernel_spans)
 {
 	struct capture c;
 	struct fxt_trace *t;
@@ -805,7 +805,7 @@ Test(func_decoder, a_capture_renders_into_nested_calls_and_kernel_spans)
 
 /* rv_render (what run, attach and decode call) tells a function capture by
  * its event's name and summarises calls. */
-Test(func_decoder, rv_render_takes_function_captures)
+Test(fn_decoder, rv_render_takes_function_captures)
 {
 	struct capture c;
 	struct rv_trace_writer *w;
@@ -846,7 +846,7 @@ static void data_section(const uint8_t *file, uint64_t *offset, uint64_t *size)
 /* The data section cut at every byte (a recording that stopped mid-write):
  * the records before the cut are decoded, the cut one is an error, and the
  * trace of what was read nests. */
-Test(func_decoder, a_capture_cut_anywhere_keeps_what_came_before)
+Test(fn_decoder, a_capture_cut_anywhere_keeps_what_came_before)
 {
 	struct capture c;
 	uint8_t *file;
@@ -887,7 +887,7 @@ Test(func_decoder, a_capture_cut_anywhere_keeps_what_came_before)
 /* Every byte of the data section flipped, one at a time, and every byte of
  * each record's raw data set to patterns that make nonsense of types,
  * threads, times and stack pointers: never a crash, always a nested trace. */
-Test(func_decoder, flipped_bytes_never_crash_and_the_trace_still_nests)
+Test(fn_decoder, flipped_bytes_never_crash_and_the_trace_still_nests)
 {
 	struct capture c;
 	uint8_t *file;
@@ -923,7 +923,7 @@ Test(func_decoder, flipped_bytes_never_crash_and_the_trace_still_nests)
 
 /* The rest of the file (header, attributes, event names, features) damaged
  * byte by byte: the capture is refused or read, never a crash. */
-Test(func_decoder, a_damaged_header_never_crashes)
+Test(fn_decoder, a_damaged_header_never_crashes)
 {
 	struct capture c;
 	uint8_t *file;
@@ -971,7 +971,7 @@ static size_t count_lines_with(const char *text, const char *needle)
  * record's bytes as their raw data. (perf script refuses samples without
  * PERF_SAMPLE_IP or ADDR unless told which fields to show: the engine's
  * attribute has IP, as this capture's has.) */
-Test(func_decoder, perf_script_reads_the_capture)
+Test(fn_decoder, perf_script_reads_the_capture)
 {
 	struct capture c;
 	char *out;
@@ -1009,7 +1009,7 @@ static uint64_t stat_value(const char *out, const char *label)
 }
 
 /* `rearview decode CAPTURE --stats` renders it and counts the records. */
-Test(func_decoder, rearview_decode_renders_a_function_capture)
+Test(fn_decoder, rearview_decode_renders_a_function_capture)
 {
 	struct capture c;
 	char *out, fxt[96], binary[256], msg[256], dir[96], in_dir[128];

@@ -1,7 +1,7 @@
-/* func_decoder.c: function-tracer captures into call and kernel events; see
- * func_decoder.h. */
+/* fn_decoder.c: function-tracer captures into call and kernel events; see
+ * fn_decoder.h. */
 #define RV_LOG_DOMAIN "decode"
-#include "decode/func_decoder.h"
+#include "decode/fn_decoder.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,13 +30,13 @@
 static const char NAME_PAGE_FAULT[] = "[page fault]";
 static const char NAME_OFF_CPU[] = "[off-cpu]";
 
-struct rv_func_decoder {
+struct rv_fn_decoder {
 	struct rv_perf_reader *reader;
 	struct rv_symbolizer *symbolizer;
 	struct rv_intern names; /* "syscall N", "[irq N]", "[off-cpu: state 0xN]" */
 	struct rv_event_arg args[3];
 	struct rv_sideband sb;
-	struct rv_func_decoder_stats stats;
+	struct rv_fn_decoder_stats stats;
 };
 
 static bool is_functions_attr(const struct rv_perf_attr *a)
@@ -54,15 +54,15 @@ static bool has_functions_attr(const struct rv_perf_reader *r)
 
 /* The file to read: a capture directory's perf.data (rearview's layout),
  * else the path itself (a file, or perf's DIR/data, which the reader finds). */
-bool rv_func_decoder_recognises(const struct rv_perf_reader *reader)
+bool rv_fn_decoder_recognises(const struct rv_perf_reader *reader)
 {
 	return has_functions_attr(reader);
 }
 
-int rv_func_decoder_open(struct rv_func_decoder **out, struct rv_perf_reader *reader,
-			 struct rv_symbolizer *symbolizer, struct rv_error *err)
+int rv_fn_decoder_open(struct rv_fn_decoder **out, struct rv_perf_reader *reader,
+		       struct rv_symbolizer *symbolizer, struct rv_error *err)
 {
-	struct rv_func_decoder *d;
+	struct rv_fn_decoder *d;
 
 	*out = NULL;
 	if (!has_functions_attr(reader))
@@ -104,7 +104,7 @@ const char *rv_fn_record_type_name(unsigned type)
 }
 
 /* A name made from a number, kept for as long as the decoder. */
-static const char *intern_name(struct rv_func_decoder *d, const char *fmt, uint64_t n,
+static const char *intern_name(struct rv_fn_decoder *d, const char *fmt, uint64_t n,
 			       struct rv_error *err)
 {
 	char buf[48];
@@ -117,7 +117,7 @@ static const char *intern_name(struct rv_func_decoder *d, const char *fmt, uint6
 	return name;
 }
 
-static const char *off_cpu_name(struct rv_func_decoder *d, uint32_t state, struct rv_error *err)
+static const char *off_cpu_name(struct rv_fn_decoder *d, uint32_t state, struct rv_error *err)
 {
 	if (state == 0 || state == TASK_REPORT_PREEMPTED)
 		return "[off-cpu: preempted]";
@@ -132,7 +132,7 @@ static const char *off_cpu_name(struct rv_func_decoder *d, uint32_t state, struc
 	return intern_name(d, "[off-cpu: state %#" PRIx64 "]", state, err);
 }
 
-static const char *syscall_name(struct rv_func_decoder *d, uint32_t nr, struct rv_error *err)
+static const char *syscall_name(struct rv_fn_decoder *d, uint32_t nr, struct rv_error *err)
 {
 	const char *name = rv_syscall_name(nr);
 
@@ -156,7 +156,7 @@ static void kernel_event(struct rv_event *ev, bool begin, enum rv_kernel_kind ki
 }
 
 /* One function record into ev: 1 when it is an event, 0 when it is skipped. */
-static int on_record(struct rv_func_decoder *d, const struct rv_fn_record *r, uint64_t time,
+static int on_record(struct rv_fn_decoder *d, const struct rv_fn_record *r, uint64_t time,
 		     struct rv_event *ev, struct rv_error *err)
 {
 	struct rv_symbol sym;
@@ -234,8 +234,8 @@ static int on_record(struct rv_func_decoder *d, const struct rv_fn_record *r, ui
 	return 1;
 }
 
-static int on_sample(struct rv_func_decoder *d, const struct rv_perf_record *rec,
-		     struct rv_event *ev, struct rv_error *err)
+static int on_sample(struct rv_fn_decoder *d, const struct rv_perf_record *rec, struct rv_event *ev,
+		     struct rv_error *err)
 {
 	struct rv_perf_sample s;
 	struct rv_fn_record r;
@@ -269,7 +269,7 @@ static int on_sample(struct rv_func_decoder *d, const struct rv_perf_record *rec
 	return on_record(d, &r, s.time, ev, err);
 }
 
-int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *ev, struct rv_error *err)
+int rv_fn_decoder_next(struct rv_fn_decoder *d, struct rv_event *ev, struct rv_error *err)
 {
 	struct rv_perf_record rec;
 	int ret;
@@ -283,15 +283,15 @@ int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *ev, struct 
 	return ret;
 }
 
-void rv_func_decoder_stats(const struct rv_func_decoder *d, struct rv_func_decoder_stats *out)
+void rv_fn_decoder_stats(const struct rv_fn_decoder *d, struct rv_fn_decoder_stats *out)
 {
 	*out = d->stats;
 }
 
-void rv_func_decoder_free(struct rv_func_decoder *d)
+void rv_fn_decoder_free(struct rv_fn_decoder *d)
 {
 	if (!d)
 		return;
-	rv_intern_free(&d->names);
+	rv_intern_destroy(&d->names);
 	free(d);
 }

@@ -1,4 +1,4 @@
-/* test_func_kfunc.c: --kernel-functions against fake kernels: which method
+/* test_kfunc.c: --kernel-functions against fake kernels: which method
  * the capability check picks (fentry, else kprobes, else a one-line refusal)
  * and which /proc/kallsyms functions the plan traces. The attach itself needs
  * a kernel that permits fentry or kprobes, which the test machines do not. */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "record/func_engine.h"
+#include "record/fn_engine.h"
 
 struct fake_kernel {
 	bool fentry, kprobe;
@@ -87,7 +87,7 @@ static bool skipped(const struct rv_kfunc_plan *p, const char *name)
 	return false;
 }
 
-Test(func_kfunc, fentry_first)
+Test(kfunc, fentry_first)
 {
 	struct fake_kernel k = { .fentry = true, .kprobe = true };
 	struct rv_kfunc_ops ops = fake_ops(&k);
@@ -99,7 +99,7 @@ Test(func_kfunc, fentry_first)
 	cr_assert_eq(k.kprobe_calls, 0, "kprobes are not tried when fentry works");
 }
 
-Test(func_kfunc, kprobes_when_fentry_is_refused)
+Test(kfunc, kprobes_when_fentry_is_refused)
 {
 	struct fake_kernel k = { .fentry = false, .kprobe = true };
 	struct rv_kfunc_ops ops = fake_ops(&k);
@@ -111,7 +111,7 @@ Test(func_kfunc, kprobes_when_fentry_is_refused)
 	cr_assert_str_eq(rv_kfunc_method_name(m), "kprobes");
 }
 
-Test(func_kfunc, neither_is_refused_in_one_line)
+Test(kfunc, neither_is_refused_in_one_line)
 {
 	struct fake_kernel k = { 0 };
 	struct rv_kfunc_ops ops = fake_ops(&k);
@@ -126,7 +126,7 @@ Test(func_kfunc, neither_is_refused_in_one_line)
 	cr_assert_null(strchr(err.message, '\n'), "one line: %s", err.message);
 }
 
-Test(func_kfunc, plan_with_fentry)
+Test(kfunc, plan_with_fentry)
 {
 	struct fake_kernel k = { .fentry = true };
 	struct rv_kfunc_ops ops;
@@ -148,11 +148,11 @@ Test(func_kfunc, plan_with_fentry)
 	cr_assert_null(find(&p, "__pfx_vfs_read"));
 	cr_assert(skipped(&p, "vfs_readv.isra.0"), "a clone has no BTF for fentry");
 	cr_assert(skipped(&p, "do_thing"), "two functions share the name");
-	rv_kfunc_plan_free(&p);
+	rv_kfunc_plan_destroy(&p);
 	unlink(kallsyms_path);
 }
 
-Test(func_kfunc, plan_with_kprobes_keeps_clones)
+Test(kfunc, plan_with_kprobes_keeps_clones)
 {
 	struct fake_kernel k = { .kprobe = true };
 	struct rv_kfunc_ops ops;
@@ -166,11 +166,11 @@ Test(func_kfunc, plan_with_kprobes_keeps_clones)
 	cr_assert_eq(p.method, RV_KFUNC_KPROBE);
 	cr_assert_eq(p.count, 2);
 	cr_assert_not_null(find(&p, "vfs_readv.isra.0"), "kprobes take clones by name");
-	rv_kfunc_plan_free(&p);
+	rv_kfunc_plan_destroy(&p);
 	unlink(kallsyms_path);
 }
 
-Test(func_kfunc, plan_errors)
+Test(kfunc, plan_errors)
 {
 	struct fake_kernel k = { .kprobe = true }, none = { 0 };
 	struct rv_kfunc_ops ops;

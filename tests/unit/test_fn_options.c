@@ -1,4 +1,4 @@
-/* test_func_options.c: the function tracer's command line (--backend uprobe,
+/* test_fn_options.c: the function tracer's command line (--backend uprobe,
  * --functions, --kernel-events, --kernel-functions), its bpf-output events'
  * attribute and its --dry-run lines. */
 #include <criterion/criterion.h>
@@ -20,7 +20,7 @@ static int parse(struct rv_options *o, struct rv_error *err, const char **argv)
 	return rv_options_parse(o, argc, (char **)argv, err);
 }
 
-Test(func_options, uprobe_backend_with_patterns_and_events)
+Test(fn_options, uprobe_backend_with_patterns_and_events)
 {
 	const char *argv[] = { "rearview",
 			       "run",
@@ -49,11 +49,11 @@ Test(func_options, uprobe_backend_with_patterns_and_events)
 	cr_assert_eq(o.kernel_events,
 		     RV_KERNEL_EVENTS_SYSCALLS | RV_KERNEL_EVENTS_SCHED | RV_KERNEL_EVENTS_IRQ);
 	cr_assert_eq(o.nr_kernel_functions, 0);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 	cr_assert_null(o.functions);
 }
 
-Test(func_options, attach_with_kernel_functions_and_the_gate)
+Test(fn_options, attach_with_kernel_functions_and_the_gate)
 {
 	const char *argv[] = { "rearview",
 			       "attach",
@@ -76,7 +76,7 @@ Test(func_options, attach_with_kernel_functions_and_the_gate)
 	cr_assert_str_eq(o.kernel_functions[1], "do_sys_*");
 	cr_assert_eq(o.kernel_events, RV_KERNEL_EVENTS_FAULTS);
 	cr_assert_str_eq(o.filter_start, "a");
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 }
 
 static void refused(const char **argv, const char *needle)
@@ -86,10 +86,10 @@ static void refused(const char **argv, const char *needle)
 
 	cr_assert_lt(parse(&o, &err, argv), 0, "accepted: %s ...", argv[2]);
 	cr_assert(strstr(err.message, needle), "'%s' not in: %s", needle, err.message);
-	rv_options_free(&o);
+	rv_options_destroy(&o);
 }
 
-Test(func_options, bad_values_and_other_backends_are_refused)
+Test(fn_options, bad_values_and_other_backends_are_refused)
 {
 	const char *bad_event[] = {
 		"rearview",	 "run", "--backend", "uprobe", "--kernel-events",
@@ -128,7 +128,7 @@ Test(func_options, bad_values_and_other_backends_are_refused)
 	refused(backend, "or uprobe");
 }
 
-Test(func_options, help_documents_the_options)
+Test(fn_options, help_documents_the_options)
 {
 	char *text = NULL;
 	size_t size = 0;
@@ -144,7 +144,7 @@ Test(func_options, help_documents_the_options)
 	free(text);
 }
 
-Test(func_options, bpf_output_events_attribute)
+Test(fn_options, bpf_output_events_attribute)
 {
 	struct rv_sample_config c = { .bpf_output = true, .dwarf = true, .frequency = 999 };
 	struct perf_event_attr a;
@@ -162,7 +162,7 @@ Test(func_options, bpf_output_events_attribute)
 	cr_assert_eq(a.sample_stack_user, 0, "no DWARF stacks for records");
 }
 
-Test(func_options, dry_run_lists_probes)
+Test(fn_options, dry_run_lists_probes)
 {
 	struct rv_dry_run_plan plan;
 	struct rv_error err = { 0 };
@@ -188,5 +188,5 @@ Test(func_options, dry_run_lists_probes)
 			       "fn_enter_multi\n  tracepoint raw_syscalls:sys_enter\n"),
 		  "%s", text);
 	free(text);
-	rv_dry_run_plan_free(&plan);
+	rv_dry_run_plan_destroy(&plan);
 }

@@ -1,12 +1,12 @@
-/* func_recorder.c: recorder mode of the function tracer: the per-thread
+/* fn_recorder.c: recorder mode of the function tracer: the per-thread
  * flight recorder in BPF maps (bpf/functions.h), read at snapshots, whose
  * selected records go to the sampling engine as the bpf-output samples the
- * events would have carried; see func_engine.h.
+ * events would have carried; see fn_engine.h.
  *
- * Not here: loading the maps (func_engine.c), writing the samples
+ * Not here: loading the maps (fn_engine.c), writing the samples
  * (sample_engine.c).
  */
-#include "record/func_engine_internal.h"
+#include "record/fn_engine_internal.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -22,13 +22,13 @@ int rv_fn_recorder_init(struct rv_fn_recorder *r, uint32_t slots)
 	r->missed = calloc(slots, sizeof(*r->missed));
 	r->slot_copy = malloc(sizeof(*r->slot_copy));
 	if (!r->consumed || !r->missed || !r->slot_copy) {
-		rv_fn_recorder_fini(r);
+		rv_fn_recorder_destroy(r);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-void rv_fn_recorder_fini(struct rv_fn_recorder *r)
+void rv_fn_recorder_destroy(struct rv_fn_recorder *r)
 {
 	free(r->consumed);
 	free(r->missed);
@@ -40,7 +40,7 @@ void rv_fn_recorder_fini(struct rv_fn_recorder *r)
 
 /* Slots that may have been claimed: the claim count, plus the candidates a
  * claim in progress may be trying (functions.bpf.c's SLOT_TRIES). */
-static uint32_t slots_in_use(const struct rv_func_engine *e)
+static uint32_t slots_in_use(const struct rv_fn_engine *e)
 {
 	uint32_t zero = 0, claimed = 0;
 
@@ -65,7 +65,7 @@ static uint64_t newly_missed(const struct rv_fn_slot *s, uint64_t consumed)
 	return oldest(s) > consumed ? oldest(s) - consumed : 0;
 }
 
-static int read_slot(const struct rv_func_engine *e, uint32_t slot, struct rv_error *err)
+static int read_slot(const struct rv_fn_engine *e, uint32_t slot, struct rv_error *err)
 {
 	struct rv_fn_slot *copy = e->recorder.slot_copy;
 	int ret = bpf_map__lookup_elem(e->skel->maps.fn_slots, &slot, sizeof(slot), copy,
@@ -138,9 +138,9 @@ static int hand_entry(void *ctx, const struct rv_fn_slot_entry *entry)
 	return rv_sample_engine_add_output(h->engine, &s, h->err);
 }
 
-int rv_func_engine_snapshot(struct rv_func_engine *e, struct rv_sample_engine *engine,
-			    const struct rv_sample_selection *sel, size_t *handed,
-			    struct rv_error *err)
+int rv_fn_engine_snapshot(struct rv_fn_engine *e, struct rv_sample_engine *engine,
+			  const struct rv_sample_selection *sel, size_t *handed,
+			  struct rv_error *err)
 {
 	struct rv_fn_recorder *r = &e->recorder;
 	struct hand_ctx h = { engine, err };
@@ -170,9 +170,8 @@ int rv_func_engine_snapshot(struct rv_func_engine *e, struct rv_sample_engine *e
 	return 0;
 }
 
-int rv_func_engine_recorder_threads(const struct rv_func_engine *e,
-				    struct rv_fn_recorder_thread *out, size_t max, size_t *count,
-				    struct rv_error *err)
+int rv_fn_engine_recorder_threads(const struct rv_fn_engine *e, struct rv_fn_recorder_thread *out,
+				  size_t max, size_t *count, struct rv_error *err)
 {
 	const struct rv_fn_recorder *r = &e->recorder;
 	uint32_t in_use;

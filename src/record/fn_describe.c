@@ -1,17 +1,17 @@
-/* func_describe.c: --dry-run for the function tracer: the probes (every
+/* fn_describe.c: --dry-run for the function tracer: the probes (every
  * function's uprobe and uretprobe, the tracepoints, the kernel functions),
  * programs and maps a configuration would set up, loading nothing; see
- * func_engine.h.
+ * fn_engine.h.
  *
  * Not here: the plan's output (dry_run.c).
  */
-#include "record/func_engine_internal.h"
+#include "record/fn_engine_internal.h"
 
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 
-static int describe_bpf(struct rv_dry_run_plan *plan, const struct rv_func_engine_config *c,
+static int describe_bpf(struct rv_dry_run_plan *plan, const struct rv_fn_engine_config *c,
 			bool multi, struct rv_error *err)
 {
 	struct {
@@ -85,8 +85,8 @@ static int describe_bpf(struct rv_dry_run_plan *plan, const struct rv_func_engin
 	return ret;
 }
 
-int rv_func_engine_describe(struct rv_dry_run_plan *plan, const struct rv_func_engine_config *c,
-			    struct rv_error *err)
+int rv_fn_engine_describe(struct rv_dry_run_plan *plan, const struct rv_fn_engine_config *c,
+			  struct rv_error *err)
 {
 	static const struct {
 		unsigned group;
@@ -100,12 +100,12 @@ int rv_func_engine_describe(struct rv_dry_run_plan *plan, const struct rv_func_e
 		{ RV_FN_EVENTS_IRQ, "tracepoint", "irq:irq_handler_entry", "fn_irq_entry" },
 		{ RV_FN_EVENTS_IRQ, "tracepoint", "irq:irq_handler_exit", "fn_irq_exit" },
 	};
-	bool multi = rv_func_uprobe_multi_supported() && !c->no_uprobe_multi;
+	bool multi = rv_fn_uprobe_multi_supported() && !c->no_uprobe_multi;
 	char where[PATH_MAX + 32], detail[512];
 	int ret = 0;
 
 	for (size_t i = 0; !ret && i < c->nr_funcs; i++) {
-		const struct rv_func *f = &c->funcs[i];
+		const struct rv_fn_probe *f = &c->funcs[i];
 
 		snprintf(where, sizeof(where), "%s+0x%" PRIx64, f->path, f->offset);
 		snprintf(detail, sizeof(detail), "%s (function %zu): %s", f->name, i,

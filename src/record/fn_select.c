@@ -1,5 +1,5 @@
-/* func_select.c: --functions patterns to the functions to probe; see
- * func_select.h.
+/* fn_select.c: --functions patterns to the functions to probe; see
+ * fn_select.h.
  *
  * Each file is read once with libelf, its symbols through symtab.h (which
  * ones are functions, in which kind of section) and its program headers for
@@ -7,7 +7,7 @@
  * LIB:SYMBOL, whose search is private to it.
  */
 #define RV_LOG_DOMAIN "functions"
-#include "record/func_select.h"
+#include "record/fn_select.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -25,23 +25,23 @@
 #include "util/elf.h"
 #include "util/proc.h"
 
-void rv_func_list_init(struct rv_func_list *list)
+void rv_fn_list_init(struct rv_fn_list *list)
 {
 	memset(list, 0, sizeof(*list));
 }
 
-void rv_func_list_free(struct rv_func_list *list)
+void rv_fn_list_destroy(struct rv_fn_list *list)
 {
 	for (size_t i = 0; i < list->nr_strings; i++)
 		free(list->strings[i]);
 	free(list->strings);
 	free(list->items);
 	free(list->skipped);
-	rv_func_list_init(list);
+	rv_fn_list_init(list);
 }
 
 /* A copy of s that the list owns, or NULL. */
-static const char *own(struct rv_func_list *list, const char *s)
+static const char *own(struct rv_fn_list *list, const char *s)
 {
 	char *copy;
 
@@ -54,7 +54,7 @@ static const char *own(struct rv_func_list *list, const char *s)
 	return copy;
 }
 
-void rv_func_pattern_split(const char *pattern, size_t *lib_len)
+void rv_fn_pattern_split(const char *pattern, size_t *lib_len)
 {
 	const char *p = pattern;
 
@@ -70,7 +70,7 @@ void rv_func_pattern_split(const char *pattern, size_t *lib_len)
 	}
 }
 
-bool rv_func_name_matches(const char *glob, const char *raw_name)
+bool rv_fn_name_matches(const char *glob, const char *raw_name)
 {
 	char name[1024], *demangled;
 	size_t len = strcspn(raw_name, "@");
@@ -183,7 +183,7 @@ static int match_symbol(void *ctx, const struct rv_symtab_symbol *sym)
 	struct matches *out = fm->out;
 	struct match m = { 0 };
 
-	if (!*sym->name || !rv_func_name_matches(fm->glob, sym->name))
+	if (!*sym->name || !rv_fn_name_matches(fm->glob, sym->name))
 		return 0;
 	m.address = sym->addr;
 	m.size = sym->size;
@@ -214,7 +214,7 @@ static int compare_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static bool already_skipped(const struct rv_func_list *list, const char *path, const char *name)
+static bool already_skipped(const struct rv_fn_list *list, const char *path, const char *name)
 {
 	for (size_t i = 0; i < list->nr_skipped; i++)
 		if (!strcmp(list->skipped[i].name, name) && !strcmp(list->skipped[i].path, path))
@@ -232,7 +232,7 @@ static int compare_match(const void *a, const void *b)
 }
 
 /* The addresses of path's functions already in list, sorted (*nr of them). */
-static uint64_t *selected_addresses(const struct rv_func_list *list, const char *path, size_t *nr)
+static uint64_t *selected_addresses(const struct rv_fn_list *list, const char *path, size_t *nr)
 {
 	uint64_t *addrs = malloc((list->count ? list->count : 1) * sizeof(*addrs));
 
@@ -248,7 +248,7 @@ static uint64_t *selected_addresses(const struct rv_func_list *list, const char 
 
 /* Adds the matches of one pattern in one file: aliases once, skips listed.
  * owned_path: the list's copy of the file's path. */
-static int add_matches(struct rv_func_list *list, const char *owned_path, struct matches *m,
+static int add_matches(struct rv_fn_list *list, const char *owned_path, struct matches *m,
 		       size_t max_functions, struct rv_error *err)
 {
 	size_t nr_before;
@@ -268,7 +268,7 @@ static int add_matches(struct rv_func_list *list, const char *owned_path, struct
 			if (rv_array_grow(&list->skipped, &list->skipped_capacity, list->nr_skipped,
 					  sizeof(*list->skipped), 64))
 				goto nomem;
-			list->skipped[list->nr_skipped] = (struct rv_func_skipped){
+			list->skipped[list->nr_skipped] = (struct rv_fn_skipped){
 				.path = owned_path, .name = own(list, x->name), .reason = x->skip
 			};
 			if (!list->skipped[list->nr_skipped].name)
@@ -289,11 +289,11 @@ static int add_matches(struct rv_func_list *list, const char *owned_path, struct
 		if (rv_array_grow(&list->items, &list->capacity, list->count, sizeof(*list->items),
 				  64))
 			goto nomem;
-		list->items[list->count] = (struct rv_func){ .path = owned_path,
-							     .offset = x->offset,
-							     .address = x->address,
-							     .size = x->size,
-							     .name = own(list, x->name) };
+		list->items[list->count] = (struct rv_fn_probe){ .path = owned_path,
+								 .offset = x->offset,
+								 .address = x->address,
+								 .size = x->size,
+								 .name = own(list, x->name) };
 		if (!list->items[list->count].name)
 			goto nomem;
 		list->count++;
@@ -306,7 +306,7 @@ nomem:
 }
 
 /* The list's copy of path: the one its functions or skips already share. */
-static const char *owned_path(struct rv_func_list *list, const char *path)
+static const char *owned_path(struct rv_fn_list *list, const char *path)
 {
 	for (size_t i = 0; i < list->count; i++)
 		if (!strcmp(list->items[i].path, path))
@@ -318,7 +318,7 @@ static const char *owned_path(struct rv_func_list *list, const char *path)
 }
 
 /* Selects glob's functions in the file at path. */
-static int select_in_file(struct rv_func_list *list, const char *pattern, const char *glob,
+static int select_in_file(struct rv_fn_list *list, const char *pattern, const char *glob,
 			  const char *path, size_t max_functions, struct rv_error *err)
 {
 	struct matches m = { 0 };
@@ -358,8 +358,8 @@ static int resolve_exe(const char *exe, pid_t pid, char *path, size_t size, stru
 	return rv_proc_exe(pid, path, size, err);
 }
 
-int rv_func_select(struct rv_func_list *list, const char *const *patterns, size_t nr_patterns,
-		   const char *exe, pid_t pid, size_t max_functions, struct rv_error *err)
+int rv_fn_select(struct rv_fn_list *list, const char *const *patterns, size_t nr_patterns,
+		 const char *exe, pid_t pid, size_t max_functions, struct rv_error *err)
 {
 	static const char *const every[] = { "*" };
 	char exe_path[PATH_MAX], lib[PATH_MAX], lib_path[PATH_MAX];
@@ -376,11 +376,11 @@ int rv_func_select(struct rv_func_list *list, const char *const *patterns, size_
 		const char *pattern = patterns[i], *glob = pattern, *path = exe_path;
 		size_t lib_len;
 
-		if (!pattern || !*pattern || strlen(pattern) > RV_FUNC_MAX_PATTERN)
+		if (!pattern || !*pattern || strlen(pattern) > RV_FN_MAX_PATTERN)
 			return rv_error_set(err, EINVAL,
 					    "--functions: empty or overlong pattern; give globs "
 					    "such as 'parse_*' or 'libc:mall*'");
-		rv_func_pattern_split(pattern, &lib_len);
+		rv_fn_pattern_split(pattern, &lib_len);
 		if (lib_len) {
 			if (lib_len >= sizeof(lib) || !pattern[lib_len + 1])
 				return rv_error_set(err, EINVAL,

@@ -1,4 +1,4 @@
-/* func_decoder.h: a function-tracer capture (perf.data of the uprobe engine's
+/* fn_decoder.h: a function-tracer capture (perf.data of the uprobe engine's
  * records) turned into the event stream of events.h.
  *
  * Every struct rv_fn_record (bpf/functions.h) is the raw data of a sample of
@@ -37,8 +37,8 @@
  * Not here: spans and call stacks (the trace builder), recording (the uprobe
  * engine).
  */
-#ifndef RV_DECODE_FUNC_DECODER_H
-#define RV_DECODE_FUNC_DECODER_H
+#ifndef RV_DECODE_FN_DECODER_H
+#define RV_DECODE_FN_DECODER_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,10 +49,10 @@
 #include "symbolize/symbolizer.h"
 #include "util/error.h"
 
-/* Slots of rv_func_decoder_stats.by_type: one per enum rv_fn_record_type. */
+/* Slots of rv_fn_decoder_stats.by_type: one per enum rv_fn_record_type. */
 #define RV_FN_NR_RECORD_TYPES (RV_FN_KFUNC_EXIT + 1)
 
-struct rv_func_decoder_stats {
+struct rv_fn_decoder_stats {
 	uint64_t records;			 /* perf records read */
 	uint64_t by_type[RV_FN_NR_RECORD_TYPES]; /* function records by type */
 	uint64_t unknown_types;			 /* function records of another type: skipped */
@@ -63,29 +63,29 @@ struct rv_func_decoder_stats {
 	uint64_t first_time, last_time;		 /* of function records; 0 when none */
 };
 
-struct rv_func_decoder;
+struct rv_fn_decoder;
 
 /* Whether the capture reader reads declares the functions event (its name
  * in HEADER_EVENT_DESC is RV_FN_EVENT_NAME). */
-bool rv_func_decoder_recognises(const struct rv_perf_reader *reader);
+bool rv_fn_decoder_recognises(const struct rv_perf_reader *reader);
 
 /* Decodes the capture reader reads (borrowed: it must outlive the decoder),
  * from where it stands; an error if it is not a function-tracer capture.
  * Names of kernel functions come from the symbolizer's kallsyms. */
-int rv_func_decoder_open(struct rv_func_decoder **out, struct rv_perf_reader *reader,
-			 struct rv_symbolizer *symbolizer, struct rv_error *err);
+int rv_fn_decoder_open(struct rv_fn_decoder **out, struct rv_perf_reader *reader,
+		       struct rv_symbolizer *symbolizer, struct rv_error *err);
 
 /* 1: *event is set; it (and the arguments it points to) stays valid until the
  * next call, its names (and its arguments' names) until the decoder is freed.
  * 0: end of capture. Negative: the capture is damaged from here on (err says
  * where). */
-int rv_func_decoder_next(struct rv_func_decoder *d, struct rv_event *event, struct rv_error *err);
+int rv_fn_decoder_next(struct rv_fn_decoder *d, struct rv_event *event, struct rv_error *err);
 
-void rv_func_decoder_stats(const struct rv_func_decoder *d, struct rv_func_decoder_stats *out);
+void rv_fn_decoder_stats(const struct rv_fn_decoder *d, struct rv_fn_decoder_stats *out);
 
 /* "enter", "syscall exit", ...: a record type for --stats; NULL if unknown. */
 const char *rv_fn_record_type_name(unsigned type);
 
-void rv_func_decoder_free(struct rv_func_decoder *d);
+void rv_fn_decoder_free(struct rv_fn_decoder *d);
 
 #endif
