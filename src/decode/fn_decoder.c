@@ -14,7 +14,7 @@
 #include "capture/perf_data.h"
 #include "decode/sideband.h"
 #include "decode/syscall_names.h"
-#include "symbolize/intern.h"
+#include "util/intern.h"
 
 /* The kernel's task states in sched_switch's prev_state (include/linux/sched.h). */
 #define TASK_INTERRUPTIBLE   0x1u
@@ -76,10 +76,7 @@ int rv_fn_decoder_open(struct rv_fn_decoder **out, struct rv_perf_reader *reader
 	d->symbolizer = symbolizer;
 	rv_intern_init(&d->names);
 	d->reader = reader;
-	d->sb.reader = d->reader;
-	d->sb.symbolizer = symbolizer;
-	d->sb.records = &d->stats.records;
-	d->sb.lost = &d->stats.lost;
+	rv_sideband_init(&d->sb, reader, symbolizer, &d->stats.records, &d->stats.lost);
 	*out = d;
 	return 0;
 }

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolize/intern.h"
+#include "util/intern.h"
 
 #define READ_BLOCK    (1u << 20)
 #define MAX_LINE      (16u << 20)

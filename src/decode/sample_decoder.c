@@ -34,10 +34,7 @@ int rv_sample_decoder_open(struct rv_sample_decoder **out, struct rv_perf_reader
 		return rv_error_set(err, ENOMEM, "out of memory");
 	d->symbolizer = symbolizer;
 	d->reader = reader;
-	d->sb.reader = d->reader;
-	d->sb.symbolizer = symbolizer;
-	d->sb.records = &d->stats.records;
-	d->sb.lost = &d->stats.lost;
+	rv_sideband_init(&d->sb, reader, symbolizer, &d->stats.records, &d->stats.lost);
 	*out = d;
 	return 0;
 }
@@ -128,12 +125,12 @@ static size_t frames_from_dwarf(struct rv_sample_decoder *d, const struct rv_per
 		return n; /* a kernel thread, or a sample taken in the kernel without user state */
 	if (!d->unwinder && rv_unwinder_new(&d->unwinder, d->symbolizer, &ignored))
 		return n;
-	in.pid = s->pid;
-	in.tid = s->tid;
-	in.regs_mask = s->regs_user_mask;
-	in.regs = s->regs_user;
-	in.stack = s->stack_user;
-	in.stack_size = s->stack_user_size;
+	in = (struct rv_unwind_input){ .pid = s->pid,
+				       .tid = s->tid,
+				       .regs_mask = s->regs_user_mask,
+				       .regs = s->regs_user,
+				       .stack = s->stack_user,
+				       .stack_size = s->stack_user_size };
 	if (rv_unwind(d->unwinder, &in, d->unwound, MAX_FRAMES - n, &nr_unwound, &ignored) ||
 	    nr_unwound <= 1)
 		d->stats.unwind_failures++;

@@ -134,3 +134,13 @@ int rv_sideband_mark(const struct rv_perf_sample *s, struct rv_event *ev, struct
 	ev->gate.snapshot = mark.flags & RV_MARK_FLAG_SNAPSHOT;
 	return 1;
 }
+
+void rv_sideband_init(struct rv_sideband *sb, struct rv_perf_reader *reader,
+		      struct rv_symbolizer *symbolizer, uint64_t *records, uint64_t *lost)
+{
+	memset(sb, 0, sizeof(*sb));
+	sb->reader = reader;
+	sb->symbolizer = symbolizer;
+	sb->records = records;
+	sb->lost = lost;
+}

@@ -32,6 +32,11 @@ struct rv_sideband {
 	uint64_t *records, *lost;
 };
 
+/* Sets sb up to read reader's records, naming mappings in symbolizer and
+ * counting into the decoder's records and lost. */
+void rv_sideband_init(struct rv_sideband *sb, struct rv_perf_reader *reader,
+		      struct rv_symbolizer *symbolizer, uint64_t *records, uint64_t *lost);
+
 /* Reads record h (not a SAMPLE) into *ev, which the caller zeroed: 1 when it
  * is an event, 0 when it made none (a mapping, a record of another type, or
  * one too short), negative when adding a mapping failed (err set). ev's

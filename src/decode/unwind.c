@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/map.h"
 
 /* perf_regs numbering on x86-64 (arch/x86/include/uapi/asm/perf_regs.h): AX BX
  * CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS are 0..15, R8..R15 are 16..23. */
@@ -53,18 +54,12 @@ struct unwind_session {
 	uint32_t regs_present; /* bit n: DWARF register n is known */
 };
 
-struct session_slot {
-	Dwfl *dwfl;
-	struct unwind_session *session;
-};
-
 struct rv_unwinder {
 	struct rv_symbolizer *symbolizer;
-	/* Sessions this unwinder attached, by Dwfl (open addressing). A slot
-	 * may outlive its Dwfl; it is only trusted while that Dwfl reports
-	 * attached state, and replaced when a new Dwfl takes the address. */
-	struct session_slot *slots;
-	size_t cap_slots, nr_slots;
+	/* Sessions this unwinder attached, by Dwfl address. An entry may
+	 * outlive its Dwfl; it is only trusted while that Dwfl reports attached
+	 * state, and replaced when a new Dwfl takes the address. */
+	struct rv_map sessions;
 };
 
 struct frame_collector {
@@ -158,80 +153,19 @@ static int collect_frame(Dwfl_Frame *state, void *arg)
 	return c->count < c->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-static size_t slot_index(const Dwfl *dwfl, size_t cap)
-{
-	uint64_t x = (uint64_t)(uintptr_t)dwfl;
-
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x & (cap - 1);
-}
-
-static struct session_slot *find_slot(struct rv_unwinder *u, const Dwfl *dwfl)
-{
-	size_t at;
-
-	if (!u->cap_slots)
-		return NULL;
-	for (at = slot_index(dwfl, u->cap_slots); u->slots[at].dwfl;
-	     at = (at + 1) & (u->cap_slots - 1)) {
-		if (u->slots[at].dwfl == dwfl)
-			return &u->slots[at];
-	}
-	return NULL;
-}
-
-static int remember_session(struct rv_unwinder *u, Dwfl *dwfl, struct unwind_session *us)
-{
-	struct session_slot *slot = find_slot(u, dwfl);
-	size_t at;
-
-	if (slot) {
-		slot->session = us; /* a new Dwfl at a freed one's address */
-		return 0;
-	}
-	if ((u->nr_slots + 1) * 2 > u->cap_slots) {
-		size_t cap = u->cap_slots ? u->cap_slots * 2 : 16;
-		struct session_slot *slots = calloc(cap, sizeof(*slots));
-
-		if (!slots)
-			return -ENOMEM;
-		for (size_t i = 0; i < u->cap_slots; i++) {
-			if (!u->slots[i].dwfl)
-				continue;
-			for (at = slot_index(u->slots[i].dwfl, cap); slots[at].dwfl;
-			     at = (at + 1) & (cap - 1))
-				;
-			slots[at] = u->slots[i];
-		}
-		free(u->slots);
-		u->slots = slots;
-		u->cap_slots = cap;
-	}
-	for (at = slot_index(dwfl, u->cap_slots); u->slots[at].dwfl;
-	     at = (at + 1) & (u->cap_slots - 1))
-		;
-	u->slots[at].dwfl = dwfl;
-	u->slots[at].session = us;
-	u->nr_slots++;
-	return 0;
-}
-
 /* The session attached to dwfl, attaching one on first use; NULL when libdwfl
  * cannot unwind this process (no module told it the architecture) or another
  * unwinder attached it. */
 static struct unwind_session *session_for(struct rv_unwinder *u, Dwfl *dwfl, pid_t pid)
 {
 	struct unwind_session *us;
-	struct session_slot *slot;
 
 	if (dwfl_pid(dwfl) >= 0) {
-		slot = find_slot(u, dwfl);
-		if (!slot)
+		us = rv_map_get(&u->sessions, (uintptr_t)dwfl);
+		if (!us)
 			rv_debug("pid %d: its libdwfl session belongs to another unwinder",
 				 (int)pid);
-		return slot ? slot->session : NULL;
+		return us;
 	}
 	us = calloc(1, sizeof(*us));
 	if (!us)
@@ -242,7 +176,8 @@ static struct unwind_session *session_for(struct rv_unwinder *u, Dwfl *dwfl, pid
 		return NULL;
 	}
 	/* From here libdwfl owns us (see detach). */
-	if (remember_session(u, dwfl, us))
+	/* (a new Dwfl at a freed one's address replaces its entry) */
+	if (rv_map_put(&u->sessions, (uintptr_t)dwfl, us))
 		return NULL;
 	return us;
 }
@@ -352,6 +287,6 @@ void rv_unwinder_free(struct rv_unwinder *u)
 	if (!u)
 		return;
 	/* The sessions belong to their Dwfls, which free them when they end. */
-	free(u->slots);
+	rv_map_destroy(&u->sessions);
 	free(u);
 }

@@ -12,57 +12,37 @@
 void rv_dry_run_plan_init(struct rv_dry_run_plan *plan)
 {
 	memset(plan, 0, sizeof(*plan));
-}
-
-static void free_event_strings(struct rv_dry_run_event *e)
-{
-	free((char *)e->label);
-	free((char *)e->address_filter);
-	free((char *)e->uprobe_path);
-	free((char *)e->bpf_program);
-	free((char *)e->bpf_program_type);
-}
-
-static void free_bpf_strings(struct rv_dry_run_bpf *b)
-{
-	free((char *)b->kind);
-	free((char *)b->name);
-	free((char *)b->type);
-	free((char *)b->detail);
-}
-
-static void free_probe_strings(struct rv_dry_run_probe *p)
-{
-	free((char *)p->kind);
-	free((char *)p->where);
-	free((char *)p->detail);
+	rv_intern_init(&plan->text);
 }
 
 void rv_dry_run_plan_destroy(struct rv_dry_run_plan *plan)
 {
-	for (size_t i = 0; i < plan->nr_events; i++)
-		free_event_strings(&plan->events[i]);
-	for (size_t i = 0; i < plan->nr_bpf; i++)
-		free_bpf_strings(&plan->bpf[i]);
-	for (size_t i = 0; i < plan->nr_probes; i++)
-		free_probe_strings(&plan->probes[i]);
 	free(plan->events);
 	free(plan->bpf);
 	free(plan->probes);
+	rv_intern_destroy(&plan->text);
 	rv_dry_run_plan_init(plan);
 }
 
-/* strdup that keeps NULL; *failed is set when a copy could not be made. */
-static const char *copy(const char *s, bool *failed)
+/* The plan's copy of s (NULL stays NULL); *failed is set when it could not
+ * be made. */
+static const char *keep(struct rv_dry_run_plan *plan, const char *s, bool *failed)
 {
-	char *c;
+	const char *kept = s ? rv_intern(&plan->text, s) : NULL;
 
-	if (!s)
-		return NULL;
-	c = strdup(s);
-	if (!c)
-		*failed = true;
-	return c;
+	*failed |= s && !kept;
+	return kept;
+}
+
+/* The same for a field that is never NULL: "" for NULL. */
+static const char *keep_text(struct rv_dry_run_plan *plan, const char *s, bool *failed)
+{
+	return keep(plan, s ? s : "", failed);
+}
+
+static int plan_out_of_memory(struct rv_error *err)
+{
+	return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
 }
 
 int rv_dry_run_add_event(struct rv_dry_run_plan *plan, const struct rv_dry_run_event *event,
@@ -82,16 +62,14 @@ int rv_dry_run_add_event(struct rv_dry_run_plan *plan, const struct rv_dry_run_e
 				    event->label ? event->label : "", event->group);
 	if (rv_array_grow(&plan->events, &plan->events_capacity, plan->nr_events,
 			  sizeof(*plan->events), 8))
-		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
-	copied.label = copy(event->label ? event->label : "", &failed);
-	copied.address_filter = copy(event->address_filter, &failed);
-	copied.uprobe_path = copy(event->uprobe_path, &failed);
-	copied.bpf_program = copy(event->bpf_program, &failed);
-	copied.bpf_program_type = copy(event->bpf_program_type, &failed);
-	if (failed) {
-		free_event_strings(&copied);
-		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
-	}
+		return plan_out_of_memory(err);
+	copied.label = keep_text(plan, event->label, &failed);
+	copied.address_filter = keep(plan, event->address_filter, &failed);
+	copied.uprobe_path = keep(plan, event->uprobe_path, &failed);
+	copied.bpf_program = keep(plan, event->bpf_program, &failed);
+	copied.bpf_program_type = keep(plan, event->bpf_program_type, &failed);
+	if (failed)
+		return plan_out_of_memory(err);
 	plan->events[plan->nr_events++] = copied;
 	return 0;
 }
@@ -103,17 +81,14 @@ int rv_dry_run_add_bpf(struct rv_dry_run_plan *plan, const char *kind, const cha
 	bool failed = false;
 
 	if (rv_array_grow(&plan->bpf, &plan->bpf_capacity, plan->nr_bpf, sizeof(*plan->bpf), 8))
-		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
-	b.kind = copy(kind ? kind : "", &failed);
-	b.name = copy(name ? name : "", &failed);
-	b.type = copy(type ? type : "", &failed);
-	b.detail = copy(detail, &failed);
-	if (failed) {
-		free_bpf_strings(&b);
-		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
-	}
-	plan->bpf[plan->nr_bpf++] = b;
-	return 0;
+		return plan_out_of_memory(err);
+	b.kind = keep_text(plan, kind, &failed);
+	b.name = keep_text(plan, name, &failed);
+	b.type = keep_text(plan, type, &failed);
+	b.detail = keep(plan, detail, &failed);
+	if (!failed)
+		plan->bpf[plan->nr_bpf++] = b;
+	return failed ? plan_out_of_memory(err) : 0;
 }
 
 int rv_dry_run_add_probe(struct rv_dry_run_plan *plan, const char *kind, const char *where,
@@ -124,14 +99,12 @@ int rv_dry_run_add_probe(struct rv_dry_run_plan *plan, const char *kind, const c
 
 	if (rv_array_grow(&plan->probes, &plan->probes_capacity, plan->nr_probes,
 			  sizeof(*plan->probes), 8))
-		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
-	p.kind = copy(kind ? kind : "", &failed);
-	p.where = copy(where ? where : "", &failed);
-	p.detail = copy(detail, &failed);
-	if (failed) {
-		free_probe_strings(&p);
-		return rv_error_set(err, ENOMEM, "out of memory for the dry-run plan");
-	}
+		return plan_out_of_memory(err);
+	p = (struct rv_dry_run_probe){ keep_text(plan, kind, &failed),
+				       keep_text(plan, where, &failed),
+				       keep(plan, detail, &failed) };
+	if (failed)
+		return plan_out_of_memory(err);
 	plan->probes[plan->nr_probes++] = p;
 	return 0;
 }

@@ -24,6 +24,7 @@
 #include "record/pt_attr.h"
 #include "record/pt_pmu.h"
 #include "util/error.h"
+#include "util/intern.h"
 
 struct rv_dry_run_event {
 	const char *label; /* "pt", "START uprobe", ... (copied) */
@@ -64,6 +65,7 @@ struct rv_dry_run_plan {
 	size_t nr_probes, probes_capacity;
 	struct rv_uprobe_pmu uprobe_pmu; /* names uprobe events and their config bits */
 	bool has_uprobe_pmu;
+	struct rv_intern text; /* every string of the plan */
 };
 
 void rv_dry_run_plan_init(struct rv_dry_run_plan *plan);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "util/bpf_log.h"
+#include "util/bpf_map.h"
 
 /* ---- what the kernel has, from its BTF ---- */
 
@@ -292,30 +293,8 @@ void rv_fn_engine_refused(const struct rv_fn_engine *e, size_t i, size_t *index,
 int rv_fn_engine_stats(const struct rv_fn_engine *e, uint64_t stats[RV_FN_NR_STATS],
 		       struct rv_error *err)
 {
-	int nr_cpus = libbpf_num_possible_cpus();
-	uint64_t *values;
-
-	memset(stats, 0, RV_FN_NR_STATS * sizeof(*stats));
-	if (nr_cpus <= 0)
-		return rv_error_set(err, -nr_cpus, "cannot count the CPUs: %s", strerror(-nr_cpus));
-	values = calloc((size_t)nr_cpus, sizeof(*values));
-	if (!values)
-		return rv_error_set(err, ENOMEM, "out of memory");
-	for (uint32_t slot = 0; slot < RV_FN_NR_STATS; slot++) {
-		int ret = bpf_map__lookup_elem(e->skel->maps.fn_stats, &slot, sizeof(slot), values,
-					       (size_t)nr_cpus * sizeof(*values), 0);
-
-		if (ret) {
-			free(values);
-			return rv_error_set(err, -ret,
-					    "cannot read the function tracer's counts: %s",
-					    strerror(-ret));
-		}
-		for (int cpu = 0; cpu < nr_cpus; cpu++)
-			stats[slot] += values[cpu];
-	}
-	free(values);
-	return 0;
+	return rv_bpf_percpu_sums(e->skel->maps.fn_stats, stats, RV_FN_NR_STATS,
+				  "the function tracer's counts", err);
 }
 
 void rv_fn_engine_detach(struct rv_fn_engine *e)

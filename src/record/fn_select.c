@@ -82,9 +82,7 @@ bool rv_fn_name_matches(const char *glob, const char *raw_name)
 	name[len] = '\0';
 	if (!fnmatch(glob, name, 0))
 		return true;
-	if (name[0] != '_' || name[1] != 'Z')
-		return false;
-	demangled = rv_demangle(name);
+	demangled = rv_demangle(name); /* NULL unless it is a mangled name */
 	if (!demangled)
 		return false;
 	match = !fnmatch(glob, demangled, 0);

@@ -16,6 +16,7 @@
 #include "gate.skel.h"
 #include "record/dry_run.h"
 #include "util/bpf_log.h"
+#include "util/bpf_map.h"
 #include "util/log.h"
 
 #define UPROBE_TYPE_PATH "/sys/bus/event_source/devices/uprobe/type"
@@ -384,29 +385,14 @@ int rv_gate_poll(struct rv_gate *g, int timeout_ms, rv_gate_record_fn fn, void *
 
 int rv_gate_counts(const struct rv_gate *g, struct rv_gate_counts *out, struct rv_error *err)
 {
-	int nr_cpus = libbpf_num_possible_cpus();
-	uint64_t totals[RV_GATE_NR_STATS] = { 0 };
-	uint64_t *values;
+	uint64_t totals[RV_GATE_NR_STATS];
+	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (nr_cpus <= 0)
-		return rv_error_set(err, -nr_cpus, "cannot count the CPUs: %s", strerror(-nr_cpus));
-	values = calloc((size_t)nr_cpus, sizeof(*values));
-	if (!values)
-		return rv_error_set(err, ENOMEM, "out of memory");
-	for (uint32_t slot = 0; slot < RV_GATE_NR_STATS; slot++) {
-		int ret = bpf_map__lookup_elem(g->skel->maps.gate_stats, &slot, sizeof(slot),
-					       values, (size_t)nr_cpus * sizeof(*values), 0);
-
-		if (ret) {
-			free(values);
-			return rv_error_set(err, -ret, "cannot read the BPF gate's counts: %s",
-					    strerror(-ret));
-		}
-		for (int cpu = 0; cpu < nr_cpus; cpu++)
-			totals[slot] += values[cpu];
-	}
-	free(values);
+	ret = rv_bpf_percpu_sums(g->skel->maps.gate_stats, totals, RV_GATE_NR_STATS,
+				 "the BPF gate's counts", err);
+	if (ret)
+		return ret;
 	for (int role = 0; role < RV_GATE_NR_ROLES; role++) {
 		out->runs[role] = totals[RV_GATE_STAT_RUNS + role];
 		out->fired[role] = totals[RV_GATE_STAT_FIRED + role];

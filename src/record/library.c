@@ -1,6 +1,7 @@
 /* library.c: where a library named in a LIB:SYMBOL site or a LIB:PATTERN
  * selection is on disk; see library.h. */
 #include "record/library.h"
+#include "util/proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -37,29 +38,28 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+struct maps_wish {
+	const char *want;
+	char *path;
+	size_t size;
+};
+
+static bool wished(void *ctx, uint64_t start, uint64_t end, const char *what)
+{
+	struct maps_wish *w = ctx;
+
+	if (what[0] != '/' || !rv_library_name_matches(base_name(what), w->want) ||
+	    strlen(what) >= w->size)
+		return false;
+	snprintf(w->path, w->size, "%s", what);
+	return true;
+}
+
 static bool find_in_maps(pid_t pid, const char *want, char *path, size_t size)
 {
-	char maps_path[64], line[PATH_MAX + 128];
-	bool found = false;
-	FILE *f;
+	struct maps_wish w = { .want = want, .path = path, .size = size };
 
-	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)pid);
-	f = fopen(maps_path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = '\0';
-		if (rv_library_name_matches(base_name(file), want) && strlen(file) < size) {
-			snprintf(path, size, "%s", file);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
+	return rv_proc_maps_find(pid, wished, &w);
 }
 
 struct search {

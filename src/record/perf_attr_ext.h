@@ -9,6 +9,9 @@
  * (>= 120, PERF_ATTR_SIZE_VER6); kernels before 6.13 refuse any of them with
  * EINVAL because the word was reserved and had to be zero.
  *
+ * Also the sideband bits every recording event of rearview's sets, in one
+ * place (the sampling engine's events, Intel PT's sideband event).
+ *
  * Not here: when to set them or which events may carry them (record/pt_attr.h).
  */
 #ifndef RV_RECORD_PERF_ATTR_EXT_H
@@ -65,6 +68,18 @@ static inline bool rv_attr_aux_resume(const struct perf_event_attr *attr)
 static inline bool rv_attr_aux_action_size_ok(const struct perf_event_attr *attr)
 {
 	return !rv_attr_aux_action(attr) || attr->size >= RV_ATTR_SIZE_AUX_ACTION;
+}
+
+/* Opens disabled and reports what follows the processes: mappings (MMAP,
+ * MMAP2), names (COMM, also at exec) and tasks (FORK, EXIT). */
+static inline void rv_attr_follow_tasks(struct perf_event_attr *a)
+{
+	a->disabled = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
 }
 
 #endif

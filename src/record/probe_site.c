@@ -139,9 +139,7 @@ static bool symbol_matches(const char *name, const char *want)
 
 	if (raw_name_matches(name, want))
 		return true;
-	if (name[0] != '_' || name[1] != 'Z')
-		return false;
-	demangled = rv_demangle(name);
+	demangled = rv_demangle(name); /* NULL unless it is a mangled name */
 	if (!demangled)
 		return false;
 	len = strlen(want);

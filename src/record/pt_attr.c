@@ -1,4 +1,5 @@
 /* pt_attr.c: building and checking the attrs of a PT recording; see pt_attr.h. */
+#include "record/perf_attr_ext.h"
 #include "record/pt_attr.h"
 
 #include <ctype.h>
@@ -565,13 +566,8 @@ void rv_sideband_attr(struct perf_event_attr *attr, const struct rv_sideband_req
 {
 	memset(attr, 0, sizeof(*attr));
 	recording_event(attr, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
-	attr->disabled = 1;
+	rv_attr_follow_tasks(attr);
 	attr->exclude_hv = 1;
-	attr->mmap = 1;
-	attr->mmap2 = 1;
-	attr->comm = 1;
-	attr->comm_exec = 1;
-	attr->task = 1;
 	attr->context_switch = req->context_switch;
 	attr->enable_on_exec = req->enable_on_exec;
 	if (req->scope == RV_SCOPE_USER) {

@@ -25,10 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capture/marks.h"
 #include "capture/synth.h"
 #include "decode/unwind.h"
-#include "capture/marks.h"
 #include "record/flight_recorder.h"
+#include "record/perf_attr_ext.h"
 #include "record/perf_ring.h"
 #include "record/proc_synth.h"
 #include "record/reorder.h"
@@ -36,6 +37,7 @@
 #include "sample_filter.skel.h"
 #include "util/array.h"
 #include "util/bpf_log.h"
+#include "util/bpf_map.h"
 #include "util/log.h"
 
 #define SAMPLE_TYPE                                                                                \
@@ -127,12 +129,7 @@ static bool is_target(const struct rv_sample_engine *e, uint32_t pid)
  * use, and wake the reader by bytes. */
 static void sideband_and_clock(struct perf_event_attr *a)
 {
-	a->disabled = 1;
-	a->mmap = 1;
-	a->mmap2 = 1;
-	a->comm = 1;
-	a->comm_exec = 1;
-	a->task = 1;
+	rv_attr_follow_tasks(a);
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
@@ -670,32 +667,17 @@ int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err)
 
 static void read_filter_stats(struct rv_sample_engine *e)
 {
-	int nr_cpus = libbpf_num_possible_cpus();
-	uint64_t *values;
+	uint64_t counts[RV_FILTER_NR_STATS];
+	struct rv_error ignored = { 0 };
 
-	if (!e->filter || nr_cpus <= 0)
+	if (!e->filter ||
+	    rv_bpf_percpu_sums(e->filter->maps.filter_stats, counts, RV_FILTER_NR_STATS,
+			       "the sampling filter's counts", &ignored))
 		return;
-	values = calloc((size_t)nr_cpus, sizeof(*values));
-	if (!values)
-		return;
-	for (uint32_t slot = 0; slot < RV_FILTER_NR_STATS; slot++) {
-		uint64_t total = 0;
-
-		if (bpf_map__lookup_elem(e->filter->maps.filter_stats, &slot, sizeof(slot), values,
-					 (size_t)nr_cpus * sizeof(*values), 0))
-			continue;
-		for (int cpu = 0; cpu < nr_cpus; cpu++)
-			total += values[cpu];
-		if (slot == RV_FILTER_KEPT)
-			e->stats.filter_kept = total;
-		else if (slot == RV_FILTER_OTHER)
-			e->stats.filter_other = total;
-		else if (slot == RV_FILTER_THREAD)
-			e->stats.filter_thread = total;
-		else
-			e->stats.filter_window = total;
-	}
-	free(values);
+	e->stats.filter_kept = counts[RV_FILTER_KEPT];
+	e->stats.filter_other = counts[RV_FILTER_OTHER];
+	e->stats.filter_thread = counts[RV_FILTER_THREAD];
+	e->stats.filter_window = counts[RV_FILTER_WINDOW];
 }
 
 struct held_sample {

@@ -27,12 +27,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "symbolize/intern.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/sorted.h"
 #include "symbolize/symtab.h"
 #include "util/array.h"
+#include "util/intern.h"
 #include "util/log.h"
+#include "util/map.h"
 
 /* The lowest kernel address on x86-64 (the canonical high half). */
 #define KERNEL_START  0xffff800000000000ull
@@ -121,27 +122,16 @@ struct cache_entry {
 	uint8_t flags;
 };
 
-/* Pointers by 64-bit key, with open addressing. */
-struct map_slot {
-	uint64_t key;
-	void *value; /* NULL: a free slot */
-};
-
-struct map {
-	struct map_slot *slots;
-	size_t cap, nr; /* cap: a power of two, or 0 */
-};
-
 struct rv_symbolizer {
 	bool want_lines;
 	struct rv_intern strings;
 	const char *empty, *kernel_module, *out_of_memory;
 
-	struct map procs; /* by pid */
+	struct rv_map procs; /* by pid */
 	struct process *last_proc;
 	uint64_t next_generation;
 
-	struct map files; /* by pooled path pointer */
+	struct rv_map files; /* by pooled path pointer */
 
 	struct cache_entry *cache;
 	size_t cap_cache, nr_cache;
@@ -161,16 +151,6 @@ static const Dwfl_Callbacks dwfl_callbacks = {
 	.section_address = dwfl_offline_section_address,
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 static const char *pool(struct rv_symbolizer *s, const char *str)
 {
 	const char *pooled = rv_intern(&s->strings, str);
@@ -185,64 +165,6 @@ static const char *path_basename(const char *path)
 	return slash && slash[1] ? slash + 1 : path;
 }
 
-/* ---- the map ---- */
-
-/* The slot holding key, or the free one where it would go (m->cap > 0). */
-static size_t map_probe(const struct map *m, uint64_t key)
-{
-	size_t at = mix64(key) & (m->cap - 1);
-
-	while (m->slots[at].value && m->slots[at].key != key)
-		at = (at + 1) & (m->cap - 1);
-	return at;
-}
-
-static void *map_get(const struct map *m, uint64_t key)
-{
-	return m->cap ? m->slots[map_probe(m, key)].value : NULL;
-}
-
-/* Puts value (not NULL) under key, which m does not hold. Returns 0, or
- * -ENOMEM. */
-static int map_put(struct map *m, uint64_t key, void *value)
-{
-	if ((m->nr + 1) * 2 > m->cap) {
-		struct map old = *m;
-
-		m->cap = old.cap ? old.cap * 2 : 64;
-		m->slots = calloc(m->cap, sizeof(*m->slots));
-		if (!m->slots) {
-			*m = old;
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < old.cap; i++) {
-			if (old.slots[i].value)
-				m->slots[map_probe(m, old.slots[i].key)] = old.slots[i];
-		}
-		free(old.slots);
-	}
-	m->slots[map_probe(m, key)] = (struct map_slot){ key, value };
-	m->nr++;
-	return 0;
-}
-
-static void map_remove(struct map *m, uint64_t key)
-{
-	size_t mask = m->cap - 1, at;
-
-	if (!m->cap || !m->slots[at = map_probe(m, key)].value)
-		return;
-	m->slots[at].value = NULL;
-	m->nr--;
-	/* Linear probing: re-place the rest of the cluster so no chain breaks. */
-	for (size_t i = (at + 1) & mask; m->slots[i].value; i = (i + 1) & mask) {
-		struct map_slot moved = m->slots[i];
-
-		m->slots[i].value = NULL;
-		m->slots[map_probe(m, moved.key)] = moved;
-	}
-}
-
 /* ---- processes ---- */
 
 static struct process *find_process(struct rv_symbolizer *s, uint32_t pid)
@@ -251,7 +173,7 @@ static struct process *find_process(struct rv_symbolizer *s, uint32_t pid)
 
 	if (s->last_proc && s->last_proc->pid == pid)
 		return s->last_proc;
-	p = map_get(&s->procs, pid);
+	p = rv_map_get(&s->procs, pid);
 	if (p)
 		s->last_proc = p;
 	return p;
@@ -264,7 +186,7 @@ static struct process *get_process(struct rv_symbolizer *s, uint32_t pid)
 	if (p)
 		return p;
 	p = calloc(1, sizeof(*p));
-	if (!p || map_put(&s->procs, pid, p)) {
+	if (!p || rv_map_put(&s->procs, pid, p)) {
 		free(p);
 		return NULL;
 	}
@@ -295,12 +217,12 @@ static void free_process(struct process *p)
 
 static struct file_info *get_file(struct rv_symbolizer *s, const char *pooled_path)
 {
-	struct file_info *f = map_get(&s->files, (uintptr_t)pooled_path);
+	struct file_info *f = rv_map_get(&s->files, (uintptr_t)pooled_path);
 
 	if (f)
 		return f;
 	f = calloc(1, sizeof(*f));
-	if (!f || map_put(&s->files, (uintptr_t)pooled_path, f)) {
+	if (!f || rv_map_put(&s->files, (uintptr_t)pooled_path, f)) {
 		free(f);
 		return NULL;
 	}
@@ -598,7 +520,7 @@ void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid)
 		return;
 	if (s->last_proc == p)
 		s->last_proc = NULL;
-	map_remove(&s->procs, pid);
+	rv_map_remove(&s->procs, pid);
 	/* Its cache entries stay behind under a generation nothing will ask for. */
 	free_process(p);
 }
@@ -844,7 +766,7 @@ static void resolve_kernel(struct rv_symbolizer *s, uint64_t addr, struct rv_sym
 
 static size_t cache_slot(uint64_t generation, uint64_t addr, size_t cap)
 {
-	return mix64(addr ^ (generation * 0x9e3779b97f4a7c15ull)) & (cap - 1);
+	return rv_mix64(addr ^ (generation * 0x9e3779b97f4a7c15ull)) & (cap - 1);
 }
 
 static struct cache_entry *cache_find(struct rv_symbolizer *s, uint64_t generation, uint64_t addr)
@@ -1023,7 +945,7 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 		if (s->procs.slots[i].value)
 			free_process(s->procs.slots[i].value);
 	}
-	free(s->procs.slots);
+	rv_map_destroy(&s->procs);
 	for (size_t i = 0; i < s->files.cap; i++) {
 		struct file_info *f = s->files.slots[i].value;
 
@@ -1033,7 +955,7 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 		free(f->loads);
 		free(f);
 	}
-	free(s->files.slots);
+	rv_map_destroy(&s->files);
 	free(s->cache);
 	rv_kallsyms_destroy(&s->kallsyms);
 	rv_intern_destroy(&s->strings);

@@ -59,7 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symbolize/intern.h"
+#include "util/intern.h"
 #include "util/error.h"
 
 typedef struct Elf Elf;

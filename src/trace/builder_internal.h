@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symbolize/intern.h"
+#include "util/intern.h"
 #include "trace/builder.h"
 
 /* Arguments of a span (the kernel spans of exact calls: a syscall's "nr" and

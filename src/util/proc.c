@@ -2,6 +2,7 @@
 #include "util/proc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,10 +27,11 @@ int rv_proc_exe(pid_t pid, char *out, size_t size, struct rv_error *err)
 	return 0;
 }
 
-bool rv_proc_find_vdso(pid_t pid, uint64_t *start, uint64_t *end)
+bool rv_proc_maps_find(pid_t pid,
+		       bool (*fn)(void *ctx, uint64_t start, uint64_t end, const char *what),
+		       void *ctx)
 {
-	char path[64], line[512];
-	unsigned long long lo = 0, hi = 0;
+	char path[64], line[PATH_MAX + 128];
 	bool found = false;
 	FILE *maps;
 
@@ -38,20 +40,43 @@ bool rv_proc_find_vdso(pid_t pid, uint64_t *start, uint64_t *end)
 	if (!maps)
 		return false;
 	while (!found && fgets(line, sizeof(line), maps)) {
-		size_t len = strlen(line);
+		unsigned long long lo, hi;
+		int what = 0;
 
-		if (len && line[len - 1] == '\n')
-			line[len - 1] = '\0';
-		found = len > 6 && strstr(line, "[vdso]") &&
-			sscanf(line, "%llx-%llx", &lo, &hi) == 2 && hi > lo &&
-			hi - lo <= (64ull << 20);
+		line[strcspn(line, "\n")] = '\0';
+		/* start-end perms offset dev inode [what] */
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &lo, &hi, &what) < 2 || !what)
+			continue;
+		found = fn(ctx, lo, hi, line + what);
 	}
 	fclose(maps);
-	if (found) {
-		*start = lo;
-		*end = hi;
-	}
 	return found;
+}
+
+struct vdso_range {
+	uint64_t start, end;
+};
+
+static bool is_vdso(void *ctx, uint64_t start, uint64_t end, const char *what)
+{
+	struct vdso_range *r = ctx;
+
+	if (strcmp(what, "[vdso]") || end <= start || end - start > (64ull << 20))
+		return false;
+	r->start = start;
+	r->end = end;
+	return true;
+}
+
+bool rv_proc_find_vdso(pid_t pid, uint64_t *start, uint64_t *end)
+{
+	struct vdso_range r;
+
+	if (!rv_proc_maps_find(pid, is_vdso, &r))
+		return false;
+	*start = r.start;
+	*end = r.end;
+	return true;
 }
 
 int rv_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len, struct rv_error *err)

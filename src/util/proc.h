@@ -18,6 +18,13 @@
  * bytes). An error naming the process when it is gone or not ours to see. */
 int rv_proc_exe(pid_t pid, char *out, size_t size, struct rv_error *err);
 
+/* Calls fn for each mapping in /proc/PID/maps, with its range and what it
+ * maps (a path, "[vdso]", ..., or "" for anonymous memory), until fn returns
+ * true. Returns whether one did; false when the process is gone. */
+bool rv_proc_maps_find(pid_t pid,
+		       bool (*fn)(void *ctx, uint64_t start, uint64_t end, const char *what),
+		       void *ctx);
+
 /* Where process pid maps its [vdso]: [*start, *end). False when it has none
  * (or is gone), or the mapping is implausibly large (over 64 MiB). */
 bool rv_proc_find_vdso(pid_t pid, uint64_t *start, uint64_t *end);

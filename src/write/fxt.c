@@ -514,6 +514,17 @@ static void fit_inline_strings(struct string_ref **strings, size_t count, size_t
 	}
 }
 
+/* A record's words: its fixed words and its inline strings, fitted. */
+static size_t record_words(struct string_ref **strings, size_t count, size_t fixed_words)
+{
+	size_t words = fixed_words;
+
+	fit_inline_strings(strings, count, fixed_words);
+	for (size_t i = 0; i < count; i++)
+		words += stream_words(strings[i]->inline_length);
+	return words;
+}
+
 /* Collects the inline strings of a record: its name, then each argument's
  * name and value, and returns the words of everything else. */
 static size_t collect_inline(struct string_ref *name, struct argument_plan *plans, size_t nr_args,
@@ -581,7 +592,7 @@ static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread, struct
 {
 	struct argument_plan plans[MAX_ARGS];
 	struct string_ref *strings[1 + 2 * MAX_ARGS];
-	size_t nr_strings, fixed_words, words, i;
+	size_t nr_strings, fixed_words, words;
 	unsigned char *p;
 	int r;
 
@@ -589,10 +600,7 @@ static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread, struct
 	if (r < 0)
 		return r;
 	fixed_words = collect_inline(name, plans, nr_args, 2 + has_end, strings, &nr_strings);
-	fit_inline_strings(strings, nr_strings, fixed_words);
-	words = fixed_words;
-	for (i = 0; i < nr_strings; i++)
-		words += stream_words(strings[i]->inline_length);
+	words = record_words(strings, nr_strings, fixed_words);
 
 	p = rv_out_take(fxt->out, words * 8);
 	put_word(p, RECORD_EVENT | (uint64_t)words << 4 | (uint64_t)type << 16 |
@@ -615,7 +623,7 @@ static int write_kernel_object(struct rv_fxt *fxt, unsigned object_type, uint64_
 	struct argument_plan plan = { .type = ARGUMENT_KOID };
 	struct string_ref name_ref;
 	struct string_ref *strings[2];
-	size_t nr_strings, fixed_words, words, i;
+	size_t nr_strings, fixed_words, words;
 	unsigned char *p;
 	int r;
 
@@ -630,10 +638,7 @@ static int write_kernel_object(struct rv_fxt *fxt, unsigned object_type, uint64_
 		plan.value_word = process_koid;
 	}
 	fixed_words = collect_inline(&name_ref, &plan, has_process, 2, strings, &nr_strings);
-	fit_inline_strings(strings, nr_strings, fixed_words);
-	words = fixed_words;
-	for (i = 0; i < nr_strings; i++)
-		words += stream_words(strings[i]->inline_length);
+	words = record_words(strings, nr_strings, fixed_words);
 
 	p = rv_out_take(fxt->out, words * 8);
 	put_word(p, RECORD_KERNEL_OBJECT | (uint64_t)words << 4 | (uint64_t)object_type << 16 |

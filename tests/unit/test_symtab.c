@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "symbolize/intern.h"
+#include "util/intern.h"
 #include "symbolize/symtab.h"
 
 /* Whether a and b are inside one and the same function, as the decoding

@@ -1,10 +1,10 @@
-/* intern.c: the string pool behind the symbolizer's names; see intern.h.
+/* intern.c: the string pool; see intern.h.
  *
  * Strings are packed into large chunks and found again through an
  * open-addressing table of (hash, length, pointer), so interning a name costs
  * one hash and usually one comparison.
  */
-#include "symbolize/intern.h"
+#include "util/intern.h"
 
 #include <stdlib.h>
 #include <string.h>

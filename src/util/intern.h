@@ -1,14 +1,15 @@
-/* intern.h: a string pool: the symbolizer's, and the perf script import's.
+/* intern.h: a string pool: one copy per distinct value, kept until the pool
+ * goes. The symbolizer's names, perf script's, the function decoder's, the
+ * trace builder's copies of event names, the --dry-run plan's text.
  *
- * Every string the symbolizer hands out lives here, one copy per distinct
- * value, so that callers may compare names by pointer: the same function always
+ * Callers may compare pooled strings by pointer: the same value always
  * yields the same pointer. Strings are never freed one by one; the pool goes
- * away with the symbolizer.
+ * away with its owner.
  *
  * This is not a general-purpose map: it only answers "the pooled copy of this".
  */
-#ifndef RV_SYMBOLIZE_INTERN_H
-#define RV_SYMBOLIZE_INTERN_H
+#ifndef RV_UTIL_INTERN_H
+#define RV_UTIL_INTERN_H
 
 #include <stddef.h>
 #include <stdint.h>
