@@ -367,3 +367,40 @@ int rv_perf_switch_parse(const struct perf_event_header *rec, struct rv_perf_swi
 	}
 	return 0;
 }
+
+int64_t rv_pt_clock_offset(const struct rv_perf_time_conv *tc, const struct rv_pt_clock_pair *pairs,
+			   size_t nr, uint64_t *spread_ns)
+{
+	size_t best = SIZE_MAX;
+	uint64_t best_spread = UINT64_MAX;
+
+	for (size_t i = 0; i < nr; i++) {
+		const struct rv_pt_clock_pair *p = &pairs[i];
+
+		if (p->monotonic_after < p->monotonic_before)
+			continue; /* the clock went back: not a pair */
+		if (p->monotonic_after - p->monotonic_before < best_spread) {
+			best_spread = p->monotonic_after - p->monotonic_before;
+			best = i;
+		}
+	}
+	if (spread_ns)
+		*spread_ns = best_spread;
+	if (best == SIZE_MAX)
+		return 0;
+	/* the TSC was read halfway between the two monotonic reads, give or
+	 * take half their spread */
+	const struct rv_pt_clock_pair *p = &pairs[best];
+	uint64_t monotonic = p->monotonic_before + best_spread / 2;
+	uint64_t capture = rv_perf_tsc_to_time(tc, p->tsc);
+
+	return capture >= monotonic ? (int64_t)(capture - monotonic)
+				    : -(int64_t)(monotonic - capture);
+}
+
+uint64_t rv_pt_clock_from_monotonic(uint64_t monotonic_ns, int64_t offset)
+{
+	if (offset < 0 && monotonic_ns < (uint64_t)-offset)
+		return 0;
+	return monotonic_ns + (uint64_t)offset;
+}

@@ -3,7 +3,8 @@
  * auxtrace.c, include/uapi/linux/perf_event.h): PERF_RECORD_AUXTRACE_INFO of
  * type Intel PT, PERF_RECORD_AUXTRACE with its trace, TIME_CONV, and the
  * kernel's AUX, ITRACE_START and SWITCH records; with perf's conversions
- * between TSC and perf time.
+ * between TSC and perf time, and the offset from CLOCK_MONOTONIC to that
+ * time (for the gate's marks in a PT capture).
  *
  * perf record writes TIME_CONV first, then AUXTRACE_INFO, then the sideband it
  * synthesizes, then what the kernel gives; the writer insists only on what
@@ -119,5 +120,23 @@ struct rv_perf_switch {
 };
 int rv_perf_switch_parse(const struct perf_event_header *rec, struct rv_perf_switch *out,
 			 struct rv_error *err);
+
+/* The capture's clock against CLOCK_MONOTONIC, for times a recorder gets in
+ * CLOCK_MONOTONIC (the BPF gate's) and writes into a PT capture, whose clock
+ * is perf's: the TSC through TIME_CONV. One pair is a TSC read between two
+ * CLOCK_MONOTONIC reads, back to back. */
+struct rv_pt_clock_pair {
+	uint64_t monotonic_before, tsc, monotonic_after;
+};
+
+/* The offset to add to a CLOCK_MONOTONIC time to get the capture's time,
+ * from the tightest of nr pairs (the TSC taken halfway between its two
+ * reads). *spread_ns (may be NULL) is that pair's spread, twice the offset's
+ * uncertainty; UINT64_MAX, and 0 returned, when no pair is usable. */
+int64_t rv_pt_clock_offset(const struct rv_perf_time_conv *tc, const struct rv_pt_clock_pair *pairs,
+			   size_t nr, uint64_t *spread_ns);
+
+/* A CLOCK_MONOTONIC time in the capture's clock (0 rather than below it). */
+uint64_t rv_pt_clock_from_monotonic(uint64_t monotonic_ns, int64_t offset);
 
 #endif

@@ -160,22 +160,4 @@ uint64_t rv_pt_capture_count_packets(const struct rv_pt_capture *c);
 
 void rv_pt_capture_free(struct rv_pt_capture *c);
 
-/* The capture's clock against CLOCK_MONOTONIC, for times a recorder gets in
- * CLOCK_MONOTONIC (the BPF gate's) and writes into a PT capture, whose clock
- * is perf's: the TSC through TIME_CONV. One pair is a TSC read between two
- * CLOCK_MONOTONIC reads, back to back. */
-struct rv_pt_clock_pair {
-	uint64_t monotonic_before, tsc, monotonic_after;
-};
-
-/* The offset to add to a CLOCK_MONOTONIC time to get the capture's time,
- * from the tightest of nr pairs (the TSC taken halfway between its two
- * reads). *spread_ns (may be NULL) is that pair's spread, twice the offset's
- * uncertainty; UINT64_MAX, and 0 returned, when no pair is usable. */
-int64_t rv_pt_clock_offset(const struct rv_perf_time_conv *tc, const struct rv_pt_clock_pair *pairs,
-			   size_t nr, uint64_t *spread_ns);
-
-/* A CLOCK_MONOTONIC time in the capture's clock (0 rather than below it). */
-uint64_t rv_pt_clock_from_monotonic(uint64_t monotonic_ns, int64_t offset);
-
 #endif

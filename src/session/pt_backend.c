@@ -33,7 +33,6 @@
 
 #include "capture/marks.h"
 #include "capture/perf_data.h"
-#include "decode/pt_capture.h"
 #include "record/pt_plan.h"
 #include "session/backend.h"
 #include "util/log.h"

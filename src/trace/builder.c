@@ -330,8 +330,7 @@ static int account_previous(struct rv_builder *b, struct thread_state *t, uint64
  * above it that is not the leaf, that frame is the caller the walk could not
  * see, and it is put back. Returns 1 if a frame was inserted before the
  * leaf. */
-static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t,
-				     const struct rv_event *ev, size_t n)
+static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t, size_t n)
 {
 	uint64_t grandcaller = b->path[n - 2].identity;
 	size_t depth;
@@ -426,7 +425,7 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		b->path[i].known = sym.known;
 	}
 	if (ev->stack.caller_unseen && n >= 2 && !ev->stack.frames[0].kernel)
-		n += restore_skipped_caller(b, t, ev, n);
+		n += restore_skipped_caller(b, t, n);
 	n += graft_truncated_stack(b, t, n);
 	while (common < n && common < t->depth &&
 	       t->stack[common].identity == b->path[common].identity)

@@ -29,6 +29,7 @@
 #include "ptgen.h"
 #include "stepper.h"
 #include "util/error.h"
+#include "util/proc.h"
 
 /* The intel_pt PMU's config bits (its sysfs format directory on Intel CPUs). */
 #define PT_CFG_PT		(1ULL << 0)
@@ -242,19 +243,13 @@ static bool mapping_seen(struct session *s, const struct mapping_key *k)
 
 static int read_vdso(struct session *s, uint32_t pid, uint64_t start, uint64_t end)
 {
-	char path[64];
 	size_t len = end - start;
 
 	s->vdso = malloc(len);
 	if (!s->vdso)
 		return rv_error_set(s->err, ENOMEM, "out of memory for the vdso");
-	snprintf(path, sizeof(path), "/proc/%u/mem", pid);
-	FILE *mem = fopen(path, "re");
-	bool ok = mem && !fseeko(mem, (off_t)start, SEEK_SET) && fread(s->vdso, 1, len, mem) == len;
-	if (mem)
-		fclose(mem);
-	if (!ok)
-		return rv_error_set(s->err, EIO, "cannot read the vdso of process %u", pid);
+	if (rv_proc_read_memory((pid_t)pid, start, s->vdso, len, s->err))
+		return rv_error_prefix(s->err, "cannot read the vdso of process %u", pid);
 	s->vdso_size = len;
 	return 0;
 }
