@@ -24,6 +24,7 @@
 
 #include "capture/perf_data.h"
 #include "record/fn_engine.h"
+#include "record/fn_plan.h"
 #include "record/fn_select.h"
 #include "record/sample_engine.h"
 #include "session/backend.h"
@@ -32,9 +33,6 @@
 
 /* Functions below which attaching is quick enough to need no progress. */
 #define PROGRESS_THRESHOLD 512
-
-/* Recorder slots with --multi-thread (without it, one per process). */
-#define RECORDER_THREADS 256
 
 /* The functions of one traced process: a range of the session's table. */
 struct fn_process {
@@ -59,37 +57,6 @@ struct rv_backend_state {
 	char capture_path[PATH_MAX + 32];
 	char note[128];
 };
-
-/* Whether records go to the per-thread flight recorder in BPF maps: when
- * snapshots are wanted (--trigger, --min-duration) and not everything is. */
-static bool recorder_mode(const struct rv_options *opts)
-{
-	return !opts->full_execution && (opts->trigger || opts->min_duration_ns);
-}
-
-static uint32_t recorder_slots(const struct rv_session *s, size_t nr_pids)
-{
-	size_t slots = s->opts->multi_thread ? RECORDER_THREADS : (nr_pids ? nr_pids : 1);
-
-	if (!recorder_mode(s->opts))
-		return 0;
-	return slots > RV_FN_RECORDER_MAX_SLOTS ? RV_FN_RECORDER_MAX_SLOTS : (uint32_t)slots;
-}
-
-static unsigned kernel_event_bits(const struct rv_options *opts)
-{
-	unsigned bits = 0;
-
-	if (opts->kernel_events & RV_KERNEL_EVENTS_SYSCALLS)
-		bits |= RV_FN_EVENTS_SYSCALLS;
-	if (opts->kernel_events & RV_KERNEL_EVENTS_SCHED)
-		bits |= RV_FN_EVENTS_SCHED;
-	if (opts->kernel_events & RV_KERNEL_EVENTS_FAULTS)
-		bits |= RV_FN_EVENTS_FAULTS;
-	if (opts->kernel_events & RV_KERNEL_EVENTS_IRQ)
-		bits |= RV_FN_EVENTS_IRQ;
-	return bits;
-}
 
 static bool no_uprobe_multi(void)
 {
@@ -205,30 +172,11 @@ static int plan_kernel_functions(struct rv_session *s, struct rv_backend_state *
 	return 0;
 }
 
-/* Bytes of a recorder record as a bpf-output sample (sample_engine.h). */
-#define RECORDER_SAMPLE_BYTES 96
-
 static struct rv_sample_config engine_config(const struct rv_session *s,
 					     const struct rv_target *target)
 {
-	uint64_t size = s->snapshot_size_bytes;
-	uint64_t recorder = (uint64_t)recorder_slots(s, target ? target->nr_pids : 1) *
-			    RV_FN_RECORDER_RECORDS * RECORDER_SAMPLE_BYTES;
-
-	/* In recorder mode the engine's flight recorder only holds what a
-	 * snapshot takes: room for every slot's records. */
-	if (size < recorder)
-		size = recorder;
-	return (struct rv_sample_config){
-		.pids = target ? target->pids : NULL,
-		.nr_pids = target ? target->nr_pids : 0,
-		.full_execution = s->opts->full_execution,
-		.snapshot_size_bytes = size,
-		.gate_windows_fd = -1,
-		.bpf_output = true,
-		.event_name = RV_FN_EVENT_NAME,
-		.raw_tid_offset = offsetof(struct rv_fn_record, tid),
-	};
+	return rv_fn_plan_engine_config(s->opts, s->snapshot_size_bytes,
+					target ? target->pids : NULL, target ? target->nr_pids : 0);
 }
 
 static struct rv_fn_engine_config tracer_config(const struct rv_session *s,
@@ -238,11 +186,11 @@ static struct rv_fn_engine_config tracer_config(const struct rv_session *s,
 		.funcs = run->funcs.items,
 		.nr_funcs = run->funcs.count,
 		.kfuncs = run->kfuncs.count ? &run->kfuncs : NULL,
-		.kernel_events = kernel_event_bits(s->opts),
+		.kernel_events = rv_fn_plan_kernel_events(s->opts),
 		.all_threads = s->opts->multi_thread,
 		.gate_windows_fd = run->gating ? rv_gating_windows_fd(run->gating) : -1,
 		.no_uprobe_multi = no_uprobe_multi(),
-		.recorder_slots = recorder_slots(s, run->nr_processes),
+		.recorder_slots = rv_fn_plan_recorder_slots(s->opts, run->nr_processes),
 	};
 }
 
@@ -531,7 +479,7 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 	int ret = 0;
 
 	rv_fn_engine_detach(run->tracer);
-	if (run->gating && recorder_mode(run->s->opts) && keep_rest)
+	if (run->gating && rv_fn_plan_recorder_mode(run->s->opts) && keep_rest)
 		ret = rv_fn_engine_snapshot(run->tracer, run->engine, NULL, NULL, err);
 	if (!ret)
 		ret = rv_sample_engine_stop(run->engine, keep_rest, err);

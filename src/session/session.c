@@ -16,6 +16,7 @@
 
 #include "record/dry_run.h"
 #include "record/pt_attr.h"
+#include "record/pt_plan.h"
 #include "render/render.h"
 #include "session/backend.h"
 #include "session/gating.h"
@@ -24,7 +25,7 @@
 
 #define DEFAULT_SNAPSHOT_UPROBE (64ull << 20)
 #define POLL_MS			100
-#define MAX_POLL_FDS		4096
+#define MAX_POLL_FDS		(4 * RV_PT_MAX_SLOTS + 2 + 1024) /* rings, signals, gate, pidfds */
 
 static const struct rv_backend_ops *backend_of(const struct rv_session *s)
 {
