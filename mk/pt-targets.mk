@@ -16,7 +16,7 @@ PT_CFLAGS := -g -O1 -fno-omit-frame-pointer -pthread
 PT_CLANG_FLAGS := -mno-omit-leaf-frame-pointer
 
 PT_STATIC := recursion fnptr qsort_callback longjmp signals tailcall syscall_loop two_threads windows_pt
-PT_DYNAMIC := lazy_plt dlopen_main exceptions
+PT_DYNAMIC := lazy_plt dlopen_main exceptions lld_layout
 PT_TARGET_BINS := $(addprefix $(PT_TARGET_DIR)/,$(PT_STATIC) $(PT_DYNAMIC) libptplugin.so)
 
 TEST_DEPS += $(PT_TARGET_BINS)
@@ -35,6 +35,21 @@ $(PT_TARGET_DIR)/tailcall: tests/pt/tailcall.c
 	grep -Eq 'j[a-z]* +[0-9a-f]+ <tail_odd>' $@.dispatch.s
 	! grep -Eq '[[:space:]]callq? ' $@.dispatch.s
 	rm -f $@.dispatch.s
+
+# lld's layout (read-only data and code in one file page), -O2 for the sibling
+# call; the build fails unless enter() ends in a jump to finish() and the code
+# segment's p_vaddr - p_offset is not the first segment's.
+$(PT_TARGET_DIR)/lld_layout: tests/pt/lld_layout.c
+	@mkdir -p $(@D)
+	$(PT_CC) $(PT_CFLAGS) $(PT_CLANG_FLAGS) -O2 -fuse-ld=lld -o $@ $<
+	objdump -d --no-show-raw-insn $@ | awk '/<enter>:/,/^$$/' > $@.enter.s
+	grep -Eq 'jmp +[0-9a-f]+ <finish>' $@.enter.s
+	rm -f $@.enter.s
+	readelf -lW $@ | awk '$$1 == "LOAD" { print $$2, $$3, / E / ? "x" : "-" }' | { \
+		read off va x; first=$$((va - off)); shifted=0; \
+		while read off va x; do \
+			[ "$$x" = x ] && [ $$((va - off)) -ne $$first ] && shifted=1; \
+		done; [ $$shifted = 1 ]; }
 
 # -z lazy: PLT slots are bound on first call, whatever the toolchain's default.
 $(PT_TARGET_DIR)/lazy_plt: tests/pt/lazy_plt.c

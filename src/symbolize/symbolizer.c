@@ -36,8 +36,7 @@
 #include "util/map.h"
 
 /* The lowest kernel address on x86-64 (the canonical high half). */
-#define KERNEL_START  0xffff800000000000ull
-#define PAGE_SIZE_X86 4096ull
+#define KERNEL_START 0xffff800000000000ull
 
 /* Cache keys pair an address with a generation: the kernel's, that of
  * processes with no mappings, or one per process and per change of its
@@ -56,17 +55,12 @@
 
 enum file_state { FILE_UNKNOWN, FILE_ELF, FILE_MISSING };
 
-struct load_segment {
-	uint64_t offset, vaddr, filesz;
-	bool executable;
-};
-
 /* One file on disk, shared by every process that maps it. */
 struct file_info {
 	const char *path; /* pooled */
 	enum file_state state;
 	uint16_t e_type;
-	struct load_segment *loads;
+	struct rv_symtab_segment *loads;
 	size_t nr_loads;
 	struct rv_symtab *symtab; /* built on first lookup in the file */
 };
@@ -295,27 +289,14 @@ static void examine_file(struct rv_symbolizer *s, struct file_info *f)
  * offset, which need not be the first one (text often is the second). */
 static uint64_t mapping_bias(const struct file_info *f, const struct mapping *m)
 {
-	const struct load_segment *best = NULL;
+	uint64_t bias;
 
 	if (f->e_type == ET_EXEC)
 		return 0;
-	for (size_t i = 0; i < f->nr_loads; i++) {
-		const struct load_segment *seg = &f->loads[i];
-		uint64_t first_page = seg->offset & ~(PAGE_SIZE_X86 - 1);
-
-		if (m->pgoff < first_page || m->pgoff >= seg->offset + seg->filesz)
-			continue;
-		if (seg->executable) {
-			best = seg;
-			break;
-		}
-		if (!best)
-			best = seg;
-	}
 	/* A layout we do not understand: take file offsets for addresses. */
-	if (!best)
+	if (!rv_symtab_load_bias(f->loads, f->nr_loads, m->pgoff, m->start, &bias))
 		return m->start - m->pgoff;
-	return m->start + best->offset - m->pgoff - best->vaddr;
+	return bias;
 }
 
 /* ---- mappings and the libdwfl session ---- */

@@ -399,26 +399,53 @@ int rv_symtab_ranges_add(struct rv_symtab_ranges *r, uint64_t start, uint64_t en
 
 /* The load bias of a mapping: run-time address minus link-time address, from
  * the PT_LOAD segment that holds file offset pgoff. False when none does. */
+bool rv_symtab_load_bias(const struct rv_symtab_segment *segments, size_t nr, uint64_t pgoff,
+			 uint64_t start, uint64_t *bias)
+{
+	const struct rv_symtab_segment *best = NULL;
+
+	for (size_t i = 0; i < nr; i++) {
+		const struct rv_symtab_segment *seg = &segments[i];
+		uint64_t first_page = seg->offset & ~(uint64_t)0xfff;
+
+		if (pgoff < first_page || pgoff >= seg->offset + seg->filesz)
+			continue;
+		if (seg->executable) {
+			best = seg;
+			break;
+		}
+		if (!best)
+			best = seg;
+	}
+	if (!best)
+		return false;
+	/* file offset o is at link-time address vaddr - offset + o */
+	*bias = start - (best->vaddr - best->offset + pgoff);
+	return true;
+}
+
+/* The bias of a mapping of the file elf reads, from its PT_LOAD segments. */
 static bool mapping_bias(Elf *elf, uint64_t pgoff, uint64_t start, uint64_t *bias)
 {
-	size_t nr;
+	struct rv_symtab_segment *segments;
+	size_t nr, n = 0;
+	bool found;
 
-	if (elf_getphdrnum(elf, &nr))
+	if (elf_getphdrnum(elf, &nr) || !(segments = calloc(nr ? nr : 1, sizeof(*segments))))
 		return false;
 	for (size_t i = 0; i < nr; i++) {
 		GElf_Phdr ph;
-		uint64_t first_page;
 
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		first_page = ph.p_offset & ~(uint64_t)0xfff;
-		if (pgoff < first_page || pgoff >= ph.p_offset + ph.p_filesz)
-			continue;
-		/* file offset o is at link-time address p_vaddr - p_offset + o */
-		*bias = start - (ph.p_vaddr - ph.p_offset + pgoff);
-		return true;
+		segments[n++] = (struct rv_symtab_segment){ .offset = ph.p_offset,
+							    .vaddr = ph.p_vaddr,
+							    .filesz = ph.p_filesz,
+							    .executable = ph.p_flags & PF_X };
 	}
-	return false;
+	found = rv_symtab_load_bias(segments, n, pgoff, start, bias);
+	free(segments);
+	return found;
 }
 
 struct mapped_file {

@@ -179,6 +179,22 @@ struct rv_symtab_ranges {
 /* Adds the function [start, end). Returns 0, or -ENOMEM. */
 int rv_symtab_ranges_add(struct rv_symtab_ranges *r, uint64_t start, uint64_t end);
 
+/* A PT_LOAD segment of a file, for the load bias of its mappings. */
+struct rv_symtab_segment {
+	uint64_t offset, vaddr, filesz;
+	bool executable;
+};
+
+/* The load bias (run-time address less link-time address) of a mapping of
+ * code at start of file offset pgoff: through the executable segment that holds
+ * pgoff's page, else the first one that does. (A linker may put read-only
+ * data and code in one file page at addresses a page apart, as lld does:
+ * the code's bias is then not the read-only segment's.) False when no
+ * segment holds it. The one rule for the symbolizer and the PT decoder's
+ * ranges, which must agree. */
+bool rv_symtab_load_bias(const struct rv_symtab_segment *segments, size_t nr, uint64_t pgoff,
+			 uint64_t start, uint64_t *bias);
+
 /* Adds the functions of `file` mapped at [start, start + len) from file offset
  * pgoff (an MMAP2 record's mapping) that begin inside the mapping. A file that
  * cannot be read, or is not ELF, adds nothing. Returns 0, or -ENOMEM. */

@@ -1414,6 +1414,11 @@ static const struct pt_target target_exceptions = {
 	.snapshot_size = "8192",
 	.overflow_at = "60000",
 };
+/* lld's layout: the code segment's load bias is not the first segment's. */
+static const struct pt_target target_lld_layout = {
+	.name = "tests/pt/lld_layout",
+	.configs = { FULL_CONFIGS },
+};
 
 Test(softpt, deep_recursion, .timeout = 600)
 {
@@ -1468,6 +1473,11 @@ Test(softpt, dlopen_library, .timeout = 600)
 Test(softpt, cpp_exceptions, .timeout = 600)
 {
 	check_target(&target_exceptions);
+}
+
+Test(softpt, lld_layout, .timeout = 600)
+{
+	check_target(&target_lld_layout);
 }
 
 /* softpt's own failures are one line on stderr and exit status 1; the

@@ -588,3 +588,24 @@ Test(symtab, stretches_of_a_mapped_file)
 	cr_assert_eq(r.nr, 0);
 	rv_symtab_ranges_destroy(&r);
 }
+
+/* lld's layout: read-only data and code share file page 0, the code a page
+ * higher in addresses. A mapping of that page for the code at 0x7f0000001000
+ * has the code segment's bias, not the read-only segment's. */
+Test(symtab, a_mappings_load_bias_comes_from_its_code_segment)
+{
+	const struct rv_symtab_segment lld[] = {
+		{ .offset = 0, .vaddr = 0, .filesz = 0x754, .executable = false },
+		{ .offset = 0x760, .vaddr = 0x1760, .filesz = 0x1380, .executable = true },
+		{ .offset = 0x1ae0, .vaddr = 0x3ae0, .filesz = 0x1e8, .executable = false },
+	};
+	uint64_t bias = 0;
+
+	cr_assert(rv_symtab_load_bias(lld, 3, 0, 0x7f0000001000, &bias));
+	cr_assert_eq(bias, 0x7f0000000000, "the code at 0x1760 runs at 0x7f0000001760");
+	/* the read-only mapping of the same page, with no code segment on it */
+	cr_assert(rv_symtab_load_bias(lld, 1, 0, 0x7f0000000000, &bias));
+	cr_assert_eq(bias, 0x7f0000000000);
+	cr_assert_not(rv_symtab_load_bias(lld, 3, 0x9000, 0x7f0000009000, &bias),
+		      "no segment holds that offset");
+}
