@@ -7,7 +7,7 @@
  * struct rv_mark_raw followed by the mark's name (NUL-terminated, padded as
  * perf pads raw data). perf script shows them as bpf-output samples.
  *
- * Not here: when marks are taken (src/record/gate.c, src/cmd/record.c) or what
+ * Not here: when marks are taken (session/gating.c) or what
  * the trace makes of them (the trace builder).
  */
 #ifndef RV_CAPTURE_MARKS_H

@@ -6,7 +6,7 @@
  * --help cannot drift from what is parsed.
  *
  * Not here: any decision that needs the machine (which backend, which clock);
- * see cmd/record.c (with record/machine.h and record/pt_pmu.h).
+ * see session/session.c (with record/machine.h and record/pt_pmu.h).
  */
 #ifndef RV_CLI_OPTIONS_H
 #define RV_CLI_OPTIONS_H

@@ -129,7 +129,7 @@ static void call_times(const char *dir, struct call_times *ct)
 }
 
 /* Copies the capture at in/perf.data to out/perf.data with a window mark per
- * window (as record_pt.c writes them), and the vdso beside it. */
+ * window (as session/pt_backend.c writes them), and the vdso beside it. */
 static void copy_with_marks(const char *in, const char *out, const struct call_times *ct,
 			    bool apply)
 {

@@ -4,7 +4,7 @@
  * rv_probe_site_resolve (and perf probe) put them, and the BPF gate; on this
  * machine (no intel_pt) the sampling plan with the gate's uprobes.
  *
- * Not here: the plan's construction in detail (tests/unit/test_record_pt.c).
+ * Not here: the plan's construction in detail (tests/unit/test_pt_plan.c).
  */
 #include <criterion/criterion.h>
 
