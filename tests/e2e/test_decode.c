@@ -529,27 +529,6 @@ Test(decode, command_line_mistakes, .timeout = 120)
 	cr_assert(!file_exists("/tmp/rv-missing.fxt"));
 }
 
-/* Whether two files hold the same bytes. */
-static bool files_equal(const char *a, const char *b)
-{
-	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-	bool same = fa && fb;
-	int ca, cb;
-
-	while (same) {
-		ca = fgetc(fa);
-		cb = fgetc(fb);
-		same = ca == cb;
-		if (ca == EOF)
-			break;
-	}
-	if (fa)
-		fclose(fa);
-	if (fb)
-		fclose(fb);
-	return same;
-}
-
 /* A capture without Intel PT, of stack samples: decoded as samples, to the
  * trace `run` wrote of it. (A capture with nothing to decode is refused:
  * tests/unit/test_decoder.c.) */

@@ -29,6 +29,7 @@
 #include "capture/synth.h"
 #include "harness.h"
 #include "symbolize/symbolizer.h"
+#include "test_files.h"
 
 #define PERF		 "/usr/bin/perf"
 #define SOFTPT_TIMEOUT_S 240
@@ -983,26 +984,6 @@ static struct fxt_trace *decode_capture(const struct capture *c, const char *nam
 	return t;
 }
 
-static bool same_file(const char *a, const char *b)
-{
-	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-	bool same = fa && fb;
-	int ca, cb;
-
-	while (same) {
-		ca = fgetc(fa);
-		cb = fgetc(fb);
-		same = ca == cb;
-		if (ca == EOF || cb == EOF)
-			break;
-	}
-	if (fa)
-		fclose(fa);
-	if (fb)
-		fclose(fb);
-	return same;
-}
-
 static size_t count_instants_prefixed(const struct fxt_trace *t, const char *prefix)
 {
 	size_t n = 0;
@@ -1078,7 +1059,7 @@ static size_t check_rearview_decode(const struct capture *c)
 
 		snprintf(a, sizeof(a), "%s/chunked-1.fxt", c->dir);
 		snprintf(b, sizeof(b), "%s/chunked-2.fxt", c->dir);
-		cr_assert(same_file(a, b),
+		cr_assert(files_equal(a, b),
 			  "[%s] %s: decoding on 2 threads gives another trace "
 			  "than on 1",
 			  c->config->name, c->target);

@@ -98,6 +98,25 @@ void *read_whole(const char *path, size_t *size)
 	return data;
 }
 
+bool files_equal(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	bool same = fa && fb;
+
+	while (same) {
+		int ca = fgetc(fa), cb = fgetc(fb);
+
+		same = ca == cb;
+		if (ca == EOF || cb == EOF)
+			break;
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	return same;
+}
+
 void write_file(const char *path, const void *data, size_t size)
 {
 	FILE *f = fopen(path, "wbe");

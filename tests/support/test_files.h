@@ -8,6 +8,7 @@
 #ifndef RV_TESTS_TEST_FILES_H
 #define RV_TESTS_TEST_FILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A fresh directory /tmp/NAME-XXXXXX, its path in out. */
@@ -30,6 +31,9 @@ char *path_join(const char *dir, const char *name);
 /* The whole file, malloc'd with a NUL after its last byte (so that text can
  * be read as a string); *size (may be NULL) is its length. */
 void *read_whole(const char *path, size_t *size);
+
+/* Whether the files at a and b both exist and hold the same bytes. */
+bool files_equal(const char *a, const char *b);
 
 /* Creates or truncates path and writes size bytes of data to it. */
 void write_file(const char *path, const void *data, size_t size);
