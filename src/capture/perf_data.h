@@ -208,7 +208,8 @@ struct rv_perf_sample_id {
 struct rv_perf_reader;
 
 /* Opens a perf.data in file mode or pipe mode, from a file, a FIFO, a
- * directory of perf's (DIR/data) or, for "-", standard input, and validates
+ * capture directory (rearview's DIR/perf.data, else perf's DIR/data) or, for
+ * "-", standard input, and validates
  * its header, attributes and section bounds. Files are mapped; a pipe is read
  * whole into memory first. In pipe mode the attributes, event names and
  * features are those of the stream's HEADER_ATTR, EVENT_UPDATE and
@@ -222,6 +223,10 @@ bool rv_perf_reader_is_pipe(const struct rv_perf_reader *r);
 /* 1 and *rec set: a record; 0: end of data; negative: a truncated or corrupt
  * record, described in err (the records before it were good). */
 int rv_perf_reader_next(struct rv_perf_reader *r, struct rv_perf_record *rec, struct rv_error *err);
+
+/* What was opened, for messages: the file (DIR/perf.data for a directory)
+ * or "standard input". */
+const char *rv_perf_reader_name(const struct rv_perf_reader *r);
 
 /* Back to the first record, for a second pass (the records and their
  * errors come again, as the first time). */

@@ -611,10 +611,17 @@ int rv_perf_reader_open(struct rv_perf_reader **out, const char *path, struct rv
 	*out = NULL;
 	fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 && !is_stdin && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-		/* perf's directory layout (perf record --kcore): DIR/data */
+		/* rearview's and softpt's DIR/perf.data, else perf's directory
+		 * layout (perf record --kcore): DIR/data */
 		close(fd);
-		if (asprintf(&dir_data, "%s/data", path) < 0)
+		if (asprintf(&dir_data, "%s/perf.data", path) < 0)
 			return rv_error_set(err, ENOMEM, "out of memory opening '%s'", path);
+		if (stat(dir_data, &st) || !S_ISREG(st.st_mode)) {
+			free(dir_data);
+			if (asprintf(&dir_data, "%s/data", path) < 0)
+				return rv_error_set(err, ENOMEM, "out of memory opening '%s'",
+						    path);
+		}
 		fd = open(dir_data, O_RDONLY | O_CLOEXEC);
 		name = dir_data;
 	}
@@ -683,6 +690,11 @@ int rv_perf_reader_next(struct rv_perf_reader *r, struct rv_perf_record *rec, st
 	if (ret < 0)
 		rv_error_prefix(err, "reading '%s'", r->name);
 	return ret;
+}
+
+const char *rv_perf_reader_name(const struct rv_perf_reader *r)
+{
+	return r->name;
 }
 
 void rv_perf_reader_rewind(struct rv_perf_reader *r)

@@ -53,21 +53,6 @@ uint64_t rv_decoder_first_time(const struct rv_decoder *d)
 
 /* ---- what a perf.data is ---- */
 
-/* The file a capture path names: DIR/perf.data (rearview's and softpt's
- * directories) when it is one, else the path itself, which the reader takes
- * as a file, a FIFO, "-", or perf's DIR/data. */
-static void capture_file(const char *path, char *out, size_t size)
-{
-	struct stat st;
-
-	if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(out, size, "%s/perf.data", path);
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode))
-			return;
-	}
-	snprintf(out, size, "%s", path);
-}
-
 static bool has_pt_event(const struct rv_perf_reader *r)
 {
 	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
@@ -157,11 +142,8 @@ static unsigned jobs_of(const struct rv_decoder_options *o)
 static int open_perf_data(struct rv_decoder *d, struct rv_error *err)
 {
 	const struct rv_decoder_options *o = &d->options;
-	char path[4096 + 16];
-	int ret;
+	int ret = rv_perf_reader_open(&d->reader, o->path, err);
 
-	capture_file(o->path, path, sizeof(path));
-	ret = rv_perf_reader_open(&d->reader, path, err);
 	if (ret)
 		return ret;
 	ret = perf_data_kind(d->reader, o->path, &d->kind, err);

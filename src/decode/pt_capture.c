@@ -484,30 +484,21 @@ size_t ptc_image_sections(const struct rv_pt_capture *c, const struct pt_image *
 
 /* ---- the public face ---- */
 
-/* The capture's directory and the file the reader opens. */
+/* The capture's directory, where its side files are: path itself, or the
+ * directory of the file path names; none for standard input. */
 static int locate(struct rv_pt_capture *c, const char *path, struct rv_error *err)
 {
 	struct stat st;
+	const char *slash = strrchr(path, '/');
 
-	if (!strcmp(path, "-")) {
-		c->path = strdup("-");
-		return c->path ? 0 : ptc_nomem(err);
-	}
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (!strcmp(path, "-"))
+		return 0;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		c->dir = strdup(path);
-		c->path = path_join(path, "perf.data");
-		if (c->path && !is_regular_file(c->path)) {
-			free(c->path);
-			c->path = strdup(path); /* perf's layout: the reader opens DIR/data */
-		}
-	} else {
-		const char *slash = strrchr(path, '/');
-
-		c->path = strdup(path);
+	else
 		c->dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path))
 			       : strdup(".");
-	}
-	return c->path && c->dir ? 0 : ptc_nomem(err);
+	return c->dir ? 0 : ptc_nomem(err);
 }
 
 /* *out: DIR/name when it is a regular file, else left NULL. */
@@ -608,8 +599,10 @@ int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_op
 		c->reader = options->reader;
 		c->reader_borrowed = true;
 	} else if (!ret) {
-		ret = rv_perf_reader_open(&c->reader, c->path, err);
+		ret = rv_perf_reader_open(&c->reader, options->path, err);
 	}
+	if (!ret && !(c->path = strdup(rv_perf_reader_name(c->reader))))
+		ret = ptc_nomem(err);
 	if (!ret) {
 		ret = read_records(c, &s, err);
 		if (ret)
