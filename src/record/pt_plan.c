@@ -10,7 +10,7 @@
 
 /* ---- the plan ---- */
 
-static int plan_timing(const struct rv_options *opts, enum rv_pt_timing *out, struct rv_error *err)
+int rv_pt_plan_timing(const struct rv_options *opts, enum rv_pt_timing *out, struct rv_error *err)
 {
 	switch (opts->timer) {
 	case RV_TIMER_LOW:
@@ -28,10 +28,10 @@ static int plan_timing(const struct rv_options *opts, enum rv_pt_timing *out, st
 	case RV_TIMER_SAMPLE:
 		break;
 	}
-	return rv_error_set(
-		err, EINVAL,
-		"--timer-resolution sample:HZ sets a sampling rate; Intel PT takes low, "
-		"normal, high or custom:... (or use --backend sample)");
+	return rv_error_set(err, EINVAL,
+			    "--timer-resolution sample:%llu sets a sampling rate; Intel PT takes "
+			    "low, normal, high or custom:... (or use --backend sample)",
+			    (unsigned long long)opts->sample_hz);
 }
 
 static int add_gate(struct rv_pt_plan *plan, const struct rv_pt_pmu *pmu, enum rv_gate_role role,
@@ -74,7 +74,7 @@ int rv_pt_plan_build(struct rv_pt_plan *plan, const struct rv_options *opts,
 	int ret;
 
 	memset(plan, 0, sizeof(*plan));
-	ret = plan_timing(opts, &plan->timing, err);
+	ret = rv_pt_plan_timing(opts, &plan->timing, err);
 	if (ret)
 		return ret;
 	plan->scope = opts->kernel_only	     ? RV_SCOPE_KERNEL

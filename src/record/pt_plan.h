@@ -59,6 +59,10 @@ struct rv_pt_plan {
 	struct rv_uprobe_pmu uprobe; /* valid when nr_gate */
 };
 
+/* The PT timing --timer-resolution asks for; sample:HZ is refused in words
+ * (a sampling rate, for the sampling backend). */
+int rv_pt_plan_timing(const struct rv_options *opts, enum rv_pt_timing *out, struct rv_error *err);
+
 /* Builds every attr from the options, the PMU and the resolved sites (NULL:
  * no --filter or --trigger); root is where sysfs is read (the uprobe PMU).
  * The gate attrs point at the sites' paths: sites must outlive the plan's

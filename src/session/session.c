@@ -85,15 +85,11 @@ static int plan_backend(struct rv_session *s, struct rv_error *err)
 		s->snapshot_size_bytes = opts->snapshot_size_bytes ? opts->snapshot_size_bytes
 								   : DEFAULT_SNAPSHOT_UPROBE;
 		return 0;
-	case RV_ENGINE_PT:
-		if (opts->timer == RV_TIMER_SAMPLE)
-			return rv_error_set(
-				err, EINVAL,
-				"--timer-resolution sample:%llu sets a sampling rate; "
-				"Intel PT takes low, normal, high or custom:... (or use "
-				"--backend sample)",
-				(unsigned long long)opts->sample_hz);
-		return 0;
+	case RV_ENGINE_PT: {
+		enum rv_pt_timing timing;
+
+		return rv_pt_plan_timing(opts, &timing, err);
+	}
 	case RV_ENGINE_SAMPLE:
 		break;
 	}
