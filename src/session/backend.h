@@ -81,11 +81,14 @@ extern const struct rv_backend_ops rv_sample_backend;
 extern const struct rv_backend_ops rv_fn_backend;
 extern const struct rv_backend_ops rv_pt_backend;
 
-/* ---- shared by the backends that record through the sampling engine ---- */
+/* ---- shared by the backends ---- */
 
-/* Finishes a sampling-engine capture: the command line, the engine's clock. */
+/* Finishes a capture's header: the command line, and the clock its times
+ * are on (clockid; -1: none recorded, as for Intel PT's TSC-based times). */
 int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer *capture,
-			      struct rv_error *err);
+			      int clockid, struct rv_error *err);
+
+/* ---- shared by the backends that record through the sampling engine ---- */
 
 /* --dry-run: the engine's event on every CPU of the machine, labelled
  * "WHAT, CPU n" and the note, with BPF program `program` (NULL: none). */

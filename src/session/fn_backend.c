@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capture/perf_data.h"
@@ -493,7 +494,7 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 {
 	struct rv_fn_attach_report report;
 	char count[32];
-	int ret = rv_session_finish_capture(run->s, run->capture, err);
+	int ret = rv_session_finish_capture(run->s, run->capture, CLOCK_MONOTONIC, err);
 
 	rv_fn_engine_report(run->tracer, &report);
 	snprintf(run->note, sizeof(run->note), "%s function%s traced exactly",

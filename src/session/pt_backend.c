@@ -403,14 +403,12 @@ static int pt_finish(struct rv_backend_state *b, struct rv_render_options *out,
 {
 	const struct rv_session *s = b->s;
 	const struct rv_pt_record_stats *stats = &b->stats;
-	const char *const *argv = (const char *const *)s->opts->argv;
-	struct rv_perf_meta meta = { .argc = s->opts->argc, .argv = argv, .clockid = -1 };
 	bool min_duration = s->opts->filter_start && s->opts->min_duration_ns;
 	int ret;
 
 	rv_pt_engine_free(b->engine);
 	b->engine = NULL;
-	ret = rv_perf_writer_finish(b->capture, &meta, err);
+	ret = rv_session_finish_capture(s, b->capture, -1, err);
 	rv_perf_writer_free(b->capture);
 	b->capture = NULL;
 	if (ret)

@@ -29,13 +29,13 @@ struct rv_backend_state {
 };
 
 int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer *capture,
-			      struct rv_error *err)
+			      int clockid, struct rv_error *err)
 {
 	const char *const *argv = (const char *const *)s->opts->argv;
 	struct rv_perf_meta meta = {
 		.argc = s->opts->argc,
 		.argv = argv,
-		.clockid = CLOCK_MONOTONIC,
+		.clockid = clockid,
 	};
 
 	return rv_perf_writer_finish(capture, &meta, err);
@@ -177,7 +177,7 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 
 	rv_sample_engine_free(b->engine);
 	b->engine = NULL;
-	ret = rv_session_finish_capture(b->s, b->capture, err);
+	ret = rv_session_finish_capture(b->s, b->capture, CLOCK_MONOTONIC, err);
 	rv_perf_writer_free(b->capture);
 	b->capture = NULL;
 	if (ret)
