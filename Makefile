@@ -144,14 +144,14 @@ example: $(BUILD)/rearview $(EXAMPLES)
 TEST_DEPS += all $(BUILD)/tests/unit-tests $(BUILD)/tests/e2e-tests $(TARGET_BINS) $(TARGET_STRIPPED)
 
 unit: $(TEST_DEPS)
-	RV_BUILD=$(BUILD) $(BUILD)/tests/unit-tests --jobs 2
+	RV_BUILD=$(BUILD) tests/run-suite $(BUILD)/tests/unit-tests --jobs 2
 
 e2e: $(TEST_DEPS)
-	RV_BUILD=$(BUILD) $(BUILD)/tests/e2e-tests --jobs 1
+	RV_BUILD=$(BUILD) tests/run-suite $(BUILD)/tests/e2e-tests --jobs 1
 
 test: $(TEST_DEPS) format-check
-	RV_BUILD=$(BUILD) $(BUILD)/tests/unit-tests --jobs 2
-	RV_BUILD=$(BUILD) $(BUILD)/tests/e2e-tests --jobs 1
+	RV_BUILD=$(BUILD) tests/run-suite $(BUILD)/tests/unit-tests --jobs 2
+	RV_BUILD=$(BUILD) tests/run-suite $(BUILD)/tests/e2e-tests --jobs 1
 
 check-asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ASAN_OPTIONS=detect_leaks=1 \
