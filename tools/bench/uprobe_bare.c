@@ -2,7 +2,7 @@
  * only counts (bpf/bench_count.bpf.c): the yardsticks that bench/run holds
  * the function tracer's per-call cost to.
  *
- *   uprobe_bare [--exits uretprobe|sites] FUNCTION -- CMD [ARGS...]
+ *   uprobe_bare [--exits uretprobe|sites|none] FUNCTION -- CMD [ARGS...]
  *
  * --exits uretprobe (the default): a uprobe at FUNCTION's entry and a
  * uretprobe (the kernel replaces the return address on the stack with its
@@ -15,7 +15,10 @@
  *   sites FUNCTION entry 0xOFF (INSN) exits 0xOFF (INSN) ...
  * with file offsets and each site's instruction; an entry that is a 5-byte
  * nop is one a 6.17+ kernel turns into a call to a trampoline instead of an
- * int3 trap.
+ * int3 trap. The function's range is its symbol's: an out-of-line part
+ * (.cold) is not followed.
+ * --exits none: the entry's plain uprobe alone (the sites are printed too),
+ * to tell the entry's cost from the exit's.
  *
  * FUNCTION is a symbol of CMD's executable (.symtab, else .dynsym). CMD
  * starts held before exec, the probes are attached for its process, then it
@@ -334,7 +337,8 @@ static void print_sites(const char *function, const struct sites *s)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: uprobe_bare [--exits uretprobe|sites] FUNCTION -- CMD [ARGS...]\n");
+	fprintf(stderr,
+		"usage: uprobe_bare [--exits uretprobe|sites|none] FUNCTION -- CMD [ARGS...]\n");
 	return 2;
 }
 
@@ -345,14 +349,14 @@ int main(int argc, char **argv)
 	struct sites sites = { 0 };
 	char program[4096], why[256];
 	int release = -1, status = 0, ret, arg = 1;
-	bool use_sites = false;
+	bool use_sites = false, entry_only = false;
 	const char *function;
 	pid_t pid;
 
 	if (argc > 2 && !strcmp(argv[1], "--exits")) {
-		if (!strcmp(argv[2], "sites"))
-			use_sites = true;
-		else if (strcmp(argv[2], "uretprobe"))
+		entry_only = !strcmp(argv[2], "none");
+		use_sites = entry_only || !strcmp(argv[2], "sites");
+		if (!use_sites && strcmp(argv[2], "uretprobe"))
 			return usage();
 		arg = 3;
 	}
@@ -371,6 +375,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		print_sites(function, &sites);
+		if (entry_only)
+			sites.nr_exits = 0;
 	}
 	skel = bench_count_bpf__open_and_load();
 	if (!skel) {
