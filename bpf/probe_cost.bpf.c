@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 /* probe_cost.bpf.c: the calibration's probes (src/record/probe_cost.c): a
- * plain uprobe at a function's entry and one at its `ret`, the pair the
- * function tracer places, each only counting its hits, so that what a call
+ * plain uprobe at a function's entry and one at its `ret` (or a uretprobe),
+ * the pair the function tracer places, each only counting its hits, so that what a call
  * costs with them is the kernel's part of a probe pair: the trap, the
  * uprobe's dispatch, running a BPF program, the instruction's emulation.
  *

@@ -139,10 +139,10 @@ static double quantile(const double *v, unsigned n, double q)
 #define ROUND_NS      4000000ull /* 4 ms of probed calls a round */
 #define MIN_CALLS     100
 
-static int attach_at(struct bpf_program *prog, const struct code_place *p, struct bpf_link **link,
-		     struct rv_error *err)
+static int attach_at(struct bpf_program *prog, const struct code_place *p, bool retprobe,
+		     struct bpf_link **link, struct rv_error *err)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = false);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = retprobe);
 	int e;
 
 	/* pid 0: this process only */
@@ -273,6 +273,7 @@ int rv_probe_cost_measure(const struct rv_probe_cost_config *config, struct rv_p
 {
 	unsigned rounds = config && config->rounds ? config->rounds : RV_PROBE_COST_ROUNDS;
 	unsigned calls = config ? config->calls_per_round : 0;
+	bool uretprobe = config && config->exit == RV_PROBE_COST_EXIT_URETPROBE;
 	uint64_t started = monotonic_ns();
 	struct code_place entry, exit_site;
 	struct rv_probe_cost_probes *p;
@@ -300,9 +301,11 @@ int rv_probe_cost_measure(const struct rv_probe_cost_config *config, struct rv_p
 		free(p);
 		return rv_bpf_load_error(err, ret, "the probe cost calibration's BPF programs");
 	}
-	ret = attach_at(p->skel->progs.cost_entry, &entry, &p->links[0], err);
-	if (!ret)
-		ret = attach_at(p->skel->progs.cost_exit, &exit_site, &p->links[1], err);
+	ret = attach_at(p->skel->progs.cost_entry, &entry, false, &p->links[0], err);
+	if (!ret && uretprobe)
+		ret = attach_at(p->skel->progs.cost_exit, &entry, true, &p->links[1], err);
+	else if (!ret)
+		ret = attach_at(p->skel->progs.cost_exit, &exit_site, false, &p->links[1], err);
 	if (!ret)
 		ret = run_rounds(p->skel, rounds, calls, out, err);
 	out->elapsed_ns = monotonic_ns() - started;

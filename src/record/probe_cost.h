@@ -3,9 +3,10 @@
  * summary can say how much of a traced run was the probes themselves.
  *
  * Method. Two copies of one tiny function live in rearview's own code (push
- * %rbp ... ret, the shape of most functions' entries and exits). Plain
- * uprobes go at one copy's entry and at its `ret`, as the function tracer
- * places them, for this process only, with BPF programs that only count
+ * %rbp ... ret, the shape of most functions' entries and exits). A plain
+ * uprobe goes at one copy's entry and another at its `ret` (or a uretprobe,
+ * config->exit), as the function tracer places them, for this process
+ * only, with BPF programs that only count
  * (bpf/probe_cost.bpf.c). The calling thread then runs rounds of calls_per_round
  * calls, each round timing a loop over the probed copy and a loop over the
  * bare copy on its own CPU time (CLOCK_THREAD_CPUTIME_ID: time on other
@@ -21,9 +22,9 @@
  * single-steps the others out of line, which takes a second trap: measured
  * on this project's VM (kernel 6.18), a uprobe on `push %rbp` costs 0.6 us a
  * hit, one on a 5-byte nop 0.25 us, and one on `ret`, `endbr64`, `mov`,
- * `sub` or `xor` 24-28 us (a uretprobe pair: 1.1 us). The calibration's pair
- * is the common shape (an emulated entry, a single-stepped `ret`); functions
- * whose entry is single-stepped pay more, those with a nop entry less.
+ * `sub` or `xor` 24-28 us; a uretprobe 0.4 us. The calibration's pair is the
+ * common shape (an emulated entry; a single-stepped `ret`, or a uretprobe);
+ * functions whose entry is single-stepped pay more, a nop entry less.
  *
  * Error. The trap is charged to the thread that takes it, so the number is
  * the thread's own cost of a probe pair; cache and TLB effects on the code
@@ -43,7 +44,14 @@
 
 #include "util/error.h"
 
+/* How the pair's exit is probed: as the function tracer probes exits. */
+enum rv_probe_cost_exit {
+	RV_PROBE_COST_EXIT_RET,	      /* a plain uprobe on the `ret` (return-site probes) */
+	RV_PROBE_COST_EXIT_URETPROBE, /* a uretprobe (the return address replaced) */
+};
+
 struct rv_probe_cost_config {
+	enum rv_probe_cost_exit exit;
 	unsigned rounds; /* timed rounds (0: RV_PROBE_COST_ROUNDS) */
 	/* 0: as many as about 4 ms of probed calls at the warm-up's cost (at
 	 * least 100), so that the whole takes about 40 ms whatever a pair costs */
@@ -69,7 +77,7 @@ struct rv_probe_cost {
 struct rv_probe_cost_probes;
 
 /* Measures the cost as described above, on the calling thread; config NULL
- * means the defaults. Needs what the function tracer needs (root, BPF,
+ * means the defaults (exits probed on the `ret`). Needs what the function tracer needs (root, BPF,
  * uprobes). Returns 0 with *out filled, or a negative code with err saying
  * why it could not measure (privileges, no uprobes, a count that does not
  * add up); it never prints.

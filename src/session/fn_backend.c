@@ -27,6 +27,7 @@
 #include "record/fn_engine.h"
 #include "record/fn_plan.h"
 #include "record/fn_select.h"
+#include "record/probe_cost.h"
 #include "record/sample_engine.h"
 #include "session/backend.h"
 #include "util/log.h"
@@ -53,7 +54,9 @@ struct rv_backend_state {
 	struct rv_perf_writer *capture;
 	struct rv_sample_engine *engine;
 	struct rv_fn_engine *tracer;
-	bool recorder; /* records wait in the tracer's BPF maps for snapshots */
+	bool recorder;	 /* records wait in the tracer's BPF maps for snapshots */
+	double probe_ns; /* a probe pair's cost a call; 0: not measured */
+	struct rv_probe_cost_probes *calibration; /* its probes, released in the background */
 	uint64_t lost;
 	char capture_path[PATH_MAX + 32];
 	char note[128];
@@ -290,6 +293,7 @@ static void fn_free(struct rv_backend_state *run)
 	if (!run)
 		return;
 	rv_fn_engine_free(run->tracer); /* detaches first */
+	rv_probe_cost_probes_free(run->calibration);
 	rv_sample_engine_free(run->engine);
 	rv_perf_writer_free(run->capture);
 	free(run->processes);
@@ -308,6 +312,34 @@ static struct rv_backend_state *fn_new(struct rv_session *s, struct rv_target *t
 	run->target = target;
 	rv_fn_list_init(&run->funcs);
 	return run;
+}
+
+/* What a probe pair costs a call here, for the summary's overhead; the
+ * probes are released while recording goes on. Not measuring is not fatal:
+ * the summary then says nothing of the overhead. */
+static void measure_probe_cost(struct rv_backend_state *run)
+{
+	/* The exits are probed as the tracer probes them: uretprobes today.
+	 * With return-site probes, RV_PROBE_COST_EXIT_RET unless --exits
+	 * uretprobe. */
+	struct rv_probe_cost_config config = { .exit = RV_PROBE_COST_EXIT_URETPROBE };
+	struct rv_probe_cost cost;
+	struct rv_error err = { 0 };
+
+	if (!run->funcs.count)
+		return;
+	if (rv_probe_cost_measure(&config, &cost, &run->calibration, &err)) {
+		rv_warn("cannot measure what a probe costs on this machine (%s): the summary "
+			"will not estimate the probes' overhead",
+			err.message);
+		return;
+	}
+	rv_probe_cost_release(run->calibration);
+	run->probe_ns = cost.ns_per_call;
+	rv_debug("a probe pair costs %.0f ns a call here (quartiles %.0f..%.0f "
+		 "ns, %u rounds of %u calls, measured in %.0f ms)",
+		 cost.ns_per_call, cost.low_ns, cost.high_ns, cost.rounds, cost.calls_per_round,
+		 cost.elapsed_ns / 1e6);
 }
 
 /* Opens the capture, the bpf-output events and the tracer, sets the gate,
@@ -363,6 +395,8 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	}
 	if (!ret)
 		ret = attach_everything(s, target, run, err);
+	if (!ret)
+		measure_probe_cost(run);
 	if (!ret)
 		ret = rv_fn_engine_arm(run->tracer, err);
 	return ret;
@@ -507,6 +541,7 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.recorded = true,
 		.recording_note = run->note,
 		.lost_while_recording = run->lost,
+		.probe_ns_per_call = run->probe_ns,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
 	rv_fn_engine_free(run->tracer);

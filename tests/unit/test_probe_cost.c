@@ -73,6 +73,25 @@ Test(probe_cost, the_defaults_stay_short)
 	cr_assert_lt(cost.elapsed_ns, 2000000000ull, "%.1f ms", cost.elapsed_ns / 1e6);
 }
 
+/* The uretprobe pair, as the function tracer's --exits uretprobe places it:
+ * also every call seen, at a cost of its own. */
+Test(probe_cost, measures_a_uretprobe_pair_too)
+{
+	struct rv_probe_cost_config config = { .exit = RV_PROBE_COST_EXIT_URETPROBE,
+					       .rounds = 5,
+					       .calls_per_round = 1000 };
+	struct rv_probe_cost cost;
+	struct rv_error err = { 0 };
+
+	require_root();
+	cr_assert_eq(rv_probe_cost_measure(&config, &cost, NULL, &err), 0, "%s", err.message);
+	cr_log_info("an entry probe and a uretprobe cost %.0f ns a call (quartiles %.0f..%.0f)",
+		    cost.ns_per_call, cost.low_ns, cost.high_ns);
+	cr_assert_gt(cost.ns_per_call, 10.0);
+	cr_assert_lt(cost.ns_per_call, 100000.0);
+	cr_assert_eq(cost.probed_calls, 5100);
+}
+
 Test(probe_cost, refuses_configs_that_would_take_long)
 {
 	struct rv_probe_cost_config config = { .rounds = RV_PROBE_COST_MAX_ROUNDS + 1 };
