@@ -58,15 +58,15 @@ double rv_probe_summary_overhead_ns(const struct rv_probe_summary *s)
 static void print_overhead(FILE *out, const struct rv_probe_summary *s)
 {
 	double overhead = rv_probe_summary_overhead_ns(s);
-	double percent = s->covered_ns ? 100.0 * overhead / (double)s->covered_ns : 0;
+	double percent = s->recorded_ns ? 100.0 * overhead / (double)s->recorded_ns : 0;
 	char total[32], span[32], calls[32], each[32];
 
 	time_text(overhead, total, sizeof(total));
-	time_text((double)s->covered_ns, span, sizeof(span));
+	time_text((double)s->recorded_ns, span, sizeof(span));
 	count_text(s->calls, calls, sizeof(calls));
 	time_text(s->ns_per_call, each, sizeof(each));
 	fprintf(out, "rearview: probe overhead: at least %s", total);
-	if (s->covered_ns)
+	if (s->recorded_ns)
 		fprintf(out, ", %.0f%% of the %s recorded", percent, span);
 	if (s->threads > 1)
 		fprintf(out, " (summed over %" PRIu64 " threads)", s->threads);

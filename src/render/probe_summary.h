@@ -11,8 +11,8 @@
  *
  * (each one line). The overhead is calls x the calibration's cost
  * (record/probe_cost.h), a floor: the tracer's programs do more than the
- * calibration's. Its share is of the trace's span; with several threads the
- * overhead is summed over them and the line says so. The warning comes when
+ * calibration's. Its share is of the recording's time; with several threads
+ * the overhead is summed over them and the line says so. The warning comes when
  * the share is over RV_PROBE_SUMMARY_DOMINANT_PERCENT, the hint for each of
  * the most-called functions (up to three) called more than
  * RV_PROBE_SUMMARY_HOT_RATE times a second over the span, and at least
@@ -35,9 +35,10 @@
 #define RV_PROBE_SUMMARY_MAX_HINTS	  3
 
 struct rv_probe_summary {
-	uint64_t calls;	     /* exact calls in the trace */
-	double ns_per_call;  /* the calibration's cost of a probe pair; 0: not measured */
-	uint64_t covered_ns; /* the trace's span */
+	uint64_t calls;	      /* calls probed while recording (a flight recorder keeps fewer) */
+	double ns_per_call;   /* the calibration's cost of a probe pair; 0: not measured */
+	uint64_t recorded_ns; /* how long it recorded: the share's whole */
+	uint64_t covered_ns;  /* the trace's span: the hints' rates are over it */
 	uint64_t threads;
 	/* the most-called functions, most first (rv_builder_most_called) */
 	const struct rv_top_function *most_called;

@@ -66,8 +66,9 @@ static void print_probe_cost(const struct rv_builder *b, const struct rv_render_
 {
 	struct rv_top_function most[MOST_CALLED];
 	struct rv_probe_summary ps = {
-		.calls = bs->calls,
+		.calls = ro->probed_calls ? ro->probed_calls : bs->calls,
 		.ns_per_call = ro->probe_ns_per_call,
+		.recorded_ns = ro->recording_ns ? ro->recording_ns : covered,
 		.covered_ns = covered,
 		.threads = bs->threads,
 		.most_called = most,

@@ -28,6 +28,11 @@ struct rv_render_options {
 	 * (record/probe_cost.h), in ns; 0: not measured. The summary gives the
 	 * overhead it makes (render/probe_summary.h). */
 	double probe_ns_per_call;
+	/* --backend uprobe: the calls probed and how long it recorded (a
+	 * flight recorder's trace holds only the last of them); 0: the trace's
+	 * calls and span */
+	uint64_t probed_calls;
+	uint64_t recording_ns;
 	bool stats; /* --stats: the decoder's counts on standard output */
 };
 

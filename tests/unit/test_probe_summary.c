@@ -44,6 +44,7 @@ Test(probe_summary, says_calls_times_the_cost_and_its_share)
 	struct rv_probe_summary s = {
 		.calls = 100000,
 		.ns_per_call = 1500,
+		.recorded_ns = 2000000000ull,
 		.covered_ns = 2000000000ull, /* 2 s: 150 ms is 7.5% of it */
 		.threads = 1,
 		.most_called = most,
@@ -62,9 +63,11 @@ Test(probe_summary, says_calls_times_the_cost_and_its_share)
 
 Test(probe_summary, names_the_threads_it_sums_over)
 {
-	struct rv_probe_summary s = {
-		.calls = 4000000, .ns_per_call = 1000, .covered_ns = 1000000000ull, .threads = 4
-	};
+	struct rv_probe_summary s = { .calls = 4000000,
+				      .ns_per_call = 1000,
+				      .recorded_ns = 1000000000ull,
+				      .covered_ns = 1000000000ull,
+				      .threads = 4 };
 	char *text = summary_text(&s);
 
 	cr_assert(strstr(text, "at least 4.000 s, 400% of the 1.000 s recorded (summed over 4 "
@@ -75,9 +78,11 @@ Test(probe_summary, names_the_threads_it_sums_over)
 
 Test(probe_summary, warns_when_the_probes_took_most_of_the_run)
 {
-	struct rv_probe_summary s = {
-		.calls = 1000, .ns_per_call = 30000, .covered_ns = 50000000ull, .threads = 1
-	};
+	struct rv_probe_summary s = { .calls = 1000,
+				      .ns_per_call = 30000,
+				      .recorded_ns = 50000000ull,
+				      .covered_ns = 50000000ull,
+				      .threads = 1 };
 	char *text = summary_text(&s);
 
 	/* 1000 x 30 us = 30 ms of 50 ms */
@@ -103,6 +108,7 @@ Test(probe_summary, hints_at_functions_called_over_100k_times_a_second)
 	struct rv_probe_summary s = {
 		.calls = 3400001,
 		.ns_per_call = 1200,
+		.recorded_ns = 2000000000ull,
 		.covered_ns = 2000000000ull,
 		.threads = 1,
 		.most_called = most,
@@ -128,6 +134,7 @@ Test(probe_summary, no_hint_below_the_rate_or_in_a_short_run)
 	struct rv_probe_summary s = {
 		.calls = 9999,
 		.ns_per_call = 1000,
+		.recorded_ns = 1000000ull,
 		.covered_ns = 1000000ull,
 		.threads = 1,
 		.most_called = most,
@@ -147,9 +154,11 @@ Test(probe_summary, no_hint_below_the_rate_or_in_a_short_run)
 Test(probe_summary, a_quote_in_a_name_stays_one_shell_word)
 {
 	struct rv_top_function most[] = { { "it's", 0, 1000000 } };
-	struct rv_probe_summary s = {
-		.covered_ns = 1000000000ull, .threads = 1, .most_called = most, .nr_most_called = 1
-	};
+	struct rv_probe_summary s = { .recorded_ns = 1000000000ull,
+				      .covered_ns = 1000000000ull,
+				      .threads = 1,
+				      .most_called = most,
+				      .nr_most_called = 1 };
 	char *text = summary_text(&s);
 
 	cr_assert(strstr(text, "--exclude 'it'\\''s'\n"), "%s", text);
@@ -158,7 +167,10 @@ Test(probe_summary, a_quote_in_a_name_stays_one_shell_word)
 
 Test(probe_summary, nothing_of_the_overhead_when_it_was_not_measured)
 {
-	struct rv_probe_summary s = { .calls = 5000, .covered_ns = 1000000000ull, .threads = 1 };
+	struct rv_probe_summary s = { .calls = 5000,
+				      .recorded_ns = 1000000000ull,
+				      .covered_ns = 1000000000ull,
+				      .threads = 1 };
 	char *text = summary_text(&s);
 
 	cr_assert_str_eq(text, "");
