@@ -3,11 +3,11 @@
 #include "record/probe_cost.h"
 
 #include <errno.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,11 +26,11 @@
 #define COST_FUNCTION(name)                                                                        \
 	".p2align 4\n"                                                                             \
 	".type " name ", @function\n" name ":\n"                                                   \
-	"	push %rbp\n"                                                                             \
-	"	mov %rsp, %rbp\n"                                                                        \
-	"	lea 1(%rdi), %rax\n"                                                                     \
-	"	pop %rbp\n" name "_ret:\n"                                                         \
-	"	ret\n"                                                                                   \
+	"\tpush %rbp\n"                                                                            \
+	"\tmov %rsp, %rbp\n"                                                                       \
+	"\tlea 1(%rdi), %rax\n"                                                                    \
+	"\tpop %rbp\n" name "_ret:\n"                                                              \
+	"\tret\n"                                                                                  \
 	".size " name ", . - " name "\n"
 
 __asm__(".pushsection .text\n" COST_FUNCTION("rv_probe_cost_probed")
