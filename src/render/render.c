@@ -10,11 +10,14 @@
 #include <unistd.h>
 
 #include "decode/decoder.h"
+#include "render/probe_summary.h"
 #include "symbolize/symbolizer.h"
 #include "trace/builder.h"
 #include "util/log.h"
 
 #define TOP_FUNCTIONS 5
+/* The most-called functions the probe summary looks at for its hints. */
+#define MOST_CALLED 8
 
 static void human_bytes(uint64_t bytes, char *out, size_t size)
 {
@@ -56,6 +59,23 @@ static enum trace_kind trace_kind(enum rv_capture_kind kind)
 	default:
 		return TRACE_BRANCHES;
 	}
+}
+
+static void print_probe_cost(const struct rv_builder *b, const struct rv_render_options *ro,
+			     const struct rv_builder_stats *bs, uint64_t covered)
+{
+	struct rv_top_function most[MOST_CALLED];
+	struct rv_probe_summary ps = {
+		.calls = ro->probed_calls ? ro->probed_calls : bs->calls,
+		.ns_per_call = ro->probe_ns_per_call,
+		.recorded_ns = ro->recording_ns ? ro->recording_ns : covered,
+		.covered_ns = covered,
+		.threads = bs->threads,
+		.most_called = most,
+		.nr_most_called = rv_builder_most_called(b, most, MOST_CALLED),
+	};
+
+	rv_probe_summary_print(stderr, &ps);
 }
 
 static void print_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
@@ -121,8 +141,13 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 		fprintf(stderr, "rearview: no samples: the target did not run on a CPU while it "
 				"was recorded (a sleeping or blocked process gives none; kernel "
 				"threads need --trace-include-kernel)\n");
+	if (kind == TRACE_EXACT_CALLS && ro->recorded)
+		print_probe_cost(b, ro, &bs, covered);
 	if (nr_top) {
-		fprintf(stderr, "rearview: top functions by self time:\n");
+		fprintf(stderr, "rearview: top functions by self time%s:\n",
+			kind == TRACE_EXACT_CALLS && ro->probe_ns_per_call > 0
+				? " (their probes' cost included)"
+				: "");
 		for (size_t i = 0; i < nr_top; i++) {
 			char t[32];
 

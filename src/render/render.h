@@ -1,9 +1,9 @@
 /* render.h: a capture turned into a trace file, and what is said after it:
  * decoder (decode/decoder.h) -> builder -> writer, the decoder's findings
  * (damage, missing binaries, skipped records) as warnings, --stats, and the
- * summary: what the trace covers, the top functions by self time, where the
- * file is and how to open it. Shared by every command that ends with a trace
- * (run and attach through the session, decode).
+ * summary: what the trace covers, the probes' cost in a traced run, the top
+ * functions by self time, where the file is and how to open it. Shared by every command that ends
+ * with a trace (run and attach through the session, decode).
  *
  * Not here: recording, decoding or call-stack rules.
  */
@@ -24,6 +24,15 @@ struct rv_render_options {
 	bool recorded;
 	const char *recording_note; /* e.g. "dwarf, 10000 Hz on cpu-clock"; may be NULL */
 	uint64_t lost_while_recording;
+	/* --backend uprobe: what a probe pair cost a call when recording began
+	 * (record/probe_cost.h), in ns; 0: not measured. The summary gives the
+	 * overhead it makes (render/probe_summary.h). */
+	double probe_ns_per_call;
+	/* --backend uprobe: the calls probed and how long it recorded (a
+	 * flight recorder's trace holds only the last of them); 0: the trace's
+	 * calls and span */
+	uint64_t probed_calls;
+	uint64_t recording_ns;
 	bool stats; /* --stats: the decoder's counts on standard output */
 };
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,13 +28,18 @@
 #include "record/fn_engine.h"
 #include "record/fn_plan.h"
 #include "record/fn_select.h"
+#include "record/probe_cost.h"
 #include "record/sample_engine.h"
 #include "session/backend.h"
+#include "session/fn_live.h"
+#include "symbolize/symbolizer.h"
 #include "util/log.h"
 #include "util/proc.h"
 
 /* Functions below which attaching is quick enough to need no progress. */
 #define PROGRESS_THRESHOLD 512
+/* Functions above which the run is told what each of their calls costs. */
+#define MANY_FUNCTIONS 500
 
 /* The functions of one traced process: a range of the session's table. */
 struct fn_process {
@@ -53,7 +59,13 @@ struct rv_backend_state {
 	struct rv_perf_writer *capture;
 	struct rv_sample_engine *engine;
 	struct rv_fn_engine *tracer;
-	bool recorder; /* records wait in the tracer's BPF maps for snapshots */
+	bool recorder;		       /* records wait in the tracer's BPF maps for snapshots */
+	double probe_ns;	       /* a probe pair's cost a call; 0: not measured */
+	uint64_t armed_ns, stopped_ns; /* when recording began and ended */
+	uint64_t entries;	       /* calls the tracer counted while recording */
+	struct rv_probe_cost_probes *calibration; /* its probes, released in the background */
+	struct rv_fn_live *live;		  /* the status line on a terminal, or NULL */
+	char **live_names;			  /* the functions' names, demangled, for it */
 	uint64_t lost;
 	char capture_path[PATH_MAX + 32];
 	char note[128];
@@ -290,6 +302,11 @@ static void fn_free(struct rv_backend_state *run)
 	if (!run)
 		return;
 	rv_fn_engine_free(run->tracer); /* detaches first */
+	rv_probe_cost_probes_free(run->calibration);
+	rv_fn_live_free(run->live);
+	for (size_t i = 0; run->live_names && i < run->funcs.count; i++)
+		free(run->live_names[i]);
+	free(run->live_names);
 	rv_sample_engine_free(run->engine);
 	rv_perf_writer_free(run->capture);
 	free(run->processes);
@@ -308,6 +325,79 @@ static struct rv_backend_state *fn_new(struct rv_session *s, struct rv_target *t
 	run->target = target;
 	rv_fn_list_init(&run->funcs);
 	return run;
+}
+
+/* What a probe pair costs a call here, for the summary's overhead; the
+ * probes are released while recording goes on. Not measuring is not fatal:
+ * the summary then says nothing of the overhead. */
+static void measure_probe_cost(struct rv_backend_state *run)
+{
+	/* The exits are probed as the tracer probes them: uretprobes today.
+	 * With return-site probes, RV_PROBE_COST_EXIT_RET unless --exits
+	 * uretprobe. */
+	struct rv_probe_cost_config config = { .exit = RV_PROBE_COST_EXIT_URETPROBE };
+	struct rv_probe_cost cost;
+	struct rv_error err = { 0 };
+	char count[32];
+
+	if (!run->funcs.count)
+		return;
+	if (rv_probe_cost_measure(&config, &cost, &run->calibration, &err)) {
+		rv_warn("cannot measure what a probe costs on this machine (%s): the summary "
+			"will not estimate the probes' overhead",
+			err.message);
+		return;
+	}
+	rv_probe_cost_release(run->calibration);
+	run->probe_ns = cost.ns_per_call;
+	if (run->funcs.count > MANY_FUNCTIONS)
+		rv_note("each call of the %s functions probed costs at least %.1f us here: the "
+			"program runs slower by that for every call they make",
+			format_count(run->funcs.count, count, sizeof(count)),
+			cost.ns_per_call / 1e3);
+	rv_debug("a probe pair costs %.0f ns a call here (quartiles %.0f..%.0f "
+		 "ns, %u rounds of %u calls, measured in %.0f ms)",
+		 cost.ns_per_call, cost.low_ns, cost.high_ns, cost.rounds, cost.calls_per_round,
+		 cost.elapsed_ns / 1e6);
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The status line while recording, when stderr is a terminal. */
+static int open_live(struct rv_backend_state *run, struct rv_error *err)
+{
+	struct rv_fn_live_config config = {
+		.out = stderr,
+		.is_terminal = isatty(STDERR_FILENO),
+		.nr_functions = run->funcs.count,
+		.start_ns = monotonic_ns(),
+	};
+	struct winsize size;
+
+	if (!config.is_terminal || !run->funcs.count)
+		return 0;
+	if (!ioctl(STDERR_FILENO, TIOCGWINSZ, &size))
+		config.columns = size.ws_col;
+	run->live_names = calloc(run->funcs.count, sizeof(*run->live_names));
+	if (!run->live_names)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < run->funcs.count; i++) {
+		const char *name = run->funcs.items[i].name;
+
+		run->live_names[i] = rv_demangle(name);
+		if (!run->live_names[i])
+			run->live_names[i] = strdup(name);
+		if (!run->live_names[i])
+			return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	config.names = (const char *const *)run->live_names;
+	return rv_fn_live_create(&run->live, &config, err);
 }
 
 /* Opens the capture, the bpf-output events and the tracer, sets the gate,
@@ -364,7 +454,12 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	if (!ret)
 		ret = attach_everything(s, target, run, err);
 	if (!ret)
+		measure_probe_cost(run);
+	if (!ret)
 		ret = rv_fn_engine_arm(run->tracer, err);
+	run->armed_ns = monotonic_ns();
+	if (!ret)
+		ret = open_live(run, err);
 	return ret;
 }
 
@@ -380,9 +475,25 @@ static size_t fn_pollfds(const struct rv_backend_state *run, struct pollfd *fds,
 	return rv_sample_engine_pollfds(run->engine, fds, max);
 }
 
+/* The status line: today the tracer counts every entry, not each
+ * function's, so the line names no function. */
+static void tick_live(struct rv_backend_state *run)
+{
+	uint64_t now = monotonic_ns(), counts[RV_FN_NR_STATS];
+	struct rv_error ignored = { 0 };
+
+	if (!run->live || !rv_fn_live_due(run->live, now))
+		return;
+	if (!rv_fn_engine_stats(run->tracer, counts, &ignored))
+		rv_fn_live_tick(run->live, now, NULL, counts[RV_FN_STAT_ENTER]);
+}
+
 static int fn_poll(struct rv_backend_state *run, struct rv_error *err)
 {
-	return rv_sample_engine_drain(run->engine, err);
+	int ret = rv_sample_engine_drain(run->engine, err);
+
+	tick_live(run);
+	return ret;
 }
 
 static int fn_mark(struct rv_backend_state *run, const struct rv_mark *mark, struct rv_error *err)
@@ -435,14 +546,14 @@ static void report_recorder(const struct rv_backend_state *run)
 
 /* Says what the BPF side counted and the kernel lost. Returns the records
  * lost. */
-static uint64_t report_counts(const struct rv_backend_state *run,
-			      const struct rv_sample_stats *stats)
+static uint64_t report_counts(struct rv_backend_state *run, const struct rv_sample_stats *stats)
 {
 	uint64_t counts[RV_FN_NR_STATS];
 	struct rv_error err = { 0 };
 	uint64_t lost = stats->lost;
 
 	if (!rv_fn_engine_stats(run->tracer, counts, &err)) {
+		run->entries = counts[RV_FN_STAT_ENTER];
 		lost += counts[RV_FN_STAT_OUTPUT_FAILED];
 		rv_debug("records: %" PRIu64 " function entries, %" PRIu64 " returns, %" PRIu64
 			 " kernel; %" PRIu64 " outside --filter windows dropped, %" PRIu64
@@ -479,6 +590,8 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 	struct rv_sample_stats stats;
 	int ret = 0;
 
+	rv_fn_live_finish(run->live);
+	run->stopped_ns = monotonic_ns();
 	rv_fn_engine_detach(run->tracer);
 	if (run->gating && rv_fn_plan_recorder_mode(run->s->opts) && keep_rest)
 		ret = rv_fn_engine_snapshot(run->tracer, run->engine, NULL, NULL, err);
@@ -507,6 +620,10 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.recorded = true,
 		.recording_note = run->note,
 		.lost_while_recording = run->lost,
+		.probe_ns_per_call = run->probe_ns,
+		.probed_calls = run->entries,
+		.recording_ns =
+			run->stopped_ns > run->armed_ns ? run->stopped_ns - run->armed_ns : 0,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
 	rv_fn_engine_free(run->tracer);

@@ -92,7 +92,9 @@ struct thread_state *builder_find_thread(struct rv_builder *b, uint32_t tid)
 	return t->used ? t : NULL;
 }
 
-int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
+/* The function's slot in the self-time table, added if new; NULL when out
+ * of memory. */
+static struct self_time_slot *self_slot(struct rv_builder *b, const char *name)
 {
 	size_t i;
 
@@ -101,7 +103,7 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 		struct self_time_slot *grown = calloc(cap, sizeof(*grown));
 
 		if (!grown)
-			return -ENOMEM;
+			return NULL;
 		for (size_t j = 0; j < b->cap_self; j++) {
 			if (!b->self[j].name)
 				continue;
@@ -121,8 +123,27 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 		b->self[i].name = name;
 		b->nr_self++;
 	}
-	b->self[i].ns += ns;
+	return &b->self[i];
+}
+
+int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
+{
+	struct self_time_slot *slot = self_slot(b, name);
+
+	if (!slot)
+		return -ENOMEM;
+	slot->ns += ns;
 	b->stats.self_ns += ns;
+	return 0;
+}
+
+int builder_count_call(struct rv_builder *b, const char *name)
+{
+	struct self_time_slot *slot = self_slot(b, name);
+
+	if (!slot)
+		return -ENOMEM;
+	slot->calls++;
 	return 0;
 }
 
@@ -760,7 +781,17 @@ static int compare_self(const void *x, const void *y)
 	return strcmp(a->name, c->name);
 }
 
-size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_top_function *out, size_t n)
+static int compare_calls(const void *x, const void *y)
+{
+	const struct rv_top_function *a = x, *c = y;
+
+	if (a->calls != c->calls)
+		return a->calls > c->calls ? -1 : 1;
+	return strcmp(a->name, c->name);
+}
+
+static size_t top_by(const struct rv_builder *b, struct rv_top_function *out, size_t n,
+		     int (*compare)(const void *, const void *))
 {
 	struct rv_top_function *all = malloc((b->nr_self ? b->nr_self : 1) * sizeof(*all));
 	size_t count = 0;
@@ -769,13 +800,24 @@ size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_top_functi
 		return 0;
 	for (size_t i = 0; i < b->cap_self; i++)
 		if (b->self[i].name)
-			all[count++] = (struct rv_top_function){ b->self[i].name, b->self[i].ns };
-	qsort(all, count, sizeof(*all), compare_self);
+			all[count++] = (struct rv_top_function){ b->self[i].name, b->self[i].ns,
+								 b->self[i].calls };
+	qsort(all, count, sizeof(*all), compare);
 	if (count > n)
 		count = n;
 	memcpy(out, all, count * sizeof(*out));
 	free(all);
 	return count;
+}
+
+size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_top_function *out, size_t n)
+{
+	return top_by(b, out, n, compare_self);
+}
+
+size_t rv_builder_most_called(const struct rv_builder *b, struct rv_top_function *out, size_t n)
+{
+	return top_by(b, out, n, compare_calls);
 }
 
 void rv_builder_free(struct rv_builder *b)

@@ -143,6 +143,7 @@ int rv_builder_finish(struct rv_builder *b, struct rv_error *err);
 struct rv_top_function {
 	const char *name;
 	uint64_t self_ns;
+	uint64_t calls; /* exact calls (function entries) of it; 0 in other traces */
 };
 
 struct rv_builder_stats {
@@ -178,6 +179,9 @@ void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out);
 /* The n functions with the most self time, most first; returns how many were
  * filled. */
 size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_top_function *out, size_t n);
+
+/* The n functions with the most exact calls, most first (ties by name). */
+size_t rv_builder_most_called(const struct rv_builder *b, struct rv_top_function *out, size_t n);
 
 void rv_builder_free(struct rv_builder *b);
 

@@ -163,6 +163,7 @@ struct thread_state {
 struct self_time_slot {
 	const char *name;
 	uint64_t ns;
+	uint64_t calls; /* exact calls entered */
 };
 
 struct rv_builder {
@@ -202,6 +203,9 @@ uint64_t builder_rel(const struct rv_builder *b, uint64_t time);
 int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
 
 int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
+
+/* One more exact call of the function (for rv_builder_most_called). */
+int builder_count_call(struct rv_builder *b, const char *name);
 
 /* Writes one span now (no nesting bookkeeping); inferred spans get the
  * argument inferred_start_time. */

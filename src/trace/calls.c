@@ -262,6 +262,8 @@ static int on_call_enter(struct step *s, const struct rv_event *ev)
 	c->sp = sp;
 	link_frame(t, t->depth - 1);
 	s->b->stats.calls++;
+	if (builder_count_call(s->b, t->stack[t->depth - 1].name))
+		return builder_out_of_memory(s->err);
 	return 0;
 }
 

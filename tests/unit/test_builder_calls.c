@@ -719,3 +719,40 @@ Test(builder_calls, threads_have_their_own_stacks)
 	cr_assert_str_eq(fxt_thread_name(t, PID, 101), "worker [100/101]");
 	builder_fixture_close(&f, t);
 }
+
+/* The summary's hints (render/probe_summary.h) name the most-called
+ * functions: each entry counts once, recursion included. */
+Test(builder_calls, most_called_counts_every_entry)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_top_function most[4];
+	size_t n;
+
+	builder_fixture_open(&f);
+	enter(&f, 100, 1000, "main", 1000);
+	for (int i = 0; i < 3; i++) {
+		enter(&f, 100, 1010 + 20 * i, "a", 900);
+		enter(&f, 100, 1015 + 20 * i, "a", 800); /* recursion */
+		leave(&f, 100, 1020 + 20 * i, "a", 800);
+		leave(&f, 100, 1025 + 20 * i, "a", 900);
+	}
+	enter(&f, 100, 1080, "b", 900);
+	leave(&f, 100, 1085, "b", 900);
+	leave(&f, 100, 1100, "main", 1000);
+	n = rv_builder_most_called(f.b, most, 4);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(most[0].name, "a");
+	cr_assert_eq(most[0].calls, 6);
+	cr_assert_str_eq(most[1].name, "b"); /* ties by name */
+	cr_assert_eq(most[1].calls, 1);
+	cr_assert_str_eq(most[2].name, "main");
+	cr_assert_eq(most[2].calls, 1);
+	/* by self time: a ran 3 x (10 + 5) ns of its own, main 100 - 45 - 5 */
+	cr_assert_eq(rv_builder_top_functions(f.b, most, 1), 1);
+	cr_assert_str_eq(most[0].name, "main");
+	cr_assert_eq(most[0].self_ns, 50);
+	cr_assert_eq(most[0].calls, 1, "the top by self time carries the calls too");
+	t = builder_fixture_finish(&f);
+	builder_fixture_close(&f, t);
+}
