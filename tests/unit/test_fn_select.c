@@ -46,7 +46,7 @@ Test(fn_select, default_is_every_function_of_the_executable_but_the_entry_point)
 	const struct rv_fn_skipped *start;
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, NULL, 0, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l, NULL, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_not_null(find(&l, "main"));
 	cr_assert_not_null(find(&l, "level"));
 	cr_assert_not_null(find(&l, "leaf"));
@@ -75,7 +75,10 @@ Test(fn_select, globs_select_by_name_and_patterns_merge)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, patterns, 3, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 3 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 3, "level, leaf (once), main");
 	cr_assert_not_null(find(&l, "level"));
 	cr_assert_not_null(find(&l, "leaf"));
@@ -91,7 +94,10 @@ Test(fn_select, a_pattern_that_matches_nothing_is_named_with_nm)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_lt(rv_fn_select(&l, patterns, 2, exe, 0, 1000, &err), 0);
+	cr_assert_lt(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 2 },
+				  exe, 0, 1000, &err),
+		     0);
 	cr_assert(strstr(err.message, "no_such_*"), "%s", err.message);
 	cr_assert(strstr(err.message, "nm"), "%s", err.message);
 	rv_fn_list_destroy(&l);
@@ -104,7 +110,7 @@ Test(fn_select, too_many_functions_is_an_error)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, NULL, 0, exe, 0, 2, &err), -E2BIG);
+	cr_assert_eq(rv_fn_select(&l, NULL, exe, 0, 2, &err), -E2BIG);
 	cr_assert(strstr(err.message, "narrow"), "%s", err.message);
 	rv_fn_list_destroy(&l);
 }
@@ -119,16 +125,25 @@ Test(fn_select, demangled_names_and_globs_over_them)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, patterns, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 2, "both overloads of frob");
 	rv_fn_list_destroy(&l);
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, qualified, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = qualified, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1);
 	cr_assert_str_eq(l.items[0].name, "_ZN2ns6Widget4frobEi");
 	rv_fn_list_destroy(&l);
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, mangled, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = mangled, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1);
 	cr_assert_str_eq(l.items[0].name, "_ZN2ns5inner9free_funcEPKc");
 	rv_fn_list_destroy(&l);
@@ -148,7 +163,9 @@ Test(fn_select, library_functions_with_aliases_probed_once)
 	const char *base;
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, both, 2, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = both, .nr_include = 2 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1, "malloc and __libc_malloc are one function");
 	cr_assert_str_eq(l.items[0].name, "__libc_malloc", "named by the pattern that came first");
 	base = strrchr(l.items[0].path, '/');
@@ -164,7 +181,9 @@ Test(fn_select, library_functions_with_aliases_probed_once)
 	rv_fn_list_destroy(&l);
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, glob, 1, exe, 0, 100000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = glob, .nr_include = 1 },
+				  exe, 0, 100000, &err),
+		     0, "%s", err.message);
 	cr_assert_not_null(find(&l, "malloc"), "the first alias in the table names it");
 	cr_assert_null(find(&l, "__libc_malloc"));
 	rv_fn_list_destroy(&l);
@@ -179,7 +198,10 @@ Test(fn_select, functions_a_return_probe_would_break_are_skipped)
 	const struct rv_fn_skipped *s;
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, patterns, 3, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 3 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1, "only malloc");
 	s = find_skipped(&l, "_setjmp");
 	cr_assert_not_null(s);
@@ -197,9 +219,13 @@ Test(fn_select, unknown_library_and_bad_patterns)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_lt(rv_fn_select(&l, nolib, 1, exe, 0, 1000, &err), 0);
+	cr_assert_lt(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = nolib, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0);
 	cr_assert(strstr(err.message, "libnosuchthing"), "%s", err.message);
-	cr_assert_lt(rv_fn_select(&l, empty, 1, exe, 0, 1000, &err), 0);
+	cr_assert_lt(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = empty, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0);
 	cr_assert(strstr(err.message, "LIB:PATTERN"), "%s", err.message);
 	rv_fn_list_destroy(&l);
 }
