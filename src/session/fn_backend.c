@@ -270,12 +270,12 @@ static const char *method_text(const struct rv_fn_attach_report *r, char *buf, s
 	char n[32];
 
 	if (r->by_multi && r->by_perf_links)
-		snprintf(buf, size, "uprobe_multi; %s by one link each",
+		snprintf(buf, size, "uprobe_multi; %s by one link per probe",
 			 format_count(r->by_perf_links, n, sizeof(n)));
 	else if (r->by_multi)
 		snprintf(buf, size, "uprobe_multi");
 	else
-		snprintf(buf, size, "one uprobe link each");
+		snprintf(buf, size, "one uprobe link per probe");
 	return buf;
 }
 

@@ -371,7 +371,7 @@ Test(functions_record, one_link_per_function_records_what_uprobe_multi_records, 
 	if (rv_fn_uprobe_multi_supported())
 		cr_assert(strstr(r->err, "(uprobe_multi)"), "%s", r->err);
 	record_workload(dir, "perf", true, &perf, r);
-	cr_assert(strstr(r->err, "(one uprobe link each)"), "%s", r->err);
+	cr_assert(strstr(r->err, "(one uprobe link per probe)"), "%s", r->err);
 
 	/* Functions in address order: main, level, leaf. */
 	cr_assert_eq(multi.enter[0], 1);

@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 		sum += scale(i, 7);
 	}
 	std::printf("count catcher %lu\ncount level1 %lu\ncount level2 %lu\ncount level3 %lu\n"
-		    "count check %lu\ncount on_caught %lu\ncount scale %lu\ncaught %lu\nsum %ld\n",
+		    "count check %lu\ncount on_caught %lu\nclone scale %lu\ncaught %lu\nsum %ld\n",
 		    n_catcher, n_level1, n_level2, n_level3, n_check, n_on_caught, n_scale,
 		    n_on_caught, sum);
 	return 0;

@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 	}
 	printf("count run_task %lu\ncount task_body %lu\ncount task_step %lu\n"
 	       "count task_leaf %lu\ncount abandon %lu\ncount after_switch %lu\n"
-	       "count scale %lu\nabandoned %lu\nsum %ld\n",
+	       "clone scale %lu\nabandoned %lu\nsum %ld\n",
 	       n_run_task, n_task_body, n_task_step, n_task_leaf, n_abandon, n_after_switch,
 	       n_scale, n_abandon, sum);
 	return 0;
