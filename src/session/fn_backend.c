@@ -121,6 +121,10 @@ static int plan_exits(struct rv_session *s, struct rv_fn_list *funcs, struct rv_
 		pieces += f->nr_pieces;
 		if (f->exits == RV_FN_EXITS_SITES) {
 			nr_sites += f->nr_sites;
+			if (!f->nr_sites)
+				rv_debug("%s in %s never returns (no instruction leaves it): a "
+					 "probe at its entry only",
+					 f->name, f->path);
 			continue;
 		}
 		fallbacks++;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "record/fn_exits.h"
 #include "record/fn_select.h"
 #include "record/probe_site.h"
 #include "test_env.h"
@@ -242,4 +243,82 @@ Test(fn_select, pattern_split_skips_cpp_scopes)
 	cr_assert_eq(len, strlen("/usr/lib/libfoo.so"));
 	rv_fn_pattern_split(":f", &len);
 	cr_assert_eq(len, 0);
+}
+
+Test(fn_select, exclude_takes_out_what_it_matches)
+{
+	const char *exe = built_target("workload");
+	const char *exclude[] = { "le*" };
+	const char *everything[] = { "nothing_has_this_name*" };
+	struct rv_fn_patterns p = { .exclude = exclude, .nr_exclude = 1 };
+	struct rv_fn_list l;
+	struct rv_error err = { 0 };
+
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, &p, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_not_null(find(&l, "main"));
+	cr_assert_null(find(&l, "level"));
+	cr_assert_null(find(&l, "leaf"));
+	cr_assert_eq(l.nr_excluded, 2);
+	rv_fn_list_destroy(&l);
+	/* a pattern that matches nothing excludes nothing */
+	p.exclude = everything;
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, &p, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_not_null(find(&l, "level"));
+	cr_assert_eq(l.nr_excluded, 0);
+	rv_fn_list_destroy(&l);
+}
+
+/* GCC's unwind_throw: check(int) and catcher(int) have .cold pieces, scale
+ * a .constprop clone (mk/unwind.mk). */
+Test(fn_select, cold_pieces_are_their_parents_and_clones_are_functions)
+{
+	const char *exe = built_target("unwind_throw");
+	const char *scale[] = { "scale" };
+	struct rv_fn_list l;
+	struct rv_error err = { 0 };
+	const struct rv_fn_probe *check, *catcher;
+
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, NULL, exe, 0, 1000, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < l.count; i++)
+		cr_assert_null(strstr(l.items[i].name, ".cold"), "%s selected", l.items[i].name);
+	check = find(&l, "_Z5checki");
+	catcher = find(&l, "_Z7catcheri");
+	cr_assert_not_null(check);
+	cr_assert_not_null(catcher);
+	cr_assert_not_null(find(&l, "_ZL5scaleii.constprop.0"));
+
+	/* exits: at the return sites, pieces included */
+	cr_assert_eq(rv_fn_exits_plan(&l, true, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < l.count; i++) {
+		const struct rv_fn_probe *f = &l.items[i];
+
+		cr_assert_eq(f->exits, RV_FN_EXITS_SITES, "%s: %s at %#llx", f->name,
+			     f->exits_problem ? f->exits_problem : "",
+			     (unsigned long long)f->problem_address);
+		for (size_t k = 0; k < f->nr_sites; k++)
+			cr_assert_eq(f->sites[k].offset - f->offset,
+				     f->sites[k].address - f->address,
+				     "%s: a site's offset is its address's (one segment)", f->name);
+	}
+	cr_assert_eq(check->nr_pieces, 1);
+	cr_assert_eq(catcher->nr_pieces, 1);
+	cr_assert_geq(check->nr_sites, 1);
+	cr_assert_eq(find(&l, "main")->nr_pieces, 0);
+	/* without return sites: every function a uretprobe */
+	cr_assert_eq(rv_fn_exits_plan(&l, false, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < l.count; i++)
+		cr_assert_eq(l.items[i].exits, RV_FN_EXITS_URETPROBE);
+	rv_fn_list_destroy(&l);
+
+	/* the clone matches its parent's name */
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = scale, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
+	cr_assert_eq(l.count, 1);
+	cr_assert_str_eq(l.items[0].name, "_ZL5scaleii.constprop.0");
+	rv_fn_list_destroy(&l);
 }
