@@ -164,7 +164,8 @@ int rv_fn_exits_find(const struct rv_fn_code *pieces, size_t nr, struct rv_fn_ex
 
 /* A piece of a function in a file, found by its name. */
 struct piece {
-	uint64_t parent_address; /* the parent symbol's; 0 until found */
+	uint64_t parent_address; /* the parent symbol's (when found) */
+	bool orphan;		 /* no symbol of the file has the parent's name */
 	uint64_t address, size;
 	const char *parent; /* raw name, parent_len bytes (the ELF's string table) */
 	size_t parent_len;
@@ -243,6 +244,7 @@ static void find_parents(struct file_symbols *fs)
 			bsearch(&key, fs->names, fs->nr_names, sizeof(*fs->names), compare_named);
 
 		p->parent_address = found ? found->address : 0;
+		p->orphan = !found;
 	}
 	qsort(fs->pieces, fs->nr_pieces, sizeof(*fs->pieces), compare_pieces);
 }
@@ -286,6 +288,18 @@ static size_t first_piece_of(const struct file_symbols *fs, uint64_t address)
 			hi = mid;
 	}
 	return lo;
+}
+
+/* Whether [address, address + size) lies in the executable segment that
+ * maps address at file offset `offset` (its last byte at the offset its
+ * first byte's says). */
+static bool in_one_segment(Elf *elf, uint64_t address, uint64_t size, uint64_t offset)
+{
+	uint64_t last;
+
+	if (!size || address + size < address)
+		return false;
+	return rv_elf_code_offset(elf, address + size - 1, &last) && last - offset == size - 1;
 }
 
 /* Appends x's sites to the list with their file offsets (through the piece
@@ -333,6 +347,8 @@ static int plan_function(struct rv_fn_list *list, struct rv_fn_probe *f, Elf *el
 	     i < fs->nr_pieces && fs->pieces[i].parent_address == f->address; i++) {
 		uint64_t offset;
 
+		if (fs->pieces[i].orphan)
+			continue;
 		if (nr == 1 + RV_FN_MAX_PIECES) {
 			problem = "it has too many out-of-line pieces";
 			break;
@@ -346,6 +362,9 @@ static int plan_function(struct rv_fn_list *list, struct rv_fn_probe *f, Elf *el
 		offsets[nr++] = offset;
 	}
 	f->nr_pieces = nr - 1;
+	for (size_t i = 0; i < nr && !problem; i++)
+		if (!in_one_segment(elf, code[i].address, code[i].size, offsets[i]))
+			problem = "its code is not inside one executable segment";
 	for (size_t i = 0; i < nr; i++)
 		code[i].bytes = NULL;
 	for (size_t i = 0; i < nr && !problem && !ret; i++) {
