@@ -236,12 +236,16 @@ static int compare_pieces(const void *a, const void *b)
  * file keep 0) and sorts them by it. */
 static void find_parents(struct file_symbols *fs)
 {
-	qsort(fs->names, fs->nr_names, sizeof(*fs->names), compare_named);
+	if (!fs->nr_pieces)
+		return;
+	if (fs->nr_names)
+		qsort(fs->names, fs->nr_names, sizeof(*fs->names), compare_named);
 	for (size_t i = 0; i < fs->nr_pieces; i++) {
 		struct piece *p = &fs->pieces[i];
 		struct named key = { .name = p->parent, .name_len = p->parent_len };
-		struct named *found =
-			bsearch(&key, fs->names, fs->nr_names, sizeof(*fs->names), compare_named);
+		struct named *found = fs->nr_names ? bsearch(&key, fs->names, fs->nr_names,
+							     sizeof(*fs->names), compare_named)
+						   : NULL;
 
 		p->parent_address = found ? found->address : 0;
 		p->orphan = !found;
