@@ -7,10 +7,16 @@
  * events of the sampling engine (fn_events, filled by the loader), so perf
  * stamps each with the thread it ran on and the time. Programs:
  *
- * - fn_enter_multi/fn_exit_multi: user functions through uprobe_multi links
- *   (the loader sets their expected attach type, BPF_TRACE_UPROBE_MULTI);
- *   fn_enter/fn_exit: the same through one uprobe perf link per function, on
- *   kernels without uprobe_multi. The bpf_cookie is the function's index.
+ * - fn_enter_multi: user functions through uprobe_multi links (the loader
+ *   sets the expected attach type, BPF_TRACE_UPROBE_MULTI), one plain uprobe
+ *   at each function's entry and one at each of its return sites (every
+ *   instruction that leaves it); the bpf_cookie (functions.h) says which, the
+ *   function's index, the entry's distance from the site and, for a
+ *   conditional tail call, the condition, which the program tests in the
+ *   flags; fn_enter: the same through one uprobe perf link per site, on
+ *   kernels without uprobe_multi or where a batch is refused.
+ *   fn_exit_multi/fn_exit: uretprobes, for --exits uretprobe and for the
+ *   functions whose code cannot be decoded (cookie: the index alone).
  * - fn_sys_enter/fn_sys_exit, fn_sched_switch, fn_page_fault, fn_irq_entry/
  *   fn_irq_exit: tracepoints (raw_tp for sched_switch, which names both
  *   tasks), attached only for the groups asked for; they keep the traced
@@ -257,7 +263,8 @@ static __always_inline void emit(void *ctx, struct rv_fn_record *r, u64 ip, u32 
 
 /* ---- user functions ---- */
 
-static __always_inline void user_record(struct pt_regs *ctx, u16 type, u64 addr)
+static __always_inline void user_record(struct pt_regs *ctx, u16 type, u16 flags, u32 index,
+					u64 addr, u64 sp)
 {
 	u64 pid_tgid = bpf_get_current_pid_tgid();
 	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
@@ -271,20 +278,44 @@ static __always_inline void user_record(struct pt_regs *ctx, u16 type, u64 addr)
 	if (!in_window(tid))
 		return;
 	r.type = type;
-	r.flags = RV_FN_FLAG_IN_WINDOW;
+	r.flags = RV_FN_FLAG_IN_WINDOW | flags;
 	r.tid = tid;
 	r.pid = tgid;
-	r.arg = (u32)bpf_get_attach_cookie(ctx);
+	r.arg = index;
 	r.addr = addr;
-	r.sp = PT_REGS_SP(ctx);
+	r.sp = sp;
 	r.value = 0;
 	emit(ctx, &r, PT_REGS_IP(ctx), type == RV_FN_ENTER ? RV_FN_STAT_ENTER : RV_FN_STAT_EXIT);
+}
+
+/* A probe at a function's entry or at one of its return sites (the cookie
+ * says which, functions.h); ip: the probed instruction's address. */
+static __always_inline void site_hit(struct pt_regs *ctx, u64 ip)
+{
+	u64 cookie = bpf_get_attach_cookie(ctx);
+	u32 index = rv_fn_cookie_index(cookie);
+	enum rv_fn_probe_kind kind = rv_fn_cookie_kind(cookie);
+	u32 condition = rv_fn_cookie_condition(cookie);
+	u64 sp = PT_REGS_SP(ctx);
+
+	if (kind != RV_FN_PROBE_EXIT) {
+		user_record(ctx, RV_FN_ENTER, kind == RV_FN_PROBE_ENTRY ? 0 : RV_FN_FLAG_EXIT_SITES,
+			    index, ip, sp);
+		if (kind != RV_FN_PROBE_ENTRY_EXIT)
+			return;
+	}
+	/* A conditional tail call leaves only when its jump is taken. */
+	if (condition && !rv_fn_condition_holds(condition - 1, ctx->flags))
+		return;
+	/* The return address is at sp: the stack pointer after the return is
+	 * 8 above, whether a ret or a jump to another function leaves. */
+	user_record(ctx, RV_FN_EXIT, 0, index, ip + rv_fn_cookie_delta(cookie), sp + 8);
 }
 
 SEC("uprobe")
 int fn_enter_multi(struct pt_regs *ctx)
 {
-	user_record(ctx, RV_FN_ENTER, bpf_get_func_ip(ctx));
+	site_hit(ctx, bpf_get_func_ip(ctx));
 	return 0;
 }
 
@@ -292,30 +323,36 @@ SEC("uretprobe")
 int fn_exit_multi(struct pt_regs *ctx)
 {
 	/* uprobe_multi knows the function a return probe belongs to. */
-	user_record(ctx, RV_FN_EXIT, bpf_get_func_ip(ctx));
+	user_record(ctx, RV_FN_EXIT, 0, rv_fn_cookie_index(bpf_get_attach_cookie(ctx)),
+		    bpf_get_func_ip(ctx), PT_REGS_SP(ctx));
 	return 0;
 }
 
 SEC("uprobe")
 int fn_enter(struct pt_regs *ctx)
 {
-	u32 index = (u32)bpf_get_attach_cookie(ctx);
+	u64 cookie = bpf_get_attach_cookie(ctx);
+	u32 index = rv_fn_cookie_index(cookie);
 	u64 ip = PT_REGS_IP(ctx); /* the kernel points it at the probed instruction */
-	u64 *first = bpf_map_lookup_elem(&fn_entry_addrs, &index);
 
-	if (first && !*first)
-		*first = ip;
-	user_record(ctx, RV_FN_ENTER, ip);
+	if (rv_fn_cookie_kind(cookie) == RV_FN_PROBE_ENTRY) {
+		/* for the uretprobe of the same function (fn_exit) */
+		u64 *first = bpf_map_lookup_elem(&fn_entry_addrs, &index);
+
+		if (first && !*first)
+			*first = ip;
+	}
+	site_hit(ctx, ip);
 	return 0;
 }
 
 SEC("uretprobe")
 int fn_exit(struct pt_regs *ctx)
 {
-	u32 index = (u32)bpf_get_attach_cookie(ctx);
+	u32 index = rv_fn_cookie_index(bpf_get_attach_cookie(ctx));
 	u64 *first = bpf_map_lookup_elem(&fn_entry_addrs, &index);
 
-	user_record(ctx, RV_FN_EXIT, first ? *first : 0);
+	user_record(ctx, RV_FN_EXIT, 0, index, first ? *first : 0, PT_REGS_SP(ctx));
 	return 0;
 }
 

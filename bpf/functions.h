@@ -37,7 +37,10 @@ typedef u64 rv_fn_u64;
 enum rv_fn_record_type {
 	RV_FN_ENTER = 1,	 /* addr: function entry (runtime); sp: at entry; arg: fn index */
 	RV_FN_EXIT = 2,		 /* addr: the function returned from (runtime, 0 if unknown);
-				  * sp: after the return; arg: fn index */
+				  * sp: after the return (at a return site: the sp
+				  * there + 8, the entry sp when the function's
+				  * stack is balanced; even for `ret imm16`); arg:
+				  * fn index */
 	RV_FN_SYSCALL_ENTER = 3, /* arg: syscall number */
 	RV_FN_SYSCALL_EXIT = 4,	 /* arg: syscall number; value: return value */
 	RV_FN_SWITCH_OUT = 5,	 /* arg: prev_state (TASK_* bits, 0 = preempted) */
@@ -65,9 +68,109 @@ struct rv_fn_record {
  * record was made; without --filter every record has it. */
 #define RV_FN_FLAG_IN_WINDOW 1u
 
-/* bpf_cookie of user-function probes: the function's index in the engine's
- * table. */
+/* Set on the ENTER record of a function whose exits are probed where they
+ * happen (its return sites, not a uretprobe): every direct way it leaves is
+ * recorded, so a later entry at its entry sp means it left by an indirect
+ * jump (a tail call through a pointer) that no probe saw. Without it (a
+ * uretprobe, or an old capture) an entry at the same sp is a tail callee
+ * whose exit comes first. */
+#define RV_FN_FLAG_EXIT_SITES 2u
+
+/* ---- the bpf_cookie of user-function probes ----
+ *
+ * bits 0-19   the function's index in the engine's table
+ * bits 20-21  what the probe is (enum rv_fn_probe_kind)
+ * bits 24-28  exits: 0 always; else 1 + the x86 condition code (the low
+ *             nibble of a Jcc opcode, 0 = O ... 15 = G) under which the
+ *             instruction leaves the function (a conditional tail call):
+ *             the probe fires before it runs, so the program tests the
+ *             flags itself
+ * bits 32-63  exits: the function's entry less the probed address, as a
+ *             signed 32-bit number, so that the program finds the entry's
+ *             run-time address from the probed one
+ *
+ * uretprobes carry the index alone (kind RV_FN_PROBE_ENTRY). */
 #define RV_FN_MAX_FUNCTIONS (1u << 20)
+
+enum rv_fn_probe_kind {
+	RV_FN_PROBE_ENTRY = 0,	     /* entry; exits by uretprobe (or none known) */
+	RV_FN_PROBE_EXIT = 1,	     /* a return site: ret, or a jump out (tail call) */
+	RV_FN_PROBE_ENTRY_SITES = 2, /* entry; exits probed at the return sites */
+	RV_FN_PROBE_ENTRY_EXIT = 3,  /* entry whose first instruction also leaves */
+};
+
+#define RV_FN_COOKIE_INDEX_MASK	     (RV_FN_MAX_FUNCTIONS - 1)
+#define RV_FN_COOKIE_KIND_SHIFT	     20
+#define RV_FN_COOKIE_KIND_MASK	     3u
+#define RV_FN_COOKIE_CONDITION_SHIFT 24
+#define RV_FN_COOKIE_CONDITION_MASK  0x1fu
+#define RV_FN_COOKIE_DELTA_SHIFT     32
+
+static inline rv_fn_u64 rv_fn_cookie(rv_fn_u32 index, enum rv_fn_probe_kind kind,
+				     rv_fn_u32 condition, long long entry_less_site)
+{
+	return (rv_fn_u64)(index & RV_FN_COOKIE_INDEX_MASK) |
+	       ((rv_fn_u64)(kind & RV_FN_COOKIE_KIND_MASK) << RV_FN_COOKIE_KIND_SHIFT) |
+	       ((rv_fn_u64)(condition & RV_FN_COOKIE_CONDITION_MASK)
+		<< RV_FN_COOKIE_CONDITION_SHIFT) |
+	       ((rv_fn_u64)(rv_fn_u32)(int)entry_less_site << RV_FN_COOKIE_DELTA_SHIFT);
+}
+
+static inline rv_fn_u32 rv_fn_cookie_index(rv_fn_u64 cookie)
+{
+	return (rv_fn_u32)cookie & RV_FN_COOKIE_INDEX_MASK;
+}
+
+static inline enum rv_fn_probe_kind rv_fn_cookie_kind(rv_fn_u64 cookie)
+{
+	return (enum rv_fn_probe_kind)((cookie >> RV_FN_COOKIE_KIND_SHIFT) &
+				       RV_FN_COOKIE_KIND_MASK);
+}
+
+static inline rv_fn_u32 rv_fn_cookie_condition(rv_fn_u64 cookie)
+{
+	return (rv_fn_u32)(cookie >> RV_FN_COOKIE_CONDITION_SHIFT) & RV_FN_COOKIE_CONDITION_MASK;
+}
+
+static inline long long rv_fn_cookie_delta(rv_fn_u64 cookie)
+{
+	return (long long)(int)(rv_fn_u32)(cookie >> RV_FN_COOKIE_DELTA_SHIFT);
+}
+
+/* Whether x86 condition code cc (0-15) holds in the flags register. */
+static inline int rv_fn_condition_holds(rv_fn_u32 cc, rv_fn_u64 flags)
+{
+	int cf = flags & 1, pf = (flags >> 2) & 1, zf = (flags >> 6) & 1;
+	int sf = (flags >> 7) & 1, of = (flags >> 11) & 1, holds;
+
+	switch ((cc >> 1) & 7) {
+	case 0:
+		holds = of;
+		break;
+	case 1:
+		holds = cf;
+		break;
+	case 2:
+		holds = zf;
+		break;
+	case 3:
+		holds = cf | zf;
+		break;
+	case 4:
+		holds = sf;
+		break;
+	case 5:
+		holds = pf;
+		break;
+	case 6:
+		holds = sf != of;
+		break;
+	default:
+		holds = zf | (sf != of);
+		break;
+	}
+	return (cc & 1) ? !holds : holds;
+}
 
 /* Processes traced at once (the target map). */
 #define RV_FN_MAX_PROCESSES 1024

@@ -39,6 +39,8 @@ enum {
 	OPT_FUNCTIONS,
 	OPT_KERNEL_EVENTS,
 	OPT_KERNEL_FUNCTIONS,
+	OPT_EXCLUDE,
+	OPT_EXITS,
 };
 
 static const struct option long_options[] = {
@@ -55,6 +57,8 @@ static const struct option long_options[] = {
 	{ "min-duration", required_argument, NULL, OPT_MIN_DURATION },
 	{ "multi-snapshot", no_argument, NULL, OPT_MULTI_SNAPSHOT },
 	{ "functions", required_argument, NULL, OPT_FUNCTIONS },
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+	{ "exits", required_argument, NULL, OPT_EXITS },
 	{ "kernel-events", required_argument, NULL, OPT_KERNEL_EVENTS },
 	{ "kernel-functions", required_argument, NULL, OPT_KERNEL_FUNCTIONS },
 	{ "multi-thread", no_argument, NULL, OPT_MULTI_THREAD },
@@ -161,6 +165,21 @@ static const char record_options_help[] =
 	"                             Default: every function of the executable. A\n"
 	"                             pattern that matches nothing is an error; what\n"
 	"                             cannot be probed is skipped (listed with -v)\n"
+	"      --exclude PAT[,PAT...] do not trace the functions these patterns match\n"
+	"                             (same globs as --functions; repeatable), such as\n"
+	"                             a tiny function called millions of times\n"
+	"      --exits return-sites|uretprobe\n"
+	"                             how returns are seen. return-sites (the default):\n"
+	"                             a plain uprobe on every instruction that leaves a\n"
+	"                             function (ret, tail-call jumps), found by decoding\n"
+	"                             its code, .cold parts included; nothing on the\n"
+	"                             program's stack changes, so C++ exceptions,\n"
+	"                             longjmp and stack switches work as without\n"
+	"                             tracing. uretprobe: the kernel's return probes,\n"
+	"                             which replace return addresses and so make a\n"
+	"                             throwing C++ program terminate; used anyway for\n"
+	"                             a function whose code cannot be decoded (-v\n"
+	"                             lists them)\n"
 	"      --kernel-events LIST   also record the kernel's work for the traced\n"
 	"                             threads, nested in the calls that caused it:\n"
 	"                             syscalls (a span per system call), sched (off-CPU\n"
@@ -279,6 +298,7 @@ void rv_options_destroy(struct rv_options *opts)
 	free(opts->filter_stop);
 	opts->filter_start = opts->filter_stop = NULL;
 	free_list(&opts->functions, &opts->nr_functions);
+	free_list(&opts->exclude, &opts->nr_exclude);
 	free_list(&opts->kernel_functions, &opts->nr_kernel_functions);
 }
 
@@ -792,7 +812,7 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 	    opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->filter_start || opts->trigger ||
 	    opts->min_duration_ns || opts->multi_snapshot || opts->dry_run || opts->kernel_only ||
 	    opts->timer != RV_TIMER_NORMAL || opts->nr_functions || opts->kernel_events ||
-	    opts->nr_kernel_functions)
+	    opts->nr_kernel_functions || opts->nr_exclude || opts->exits_given)
 		return rv_error_set(err, EINVAL,
 				    "recording options have no effect on 'rearview decode' (see "
 				    "rearview decode --help)");
@@ -804,6 +824,8 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 static int check_uprobe(const struct rv_options *opts, struct rv_error *err)
 {
 	const char *given = opts->nr_functions		? "--functions"
+			    : opts->nr_exclude		? "--exclude"
+			    : opts->exits_given		? "--exits"
 			    : opts->kernel_events	? "--kernel-events"
 			    : opts->nr_kernel_functions ? "--kernel-functions"
 							: NULL;
@@ -966,6 +988,24 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 						&opts->nr_functions, err);
 			if (ret)
 				return ret;
+			break;
+		case OPT_EXCLUDE:
+			ret = rv_parse_patterns(optarg, "--exclude", &opts->exclude,
+						&opts->nr_exclude, err);
+			if (ret)
+				return ret;
+			break;
+		case OPT_EXITS:
+			if (!strcmp(optarg, "return-sites"))
+				opts->exits_uretprobe = false;
+			else if (!strcmp(optarg, "uretprobe"))
+				opts->exits_uretprobe = true;
+			else
+				return rv_error_set(err, EINVAL,
+						    "invalid --exits '%s': use return-sites (the "
+						    "default) or uretprobe",
+						    optarg);
+			opts->exits_given = true;
 			break;
 		case OPT_KERNEL_EVENTS:
 			ret = rv_parse_kernel_events(optarg, &opts->kernel_events, err);

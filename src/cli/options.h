@@ -91,6 +91,10 @@ struct rv_options {
 	 * /proc/kallsyms when recording; owned (rv_options_destroy). */
 	char **functions; /* --functions PAT[,PAT...]; none: every function */
 	size_t nr_functions;
+	char **exclude; /* --exclude PAT[,PAT...]; none: nothing excluded */
+	size_t nr_exclude;
+	bool exits_uretprobe;	 /* --exits uretprobe; default: return-sites */
+	bool exits_given;	 /* --exits was given */
 	unsigned kernel_events;	 /* --kernel-events LIST: RV_KERNEL_EVENTS_* bits */
 	char **kernel_functions; /* --kernel-functions PAT[,PAT...] */
 	size_t nr_kernel_functions;

@@ -143,6 +143,12 @@ struct rv_event {
 			 * a longjmp or an exception skipped end with it. 0:
 			 * unknown, match the innermost call instead. */
 			uint64_t sp;
+			/* CALL_ENTER: every way the function leaves by a
+			 * direct instruction gives an exit (return-site
+			 * probes), so a later entry at its entry sp means it
+			 * left unseen (an indirect tail call). false: its
+			 * exit may come after such an entry's (uretprobes). */
+			bool exits_at_sites;
 		} call;
 		struct {
 			enum rv_kernel_kind kind;

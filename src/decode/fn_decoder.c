@@ -177,6 +177,8 @@ static int on_record(struct rv_fn_decoder *d, const struct rv_fn_record *r, uint
 		ev->call.addr = r->addr;
 		ev->call.sym = NULL;
 		ev->call.sp = r->sp;
+		ev->call.exits_at_sites =
+			r->type == RV_FN_ENTER && (r->flags & RV_FN_FLAG_EXIT_SITES);
 		break;
 	case RV_FN_SYSCALL_ENTER:
 	case RV_FN_SYSCALL_EXIT:

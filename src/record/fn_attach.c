@@ -1,7 +1,9 @@
 /* fn_attach.c: placing the function tracer's probes: the tracepoints of the
  * kernel event groups, the kernel functions (an fentry/fexit copy of the
  * object each, or a kprobe pair), and the user functions (uprobe_multi links,
- * or one perf link each where the kernel has none or refuses a batch); see
+ * or perf links where the kernel has none or refuses a batch: a uprobe at
+ * each function's entry and return sites, or a uretprobe for a function
+ * whose code could not be decoded or with --exits uretprobe); see
  * fn_engine.h.
  *
  * uprobe_multi links are made with bpf(BPF_LINK_CREATE) and our own copy of
@@ -226,66 +228,133 @@ static int keep_multi(struct rv_fn_engine *e, int fd)
 	return 0;
 }
 
-/* One batch of functions of one file through two uprobe_multi links:
- * returns first. 0, -ENOMEM, or the kernel's refusal (nothing kept). */
+/* The probes of function index at its entry and return sites (none for a
+ * function with uretprobe exits): offsets and cookies appended at *n. */
+static size_t site_probes(const struct rv_fn_probe *f, size_t index, uint64_t *offsets,
+			  uint64_t *cookies)
+{
+	enum rv_fn_probe_kind entry_kind =
+		f->exits == RV_FN_EXITS_SITES ? RV_FN_PROBE_ENTRY_SITES : RV_FN_PROBE_ENTRY;
+	uint32_t entry_condition = 0;
+	size_t n = 1;
+
+	for (size_t i = 0; f->exits == RV_FN_EXITS_SITES && i < f->nr_sites; i++) {
+		const struct rv_fn_site *site = &f->sites[i];
+
+		if (site->address == f->address) {
+			/* its first instruction leaves: one probe for both */
+			entry_kind = RV_FN_PROBE_ENTRY_EXIT;
+			entry_condition = site->condition;
+			continue;
+		}
+		offsets[n] = site->offset;
+		cookies[n] = rv_fn_cookie((uint32_t)index, RV_FN_PROBE_EXIT, site->condition,
+					  (long long)(f->address - site->address));
+		n++;
+	}
+	offsets[0] = f->offset;
+	cookies[0] = rv_fn_cookie((uint32_t)index, entry_kind, entry_condition, 0);
+	return n;
+}
+
+/* Probes function f needs at most (entry and sites). */
+static size_t nr_probes(const struct rv_fn_probe *f)
+{
+	return 1 + (f->exits == RV_FN_EXITS_SITES ? f->nr_sites : 0);
+}
+
+/* One batch of functions of one file through uprobe_multi links: one for
+ * every entry and return site, and one for the uretprobes of the functions
+ * that have them (made first). 0, -ENOMEM, or the kernel's refusal (nothing
+ * kept). */
 static int attach_batch_multi(struct rv_fn_engine *e, pid_t pid, size_t first, size_t n)
 {
-	uint64_t *offsets = malloc(n * sizeof(*offsets)), *cookies = malloc(n * sizeof(*cookies));
-	const char *path = e->config.funcs[first].path;
-	int exits = -ENOMEM, entries = -ENOMEM;
+	const struct rv_fn_probe *funcs = e->config.funcs;
+	const char *path = funcs[first].path;
+	size_t total = 0, nr_sites = 0, nr_returns = 0;
+	uint64_t *offsets, *cookies, *ret_offsets, *ret_cookies;
+	int exits = -1, entries = -ENOMEM;
 
-	if (offsets && cookies) {
-		for (size_t i = 0; i < n; i++) {
-			offsets[i] = e->config.funcs[first + i].offset;
-			cookies[i] = first + i;
+	for (size_t i = first; i < first + n; i++)
+		total += nr_probes(&funcs[i]);
+	offsets = malloc(total * sizeof(*offsets));
+	cookies = malloc(total * sizeof(*cookies));
+	ret_offsets = malloc(n * sizeof(*ret_offsets));
+	ret_cookies = malloc(n * sizeof(*ret_cookies));
+	if (offsets && cookies && ret_offsets && ret_cookies) {
+		for (size_t i = first; i < first + n; i++) {
+			nr_sites +=
+				site_probes(&funcs[i], i, offsets + nr_sites, cookies + nr_sites);
+			if (funcs[i].exits == RV_FN_EXITS_URETPROBE) {
+				ret_offsets[nr_returns] = funcs[i].offset;
+				ret_cookies[nr_returns++] = i;
+			}
 		}
-		exits = link_multi(bpf_program__fd(e->skel->progs.fn_exit_multi), pid, path,
-				   offsets, cookies, n, true);
-		if (exits >= 0)
+		if (nr_returns)
+			exits = link_multi(bpf_program__fd(e->skel->progs.fn_exit_multi), pid, path,
+					   ret_offsets, ret_cookies, nr_returns, true);
+		if (!nr_returns || exits >= 0)
 			entries = link_multi(bpf_program__fd(e->skel->progs.fn_enter_multi), pid,
-					     path, offsets, cookies, n, false);
+					     path, offsets, cookies, nr_sites, false);
+		else
+			entries = exits;
 	}
 	free(offsets);
 	free(cookies);
-	if (exits < 0)
-		return exits;
+	free(ret_offsets);
+	free(ret_cookies);
 	if (entries < 0) {
-		close(exits);
+		if (exits >= 0)
+			close(exits);
 		return entries;
 	}
-	if (keep_multi(e, exits)) {
+	if (exits >= 0 && keep_multi(e, exits)) {
 		close(entries);
 		return -ENOMEM;
 	}
 	return keep_multi(e, entries);
 }
 
-/* One function through a uprobe and a uretprobe perf link: the return
- * first. 0, -ENOMEM, or the kernel's refusal (nothing kept). */
+/* One function through perf links: a uretprobe (first) or a uprobe at each
+ * return site, and a uprobe at its entry. 0, -ENOMEM, or the kernel's
+ * refusal (nothing kept). */
 static int attach_one_perf(struct rv_fn_engine *e, pid_t pid, size_t index)
 {
 	const struct rv_fn_probe *f = &e->config.funcs[index];
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = index, .retprobe = true);
-	struct bpf_link *exit, *entry;
-	int ret;
+	size_t n = nr_probes(f), kept = e->nr_links, made;
+	uint64_t *offsets = malloc(n * sizeof(*offsets)), *cookies = malloc(n * sizeof(*cookies));
+	struct bpf_link *link;
+	int ret = 0;
 
-	exit = bpf_program__attach_uprobe_opts(e->skel->progs.fn_exit, pid, f->path,
-					       (size_t)f->offset, &opts);
-	if (!exit)
-		return -errno;
-	opts.retprobe = false;
-	entry = bpf_program__attach_uprobe_opts(e->skel->progs.fn_enter, pid, f->path,
-						(size_t)f->offset, &opts);
-	if (!entry) {
-		ret = -errno;
-		bpf_link__destroy(exit);
-		return ret ? ret : -EINVAL;
-	}
-	if (keep_link(e, exit)) {
-		bpf_link__destroy(entry);
+	if (!offsets || !cookies) {
+		free(offsets);
+		free(cookies);
 		return -ENOMEM;
 	}
-	return keep_link(e, entry);
+	made = site_probes(f, index, offsets, cookies);
+	if (f->exits == RV_FN_EXITS_URETPROBE) {
+		link = bpf_program__attach_uprobe_opts(e->skel->progs.fn_exit, pid, f->path,
+						       (size_t)f->offset, &opts);
+		ret = link ? keep_link(e, link) : (errno ? -errno : -EINVAL);
+	}
+	opts.retprobe = false;
+	/* the sites, then the entry (made[0]) */
+	for (size_t k = 1; k <= made && !ret; k++) {
+		size_t i = k % made;
+
+		opts.bpf_cookie = cookies[i];
+		link = bpf_program__attach_uprobe_opts(e->skel->progs.fn_enter, pid, f->path,
+						       (size_t)offsets[i], &opts);
+		ret = link ? keep_link(e, link) : (errno ? -errno : -EINVAL);
+	}
+	free(offsets);
+	free(cookies);
+	if (ret && ret != -ENOMEM) {
+		while (e->nr_links > kept)
+			bpf_link__destroy(e->links[--e->nr_links]);
+	}
+	return ret;
 }
 
 /* The kernel's ENOTSUPP (not in user space's errno.h): it cannot single-step

@@ -1,5 +1,6 @@
 /* fn_describe.c: --dry-run for the function tracer: the probes (every
- * function's uprobe and uretprobe, the tracepoints, the kernel functions),
+ * function's entry uprobe and its return-site uprobes or uretprobe, the
+ * tracepoints, the kernel functions),
  * programs and maps a configuration would set up, loading nothing; see
  * fn_engine.h.
  *
@@ -18,17 +19,19 @@ static int describe_bpf(struct rv_dry_run_plan *plan, const struct rv_fn_engine_
 		const char *kind, *name, *type, *detail;
 		bool wanted;
 	} items[] = {
-		{ "program", "fn_enter_multi", "kprobe (uprobe_multi)", "records function entries",
-		  c->nr_funcs && multi },
-		{ "program", "fn_exit_multi", "kprobe (uprobe_multi)", "records function returns",
-		  c->nr_funcs && multi },
+		{ "program", "fn_enter_multi", "kprobe (uprobe_multi)",
+		  "records function entries and returns (at return sites)", c->nr_funcs && multi },
+		{ "program", "fn_exit_multi", "kprobe (uprobe_multi)",
+		  "records function returns (uretprobes)", c->nr_funcs && multi },
 		{ "program", "fn_enter", "kprobe (uprobe perf link)",
-		  multi ? "records function entries where a uprobe_multi link is refused"
-			: "records function entries",
+		  multi ? "records function entries and returns (at return sites) where a "
+			  "uprobe_multi link is refused"
+			: "records function entries and returns (at return sites)",
 		  c->nr_funcs },
 		{ "program", "fn_exit", "kprobe (uprobe perf link)",
-		  multi ? "records function returns where a uprobe_multi link is refused"
-			: "records function returns",
+		  multi ? "records function returns (uretprobes) where a uprobe_multi link is "
+			  "refused"
+			: "records function returns (uretprobes)",
 		  c->nr_funcs },
 		{ "program", "fn_sys_enter", "tracepoint", "records system call entries",
 		  c->kernel_events & RV_FN_EVENTS_SYSCALLS },
@@ -85,6 +88,47 @@ static int describe_bpf(struct rv_dry_run_plan *plan, const struct rv_fn_engine_
 	return ret;
 }
 
+/* A function's entry uprobe, and its return-site uprobes or uretprobe. */
+static int describe_function(struct rv_dry_run_plan *plan, const struct rv_fn_probe *f, size_t i,
+			     bool multi, struct rv_error *err)
+{
+	const char *program = multi ? "fn_enter_multi (uprobe_multi link)" : "fn_enter (perf link)";
+	char where[PATH_MAX + 32], detail[512], pieces[64] = "";
+	int ret;
+
+	if (f->nr_pieces)
+		snprintf(pieces, sizeof(pieces), ", %zu out-of-line piece%s", f->nr_pieces,
+			 f->nr_pieces == 1 ? "" : "s");
+	snprintf(where, sizeof(where), "%s+0x%" PRIx64, f->path, f->offset);
+	if (f->exits == RV_FN_EXITS_SITES)
+		snprintf(detail, sizeof(detail),
+			 "%s (function %zu): %s; entry, %zu return site%s%s", f->name, i, program,
+			 f->nr_sites, f->nr_sites == 1 ? "" : "s", pieces);
+	else
+		snprintf(detail, sizeof(detail), "%s (function %zu): %s; entry", f->name, i,
+			 program);
+	ret = rv_dry_run_add_probe(plan, "uprobe", where, detail, err);
+	for (size_t k = 0; !ret && f->exits == RV_FN_EXITS_SITES && k < f->nr_sites; k++) {
+		const struct rv_fn_site *site = &f->sites[k];
+
+		snprintf(where, sizeof(where), "%s+0x%" PRIx64, f->path, site->offset);
+		snprintf(detail, sizeof(detail), "%s (function %zu): %s; %s at 0x%" PRIx64 "%s%s",
+			 f->name, i, program,
+			 site->kind == RV_FN_SITE_RETURN ? "return" : "jump out (tail call)",
+			 site->address, site->condition ? ", when taken" : "",
+			 site->address == f->address ? ", the entry's probe" : "");
+		ret = rv_dry_run_add_probe(plan, "uprobe", where, detail, err);
+	}
+	if (ret || f->exits == RV_FN_EXITS_SITES)
+		return ret;
+	snprintf(where, sizeof(where), "%s+0x%" PRIx64, f->path, f->offset);
+	snprintf(detail, sizeof(detail), "%s (function %zu): %s%s%s", f->name, i,
+		 multi ? "fn_exit_multi (uprobe_multi link)" : "fn_exit (perf link)",
+		 f->exits_problem ? "; its code could not be decoded: " : "",
+		 f->exits_problem ? f->exits_problem : "");
+	return rv_dry_run_add_probe(plan, "uretprobe", where, detail, err);
+}
+
 int rv_fn_engine_describe(struct rv_dry_run_plan *plan, const struct rv_fn_engine_config *c,
 			  struct rv_error *err)
 {
@@ -101,21 +145,10 @@ int rv_fn_engine_describe(struct rv_dry_run_plan *plan, const struct rv_fn_engin
 		{ RV_FN_EVENTS_IRQ, "tracepoint", "irq:irq_handler_exit", "fn_irq_exit" },
 	};
 	bool multi = rv_fn_uprobe_multi_supported() && !c->no_uprobe_multi;
-	char where[PATH_MAX + 32], detail[512];
 	int ret = 0;
 
-	for (size_t i = 0; !ret && i < c->nr_funcs; i++) {
-		const struct rv_fn_probe *f = &c->funcs[i];
-
-		snprintf(where, sizeof(where), "%s+0x%" PRIx64, f->path, f->offset);
-		snprintf(detail, sizeof(detail), "%s (function %zu): %s", f->name, i,
-			 multi ? "fn_enter_multi (uprobe_multi link)" : "fn_enter (perf link)");
-		ret = rv_dry_run_add_probe(plan, "uprobe", where, detail, err);
-		snprintf(detail, sizeof(detail), "%s (function %zu): %s", f->name, i,
-			 multi ? "fn_exit_multi (uprobe_multi link)" : "fn_exit (perf link)");
-		if (!ret)
-			ret = rv_dry_run_add_probe(plan, "uretprobe", where, detail, err);
-	}
+	for (size_t i = 0; !ret && i < c->nr_funcs; i++)
+		ret = describe_function(plan, &c->funcs[i], i, multi, err);
 	for (size_t i = 0; !ret && i < sizeof(tracepoints) / sizeof(tracepoints[0]); i++)
 		if (c->kernel_events & tracepoints[i].group)
 			ret = rv_dry_run_add_probe(plan, tracepoints[i].kind, tracepoints[i].where,

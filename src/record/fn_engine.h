@@ -9,13 +9,17 @@
  * rv_fn_engine_snapshot hands the sampling engine, as the samples those
  * events would have carried, the ones a snapshot selects.
  *
- * User functions: per process and file, uprobe_multi links (Linux 6.6+; one
- * for entries and one for returns per batch of functions), made with the raw
- * bpf(BPF_LINK_CREATE) syscall since libbpf 1.1 cannot; where the kernel has
- * no uprobe_multi, or refuses a batch, one uprobe and one uretprobe perf link
- * per function, and a function the kernel refuses then is skipped and listed
- * (rv_fn_engine_refused). The bpf_cookie of every probe is the function's
- * index in the table given at open.
+ * User functions: a plain uprobe at each function's entry and at each of
+ * its return sites (rv_fn_probe's sites, from fn_exits.h), or, for a
+ * function whose exits are RV_FN_EXITS_URETPROBE, a uprobe at its entry and
+ * a uretprobe. Per process and file, uprobe_multi links (Linux 6.6+; per
+ * batch of functions one for every entry and return site together, and one
+ * for the uretprobes if any), made with the raw bpf(BPF_LINK_CREATE) syscall
+ * since libbpf 1.1 cannot; where the kernel has no uprobe_multi, or refuses
+ * a batch, one perf link per probe, and a function the kernel refuses then
+ * is skipped and listed (rv_fn_engine_refused). The bpf_cookie of every
+ * probe says the function's index in the table given at open, and what the
+ * probe is (bpf/functions.h).
  *
  * Kernel functions (--kernel-functions): an fentry/fexit copy of the object
  * per function, or a kprobe and a kretprobe, as the plan says (kfunc.h, which
@@ -40,6 +44,7 @@
 
 #include "../../bpf/functions.h" /* enum rv_fn_stat, RV_FN_* */
 #include "record/dry_run.h"
+#include "record/fn_exits.h"
 #include "record/fn_select.h"
 #include "record/kfunc.h"
 #include "record/sample_engine.h"
@@ -113,7 +118,7 @@ int rv_fn_engine_add_process(struct rv_fn_engine *e, pid_t pid, struct rv_error 
 int rv_fn_engine_attach_kernel(struct rv_fn_engine *e, struct rv_error *err);
 
 /* Attaches functions [first, first + count) of the table in process pid
- * (returns first, then entries). progress (may be NULL) is told how many are
+ * (uretprobes first, then entries and return sites). progress (may be NULL) is told how many are
  * done after every batch. */
 int rv_fn_engine_attach_functions(struct rv_fn_engine *e, pid_t pid, size_t first, size_t count,
 				  rv_fn_progress_fn progress, void *ctx, struct rv_error *err);
@@ -172,8 +177,9 @@ size_t rv_fn_slot_select(const struct rv_fn_slot *slot, uint64_t *consumed,
 			 const struct rv_sample_selection *sel, rv_fn_slot_visit visit, void *ctx,
 			 int *error);
 
-/* --dry-run: the probes (every function's uprobe and uretprobe, the
- * tracepoints, the kernel functions), programs and maps config would set up. */
+/* --dry-run: the probes (every function's entry uprobe and its return-site
+ * uprobes or uretprobe, the tracepoints, the kernel functions), programs and maps config would set
+ * up. */
 int rv_fn_engine_describe(struct rv_dry_run_plan *plan, const struct rv_fn_engine_config *config,
 			  struct rv_error *err);
 

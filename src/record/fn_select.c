@@ -37,6 +37,7 @@ void rv_fn_list_destroy(struct rv_fn_list *list)
 	free(list->strings);
 	free(list->items);
 	free(list->skipped);
+	free(list->sites);
 	rv_fn_list_init(list);
 }
 
@@ -181,7 +182,10 @@ static int match_symbol(void *ctx, const struct rv_symtab_symbol *sym)
 	struct matches *out = fm->out;
 	struct match m = { 0 };
 
-	if (!*sym->name || !rv_fn_name_matches(fm->glob, sym->name))
+	size_t parent_len;
+
+	if (!*sym->name || rv_symtab_piece_of(sym->name, &parent_len) ||
+	    !rv_fn_name_matches(fm->glob, sym->name))
 		return 0;
 	m.address = sym->addr;
 	m.size = sym->size;
@@ -356,45 +360,133 @@ static int resolve_exe(const char *exe, pid_t pid, char *path, size_t size, stru
 	return rv_proc_exe(pid, path, size, err);
 }
 
-int rv_fn_select(struct rv_fn_list *list, const char *const *patterns, size_t nr_patterns,
-		 const char *exe, pid_t pid, size_t max_functions, struct rv_error *err)
+/* The file a pattern names (the executable, or LIB's path in lib_path) and
+ * its glob. */
+static int pattern_file(const char *option, const char *pattern, const char *exe_path, pid_t pid,
+			char *lib_path, size_t size, const char **path, const char **glob,
+			struct rv_error *err)
+{
+	char lib[PATH_MAX];
+	size_t lib_len;
+	int ret;
+
+	*path = exe_path;
+	*glob = pattern;
+	if (!pattern || !*pattern || strlen(pattern) > RV_FN_MAX_PATTERN)
+		return rv_error_set(err, EINVAL,
+				    "%s: empty or overlong pattern; give globs such as 'parse_*' "
+				    "or 'libc:mall*'",
+				    option);
+	rv_fn_pattern_split(pattern, &lib_len);
+	if (!lib_len)
+		return 0;
+	if (lib_len >= sizeof(lib) || !pattern[lib_len + 1])
+		return rv_error_set(err, EINVAL, "%s %s: give LIB:PATTERN, such as libc:mall*",
+				    option, pattern);
+	memcpy(lib, pattern, lib_len);
+	lib[lib_len] = '\0';
+	ret = rv_find_library(lib, exe_path, pid, option, "PATTERN", lib_path, size, err);
+	if (ret)
+		return rv_error_prefix(err, "%s %s", option, pattern);
+	*glob = pattern + lib_len + 1;
+	*path = lib_path;
+	return 0;
+}
+
+/* Whether an alias of function f (a symbol at its address) matches glob. */
+struct alias_match {
+	const char *glob;
+	uint64_t address;
+	bool found;
+};
+
+static int match_alias(void *ctx, const struct rv_symtab_symbol *sym)
+{
+	struct alias_match *a = ctx;
+
+	if (sym->addr == a->address && *sym->name && rv_fn_name_matches(a->glob, sym->name)) {
+		a->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Takes out of list, from index first on, the functions of path that glob
+ * matches by any of their names. */
+static int exclude_in_file(struct rv_fn_list *list, size_t first, const char *glob,
+			   const char *path, struct rv_error *err)
+{
+	struct rv_symtab_file f;
+	struct rv_symtab_source src;
+	size_t kept = first;
+	int ret = 0;
+	bool opened = false;
+
+	for (size_t i = first; i < list->count; i++) {
+		struct rv_fn_probe *p = &list->items[i];
+		bool excluded = false;
+
+		if (!strcmp(p->path, path)) {
+			excluded = rv_fn_name_matches(glob, p->name);
+			if (!excluded && !opened) {
+				ret = rv_symtab_file_open(&f, path, err);
+				if (ret)
+					return ret;
+				opened = true;
+			}
+			if (!excluded) {
+				struct alias_match a = { .glob = glob, .address = p->address };
+
+				src = (struct rv_symtab_source){ .elf = f.elf };
+				rv_symtab_read(&src, RV_SYMTAB_SIZED, match_alias, &a);
+				excluded = a.found;
+			}
+		}
+		if (excluded) {
+			list->nr_excluded++;
+			continue;
+		}
+		list->items[kept++] = *p;
+	}
+	list->count = kept;
+	if (opened)
+		rv_symtab_file_close(&f);
+	return 0;
+}
+
+int rv_fn_select(struct rv_fn_list *list, const struct rv_fn_patterns *patterns, const char *exe,
+		 pid_t pid, size_t max_functions, struct rv_error *err)
 {
 	static const char *const every[] = { "*" };
-	char exe_path[PATH_MAX], lib[PATH_MAX], lib_path[PATH_MAX];
+	char exe_path[PATH_MAX], lib_path[PATH_MAX];
+	const char *const *include = patterns ? patterns->include : NULL;
+	size_t nr_include = patterns ? patterns->nr_include : 0, first = list->count;
 	int ret;
 
 	ret = resolve_exe(exe, pid, exe_path, sizeof(exe_path), err);
 	if (ret)
 		return ret;
-	if (!nr_patterns) {
-		patterns = every;
-		nr_patterns = 1;
+	if (!nr_include) {
+		include = every;
+		nr_include = 1;
 	}
-	for (size_t i = 0; i < nr_patterns; i++) {
-		const char *pattern = patterns[i], *glob = pattern, *path = exe_path;
-		size_t lib_len;
+	for (size_t i = 0; i < nr_include; i++) {
+		const char *path, *glob;
 
-		if (!pattern || !*pattern || strlen(pattern) > RV_FN_MAX_PATTERN)
-			return rv_error_set(err, EINVAL,
-					    "--functions: empty or overlong pattern; give globs "
-					    "such as 'parse_*' or 'libc:mall*'");
-		rv_fn_pattern_split(pattern, &lib_len);
-		if (lib_len) {
-			if (lib_len >= sizeof(lib) || !pattern[lib_len + 1])
-				return rv_error_set(err, EINVAL,
-						    "--functions %s: give LIB:PATTERN, such as "
-						    "libc:mall*",
-						    pattern);
-			memcpy(lib, pattern, lib_len);
-			lib[lib_len] = '\0';
-			ret = rv_find_library(lib, exe_path, pid, "--functions", "PATTERN",
-					      lib_path, sizeof(lib_path), err);
-			if (ret)
-				return rv_error_prefix(err, "--functions %s", pattern);
-			glob = pattern + lib_len + 1;
-			path = lib_path;
-		}
-		ret = select_in_file(list, pattern, glob, path, max_functions, err);
+		ret = pattern_file("--functions", include[i], exe_path, pid, lib_path,
+				   sizeof(lib_path), &path, &glob, err);
+		if (!ret)
+			ret = select_in_file(list, include[i], glob, path, max_functions, err);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; patterns && i < patterns->nr_exclude; i++) {
+		const char *path, *glob;
+
+		ret = pattern_file("--exclude", patterns->exclude[i], exe_path, pid, lib_path,
+				   sizeof(lib_path), &path, &glob, err);
+		if (!ret)
+			ret = exclude_in_file(list, first, glob, path, err);
 		if (ret)
 			return ret;
 	}

@@ -26,6 +26,7 @@
 
 #include "capture/perf_data.h"
 #include "record/fn_engine.h"
+#include "record/fn_exits.h"
 #include "record/fn_plan.h"
 #include "record/fn_select.h"
 #include "record/probe_cost.h"
@@ -110,6 +111,52 @@ static int fn_check(struct rv_session *s, struct rv_error *err)
 	return rv_kfunc_choose(&ops, &s->kfunc_method, err);
 }
 
+/* How returns are seen (--exits): each function's return sites, found in
+ * its code, or uretprobes; -v says which, and lists the functions that get
+ * uretprobes because their code could not be decoded. */
+static int plan_exits(struct rv_session *s, struct rv_fn_list *funcs, struct rv_error *err)
+{
+	bool sites = !s->opts->exits_uretprobe;
+	size_t fallbacks = 0, nr_sites = 0, pieces = 0;
+	int ret = rv_fn_exits_plan(funcs, sites, err);
+
+	if (ret)
+		return ret;
+	if (!sites) {
+		rv_debug("returns: uretprobes (--exits uretprobe), which replace return addresses "
+			 "on the stack: C++ exceptions and longjmp over a traced function break");
+		return 0;
+	}
+	for (size_t i = 0; i < funcs->count; i++) {
+		const struct rv_fn_probe *f = &funcs->items[i];
+
+		pieces += f->nr_pieces;
+		if (f->exits == RV_FN_EXITS_SITES) {
+			nr_sites += f->nr_sites;
+			if (!f->nr_sites)
+				rv_debug("%s in %s never returns (no instruction leaves it): a "
+					 "probe at its entry only",
+					 f->name, f->path);
+			continue;
+		}
+		fallbacks++;
+		rv_debug("a uretprobe on %s in %s: its code could not be decoded (%s, at "
+			 "0x%" PRIx64 ")",
+			 f->name, f->path, f->exits_problem ? f->exits_problem : "unknown",
+			 f->problem_address);
+	}
+	rv_debug("returns: a uprobe at each return site (%zu site%s in %zu function%s, %zu "
+		 "out-of-line piece%s included)%s",
+		 nr_sites, nr_sites == 1 ? "" : "s", funcs->count - fallbacks,
+		 funcs->count - fallbacks == 1 ? "" : "s", pieces, pieces == 1 ? "" : "s",
+		 fallbacks ? "; uretprobes on the functions above" : "");
+	if (fallbacks)
+		rv_note("%zu function%s traced with uretprobes: their code could not be decoded "
+			"(see them with -v)",
+			fallbacks, fallbacks == 1 ? "" : "s");
+	return 0;
+}
+
 /* Selects the functions of every process; processes running the same
  * executable share one range of the table. */
 static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_pids,
@@ -141,8 +188,14 @@ static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_p
 		}
 		if (!shared) {
 			p->first = run->funcs.count;
-			ret = rv_fn_select(&run->funcs, (const char *const *)o->functions,
-					   o->nr_functions, p->exe, p->pid,
+			struct rv_fn_patterns patterns = {
+				.include = (const char *const *)o->functions,
+				.nr_include = o->nr_functions,
+				.exclude = (const char *const *)o->exclude,
+				.nr_exclude = o->nr_exclude,
+			};
+
+			ret = rv_fn_select(&run->funcs, &patterns, p->exe, p->pid,
 					   RV_FN_MAX_FUNCTIONS - run->funcs.count, err);
 			if (ret)
 				return ret;
@@ -161,7 +214,10 @@ static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_p
 				    "(%s: %s); choose others",
 				    run->funcs.skipped[0].name, run->funcs.skipped[0].reason);
 	rv_debug("%zu function%s selected", run->funcs.count, run->funcs.count == 1 ? "" : "s");
-	return 0;
+	if (run->funcs.nr_excluded)
+		rv_debug("%zu function%s excluded by --exclude", run->funcs.nr_excluded,
+			 run->funcs.nr_excluded == 1 ? "" : "s");
+	return plan_exits(s, &run->funcs, err);
 }
 
 static int plan_kernel_functions(struct rv_session *s, struct rv_backend_state *run,
@@ -230,12 +286,12 @@ static const char *method_text(const struct rv_fn_attach_report *r, char *buf, s
 	char n[32];
 
 	if (r->by_multi && r->by_perf_links)
-		snprintf(buf, size, "uprobe_multi; %s by one link each",
+		snprintf(buf, size, "uprobe_multi; %s by one link per probe",
 			 format_count(r->by_perf_links, n, sizeof(n)));
 	else if (r->by_multi)
 		snprintf(buf, size, "uprobe_multi");
 	else
-		snprintf(buf, size, "one uprobe link each");
+		snprintf(buf, size, "one uprobe link per probe");
 	return buf;
 }
 

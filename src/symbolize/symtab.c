@@ -365,15 +365,41 @@ struct rv_symtab_entry *rv_symtab_find(const struct rv_symtab *table, uint64_t a
 	return NULL;
 }
 
+bool rv_symtab_piece_of(const char *name, size_t *parent_len)
+{
+	static const char suffix[] = ".cold";
+	size_t len = strcspn(name, "@"), end = len;
+
+	/* ".cold.N": the digits, then their dot */
+	while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9')
+		end--;
+	if (end < len) {
+		if (end == 0 || name[end - 1] != '.')
+			return false;
+		end--;
+	}
+	if (end <= sizeof(suffix) - 1 ||
+	    memcmp(name + end - (sizeof(suffix) - 1), suffix, sizeof(suffix) - 1))
+		return false;
+	*parent_len = end - (sizeof(suffix) - 1);
+	return true;
+}
+
 const char *rv_symtab_display_name(const struct rv_symtab *table, struct rv_symtab_entry *entry,
 				   struct rv_intern *pool)
 {
 	if (!entry->display) {
 		const char *raw = rv_symtab_raw_name(table, entry);
-		char *readable = rv_demangle(raw);
+		char *parent = NULL, *readable;
+		size_t parent_len;
 
+		/* A piece is named as its parent. */
+		if (rv_symtab_piece_of(raw, &parent_len) && (parent = strndup(raw, parent_len)))
+			raw = parent;
+		readable = rv_demangle(raw);
 		entry->display = rv_intern(pool, readable ? readable : raw);
 		free(readable);
+		free(parent);
 	}
 	return entry->display;
 }

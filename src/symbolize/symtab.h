@@ -29,7 +29,9 @@
  *   the next symbol begins, and the tail of a function after a symbol nested
  *   in it is held by none: a stretch is never a guess.
  * - Names are raw as in the table but without any "@VERSION"; the readable
- *   one is rv_demangle's, pooled.
+ *   one is rv_demangle's, pooled, except that a piece of a function
+ *   (rv_symtab_piece_of: "foo.cold") is shown as its parent ("foo"), so that
+ *   code GCC moved out of line is named as the function it belongs to.
  *
  * Where the readers still differ, kept so that traces and --functions do
  * not change (the decoder must only drop a jump that the builder, naming
@@ -119,6 +121,17 @@ struct rv_symtab_file {
 int rv_symtab_file_open(struct rv_symtab_file *f, const char *path, struct rv_error *err);
 
 void rv_symtab_file_close(struct rv_symtab_file *f);
+
+/* ---- pieces of functions ---- */
+
+/* Whether name (raw, "@VERSION" allowed) is an out-of-line piece of another
+ * function rather than a function: GCC's "PARENT.cold" and "PARENT.cold.N"
+ * (N decimal), the unlikely code it moves away from PARENT and reaches only
+ * by jumps from it. *parent_len: the length of PARENT's raw name, which is a
+ * symbol of the same file. Clones ("foo.isra.0", "foo.constprop.1",
+ * "foo.part.0") are not pieces: they are called, and are functions of their
+ * own; "foo.constprop.0.cold" is a piece of the clone "foo.constprop.0". */
+bool rv_symtab_piece_of(const char *name, size_t *parent_len);
 
 /* ---- names: a file's index for lookups by address ---- */
 

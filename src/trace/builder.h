@@ -61,6 +61,9 @@
  *   addr, and remembers its entry sp. An entry whose sp is below the innermost
  *   call's, or equal to it (a tail call: the kernel's chained uretprobes give
  *   both exits), nests: a callee, or a signal handler on the thread's stack.
+ *   But when the innermost call's exits are probed at its return sites
+ *   (call.exits_at_sites), an entry at its sp ends it first: it left by an
+ *   indirect jump (a tail call through a pointer) that gave no exit.
  *   One whose sp is above it but not above the outermost frame of that
  *   frame's run (the frames down to the first whose sp is lower than the one
  *   above it: one stack) is on the same stack: the frames of the run whose sp

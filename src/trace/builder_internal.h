@@ -128,9 +128,10 @@ struct branch_state {
 enum { CALL_FRAME_USER = -1 }; /* else the frame is a kernel span: its rv_kernel_kind */
 
 struct call_frame {
-	int kind;      /* CALL_FRAME_USER, or an enum rv_kernel_kind */
-	uint64_t addr; /* user: the function's entry, as the event gave it */
-	uint64_t sp;   /* user: the stack pointer at entry; 0 when not known */
+	int kind;	     /* CALL_FRAME_USER, or an enum rv_kernel_kind */
+	uint64_t addr;	     /* user: the function's entry, as the event gave it */
+	uint64_t sp;	     /* user: the stack pointer at entry; 0 when not known */
+	bool exits_at_sites; /* user: the event's call.exits_at_sites */
 	/* user frames with sp: the nearest such frame below (-1: none), and
 	 * the first frame of the run of such frames, up to this one, whose sp
 	 * never grows from one to the next (one stack: a handler on a

@@ -227,7 +227,15 @@ static int on_call_enter(struct step *s, const struct rv_event *ev)
 	if (ret)
 		return ret;
 	top = innermost_with_sp(t, (long)t->depth - 1);
-	if (sp && top >= 0 && sp > t->calls[top].sp) {
+	if (sp && top >= 0 && sp == t->calls[top].sp && t->calls[top].exits_at_sites) {
+		/* The innermost frame's stack is gone and no exit said so: it
+		 * left by an indirect jump (a tail call through a pointer,
+		 * which return-site probes do not see); this call takes its
+		 * place. */
+		ret = end_above(s, top - 1);
+		if (ret)
+			return ret;
+	} else if (sp && top >= 0 && sp > t->calls[top].sp) {
 		long start = t->calls[top].run_start;
 
 		/* Entered above the innermost frame: on the same stack (within
@@ -260,6 +268,7 @@ static int on_call_enter(struct step *s, const struct rv_event *ev)
 	c->kind = CALL_FRAME_USER;
 	c->addr = ev->call.addr;
 	c->sp = sp;
+	c->exits_at_sites = ev->call.exits_at_sites;
 	link_frame(t, t->depth - 1);
 	s->b->stats.calls++;
 	if (builder_count_call(s->b, t->stack[t->depth - 1].name))

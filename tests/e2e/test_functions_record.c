@@ -93,7 +93,10 @@ static uint64_t function_offset(const char *exe, const char *name)
 	uint64_t offset;
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, patterns, 1, exe, 0, 10, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 1 },
+				  exe, 0, 10, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1);
 	offset = l.items[0].offset;
 	rv_fn_list_destroy(&l);
@@ -270,7 +273,8 @@ Test(functions_record, attach_then_detach_leaves_the_process_running_and_unprobe
 	code_bytes(target, exe, offset, &file_byte, &mem_byte);
 	cr_assert_eq(mem_byte, 0xcc, "a uprobe (int3) on busy_loop_body while recording");
 	held_by(rv, &held);
-	cr_assert_geq(held.nr_uprobe_links, 2,
+	/* one link holds the entries and the return sites */
+	cr_assert_geq(held.nr_uprobe_links, 1,
 		      "rearview holds uprobe links while it records (%zu links, %zu programs)",
 		      held.nr_links, held.nr_progs);
 	cr_assert_gt(held.nr_progs, 0);
@@ -367,7 +371,7 @@ Test(functions_record, one_link_per_function_records_what_uprobe_multi_records, 
 	if (rv_fn_uprobe_multi_supported())
 		cr_assert(strstr(r->err, "(uprobe_multi)"), "%s", r->err);
 	record_workload(dir, "perf", true, &perf, r);
-	cr_assert(strstr(r->err, "(one uprobe link each)"), "%s", r->err);
+	cr_assert(strstr(r->err, "(one uprobe link per probe)"), "%s", r->err);
 
 	/* Functions in address order: main, level, leaf. */
 	cr_assert_eq(multi.enter[0], 1);
@@ -467,9 +471,12 @@ Test(functions_record, dry_run_lists_every_probe, .timeout = 60)
 	snprintf(want, sizeof(want), "  uprobe %s+%#llx: leaf ", exe,
 		 (unsigned long long)site.offset);
 	cr_assert(strstr(r->out, want), "%s not in:\n%s", want, r->out);
+	/* its returns: uprobes at its return sites, no uretprobe */
 	snprintf(want, sizeof(want), "  uretprobe %s+%#llx: leaf ", exe,
 		 (unsigned long long)site.offset);
-	cr_assert(strstr(r->out, want), "%s not in:\n%s", want, r->out);
+	cr_assert_null(strstr(r->out, want), "%s in:\n%s", want, r->out);
+	cr_assert(strstr(r->out, ": leaf (function ") && strstr(r->out, "; return at 0x"), "%s",
+		  r->out);
 	cr_assert(strstr(r->out, ": level "), "%s", r->out);
 	cr_assert_null(strstr(r->out, ": main "), "%s", r->out);
 	cr_assert(strstr(r->out, "  tracepoint raw_syscalls:sys_enter"), "%s", r->out);
@@ -479,6 +486,15 @@ Test(functions_record, dry_run_lists_every_probe, .timeout = 60)
 	cr_assert(strstr(r->out, "  program fn_enter "), "%s", r->out);
 	cr_assert(strstr(r->out, "  map fn_events (perf_event_array)"), "%s", r->out);
 	cr_assert(strstr(r->out, "nothing was opened"), "%s", r->out);
+
+	/* --exits uretprobe: a uretprobe at the entry, no return sites */
+	char *uretprobes[] = { (char *)rearview(), "run",	  "--backend", "uprobe",
+			       "--dry-run",	   "--functions", "leaf",      "--exits",
+			       "uretprobe",	   "--",	  exe,	       NULL };
+	run_process(uretprobes, 30, r);
+	cr_assert_eq(r->exit_code, 0, "%s", r->err);
+	cr_assert(strstr(r->out, want), "%s not in:\n%s", want, r->out);
+	cr_assert_null(strstr(r->out, "return at"), "%s", r->out);
 	free(r);
 }
 

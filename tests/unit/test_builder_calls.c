@@ -237,6 +237,72 @@ Test(builder_calls, a_tail_call_keeps_its_caller_until_both_exits)
 	builder_fixture_close(&f, t);
 }
 
+/* An entry of a function whose exits are probed at its return sites. */
+static void enter_sites(struct builder_fixture *f, uint32_t tid, uint64_t time, const char *fn,
+			uint64_t sp)
+{
+	struct rv_event ev = { .kind = RV_EVENT_CALL_ENTER, .pid = PID, .tid = tid, .time = time };
+
+	ev.call.addr = addr_of(fn);
+	ev.call.sym = fn;
+	ev.call.sp = sp;
+	ev.call.exits_at_sites = true;
+	builder_fixture_add(f, &ev);
+}
+
+/* Return-site probes: a direct tail call gives the caller's exit at the
+ * jump, then the callee's entry at the same sp, its sibling. */
+Test(builder_calls, a_tail_call_at_return_sites_ends_its_caller_at_the_jump)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats bs;
+
+	builder_fixture_open(&f);
+	enter_sites(&f, 100, 1000, "main", 1000);
+	enter_sites(&f, 100, 1010, "a", 900);
+	leave(&f, 100, 1020, "a", 900);
+	enter_sites(&f, 100, 1020, "tail", 900);
+	leave(&f, 100, 1030, "tail", 900);
+	leave(&f, 100, 1040, "main", 1000);
+	rv_builder_stats(f.b, &bs);
+	cr_assert_eq(bs.inferred, 0);
+	cr_assert_eq(bs.unwinds, 0);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(t->nr_spans, 3);
+	expect_span(t, "a", 0, 10, 20, "main");
+	expect_span(t, "tail", 0, 20, 30, "main");
+	builder_fixture_close(&f, t);
+}
+
+/* Return-site probes do not see an indirect tail call (jmp *%rax): the
+ * callee's entry at the caller's entry sp ends the caller, which never
+ * stays open over its caller's later calls. */
+Test(builder_calls, an_entry_at_the_sp_of_a_frame_with_return_sites_ends_it)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats bs;
+
+	builder_fixture_open(&f);
+	enter_sites(&f, 100, 1000, "main", 1000);
+	enter_sites(&f, 100, 1010, "thunk", 900);
+	enter_sites(&f, 100, 1020, "target", 900); /* jumped to, not called */
+	leave(&f, 100, 1030, "target", 900);
+	enter_sites(&f, 100, 1040, "next", 900);
+	leave(&f, 100, 1050, "next", 900);
+	leave(&f, 100, 1060, "main", 1000);
+	rv_builder_stats(f.b, &bs);
+	cr_assert_eq(bs.inferred, 0);
+	cr_assert_eq(bs.unwinds, 1, "thunk ended without an exit");
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(t->nr_spans, 4);
+	expect_span(t, "thunk", 0, 10, 20, "main");
+	expect_span(t, "target", 0, 20, 30, "main");
+	expect_span(t, "next", 0, 40, 50, "main");
+	builder_fixture_close(&f, t);
+}
+
 /* A handler on the thread's own stack runs below the interrupted frames. */
 Test(builder_calls, a_signal_handler_on_the_stack_nests)
 {

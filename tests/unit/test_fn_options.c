@@ -190,3 +190,37 @@ Test(fn_options, dry_run_lists_probes)
 	free(text);
 	rv_dry_run_plan_destroy(&plan);
 }
+
+Test(fn_options, exclude_and_exits)
+{
+	const char *argv[] = { "rearview",  "run",	 "--backend",  "uprobe",  "--exclude",
+			       "tiny,hot*", "--exclude", "libc:mall*", "--exits", "uretprobe",
+			       "--",	    "prog",	 NULL };
+	const char *defaults[] = { "rearview", "run", "--backend", "uprobe", "--", "prog", NULL };
+	const char *bad[] = { "rearview",  "run", "--backend", "uprobe", "--exits",
+			      "sometimes", "--",  "prog",      NULL };
+	const char *no_backend[] = { "rearview", "run", "--exclude", "tiny", "--", "prog", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, argv), 0, "%s", err.message);
+	cr_assert_eq(o.nr_exclude, 3);
+	cr_assert_str_eq(o.exclude[1], "hot*");
+	cr_assert_str_eq(o.exclude[2], "libc:mall*");
+	cr_assert(o.exits_uretprobe);
+	rv_options_destroy(&o);
+	cr_assert_null(o.exclude);
+
+	cr_assert_eq(parse(&o, &err, defaults), 0, "%s", err.message);
+	cr_assert_not(o.exits_uretprobe, "return sites by default");
+	rv_options_destroy(&o);
+
+	cr_assert_lt(parse(&o, &err, bad), 0);
+	cr_assert(strstr(err.message, "return-sites"), "%s", err.message);
+	rv_options_destroy(&o);
+
+	cr_assert_lt(parse(&o, &err, no_backend), 0);
+	cr_assert(strstr(err.message, "--exclude") && strstr(err.message, "--backend uprobe"), "%s",
+		  err.message);
+	rv_options_destroy(&o);
+}

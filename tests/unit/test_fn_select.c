@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "record/fn_exits.h"
 #include "record/fn_select.h"
 #include "record/probe_site.h"
 #include "test_env.h"
@@ -46,7 +47,7 @@ Test(fn_select, default_is_every_function_of_the_executable_but_the_entry_point)
 	const struct rv_fn_skipped *start;
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, NULL, 0, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l, NULL, exe, 0, 1000, &err), 0, "%s", err.message);
 	cr_assert_not_null(find(&l, "main"));
 	cr_assert_not_null(find(&l, "level"));
 	cr_assert_not_null(find(&l, "leaf"));
@@ -75,7 +76,10 @@ Test(fn_select, globs_select_by_name_and_patterns_merge)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, patterns, 3, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 3 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 3, "level, leaf (once), main");
 	cr_assert_not_null(find(&l, "level"));
 	cr_assert_not_null(find(&l, "leaf"));
@@ -91,7 +95,10 @@ Test(fn_select, a_pattern_that_matches_nothing_is_named_with_nm)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_lt(rv_fn_select(&l, patterns, 2, exe, 0, 1000, &err), 0);
+	cr_assert_lt(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 2 },
+				  exe, 0, 1000, &err),
+		     0);
 	cr_assert(strstr(err.message, "no_such_*"), "%s", err.message);
 	cr_assert(strstr(err.message, "nm"), "%s", err.message);
 	rv_fn_list_destroy(&l);
@@ -104,7 +111,7 @@ Test(fn_select, too_many_functions_is_an_error)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, NULL, 0, exe, 0, 2, &err), -E2BIG);
+	cr_assert_eq(rv_fn_select(&l, NULL, exe, 0, 2, &err), -E2BIG);
 	cr_assert(strstr(err.message, "narrow"), "%s", err.message);
 	rv_fn_list_destroy(&l);
 }
@@ -119,16 +126,25 @@ Test(fn_select, demangled_names_and_globs_over_them)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, patterns, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 2, "both overloads of frob");
 	rv_fn_list_destroy(&l);
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, qualified, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = qualified, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1);
 	cr_assert_str_eq(l.items[0].name, "_ZN2ns6Widget4frobEi");
 	rv_fn_list_destroy(&l);
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, mangled, 1, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = mangled, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1);
 	cr_assert_str_eq(l.items[0].name, "_ZN2ns5inner9free_funcEPKc");
 	rv_fn_list_destroy(&l);
@@ -148,7 +164,9 @@ Test(fn_select, library_functions_with_aliases_probed_once)
 	const char *base;
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, both, 2, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = both, .nr_include = 2 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1, "malloc and __libc_malloc are one function");
 	cr_assert_str_eq(l.items[0].name, "__libc_malloc", "named by the pattern that came first");
 	base = strrchr(l.items[0].path, '/');
@@ -164,7 +182,9 @@ Test(fn_select, library_functions_with_aliases_probed_once)
 	rv_fn_list_destroy(&l);
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, glob, 1, exe, 0, 100000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = glob, .nr_include = 1 },
+				  exe, 0, 100000, &err),
+		     0, "%s", err.message);
 	cr_assert_not_null(find(&l, "malloc"), "the first alias in the table names it");
 	cr_assert_null(find(&l, "__libc_malloc"));
 	rv_fn_list_destroy(&l);
@@ -179,7 +199,10 @@ Test(fn_select, functions_a_return_probe_would_break_are_skipped)
 	const struct rv_fn_skipped *s;
 
 	rv_fn_list_init(&l);
-	cr_assert_eq(rv_fn_select(&l, patterns, 3, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 3 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
 	cr_assert_eq(l.count, 1, "only malloc");
 	s = find_skipped(&l, "_setjmp");
 	cr_assert_not_null(s);
@@ -197,9 +220,13 @@ Test(fn_select, unknown_library_and_bad_patterns)
 	struct rv_error err = { 0 };
 
 	rv_fn_list_init(&l);
-	cr_assert_lt(rv_fn_select(&l, nolib, 1, exe, 0, 1000, &err), 0);
+	cr_assert_lt(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = nolib, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0);
 	cr_assert(strstr(err.message, "libnosuchthing"), "%s", err.message);
-	cr_assert_lt(rv_fn_select(&l, empty, 1, exe, 0, 1000, &err), 0);
+	cr_assert_lt(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = empty, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0);
 	cr_assert(strstr(err.message, "LIB:PATTERN"), "%s", err.message);
 	rv_fn_list_destroy(&l);
 }
@@ -216,4 +243,82 @@ Test(fn_select, pattern_split_skips_cpp_scopes)
 	cr_assert_eq(len, strlen("/usr/lib/libfoo.so"));
 	rv_fn_pattern_split(":f", &len);
 	cr_assert_eq(len, 0);
+}
+
+Test(fn_select, exclude_takes_out_what_it_matches)
+{
+	const char *exe = built_target("workload");
+	const char *exclude[] = { "le*" };
+	const char *everything[] = { "nothing_has_this_name*" };
+	struct rv_fn_patterns p = { .exclude = exclude, .nr_exclude = 1 };
+	struct rv_fn_list l;
+	struct rv_error err = { 0 };
+
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, &p, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_not_null(find(&l, "main"));
+	cr_assert_null(find(&l, "level"));
+	cr_assert_null(find(&l, "leaf"));
+	cr_assert_eq(l.nr_excluded, 2);
+	rv_fn_list_destroy(&l);
+	/* a pattern that matches nothing excludes nothing */
+	p.exclude = everything;
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, &p, exe, 0, 1000, &err), 0, "%s", err.message);
+	cr_assert_not_null(find(&l, "level"));
+	cr_assert_eq(l.nr_excluded, 0);
+	rv_fn_list_destroy(&l);
+}
+
+/* GCC's unwind_throw: check(int) and catcher(int) have .cold pieces, scale
+ * a .constprop clone (mk/unwind.mk). */
+Test(fn_select, cold_pieces_are_their_parents_and_clones_are_functions)
+{
+	const char *exe = built_target("unwind_throw");
+	const char *scale[] = { "scale" };
+	struct rv_fn_list l;
+	struct rv_error err = { 0 };
+	const struct rv_fn_probe *check, *catcher;
+
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, NULL, exe, 0, 1000, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < l.count; i++)
+		cr_assert_null(strstr(l.items[i].name, ".cold"), "%s selected", l.items[i].name);
+	check = find(&l, "_Z5checki");
+	catcher = find(&l, "_Z7catcheri");
+	cr_assert_not_null(check);
+	cr_assert_not_null(catcher);
+	cr_assert_not_null(find(&l, "_ZL5scaleii.constprop.0"));
+
+	/* exits: at the return sites, pieces included */
+	cr_assert_eq(rv_fn_exits_plan(&l, true, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < l.count; i++) {
+		const struct rv_fn_probe *f = &l.items[i];
+
+		cr_assert_eq(f->exits, RV_FN_EXITS_SITES, "%s: %s at %#llx", f->name,
+			     f->exits_problem ? f->exits_problem : "",
+			     (unsigned long long)f->problem_address);
+		for (size_t k = 0; k < f->nr_sites; k++)
+			cr_assert_eq(f->sites[k].offset - f->offset,
+				     f->sites[k].address - f->address,
+				     "%s: a site's offset is its address's (one segment)", f->name);
+	}
+	cr_assert_eq(check->nr_pieces, 1);
+	cr_assert_eq(catcher->nr_pieces, 1);
+	cr_assert_geq(check->nr_sites, 1);
+	cr_assert_eq(find(&l, "main")->nr_pieces, 0);
+	/* without return sites: every function a uretprobe */
+	cr_assert_eq(rv_fn_exits_plan(&l, false, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < l.count; i++)
+		cr_assert_eq(l.items[i].exits, RV_FN_EXITS_URETPROBE);
+	rv_fn_list_destroy(&l);
+
+	/* the clone matches its parent's name */
+	rv_fn_list_init(&l);
+	cr_assert_eq(rv_fn_select(&l, &(struct rv_fn_patterns){ .include = scale, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0, "%s", err.message);
+	cr_assert_eq(l.count, 1);
+	cr_assert_str_eq(l.items[0].name, "_ZL5scaleii.constprop.0");
+	rv_fn_list_destroy(&l);
 }
