@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../bpf/functions.h"
+#include "capture/marks.h"
 #include "capture/perf_data.h"
 #include "harness.h"
 #include "test_env.h"
@@ -192,5 +193,90 @@ Test(functions_rings, perf_script_shows_every_record, .timeout = 120)
 	cr_assert_eq(count_lines_with(out, "BPF output: 0000:"), 2 * calls, "%s", out);
 	cr_assert_eq(count_lines_with(out, "fncalls "), 2 * calls, "each on the traced thread");
 	free(out);
+	cleanup_dir(dir);
+}
+
+/* The capture's first time as a reader would find it in a pass: the
+ * earliest sample, or a window's begin (its mark's time less its length). */
+static uint64_t scanned_first_time(const char *path, uint64_t *last)
+{
+	struct rv_perf_reader *r;
+	struct rv_perf_record rec;
+	struct rv_error err = { 0 };
+	uint64_t first = 0;
+
+	*last = 0;
+	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
+	while (rv_perf_reader_next(r, &rec, &err) == 1) {
+		struct rv_perf_sample s;
+		struct rv_mark mark;
+		uint64_t t;
+
+		if (rec.header->type != PERF_RECORD_SAMPLE)
+			continue;
+		cr_assert_eq(rv_perf_reader_parse_sample(r, rec.header, &s, &err), 0, "%s",
+			     err.message);
+		t = s.time;
+		if (s.time > *last)
+			*last = s.time;
+		if (rv_sample_is_mark(&s) && !rv_mark_parse(&s, &mark, &err) &&
+		    mark.kind == RV_MARK_WINDOW)
+			t = mark.time - mark.duration_ns;
+		if (!first || t < first)
+			first = t;
+	}
+	rv_perf_reader_free(r);
+	return first;
+}
+
+/* With --filter the windows' marks may begin before any record: the
+ * recorder writes the capture's range (HEADER_SAMPLE_TIME) as a pass over
+ * it would find it, and the decoder's first time is that, with no pass. */
+Test(functions_rings, the_capture_knows_its_first_time, .timeout = 120)
+{
+	char dir[64], capture[128];
+	struct proc_result r;
+	struct rv_perf_reader *reader;
+	struct rv_error err = { 0 };
+	const uint64_t *range;
+	uint64_t size = 0, first, last;
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "--backend",
+			 "uprobe",
+			 "--full-execution",
+			 "--filter",
+			 "window_start,window_stop",
+			 "--working-directory",
+			 capture,
+			 "-o",
+			 NULL,
+			 "--",
+			 (char *)build_path("tests/targets/fncalls"),
+			 "--only",
+			 "fib,windows",
+			 "--windows",
+			 "3",
+			 NULL };
+	char out[128];
+
+	require_root("function tracer");
+	make_test_dir(dir, sizeof(dir));
+	snprintf(capture, sizeof(capture), "%s/capture", dir);
+	snprintf(out, sizeof(out), "%s/t.fxt", dir);
+	argv[10] = out;
+	run_process(argv, 90, &r);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	snprintf(capture, sizeof(capture), "%s/capture/perf.data", dir);
+	first = scanned_first_time(capture, &last);
+	cr_assert_gt(first, 0);
+	cr_assert_eq(rv_perf_reader_open(&reader, capture, &err), 0, "%s", err.message);
+	range = rv_perf_reader_feature_data(reader, RV_FEAT_SAMPLE_TIME, &size);
+	cr_assert_not_null(range, "the capture has HEADER_SAMPLE_TIME");
+	cr_assert_geq(size, 16);
+	cr_assert_eq(range[0], first, "the first time a pass finds");
+	cr_assert_eq(range[1], last, "the last sample's time");
+	cr_assert_eq(rv_marks_first_time(reader), first);
+	rv_perf_reader_free(reader);
 	cleanup_dir(dir);
 }
