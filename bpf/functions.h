@@ -85,12 +85,16 @@ struct rv_fn_record_v1 {
 /* CPUs the tracer has a ring for at most (fn_rings, fn_lost). */
 #define RV_FN_MAX_CPUS 1024u
 
-/* Bytes of each CPU's ring buffer by default (a power of two of pages), and
- * the environment variable that overrides it (a number of bytes, rounded up
- * to a power of two of at least a page; tests force losses with a tiny
- * ring). */
-#define RV_FN_RING_BYTES (8u << 20)
-#define RV_FN_RING_ENV	 "REARVIEW_FN_RING_BYTES"
+/* Bytes of each CPU's ring buffer by default (a power of two of pages),
+ * halved on machines of many CPUs until all of them take no more than
+ * RV_FN_RINGS_TOTAL_BYTES, down to RV_FN_RING_MIN_BYTES (records are drained
+ * every few ms: a busy CPU fills about 300 KiB in 4 ms); and the environment
+ * variable that overrides it (a number of bytes, rounded up to a power of
+ * two of at least a page; tests force losses with a tiny ring). */
+#define RV_FN_RING_BYTES	(8u << 20)
+#define RV_FN_RINGS_TOTAL_BYTES (64ull << 20)
+#define RV_FN_RING_MIN_BYTES	(1u << 20)
+#define RV_FN_RING_ENV		"REARVIEW_FN_RING_BYTES"
 
 /* Set when the thread was inside a --filter window (the gate's map) as the
  * record was made; without --filter every record has it. */

@@ -314,8 +314,18 @@ int rv_fn_engine_arm(struct rv_fn_engine *e, struct rv_error *err)
 
 uint32_t rv_fn_ring_bytes(const struct rv_fn_engine_config *config)
 {
-	uint64_t bytes = config->ring_bytes ? config->ring_bytes : RV_FN_RING_BYTES;
+	uint64_t bytes = config->ring_bytes;
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), pow2 = page;
+
+	/* The default: RV_FN_RING_BYTES a CPU, but no more than
+	 * RV_FN_RINGS_TOTAL_BYTES in all on a machine of many CPUs (kernel
+	 * memory), nor less than RV_FN_RING_MIN_BYTES. */
+	if (!bytes) {
+		bytes = RV_FN_RING_BYTES;
+		while (bytes > RV_FN_RING_MIN_BYTES &&
+		       bytes * (config->nr_rings ? config->nr_rings : 1) > RV_FN_RINGS_TOTAL_BYTES)
+			bytes >>= 1;
+	}
 
 	while (pow2 < bytes && pow2 < (1ull << 30))
 		pow2 <<= 1;

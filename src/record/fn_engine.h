@@ -72,8 +72,9 @@ struct rv_fn_engine_config {
 	bool all_threads;		    /* --multi-thread */
 	int gate_windows_fd;		    /* --filter: the gate's window map; -1: none */
 	bool no_uprobe_multi;		    /* one perf link per function regardless */
-	/* Ring buffers: one per CPU, of ring_bytes each (0: RV_FN_RING_BYTES),
-	 * rounded up to a power of two of pages (not in recorder mode). */
+	/* Ring buffers: one per CPU, of ring_bytes each (0: the default,
+	 * functions.h's RV_FN_RING_BYTES within RV_FN_RINGS_TOTAL_BYTES in
+	 * all), rounded up to a power of two of pages (not in recorder mode). */
 	size_t nr_rings;
 	uint32_t ring_bytes;
 	/* Recorder mode: threads the per-thread flight recorder has slots

@@ -108,6 +108,8 @@ static size_t nr_rings(void)
 {
 	int n = libbpf_num_possible_cpus();
 
+	if (n > (int)RV_FN_MAX_CPUS)
+		n = (int)RV_FN_MAX_CPUS; /* records of CPUs beyond find no ring */
 	return n > 0 ? (size_t)n : 1;
 }
 

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "record/fn_engine.h"
 #include "record/fn_stream.h"
 
 static struct rv_fn_record rec(uint64_t time, uint32_t arg)
@@ -89,4 +90,26 @@ Test(fn_flight, the_sample_ip_is_the_function_for_calls_only)
 	cr_assert_eq(rv_fn_record_ip(&r), 0x401000);
 	r.type = RV_FN_PAGE_FAULT;
 	cr_assert_eq(rv_fn_record_ip(&r), 0, "kernel records show as the kernel's");
+}
+
+/* Each CPU's ring: 8 MiB, halved on machines of many CPUs to stay within
+ * 64 MiB in all, never below 1 MiB; a size asked for rounded up to a power
+ * of two of pages. */
+Test(fn_rings, ring_sizes_stay_within_the_machine)
+{
+	struct rv_fn_engine_config c = { .nr_rings = 2 };
+
+	cr_assert_eq(rv_fn_ring_bytes(&c), 8u << 20);
+	c.nr_rings = 8;
+	cr_assert_eq(rv_fn_ring_bytes(&c), 8u << 20);
+	c.nr_rings = 16;
+	cr_assert_eq(rv_fn_ring_bytes(&c), 4u << 20);
+	c.nr_rings = 1024;
+	cr_assert_eq(rv_fn_ring_bytes(&c), 1u << 20);
+	c.ring_bytes = 4096;
+	cr_assert_eq(rv_fn_ring_bytes(&c), 4096);
+	c.ring_bytes = 5000;
+	cr_assert_eq(rv_fn_ring_bytes(&c), 8192);
+	c.ring_bytes = 1;
+	cr_assert_eq(rv_fn_ring_bytes(&c), 4096, "a page at least");
 }
