@@ -99,6 +99,11 @@ struct rv_fn_record_v1 {
 /* Set when the thread was inside a --filter window (the gate's map) as the
  * record was made; without --filter every record has it. */
 #define RV_FN_FLAG_IN_WINDOW 1u
+/* Bits the kernel leaves 0, where user space keeps a record's CPU while it
+ * waits in its flight recorder (src/record/fn_stream.h), so that it stays
+ * 48 bytes there; 0 again in captures. */
+#define RV_FN_FLAG_CPU_SHIFT 6
+#define RV_FN_FLAG_CPU_MASK  (0x3ffu << RV_FN_FLAG_CPU_SHIFT) /* RV_FN_MAX_CPUS */
 
 /* bpf_cookie of user-function probes: the function's index in the engine's
  * table. */

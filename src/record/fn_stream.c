@@ -23,7 +23,8 @@ struct rv_fn_stream {
 	uint64_t *lost_seen; /* per CPU: what the last drain wrote */
 	struct rv_fn_flight flight;
 	struct rv_fn_stream_stats stats;
-	struct rv_error *err; /* where the callback's failures are described */
+	struct rv_fn_record current; /* the source's record being written */
+	struct rv_error *err;	     /* where the callback's failures are described */
 	int failed;
 };
 
@@ -44,8 +45,7 @@ int rv_fn_flight_init(struct rv_fn_flight *f, uint64_t capacity_bytes)
 	if (n > UINT32_MAX)
 		n = UINT32_MAX;
 	f->records = malloc((size_t)n * sizeof(*f->records));
-	f->cpus = malloc((size_t)n * sizeof(*f->cpus));
-	if (!f->records || !f->cpus) {
+	if (!f->records) {
 		rv_fn_flight_destroy(f);
 		return -ENOMEM;
 	}
@@ -56,7 +56,6 @@ int rv_fn_flight_init(struct rv_fn_flight *f, uint64_t capacity_bytes)
 void rv_fn_flight_destroy(struct rv_fn_flight *f)
 {
 	free(f->records);
-	free(f->cpus);
 	free(f->order);
 	memset(f, 0, sizeof(*f));
 }
@@ -74,7 +73,8 @@ void rv_fn_flight_push(struct rv_fn_flight *f, const struct rv_fn_record *r, uin
 		f->count++;
 	}
 	f->records[at] = *r;
-	f->cpus[at] = cpu;
+	f->records[at].flags = (uint16_t)((r->flags & ~RV_FN_FLAG_CPU_MASK) |
+					  ((cpu << RV_FN_FLAG_CPU_SHIFT) & RV_FN_FLAG_CPU_MASK));
 }
 
 static int by_time(const void *a, const void *b, void *ctx)
@@ -104,12 +104,15 @@ int rv_fn_flight_sort(struct rv_fn_flight *f)
 	return 0;
 }
 
-const struct rv_fn_record *rv_fn_flight_at(const struct rv_fn_flight *f, size_t i, uint32_t *cpu)
+bool rv_fn_flight_get(const struct rv_fn_flight *f, size_t i, struct rv_fn_record *out,
+		      uint32_t *cpu)
 {
 	if (!f->order || i >= f->count)
-		return NULL;
-	*cpu = f->cpus[f->order[i]];
-	return &f->records[f->order[i]];
+		return false;
+	*out = f->records[f->order[i]];
+	*cpu = (out->flags & RV_FN_FLAG_CPU_MASK) >> RV_FN_FLAG_CPU_SHIFT;
+	out->flags &= (uint16_t)~RV_FN_FLAG_CPU_MASK;
+	return true;
 }
 
 /* ---- draining ---- */
@@ -255,10 +258,10 @@ int rv_fn_stream_drain(struct rv_fn_stream *s, struct rv_error *err)
 static bool next_kept(void *ctx, struct rv_output_sample *out)
 {
 	struct rv_fn_stream *s = ctx;
+	const struct rv_fn_record *r = &s->current;
 	uint32_t cpu = 0;
-	const struct rv_fn_record *r = rv_fn_flight_at(&s->flight, s->flight.next, &cpu);
 
-	if (!r)
+	if (!rv_fn_flight_get(&s->flight, s->flight.next, &s->current, &cpu))
 		return false;
 	s->flight.next++;
 	*out = (struct rv_output_sample){

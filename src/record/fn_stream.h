@@ -36,7 +36,9 @@
 
 /* ---- the flight recorder of records ---- */
 
-/* The last `capacity` records, oldest overwritten first. */
+/* The last `capacity` records, oldest overwritten first, 48 bytes each:
+ * a record's CPU (below RV_FN_MAX_CPUS) is kept in its flags'
+ * RV_FN_FLAG_CPU_MASK bits while it waits here. */
 struct rv_fn_flight {
 	struct rv_fn_record *records;
 	size_t capacity;
@@ -44,7 +46,6 @@ struct rv_fn_flight {
 	size_t count;	  /* records held */
 	uint64_t evicted; /* records aged out */
 	uint32_t *order;  /* after rv_fn_flight_sort: indices by time */
-	uint32_t *cpus;	  /* the CPU of each record, by index */
 	size_t next;	  /* the source's position in order */
 };
 
@@ -55,8 +56,10 @@ void rv_fn_flight_destroy(struct rv_fn_flight *f);
 void rv_fn_flight_push(struct rv_fn_flight *f, const struct rv_fn_record *r, uint32_t cpu);
 /* Orders what is held by (time, age): once, before it is read; -ENOMEM. */
 int rv_fn_flight_sort(struct rv_fn_flight *f);
-/* After the sort: the i-th record in time order (i < count), and its CPU. */
-const struct rv_fn_record *rv_fn_flight_at(const struct rv_fn_flight *f, size_t i, uint32_t *cpu);
+/* After the sort: the i-th record in time order (i < count) as it was
+ * pushed, and its CPU; false past the end. */
+bool rv_fn_flight_get(const struct rv_fn_flight *f, size_t i, struct rv_fn_record *out,
+		      uint32_t *cpu);
 
 /* ---- the stream ---- */
 
