@@ -3,9 +3,13 @@
  * for every entry and exit of the user functions it is attached to, and for
  * the kernel activity of the traced threads that the loader asked for.
  *
- * Records go out through bpf_perf_event_output() into the per-CPU bpf-output
- * events of the sampling engine (fn_events, filled by the loader), so perf
- * stamps each with the thread it ran on and the time. Programs:
+ * Records go out through a BPF ring buffer per CPU (fn_rings, filled by
+ * the loader), reserved and committed with BPF_RB_NO_WAKEUP: user space
+ * polls on a timer, so no record pays for a wakeup. Each is stamped here
+ * (bpf_ktime_get_ns) right after it is reserved, so a ring is in time order
+ * unless a program was preempted in between (see functions.h). A record a
+ * full ring refuses is counted in fn_lost[cpu] (.bss, read by user space
+ * without a system call), the only count of losses. Programs:
  *
  * - fn_enter_multi: user functions through uprobe_multi links (the loader
  *   sets the expected attach type, BPF_TRACE_UPROBE_MULTI), one plain uprobe
@@ -25,7 +29,8 @@
  *   kfunc_index, one loaded copy per kernel function): kernel functions,
  *   where the kernel permits them.
  *
- * Nothing is recorded until the loader arms the programs (fn_armed), once
+ * Nothing is recorded until the loader arms the programs (fn_armed, a
+ * global user space writes through the mapped .bss: no map lookup), once
  * every probe is in place, nor after it disarms them: a process attached to
  * while it runs then shows only the calls that were already under way when
  * recording began as returns without entries, not every call made while the
@@ -44,7 +49,8 @@
  *
  * With --filter, every record of a thread outside the gate's windows is
  * dropped here (the gate's window map is shared, as sample_filter.bpf.c
- * shares it). Every drop and every failed output is counted in fn_stats.
+ * shares it). Drops are counted in fn_stats; records made are not (user
+ * space counts what it drains), so the hot path makes no map update.
  *
  * Not here: which functions are probed, or what records mean for a trace.
  */
@@ -79,12 +85,24 @@ struct {
 	__type(value, u8); /* unused */
 } fn_targets SEC(".maps");
 
-/* The bpf-output event of each CPU (max_entries: libbpf sets the CPU count). */
+/* The ring buffer of each CPU (the loader sizes both and fills the array). */
+struct fn_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RV_FN_RING_BYTES);
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(u32));
-	__uint(value_size, sizeof(u32));
-} fn_events SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__array(values, struct fn_ring);
+} fn_rings SEC(".maps");
+
+/* Nonzero while recording (set by the loader through the mapped .bss). */
+__u32 fn_armed = 0;
+
+/* Records each CPU's ring refused (full), read by user space. */
+__u64 fn_lost[RV_FN_MAX_CPUS] = {};
 
 /* Function index -> the first runtime entry address seen (exit records of
  * the perf-link programs, which cannot ask the kernel). Sized by the loader. */
@@ -102,14 +120,6 @@ struct {
 	__type(key, u32);
 	__type(value, u64);
 } kfunc_addrs SEC(".maps");
-
-/* Nonzero while recording (set by the loader). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, u32);
-} fn_armed SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -160,10 +170,7 @@ static __always_inline void count(u32 slot)
 
 static __always_inline bool armed(void)
 {
-	u32 zero = 0;
-	u32 *on = bpf_map_lookup_elem(&fn_armed, &zero);
-
-	return on && *on;
+	return *(volatile u32 *)&fn_armed != 0;
 }
 
 /* Whether thread tid may be recorded as far as --filter is concerned;
@@ -223,11 +230,10 @@ static __always_inline struct rv_fn_slot *thread_slot(u32 tid, u32 pid)
 	return NULL;
 }
 
-/* Recorder mode: r into its thread's slot, stamped as perf would have. */
-static __always_inline bool record_in_slot(struct rv_fn_record *r, u64 ip)
+/* Recorder mode: r into its thread's slot. */
+static __always_inline bool record_in_slot(const struct rv_fn_record *r)
 {
 	struct rv_fn_slot *s = thread_slot(r->tid, r->pid);
-	u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct rv_fn_slot_entry *e;
 	u64 index;
 
@@ -237,11 +243,7 @@ static __always_inline bool record_in_slot(struct rv_fn_record *r, u64 ip)
 	e = &s->records[index & (RV_FN_RECORDER_RECORDS - 1)];
 	e->seq = 0; /* being written */
 	asm volatile("" ::: "memory");
-	e->time = bpf_ktime_get_ns();
-	e->ip = ip;
 	e->cpu = bpf_get_smp_processor_id();
-	e->pid = pid_tgid >> 32;
-	e->tid = (u32)pid_tgid;
 	e->record = *r;
 	asm volatile("" ::: "memory");
 	e->seq = (u32)(index + 1);
@@ -249,26 +251,56 @@ static __always_inline bool record_in_slot(struct rv_fn_record *r, u64 ip)
 	return true;
 }
 
-static __always_inline void emit(void *ctx, struct rv_fn_record *r, u64 ip, u32 stat)
+/* Room for a record in this CPU's ring, stamped; NULL (counted as lost)
+ * when the ring is full. The caller fills the rest and commits it. */
+static __always_inline struct rv_fn_record *reserve(void)
 {
-	if (recorder) {
-		count(record_in_slot(r, ip) ? stat : RV_FN_STAT_NO_SLOT);
-		return;
+	u32 cpu = bpf_get_smp_processor_id();
+	void *ring = bpf_map_lookup_elem(&fn_rings, &cpu);
+	struct rv_fn_record *r = ring ? bpf_ringbuf_reserve(ring, sizeof(*r), 0) : NULL;
+
+	if (!r) {
+		if (cpu < RV_FN_MAX_CPUS)
+			__sync_fetch_and_add(&fn_lost[cpu], 1);
+		return NULL;
 	}
-	if (bpf_perf_event_output(ctx, &fn_events, BPF_F_CURRENT_CPU, r, sizeof(*r)))
-		count(RV_FN_STAT_OUTPUT_FAILED);
-	else
-		count(stat);
+	r->time = bpf_ktime_get_ns();
+	return r;
+}
+
+static __always_inline void commit(struct rv_fn_record *r)
+{
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/* Recorder mode: the record r (on the stack) into its thread's slot. */
+static __always_inline void keep(struct rv_fn_record *r)
+{
+	r->time = bpf_ktime_get_ns();
+	count(record_in_slot(r) ? RV_FN_STAT_RECORDED : RV_FN_STAT_NO_SLOT);
 }
 
 /* ---- user functions ---- */
+
+static __always_inline void fill_user(struct rv_fn_record *r, u16 type, u16 flags, u32 index,
+				      u64 addr, u64 sp, u32 tgid, u32 tid)
+{
+	r->type = type;
+	r->flags = RV_FN_FLAG_IN_WINDOW | flags;
+	r->tid = tid;
+	r->pid = tgid;
+	r->arg = index;
+	r->addr = addr;
+	r->sp = sp;
+	r->value = 0;
+}
 
 static __always_inline void user_record(struct pt_regs *ctx, u16 type, u16 flags, u32 index,
 					u64 addr, u64 sp)
 {
 	u64 pid_tgid = bpf_get_current_pid_tgid();
 	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
-	struct rv_fn_record r;
+	struct rv_fn_record *r, kept;
 
 	/* The links are per process: only the thread rule is left to check. */
 	if (!all_threads && tid != tgid)
@@ -277,15 +309,16 @@ static __always_inline void user_record(struct pt_regs *ctx, u16 type, u16 flags
 		return;
 	if (!in_window(tid))
 		return;
-	r.type = type;
-	r.flags = RV_FN_FLAG_IN_WINDOW | flags;
-	r.tid = tid;
-	r.pid = tgid;
-	r.arg = index;
-	r.addr = addr;
-	r.sp = sp;
-	r.value = 0;
-	emit(ctx, &r, PT_REGS_IP(ctx), type == RV_FN_ENTER ? RV_FN_STAT_ENTER : RV_FN_STAT_EXIT);
+	if (recorder) {
+		fill_user(&kept, type, flags, index, addr, sp, tgid, tid);
+		keep(&kept);
+		return;
+	}
+	r = reserve();
+	if (!r)
+		return;
+	fill_user(r, type, flags, index, addr, sp, tgid, tid);
+	commit(r);
 }
 
 /* A probe at a function's entry or at one of its return sites (the cookie
@@ -360,10 +393,23 @@ int fn_exit(struct pt_regs *ctx)
 
 /* A kernel record about thread tid of process tgid, when it is traced and
  * in a window. */
+static __always_inline void fill_thread(struct rv_fn_record *r, u32 tgid, u32 tid, u16 type,
+					u32 arg, u64 addr, u64 value)
+{
+	r->type = type;
+	r->flags = RV_FN_FLAG_IN_WINDOW;
+	r->tid = tid;
+	r->pid = tgid;
+	r->arg = arg;
+	r->addr = addr;
+	r->sp = 0;
+	r->value = value;
+}
+
 static __always_inline void thread_record(void *ctx, u32 tgid, u32 tid, u16 type, u32 arg, u64 addr,
 					  u64 value)
 {
-	struct rv_fn_record r;
+	struct rv_fn_record *r, kept;
 
 	if (!armed())
 		return;
@@ -373,15 +419,16 @@ static __always_inline void thread_record(void *ctx, u32 tgid, u32 tid, u16 type
 	}
 	if (!in_window(tid))
 		return;
-	r.type = type;
-	r.flags = RV_FN_FLAG_IN_WINDOW;
-	r.tid = tid;
-	r.pid = tgid;
-	r.arg = arg;
-	r.addr = addr;
-	r.sp = 0;
-	r.value = value;
-	emit(ctx, &r, 0, RV_FN_STAT_KERNEL);
+	if (recorder) {
+		fill_thread(&kept, tgid, tid, type, arg, addr, value);
+		keep(&kept);
+		return;
+	}
+	r = reserve();
+	if (!r)
+		return;
+	fill_thread(r, tgid, tid, type, arg, addr, value);
+	commit(r);
 }
 
 /* A kernel record about the current thread. */

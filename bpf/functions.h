@@ -2,11 +2,18 @@
  * loader (src/record/fn_engine.c) and its decoder (src/decode/fn_decoder.c)
  * share: the record every program emits, and the numbers all three agree on.
  *
- * Records leave the kernel through bpf_perf_event_output() into per-CPU
- * bpf-output perf events, so each is the raw data of a PERF_RECORD_SAMPLE
- * whose TID and TIME perf fills in; the capture keeps them as they are, and
- * `perf script` shows them as bpf-output samples. A record names the thread
- * it is about (tid): a sched switch-in is emitted while another thread runs.
+ * Records leave the kernel through BPF ring buffers, one per CPU (the
+ * array of maps fn_rings, indexed by the CPU the program runs on), reserved
+ * and committed without waking anyone (user space polls them every few ms).
+ * Each record is stamped in the kernel (time: bpf_ktime_get_ns, that is
+ * CLOCK_MONOTONIC) and is 48 bytes; a CPU's ring is in time order except
+ * for a program preempted between reserving and stamping (uprobe programs
+ * run with migration, not preemption, disabled), which user space's merge
+ * allows for (src/record/fn_merge.h). The capture keeps each record as the
+ * raw data of a sample of a bpf-output event (RV_FN_EVENT_NAME), so `perf
+ * script` shows them. A record names the thread it is about (tid): a sched
+ * switch-in is emitted while another thread runs. Records a full ring
+ * refuses are counted per CPU (fn_lost in the program's .bss), never twice.
  *
  * In recorder mode (when snapshots are wanted) records stay in the kernel
  * instead, in a per-thread flight recorder: a slot per thread (struct
@@ -52,8 +59,9 @@ enum rv_fn_record_type {
 	RV_FN_KFUNC_EXIT = 11,	 /* addr: kernel function; arg: index */
 };
 
-/* The record (40 bytes), in the byte order of the machine that recorded. */
+/* The record (48 bytes), in the byte order of the machine that recorded. */
 struct rv_fn_record {
+	rv_fn_u64 time;	 /* ns, CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	rv_fn_u16 type;	 /* enum rv_fn_record_type */
 	rv_fn_u16 flags; /* RV_FN_FLAG_* */
 	rv_fn_u32 tid;	 /* the thread the record is about (kernel tid) */
@@ -64,9 +72,41 @@ struct rv_fn_record {
 	rv_fn_u64 value;
 };
 
+/* The record as captures before the ring buffers carried it (40 bytes, the
+ * time only in the sample's TIME): still read by the decoder. */
+struct rv_fn_record_v1 {
+	rv_fn_u16 type;
+	rv_fn_u16 flags;
+	rv_fn_u32 tid;
+	rv_fn_u32 pid;
+	rv_fn_u32 arg;
+	rv_fn_u64 addr;
+	rv_fn_u64 sp;
+	rv_fn_u64 value;
+};
+
+/* CPUs the tracer has a ring for at most (fn_rings, fn_lost). */
+#define RV_FN_MAX_CPUS 1024u
+
+/* Bytes of each CPU's ring buffer by default (a power of two of pages),
+ * halved on machines of many CPUs until all of them take no more than
+ * RV_FN_RINGS_TOTAL_BYTES, down to RV_FN_RING_MIN_BYTES (records are drained
+ * every few ms: a busy CPU fills about 300 KiB in 4 ms); and the environment
+ * variable that overrides it (a number of bytes, rounded up to a power of
+ * two of at least a page; tests force losses with a tiny ring). */
+#define RV_FN_RING_BYTES	(8u << 20)
+#define RV_FN_RINGS_TOTAL_BYTES (64ull << 20)
+#define RV_FN_RING_MIN_BYTES	(1u << 20)
+#define RV_FN_RING_ENV		"REARVIEW_FN_RING_BYTES"
+
 /* Set when the thread was inside a --filter window (the gate's map) as the
  * record was made; without --filter every record has it. */
 #define RV_FN_FLAG_IN_WINDOW 1u
+/* Bits the kernel leaves 0, where user space keeps a record's CPU while it
+ * waits in its flight recorder (src/record/fn_stream.h), so that it stays
+ * 48 bytes there; 0 again in captures. */
+#define RV_FN_FLAG_CPU_SHIFT 6
+#define RV_FN_FLAG_CPU_MASK  (0x3ffu << RV_FN_FLAG_CPU_SHIFT) /* RV_FN_MAX_CPUS */
 
 /* Set on the ENTER record of a function whose exits are probed where they
  * happen (its return sites, not a uretprobe): every direct way it leaves is
@@ -177,15 +217,14 @@ static inline int rv_fn_condition_holds(rv_fn_u32 cc, rv_fn_u64 flags)
 
 /* Slots of the per-CPU statistics array. */
 enum rv_fn_stat {
-	RV_FN_STAT_ENTER = 0,	  /* user function entries recorded */
-	RV_FN_STAT_EXIT,	  /* user function exits recorded */
-	RV_FN_STAT_KERNEL,	  /* kernel records (syscalls, sched, faults, irq, kfuncs) */
-	RV_FN_STAT_OUTSIDE,	  /* records dropped: the thread was outside every window */
+	RV_FN_STAT_OUTSIDE = 0,	  /* records dropped: the thread was outside every window */
 	RV_FN_STAT_OTHER_PROCESS, /* tracepoint hits of processes that are not traced */
-	RV_FN_STAT_OUTPUT_FAILED, /* bpf_perf_event_output failed: the ring was full */
 	RV_FN_STAT_NO_SLOT,	  /* recorder mode: records of threads beyond the slots */
+	RV_FN_STAT_RECORDED,	  /* recorder mode: records kept in the slots */
 	RV_FN_NR_STATS,
 };
+/* Records made (and lost) in ring mode are counted from the rings by user
+ * space, and in fn_lost: no per-record map update on the hot path. */
 
 /* ---- recorder mode ---- */
 
@@ -195,18 +234,13 @@ enum rv_fn_stat {
 /* Slots (threads) at most; the loader sizes the slot map. */
 #define RV_FN_RECORDER_MAX_SLOTS 1024u
 
-/* A record as the recorder keeps it, with what perf would have put in its
- * sample: the time (bpf_ktime_get_ns, CLOCK_MONOTONIC as the bpf-output
- * events), the CPU, the running thread and the instruction pointer (user
- * probes: the probed or return address; kernel records: 0). seq is the
- * record's index in its slot plus one, written last: a reader takes the
- * entry only when seq is the index it expects (not torn, not overwritten). */
+/* A record as the recorder keeps it (56 bytes), with the CPU it was made
+ * on; its time is the record's. seq is the record's index in its slot plus
+ * one, written last: a reader takes the entry only when seq is the index it
+ * expects (not torn, not overwritten). */
 struct rv_fn_slot_entry {
-	rv_fn_u64 time;
-	rv_fn_u64 ip;
 	rv_fn_u32 seq;
 	rv_fn_u32 cpu;
-	rv_fn_u32 pid, tid; /* the thread that ran (perf's TID) */
 	struct rv_fn_record record;
 };
 

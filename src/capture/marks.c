@@ -87,8 +87,18 @@ uint64_t rv_marks_first_time(struct rv_perf_reader *r)
 	struct rv_error ignored = { 0 };
 	uint64_t first = 0;
 
+	const uint64_t *range;
+	uint64_t size = 0;
+
 	if (!marks)
 		return 0;
+	/* Written by rearview's recorder, which knows it: no pass needed. */
+	range = rv_perf_reader_feature_data(r, RV_FEAT_SAMPLE_TIME, &size);
+	if (range && size >= 2 * sizeof(uint64_t)) {
+		memcpy(&first, range, sizeof(first));
+		if (first)
+			return first;
+	}
 	while (rv_perf_reader_next(r, &rec, &ignored) > 0) {
 		struct rv_perf_sample s;
 		struct rv_mark mark;

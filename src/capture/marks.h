@@ -73,8 +73,10 @@ int rv_mark_parse(const struct rv_perf_sample *sample, struct rv_mark *out, stru
 /* The earliest time of the capture r reads when it holds marks: a window's
  * mark comes after the records taken in it, so the window's begin (its
  * mark's time less its duration) may be the earliest. 0 when it has no marks
- * (its first record is its earliest). Reads r through once when it has
- * marks, and leaves it rewound to its first record. */
+ * (its first record is its earliest). A capture whose writer knew it
+ * (HEADER_SAMPLE_TIME, written by rearview's recorders) is not read;
+ * others are read through once when they have marks, and left rewound to
+ * their first record. */
 uint64_t rv_marks_first_time(struct rv_perf_reader *r);
 
 #endif

@@ -149,6 +149,11 @@ int rv_perf_writer_write_payload(struct rv_perf_writer *w, const struct perf_eve
 int rv_perf_writer_finish(struct rv_perf_writer *w, const struct rv_perf_meta *meta,
 			  struct rv_error *err);
 
+/* The time range of what the data section holds (HEADER_SAMPLE_TIME), as
+ * the writer's caller knows it, for when the meta given to finish has none:
+ * a reader learns the capture's first time without a pass over it. */
+void rv_perf_writer_set_time_range(struct rv_perf_writer *w, uint64_t first, uint64_t last);
+
 /* Bytes in the data section so far. */
 uint64_t rv_perf_writer_data_size(const struct rv_perf_writer *w);
 

@@ -67,6 +67,7 @@ struct rv_perf_writer {
 	bool have_auxtrace_info;
 	bool have_intel_pt_pmu; /* an Intel PT AUXTRACE_INFO named this PMU type */
 	uint32_t intel_pt_pmu_type;
+	uint64_t time_first, time_last; /* rv_perf_writer_set_time_range */
 };
 
 static int pwrite_all(int fd, const void *buf, size_t len, uint64_t offset)
@@ -350,6 +351,12 @@ int rv_perf_writer_write_payload(struct rv_perf_writer *w, const struct perf_eve
 	if (!ret)
 		ret = writer_append(w, NULL, padded - size, err);
 	return ret;
+}
+
+void rv_perf_writer_set_time_range(struct rv_perf_writer *w, uint64_t first, uint64_t last)
+{
+	w->time_first = first;
+	w->time_last = last;
 }
 
 uint64_t rv_perf_writer_data_size(const struct rv_perf_writer *w)
@@ -720,6 +727,10 @@ static void build_features(const struct rv_perf_writer *w, const struct rv_perf_
 	if (meta->sample_time_first_ns || meta->sample_time_last_ns) {
 		rv_bytes_put_u64(&body[RV_FEAT_SAMPLE_TIME], meta->sample_time_first_ns);
 		rv_bytes_put_u64(&body[RV_FEAT_SAMPLE_TIME], meta->sample_time_last_ns);
+		pd_feature_set(bitmap, RV_FEAT_SAMPLE_TIME);
+	} else if (w->time_first || w->time_last) {
+		rv_bytes_put_u64(&body[RV_FEAT_SAMPLE_TIME], w->time_first);
+		rv_bytes_put_u64(&body[RV_FEAT_SAMPLE_TIME], w->time_last);
 		pd_feature_set(bitmap, RV_FEAT_SAMPLE_TIME);
 	}
 	if (meta->clockid >= 0) {

@@ -152,7 +152,7 @@ static const char record_options_help[] =
 	"                             written at exit, Ctrl-C or a snapshot), e.g. 512K,\n"
 	"                             16M; rounded up to a power-of-two number of pages.\n"
 	"                             Sampling: default 4M with fp, 64M with dwarf;\n"
-	"                             uprobe: default 64M (about 96 bytes a record, two\n"
+	"                             uprobe: default 64M (48 bytes a record, two\n"
 	"                             records a call)\n"
 	"      --full-execution       keep everything from start to end instead\n"
 	"\n"

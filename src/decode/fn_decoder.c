@@ -258,13 +258,32 @@ static int on_sample(struct rv_fn_decoder *d, const struct rv_perf_record *rec, 
 				    "the %s samples of the capture carry no raw data or no time; "
 				    "it was not written by rearview's uprobe engine",
 				    RV_FN_EVENT_NAME);
-	if (s.raw_size < sizeof(r))
+	/* The raw data is padded to 8 bytes with its u32 size: 44 bytes hold
+	 * the 40-byte record of older captures, 52 today's 48-byte one. */
+	if (s.raw_size >= sizeof(r)) {
+		memcpy(&r, s.raw, sizeof(r));
+	} else if (s.raw_size >= sizeof(struct rv_fn_record_v1)) {
+		struct rv_fn_record_v1 v1;
+
+		memcpy(&v1, s.raw, sizeof(v1));
+		r = (struct rv_fn_record){ .time = s.time,
+					   .type = v1.type,
+					   .flags = v1.flags,
+					   .tid = v1.tid,
+					   .pid = v1.pid,
+					   .arg = v1.arg,
+					   .addr = v1.addr,
+					   .sp = v1.sp,
+					   .value = v1.value };
+	} else {
 		return rv_error_set(err, EINVAL,
 				    "the function record at offset %#" PRIx64 " of the capture "
 				    "has %" PRIu32 " bytes of %zu; the capture is damaged from "
 				    "there on",
-				    rec->file_offset, s.raw_size, sizeof(r));
-	memcpy(&r, s.raw, sizeof(r));
+				    rec->file_offset, s.raw_size, sizeof(struct rv_fn_record_v1));
+	}
+	/* The sample's time and the record's are the same; the sample's is the
+	 * one both layouts have. */
 	return on_record(d, &r, s.time, ev, err);
 }
 

@@ -74,8 +74,9 @@ static int add_refused(struct rv_fn_engine *e, size_t index, int error)
 
 /* ---- kernel events and functions ---- */
 
-/* A copy shares every map of the main object: only its read-only settings
- * (which kernel function it records) are its own. */
+/* A copy shares every map of the main object, its globals (.bss: armed,
+ * the lost counts) too: only its read-only settings (which kernel function
+ * it records) are its own. */
 static int share_maps(struct functions_bpf *copy, const struct functions_bpf *main_object)
 {
 	struct bpf_map *map;
@@ -85,7 +86,7 @@ static int share_maps(struct functions_bpf *copy, const struct functions_bpf *ma
 		const struct bpf_map *shared;
 		int ret;
 
-		if (bpf_map__is_internal(map))
+		if (bpf_map__is_internal(map) && !strstr(bpf_map__name(map), ".bss"))
 			continue;
 		shared = bpf_object__find_map_by_name(main_object->obj, bpf_map__name(map));
 		ret = shared ? bpf_map__reuse_fd(map, bpf_map__fd(shared)) : -ENOENT;

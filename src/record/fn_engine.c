@@ -115,6 +115,7 @@ struct functions_bpf *rv_fn_skel_open(const struct rv_fn_engine_config *c, bool 
 	bpf_map__set_max_entries(skel->maps.fn_entry_addrs,
 				 c->nr_funcs ? (uint32_t)c->nr_funcs : 1);
 	bpf_map__set_max_entries(skel->maps.kfunc_addrs, nr_kfuncs ? (uint32_t)nr_kfuncs : 1);
+	bpf_map__set_max_entries(skel->maps.fn_rings, c->nr_rings ? (uint32_t)c->nr_rings : 1);
 	return skel;
 }
 
@@ -150,21 +151,54 @@ static void choose_programs(struct rv_fn_engine *e)
 	}
 }
 
-/* The bpf-output event of each CPU, and the kernel functions' addresses. */
+/* Each CPU's ring buffer, created before the object is loaded: the first
+ * is the template of the array's inner maps (libbpf 1.1 cannot resize the
+ * template it would make from the BTF definition). */
+static int create_rings(struct rv_fn_engine *e, struct rv_error *err)
+{
+	const struct rv_fn_engine_config *config = &e->config;
+	uint32_t bytes = rv_fn_ring_bytes(config);
+	int ret;
+
+	if (config->recorder_slots || !config->nr_rings)
+		return 0;
+	e->ring_fds = calloc(config->nr_rings, sizeof(*e->ring_fds));
+	if (!e->ring_fds)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < config->nr_rings; i++)
+		e->ring_fds[i] = -1;
+	e->nr_ring_fds = config->nr_rings;
+	for (size_t cpu = 0; cpu < e->nr_ring_fds; cpu++) {
+		e->ring_fds[cpu] =
+			bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fn_ring", 0, 0, bytes, NULL);
+		if (e->ring_fds[cpu] < 0)
+			return rv_error_set(err, errno,
+					    "cannot create CPU %zu's %u-byte ring buffer for the "
+					    "function tracer: %s",
+					    cpu, bytes, strerror(errno));
+	}
+	ret = bpf_map__set_inner_map_fd(e->skel->maps.fn_rings, e->ring_fds[0]);
+	if (ret)
+		return rv_error_set(err, -ret, "cannot set up the function tracer's rings: %s",
+				    strerror(-ret));
+	return 0;
+}
+
+/* Each CPU's ring buffer into the array, and the kernel functions'
+ * addresses. */
 static int fill_maps(struct rv_fn_engine *e, struct rv_error *err)
 {
 	const struct rv_fn_engine_config *config = &e->config;
 	int ret;
 
-	for (size_t i = 0; i < config->nr_outputs; i++) {
-		uint32_t cpu = (uint32_t)config->output_cpus[i];
-		uint32_t fd = (uint32_t)config->output_fds[i];
+	for (uint32_t cpu = 0; cpu < e->nr_ring_fds; cpu++) {
+		int fd = e->ring_fds[cpu];
 
-		ret = bpf_map__update_elem(e->skel->maps.fn_events, &cpu, sizeof(cpu), &fd,
+		ret = bpf_map__update_elem(e->skel->maps.fn_rings, &cpu, sizeof(cpu), &fd,
 					   sizeof(fd), BPF_ANY);
 		if (ret)
 			return rv_error_set(err, -ret,
-					    "cannot give CPU %u's bpf-output event to the function "
+					    "cannot give CPU %u's ring buffer to the function "
 					    "tracer: %s",
 					    cpu, strerror(-ret));
 	}
@@ -227,6 +261,11 @@ int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_confi
 				    strerror(-ret));
 	}
 	choose_programs(e);
+	ret = create_rings(e, err);
+	if (ret) {
+		rv_fn_engine_free(e);
+		return ret;
+	}
 	ret = functions_bpf__load(e->skel);
 	if (ret) {
 		rv_fn_engine_free(e);
@@ -256,22 +295,54 @@ int rv_fn_engine_add_process(struct rv_fn_engine *e, pid_t pid, struct rv_error 
 
 /* ---- arming, counts, freeing ---- */
 
-static int set_armed(struct rv_fn_engine *e, uint32_t on)
+/* The .bss is shared by the fentry copies (fn_attach.c), so one store arms
+ * them all. */
+static void set_armed(struct rv_fn_engine *e, uint32_t on)
 {
-	uint32_t zero = 0;
-
-	return bpf_map__update_elem(e->skel->maps.fn_armed, &zero, sizeof(zero), &on, sizeof(on),
-				    BPF_ANY);
+	__atomic_store_n(&e->skel->bss->fn_armed, on, __ATOMIC_RELEASE);
 }
 
 int rv_fn_engine_arm(struct rv_fn_engine *e, struct rv_error *err)
 {
-	int ret = set_armed(e, 1);
-
-	if (ret)
-		return rv_error_set(err, -ret, "cannot start the function tracer: %s",
-				    strerror(-ret));
+	if (!e->skel->bss)
+		return rv_error_set(err, ENOTSUP,
+				    "cannot start the function tracer: this kernel cannot map "
+				    "a BPF program's globals (Linux 5.5+ can)");
+	set_armed(e, 1);
 	return 0;
+}
+
+uint32_t rv_fn_ring_bytes(const struct rv_fn_engine_config *config)
+{
+	uint64_t bytes = config->ring_bytes;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), pow2 = page;
+
+	/* The default: RV_FN_RING_BYTES a CPU, but no more than
+	 * RV_FN_RINGS_TOTAL_BYTES in all on a machine of many CPUs (kernel
+	 * memory), nor less than RV_FN_RING_MIN_BYTES. */
+	if (!bytes) {
+		bytes = RV_FN_RING_BYTES;
+		while (bytes > RV_FN_RING_MIN_BYTES &&
+		       bytes * (config->nr_rings ? config->nr_rings : 1) > RV_FN_RINGS_TOTAL_BYTES)
+			bytes >>= 1;
+	}
+
+	while (pow2 < bytes && pow2 < (1ull << 30))
+		pow2 <<= 1;
+	return (uint32_t)pow2;
+}
+
+size_t rv_fn_engine_rings(const struct rv_fn_engine *e, const int **fds)
+{
+	*fds = e->ring_fds;
+	return e->nr_ring_fds;
+}
+
+uint64_t rv_fn_engine_lost(const struct rv_fn_engine *e, uint32_t cpu)
+{
+	if (!e->skel || !e->skel->bss || cpu >= RV_FN_MAX_CPUS)
+		return 0;
+	return __atomic_load_n(&e->skel->bss->fn_lost[cpu], __ATOMIC_RELAXED);
 }
 
 void rv_fn_engine_report(const struct rv_fn_engine *e, struct rv_fn_attach_report *out)
@@ -299,7 +370,7 @@ int rv_fn_engine_stats(const struct rv_fn_engine *e, uint64_t stats[RV_FN_NR_STA
 
 void rv_fn_engine_detach(struct rv_fn_engine *e)
 {
-	if (e->skel && e->skel->maps.fn_armed && bpf_map__fd(e->skel->maps.fn_armed) >= 0)
+	if (e->skel && e->skel->bss)
 		set_armed(e, 0);
 	/* Entries go before returns, as they came after them. */
 	for (size_t i = e->nr_multi_links; i > 0; i--)
@@ -321,6 +392,10 @@ void rv_fn_engine_free(struct rv_fn_engine *e)
 	free(e->multi_links);
 	free(e->links);
 	free(e->refused);
+	for (size_t i = 0; i < e->nr_ring_fds; i++)
+		if (e->ring_fds[i] >= 0)
+			close(e->ring_fds[i]);
+	free(e->ring_fds);
 	rv_fn_recorder_destroy(&e->recorder);
 	functions_bpf__destroy(e->skel);
 	free(e);

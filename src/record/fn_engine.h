@@ -2,9 +2,10 @@
  * places its probes on the traced processes' functions and on the kernel
  * events asked for, and reads its counts.
  *
- * Records leave through the bpf-output events of a sampling engine opened
- * with bpf_output (sample_engine.h): the caller passes their (cpu, fd) pairs.
- * In recorder mode (recorder_slots > 0, for snapshots) they stay instead in
+ * Records leave through a BPF ring buffer per CPU that the engine creates
+ * (nr_rings of ring_bytes each) and the caller drains (fn_stream.h); the
+ * records the rings refused are counted per CPU (rv_fn_engine_lost). In
+ * recorder mode (recorder_slots > 0, for snapshots) they stay instead in
  * the per-thread flight recorder in BPF maps (bpf/functions.h), and
  * rv_fn_engine_snapshot hands the sampling engine, as the samples those
  * events would have carried, the ones a snapshot selects.
@@ -71,13 +72,16 @@ enum rv_fn_kernel_events {
 struct rv_fn_engine_config {
 	const struct rv_fn_probe *funcs; /* the user functions: cookie = index */
 	size_t nr_funcs;
-	const struct rv_kfunc_plan *kfuncs;  /* NULL or empty: none */
-	unsigned kernel_events;		     /* enum rv_fn_kernel_events bits */
-	bool all_threads;		     /* --multi-thread */
-	int gate_windows_fd;		     /* --filter: the gate's window map; -1: none */
-	bool no_uprobe_multi;		     /* one perf link per function regardless */
-	const int *output_cpus, *output_fds; /* the bpf-output events */
-	size_t nr_outputs;
+	const struct rv_kfunc_plan *kfuncs; /* NULL or empty: none */
+	unsigned kernel_events;		    /* enum rv_fn_kernel_events bits */
+	bool all_threads;		    /* --multi-thread */
+	int gate_windows_fd;		    /* --filter: the gate's window map; -1: none */
+	bool no_uprobe_multi;		    /* one perf link per function regardless */
+	/* Ring buffers: one per CPU, of ring_bytes each (0: the default,
+	 * functions.h's RV_FN_RING_BYTES within RV_FN_RINGS_TOTAL_BYTES in
+	 * all), rounded up to a power of two of pages (not in recorder mode). */
+	size_t nr_rings;
+	uint32_t ring_bytes;
 	/* Recorder mode: threads the per-thread flight recorder has slots
 	 * for (at most RV_FN_RECORDER_MAX_SLOTS); 0: records go to the
 	 * bpf-output events. */
@@ -136,6 +140,17 @@ void rv_fn_engine_refused(const struct rv_fn_engine *e, size_t i, size_t *index,
 /* Sums the programs' per-CPU counts (enum rv_fn_stat). */
 int rv_fn_engine_stats(const struct rv_fn_engine *e, uint64_t stats[RV_FN_NR_STATS],
 		       struct rv_error *err);
+
+/* The bytes of each CPU's ring buffer that config asks for. */
+uint32_t rv_fn_ring_bytes(const struct rv_fn_engine_config *config);
+
+/* The ring buffers, indexed by CPU (none in recorder mode); the fds stay the
+ * engine's. */
+size_t rv_fn_engine_rings(const struct rv_fn_engine *e, const int **fds);
+
+/* Records CPU cpu's ring refused so far because it was full (read from the
+ * programs' globals: no system call). */
+uint64_t rv_fn_engine_lost(const struct rv_fn_engine *e, uint32_t cpu);
 
 /* Stops recording, then removes every probe (the processes run on,
  * unprobed); counts stay readable. */

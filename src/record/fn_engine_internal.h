@@ -55,6 +55,8 @@ struct rv_fn_engine {
 	size_t nr_refused, cap_refused;
 	struct rv_fn_attach_report report;
 	struct rv_fn_recorder recorder; /* empty outside recorder mode */
+	int *ring_fds;			/* each CPU's ring buffer (not in recorder mode) */
+	size_t nr_ring_fds;
 };
 
 static inline bool rv_fn_has_kfuncs(const struct rv_fn_engine_config *c)

@@ -7,7 +7,7 @@
 #include "record/fn_engine.h"
 
 /* Bytes of a recorder record as a bpf-output sample (sample_engine.h). */
-#define RECORDER_SAMPLE_BYTES 96
+#define RECORDER_SAMPLE_BYTES 104
 
 bool rv_fn_plan_recorder_mode(const struct rv_options *opts)
 {

@@ -7,6 +7,7 @@
  * (sample_engine.c).
  */
 #include "record/fn_engine_internal.h"
+#include "record/fn_stream.h"
 
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -101,13 +102,13 @@ size_t rv_fn_slot_select(const struct rv_fn_slot *slot, uint64_t *consumed,
 				next = i + 1;
 			continue;
 		}
-		if (sel && entry->time > sel->until) {
+		if (sel && entry->record.time > sel->until) {
 			prefix = false; /* for a later snapshot */
 			continue;
 		}
 		if (prefix)
 			next = i + 1;
-		if (sel && entry->time < sel->since)
+		if (sel && entry->record.time < sel->since)
 			continue; /* before the snapshot: never asked for */
 		*error = visit(ctx, entry);
 		taken++;
@@ -126,11 +127,11 @@ static int hand_entry(void *ctx, const struct rv_fn_slot_entry *entry)
 {
 	struct hand_ctx *h = ctx;
 	struct rv_output_sample s = {
-		.time = entry->time,
-		.ip = entry->ip,
+		.time = entry->record.time,
+		.ip = rv_fn_record_ip(&entry->record),
 		.cpu = entry->cpu,
-		.pid = entry->pid,
-		.tid = entry->tid,
+		.pid = entry->record.pid,
+		.tid = entry->record.tid,
 		.raw = &entry->record,
 		.raw_size = sizeof(entry->record),
 	};

@@ -97,10 +97,17 @@ struct rv_sample_engine {
 	struct record_list marks; /* the caller's records (gate marks) not yet written */
 	uint8_t *wrap_copy;	  /* a record split by the ring's end, made contiguous */
 	struct rv_sample_stats stats;
-	struct rv_error *sink_err; /* where sink failures are described */
+	struct rv_error *sink_err;	/* where sink failures are described */
+	size_t draining;		/* the reorder stream of the ring being drained */
+	struct rv_output_source source; /* bpf_output, flight recorder: the caller's records */
+	uint64_t first_time, last_time; /* of the samples and marks written */
 	bool started;
 	size_t time_offset, tid_offset; /* of the engine's samples (see the top) */
 };
+
+/* The reorder stream of the records the engine makes itself (synthesized,
+ * marks, losses): the one after the rings'. */
+#define MISC_STREAM(e) ((e)->nr_rings)
 
 static uint64_t monotonic_ns(void)
 {
@@ -350,7 +357,6 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 	e->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	e->time_offset = config->bpf_output ? OUTPUT_TIME : SAMPLE_TIME;
 	e->tid_offset = config->bpf_output ? OUTPUT_TID : SAMPLE_TID;
-	rv_reorder_init(&e->reorder);
 	e->wrap_copy = malloc(RV_PERF_RING_MAX_RECORD);
 	if (!e->wrap_copy) {
 		free(e);
@@ -366,6 +372,9 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 		}
 	}
 	ret = open_rings(e, err);
+	/* Streams: each ring, the engine's own records, the caller's outputs. */
+	if (!ret && rv_reorder_init(&e->reorder, MISC_STREAM(e) + 1 + config->nr_output_streams))
+		ret = rv_error_set(err, ENOMEM, "out of memory");
 	if (!ret && !config->bpf_output)
 		ret = load_filter(e, err);
 	if (ret) {
@@ -379,6 +388,17 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 }
 
 /* ---- where records go ---- */
+
+/* Notes a written sample's or mark's time for the capture's time range. */
+static void note_time(struct rv_sample_engine *e, uint64_t time)
+{
+	if (!time)
+		return;
+	if (!e->first_time || time < e->first_time)
+		e->first_time = time;
+	if (time > e->last_time)
+		e->last_time = time;
+}
 
 static int list_append(struct record_list *l, const struct perf_event_header *rec)
 {
@@ -397,8 +417,10 @@ static int sink(void *ctx, const struct perf_event_header *rec, uint64_t time)
 	struct rv_sample_engine *e = ctx;
 
 	if (e->config.full_execution) {
-		if (rec->type == PERF_RECORD_SAMPLE)
+		if (rec->type == PERF_RECORD_SAMPLE) {
 			e->stats.written_samples++;
+			note_time(e, time);
+		}
 		return rv_perf_writer_write(e->config.capture, rec, e->sink_err);
 	}
 	if (list_append(&e->sideband, rec))
@@ -460,7 +482,7 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 			rv_flight_recorder_push(&e->flight, rec);
 			return 0;
 		}
-		return rv_reorder_push(&e->reorder, rec, sample_time(e, rec));
+		return rv_reorder_push(&e->reorder, e->draining, rec, sample_time(e, rec));
 	}
 	trailer = (const struct id_trailer *)(const void *)(bytes + rec->size - sizeof(*trailer));
 	switch (rec->type) {
@@ -492,7 +514,7 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 			return 0;
 		break;
 	}
-	return rv_reorder_push(&e->reorder, rec, trailer->time);
+	return rv_reorder_push(&e->reorder, e->draining, rec, trailer->time);
 }
 
 static int accept_drained(void *ctx, const struct perf_event_header *rec, struct rv_error *err)
@@ -511,6 +533,7 @@ static int drain_ring(struct rv_sample_engine *e, struct ring *r, struct rv_erro
 	char what[64];
 
 	snprintf(what, sizeof(what), "CPU %d's sample buffer", r->cpu);
+	e->draining = (size_t)(r - e->rings);
 	return rv_perf_ring_drain(&ring, what, accept_drained, e, err);
 }
 
@@ -595,7 +618,7 @@ static int push_synthesized(void *ctx, const struct perf_event_header *rec, stru
 {
 	struct synth_ctx *s = ctx;
 
-	if (rv_reorder_push(&s->e->reorder, rec, s->time))
+	if (rv_reorder_push(&s->e->reorder, MISC_STREAM(s->e), rec, s->time))
 		return rv_error_set(err, ENOMEM, "out of memory");
 	return 0;
 }
@@ -644,7 +667,7 @@ static int synth_kernel_mmap(struct rv_sample_engine *e, uint64_t time)
 	if (!rv_synth_mmap(&synth, b.bytes, sizeof(b.bytes), UINT32_MAX, 0, text, UINT64_MAX - text,
 			   text, "[kernel.kallsyms]_text", PERF_RECORD_MISC_KERNEL, &id))
 		return 0; /* cannot happen: the name is short */
-	return rv_reorder_push(&e->reorder, &b.header, time);
+	return rv_reorder_push(&e->reorder, MISC_STREAM(e), &b.header, time);
 }
 
 int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err)
@@ -713,6 +736,36 @@ static bool selected(const struct rv_sample_engine *e, const struct perf_event_h
 	       (!sel->tid || sample_tid(e, rec) == sel->tid);
 }
 
+/* The id of CPU cpu's event (the first event's when that CPU has none). */
+static const struct ring *output_ring(const struct rv_sample_engine *e, uint32_t cpu)
+{
+	for (size_t i = 0; i < e->nr_rings; i++)
+		if (e->rings[i].cpu == (int)cpu)
+			return &e->rings[i];
+	return e->nr_rings ? &e->rings[0] : NULL;
+}
+
+/* The source's next record as a sample in buf; *rec NULL at its end. */
+static int next_from_source(struct rv_sample_engine *e, uint64_t *buf, size_t size,
+			    const struct perf_event_header **rec, uint64_t *time,
+			    struct rv_error *err)
+{
+	struct rv_output_sample s;
+	const struct ring *ring;
+
+	*rec = NULL;
+	if (!e->source.next(e->source.ctx, &s))
+		return 0;
+	ring = output_ring(e, s.cpu);
+	if (!ring)
+		return rv_error_set(err, ENODEV, "no bpf-output event to file a record under");
+	if (!rv_output_sample_build(buf, size, ring->id, &s))
+		return rv_error_set(err, E2BIG, "a record of %u bytes is too large", s.raw_size);
+	*rec = (const struct perf_event_header *)(const void *)buf;
+	*time = s.time;
+	return 0;
+}
+
 /* Writes, merged by time, the samples of the flight recorder that sel selects
  * (all with sel NULL, none without `samples`) and the sideband and marks not
  * yet written up to `until`. The recorder holds samples in the order the
@@ -725,6 +778,10 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 {
 	size_t cursor = 0, visited = 0, n = 0, next = 0, nr_marks = 0, next_mark = 0;
 	size_t side = e->sideband_written;
+	uint64_t src_buf[(OUTPUT_RAW + 4 + 256 + 7) / 8];
+	const struct perf_event_header *src_rec = NULL;
+	bool from_source = samples && !sel && e->source.next;
+	uint64_t t_src = UINT64_MAX;
 	struct held_sample *held = malloc((e->flight.count ? e->flight.count : 1) * sizeof(*held));
 	struct held_sample *marks = NULL;
 	const struct perf_event_header *rec;
@@ -765,6 +822,14 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 		uint64_t t_side = UINT64_MAX, t_sample = UINT64_MAX, t_mark = UINT64_MAX;
 		const struct perf_event_header *sb = NULL;
 
+		if (from_source && !src_rec) {
+			ret = next_from_source(e, src_buf, sizeof(src_buf), &src_rec, &t_src, err);
+			if (ret)
+				break;
+			if (!src_rec)
+				from_source = false, t_src = UINT64_MAX;
+		}
+
 		if (side < e->sideband.used) {
 			sb = (const void *)(e->sideband.data + side);
 			t_side = sideband_time(sb);
@@ -775,12 +840,18 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 			t_sample = held[next].time;
 		if (next_mark < nr_marks && marks[next_mark].time <= until)
 			t_mark = marks[next_mark].time;
-		if (!sb && next == n && t_mark == UINT64_MAX)
+		if (!sb && next == n && t_mark == UINT64_MAX && !src_rec)
 			break;
-		if (sb && t_side <= t_sample && t_side <= t_mark) {
+		if (sb && t_side <= t_sample && t_side <= t_mark && t_side <= t_src) {
 			rec = sb;
 			side += sb->size;
+		} else if (src_rec && t_src <= t_sample && t_src <= t_mark) {
+			rec = src_rec;
+			src_rec = NULL;
+			e->stats.written_samples++;
+			note_time(e, t_src);
 		} else if (next < n && t_sample <= t_mark) {
+			note_time(e, held[next].time);
 			rec = held[next++].rec;
 			e->stats.written_samples++;
 		} else {
@@ -812,14 +883,29 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 	return ret;
 }
 
+/* When a mark's record begins: a window's start (its time less its
+ * duration, capture/marks.h's raw layout), else its time. */
+static uint64_t mark_start(const struct perf_event_header *rec, uint64_t time)
+{
+	struct rv_mark_raw raw;
+
+	if (rec->size < OUTPUT_RAW + sizeof(raw))
+		return time;
+	memcpy(&raw, (const uint8_t *)rec + OUTPUT_RAW, sizeof(raw));
+	if (raw.kind == RV_MARK_WINDOW && time > raw.duration_ns)
+		return time - raw.duration_ns;
+	return time;
+}
+
 int rv_sample_engine_add_mark(struct rv_sample_engine *e, const struct perf_event_header *rec,
 			      uint64_t time, struct rv_error *err)
 {
 	int ret;
 
 	e->stats.marks++;
+	note_time(e, mark_start(rec, time));
 	if (e->config.full_execution)
-		ret = rv_reorder_push(&e->reorder, rec, time);
+		ret = rv_reorder_push(&e->reorder, MISC_STREAM(e), rec, time);
 	else
 		ret = list_append(&e->marks, rec);
 	return ret ? rv_error_set(err, ENOMEM, "out of memory keeping the gate's records") : 0;
@@ -853,22 +939,75 @@ size_t rv_output_sample_build(void *buf, size_t size, uint64_t id, const struct 
 	return (size_t)total;
 }
 
+int rv_sample_engine_push_output(struct rv_sample_engine *e, const struct rv_output_sample *s,
+				 struct rv_error *err)
+{
+	uint64_t record[(OUTPUT_RAW + 4 + 256 + 7) / 8];
+	const struct ring *ring = output_ring(e, s->cpu);
+	size_t stream = MISC_STREAM(e) + 1 + s->cpu;
+
+	if (!e->config.bpf_output || !e->config.full_execution)
+		return rv_error_set(err, EINVAL,
+				    "streamed records go only to a bpf-output engine's capture");
+	if (!ring)
+		return rv_error_set(err, ENODEV, "no bpf-output event to file a record under");
+	if (!rv_output_sample_build(record, sizeof(record), ring->id, s))
+		return rv_error_set(err, E2BIG, "a record of %u bytes is too large", s->raw_size);
+	if (stream >= e->reorder.nr_streams)
+		stream = MISC_STREAM(e);
+	e->stats.samples++;
+	if (rv_reorder_push(&e->reorder, stream, (const struct perf_event_header *)record, s->time))
+		return rv_error_set(err, ENOMEM, "out of memory buffering records");
+	return 0;
+}
+
+int rv_sample_engine_add_lost(struct rv_sample_engine *e, uint32_t cpu, uint64_t lost,
+			      uint64_t time, struct rv_error *err)
+{
+	struct {
+		struct perf_event_header header;
+		uint64_t lost;
+		struct id_trailer trailer;
+	} rec;
+	const struct ring *ring = output_ring(e, cpu);
+
+	if (!lost)
+		return 0;
+	memset(&rec, 0, sizeof(rec));
+	rec.header.type = PERF_RECORD_LOST_SAMPLES;
+	rec.header.size = sizeof(rec);
+	rec.lost = lost;
+	rec.trailer.time = time;
+	rec.trailer.cpu = cpu;
+	rec.trailer.id = ring ? ring->id : 0;
+	e->stats.lost += lost;
+	if (rv_reorder_push(&e->reorder, MISC_STREAM(e), &rec.header, time))
+		return rv_error_set(err, ENOMEM, "out of memory keeping a count of lost records");
+	return 0;
+}
+
+void rv_sample_engine_set_source(struct rv_sample_engine *e, const struct rv_output_source *source)
+{
+	e->source = *source;
+}
+
+void rv_sample_engine_time_range(const struct rv_sample_engine *e, uint64_t *first, uint64_t *last)
+{
+	*first = e->first_time;
+	*last = e->last_time;
+}
+
 int rv_sample_engine_add_output(struct rv_sample_engine *e, const struct rv_output_sample *s,
 				struct rv_error *err)
 {
 	uint64_t record[(OUTPUT_RAW + 4 + 256 + 7) / 8];
-	const struct ring *ring = NULL;
+	const struct ring *ring = output_ring(e, s->cpu);
 	size_t size;
 
 	if (!e->config.bpf_output || e->config.full_execution)
 		return rv_error_set(
 			err, EINVAL,
 			"kept records go only to a flight recorder of bpf-output events");
-	for (size_t i = 0; i < e->nr_rings && !ring; i++)
-		if (e->rings[i].cpu == (int)s->cpu)
-			ring = &e->rings[i];
-	if (!ring && e->nr_rings)
-		ring = &e->rings[0];
 	if (!ring)
 		return rv_error_set(err, ENODEV, "no bpf-output event to file a kept record under");
 	size = rv_output_sample_build(record, sizeof(record), ring->id, s);
@@ -940,6 +1079,7 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 		if (ret)
 			return ret;
 	}
+	rv_perf_writer_set_time_range(e->config.capture, e->first_time, e->last_time);
 	{
 		uint64_t *ids = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*ids));
 

@@ -60,6 +60,10 @@ struct rv_sample_config {
 	 * naming the thread the record is about, which snapshots select by
 	 * (a BPF program may write about a thread other than the one running). */
 	uint32_t raw_tid_offset;
+	/* bpf_output with full_execution: ordered streams of records the
+	 * caller pushes (rv_sample_engine_push_output), one per CPU, merged
+	 * with the engine's own in the reorder buffer. */
+	size_t nr_output_streams;
 };
 
 struct rv_sample_stats {
@@ -136,6 +140,37 @@ size_t rv_output_sample_build(void *buf, size_t size, uint64_t id,
  * for the next snapshot or stop to write. Not with full_execution. */
 int rv_sample_engine_add_output(struct rv_sample_engine *e, const struct rv_output_sample *s,
 				struct rv_error *err);
+
+/* bpf_output with full_execution: puts that sample into CPU s->cpu's
+ * stream of the reorder buffer (each stream must come in time order, but
+ * for the rare late record, see reorder.h); it is written into the capture,
+ * merged by time with the sideband, at a drain once every ring has been
+ * read past its time. */
+int rv_sample_engine_push_output(struct rv_sample_engine *e, const struct rv_output_sample *s,
+				 struct rv_error *err);
+
+/* Records the caller's rings lost (lost of them, on CPU cpu, noticed at
+ * `time`): a PERF_RECORD_LOST_SAMPLES in the capture, counted in the
+ * stats' lost, so that the run and the capture say the same number. */
+int rv_sample_engine_add_lost(struct rv_sample_engine *e, uint32_t cpu, uint64_t lost,
+			      uint64_t time, struct rv_error *err);
+
+/* Records a bpf_output caller keeps itself rather than in the engine's
+ * flight recorder (the function tracer's, at 48 bytes a record): at stop,
+ * when the samples are kept, next is asked for them in time order until it
+ * returns false, and each is written as a sample of its CPU's event, merged
+ * with the sideband and marks. Not with full_execution. */
+struct rv_output_source {
+	bool (*next)(void *ctx, struct rv_output_sample *s);
+	void *ctx;
+};
+void rv_sample_engine_set_source(struct rv_sample_engine *e, const struct rv_output_source *source);
+
+/* The first and last time of the samples and marks written so far (a
+ * window mark from its start), 0 before any: the capture's time range
+ * (rv_perf_meta's sample_time_*), so that no reader needs a pass to find
+ * it. */
+void rv_sample_engine_time_range(const struct rv_sample_engine *e, uint64_t *first, uint64_t *last);
 
 /* The samples a snapshot takes from the flight recorder: those of thread tid
  * (0: every thread) with times in [since, until]. */

@@ -2,8 +2,11 @@
  * (--backend uprobe): the functions --functions selects get a probe at entry
  * and return each, the --kernel-events tracepoints and --kernel-functions
  * probes are attached for the target's threads, and every record goes
- * through the sampling engine's bpf-output events into a perf.data capture
- * (the event RV_FN_EVENT_NAME), the gate's marks and snapshots as for
+ * through the tracer's per-CPU BPF ring buffers, drained every
+ * POLL_INTERVAL_MS (the programs never wake anyone: a timer does), into a
+ * flight recorder of records or, with --full-execution, merged by time into
+ * the perf.data capture (samples of the bpf-output event RV_FN_EVENT_NAME,
+ * whose per-CPU events carry the sideband), the gate's marks as for
  * sampling. When snapshots are wanted (--trigger, --min-duration, not
  * --full-execution) records are kept instead in the tracer's per-thread
  * flight recorder in BPF maps, and each snapshot takes its records from
@@ -21,8 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <bpf/libbpf.h>
 
 #include "capture/perf_data.h"
 #include "record/fn_engine.h"
@@ -30,6 +36,7 @@
 #include "record/fn_plan.h"
 #include "record/fn_select.h"
 #include "record/probe_cost.h"
+#include "record/fn_stream.h"
 #include "record/sample_engine.h"
 #include "session/backend.h"
 #include "session/fn_live.h"
@@ -41,6 +48,10 @@
 #define PROGRESS_THRESHOLD 512
 /* Functions above which the run is told what each of their calls costs. */
 #define MANY_FUNCTIONS 500
+
+/* How often the rings are drained: at a few million records a second, a
+ * few hundred KiB of each CPU's ring, far below RV_FN_RING_BYTES. */
+#define POLL_INTERVAL_MS 4
 
 /* The functions of one traced process: a range of the session's table. */
 struct fn_process {
@@ -60,14 +71,23 @@ struct rv_backend_state {
 	struct rv_perf_writer *capture;
 	struct rv_sample_engine *engine;
 	struct rv_fn_engine *tracer;
+	struct rv_fn_stream *stream;   /* the rings drained (not in recorder mode) */
+	int timer_fd;		       /* fires every POLL_INTERVAL_MS while recording */
 	bool recorder;		       /* records wait in the tracer's BPF maps for snapshots */
 	double probe_ns;	       /* a probe pair's cost a call; 0: not measured */
 	uint64_t armed_ns, stopped_ns; /* when recording began and ended */
-	uint64_t entries;	       /* calls the tracer counted while recording */
 	struct rv_probe_cost_probes *calibration; /* its probes, released in the background */
 	struct rv_fn_live *live;		  /* the status line on a terminal, or NULL */
 	char **live_names;			  /* the functions' names, demangled, for it */
 	uint64_t lost;
+	/* For a live status: calls drained so far per function index of funcs
+	 * (funcs.count of them), and in all; the stream counts them as it
+	 * drains, one increment a call, so they are cheap to keep and a
+	 * reader sees the counts as of the last drain: the status line
+	 * (fn_live) and the summary's overhead use them. Outside recorder mode
+	 * only (the summary then estimates no overhead). */
+	uint64_t *calls;
+	uint64_t calls_total;
 	char capture_path[PATH_MAX + 32];
 	char note[128];
 };
@@ -94,6 +114,31 @@ static const char *format_count(uint64_t n, char *buf, size_t size)
 	}
 	buf[out] = '\0';
 	return buf;
+}
+
+/* A ring per possible CPU (indexed by the CPU a program runs on). */
+static size_t nr_rings(void)
+{
+	int n = libbpf_num_possible_cpus();
+
+	if (n > (int)RV_FN_MAX_CPUS)
+		n = (int)RV_FN_MAX_CPUS; /* records of CPUs beyond find no ring */
+	return n > 0 ? (size_t)n : 1;
+}
+
+/* RV_FN_RING_ENV: each ring's bytes (tests); 0: the default. */
+static uint32_t ring_bytes(void)
+{
+	const char *v = getenv(RV_FN_RING_ENV);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return 0;
+	n = strtoull(v, &end, 10);
+	if (*end || n > (1ull << 30))
+		return 0;
+	return (uint32_t)n;
 }
 
 static int fn_check(struct rv_session *s, struct rv_error *err)
@@ -244,8 +289,13 @@ static int plan_kernel_functions(struct rv_session *s, struct rv_backend_state *
 static struct rv_sample_config engine_config(const struct rv_session *s,
 					     const struct rv_target *target)
 {
-	return rv_fn_plan_engine_config(s->opts, s->snapshot_size_bytes,
-					target ? target->pids : NULL, target ? target->nr_pids : 0);
+	struct rv_sample_config c = rv_fn_plan_engine_config(s->opts, s->snapshot_size_bytes,
+							     target ? target->pids : NULL,
+							     target ? target->nr_pids : 0);
+
+	if (c.full_execution)
+		c.nr_output_streams = nr_rings();
+	return c;
 }
 
 static struct rv_fn_engine_config tracer_config(const struct rv_session *s,
@@ -260,6 +310,8 @@ static struct rv_fn_engine_config tracer_config(const struct rv_session *s,
 		.gate_windows_fd = run->gating ? rv_gating_windows_fd(run->gating) : -1,
 		.no_uprobe_multi = no_uprobe_multi(),
 		.recorder_slots = rv_fn_plan_recorder_slots(s->opts, run->nr_processes),
+		.nr_rings = nr_rings(),
+		.ring_bytes = ring_bytes(),
 	};
 }
 
@@ -363,6 +415,10 @@ static void fn_free(struct rv_backend_state *run)
 	for (size_t i = 0; run->live_names && i < run->funcs.count; i++)
 		free(run->live_names[i]);
 	free(run->live_names);
+	rv_fn_stream_free(run->stream);
+	if (run->timer_fd >= 0)
+		close(run->timer_fd);
+	free(run->calls);
 	rv_sample_engine_free(run->engine);
 	rv_perf_writer_free(run->capture);
 	free(run->processes);
@@ -379,6 +435,7 @@ static struct rv_backend_state *fn_new(struct rv_session *s, struct rv_target *t
 		return NULL;
 	run->s = s;
 	run->target = target;
+	run->timer_fd = -1;
 	rv_fn_list_init(&run->funcs);
 	return run;
 }
@@ -388,10 +445,12 @@ static struct rv_backend_state *fn_new(struct rv_session *s, struct rv_target *t
  * the summary then says nothing of the overhead. */
 static void measure_probe_cost(struct rv_backend_state *run)
 {
-	/* The exits are probed as the tracer probes them: uretprobes today.
-	 * With return-site probes, RV_PROBE_COST_EXIT_RET unless --exits
-	 * uretprobe. */
-	struct rv_probe_cost_config config = { .exit = RV_PROBE_COST_EXIT_URETPROBE };
+	/* The exits are probed as the tracer probes them: at the return
+	 * sites, or uretprobes with --exits uretprobe. */
+	struct rv_probe_cost_config config = {
+		.exit = run->s->opts->exits_uretprobe ? RV_PROBE_COST_EXIT_URETPROBE
+						      : RV_PROBE_COST_EXIT_RET,
+	};
 	struct rv_probe_cost cost;
 	struct rv_error err = { 0 };
 	char count[32];
@@ -456,6 +515,52 @@ static int open_live(struct rv_backend_state *run, struct rv_error *err)
 	return rv_fn_live_create(&run->live, &config, err);
 }
 
+static uint64_t ring_lost(void *ctx, uint32_t cpu)
+{
+	return rv_fn_engine_lost(ctx, cpu);
+}
+
+/* The rings' reader, the per-function counts and the drain timer. */
+static int open_stream(struct rv_session *s, struct rv_backend_state *run,
+		       const struct rv_fn_engine_config *tc, struct rv_error *err)
+{
+	const int *fds;
+	struct rv_fn_stream_config sc = {
+		.nr_rings = rv_fn_engine_rings(run->tracer, &fds),
+		.engine = run->engine,
+		.full_execution = s->opts->full_execution,
+		.flight_bytes = s->snapshot_size_bytes,
+		.lost = ring_lost,
+		.lost_ctx = run->tracer,
+		.nr_funcs = run->funcs.count,
+		.calls_total = &run->calls_total,
+	};
+	struct itimerspec every = {
+		.it_interval = { .tv_nsec = POLL_INTERVAL_MS * 1000000L },
+		.it_value = { .tv_nsec = POLL_INTERVAL_MS * 1000000L },
+	};
+	int ret;
+
+	sc.ring_fds = fds;
+	run->calls = calloc(run->funcs.count ? run->funcs.count : 1, sizeof(*run->calls));
+	if (!run->calls)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	sc.calls = run->calls;
+	ret = rv_fn_stream_open(&run->stream, &sc, err);
+	if (ret)
+		return ret;
+	run->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (run->timer_fd < 0 || timerfd_settime(run->timer_fd, 0, &every, NULL))
+		return rv_error_set(err, errno, "cannot set the function tracer's drain timer: %s",
+				    strerror(errno));
+	rv_debug("records go through a %u-byte ring buffer per CPU (%zu), drained every %d ms "
+		 "%s",
+		 rv_fn_ring_bytes(tc), sc.nr_rings, POLL_INTERVAL_MS,
+		 s->opts->full_execution ? "into the capture"
+					 : "into a flight recorder of 48-byte records");
+	return 0;
+}
+
 /* Opens the capture, the bpf-output events and the tracer, sets the gate,
  * and attaches every probe: the target can be let go. */
 static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gating *gating,
@@ -464,7 +569,6 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	struct rv_backend_state *run = fn_new(s, target);
 	struct rv_sample_config config = engine_config(s, target);
 	struct rv_fn_engine_config tc;
-	int cpus[1024], fds[1024];
 	int ret;
 
 	*out = run;
@@ -493,9 +597,6 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	if (ret)
 		return ret;
 	tc = tracer_config(s, run);
-	tc.nr_outputs = rv_sample_engine_output_fds(run->engine, cpus, fds, 1024);
-	tc.output_cpus = cpus;
-	tc.output_fds = fds;
 	ret = rv_fn_engine_open(&run->tracer, &tc, err);
 	if (!ret && tc.recorder_slots && gating) {
 		rv_debug("records go to a per-thread flight recorder in BPF maps (%u thread%s, "
@@ -504,8 +605,7 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 			 RV_FN_RECORDER_RECORDS);
 		run->recorder = true;
 	} else if (!ret) {
-		rv_debug("records stream out through the bpf-output events%s",
-			 s->opts->full_execution ? " into the capture" : " into a flight recorder");
+		ret = open_stream(s, run, &tc, err);
 	}
 	if (!ret)
 		ret = attach_everything(s, target, run, err);
@@ -528,26 +628,36 @@ static int fn_start(struct rv_backend_state *run, struct rv_error *err)
 
 static size_t fn_pollfds(const struct rv_backend_state *run, struct pollfd *fds, size_t max)
 {
-	return rv_sample_engine_pollfds(run->engine, fds, max);
+	size_t n = 0;
+
+	if (run->timer_fd >= 0 && max > 0)
+		fds[n++] = (struct pollfd){ .fd = run->timer_fd, .events = POLLIN };
+	return n + rv_sample_engine_pollfds(run->engine, fds + n, max - n);
 }
 
-/* The status line: today the tracer counts every entry, not each
- * function's, so the line names no function. */
+/* The status line, from the calls drained so far per function. */
 static void tick_live(struct rv_backend_state *run)
 {
-	uint64_t now = monotonic_ns(), counts[RV_FN_NR_STATS];
-	struct rv_error ignored = { 0 };
+	uint64_t now = monotonic_ns();
 
-	if (!run->live || !rv_fn_live_due(run->live, now))
-		return;
-	if (!rv_fn_engine_stats(run->tracer, counts, &ignored))
-		rv_fn_live_tick(run->live, now, NULL, counts[RV_FN_STAT_ENTER]);
+	if (run->live && rv_fn_live_due(run->live, now))
+		rv_fn_live_tick(run->live, now, run->calls, run->calls_total);
 }
 
+/* The rings first, then the engine's events: the engine's watermark (the
+ * start of its previous pass) is then older than every record read. */
 static int fn_poll(struct rv_backend_state *run, struct rv_error *err)
 {
-	int ret = rv_sample_engine_drain(run->engine, err);
+	uint64_t expirations;
+	int ret = 0;
 
+	if (run->timer_fd >= 0 && read(run->timer_fd, &expirations, sizeof(expirations)) < 0 &&
+	    errno != EAGAIN)
+		return rv_error_set(err, errno, "cannot read the drain timer: %s", strerror(errno));
+	if (run->stream)
+		ret = rv_fn_stream_drain(run->stream, err);
+	if (!ret)
+		ret = rv_sample_engine_drain(run->engine, err);
 	tick_live(run);
 	return ret;
 }
@@ -606,17 +716,24 @@ static uint64_t report_counts(struct rv_backend_state *run, const struct rv_samp
 {
 	uint64_t counts[RV_FN_NR_STATS];
 	struct rv_error err = { 0 };
+	struct rv_fn_stream_stats ss = { 0 };
+	/* What the capture says was lost (the rings' counts were written into
+	 * it as LOST_SAMPLES records, and any sideband the kernel lost): one
+	 * number for the run and for decode --stats. */
 	uint64_t lost = stats->lost;
 
+	if (run->stream)
+		rv_fn_stream_stats(run->stream, &ss);
 	if (!rv_fn_engine_stats(run->tracer, counts, &err)) {
-		run->entries = counts[RV_FN_STAT_ENTER];
-		lost += counts[RV_FN_STAT_OUTPUT_FAILED];
-		rv_debug("records: %" PRIu64 " function entries, %" PRIu64 " returns, %" PRIu64
-			 " kernel; %" PRIu64 " outside --filter windows dropped, %" PRIu64
+		rv_debug("records: %" PRIu64 " drained (%" PRIu64 " calls), %" PRIu64
+			 " lost; %" PRIu64 " kept by the recorder; %" PRIu64
+			 " outside --filter windows dropped, %" PRIu64
 			 " tracepoint hits of other processes",
-			 counts[RV_FN_STAT_ENTER], counts[RV_FN_STAT_EXIT],
-			 counts[RV_FN_STAT_KERNEL], counts[RV_FN_STAT_OUTSIDE],
-			 counts[RV_FN_STAT_OTHER_PROCESS]);
+			 ss.records, run->calls_total, ss.lost, counts[RV_FN_STAT_RECORDED],
+			 counts[RV_FN_STAT_OUTSIDE], counts[RV_FN_STAT_OTHER_PROCESS]);
+		if (ss.malformed)
+			rv_warn("%" PRIu64 " records of an unexpected size were skipped",
+				ss.malformed);
 		if (counts[RV_FN_STAT_NO_SLOT])
 			rv_warn("%" PRIu64 " records of threads beyond the per-thread flight "
 				"recorder's slots were dropped: those threads are missing from "
@@ -631,10 +748,10 @@ static uint64_t report_counts(struct rv_backend_state *run, const struct rv_samp
 			"they are missing); trace fewer functions to lose fewer",
 			lost);
 	report_recorder(run);
-	if (stats->evicted)
+	if (ss.evicted)
 		rv_debug("the flight recorder kept the last %" PRIu64 " records (%" PRIu64
 			 " older ones aged out)",
-			 stats->written_samples, stats->evicted);
+			 ss.kept, ss.evicted);
 	return lost;
 }
 
@@ -649,7 +766,12 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 	rv_fn_live_finish(run->live);
 	run->stopped_ns = monotonic_ns();
 	rv_fn_engine_detach(run->tracer);
-	if (run->gating && rv_fn_plan_recorder_mode(run->s->opts) && keep_rest)
+	if (run->timer_fd >= 0)
+		close(run->timer_fd);
+	run->timer_fd = -1;
+	if (run->stream)
+		ret = rv_fn_stream_finish(run->stream, err);
+	if (!ret && run->gating && rv_fn_plan_recorder_mode(run->s->opts) && keep_rest)
 		ret = rv_fn_engine_snapshot(run->tracer, run->engine, NULL, NULL, err);
 	if (!ret)
 		ret = rv_sample_engine_stop(run->engine, keep_rest, err);
@@ -677,13 +799,15 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.recording_note = run->note,
 		.lost_while_recording = run->lost,
 		.probe_ns_per_call = run->probe_ns,
-		.probed_calls = run->entries,
+		.probed_calls = run->calls_total,
 		.recording_ns =
 			run->stopped_ns > run->armed_ns ? run->stopped_ns - run->armed_ns : 0,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
 	rv_fn_engine_free(run->tracer);
 	run->tracer = NULL;
+	rv_fn_stream_free(run->stream);
+	run->stream = NULL;
 	rv_sample_engine_free(run->engine);
 	run->engine = NULL;
 	rv_perf_writer_free(run->capture);

@@ -484,7 +484,7 @@ Test(functions_record, dry_run_lists_every_probe, .timeout = 60)
 	cr_assert_null(strstr(r->out, "sched_switch"), "%s", r->out);
 	cr_assert(strstr(r->out, "bpf-output, CPU 0 (" RV_FN_EVENT_NAME ")"), "%s", r->out);
 	cr_assert(strstr(r->out, "  program fn_enter "), "%s", r->out);
-	cr_assert(strstr(r->out, "  map fn_events (perf_event_array)"), "%s", r->out);
+	cr_assert(strstr(r->out, "  map fn_rings (array_of_maps)"), "%s", r->out);
 	cr_assert(strstr(r->out, "nothing was opened"), "%s", r->out);
 
 	/* --exits uretprobe: a uretprobe at the entry, no return sites */
@@ -596,12 +596,13 @@ Test(functions_record, recorder_keeps_the_last_records_of_a_thread, .timeout = 1
 			     err.message);
 		if (!s.attr || !s.attr->name || strcmp(s.attr->name, RV_FN_EVENT_NAME))
 			continue;
-		cr_assert_eq(s.raw_size, 44, "raw data as the kernel pads it");
+		cr_assert_eq(s.raw_size, 52, "raw data as the kernel pads it");
 		memcpy(&f, s.raw, sizeof(f));
 		cr_assert_eq(f.arg, 0, "only fib is traced");
 		cr_assert_eq(s.tid, f.tid, "a user probe's record is about the thread that ran");
 		cr_assert(!tid || f.tid == tid, "one thread");
 		tid = f.tid;
+		cr_assert_eq(s.time, f.time, "the sample's time is the record's");
 		cr_assert_geq(s.time, last_time, "in time order");
 		last_time = s.time;
 		cr_assert_lt(nr_got, RV_FN_RECORDER_RECORDS, "more records than a slot holds");

@@ -121,10 +121,25 @@ static void put_sample(struct capture *c, const struct rv_fn_record *r, size_t r
 		     "%s", c->err.message);
 }
 
+/* Whether record() writes the 40-byte layout of captures made before the
+ * ring buffers (struct rv_fn_record_v1, the time only in the sample). */
+static bool write_v1;
+
 static void record(struct capture *c, uint16_t type, uint32_t tid, uint64_t time, uint32_t arg,
 		   uint64_t addr, uint64_t sp, uint64_t value)
 {
 	struct rv_fn_record r = {
+		.time = time,
+		.type = type,
+		.flags = RV_FN_FLAG_IN_WINDOW,
+		.tid = tid,
+		.pid = PID,
+		.arg = arg,
+		.addr = addr,
+		.sp = sp,
+		.value = value,
+	};
+	struct rv_fn_record_v1 v1 = {
 		.type = type,
 		.flags = RV_FN_FLAG_IN_WINDOW,
 		.tid = tid,
@@ -135,7 +150,10 @@ static void record(struct capture *c, uint16_t type, uint32_t tid, uint64_t time
 		.value = value,
 	};
 
-	put_sample(c, &r, sizeof(r), time);
+	if (write_v1)
+		put_sample(c, (const struct rv_fn_record *)(const void *)&v1, sizeof(v1), time);
+	else
+		put_sample(c, &r, sizeof(r), time);
 }
 
 static const struct rv_synth side_synth = { SAMPLE_TYPE, true };
@@ -603,6 +621,62 @@ Test(fn_decoder, records_outside_windows_and_of_unknown_types_are_skipped)
 	unlink(c.path);
 }
 
+/* Every event of a capture, as text: kind, time, thread, and what the
+ * event is about. */
+static size_t events_of(const char *path, char *out, size_t size)
+{
+	struct rv_symbolizer_options so = { 0 };
+	struct rv_symbolizer *sym;
+	struct fn_capture f;
+	struct rv_error err = { 0 };
+	struct rv_event ev;
+	size_t n = 0, used = 0;
+
+	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
+	cr_assert_eq(fn_open(&f, path, sym, &err), 0, "%s", err.message);
+	out[0] = '\0';
+	while (rv_fn_decoder_next(f.d, &ev, &err) == 1) {
+		uint64_t about = ev.kind == RV_EVENT_CALL_ENTER || ev.kind == RV_EVENT_CALL_EXIT
+					 ? ev.call.addr ^ ev.call.sp
+					 : 0;
+
+		used += (size_t)snprintf(out + used, size - used, "%d %" PRIu64 " %u %" PRIx64 "\n",
+					 (int)ev.kind, ev.time, ev.tid, about);
+		cr_assert_lt(used, size);
+		n++;
+	}
+	fn_close(&f);
+	rv_symbolizer_free(sym);
+	return n;
+}
+
+/* Records of the 48-byte layout (time inside) and of the 40-byte layout of
+ * older captures (time only in the sample) decode into the same events. */
+Test(fn_decoder, both_record_layouts_decode_alike)
+{
+	static char now[16384], before[16384];
+	struct capture c;
+	size_t n_now, n_before;
+
+	cr_assert_eq(sizeof(struct rv_fn_record), 48);
+	cr_assert_eq(sizeof(struct rv_fn_record_v1), 40);
+	capture_open(&c, true);
+	write_program(&c);
+	capture_finish(&c);
+	n_now = events_of(c.path, now, sizeof(now));
+	unlink(c.path);
+	write_v1 = true;
+	capture_open(&c, true);
+	write_program(&c);
+	capture_finish(&c);
+	write_v1 = false;
+	n_before = events_of(c.path, before, sizeof(before));
+	unlink(c.path);
+	cr_assert_gt(n_now, 10, "%s", now);
+	cr_assert_eq(n_now, n_before);
+	cr_assert_str_eq(now, before);
+}
+
 Test(fn_decoder, a_short_record_is_an_error_naming_its_offset)
 {
 	struct capture c;
@@ -620,7 +694,7 @@ Test(fn_decoder, a_short_record_is_an_error_naming_its_offset)
 	capture_open(&c, false);
 	put_sample(&c, &r, sizeof(r), 1000);
 	offset = rv_perf_writer_data_size(c.w);
-	put_sample(&c, &r, 20, 1010);
+	put_sample(&c, &r, 36, 1010); /* less than either layout */
 	put_sample(&c, &r, sizeof(r), 1020);
 	capture_finish(&c);
 	cr_assert_eq(rv_symbolizer_new(&sym, &so, &err), 0);
@@ -986,10 +1060,11 @@ Test(fn_decoder, perf_script_reads_the_capture)
 	cr_assert_eq(count_lines_with(out, RV_FN_EVENT_NAME ":"), 15, "%s", out);
 	cr_assert_eq(count_lines_with(out, RV_MARK_EVENT_NAME ":"), 1, "%s", out);
 	cr_assert_eq(count_lines_with(out, "BPF output: 0000:"), 16, "%s", out);
-	/* the first record: type 1 (enter), flags 1, tid 4242 = 0x1092, then
-	 * pid 4242, fn 0, addr 0x401000 */
-	cr_assert_not_null(strstr(out, "BPF output: 0000: 01 00 01 00 92 10 00 00"), "%s", out);
-	cr_assert_not_null(strstr(out, "0010: 00 10 40 00 00 00 00 00"), "%s", out);
+	/* the first record: its time 1000 = 0x3e8, type 1 (enter), flags 1,
+	 * tid 4242 = 0x1092, then pid 4242, fn 0, addr 0x401000 */
+	cr_assert_not_null(strstr(out, "BPF output: 0000: e8 03 00 00 00 00 00 00"), "%s", out);
+	cr_assert_not_null(strstr(out, "0008: 01 00 01 00 92 10 00 00"), "%s", out);
+	cr_assert_not_null(strstr(out, "0018: 00 10 40 00 00 00 00 00"), "%s", out);
 	/* the worker's three records carry its name and tid */
 	cr_assert_eq(count_lines_with(out, "worker  4243 "), 3, "%s", out);
 	free(out);

@@ -62,14 +62,14 @@ Test(fn_recorder, a_kept_record_reads_back_as_a_bpf_output_sample)
 
 	memset(buf, 0xa5, sizeof(buf));
 	size = rv_output_sample_build(buf, sizeof(buf), EVENT_ID, &s);
-	/* header, id, ip, pid/tid, time, cpu/res: 48; u32 size + 40 bytes + 4 of padding */
-	cr_assert_eq(size, 96);
+	/* header, id, ip, pid/tid, time, cpu/res: 48; u32 size + 48 bytes + 4 of padding */
+	cr_assert_eq(size, 104);
 	memcpy(&h, buf, sizeof(h));
-	cr_assert_eq(h.size, 96);
+	cr_assert_eq(h.size, 104);
 	cr_assert_eq(h.type, PERF_RECORD_SAMPLE);
 	cr_assert_eq(h.misc, PERF_RECORD_MISC_USER);
-	cr_assert_eq(((const uint8_t *)buf)[92], 0, "the padding is zeroed");
-	cr_assert_eq(rv_output_sample_build(buf, 95, EVENT_ID, &s), 0, "95 bytes are too few");
+	cr_assert_eq(((const uint8_t *)buf)[100], 0, "the padding is zeroed");
+	cr_assert_eq(rv_output_sample_build(buf, 103, EVENT_ID, &s), 0, "103 bytes are too few");
 
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
@@ -99,7 +99,7 @@ Test(fn_recorder, a_kept_record_reads_back_as_a_bpf_output_sample)
 		cr_assert_eq(ps.tid, 1236);
 		cr_assert_eq(ps.time, 123456789);
 		cr_assert_eq(ps.cpu, 1);
-		cr_assert_eq(ps.raw_size, 44, "the kernel pads raw data to end 8-aligned");
+		cr_assert_eq(ps.raw_size, 52, "the kernel pads raw data to end 8-aligned");
 		memcpy(&back, ps.raw, sizeof(back));
 		cr_assert_eq(memcmp(&back, &rec, sizeof(rec)), 0);
 	}
@@ -109,7 +109,7 @@ Test(fn_recorder, a_kept_record_reads_back_as_a_bpf_output_sample)
 
 	/* a kernel record (no user ip) is marked as the kernel's */
 	s.ip = 0;
-	cr_assert_eq(rv_output_sample_build(buf, sizeof(buf), EVENT_ID, &s), 96);
+	cr_assert_eq(rv_output_sample_build(buf, sizeof(buf), EVENT_ID, &s), 104);
 	memcpy(&h, buf, sizeof(h));
 	cr_assert_eq(h.misc, PERF_RECORD_MISC_KERNEL);
 }
@@ -130,11 +130,10 @@ static struct rv_fn_slot *make_slot(uint32_t tid, uint64_t made)
 	     i < made; i++) {
 		struct rv_fn_slot_entry *e = &slot->records[i & (RV_FN_RECORDER_RECORDS - 1)];
 
-		e->time = 1000 + 10 * i;
 		e->seq = (uint32_t)(i + 1);
 		e->cpu = 0;
-		e->pid = e->tid = tid;
 		e->record = a_record();
+		e->record.time = 1000 + 10 * i;
 		e->record.tid = tid;
 		e->record.arg = (uint32_t)i;
 	}
