@@ -27,6 +27,7 @@
 #include "record/fn_engine.h"
 #include "record/fn_plan.h"
 #include "record/fn_select.h"
+#include "record/hold.h"
 #include "record/sample_engine.h"
 #include "session/backend.h"
 #include "util/log.h"
@@ -54,6 +55,9 @@ struct rv_backend_state {
 	struct rv_sample_engine *engine;
 	struct rv_fn_engine *tracer;
 	bool recorder; /* records wait in the tracer's BPF maps for snapshots */
+	/* The kernel had not released the probes when rearview stopped
+	 * waiting: the tracer is left to its releasing thread, never freed. */
+	bool tracer_releasing;
 	uint64_t lost;
 	char capture_path[PATH_MAX + 32];
 	char note[128];
@@ -289,7 +293,8 @@ static void fn_free(struct rv_backend_state *run)
 {
 	if (!run)
 		return;
-	rv_fn_engine_free(run->tracer); /* detaches first */
+	if (!run->tracer_releasing)
+		rv_fn_engine_free(run->tracer); /* detaches first */
 	rv_sample_engine_free(run->engine);
 	rv_perf_writer_free(run->capture);
 	free(run->processes);
@@ -474,12 +479,33 @@ static uint64_t report_counts(const struct rv_backend_state *run,
 /* The program runs on unprobed from here; what it did is in the rings, or
  * in recorder mode in the recorder, whose records are wanted when the end is
  * the snapshot (a --trigger that never fired). */
+static void fn_disarm(struct rv_backend_state *run)
+{
+	rv_fn_engine_disarm(run->tracer);
+}
+
+static void release_probes(void *tracer)
+{
+	rv_fn_engine_release(tracer);
+}
+
 static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error *err)
 {
 	struct rv_sample_stats stats;
+	struct rv_hold_result held;
 	int ret = 0;
 
-	rv_fn_engine_detach(run->tracer);
+	rv_fn_engine_disarm(run->tracer);
+	rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes,
+			run->tracer, run->s->signal_fd, &held);
+	run->tracer_releasing = !held.finished;
+	if (held.held)
+		rv_debug("the program was held still while the probes were released (%llu ms)",
+			 held.elapsed_ms);
+	if (held.interrupted) {
+		run->s->interrupted_again = true;
+		return 0;
+	}
 	if (run->gating && rv_fn_plan_recorder_mode(run->s->opts) && keep_rest)
 		ret = rv_fn_engine_snapshot(run->tracer, run->engine, NULL, NULL, err);
 	if (!ret)
@@ -509,7 +535,8 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.lost_while_recording = run->lost,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
-	rv_fn_engine_free(run->tracer);
+	if (!run->tracer_releasing)
+		rv_fn_engine_free(run->tracer);
 	run->tracer = NULL;
 	rv_sample_engine_free(run->engine);
 	run->engine = NULL;
@@ -558,6 +585,7 @@ const struct rv_backend_ops rv_fn_backend = {
 	.poll = fn_poll,
 	.mark = fn_mark,
 	.snapshot = fn_snapshot,
+	.disarm = fn_disarm,
 	.stop = fn_stop,
 	.finish = fn_finish,
 	.free = fn_free,
