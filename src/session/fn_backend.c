@@ -289,10 +289,26 @@ static int attach_everything(struct rv_session *s, struct rv_target *target,
 	return 0;
 }
 
+static void release_probes(void *tracer)
+{
+	rv_fn_engine_release(tracer);
+}
+
 static void fn_free(struct rv_backend_state *run)
 {
 	if (!run)
 		return;
+	/* after an error, the probes may still be there: released as a stop
+	 * releases them, without waiting on the target */
+	if (run->tracer && !run->tracer_releasing && run->target &&
+	    rv_fn_engine_nr_probes(run->tracer)) {
+		struct rv_hold_result held;
+
+		rv_fn_engine_disarm(run->tracer);
+		rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes,
+				run->tracer, -1, &held);
+		run->tracer_releasing = !held.finished;
+	}
 	if (!run->tracer_releasing)
 		rv_fn_engine_free(run->tracer); /* detaches first */
 	rv_sample_engine_free(run->engine);
@@ -482,11 +498,6 @@ static uint64_t report_counts(const struct rv_backend_state *run,
 static void fn_disarm(struct rv_backend_state *run)
 {
 	rv_fn_engine_disarm(run->tracer);
-}
-
-static void release_probes(void *tracer)
-{
-	rv_fn_engine_release(tracer);
 }
 
 static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error *err)
