@@ -22,6 +22,7 @@
 
 #include "fxt_reader.h"
 #include "harness.h"
+#include "record/hold.h"
 #include "test_files.h"
 
 #define ROUNDS 5
@@ -492,4 +493,83 @@ Test(stop, second_ctrl_c_ends_at_once, .timeout = 120)
 	waitpid(target, NULL, 0);
 	close(pipe_read);
 	cleanup_dir(dir);
+}
+
+/* Every thread of process pid is stopped ('T' or 't'). */
+static bool all_threads_still(pid_t pid, size_t *threads)
+{
+	char path[64];
+	struct dirent *de;
+	bool still = true;
+	DIR *dir;
+
+	*threads = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	cr_assert_not_null(dir);
+	while ((de = readdir(dir))) {
+		char stat_path[384], line[512], *paren;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(stat_path, sizeof(stat_path), "%s/%s/stat", path, de->d_name);
+		f = fopen(stat_path, "re");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f) && (paren = strrchr(line, ')'))) {
+			(*threads)++;
+			still = still && (paren[2] == 'T' || paren[2] == 't');
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return still;
+}
+
+/* Holds busy2 as `attach` would (ptrace) and as `run` would (SIGSTOP): every
+ * thread still while held; afterwards running, untraced, and for ptrace with
+ * nothing its parent (this test, waiting with WUNTRACED | WCONTINUED) could
+ * see. */
+static void check_hold(bool spawned)
+{
+	struct rv_target t;
+	struct rv_hold hold;
+	int pipe_read, status;
+	pid_t target = start_busy(&pipe_read);
+	long long cpu;
+	size_t threads;
+
+	memset(&t, 0, sizeof(t));
+	t.pids[0] = target;
+	t.nr_pids = 1;
+	t.spawned = spawned;
+	cr_assert(wait_for_cpu(target, 50, 10), "the target did not run");
+	cr_assert_eq(rv_hold_begin(&hold, &t, 2000), 1, "the target was not held");
+	cr_assert(all_threads_still(target, &threads), "a thread of the target still runs");
+	cr_assert_eq(threads, 2, "busy2 has %zu threads", threads);
+	cpu = proc_cpu_ms(target);
+	sleep_ms(100);
+	cr_assert_leq(proc_cpu_ms(target) - cpu, 1, "the held target used CPU time");
+	rv_hold_end(&hold);
+	assert_running_untraced(target);
+	cr_assert(wait_for_cpu(target, 50, 10), "the target did not run on");
+	if (!spawned)
+		cr_assert_eq(waitpid(target, &status, WNOHANG | WUNTRACED | WCONTINUED), 0,
+			     "the parent saw the hold: status 0x%x", status);
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
+	close(pipe_read);
+}
+
+Test(stop, hold_attached_by_ptrace_unseen_by_its_parent, .timeout = 60)
+{
+	require_root("stop");
+	check_hold(false);
+}
+
+Test(stop, hold_spawned_by_sigstop, .timeout = 60)
+{
+	require_root("stop");
+	check_hold(true);
 }
