@@ -261,10 +261,21 @@ size_t rv_hold_begin(struct rv_hold *h, const struct rv_target *t, int timeout_m
 
 void rv_hold_end(struct rv_hold *h)
 {
-	for (size_t i = 0; i < h->nr_threads; i++)
-		if (h->threads[i].tid)
-			ptrace(PTRACE_DETACH, h->threads[i].tid, NULL,
-			       (void *)(uintptr_t)h->threads[i].resume_signal);
+	for (size_t i = 0; i < h->nr_threads; i++) {
+		struct rv_hold_thread *th = &h->threads[i];
+
+		if (!th->tid)
+			continue;
+		/* A thread detaches only once stopped: one that was slow to stop
+		 * (a long system call) gets a little longer. */
+		if (ptrace(PTRACE_DETACH, th->tid, NULL, (void *)(uintptr_t)th->resume_signal) &&
+		    errno == ESRCH && wait_thread_stop(h, i, now_ms() + 200)) {
+			th = &h->threads[i]; /* a clone it reported may have moved them */
+			if (th->tid)
+				ptrace(PTRACE_DETACH, th->tid, NULL,
+				       (void *)(uintptr_t)th->resume_signal);
+		}
+	}
 	for (size_t i = 0; i < h->nr_stopped; i++)
 		kill(h->stopped[i], SIGCONT);
 	free(h->threads);
