@@ -80,8 +80,9 @@ static void recover(pid_t rearview, pid_t target)
 		kill(target, SIGCONT);
 }
 
-/* The busy target, its stdout on a pipe, once it said "PID ready". */
-static pid_t start_busy(int *pipe_read)
+/* The busy target, its stdout on a pipe, once it said "PID ready";
+ * exit_after: its "exit-after MS" argument, or NULL to run until killed. */
+static pid_t start_busy_for(int *pipe_read, const char *exit_after)
 {
 	char line[64];
 	int fds[2];
@@ -95,7 +96,11 @@ static pid_t start_busy(int *pipe_read)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(fds[1], 1);
 		close(fds[0]);
-		execl(build_path("tests/targets/busy2"), "busy2", (char *)NULL);
+		if (exit_after)
+			execl(build_path("tests/targets/busy2"), "busy2", "exit-after", exit_after,
+			      (char *)NULL);
+		else
+			execl(build_path("tests/targets/busy2"), "busy2", (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
@@ -103,6 +108,11 @@ static pid_t start_busy(int *pipe_read)
 	cr_assert(strstr(line, "ready"), "busy2 said '%s'", line);
 	*pipe_read = fds[0];
 	return pid;
+}
+
+static pid_t start_busy(int *pipe_read)
+{
+	return start_busy_for(pipe_read, NULL);
 }
 
 /* The ids of the BPF links process pid holds (from its fdinfo). */
@@ -572,4 +582,62 @@ Test(stop, hold_spawned_by_sigstop, .timeout = 60)
 {
 	require_root("stop");
 	check_hold(true);
+}
+
+/* The target's own exit ends the recording of a busy target within 2 s
+ * too, with the trace written. */
+Test(stop, attach_busy_target_exits, .timeout = 60)
+{
+	char dir[64], out[128], pidtext[32];
+	int pipe_read, out_fd, err_fd, status;
+	pid_t target = start_busy_for(&pipe_read, "1500"), rearview;
+	uint64_t exit_ns;
+	char errtext[4096];
+	unsigned ids[64];
+	size_t nr_ids;
+	ssize_t n;
+
+	require_root("stop");
+	make_test_dir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/exits.fxt", dir);
+	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
+	char *argv[] = { (char *)build_path("rearview"),
+			 "attach",
+			 "--backend",
+			 "uprobe",
+			 "--multi-thread",
+			 "-p",
+			 pidtext,
+			 "-o",
+			 out,
+			 NULL };
+	rearview = start_process(argv, &out_fd, &err_fd);
+	if (wait_for_output(rearview, err_fd, "functions in", 30) != 1) {
+		recover(rearview, target);
+		cr_assert_fail("rearview attach did not start recording");
+	}
+	nr_ids = link_ids_of(rearview, ids, 64);
+	if (!wait_exit(target, 10000, &status)) {
+		recover(rearview, target);
+		cr_assert_fail("busy2 did not exit by itself");
+	}
+	exit_ns = now_ns();
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 3, "busy2: status 0x%x", status);
+	if (!wait_exit(rearview, 10000, &status)) {
+		recover(rearview, 0);
+		cr_assert_fail("rearview did not end within 10 s of the target's exit");
+	}
+	n = pread(err_fd, errtext, sizeof(errtext) - 1, 0);
+	errtext[n > 0 ? n : 0] = '\0';
+	cr_assert_lt(now_ns() - exit_ns, stop_limit_ns(),
+		     "rearview took %.3f s to end after the target's exit:\n%s",
+		     (double)(now_ns() - exit_ns) / 1e9, errtext);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x:\n%s", status,
+		  errtext);
+	cr_assert(file_exists(out), "no trace:\n%s", errtext);
+	assert_links_gone(ids, nr_ids);
+	close(out_fd);
+	close(err_fd);
+	close(pipe_read);
+	cleanup_dir(dir);
 }
