@@ -368,17 +368,35 @@ int rv_fn_engine_stats(const struct rv_fn_engine *e, uint64_t stats[RV_FN_NR_STA
 				  "the function tracer's counts", err);
 }
 
-void rv_fn_engine_detach(struct rv_fn_engine *e)
+void rv_fn_engine_disarm(struct rv_fn_engine *e)
 {
 	if (e->skel && e->skel->bss)
 		set_armed(e, 0);
-	/* Entries go before returns, as they came after them. */
-	for (size_t i = e->nr_multi_links; i > 0; i--)
-		close(e->multi_links[i - 1]);
+}
+
+size_t rv_fn_engine_nr_probes(const struct rv_fn_engine *e)
+{
+	return e->nr_multi_links || e->nr_links ? 2 * e->report.attached + e->report.kfuncs : 0;
+}
+
+void rv_fn_engine_release(struct rv_fn_engine *e)
+{
+	/* In the order they were made, which places each return probe before
+	 * its entry: returns go first, and once no uretprobe is placed any
+	 * more, the kernel's wait for those pending on the program's stacks
+	 * can end. */
+	for (size_t i = 0; i < e->nr_multi_links; i++)
+		close(e->multi_links[i]);
 	e->nr_multi_links = 0;
-	for (size_t i = e->nr_links; i > 0; i--)
-		bpf_link__destroy(e->links[i - 1]);
+	for (size_t i = 0; i < e->nr_links; i++)
+		bpf_link__destroy(e->links[i]);
 	e->nr_links = 0;
+}
+
+void rv_fn_engine_detach(struct rv_fn_engine *e)
+{
+	rv_fn_engine_disarm(e);
+	rv_fn_engine_release(e);
 }
 
 void rv_fn_engine_free(struct rv_fn_engine *e)

@@ -152,8 +152,22 @@ size_t rv_fn_engine_rings(const struct rv_fn_engine *e, const int **fds);
  * programs' globals: no system call). */
 uint64_t rv_fn_engine_lost(const struct rv_fn_engine *e, uint32_t cpu);
 
-/* Stops recording, then removes every probe (the processes run on,
- * unprobed); counts stay readable. */
+/* Stops recording at once: the programs stay attached but record nothing
+ * from here (a program already past its check finishes its record). */
+void rv_fn_engine_disarm(struct rv_fn_engine *e);
+
+/* Removes every probe (the processes run on, unprobed); counts stay
+ * readable. Can block in the kernel while a thread of a target keeps
+ * hitting probes with a uretprobe pending: call it through rv_hold_release
+ * (hold.h). Touches only the links, so it may run on its own thread while
+ * another reads the maps. */
+void rv_fn_engine_release(struct rv_fn_engine *e);
+
+/* The probes rv_fn_engine_release would remove (entries, returns, kernel
+ * functions), for messages; 0 once released. */
+size_t rv_fn_engine_nr_probes(const struct rv_fn_engine *e);
+
+/* rv_fn_engine_disarm, then rv_fn_engine_release. */
 void rv_fn_engine_detach(struct rv_fn_engine *e);
 
 void rv_fn_engine_free(struct rv_fn_engine *e);

@@ -30,6 +30,14 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
 int rv_target_spawn(struct rv_target *t, char *const argv[], struct rv_error *err)
 {
 	char path[PATH_MAX];
@@ -191,12 +199,15 @@ int rv_target_wait(struct rv_target *t)
 
 void rv_target_end(struct rv_target *t, int stop_signal)
 {
-	struct timespec pause = { 0, 50 * 1000 * 1000 };
+	struct timespec pause = { 0, 10 * 1000 * 1000 };
 
 	if (t->spawned && t->released && !t->exited) {
 		if (stop_signal) {
-			for (int waited_ms = 0; waited_ms < 2000 && !rv_target_poll_exit(t);
-			     waited_ms += 50)
+			unsigned long long until =
+				(t->stop_signal_ms ? t->stop_signal_ms : now_ms()) +
+				RV_TARGET_GRACE_MS;
+
+			while (now_ms() < until && !rv_target_poll_exit(t))
 				nanosleep(&pause, NULL);
 			if (!t->exited)
 				kill(t->pids[0], stop_signal);

@@ -25,6 +25,9 @@ struct rv_target {
 	bool exited;	  /* every process has exited (spawned: reaped) */
 	int exit_status;  /* spawned child's wait status once exited */
 	int pidfds[1024]; /* -1 where pidfd_open is unavailable */
+	/* When a stop signal reached rearview (CLOCK_MONOTONIC ms; 0: none),
+	 * set by the session: rv_target_end counts its grace from there. */
+	unsigned long long stop_signal_ms;
 };
 
 /* Starts argv[0] (searched in PATH) stopped before its first instruction.
@@ -56,10 +59,11 @@ int rv_target_wait(struct rv_target *t);
 
 /* Done with the target: a spawned program that runs on after a stop signal
  * (it got the terminal's Ctrl-C too, as it shares our process group) is
- * given two seconds to exit on its own, then passed the signal once (for
- * when only rearview was signalled), and waited for; a released one without
- * a stop signal is waited for. Attached processes are left running, their
- * pidfds closed. */
+ * given until RV_TARGET_GRACE_MS after the signal (stop_signal_ms) to exit
+ * on its own, then passed the signal once (for when only rearview was
+ * signalled), and waited for; a released one without a stop signal is
+ * waited for. Attached processes are left running, their pidfds closed. */
+#define RV_TARGET_GRACE_MS 1000
 void rv_target_end(struct rv_target *t, int stop_signal);
 
 /* The process's short name (comm), "?" when unknown. */

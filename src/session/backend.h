@@ -14,8 +14,11 @@
  *             to wait on
  *   mark, snapshot
  *             the gate's decisions (gating.h), applied to the capture
+ *   disarm    the moment a stop signal comes: records nothing from here
+ *             (optional; the loop's last round then drains the rest)
  *   stop      disables recording and drains the rest, keeping the end of the
- *             recording (keep_rest) or not
+ *             recording (keep_rest) or not; releases the probes without
+ *             waiting on the target (record/hold.h)
  *   finish    completes the capture, says what the kernel lost, and fills
  *             the request to render it
  *   free      closes everything (called whenever open set *out, even when
@@ -64,6 +67,7 @@ struct rv_backend_ops {
 	int (*mark)(struct rv_backend_state *b, const struct rv_mark *mark, struct rv_error *err);
 	int (*snapshot)(struct rv_backend_state *b, const struct rv_gating_snapshot *what,
 			size_t *taken, struct rv_error *err);
+	void (*disarm)(struct rv_backend_state *b);
 	int (*stop)(struct rv_backend_state *b, bool keep_rest, struct rv_error *err);
 	/* out->capture_path and out->recording_note point into the backend,
 	 * which must not be freed before the render. */

@@ -37,6 +37,7 @@
 #include "record/fn_select.h"
 #include "record/probe_cost.h"
 #include "record/fn_stream.h"
+#include "record/hold.h"
 #include "record/sample_engine.h"
 #include "session/backend.h"
 #include "session/fn_live.h"
@@ -79,6 +80,9 @@ struct rv_backend_state {
 	struct rv_probe_cost_probes *calibration; /* its probes, released in the background */
 	struct rv_fn_live *live;		  /* the status line on a terminal, or NULL */
 	char **live_names;			  /* the functions' names, demangled, for it */
+	/* The kernel had not released the probes when rearview stopped
+	 * waiting: the tracer is left to its releasing thread, never freed. */
+	bool tracer_releasing;
 	uint64_t lost;
 	/* For a live status: calls drained so far per function index of funcs
 	 * (funcs.count of them), and in all; the stream counts them as it
@@ -405,11 +409,28 @@ static int attach_everything(struct rv_session *s, struct rv_target *target,
 	return 0;
 }
 
+static void release_probes(void *tracer)
+{
+	rv_fn_engine_release(tracer);
+}
+
 static void fn_free(struct rv_backend_state *run)
 {
 	if (!run)
 		return;
-	rv_fn_engine_free(run->tracer); /* detaches first */
+	/* after an error, the probes may still be there: released as a stop
+	 * releases them, without waiting on the target */
+	if (run->tracer && !run->tracer_releasing && run->target &&
+	    rv_fn_engine_nr_probes(run->tracer)) {
+		struct rv_hold_result held;
+
+		rv_fn_engine_disarm(run->tracer);
+		rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes,
+				run->tracer, -1, &held);
+		run->tracer_releasing = !held.finished;
+	}
+	if (!run->tracer_releasing)
+		rv_fn_engine_free(run->tracer); /* detaches first */
 	rv_probe_cost_probes_free(run->calibration);
 	rv_fn_live_free(run->live);
 	for (size_t i = 0; run->live_names && i < run->funcs.count; i++)
@@ -758,17 +779,34 @@ static uint64_t report_counts(struct rv_backend_state *run, const struct rv_samp
 /* The program runs on unprobed from here; what it did is in the rings, or
  * in recorder mode in the recorder, whose records are wanted when the end is
  * the snapshot (a --trigger that never fired). */
+static void fn_disarm(struct rv_backend_state *run)
+{
+	rv_fn_engine_disarm(run->tracer);
+}
+
 static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error *err)
 {
 	struct rv_sample_stats stats;
+	struct rv_hold_result held;
 	int ret = 0;
 
 	rv_fn_live_finish(run->live);
+	rv_fn_engine_disarm(run->tracer);
 	run->stopped_ns = monotonic_ns();
-	rv_fn_engine_detach(run->tracer);
+	rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes,
+			run->tracer, run->s->signal_fd, &held);
+	run->tracer_releasing = !held.finished;
+	if (held.held)
+		rv_debug("the program was held still while the probes were released (%llu ms)",
+			 held.elapsed_ms);
+	if (held.interrupted) {
+		run->s->interrupted_again = true;
+		return 0;
+	}
 	if (run->timer_fd >= 0)
 		close(run->timer_fd);
 	run->timer_fd = -1;
+	/* disarmed: what the rings hold is the rest of the recording */
 	if (run->stream)
 		ret = rv_fn_stream_finish(run->stream, err);
 	if (!ret && run->gating && rv_fn_plan_recorder_mode(run->s->opts) && keep_rest)
@@ -804,7 +842,8 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 			run->stopped_ns > run->armed_ns ? run->stopped_ns - run->armed_ns : 0,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
-	rv_fn_engine_free(run->tracer);
+	if (!run->tracer_releasing)
+		rv_fn_engine_free(run->tracer);
 	run->tracer = NULL;
 	rv_fn_stream_free(run->stream);
 	run->stream = NULL;
@@ -855,6 +894,7 @@ const struct rv_backend_ops rv_fn_backend = {
 	.poll = fn_poll,
 	.mark = fn_mark,
 	.snapshot = fn_snapshot,
+	.disarm = fn_disarm,
 	.stop = fn_stop,
 	.finish = fn_finish,
 	.free = fn_free,

@@ -7,11 +7,15 @@
 #include <ftw.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "record/dry_run.h"
@@ -192,7 +196,17 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 	return 0;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+
 /* ---- recording ---- */
+
+static unsigned long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000;
+}
 
 /* Reads pending signals; true when one asks us to stop (*which: the last). */
 static bool read_stop_signals(int fd, int *which)
@@ -272,8 +286,14 @@ static int record_loop(struct rv_session *s, struct recording *r, struct rv_targ
 			s->snapshot_ended = done;
 			break;
 		}
-		last = read_stop_signals(s->signal_fd, &s->stop_signal) ||
-		       rv_target_poll_exit(target);
+		if (read_stop_signals(s->signal_fd, &s->stop_signal)) {
+			/* the recording ends now, not once the probes are gone */
+			target->stop_signal_ms = now_ms();
+			if (r->ops->disarm)
+				r->ops->disarm(r->backend);
+			last = true;
+		}
+		last = last || rv_target_poll_exit(target);
 	}
 	free(fds);
 	return ret;
@@ -307,6 +327,76 @@ static int open_gating(struct rv_session *s, struct rv_target *target, struct rv
 	return ret;
 }
 
+/* ---- a second stop signal while the trace is written ---- */
+
+/* Once the probes are gone, a second stop signal ends rearview at once:
+ * the capture and the unfinished trace are removed, a spawned program is
+ * passed the signal (as rv_target_end would), an attached one runs on. */
+struct second_signal_watch {
+	struct rv_session *s;
+	struct rv_target *target;
+	int done_fd; /* eventfd: the trace is written, stop watching */
+	pthread_t thread;
+	bool running;
+};
+
+static void *watch_second_signal(void *arg)
+{
+	struct second_signal_watch *w = arg;
+	const char *temp;
+	int which = 0;
+
+	for (;;) {
+		struct pollfd fds[2] = { { .fd = w->s->signal_fd, .events = POLLIN },
+					 { .fd = w->done_fd, .events = POLLIN } };
+
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			return NULL;
+		if (fds[1].revents & POLLIN)
+			return NULL;
+		if ((fds[0].revents & POLLIN) && read_stop_signals(w->s->signal_fd, &which))
+			break;
+	}
+	rv_note("%s again: ending now, without the trace", strsignal(which));
+	temp = rv_trace_writer_temp_path(w->s->writer);
+	if (temp)
+		unlink(temp);
+	if (w->s->capture_dir_is_temporary && w->s->capture_dir[0])
+		nftw(w->s->capture_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	if (w->target->spawned && w->target->released && !w->target->exited)
+		kill(w->target->pids[0], which);
+	_exit(128 + which);
+}
+
+static void watch_start(struct second_signal_watch *w, struct rv_session *s,
+			struct rv_target *target)
+{
+	memset(w, 0, sizeof(*w));
+	w->s = s;
+	w->target = target;
+	if (!s->stop_signal || s->signal_fd < 0)
+		return;
+	w->done_fd = eventfd(0, EFD_CLOEXEC);
+	if (w->done_fd < 0)
+		return;
+	w->running = !pthread_create(&w->thread, NULL, watch_second_signal, w);
+	if (!w->running)
+		close(w->done_fd);
+}
+
+static void watch_end(struct second_signal_watch *w)
+{
+	uint64_t one = 1;
+
+	if (!w->running)
+		return;
+	if (write(w->done_fd, &one, sizeof(one)) < 0)
+		pthread_cancel(w->thread);
+	pthread_join(w->thread, NULL);
+	close(w->done_fd);
+	w->running = false;
+}
+
 static int render_capture(struct rv_session *s, const struct rv_backend_ops *ops,
 			  const struct rv_render_options *ro, struct rv_error *err)
 {
@@ -321,6 +411,7 @@ static int render_capture(struct rv_session *s, const struct rv_backend_ops *ops
 int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_error *err)
 {
 	struct recording r = { .ops = backend_of(s) };
+	struct second_signal_watch watch = { .running = false };
 	struct rv_render_options ro;
 	int ret;
 
@@ -345,13 +436,21 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 				target->spawned ? "; the program runs on" : "");
 		ret = r.ops->stop(r.backend, r.gating ? rv_gating_keep_rest(r.gating) : true, err);
 	}
+	if (!ret && s->interrupted_again)
+		ret = rv_error_set(err, EINTR,
+				   "interrupted again while the probes were being removed: the "
+				   "probes are gone, the trace was not written%s",
+				   target->spawned ? "" : "; the program runs on");
 	if (!ret && r.gating)
 		rv_gating_report(r.gating, r.ops->outside_windows);
 	rv_gating_free(r.gating); /* the program runs on, unprobed */
 	if (!ret)
+		watch_start(&watch, s, target);
+	if (!ret)
 		ret = r.ops->finish(r.backend, &ro, err);
 	if (!ret)
 		ret = render_capture(s, r.ops, &ro, err);
+	watch_end(&watch);
 	if (r.backend)
 		r.ops->free(r.backend);
 	return ret;

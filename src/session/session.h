@@ -55,6 +55,9 @@ struct rv_session {
 	const char *backend_note; /* said once recording starts, e.g. why we sample */
 	int stop_signal;     /* the signal that ended the recording, 0 if the target ended it */
 	bool snapshot_ended; /* a --trigger or --min-duration snapshot ended it */
+	/* A second stop signal came while the probes were being released: the
+	 * trace is not written, rearview ends at once. */
+	bool interrupted_again;
 	enum rv_kfunc_method kfunc_method; /* --kernel-functions: what this kernel allows */
 	/* Intel PT's kernel (tests: a simulated one); NULL: the real one. The
 	 * gate needs the real kernel. */

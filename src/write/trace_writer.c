@@ -492,6 +492,11 @@ void rv_trace_writer_abort(struct rv_trace_writer *w)
 	remove_temp_file(w);
 }
 
+const char *rv_trace_writer_temp_path(const struct rv_trace_writer *w)
+{
+	return w && w->state == WRITER_OPEN && w->temp_created ? w->temp_path : NULL;
+}
+
 void rv_trace_writer_free(struct rv_trace_writer *w)
 {
 	if (!w)

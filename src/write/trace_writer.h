@@ -89,6 +89,10 @@ int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err);
 /* Removes the temporary file; nothing appears at the output path. */
 void rv_trace_writer_abort(struct rv_trace_writer *w);
 
+/* The temporary file being written (NULL when there is none), for a
+ * caller that must remove it from another thread just before _exit. */
+const char *rv_trace_writer_temp_path(const struct rv_trace_writer *w);
+
 /* Frees the writer; aborts it first if it was neither committed nor aborted. */
 void rv_trace_writer_free(struct rv_trace_writer *w);
 
