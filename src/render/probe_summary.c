@@ -78,8 +78,16 @@ static void print_overhead(FILE *out, const struct rv_probe_summary *s)
 		fprintf(out,
 			"rearview: warning: the probes took at least %.0f%% of this run: the "
 			"functions' times say more about the probes than about the program; "
-			"trace fewer functions\n",
-			percent);
+			"trace fewer functions%s\n",
+			percent,
+			s->return_sites
+				? ", or, if the program neither throws C++ exceptions nor walks or "
+				  "switches its own stack, try --exits uretprobe, whose returns "
+				  "the "
+				  "kernel does not single-step (on a VM a single step can cost "
+				  "tens of "
+				  "microseconds)"
+				: "");
 }
 
 static void print_hints(FILE *out, const struct rv_probe_summary *s)

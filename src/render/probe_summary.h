@@ -5,7 +5,8 @@
  *     (100,000 calls x 29.1 us, what a bare probe pair costs on this machine,
  *     measured at start; recording each call adds more); the times below
  *     include it
- *   rearview: warning: the probes took at least 58% of this run: ...
+ *   rearview: warning: the probes took at least 58% of this run: ... (with
+ *     return-site probes, also: --exits uretprobe may cost less a call)
  *   rearview: hint: fib was called 312,000 times a second: narrow
  *     --functions, or leave it out with --exclude 'fib'
  *
@@ -40,6 +41,9 @@ struct rv_probe_summary {
 	uint64_t recorded_ns; /* how long it recorded: the share's whole */
 	uint64_t covered_ns;  /* the trace's span: the hints' rates are over it */
 	uint64_t threads;
+	/* exits probed at the return sites: the warning then also names
+	 * --exits uretprobe, cheaper where the kernel's single steps are slow */
+	bool return_sites;
 	/* the most-called functions, most first (rv_builder_most_called) */
 	const struct rv_top_function *most_called;
 	size_t nr_most_called;

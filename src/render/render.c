@@ -68,6 +68,7 @@ static void print_probe_cost(const struct rv_builder *b, const struct rv_render_
 	struct rv_probe_summary ps = {
 		.calls = ro->probed_calls ? ro->probed_calls : bs->calls,
 		.ns_per_call = ro->probe_ns_per_call,
+		.return_sites = ro->probe_exits_at_sites,
 		.recorded_ns = ro->recording_ns ? ro->recording_ns : covered,
 		.covered_ns = covered,
 		.threads = bs->threads,

@@ -28,6 +28,10 @@ struct rv_render_options {
 	 * (record/probe_cost.h), in ns; 0: not measured. The summary gives the
 	 * overhead it makes (render/probe_summary.h). */
 	double probe_ns_per_call;
+	/* --backend uprobe: exits were probed at the return sites (the default),
+	 * whose uprobes the kernel single-steps; the summary then names
+	 * --exits uretprobe when the probes took most of the run. */
+	bool probe_exits_at_sites;
 	/* --backend uprobe: the calls probed and how long it recorded (a
 	 * flight recorder's trace holds only the last of them); 0: the trace's
 	 * calls and span */

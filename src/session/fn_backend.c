@@ -837,6 +837,7 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.recording_note = run->note,
 		.lost_while_recording = run->lost,
 		.probe_ns_per_call = run->probe_ns,
+		.probe_exits_at_sites = !run->s->opts->exits_uretprobe,
 		.probed_calls = run->calls_total,
 		.recording_ns =
 			run->stopped_ns > run->armed_ns ? run->stopped_ns - run->armed_ns : 0,

@@ -90,6 +90,14 @@ Test(probe_summary, warns_when_the_probes_took_most_of_the_run)
 	cr_assert_eq(count_lines(text, "rearview: warning: the probes took at least 60% of this "
 				       "run"),
 		     1, "%s", text);
+	cr_assert(!strstr(text, "--exits uretprobe"), "uretprobes already: %s", text);
+	free(text);
+	s.return_sites = true; /* single-stepped returns: the cheaper way is named */
+	text = summary_text(&s);
+	cr_assert(strstr(text, "trace fewer functions, or, if the program neither throws C++ "
+			       "exceptions"),
+		  "%s", text);
+	cr_assert(strstr(text, "try --exits uretprobe"), "%s", text);
 	free(text);
 	s.ns_per_call = 20000; /* 40%: no warning */
 	text = summary_text(&s);
