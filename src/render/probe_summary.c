@@ -1,26 +1,10 @@
 /* probe_summary.c: the probes' cost in a traced run's summary; see
  * probe_summary.h. */
 #include "render/probe_summary.h"
+#include "util/count_text.h"
 
 #include <inttypes.h>
 #include <string.h>
-
-/* "2,345" */
-static const char *count_text(uint64_t n, char *buf, size_t size)
-{
-	char digits[32];
-	size_t len, out = 0;
-
-	snprintf(digits, sizeof(digits), "%" PRIu64, n);
-	len = strlen(digits);
-	for (size_t i = 0; i < len && out + 2 < size; i++) {
-		if (i && (len - i) % 3 == 0)
-			buf[out++] = ',';
-		buf[out++] = digits[i];
-	}
-	buf[out] = '\0';
-	return buf;
-}
 
 static const char *time_text(double ns, char *buf, size_t size)
 {
@@ -63,7 +47,7 @@ static void print_overhead(FILE *out, const struct rv_probe_summary *s)
 
 	time_text(overhead, total, sizeof(total));
 	time_text((double)s->recorded_ns, span, sizeof(span));
-	count_text(s->calls, calls, sizeof(calls));
+	rv_count_text(s->calls, calls, sizeof(calls));
 	time_text(s->ns_per_call, each, sizeof(each));
 	fprintf(out, "rearview: probe overhead: at least %s", total);
 	if (s->recorded_ns)
@@ -103,7 +87,7 @@ static void print_hints(FILE *out, const struct rv_probe_summary *s)
 
 		if (rate <= RV_PROBE_SUMMARY_HOT_RATE || f->calls < RV_PROBE_SUMMARY_HOT_CALLS)
 			continue;
-		count_text((uint64_t)rate, per_second, sizeof(per_second));
+		rv_count_text((uint64_t)rate, per_second, sizeof(per_second));
 		fprintf(out,
 			"rearview: hint: %s was called %s times a second: narrow --functions, or "
 			"leave it out with --exclude ",

@@ -44,6 +44,7 @@
 #include "symbolize/symbolizer.h"
 #include "util/log.h"
 #include "util/proc.h"
+#include "util/count_text.h"
 
 /* Functions below which attaching is quick enough to need no progress. */
 #define PROGRESS_THRESHOLD 512
@@ -101,23 +102,6 @@ static bool no_uprobe_multi(void)
 	const char *v = getenv(RV_UPROBE_MULTI_ENV);
 
 	return v && !strcmp(v, "0");
-}
-
-/* "2,345" */
-static const char *format_count(uint64_t n, char *buf, size_t size)
-{
-	char digits[32];
-	size_t len, out = 0;
-
-	snprintf(digits, sizeof(digits), "%" PRIu64, n);
-	len = strlen(digits);
-	for (size_t i = 0; i < len && out + 2 < size; i++) {
-		if (i && (len - i) % 3 == 0)
-			buf[out++] = ',';
-		buf[out++] = digits[i];
-	}
-	buf[out] = '\0';
-	return buf;
 }
 
 /* A ring per possible CPU (indexed by the CPU a program runs on). */
@@ -343,7 +327,7 @@ static const char *method_text(const struct rv_fn_attach_report *r, char *buf, s
 
 	if (r->by_multi && r->by_perf_links)
 		snprintf(buf, size, "uprobe_multi; %s by one link per probe",
-			 format_count(r->by_perf_links, n, sizeof(n)));
+			 rv_count_text(r->by_perf_links, n, sizeof(n)));
 	else if (r->by_multi)
 		snprintf(buf, size, "uprobe_multi");
 	else
@@ -400,7 +384,7 @@ static int attach_everything(struct rv_session *s, struct rv_target *target,
 	snprintf(secs, sizeof(secs), "%.2f", (double)report.attach_ns / 1e9);
 	if (run->funcs.count)
 		rv_note("attached %s function%s in %s s (%s)",
-			format_count(report.attached, attached, sizeof(attached)),
+			rv_count_text(report.attached, attached, sizeof(attached)),
 			report.attached == 1 ? "" : "s", secs,
 			method_text(&report, method, sizeof(method)));
 	if (report.refused)
@@ -489,7 +473,7 @@ static void measure_probe_cost(struct rv_backend_state *run)
 	if (run->funcs.count > MANY_FUNCTIONS)
 		rv_note("each call of the %s functions probed costs at least %.1f us here: the "
 			"program runs slower by that for every call they make",
-			format_count(run->funcs.count, count, sizeof(count)),
+			rv_count_text(run->funcs.count, count, sizeof(count)),
 			cost.ns_per_call / 1e3);
 	rv_debug("a probe pair costs %.0f ns a call here (quartiles %.0f..%.0f "
 		 "ns, %u rounds of %u calls, measured in %.0f ms)",
@@ -827,7 +811,7 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 
 	rv_fn_engine_report(run->tracer, &report);
 	snprintf(run->note, sizeof(run->note), "%s function%s traced exactly",
-		 format_count(report.attached, count, sizeof(count)),
+		 rv_count_text(report.attached, count, sizeof(count)),
 		 report.attached == 1 ? "" : "s");
 	*out = (struct rv_render_options){
 		.decode = { .path = run->capture_path,

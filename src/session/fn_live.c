@@ -1,5 +1,6 @@
 /* fn_live.c: the status line of a function-tracing run; see fn_live.h. */
 #include "session/fn_live.h"
+#include "util/count_text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -42,23 +43,6 @@ bool rv_fn_live_due(const struct rv_fn_live *l, uint64_t now_ns)
 {
 	return l->config.is_terminal && !l->finished && now_ns >= l->last_ns &&
 	       now_ns - l->last_ns >= RV_FN_LIVE_INTERVAL_NS;
-}
-
-/* "2,345" */
-static const char *count_text(uint64_t n, char *buf, size_t size)
-{
-	char digits[32];
-	size_t len, out = 0;
-
-	snprintf(digits, sizeof(digits), "%" PRIu64, n);
-	len = strlen(digits);
-	for (size_t i = 0; i < len && out + 2 < size; i++) {
-		if (i && (len - i) % 3 == 0)
-			buf[out++] = ',';
-		buf[out++] = digits[i];
-	}
-	buf[out] = '\0';
-	return buf;
 }
 
 /* The indexes of the (up to) RV_FN_LIVE_HOTTEST functions with the most
@@ -127,7 +111,8 @@ static void format_line(const struct rv_fn_live *l, uint64_t now_ns, const uint6
 
 	if (total < l->last_total)
 		delta = 0; /* counts restarted: no rate this time */
-	count_text(span ? (uint64_t)((double)delta * 1e9 / (double)span) : 0, rate, sizeof(rate));
+	rv_count_text(span ? (uint64_t)((double)delta * 1e9 / (double)span) : 0, rate,
+		      sizeof(rate));
 	if (elapsed_s >= 60)
 		append(line, &used,
 		       "rearview: recording %" PRIu64 " min %02" PRIu64 " s: ", elapsed_s / 60,
