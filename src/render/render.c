@@ -14,6 +14,7 @@
 #include "symbolize/symbolizer.h"
 #include "trace/builder.h"
 #include "util/log.h"
+#include "util/count_text.h"
 
 #define TOP_FUNCTIONS 5
 /* The most-called functions the probe summary looks at for its hints. */
@@ -97,8 +98,10 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 	human_time(covered, span_text, sizeof(span_text));
 	lost = ro->lost_while_recording > bs.lost ? ro->lost_while_recording : bs.lost;
 	if (kind == TRACE_EXACT_CALLS) {
-		fprintf(stderr, "rearview: the trace covers %s: %llu calls", span_text,
-			(unsigned long long)bs.calls);
+		char calls[32];
+
+		fprintf(stderr, "rearview: the trace covers %s: %s call%s", span_text,
+			rv_count_text(bs.calls, calls, sizeof(calls)), bs.calls == 1 ? "" : "s");
 		if (bs.kernel_spans)
 			fprintf(stderr, ", %llu kernel spans", (unsigned long long)bs.kernel_spans);
 		if (bs.instants)
