@@ -332,8 +332,9 @@ static __always_inline void site_hit(struct pt_regs *ctx, u64 ip)
 	u64 sp = PT_REGS_SP(ctx);
 
 	if (kind != RV_FN_PROBE_EXIT) {
+		/* delta: an entry probe placed past an endbr64 names the entry */
 		user_record(ctx, RV_FN_ENTER, kind == RV_FN_PROBE_ENTRY ? 0 : RV_FN_FLAG_EXIT_SITES,
-			    index, ip, sp);
+			    index, ip + rv_fn_cookie_delta(cookie), sp);
 		if (kind != RV_FN_PROBE_ENTRY_EXIT)
 			return;
 	}

@@ -125,9 +125,10 @@ struct rv_fn_record_v1 {
  *             instruction leaves the function (a conditional tail call):
  *             the probe fires before it runs, so the program tests the
  *             flags itself
- * bits 32-63  exits: the function's entry less the probed address, as a
- *             signed 32-bit number, so that the program finds the entry's
- *             run-time address from the probed one
+ * bits 32-63  the function's entry less the probed address, as a signed
+ *             32-bit number, so that the program finds the entry's run-time
+ *             address from the probed one: for exits, and for an entry
+ *             probe placed past an endbr64 (-4; src/record/fn_exits.h)
  *
  * uretprobes carry the index alone (kind RV_FN_PROBE_ENTRY). */
 #define RV_FN_MAX_FUNCTIONS (1u << 20)

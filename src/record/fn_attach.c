@@ -253,6 +253,13 @@ static size_t site_probes(const struct rv_fn_probe *f, size_t index, uint64_t *o
 					  (long long)(f->address - site->address));
 		n++;
 	}
+	if (entry_kind == RV_FN_PROBE_ENTRY_SITES && f->entry_skip) {
+		/* past the endbr64 (fn_exits.h): the record still names the entry */
+		offsets[0] = f->offset + f->entry_skip;
+		cookies[0] =
+			rv_fn_cookie((uint32_t)index, entry_kind, 0, -(long long)f->entry_skip);
+		return n;
+	}
 	offsets[0] = f->offset;
 	cookies[0] = rv_fn_cookie((uint32_t)index, entry_kind, entry_condition, 0);
 	return n;

@@ -99,11 +99,13 @@ static int describe_function(struct rv_dry_run_plan *plan, const struct rv_fn_pr
 	if (f->nr_pieces)
 		snprintf(pieces, sizeof(pieces), ", %zu out-of-line piece%s", f->nr_pieces,
 			 f->nr_pieces == 1 ? "" : "s");
-	snprintf(where, sizeof(where), "%s+0x%" PRIx64, f->path, f->offset);
+	snprintf(where, sizeof(where), "%s+0x%" PRIx64, f->path,
+		 f->offset + (f->exits == RV_FN_EXITS_SITES ? f->entry_skip : 0));
 	if (f->exits == RV_FN_EXITS_SITES)
 		snprintf(detail, sizeof(detail),
-			 "%s (function %zu): %s; entry, %zu return site%s%s", f->name, i, program,
-			 f->nr_sites, f->nr_sites == 1 ? "" : "s", pieces);
+			 "%s (function %zu): %s; entry%s, %zu return site%s%s", f->name, i, program,
+			 f->entry_skip ? " (after its endbr64)" : "", f->nr_sites,
+			 f->nr_sites == 1 ? "" : "s", pieces);
 	else
 		snprintf(detail, sizeof(detail), "%s (function %zu): %s; entry", f->name, i,
 			 program);

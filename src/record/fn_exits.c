@@ -101,6 +101,8 @@ static int classify(const ZydisDecodedInstruction *insn, uint64_t address,
 		return 0;
 	}
 	target = address + insn->length + (uint64_t)insn->raw.imm[0].value.s;
+	if (target == pieces[0].address + RV_FN_ENDBR64_SIZE)
+		x->jumps_after_endbr = true;
 	if (inside(pieces, nr, target))
 		return 0;
 	if (insn->mnemonic == ZYDIS_MNEMONIC_JMP)
@@ -116,12 +118,30 @@ static int classify(const ZydisDecodedInstruction *insn, uint64_t address,
 	return add_site(x, address, RV_FN_SITE_TAIL_JUMP, insn->length, (uint8_t)(cc + 1));
 }
 
+/* Whether the entry probe can go after the endbr64 that begins the
+ * function's code (fn_exits.h, entry_skip). */
+static bool may_skip_endbr(const struct rv_fn_code *code, const struct rv_fn_exits *x)
+{
+	static const uint8_t endbr64[RV_FN_ENDBR64_SIZE] = { 0xf3, 0x0f, 0x1e, 0xfa };
+
+	if (code->size <= RV_FN_ENDBR64_SIZE || memcmp(code->bytes, endbr64, sizeof(endbr64)))
+		return false;
+	if (x->indirect_jumps || x->jumps_after_endbr)
+		return false;
+	for (size_t i = 0; i < x->nr_sites; i++)
+		if (x->sites[i].address == code->address + RV_FN_ENDBR64_SIZE)
+			return false;
+	return true;
+}
+
 int rv_fn_exits_find(const struct rv_fn_code *pieces, size_t nr, struct rv_fn_exits *x)
 {
 	ZydisDecoder decoder;
 
 	x->nr_sites = 0;
 	x->indirect_jumps = 0;
+	x->entry_skip = 0;
+	x->jumps_after_endbr = false;
 	x->problem = NULL;
 	x->problem_address = 0;
 	if (!ZYAN_SUCCESS(
@@ -157,6 +177,8 @@ int rv_fn_exits_find(const struct rv_fn_code *pieces, size_t nr, struct rv_fn_ex
 	if (!x->problem && !x->nr_sites && x->indirect_jumps)
 		set_problem(x, "no instruction leaves it but an indirect jump might",
 			    pieces[0].address);
+	if (!x->problem && nr && may_skip_endbr(&pieces[0], x))
+		x->entry_skip = RV_FN_ENDBR64_SIZE;
 	return 0;
 }
 
@@ -345,6 +367,7 @@ static int plan_function(struct rv_fn_list *list, struct rv_fn_probe *f, Elf *el
 
 	f->exits = RV_FN_EXITS_URETPROBE;
 	f->nr_sites = 0;
+	f->entry_skip = 0;
 	code[nr] = (struct rv_fn_code){ .address = f->address, .size = f->size };
 	offsets[nr++] = f->offset;
 	for (size_t i = first_piece_of(fs, f->address);
@@ -381,6 +404,7 @@ static int plan_function(struct rv_fn_list *list, struct rv_fn_probe *f, Elf *el
 		problem = x->problem;
 		f->problem_address = x->problem_address;
 		f->indirect_jumps = x->indirect_jumps;
+		f->entry_skip = x->entry_skip;
 	}
 	if (!ret && !problem) {
 		ret = keep_sites(list, f, code, offsets, nr, x);

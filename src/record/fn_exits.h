@@ -70,11 +70,23 @@ struct rv_fn_exits {
 	struct rv_fn_site *sites; /* in address order within each piece */
 	size_t nr_sites, cap_sites;
 	size_t indirect_jumps; /* indirect jumps seen (not exits, see above) */
+	/* Bytes the entry probe can skip: 4 when the function begins with an
+	 * endbr64 (a no-op to the program; CET builds begin every function with
+	 * one) that the kernel would single-step, nothing in the function jumps
+	 * to the instruction after it, it has no indirect jump (whose target is
+	 * unknown), and that instruction is not an exit; else 0. Every call runs
+	 * through the next instruction, at the same sp, so the entry is seen
+	 * there as well, and more cheaply when the kernel emulates it (push). */
+	uint8_t entry_skip;
+	bool jumps_after_endbr; /* a direct jump in it targets entry + 4 */
 	/* NULL, or why the sites cannot be trusted (a static string), and
 	 * where (link-time address) */
 	const char *problem;
 	uint64_t problem_address;
 };
+
+/* The bytes of endbr64 (F3 0F 1E FA), which entry_skip can skip. */
+#define RV_FN_ENDBR64_SIZE 4
 
 void rv_fn_exits_init(struct rv_fn_exits *x);
 void rv_fn_exits_destroy(struct rv_fn_exits *x);

@@ -57,8 +57,11 @@ struct rv_fn_probe {
 	size_t first_site, nr_sites;	/* in list->sites */
 	size_t nr_pieces;		/* out-of-line pieces found ("foo.cold") */
 	size_t indirect_jumps;		/* in its code: not probed (fn_exits.h) */
-	const char *exits_problem;	/* why its code could not serve (static), or NULL */
-	uint64_t problem_address;	/* where (link-time) */
+	/* RV_FN_EXITS_SITES: bytes after offset where its entry probe goes
+	 * (an endbr64 skipped, fn_exits.h's entry_skip), else 0 */
+	uint8_t entry_skip;
+	const char *exits_problem; /* why its code could not serve (static), or NULL */
+	uint64_t problem_address;  /* where (link-time) */
 };
 
 /* A match that will not be probed, and why ("an IFUNC resolver", ...). */

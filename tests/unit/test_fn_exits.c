@@ -304,3 +304,61 @@ Test(fn_exits, the_cookie_round_trips_and_conditions_follow_the_flags)
 	cr_assert(rv_fn_condition_holds(0, OF));
 	cr_assert(rv_fn_condition_holds(1, 0));
 }
+
+Test(fn_exits, the_entry_probe_skips_an_endbr64_only_where_nothing_lands_after_it)
+{
+	/* endbr64; push rbp; pop rbp; ret */
+	static const uint8_t plain[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x5d, 0xc3 };
+	/* endbr64; push rbp; dec edi; jne 1004 (back after the endbr64); pop rbp; ret */
+	static const uint8_t loop[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0xff,
+					0xcf, 0x75, 0xfb, 0x5d, 0xc3 };
+	/* endbr64; push rbp; jmp *rax (a switch table: its targets unknown); ret */
+	static const uint8_t indirect[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0xff, 0xe0, 0xc3 };
+	/* endbr64; ret: the instruction after it leaves */
+	static const uint8_t leaves[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0xc3 };
+	/* push rbp; pop rbp; ret: no endbr64 */
+	static const uint8_t none[] = { 0x55, 0x5d, 0xc3 };
+	/* endbr64 alone, cut short (3 of its 4 bytes) */
+	static const uint8_t cut[] = { 0xf3, 0x0f, 0x1e };
+	struct rv_fn_exits x;
+
+	find(plain, sizeof(plain), NULL, 0, &x);
+	cr_assert_null(x.problem, "%s", x.problem);
+	cr_assert_eq(x.entry_skip, RV_FN_ENDBR64_SIZE);
+	assert_site(&x, 0, MAIN + 6, RV_FN_SITE_RETURN, 0);
+	rv_fn_exits_destroy(&x);
+
+	find(loop, sizeof(loop), NULL, 0, &x);
+	cr_assert_null(x.problem, "%s", x.problem);
+	cr_assert_eq(x.entry_skip, 0, "a jump lands after the endbr64: the entry stays");
+	rv_fn_exits_destroy(&x);
+
+	find(indirect, sizeof(indirect), NULL, 0, &x);
+	cr_assert_null(x.problem, "%s", x.problem);
+	cr_assert_eq(x.indirect_jumps, 1);
+	cr_assert_eq(x.entry_skip, 0, "an indirect jump might land after the endbr64");
+	rv_fn_exits_destroy(&x);
+
+	find(leaves, sizeof(leaves), NULL, 0, &x);
+	cr_assert_null(x.problem, "%s", x.problem);
+	cr_assert_eq(x.entry_skip, 0, "the instruction after the endbr64 is an exit");
+	rv_fn_exits_destroy(&x);
+
+	find(none, sizeof(none), NULL, 0, &x);
+	cr_assert_eq(x.entry_skip, 0);
+	rv_fn_exits_destroy(&x);
+
+	find(cut, sizeof(cut), NULL, 0, &x);
+	cr_assert_not_null(x.problem, "code that ends inside an instruction cannot serve");
+	cr_assert_eq(x.entry_skip, 0);
+	rv_fn_exits_destroy(&x);
+}
+
+Test(fn_exits, an_entry_past_an_endbr64_is_named_by_its_cookie)
+{
+	uint64_t cookie = rv_fn_cookie(7, RV_FN_PROBE_ENTRY_SITES, 0, -RV_FN_ENDBR64_SIZE);
+
+	cr_assert_eq(rv_fn_cookie_index(cookie), 7);
+	cr_assert_eq(rv_fn_cookie_kind(cookie), RV_FN_PROBE_ENTRY_SITES);
+	cr_assert_eq(rv_fn_cookie_delta(cookie), -4, "the entry is 4 bytes before the probe");
+}
