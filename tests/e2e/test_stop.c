@@ -252,6 +252,48 @@ static void assert_running_untraced(pid_t pid)
  * record, which came right after the probes were armed, just after the
  * note that said they were attached (seen at seen_ns, at most a poll later):
  * its span is at most the time from there to the signal. */
+/* What a process wrote so far to the file fd refers to (an output file of
+ * start_process), as a string in buf. */
+static void read_output(int fd, char *buf, size_t size)
+{
+	ssize_t n = pread(fd, buf, size - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Starts `rearview attach --backend uprobe --multi-thread [-v] -p TARGET -o
+ * out` and waits until it records; *ids gets the BPF links it then holds
+ * (up to max). Fails the test, recovering both, when it does not start. */
+static pid_t start_attach(pid_t target, const char *out, bool verbose, int *out_fd, int *err_fd,
+			  unsigned *ids, size_t max, size_t *nr_ids)
+{
+	char pidtext[32];
+	char *argv[12];
+	size_t a = 0;
+	pid_t rearview;
+
+	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
+	argv[a++] = (char *)build_path("rearview");
+	argv[a++] = "attach";
+	argv[a++] = "--backend";
+	argv[a++] = "uprobe";
+	argv[a++] = "--multi-thread";
+	if (verbose)
+		argv[a++] = "-v";
+	argv[a++] = "-p";
+	argv[a++] = pidtext;
+	argv[a++] = "-o";
+	argv[a++] = (char *)out;
+	argv[a] = NULL;
+	rearview = start_process(argv, out_fd, err_fd);
+	if (wait_for_output(rearview, *err_fd, "functions in", 30) != 1) {
+		recover(rearview, target);
+		cr_assert_fail("rearview attach did not start recording");
+	}
+	*nr_ids = link_ids_of(rearview, ids, max);
+	return rearview;
+}
+
 static void assert_trace_ends_by(const char *path, uint64_t seen_ns, uint64_t signal_ns,
 				 pid_t target)
 {
@@ -290,47 +332,28 @@ static double signal_and_wait(pid_t rearview, pid_t target, int sig, uint64_t *s
 
 static void attach_rounds(int sig)
 {
-	char dir[64], out[128], pidtext[32];
+	char dir[64], out[128];
 	int pipe_read;
 	pid_t target = start_busy(&pipe_read);
 	double worst = 0;
 
 	make_test_dir(dir, sizeof(dir));
-	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
 	for (int round = 0; round < ROUNDS; round++) {
 		unsigned ids[64];
 		size_t nr_ids;
 		uint64_t seen_ns, signal_ns;
 		int out_fd, err_fd, status;
 		char errtext[4096];
-		ssize_t n;
 		double took;
 		pid_t rearview;
 
 		snprintf(out, sizeof(out), "%s/attach-%d.fxt", dir, round);
-		char *argv[] = { (char *)build_path("rearview"),
-				 "attach",
-				 "--backend",
-				 "uprobe",
-				 "--multi-thread",
-				 "-v",
-				 "-p",
-				 pidtext,
-				 "-o",
-				 out,
-				 NULL };
-		rearview = start_process(argv, &out_fd, &err_fd);
-		if (wait_for_output(rearview, err_fd, "functions in", 30) != 1) {
-			recover(rearview, target);
-			cr_assert_fail("rearview attach did not start recording");
-		}
+		rearview = start_attach(target, out, true, &out_fd, &err_fd, ids, 64, &nr_ids);
 		seen_ns = now_ns();
-		nr_ids = link_ids_of(rearview, ids, 64);
 		cr_assert_gt(nr_ids, 0, "rearview holds no BPF link while recording");
 		cr_assert(wait_for_cpu(target, 150, 10), "the target did not run");
 		took = signal_and_wait(rearview, target, sig, &signal_ns, &status);
-		n = pread(err_fd, errtext, sizeof(errtext) - 1, 0);
-		errtext[n > 0 ? n : 0] = '\0';
+		read_output(err_fd, errtext, sizeof(errtext));
 		close(out_fd);
 		close(err_fd);
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -363,7 +386,6 @@ static void run_rounds(int sig)
 		uint64_t seen_ns, signal_ns;
 		int out_fd, err_fd, status;
 		char errtext[4096], line[256] = "";
-		ssize_t n;
 		double took;
 		pid_t rearview, target = 0;
 
@@ -383,8 +405,7 @@ static void run_rounds(int sig)
 			recover(rearview, 0);
 			cr_assert_fail("the target did not start under rearview run");
 		}
-		n = pread(out_fd, line, sizeof(line) - 1, 0);
-		line[n > 0 ? n : 0] = '\0';
+		read_output(out_fd, line, sizeof(line));
 		target = (pid_t)atoi(line);
 		cr_assert_gt(target, 0, "no pid in '%s'", line);
 		seen_ns = now_ns();
@@ -392,8 +413,7 @@ static void run_rounds(int sig)
 		cr_assert_gt(nr_ids, 0, "rearview holds no BPF link while recording");
 		cr_assert(wait_for_cpu(target, 150, 10), "the target did not run");
 		took = signal_and_wait(rearview, target, sig, &signal_ns, &status);
-		n = pread(err_fd, errtext, sizeof(errtext) - 1, 0);
-		errtext[n > 0 ? n : 0] = '\0';
+		read_output(err_fd, errtext, sizeof(errtext));
 		close(out_fd);
 		close(err_fd);
 		/* only rearview was signalled: it passes the signal on, and
@@ -441,36 +461,18 @@ Test(stop, run_busy_sigterm, .timeout = 120)
  * running on with no probe. */
 Test(stop, second_ctrl_c_ends_at_once, .timeout = 120)
 {
-	char dir[64], out[128], pidtext[32];
+	char dir[64], out[128];
 	int pipe_read, out_fd, err_fd, status;
 	pid_t target = start_busy(&pipe_read), rearview;
 	unsigned ids[64];
 	size_t nr_ids;
 	char errtext[4096];
 	uint64_t second_ns;
-	ssize_t n;
 
 	require_root("stop");
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/second.fxt", dir);
-	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
-	char *argv[] = { (char *)build_path("rearview"),
-			 "attach",
-			 "--backend",
-			 "uprobe",
-			 "--multi-thread",
-			 "-v",
-			 "-p",
-			 pidtext,
-			 "-o",
-			 out,
-			 NULL };
-	rearview = start_process(argv, &out_fd, &err_fd);
-	if (wait_for_output(rearview, err_fd, "functions in", 30) != 1) {
-		recover(rearview, target);
-		cr_assert_fail("rearview attach did not start recording");
-	}
-	nr_ids = link_ids_of(rearview, ids, 64);
+	rearview = start_attach(target, out, true, &out_fd, &err_fd, ids, 64, &nr_ids);
 	cr_assert(wait_for_cpu(target, 300, 10), "the target did not run");
 	kill(rearview, SIGINT);
 	/* the second once the first has been read, as a user's would come */
@@ -484,8 +486,7 @@ Test(stop, second_ctrl_c_ends_at_once, .timeout = 120)
 		recover(rearview, target);
 		cr_assert_fail("rearview did not end within 10 s of a second Ctrl-C");
 	}
-	n = pread(err_fd, errtext, sizeof(errtext) - 1, 0);
-	errtext[n > 0 ? n : 0] = '\0';
+	read_output(err_fd, errtext, sizeof(errtext));
 	cr_assert_lt(now_ns() - second_ns, 1000000000ull,
 		     "rearview took %.3f s to end after the second Ctrl-C:\n%s",
 		     (double)(now_ns() - second_ns) / 1e9, errtext);
@@ -588,35 +589,18 @@ Test(stop, hold_spawned_by_sigstop, .timeout = 60)
  * too, with the trace written. */
 Test(stop, attach_busy_target_exits, .timeout = 60)
 {
-	char dir[64], out[128], pidtext[32];
+	char dir[64], out[128];
 	int pipe_read, out_fd, err_fd, status;
 	pid_t target = start_busy_for(&pipe_read, "1500"), rearview;
 	uint64_t exit_ns;
 	char errtext[4096];
 	unsigned ids[64];
 	size_t nr_ids;
-	ssize_t n;
 
 	require_root("stop");
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/exits.fxt", dir);
-	snprintf(pidtext, sizeof(pidtext), "%d", (int)target);
-	char *argv[] = { (char *)build_path("rearview"),
-			 "attach",
-			 "--backend",
-			 "uprobe",
-			 "--multi-thread",
-			 "-p",
-			 pidtext,
-			 "-o",
-			 out,
-			 NULL };
-	rearview = start_process(argv, &out_fd, &err_fd);
-	if (wait_for_output(rearview, err_fd, "functions in", 30) != 1) {
-		recover(rearview, target);
-		cr_assert_fail("rearview attach did not start recording");
-	}
-	nr_ids = link_ids_of(rearview, ids, 64);
+	rearview = start_attach(target, out, false, &out_fd, &err_fd, ids, 64, &nr_ids);
 	if (!wait_exit(target, 10000, &status)) {
 		recover(rearview, target);
 		cr_assert_fail("busy2 did not exit by itself");
@@ -627,8 +611,7 @@ Test(stop, attach_busy_target_exits, .timeout = 60)
 		recover(rearview, 0);
 		cr_assert_fail("rearview did not end within 10 s of the target's exit");
 	}
-	n = pread(err_fd, errtext, sizeof(errtext) - 1, 0);
-	errtext[n > 0 ? n : 0] = '\0';
+	read_output(err_fd, errtext, sizeof(errtext));
 	cr_assert_lt(now_ns() - exit_ns, stop_limit_ns(),
 		     "rearview took %.3f s to end after the target's exit:\n%s",
 		     (double)(now_ns() - exit_ns) / 1e9, errtext);
