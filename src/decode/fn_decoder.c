@@ -12,20 +12,10 @@
 
 #include "capture/marks.h"
 #include "capture/perf_data.h"
+#include "decode/off_cpu.h"
 #include "decode/sideband.h"
 #include "decode/syscall_names.h"
 #include "util/intern.h"
-
-/* The kernel's task states in sched_switch's prev_state (include/linux/sched.h). */
-#define TASK_INTERRUPTIBLE   0x1u
-#define TASK_UNINTERRUPTIBLE 0x2u
-#define TASK_STOPPED_BIT     0x4u
-#define TASK_TRACED_BIT	     0x8u
-#define EXIT_DEAD_BIT	     0x10u
-#define EXIT_ZOMBIE_BIT	     0x20u
-#define TASK_DEAD_BIT	     0x80u
-/* perf's tracepoint format says "preempted" (R+) with this value alone. */
-#define TASK_REPORT_PREEMPTED 0x100u
 
 static const char NAME_PAGE_FAULT[] = "[page fault]";
 static const char NAME_OFF_CPU[] = "[off-cpu]";
@@ -116,17 +106,15 @@ static const char *intern_name(struct rv_fn_decoder *d, const char *fmt, uint64_
 
 static const char *off_cpu_name(struct rv_fn_decoder *d, uint32_t state, struct rv_error *err)
 {
-	if (state == 0 || state == TASK_REPORT_PREEMPTED)
-		return "[off-cpu: preempted]";
-	if (state & TASK_INTERRUPTIBLE)
-		return "[off-cpu: sleeping]";
-	if (state & TASK_UNINTERRUPTIBLE)
-		return "[off-cpu: disk]";
-	if (state & (TASK_STOPPED_BIT | TASK_TRACED_BIT))
-		return "[off-cpu: stopped]";
-	if (state & (EXIT_DEAD_BIT | EXIT_ZOMBIE_BIT | TASK_DEAD_BIT))
-		return "[off-cpu: dead]";
-	return intern_name(d, "[off-cpu: state %#" PRIx64 "]", state, err);
+	char buf[48];
+	const char *name = rv_off_cpu_name(state, buf, sizeof(buf));
+
+	if (name != buf)
+		return name;
+	name = rv_intern(&d->names, buf);
+	if (!name)
+		rv_error_set(err, ENOMEM, "out of memory");
+	return name;
 }
 
 static const char *syscall_name(struct rv_fn_decoder *d, uint32_t nr, struct rv_error *err)
