@@ -12,8 +12,15 @@
  * With --filter it also drops the samples of threads outside every window:
  * the gate (gate.bpf.c) keeps, per thread, whether one is open, in a map this
  * object shares. Not here: deciding windows.
+ *
+ * switch_state, on the sched_switch raw tracepoint, says why a target thread
+ * that was not preempted left the CPU (the events' PERF_RECORD_SWITCH records
+ * say when, and whether it was preempted): a struct rv_switch_state into its
+ * CPU's bpf-output event, which shares that CPU's ring with the sampling
+ * event, just before the kernel writes the switch record.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 
 #include "gate.h"
@@ -70,6 +77,37 @@ int filter_sample(struct bpf_perf_event_data *ctx)
 	}
 	count(RV_FILTER_KEPT);
 	return 1;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(u32));
+	__uint(value_size, sizeof(u32));
+} switch_states SEC(".maps");
+
+/* raw_tp/sched_switch's arguments: preempt, prev, next, prev_state (Linux
+ * 5.18+; an older kernel refuses the attach, and switches then have no
+ * reason). It runs in prev's context, before the switch. */
+SEC("raw_tp/sched_switch")
+int switch_state(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *prev = (struct task_struct *)ctx->args[1];
+	u64 pid_tgid = bpf_get_current_pid_tgid();
+	u32 tgid = pid_tgid >> 32;
+	u32 tid = (u32)pid_tgid;
+	struct rv_switch_state rec = { 0 };
+
+	if (ctx->args[0] || !bpf_map_lookup_elem(&target_processes, &tgid))
+		return 0; /* preempted: the switch record says so */
+	if (!all_threads && tid != tgid)
+		return 0;
+	if (gated && !bpf_map_lookup_elem(&gate_windows, &tid))
+		return 0;
+	rec.pid = tgid;
+	rec.tid = tid;
+	rec.state = ((u32)ctx->args[3] & 0xff) | (u32)BPF_CORE_READ(prev, exit_state);
+	bpf_perf_event_output(ctx, &switch_states, BPF_F_CURRENT_CPU, &rec, sizeof(rec));
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

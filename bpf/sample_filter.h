@@ -14,4 +14,14 @@ enum rv_filter_stat {
 	RV_FILTER_NR_STATS = 4,
 };
 
+/* What the switch_state program writes, per switch of a target thread that
+ * was not preempted, into its CPU's bpf-output event (sample_engine.h): the
+ * thread leaving and why (prev_state's TASK_* bits with its exit_state, as
+ * the function tracer records them). */
+struct rv_switch_state {
+	unsigned int pid, tid;
+	unsigned int state;
+	unsigned int reserved;
+};
+
 #endif

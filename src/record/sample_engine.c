@@ -8,6 +8,11 @@
  * engine relies on exactly these layouts to find times and pids quickly; the
  * capture module parses them generally when the capture is read back. Marks
  * (capture/marks.h) have their own fixed layout, with the time at MARK_TIME.
+ * Sampling events also have context_switch: the target's PERF_RECORD_SWITCH
+ * records are kept with the samples (their thread and time in the trailer),
+ * and so are the switch-state samples of the bpf-output events that share
+ * the sampling rings (IDENTIFIER|IP|TID|TIME|CPU|RAW: tid and time where a
+ * sample has them).
  */
 #define RV_LOG_DOMAIN "sample"
 #include "record/sample_engine.h"
@@ -27,6 +32,7 @@
 
 #include "capture/marks.h"
 #include "capture/synth.h"
+#include "decode/off_cpu.h"
 #include "decode/unwind.h"
 #include "record/flight_recorder.h"
 #include "record/perf_attr_ext.h"
@@ -73,7 +79,15 @@ struct ring {
 	uint64_t id;
 	void *base;
 	size_t mmap_bytes;
+	/* sampling: the bpf-output event the switch_state program writes into
+	 * (its output set to this ring), -1 when none */
+	int switch_fd;
+	uint64_t switch_id;
 };
+
+/* A switch-state sample: OUTPUT_RAW, then struct rv_switch_state in a raw
+ * area padded to 8 bytes. */
+#define SWITCH_STATE_SIZE (OUTPUT_RAW + ((sizeof(struct rv_switch_state) + 4 + 7) / 8 * 8 - 4))
 
 /* Sideband kept whole in flight-recorder mode, in time order. */
 struct record_list {
@@ -89,6 +103,9 @@ struct rv_sample_engine {
 	size_t nr_rings;
 	size_t page_size;
 	struct sample_filter_bpf *filter;
+	struct bpf_link *switch_link; /* switch_state on sched_switch, or NULL */
+	struct perf_event_attr switch_attr;
+	size_t nr_switch_events;
 	struct rv_reorder reorder;
 	uint64_t previous_pass_start;
 	struct rv_flight_recorder flight;
@@ -179,6 +196,10 @@ void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
 	a->exclude_callchain_kernel = !c->include_kernel;
 	a->exclude_hv = 1;
 	a->exclude_idle = 1;
+	/* When each thread leaves the CPU and comes back (every task's, per CPU:
+	 * the target's are kept), so that a sample does not stand for the time
+	 * its thread was off the CPU. */
+	a->context_switch = 1;
 	sideband_and_clock(a);
 }
 
@@ -209,6 +230,7 @@ static int open_ring(struct rv_sample_engine *e, int cpu, struct ring *r, struct
 		return -errno;
 	r->fd = fd;
 	r->cpu = cpu;
+	r->switch_fd = -1;
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &r->id)) {
 		int saved = errno;
 
@@ -344,6 +366,78 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 	return 0;
 }
 
+/* Why threads leave the CPU (sampling only): a bpf-output event per CPU,
+ * writing into that CPU's sampling ring, which the switch_state program
+ * (attached to sched_switch) fills. Where the kernel refuses any of it the
+ * switch records still say when, and whether preempted; the reason is then
+ * "blocked" (-v says why). */
+static int open_switch_events(struct rv_sample_engine *e, struct rv_error *err)
+{
+	struct perf_event_attr *a = &e->switch_attr;
+
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_BPF_OUTPUT;
+	a->sample_period = 1;
+	a->sample_type = OUTPUT_SAMPLE_TYPE;
+	a->disabled = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	for (size_t i = 0; i < e->nr_rings; i++) {
+		struct ring *r = &e->rings[i];
+		uint32_t key = (uint32_t)r->cpu;
+		int fd = perf_event_open(a, -1, r->cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			rv_debug("no switch reasons: bpf-output event on CPU %d: %s", r->cpu,
+				 strerror(errno));
+			return 0;
+		}
+		if (ioctl(fd, PERF_EVENT_IOC_ID, &r->switch_id) ||
+		    ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) ||
+		    bpf_map__update_elem(e->filter->maps.switch_states, &key, sizeof(key), &fd,
+					 sizeof(fd), BPF_ANY)) {
+			rv_debug("no switch reasons: CPU %d's event: %s", r->cpu, strerror(errno));
+			close(fd);
+			return 0;
+		}
+		r->switch_fd = fd;
+		e->nr_switch_events++;
+	}
+	e->switch_link =
+		bpf_program__attach_raw_tracepoint(e->filter->progs.switch_state, "sched_switch");
+	if (!e->switch_link) {
+		rv_debug("no switch reasons: cannot attach to sched_switch: %s", strerror(errno));
+		e->nr_switch_events = 0;
+	}
+	(void)err;
+	return 0;
+}
+
+/* A switch-state sample of one of the engine's bpf-output events (never a
+ * stack: those are longer or carry another id). */
+static bool is_switch_state(const struct rv_sample_engine *e, const struct perf_event_header *rec)
+{
+	uint64_t id;
+
+	if (!e->nr_switch_events || rec->type != PERF_RECORD_SAMPLE ||
+	    rec->size != SWITCH_STATE_SIZE)
+		return false;
+	memcpy(&id, (const uint8_t *)rec + 8, sizeof(id));
+	for (size_t i = 0; i < e->nr_rings; i++)
+		if (e->rings[i].switch_id == id && e->rings[i].switch_fd >= 0)
+			return true;
+	return false;
+}
+
+/* A sample the capture counts as one: a stack, or a bpf-output record. */
+static bool is_counted_sample(const struct rv_sample_engine *e, const struct perf_event_header *rec)
+{
+	return rec->type == PERF_RECORD_SAMPLE && !is_switch_state(e, rec);
+}
+
 int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_config *config,
 			  struct rv_error *err)
 {
@@ -377,6 +471,8 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 		ret = rv_error_set(err, ENOMEM, "out of memory");
 	if (!ret && !config->bpf_output)
 		ret = load_filter(e, err);
+	if (!ret && !config->bpf_output)
+		ret = open_switch_events(e, err);
 	if (ret) {
 		rv_sample_engine_free(e);
 		return ret;
@@ -417,7 +513,7 @@ static int sink(void *ctx, const struct perf_event_header *rec, uint64_t time)
 	struct rv_sample_engine *e = ctx;
 
 	if (e->config.full_execution) {
-		if (rec->type == PERF_RECORD_SAMPLE) {
+		if (is_counted_sample(e, rec)) {
 			e->stats.written_samples++;
 			note_time(e, time);
 		}
@@ -428,12 +524,21 @@ static int sink(void *ctx, const struct perf_event_header *rec, uint64_t time)
 	return 0;
 }
 
+static uint64_t sideband_time(const struct perf_event_header *rec)
+{
+	const struct id_trailer *t = (const void *)((const uint8_t *)rec + rec->size - sizeof(*t));
+
+	return t->time;
+}
+
 /* Records shorter than these offsets never reach the functions below:
  * accept_record drops samples shorter than a sample_id trailer's worth. */
 static uint64_t sample_time(const struct rv_sample_engine *e, const struct perf_event_header *rec)
 {
 	uint64_t time;
 
+	if (rec->type != PERF_RECORD_SAMPLE)
+		return sideband_time(rec); /* a switch record */
 	memcpy(&time, (const uint8_t *)rec + e->time_offset, sizeof(time));
 	return time;
 }
@@ -453,6 +558,11 @@ static uint32_t sample_tid(const struct rv_sample_engine *e, const struct perf_e
 	const uint8_t *bytes = (const uint8_t *)rec;
 	uint32_t tid, raw_size;
 
+	if (rec->type != PERF_RECORD_SAMPLE) {
+		/* a switch record: its thread is the trailer's */
+		memcpy(&tid, bytes + rec->size - sizeof(struct id_trailer) + 4, sizeof(tid));
+		return tid;
+	}
 	memcpy(&tid, bytes + e->tid_offset, sizeof(tid));
 	if (!e->config.bpf_output || rec->size < OUTPUT_RAW)
 		return tid;
@@ -461,6 +571,23 @@ static uint32_t sample_tid(const struct rv_sample_engine *e, const struct perf_e
 	    OUTPUT_RAW + (uint64_t)raw_size <= rec->size)
 		memcpy(&tid, bytes + OUTPUT_RAW + e->config.raw_tid_offset, sizeof(tid));
 	return tid;
+}
+
+/* A switch record (every task's, per CPU) is kept when it is about a thread
+ * whose samples are kept (the trailer's: the task leaving or arriving), with
+ * the samples: in the flight recorder, where it ages out with them, or in
+ * time order into the capture. */
+static int accept_switch(struct rv_sample_engine *e, const struct perf_event_header *rec,
+			 const struct id_trailer *trailer)
+{
+	if (!is_target(e, trailer->pid) || (!e->config.all_threads && trailer->tid != trailer->pid))
+		return 0;
+	e->stats.switches++;
+	if (!e->config.full_execution) {
+		rv_flight_recorder_push(&e->flight, rec);
+		return 0;
+	}
+	return rv_reorder_push(&e->reorder, e->draining, rec, trailer->time);
 }
 
 /* Sideband and samples of the targets go on; other processes' sideband (per-CPU
@@ -474,7 +601,10 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 	if (rec->size < sizeof(*rec) + sizeof(*trailer))
 		return 0;
 	if (rec->type == PERF_RECORD_SAMPLE) {
-		e->stats.samples++;
+		if (is_switch_state(e, rec))
+			e->stats.switches++;
+		else
+			e->stats.samples++;
 		if (!e->config.full_execution) {
 			/* Straight into the flight recorder, sorted once at the end:
 			 * a copy less per sample than going through the reorder
@@ -507,6 +637,9 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 		return 0;
 	case PERF_RECORD_MMAP:
 		return 0; /* MMAP2 carries the same and more */
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		return accept_switch(e, rec, trailer);
 	default:
 		/* MMAP2, COMM, FORK, EXIT, ...: the first u32 after the header is the pid. */
 		memcpy(&pid, bytes + 8, sizeof(pid));
@@ -678,6 +811,8 @@ int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err)
 		if (ioctl(e->rings[i].fd, PERF_EVENT_IOC_ENABLE, 0))
 			return rv_error_set(err, errno, "cannot enable sampling on CPU %d: %s",
 					    e->rings[i].cpu, strerror(errno));
+		if (e->rings[i].switch_fd >= 0)
+			ioctl(e->rings[i].switch_fd, PERF_EVENT_IOC_ENABLE, 0);
 	}
 	e->started = true;
 	e->previous_pass_start = time;
@@ -716,13 +851,6 @@ static int compare_held(const void *a, const void *b)
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
 	return x->arrival < y->arrival ? -1 : x->arrival > y->arrival;
-}
-
-static uint64_t sideband_time(const struct perf_event_header *rec)
-{
-	const struct id_trailer *t = (const void *)((const uint8_t *)rec + rec->size - sizeof(*t));
-
-	return t->time;
 }
 
 static bool selected(const struct rv_sample_engine *e, const struct perf_event_header *rec,
@@ -853,7 +981,8 @@ static int write_merged(struct rv_sample_engine *e, bool samples,
 		} else if (next < n && t_sample <= t_mark) {
 			note_time(e, held[next].time);
 			rec = held[next++].rec;
-			e->stats.written_samples++;
+			if (is_counted_sample(e, rec))
+				e->stats.written_samples++;
 		} else {
 			rec = marks[next_mark++].rec;
 		}
@@ -1059,12 +1188,33 @@ int rv_sample_engine_snapshot(struct rv_sample_engine *e, const struct rv_sample
 	return 0;
 }
 
+/* The switch-state events' attribute, named RV_SWITCH_STATE_EVENT. */
+static int add_switch_attr(struct rv_sample_engine *e, struct rv_error *err)
+{
+	uint64_t *ids = calloc(e->nr_rings, sizeof(*ids));
+	size_t n = 0;
+	int ret;
+
+	if (!ids)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < e->nr_rings; i++)
+		if (e->rings[i].switch_fd >= 0)
+			ids[n++] = e->rings[i].switch_id;
+	ret = rv_perf_writer_add_attr(e->config.capture, &e->switch_attr, RV_SWITCH_STATE_EVENT,
+				      ids, n, err);
+	free(ids);
+	return ret;
+}
+
 int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct rv_error *err)
 {
 	int ret;
 
-	for (size_t i = 0; i < e->nr_rings; i++)
+	for (size_t i = 0; i < e->nr_rings; i++) {
 		ioctl(e->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		if (e->rings[i].switch_fd >= 0)
+			ioctl(e->rings[i].switch_fd, PERF_EVENT_IOC_DISABLE, 0);
+	}
 	ret = rv_sample_engine_drain(e, err);
 	if (ret)
 		return ret;
@@ -1094,6 +1244,8 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 					      ids, e->nr_rings, err);
 		free(ids);
 	}
+	if (!ret && e->nr_switch_events)
+		ret = add_switch_attr(e, err);
 	if (!ret && e->stats.marks) {
 		struct perf_event_attr attr;
 		uint64_t id = RV_MARK_ID;
@@ -1117,9 +1269,12 @@ void rv_sample_engine_free(struct rv_sample_engine *e)
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		if (e->rings[i].base)
 			munmap(e->rings[i].base, e->rings[i].mmap_bytes);
+		if (e->rings[i].switch_fd >= 0)
+			close(e->rings[i].switch_fd);
 		close(e->rings[i].fd);
 	}
 	free(e->rings);
+	bpf_link__destroy(e->switch_link);
 	sample_filter_bpf__destroy(e->filter);
 	rv_reorder_destroy(&e->reorder);
 	rv_flight_recorder_destroy(&e->flight);

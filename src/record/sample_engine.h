@@ -9,6 +9,14 @@
  * rings go either into a flight recorder holding the last snapshot_size bytes
  * (sorted by time when it is written), or, with full_execution, through a
  * reorder buffer into the capture in time order.
+ * The sampling events also record context switches (context_switch:
+ * PERF_RECORD_SWITCH_CPU_WIDE of every task; the records of the threads whose
+ * samples are kept stay, with the samples: in the flight recorder, aging out
+ * with them and taken by snapshots by thread and time, or in time order into
+ * the capture). Why a thread left comes from a BPF program on sched_switch
+ * (bpf/sample_filter.bpf.c) writing into a bpf-output event per CPU, named
+ * RV_SWITCH_STATE_EVENT (decode/off_cpu.h), whose output goes to the CPU's
+ * sampling ring; where the kernel refuses it, switches have no reason.
  * Sideband (MMAP2, COMM, FORK, EXIT) of the target is always kept whole, and
  * the target's existing threads and mappings are synthesized from /proc at
  * start, as perf does, so that nothing mapped before recording is unknown.
@@ -76,6 +84,7 @@ struct rv_sample_stats {
 	uint64_t filter_window; /* samples outside every --filter window, dropped */
 	uint64_t snapshots;	/* rv_sample_engine_snapshot calls that took samples */
 	uint64_t marks;		/* rv_sample_engine_add_mark records */
+	uint64_t switches;	/* the kept threads' context switch records and reasons read */
 	const char *clock_name; /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
 	uint64_t frequency;
 };
