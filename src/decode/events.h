@@ -110,6 +110,10 @@ struct rv_event {
 			 * is missing between frames[0] and frames[1]; the builder
 			 * puts it back from the thread's open stack */
 			bool caller_unseen;
+			/* the capture records context switches (off-CPU spans,
+			 * kernel.sampled, come between samples); false: the
+			 * builder guesses off-CPU time from gaps in the samples */
+			bool switches_recorded;
 		} stack;
 		struct {
 			const char *name;
@@ -158,6 +162,10 @@ struct rv_event {
 			 * from both, "ret" from the END; off-CPU: "state"). */
 			const struct rv_event_arg *args;
 			size_t nr_args;
+			/* an off-CPU span of a sampling capture (context switch
+			 * records): it lies between the thread's stack samples,
+			 * which it ends, rather than nesting in exact calls */
+			bool sampled;
 		} kernel;
 		struct {
 			const char *name;		 /* "[page fault]" */

@@ -8,11 +8,21 @@
 
 #include "capture/marks.h"
 #include "capture/perf_data.h"
+#include "decode/off_cpu.h"
 #include "decode/sideband.h"
 #include "decode/unwind.h"
 #include "util/log.h"
 
 #define MAX_FRAMES 512
+/* CPUs whose switch reasons are paired (a reason on a higher CPU is not) */
+#define MAX_CPUS 4096
+
+/* The last switch reason a CPU reported (RV_SWITCH_STATE_EVENT), for the
+ * switch-out record that follows it there. */
+struct cpu_reason {
+	uint32_t tid, state;
+	bool valid;
+};
 
 struct rv_sample_decoder {
 	struct rv_perf_reader *reader;
@@ -22,6 +32,9 @@ struct rv_sample_decoder {
 	uint64_t unwound[MAX_FRAMES];
 	struct rv_sideband sb;
 	struct rv_sample_decoder_stats stats;
+	struct cpu_reason *reasons; /* by CPU, MAX_CPUS of them once one is seen */
+	char off_cpu_name[48];
+	struct rv_event_arg args[1];
 };
 
 int rv_sample_decoder_open(struct rv_sample_decoder **out, struct rv_perf_reader *reader,
@@ -35,6 +48,7 @@ int rv_sample_decoder_open(struct rv_sample_decoder **out, struct rv_perf_reader
 	d->symbolizer = symbolizer;
 	d->reader = reader;
 	rv_sideband_init(&d->sb, reader, symbolizer, &d->stats.records, &d->stats.lost);
+	d->sb.switches = true;
 	*out = d;
 	return 0;
 }
@@ -143,6 +157,81 @@ static size_t frames_from_dwarf(struct rv_sample_decoder *d, const struct rv_per
 	return n;
 }
 
+/* A switch reason (RV_SWITCH_STATE_EVENT's raw data: pid, tid, state) kept
+ * for the CPU's next switch out. */
+static int on_switch_state(struct rv_sample_decoder *d, const struct rv_perf_sample *s,
+			   struct rv_error *err)
+{
+	uint32_t fields[3];
+
+	if (!(s->sample_type & PERF_SAMPLE_CPU) || s->cpu >= MAX_CPUS ||
+	    s->raw_size < sizeof(fields))
+		return 0;
+	if (!d->reasons) {
+		d->reasons = calloc(MAX_CPUS, sizeof(*d->reasons));
+		if (!d->reasons)
+			return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	memcpy(fields, s->raw, sizeof(fields));
+	d->reasons[s->cpu] =
+		(struct cpu_reason){ .tid = fields[1], .state = fields[2], .valid = true };
+	return 0;
+}
+
+static bool is_switch_state(const struct rv_perf_sample *s)
+{
+	return s->attr && s->attr->name && !strcmp(s->attr->name, RV_SWITCH_STATE_EVENT);
+}
+
+/* PERF_RECORD_SWITCH (a thread's own, perf record --switch-events) or
+ * SWITCH_CPU_WIDE (rearview's per-CPU events, perf record -a): the trailer's
+ * thread left the CPU (misc SWITCH_OUT) or came back. Out begins an off-CPU
+ * span named by the reason its CPU reported just before (preempted when the
+ * record says so; "blocked" when nothing says why); in ends it. 0 when the
+ * record has no thread or time. */
+static int on_switch(struct rv_sample_decoder *d, const struct perf_event_header *h,
+		     struct rv_event *ev, struct rv_error *err)
+{
+	struct rv_perf_sample_id id;
+	bool out = h->misc & PERF_RECORD_MISC_SWITCH_OUT;
+	uint32_t state = RV_OFF_CPU_BLOCKED;
+	int ret = rv_perf_reader_parse_sample_id(d->reader, h, &id, err);
+
+	if (ret)
+		return ret;
+	if (!id.valid || !id.tid)
+		return 0;
+	d->stats.switches++;
+	ev->pid = id.pid;
+	ev->tid = id.tid;
+	ev->time = id.time;
+	ev->kernel.kind = RV_KERNEL_OFF_CPU;
+	ev->kernel.sampled = true;
+	if (!out) {
+		ev->kind = RV_EVENT_KERNEL_END;
+		ev->kernel.name = "[off-cpu]";
+		return 1;
+	}
+	if (d->reasons && id.cpu < MAX_CPUS) {
+		struct cpu_reason *r = &d->reasons[id.cpu];
+
+		if (r->valid && r->tid == id.tid)
+			state = r->state;
+		r->valid = false;
+	}
+	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)
+		state = 0;
+	ev->kind = RV_EVENT_KERNEL_BEGIN;
+	ev->kernel.name = rv_off_cpu_name(state, d->off_cpu_name, sizeof(d->off_cpu_name));
+	if (state != RV_OFF_CPU_BLOCKED) {
+		d->args[0] = (struct rv_event_arg){ "state", RV_EVENT_ARG_HEX, state };
+		ev->kernel.args = d->args;
+		ev->kernel.nr_args = 1;
+	}
+	return 1;
+}
+
+/* 1: an event; 0: a sample that makes none (a switch reason). */
 static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header *h,
 		     struct rv_event *ev, struct rv_error *err)
 {
@@ -151,6 +240,8 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 
 	if (ret)
 		return ret;
+	if (is_switch_state(&s))
+		return on_switch_state(d, &s, err);
 	ret = rv_sideband_mark(&s, ev, err);
 	if (ret < 0)
 		return ret;
@@ -167,6 +258,7 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 	ev->tid = s.tid;
 	ev->time = s.time;
 	ev->stack.interval_ns = nominal_interval(&s.attr->attr);
+	ev->stack.switches_recorded = s.attr->attr.context_switch;
 	if (s.sample_type & PERF_SAMPLE_STACK_USER)
 		ev->stack.nr_frames = frames_from_dwarf(d, &s);
 	else if (s.sample_type & PERF_SAMPLE_CALLCHAIN) {
@@ -192,9 +284,19 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 int rv_sample_decoder_next(struct rv_sample_decoder *d, struct rv_event *ev, struct rv_error *err)
 {
 	struct rv_perf_record rec;
-	int ret = rv_sideband_next(&d->sb, &rec, ev, err);
 
-	return ret == RV_SIDEBAND_SAMPLE ? on_sample(d, rec.header, ev, err) : ret;
+	for (;;) {
+		int ret = rv_sideband_next(&d->sb, &rec, ev, err);
+
+		if (ret == RV_SIDEBAND_SAMPLE)
+			ret = on_sample(d, rec.header, ev, err);
+		else if (ret == RV_SIDEBAND_SWITCH)
+			ret = on_switch(d, rec.header, ev, err);
+		else
+			return ret;
+		if (ret)
+			return ret;
+	}
 }
 
 void rv_sample_decoder_stats(const struct rv_sample_decoder *d, struct rv_sample_decoder_stats *out)
@@ -207,5 +309,6 @@ void rv_sample_decoder_free(struct rv_sample_decoder *d)
 	if (!d)
 		return;
 	rv_unwinder_free(d->unwinder);
+	free(d->reasons);
 	free(d);
 }

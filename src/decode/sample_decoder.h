@@ -8,6 +8,16 @@
  * skipped the leaf's caller (a sample in a prologue or at a return: the code
  * at the sample's IP says so) is marked (rv_event.stack.caller_unseen).
  *
+ * Context switch records (PERF_RECORD_SWITCH, SWITCH_CPU_WIDE) become
+ * off-CPU spans (RV_EVENT_KERNEL_BEGIN/END of kind RV_KERNEL_OFF_CPU,
+ * kernel.sampled): a switch out begins one, named by decode/off_cpu.h from
+ * the reason the sampling engine's RV_SWITCH_STATE_EVENT sample gave on the
+ * same CPU just before ("[off-cpu: preempted]" when the record's misc says
+ * PREEMPT, "[off-cpu: blocked]" when nothing says why, as in captures of
+ * `perf record --switch-events`), with the state as an argument; a switch in
+ * ends it. Those samples make no event of their own. Stack samples say
+ * whether their attribute records switches (stack.switches_recorded).
+ *
  * Works for captures written by rearview and by `perf record -g` alike, as
  * long as samples carry TID and TIME. Records are taken in file order, which
  * rearview writes in time order.
@@ -35,6 +45,7 @@ struct rv_sample_decoder_stats {
 	uint64_t lost;
 	uint64_t marks;			/* the gate's windows and triggers (capture/marks.h) */
 	uint64_t unwind_failures;	/* DWARF samples left with just their IP */
+	uint64_t switches;		/* context switch records read (off-CPU events) */
 	uint64_t first_time, last_time; /* of samples; 0 when none */
 };
 

@@ -108,6 +108,9 @@ int rv_sideband_next(struct rv_sideband *sb, struct rv_perf_record *rec, struct 
 		memset(ev, 0, sizeof(*ev));
 		if (rec->header->type == PERF_RECORD_SAMPLE)
 			return RV_SIDEBAND_SAMPLE;
+		if (sb->switches && (rec->header->type == PERF_RECORD_SWITCH ||
+				     rec->header->type == PERF_RECORD_SWITCH_CPU_WIDE))
+			return RV_SIDEBAND_SWITCH;
 		ret = rv_sideband_record(sb, rec->header, ev, err);
 		if (ret)
 			return ret;

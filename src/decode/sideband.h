@@ -30,6 +30,9 @@ struct rv_sideband {
 	/* The decoder's counters (never NULL): records read by
 	 * rv_sideband_next, samples the kernel said it lost. */
 	uint64_t *records, *lost;
+	/* rv_sideband_next stops at context switch records (PERF_RECORD_SWITCH,
+	 * SWITCH_CPU_WIDE) with RV_SIDEBAND_SWITCH; false: they are passed over */
+	bool switches;
 };
 
 /* Sets sb up to read reader's records, naming mappings in symbolizer and
@@ -51,12 +54,14 @@ int rv_sideband_mark(const struct rv_perf_sample *s, struct rv_event *ev, struct
 
 /* rv_sideband_next found a sample, for the decoder to read. */
 #define RV_SIDEBAND_SAMPLE 2
+/* ... a context switch record (only when sb->switches). */
+#define RV_SIDEBAND_SWITCH 3
 
 /* The next record of sb's reader that means something: 1 and *ev set for a
  * sideband event (the records that make none are passed over);
- * RV_SIDEBAND_SAMPLE and the record in *rec for a sample, with *ev zeroed for
- * the caller to fill; 0 at the end; negative when the capture is damaged
- * from here on (err says where) or a mapping could not be added. */
+ * RV_SIDEBAND_SAMPLE (or RV_SIDEBAND_SWITCH) and the record in *rec for a
+ * sample (a switch), with *ev zeroed for the caller to fill; 0 at the end; negative when the
+ * capture is damaged from here on (err says where) or a mapping could not be added. */
 int rv_sideband_next(struct rv_sideband *sb, struct rv_perf_record *rec, struct rv_event *ev,
 		     struct rv_error *err);
 
