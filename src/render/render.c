@@ -148,7 +148,7 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 	if (kind == TRACE_EXACT_CALLS && ro->recorded)
 		print_probe_cost(b, ro, &bs, covered);
 	if (nr_top) {
-		fprintf(stderr, "rearview: top functions by self time%s:\n",
+		fprintf(stderr, "rearview: top functions by self time%s, CPU time only:\n",
 			kind == TRACE_EXACT_CALLS && ro->probe_ns_per_call > 0
 				? " (their probes' cost included)"
 				: "");

@@ -8,7 +8,14 @@
 #include <string.h>
 
 #include "trace/builder_internal.h"
+#include "util/array.h"
 #include "util/log.h"
+
+/* Without switch records, a thread whose next sample comes more than this
+ * many nominal intervals after its last was off the CPU in between (a
+ * running thread is sampled every interval; a VM's timer may be a few late):
+ * its stack ends one interval after its last sample. */
+#define OFF_CPU_GAP_INTERVALS 4
 
 static size_t hash_u64(uint64_t v)
 {
@@ -399,6 +406,162 @@ static size_t graft_truncated_stack(struct rv_builder *b, const struct thread_st
 	return depth;
 }
 
+/* ---- off-CPU time of sampled threads (context switch records) ---- */
+
+static int end_thread(struct rv_builder *b, struct thread_state *t, uint64_t end,
+		      struct rv_error *err);
+
+/* Writes the thread's open off-CPU span, ending at end. It sits on the
+ * thread's track between its frames (which ended when it left), so nothing
+ * nests in it or holds it back. */
+static int write_off_cpu(struct rv_builder *b, struct thread_state *t, uint64_t end,
+			 struct rv_error *err)
+{
+	struct rv_arg args[2];
+	size_t n = 0;
+	int ret;
+
+	t->off_cpu = false;
+	if (end < t->off_begin)
+		end = t->off_begin;
+	ret = builder_ensure_track(b, t, err);
+	if (ret)
+		return ret;
+	if (t->off_has_state)
+		args[n++] = (struct rv_arg){ .name = "state",
+					     .kind = RV_ARG_POINTER,
+					     .u = t->off_state };
+	if (t->off_where)
+		args[n++] = (struct rv_arg){ .name = "function",
+					     .kind = RV_ARG_STRING,
+					     .s = t->off_where };
+	b->stats.spans++;
+	b->stats.off_cpu_spans++;
+	if (end > b->stats.last_time)
+		b->stats.last_time = end;
+	return rv_trace_writer_span(b->writer, t->pid, t->tid, t->off_name,
+				    builder_rel(b, t->off_begin), builder_rel(b, end),
+				    n ? args : NULL, n, err);
+}
+
+/* The thread left the CPU at ev's time: its last sample's leaf ran until then
+ * (self time), its frames end then, and an off-CPU span begins, named by ev,
+ * when the trace shows the thread (it has been sampled) and it ran since it
+ * last left. */
+static int leave_cpu(struct rv_builder *b, struct thread_state *t, const struct rv_event *ev,
+		     struct rv_error *err)
+{
+	uint64_t now = ev->time;
+	int ret;
+
+	if (t->off_cpu) {
+		ret = write_off_cpu(b, t, now, err); /* its switch in was not recorded */
+		if (ret)
+			return ret;
+	}
+	t->nr_left = 0;
+	t->resumed_at = 0;
+	t->off_where = NULL;
+	if (t->has_sample) {
+		if (now < t->last_time)
+			now = t->last_time;
+		if (t->last_leaf && builder_add_self_time(b, t->last_leaf, now - t->last_time))
+			return rv_error_set(err, ENOMEM, "out of memory");
+		if (t->depth && rv_array_reserve(&t->left_stack, &t->cap_left, t->depth,
+						 sizeof(*t->left_stack), 32))
+			return rv_error_set(err, ENOMEM, "out of memory");
+		for (size_t i = 0; i < t->depth; i++)
+			t->left_stack[i] = t->stack[i].identity;
+		t->nr_left = t->depth;
+		t->off_where = t->depth ? t->stack[t->depth - 1].name : NULL;
+		while (t->depth) {
+			ret = builder_close_top(b, t, now, err);
+			if (ret)
+				return ret;
+		}
+		t->has_sample = false;
+		t->last_leaf = NULL;
+		if (now > b->stats.last_time)
+			b->stats.last_time = now;
+	}
+	if (t->sampled && t->ran) {
+		t->off_cpu = true;
+		t->off_begin = now;
+		t->off_name = ev->kernel.name ? ev->kernel.name : "[off-cpu]";
+		t->off_has_state = false;
+		for (size_t i = 0; i < ev->kernel.nr_args; i++)
+			if (ev->kernel.args[i].name && !strcmp(ev->kernel.args[i].name, "state")) {
+				t->off_state = ev->kernel.args[i].value;
+				t->off_has_state = true;
+			}
+	}
+	t->ran = false;
+	return 0;
+}
+
+/* The thread came back to the CPU at now: its off-CPU span ends, and its next
+ * sample's frames that were open when it left begin now. A stack still open
+ * (its switch out was not recorded) ends one interval after its last
+ * sample. */
+static int return_to_cpu(struct rv_builder *b, struct thread_state *t, uint64_t now,
+			 struct rv_error *err)
+{
+	int ret;
+
+	if (t->off_cpu) {
+		ret = write_off_cpu(b, t, now, err);
+		if (ret)
+			return ret;
+	}
+	if (t->has_sample && now > t->last_time + t->last_interval) {
+		ret = end_thread(b, t, t->last_time + t->last_interval, err);
+		if (ret)
+			return ret;
+	}
+	t->ran = true;
+	if (!t->has_sample)
+		t->resumed_at = now;
+	return 0;
+}
+
+/* The first sample after the thread came back (its stack is empty, n
+ * frames named in b->path): the frames it shares from the root with the
+ * stack it left are the ones it returned into, and begin when it came back;
+ * the time until this sample is its leaf's (self time, at most two
+ * intervals, as between samples). The caller pushes the rest. */
+static int resume_stack(struct rv_builder *b, struct thread_state *t, const struct rv_event *ev,
+			size_t n, struct rv_error *err)
+{
+	uint64_t back = t->resumed_at, elapsed = ev->time > back ? ev->time - back : 0;
+	size_t same = 0;
+
+	t->resumed_at = 0;
+	while (same < n && same < t->nr_left && t->left_stack[same] == b->path[same].identity)
+		same++;
+	t->nr_left = 0;
+	for (size_t i = 0; i < same; i++)
+		if (builder_push_frame(t, b->path[i].identity, b->path[i].name, back))
+			return rv_error_set(err, ENOMEM, "out of memory");
+	if (elapsed > 2 * ev->stack.interval_ns)
+		elapsed = ev->stack.interval_ns;
+	if (n && builder_add_self_time(b, b->path[n - 1].name, elapsed))
+		return rv_error_set(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+static int on_off_cpu(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
+{
+	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
+
+	if (!t)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	if (ev->kernel.kind != RV_KERNEL_OFF_CPU)
+		return 0;
+	if (ev->kind == RV_EVENT_KERNEL_BEGIN)
+		return leave_cpu(b, t, ev, err);
+	return return_to_cpu(b, t, ev->time, err);
+}
+
 static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
@@ -426,6 +589,19 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 	ret = builder_ensure_track(b, t, err);
 	if (ret)
 		return ret;
+	if (t->off_cpu) {
+		/* running again, though its switch in was not recorded */
+		ret = return_to_cpu(b, t, ev->time, err);
+		if (ret)
+			return ret;
+	}
+	if (!ev->stack.switches_recorded && t->has_sample &&
+	    ev->time - t->last_time > OFF_CPU_GAP_INTERVALS * t->last_interval) {
+		ret = end_thread(b, t, t->last_time + t->last_interval, err);
+		if (ret)
+			return ret;
+		b->stats.gaps_ended++;
+	}
 	if (n + t->depth + 1 > b->cap_path) {
 		void *grown = realloc(b->path, (n + t->depth + 1) * sizeof(*b->path));
 
@@ -456,12 +632,20 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		if (ret)
 			return ret;
 	}
+	if (t->resumed_at && t->depth == 0) {
+		ret = resume_stack(b, t, ev, n, err);
+		if (ret)
+			return ret;
+		common = t->depth;
+	}
 	for (size_t i = common; i < n; i++) {
 		if (builder_push_frame(t, b->path[i].identity, b->path[i].name, ev->time))
 			return rv_error_set(err, ENOMEM, "out of memory");
 	}
 	if (account_previous(b, t, ev->time))
 		return rv_error_set(err, ENOMEM, "out of memory");
+	t->sampled = true;
+	t->ran = true;
 	t->has_sample = true;
 	t->last_time = ev->time;
 	t->last_interval = ev->stack.interval_ns;
@@ -477,6 +661,13 @@ static int end_thread(struct rv_builder *b, struct thread_state *t, uint64_t end
 {
 	int ret;
 
+	t->resumed_at = 0;
+	t->nr_left = 0;
+	if (t->off_cpu) {
+		ret = write_off_cpu(b, t, end, err);
+		if (ret)
+			return ret;
+	}
 	if (t->has_sample) {
 		if (account_previous(b, t, end))
 			return rv_error_set(err, ENOMEM, "out of memory");
@@ -521,7 +712,7 @@ static int end_segment(struct rv_builder *b, uint64_t time, struct rv_error *err
 			if (ret)
 				return ret;
 		}
-		if (!t->has_sample)
+		if (!t->has_sample && !t->off_cpu)
 			continue;
 		ret = end_thread(b, t, time > t->last_time ? time : t->last_time, err);
 		if (ret)
@@ -569,7 +760,7 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 		if (exact && t->br.segs[0].create_time < begin)
 			begin = t->br.segs[0].create_time;
 
-		if (t->has_sample) {
+		if (t->has_sample || t->off_cpu) {
 			ret = end_thread(b, t, end, err);
 			if (ret)
 				return ret;
@@ -701,6 +892,9 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 	case RV_EVENT_CALL_EXIT:
 	case RV_EVENT_KERNEL_BEGIN:
 	case RV_EVENT_KERNEL_END:
+		if (ev->kernel.sampled)
+			return on_off_cpu(b, ev, err);
+		return builder_add_call(b, ev, err);
 	case RV_EVENT_INSTANT:
 		return builder_add_call(b, ev, err);
 	case RV_EVENT_THREAD_NAME:
@@ -728,7 +922,7 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 				return ret;
 		}
 		if (!t->has_sample)
-			return 0;
+			return t->off_cpu ? end_thread(b, t, ev->time, err) : 0;
 		/* The thread ran until it exited, or at least through its last sample. */
 		return end_thread(
 			b, t, ev->time > t->last_time ? ev->time : t->last_time + t->last_interval,
@@ -755,6 +949,12 @@ int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
 			/* Open frames end with the thread's last event. */
 			ret = t->exact ? builder_end_calls(b, t, t->br.last_time, err)
 				       : builder_end_branches(b, t, t->br.last_time, err);
+			if (ret)
+				return ret;
+		}
+		if (!t->has_sample && t->off_cpu) {
+			/* off the CPU until the trace's end */
+			ret = end_thread(b, t, b->stats.last_time, err);
 			if (ret)
 				return ret;
 		}
@@ -832,6 +1032,7 @@ void rv_builder_free(struct rv_builder *b)
 		for (size_t j = 0; j < t->cap; j++)
 			free(t->stack[j].held);
 		free(t->stack);
+		free(t->left_stack);
 		free(t->calls);
 		builder_free_branches(&t->br);
 	}

@@ -9,6 +9,29 @@
  * cut short by unwinding (its root is a function in the middle of the open
  * stack) is completed from the open stack rather than read as a return to it.
  *
+ * Off-CPU time of sampled threads (RV_EVENT_KERNEL_BEGIN/END of kind
+ * RV_KERNEL_OFF_CPU with kernel.sampled: context switch records):
+ * - A switch out (BEGIN) ends the thread's open frames at its time; its last
+ *   sample's leaf gets the time until then as self time. An off-CPU span
+ *   named by the event ("[off-cpu: sleeping]"), with the event's "state"
+ *   argument and "function", the innermost frame that was open, begins there
+ *   on the thread's track, when the thread has been sampled and has run
+ *   (a sample or a switch in) since it last left; else nothing is drawn.
+ * - A switch in (END) ends that span. At the thread's next sample, the frames
+ *   it shares from the root with the stack it left begin at the switch in;
+ *   the rest at the sample; the time between is the new leaf's self time (at
+ *   most two intervals, as between samples).
+ * - A sample while a span is open (its switch in was lost) ends the span
+ *   then; a switch in while a stack is open (its switch out was lost) ends
+ *   the stack one interval after its last sample.
+ * - Samples whose capture records no switches (stack.switches_recorded
+ *   false: perf record without --switch-events, older captures): a thread's
+ *   next sample more than OFF_CPU_GAP_INTERVALS (4) nominal intervals after
+ *   its last ends its stack one interval after that last sample (counted in
+ *   gaps_ended); no off-CPU span is drawn.
+ * - The thread's exit, a window's end, a snapshot and rv_builder_finish (at
+ *   the trace's last time) end an open off-CPU span.
+ *
  * For branches (RV_EVENT_BRANCH, RV_EVENT_TRACE_ERROR: Intel PT decoded here
  * or imported from perf script) it keeps each thread's call stack with
  * magic-trace's rules (docs: reference/magic-trace.md section 4), each frame
@@ -99,7 +122,7 @@
  *   rv_builder_finish end what is open; the next event starts afresh.
  *
  * It also keeps what the summary needs: time covered and self time by
- * function.
+ * function (time on the CPU: off-CPU spans are never self time).
  *
  * Spans are handed to the writer as complete spans when they end, in an order
  * that keeps them nested for a reader that sorts by begin time: a child that
@@ -159,6 +182,8 @@ struct rv_builder_stats {
 	uint64_t grafted;		/* truncated stacks completed from the open stack */
 	uint64_t skipped_callers;	/* callers a frame-pointer walk skipped, restored */
 	uint64_t late_samples;		/* samples older than their thread's last, taken at it */
+	uint64_t off_cpu_spans;		/* sampled threads' off-CPU spans drawn (switch records) */
+	uint64_t gaps_ended;		/* stacks ended at a gap in samples (no switch records) */
 	/* branches */
 	uint64_t branches;   /* RV_EVENT_BRANCH events taken */
 	uint64_t calls;	     /* CALL branches, or CALL_ENTER events */

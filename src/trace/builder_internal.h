@@ -153,6 +153,18 @@ struct thread_state {
 	uint64_t last_interval;
 	const char *last_leaf; /* leaf function of the last sample, for self time */
 	bool has_sample;
+	/* Sampled stacks and context switches (builder.c's off-CPU rules) */
+	bool sampled;	      /* the thread has had a stack sample: its off-CPU spans show */
+	bool ran;	      /* sampled or switched in since it last left the CPU */
+	bool off_cpu;	      /* switched out: the off-CPU span below is open */
+	uint64_t off_begin;   /* when it left */
+	const char *off_name; /* the span's name (interned) */
+	uint64_t off_state;   /* its "state" argument, when off_has_state */
+	bool off_has_state;
+	const char *off_where; /* the innermost function open when it left, or NULL */
+	uint64_t resumed_at;   /* when it came back, until its next sample; 0: not pending */
+	uint64_t *left_stack;  /* the identities of the frames open when it left, root first */
+	size_t nr_left, cap_left;
 	struct branch_state br;
 	/* Exact calls: the thread's events are calls and kernel spans, its
 	 * stack lives in br (one segment) with calls[i] beside stack[i]. */

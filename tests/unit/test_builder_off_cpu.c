@@ -1,0 +1,211 @@
+/* test_builder_off_cpu.c: the builder's off-CPU rules for sampled stacks:
+ * a switch out ends the thread's frames and begins an off-CPU span, a switch
+ * in ends it and the frames it returned into begin again then; without
+ * switch records a gap of more than four intervals ends the stack one
+ * interval after its last sample. Addresses without mappings are named
+ * "0x..." by the symbolizer, each its own function. */
+#include <criterion/criterion.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "builder_fixture.h"
+
+#define PID 100
+
+/* stack: root first; the event wants leaf first. 10 ns interval. */
+static void sample(struct builder_fixture *f, uint64_t time, const uint64_t *root_first, size_t n,
+		   bool switches)
+{
+	struct rv_frame frames[16];
+	struct rv_event ev = {
+		.kind = RV_EVENT_STACK_SAMPLE, .pid = PID, .tid = PID, .time = time
+	};
+
+	for (size_t i = 0; i < n; i++)
+		frames[i] = (struct rv_frame){ .addr = root_first[n - 1 - i], .is_ip = true };
+	ev.stack.frames = frames;
+	ev.stack.nr_frames = n;
+	ev.stack.interval_ns = 10;
+	ev.stack.switches_recorded = switches;
+	builder_fixture_add(f, &ev);
+}
+
+static void switch_out(struct builder_fixture *f, uint64_t time, const char *name, uint64_t state)
+{
+	struct rv_event_arg arg = { "state", RV_EVENT_ARG_HEX, state };
+	struct rv_event ev = {
+		.kind = RV_EVENT_KERNEL_BEGIN, .pid = PID, .tid = PID, .time = time
+	};
+
+	ev.kernel.kind = RV_KERNEL_OFF_CPU;
+	ev.kernel.name = name;
+	ev.kernel.args = &arg;
+	ev.kernel.nr_args = 1;
+	ev.kernel.sampled = true;
+	builder_fixture_add(f, &ev);
+}
+
+static void switch_in(struct builder_fixture *f, uint64_t time)
+{
+	struct rv_event ev = { .kind = RV_EVENT_KERNEL_END, .pid = PID, .tid = PID, .time = time };
+
+	ev.kernel.kind = RV_KERNEL_OFF_CPU;
+	ev.kernel.name = "[off-cpu]";
+	ev.kernel.sampled = true;
+	builder_fixture_add(f, &ev);
+}
+
+static const struct fxt_arg *arg(const struct fxt_span *s, const char *name)
+{
+	for (size_t i = 0; i < s->nr_args; i++)
+		if (!strcmp(s->args[i].name, name))
+			return &s->args[i];
+	return NULL;
+}
+
+static uint64_t self_of(struct builder_fixture *f, const char *name)
+{
+	struct rv_top_function top[8];
+	size_t n = rv_builder_top_functions(f->b, top, 8);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(top[i].name, name))
+			return top[i].self_ns;
+	return 0;
+}
+
+Test(builder_off_cpu, a_switch_out_ends_the_frames_and_the_same_frames_resume_at_the_switch_in)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_span *off;
+	/* main=0x1000, work=0x2000 */
+	const uint64_t work[] = { 0x1000, 0x2000 };
+
+	builder_fixture_open(&f);
+	sample(&f, 0, work, 2, true);
+	sample(&f, 10, work, 2, true);
+	sample(&f, 20, work, 2, true);
+	switch_out(&f, 25, "[off-cpu: sleeping]", 1);
+	switch_in(&f, 100);
+	sample(&f, 104, work, 2, true);
+	sample(&f, 114, work, 2, true);
+	cr_assert_eq(self_of(&f, "0x2000"), 25 + 4 + 10,
+		     "self time: until the switch out, from the switch in");
+	t = builder_fixture_finish(&f);
+
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "0x2000"), 2, "work is two spans");
+	cr_assert_eq(trace_span(t, "0x2000", 0)->begin_ns, 0);
+	cr_assert_eq(trace_span(t, "0x2000", 0)->end_ns, 25, "it ends when the thread leaves");
+	cr_assert_eq(trace_span(t, "0x1000", 0)->end_ns, 25);
+	cr_assert_eq(trace_span(t, "0x2000", 1)->begin_ns, 100,
+		     "the frames it left resume when it comes back");
+	cr_assert_eq(trace_span(t, "0x1000", 1)->begin_ns, 100);
+	cr_assert_eq(trace_span(t, "0x2000", 1)->end_ns, 124);
+	off = trace_span(t, "[off-cpu: sleeping]", 0);
+	cr_assert_eq(off->begin_ns, 25);
+	cr_assert_eq(off->end_ns, 100);
+	cr_assert_eq(off->depth, 0, "on the thread's track, between its frames");
+	cr_assert(arg(off, "function"), "it names where the thread blocked");
+	cr_assert_str_eq(arg(off, "function")->s, "0x2000");
+	cr_assert(arg(off, "state") && arg(off, "state")->u == 1);
+	builder_fixture_close(&f, t);
+}
+
+Test(builder_off_cpu, frames_not_open_when_it_left_begin_at_the_sample)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t before[] = { 0x1000, 0x2000 };
+	const uint64_t after[] = { 0x1000, 0x3000 };
+
+	builder_fixture_open(&f);
+	sample(&f, 0, before, 2, true);
+	switch_out(&f, 5, "[off-cpu: disk]", 2);
+	switch_in(&f, 50);
+	sample(&f, 56, after, 2, true);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(trace_span(t, "0x1000", 1)->begin_ns, 50, "main resumes at the switch in");
+	cr_assert_eq(trace_span(t, "0x3000", 0)->begin_ns, 56, "a new callee at its sample");
+	cr_assert_eq(trace_span(t, "[off-cpu: disk]", 0)->end_ns, 50);
+	builder_fixture_close(&f, t);
+}
+
+Test(builder_off_cpu, a_thread_never_sampled_gets_no_off_cpu_span)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t work[] = { 0x1000, 0x2000 };
+
+	builder_fixture_open(&f);
+	switch_in(&f, 0); /* it was off the CPU before the trace */
+	switch_out(&f, 5, "[off-cpu: sleeping]", 1);
+	switch_in(&f, 50);
+	sample(&f, 52, work, 2, true);
+	switch_out(&f, 60, "[off-cpu: sleeping]", 1);
+	switch_in(&f, 90);
+	switch_out(&f, 95, "[off-cpu: preempted]", 0); /* ran, unsampled */
+	switch_in(&f, 99);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "[off-cpu: sleeping]"), 1,
+		     "only after the thread showed in the trace");
+	cr_assert_eq(trace_span(t, "[off-cpu: sleeping]", 0)->begin_ns, 60);
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "[off-cpu: preempted]"), 1,
+		     "a switch in is a run, sampled or not");
+	cr_assert_eq(trace_span(t, "0x2000", 0)->begin_ns, 52);
+	cr_assert_eq(trace_span(t, "0x2000", 0)->end_ns, 60);
+	builder_fixture_close(&f, t);
+}
+
+Test(builder_off_cpu, an_off_cpu_span_open_at_the_exit_ends_there)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t work[] = { 0x1000, 0x2000 };
+	struct rv_event exit_ev = {
+		.kind = RV_EVENT_THREAD_EXIT, .pid = PID, .tid = PID, .time = 80
+	};
+
+	builder_fixture_open(&f);
+	sample(&f, 0, work, 2, true);
+	switch_out(&f, 8, "[off-cpu: dead]", 0x20);
+	builder_fixture_add(&f, &exit_ev);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(trace_span(t, "[off-cpu: dead]", 0)->end_ns, 80);
+	cr_assert_eq(trace_span(t, "0x2000", 0)->end_ns, 8);
+	builder_fixture_close(&f, t);
+}
+
+Test(builder_off_cpu, without_switch_records_a_gap_of_more_than_four_intervals_ends_the_stack)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t work[] = { 0x1000, 0x2000 };
+
+	builder_fixture_open(&f);
+	sample(&f, 0, work, 2, false);
+	sample(&f, 10, work, 2, false);
+	sample(&f, 50, work, 2, false);	 /* 40 ns: four intervals, still running */
+	sample(&f, 100, work, 2, false); /* 50 ns: it was off the CPU */
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "0x2000"), 2);
+	cr_assert_eq(trace_span(t, "0x2000", 0)->end_ns, 60, "one interval after its last sample");
+	cr_assert_eq(trace_span(t, "0x2000", 1)->begin_ns, 100);
+	cr_assert_eq(fxt_count_spans(t, PID, PID, NULL), 4, "and no off-CPU span: no reason known");
+	builder_fixture_close(&f, t);
+}
+
+Test(builder_off_cpu, with_switch_records_a_gap_alone_does_not_end_the_stack)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t work[] = { 0x1000, 0x2000 };
+
+	builder_fixture_open(&f);
+	sample(&f, 0, work, 2, true);
+	sample(&f, 100, work, 2, true); /* the thread did not leave: samples were late */
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "0x2000"), 1);
+	cr_assert_eq(trace_span(t, "0x2000", 0)->end_ns, 110);
+	builder_fixture_close(&f, t);
+}
