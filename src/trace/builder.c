@@ -712,6 +712,7 @@ static int end_segment(struct rv_builder *b, uint64_t time, struct rv_error *err
 			if (ret)
 				return ret;
 		}
+		t->sampled = false; /* the next segment starts afresh */
 		if (!t->has_sample && !t->off_cpu)
 			continue;
 		ret = end_thread(b, t, time > t->last_time ? time : t->last_time, err);
@@ -765,6 +766,8 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 			if (ret)
 				return ret;
 		}
+		/* outside windows it shows again once sampled in one */
+		t->sampled = false;
 		if (has_branches(t) && !exact) {
 			ret = builder_end_branches(b, t, end, err);
 			if (ret)
@@ -921,6 +924,8 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 			if (ret)
 				return ret;
 		}
+		/* its last switch out, after the exit record, draws nothing */
+		t->sampled = false;
 		if (!t->has_sample)
 			return t->off_cpu ? end_thread(b, t, ev->time, err) : 0;
 		/* The thread ran until it exited, or at least through its last sample. */

@@ -30,7 +30,9 @@
  *   its last ends its stack one interval after that last sample (counted in
  *   gaps_ended); no off-CPU span is drawn.
  * - The thread's exit, a window's end, a snapshot and rv_builder_finish (at
- *   the trace's last time) end an open off-CPU span.
+ *   the trace's last time) end an open off-CPU span; after the first three
+ *   the thread's switches draw nothing until it is sampled again (switches
+ *   outside --filter windows, the exiting thread's last switch).
  *
  * For branches (RV_EVENT_BRANCH, RV_EVENT_TRACE_ERROR: Intel PT decoded here
  * or imported from perf script) it keeps each thread's call stack with

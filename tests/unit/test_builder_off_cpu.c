@@ -209,3 +209,34 @@ Test(builder_off_cpu, with_switch_records_a_gap_alone_does_not_end_the_stack)
 	cr_assert_eq(trace_span(t, "0x2000", 0)->end_ns, 110);
 	builder_fixture_close(&f, t);
 }
+
+Test(builder_off_cpu, after_a_window_or_the_exit_switches_draw_nothing_until_a_sample)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t work[] = { 0x1000, 0x2000 };
+	struct rv_event window = { .kind = RV_EVENT_WINDOW, .pid = PID, .tid = PID, .time = 20 };
+	struct rv_event exit_ev = {
+		.kind = RV_EVENT_THREAD_EXIT, .pid = PID, .tid = PID, .time = 90
+	};
+
+	window.gate.name = "start,stop";
+	window.gate.duration_ns = 20;
+	builder_fixture_open(&f);
+	sample(&f, 0, work, 2, true);
+	sample(&f, 10, work, 2, true);
+	builder_fixture_add(&f, &window);
+	switch_out(&f, 30, "[off-cpu: sleeping]", 1); /* outside the window */
+	switch_in(&f, 40);
+	sample(&f, 50, work, 2, true); /* in the next window */
+	switch_out(&f, 55, "[off-cpu: sleeping]", 1);
+	switch_in(&f, 60);
+	sample(&f, 62, work, 2, true);
+	builder_fixture_add(&f, &exit_ev);
+	switch_out(&f, 95, "[off-cpu: dead]", 0x10);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "[off-cpu: sleeping]"), 1);
+	cr_assert_eq(trace_span(t, "[off-cpu: sleeping]", 0)->begin_ns, 55);
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "[off-cpu: dead]"), 0);
+	builder_fixture_close(&f, t);
+}
