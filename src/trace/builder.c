@@ -445,7 +445,9 @@ static int write_off_cpu(struct rv_builder *b, struct thread_state *t, uint64_t 
 }
 
 /* The thread left the CPU at ev's time: its last sample's leaf ran until then
- * (self time), its frames end then, and an off-CPU span begins, named by ev,
+ * (self time), its frames end then (and are remembered for its return; after
+ * a run too short for a sample, the ones remembered before stay), and an
+ * off-CPU span begins, named by ev,
  * when the trace shows the thread (it has been sampled) and it ran since it
  * last left. */
 static int leave_cpu(struct rv_builder *b, struct thread_state *t, const struct rv_event *ev,
@@ -459,9 +461,13 @@ static int leave_cpu(struct rv_builder *b, struct thread_state *t, const struct 
 		if (ret)
 			return ret;
 	}
-	t->nr_left = 0;
+	if (!t->resumed_at) {
+		/* (a run without a sample leaves the stack it left before: the
+		 * thread is still in it, as far as the trace knows) */
+		t->nr_left = 0;
+		t->off_where = NULL;
+	}
 	t->resumed_at = 0;
-	t->off_where = NULL;
 	if (t->has_sample) {
 		if (now < t->last_time)
 			now = t->last_time;

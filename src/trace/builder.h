@@ -18,7 +18,8 @@
  *   on the thread's track, when the thread has been sampled and has run
  *   (a sample or a switch in) since it last left; else nothing is drawn.
  * - A switch in (END) ends that span. At the thread's next sample, the frames
- *   it shares from the root with the stack it left begin at the switch in;
+ *   it shares from the root with the stack it left (the last one sampled,
+ *   when it ran without a sample since) begin at the latest switch in;
  *   the rest at the sample; the time between is the new leaf's self time (at
  *   most two intervals, as between samples).
  * - A sample while a span is open (its switch in was lost) ends the span

@@ -240,3 +240,25 @@ Test(builder_off_cpu, after_a_window_or_the_exit_switches_draw_nothing_until_a_s
 	cr_assert_eq(fxt_count_spans(t, PID, PID, "[off-cpu: dead]"), 0);
 	builder_fixture_close(&f, t);
 }
+
+Test(builder_off_cpu, a_run_too_short_for_a_sample_keeps_the_stack_it_left)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t work[] = { 0x1000, 0x2000 };
+
+	builder_fixture_open(&f);
+	sample(&f, 0, work, 2, true);
+	switch_out(&f, 5, "[off-cpu: preempted]", 0);
+	switch_in(&f, 20);
+	switch_out(&f, 24, "[off-cpu: preempted]", 0); /* 4 ns on the CPU, unsampled */
+	switch_in(&f, 40);
+	sample(&f, 43, work, 2, true);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "[off-cpu: preempted]"), 2);
+	cr_assert_eq(trace_span(t, "0x2000", 1)->begin_ns, 40,
+		     "work resumes at the latest switch in");
+	cr_assert(arg(trace_span(t, "[off-cpu: preempted]", 1), "function"));
+	cr_assert_str_eq(arg(trace_span(t, "[off-cpu: preempted]", 1), "function")->s, "0x2000");
+	builder_fixture_close(&f, t);
+}
