@@ -371,10 +371,8 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
  * (attached to sched_switch) fills. Where the kernel refuses any of it the
  * switch records still say when, and whether preempted; the reason is then
  * "blocked" (-v says why). */
-static int open_switch_events(struct rv_sample_engine *e, struct rv_error *err)
+void rv_sample_engine_switch_attr(struct perf_event_attr *a)
 {
-	struct perf_event_attr *a = &e->switch_attr;
-
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_SOFTWARE;
@@ -385,6 +383,13 @@ static int open_switch_events(struct rv_sample_engine *e, struct rv_error *err)
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
+}
+
+static int open_switch_events(struct rv_sample_engine *e, struct rv_error *err)
+{
+	struct perf_event_attr *a = &e->switch_attr;
+
+	rv_sample_engine_switch_attr(a);
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		struct ring *r = &e->rings[i];
 		uint32_t key = (uint32_t)r->cpu;

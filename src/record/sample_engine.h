@@ -97,6 +97,10 @@ struct rv_sample_engine;
 void rv_sample_engine_attr(const struct rv_sample_config *config, bool hardware,
 			   struct perf_event_attr *attr);
 
+/* The attribute of the per-CPU bpf-output events that carry why threads
+ * left the CPU (RV_SWITCH_STATE_EVENT; sampling only), for --dry-run. */
+void rv_sample_engine_switch_attr(struct perf_event_attr *attr);
+
 /* Opens the events (disabled), maps their rings, loads and attaches the BPF
  * filter (not with bpf_output). Errors say what permission or feature is
  * missing. */

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "capture/perf_data.h"
+#include "decode/off_cpu.h"
 #include "record/sample_plan.h"
 #include "session/backend.h"
 #include "util/log.h"
@@ -67,6 +68,37 @@ int rv_session_describe_engine(const struct rv_session *s, const struct rv_sampl
 	return ret;
 }
 
+/* Why threads leave the CPU: a bpf-output event per CPU into that CPU's
+ * sampling ring, written by switch_state on sched_switch. */
+static int describe_switch_reasons(const struct rv_session *s, struct rv_dry_run_plan *plan,
+				   struct rv_error *err)
+{
+	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
+	int ret = 0;
+
+	for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
+		char label[96];
+		struct rv_dry_run_event ev = { .label = label, .group = -1, .cpu = cpu, .pid = -1 };
+
+		snprintf(label, sizeof(label),
+			 "switch reasons (" RV_SWITCH_STATE_EVENT "), CPU %d, output to its "
+			 "sampling event's ring",
+			 cpu);
+		rv_sample_engine_switch_attr(&ev.attr);
+		ret = rv_dry_run_add_event(plan, &ev, err);
+	}
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "program", "switch_state", "raw_tracepoint",
+					 "why a target thread left the CPU", err);
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "map", "switch_states", "perf_event_array",
+					 "the switch reasons' events, by CPU", err);
+	if (!ret)
+		ret = rv_dry_run_add_probe(plan, "raw_tracepoint", "sched_switch", "switch_state",
+					   err);
+	return ret;
+}
+
 static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 			   const struct rv_gate_sites *sites, struct rv_dry_run_plan *plan,
 			   struct rv_error *err)
@@ -90,6 +122,8 @@ static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 	if (!ret && sites && sites->filter)
 		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash",
 					 "the gate's window map, shared", err);
+	if (!ret)
+		ret = describe_switch_reasons(s, plan, err);
 	if (!ret && sites)
 		ret = rv_gating_describe(sites, pid, plan, err);
 	return ret;
