@@ -555,6 +555,16 @@ static int resume_stack(struct rv_builder *b, struct thread_state *t, const stru
 	return 0;
 }
 
+/* What the thread's switches told before a window's end, a snapshot or its
+ * exit: nothing after continues it (its frames do not resume from before,
+ * and its switches draw nothing until it is sampled again). */
+static void forget_switches(struct thread_state *t)
+{
+	t->sampled = false;
+	t->resumed_at = 0;
+	t->nr_left = 0;
+}
+
 static int on_off_cpu(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
@@ -718,7 +728,7 @@ static int end_segment(struct rv_builder *b, uint64_t time, struct rv_error *err
 			if (ret)
 				return ret;
 		}
-		t->sampled = false; /* the next segment starts afresh */
+		forget_switches(t); /* the next segment starts afresh */
 		if (!t->has_sample && !t->off_cpu)
 			continue;
 		ret = end_thread(b, t, time > t->last_time ? time : t->last_time, err);
@@ -773,7 +783,7 @@ static int on_gate(struct rv_builder *b, const struct rv_event *ev, struct rv_er
 				return ret;
 		}
 		/* outside windows it shows again once sampled in one */
-		t->sampled = false;
+		forget_switches(t);
 		if (has_branches(t) && !exact) {
 			ret = builder_end_branches(b, t, end, err);
 			if (ret)
@@ -931,7 +941,7 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 				return ret;
 		}
 		/* its last switch out, after the exit record, draws nothing */
-		t->sampled = false;
+		forget_switches(t);
 		if (!t->has_sample)
 			return t->off_cpu ? end_thread(b, t, ev->time, err) : 0;
 		/* The thread ran until it exited, or at least through its last sample. */

@@ -93,7 +93,7 @@ Test(probe_cost, the_summary_says_calls_times_the_measured_cost, .timeout = 180)
 	each = parse_time(p, &p);
 	cr_assert(strstr(p, "); the times below include it\n"), "%s", r.err);
 	cr_assert(strstr(r.err, "rearview: top functions by self time (their probes' cost "
-				"included):\n"),
+				"included), CPU time only:\n"),
 		  "%s", r.err);
 
 	cr_assert_eq(calls, 21891, "every call of fib was probed:\n%s", r.err);

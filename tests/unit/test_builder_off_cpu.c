@@ -262,3 +262,23 @@ Test(builder_off_cpu, a_run_too_short_for_a_sample_keeps_the_stack_it_left)
 	cr_assert_str_eq(arg(trace_span(t, "[off-cpu: preempted]", 1), "function")->s, "0x2000");
 	builder_fixture_close(&f, t);
 }
+
+Test(builder_off_cpu, frames_do_not_resume_from_before_a_snapshot)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t work[] = { 0x1000, 0x2000 };
+	struct rv_event hit = { .kind = RV_EVENT_TRIGGER, .pid = PID, .tid = PID, .time = 25 };
+
+	hit.gate.name = "work";
+	hit.gate.snapshot = true;
+	builder_fixture_open(&f);
+	sample(&f, 0, work, 2, true);
+	switch_out(&f, 5, "[off-cpu: sleeping]", 1);
+	switch_in(&f, 20);
+	builder_fixture_add(&f, &hit);
+	sample(&f, 30, work, 2, true);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(trace_span(t, "0x2000", 1)->begin_ns, 30, "a segment continues nothing");
+	builder_fixture_close(&f, t);
+}
