@@ -2,7 +2,8 @@
  *
  * One libdwfl session per resolution, over the one file concerned (reported
  * offline, so addresses are link-time addresses plus the bias libdwfl chose).
- * Symbol tables, separate debug files and line tables all come from libdwfl;
+ * Symbol tables, separate debug files (symbolize/debuginfo.h: where libdwfl
+ * looks) and line tables all come from libdwfl;
  * only the program headers and the dynamic section are read with libelf.
  */
 #define RV_LOG_DOMAIN "probe"
@@ -314,19 +315,6 @@ static int unknown_symbol_error(struct rv_error *err, const char *want, const ch
 			    s->suggestions.nr ? "?" : " (check the name with 'nm -C')");
 }
 
-/* Whether the only names libdwfl has for m are those the file exports: it
- * has no .symtab, no MiniDebugInfo, and no separate debug file was found. */
-static bool names_stripped(struct module *m)
-{
-	const char *debug_file = NULL;
-	bool mini_debuginfo;
-
-	if (!rv_symtab_stripped(m->elf, &mini_debuginfo) || mini_debuginfo)
-		return false;
-	dwfl_module_info(m->mod, NULL, NULL, NULL, NULL, NULL, NULL, &debug_file);
-	return debug_file == NULL;
-}
-
 static int resolve_symbol(struct module *m, const char *want, bool in_executable,
 			  struct rv_probe_site *out, struct rv_error *err)
 {
@@ -347,7 +335,7 @@ static int resolve_symbol(struct module *m, const char *want, bool in_executable
 					    "function name",
 					    want, m->path);
 		return unknown_symbol_error(err, want, m->path, &s, in_executable,
-					    names_stripped(m));
+					    rv_symtab_module_stripped(m->mod));
 	}
 	if (s.nr_addrs > 1) {
 		char list[256] = "";

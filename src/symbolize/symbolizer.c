@@ -3,9 +3,10 @@
  *
  * Per process, the executable file mappings the capture reported; on first
  * use, a libdwfl session with one module per (file, load bias), which also
- * finds separate .debug files and, where DEBUGINFOD_URLS is set, debuginfod.
- * Symbol names come from a sorted per-file index (symtab.c), file and line
- * from libdwfl, kernel names from a kallsyms table (kallsyms.c). In front of
+ * finds separate .debug files (debuginfo.h) and, where DEBUGINFOD_URLS is
+ * set, debuginfod. Symbol names come from a sorted per-file index
+ * (symtab.c), in stripped files also from its FDEs, file and line from
+ * libdwfl, kernel names from a kallsyms table (kallsyms.c). In front of
  * all of it, a cache by (process generation, address).
  *
  * This is not: an unwinder (decode/unwind.c borrows the per-process Dwfl), a
@@ -636,9 +637,10 @@ static struct rv_symtab *module_symtab(struct module *mod)
 	return f->symtab;
 }
 
-/* Code no symbol names, named after the FDE around it (symtab.h): one name
- * per function of a stripped file, "FILE!fn_HEX" with HEX its link-time
- * start. False when no FDE covers addr, or a symbol names part of it. */
+/* Code no symbol names in a stripped file, named after the FDE around it
+ * (symtab.h): one name per function, "FILE!fn_HEX" with HEX its link-time
+ * start. False when the file has symbols of its own (or found for it), no
+ * FDE covers addr, or a symbol names part of it. */
 static bool name_by_fde(struct rv_symbolizer *s, const struct mapping *m, struct module *mod,
 			const struct rv_symtab *table, uint64_t addr, struct rv_symbol *out)
 {
@@ -653,8 +655,10 @@ static bool name_by_fde(struct rv_symbolizer *s, const struct mapping *m, struct
 		Dwarf_Addr bias;
 		Elf *elf = dwfl_module_getelf(mod->dwmod, &bias);
 
+		/* Only where the file's only names are those it exports. */
 		f->fdes_read = true;
-		if (elf && rv_symtab_fdes_read(&f->fdes, elf))
+		if (elf && rv_symtab_module_stripped(mod->dwmod) &&
+		    rv_symtab_fdes_read(&f->fdes, elf))
 			rv_debug("out of memory reading where the functions of '%s' are", f->path);
 	}
 	fde = rv_symtab_fde_find(&f->fdes, addr - mod->bias);

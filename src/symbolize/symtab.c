@@ -221,6 +221,20 @@ bool rv_symtab_stripped(Elf *elf, bool *mini_debuginfo)
 	return !symtab;
 }
 
+bool rv_symtab_module_stripped(Dwfl_Module *mod)
+{
+	const char *debug_file = NULL;
+	bool mini_debuginfo;
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+
+	if (!elf || !rv_symtab_stripped(elf, &mini_debuginfo) || mini_debuginfo)
+		return false;
+	dwfl_module_getsymtab(mod);
+	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debug_file);
+	return debug_file == NULL;
+}
+
 /* ---- names ----
  *
  * Which symbol names an address when several could: aliases are resolved
@@ -700,9 +714,10 @@ static int add_mapped(void *ctx, const struct rv_symtab_symbol *sym)
 }
 
 /* The index of file's names as the symbolizer builds it (through libdwfl,
- * with separate debug files and MiniDebugInfo); *out NULL when libdwfl cannot
- * read the file. Returns 0, or -ENOMEM. */
-static int naming_index(const char *file, struct rv_symtab **out)
+ * with separate debug files and MiniDebugInfo), when its only names are the
+ * ones it exports (rv_symtab_module_stripped); else, or when libdwfl cannot
+ * read the file, *out is NULL. Returns 0, or -ENOMEM. */
+static int stripped_naming_index(const char *file, struct rv_symtab **out)
 {
 	struct rv_debuginfo debuginfo;
 	Dwfl_Module *mod;
@@ -722,7 +737,7 @@ static int naming_index(const char *file, struct rv_symtab **out)
 	mod = dwfl_report_elf(dwfl, file, file, -1, 0, true);
 	dwfl_report_end(dwfl, NULL, NULL);
 	ret = 0;
-	if (mod && dwfl_module_getelf(mod, &bias)) {
+	if (mod && dwfl_module_getelf(mod, &bias) && rv_symtab_module_stripped(mod)) {
 		struct rv_symtab_source src = { .mod = mod, .bias = bias };
 
 		ret = rv_symtab_build(out, &src);
@@ -732,16 +747,20 @@ static int naming_index(const char *file, struct rv_symtab **out)
 	return ret;
 }
 
-/* Adds the FDEs of the file elf reads (path file) that begin inside the
- * mapping and that no symbol names. */
+/* Adds the FDEs of the file elf reads (path file), if it is stripped, that
+ * begin inside the mapping and that no symbol names. */
 static int add_unnamed_fdes(const struct mapped_file *m, Elf *elf, const char *file)
 {
 	struct rv_symtab_fdes fdes;
 	struct rv_symtab *names = NULL;
-	int ret = rv_symtab_fdes_read(&fdes, elf);
+	bool mini_debuginfo;
+	int ret;
 
+	if (!rv_symtab_stripped(elf, &mini_debuginfo) || mini_debuginfo)
+		return 0;
+	ret = rv_symtab_fdes_read(&fdes, elf);
 	if (!ret && fdes.nr)
-		ret = naming_index(file, &names);
+		ret = stripped_naming_index(file, &names);
 	for (size_t i = 0; !ret && names && i < fdes.nr; i++) {
 		const struct rv_symtab_range *fde = &fdes.v[i];
 		uint64_t at = fde->start + m->bias;

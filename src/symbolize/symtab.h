@@ -46,6 +46,9 @@
  *   name's size the span;
  * - functions with a size that are absolute, not loaded or unnamed make
  *   stretches but name nothing (and --functions may probe absolute ones);
+ * - stretches of a stripped file's FDEs are added where libdwfl's symbols
+ *   name none of the FDE, judged on libdwfl's reading, so they agree with
+ *   the names; in files with symbols, FDEs make no stretches;
  * - the load bias of a mapping: the stretches take the first PT_LOAD that
  *   holds the mapped offset, the symbolizer an executable one first (they
  *   differ where a read-only and an executable segment share a file page,
@@ -128,6 +131,12 @@ void rv_symtab_file_close(struct rv_symtab_file *f);
  * symbol table that libdwfl reads for the names .dynsym lacks. */
 bool rv_symtab_stripped(Elf *elf, bool *mini_debuginfo);
 
+/* Whether the only names libdwfl has for mod are those its file exports:
+ * the file is stripped, has no MiniDebugInfo, and libdwfl found no separate
+ * debug file for it (it looks when the symbols are first read, which this
+ * makes happen). */
+bool rv_symtab_module_stripped(Dwfl_Module *mod);
+
 /* ---- pieces of functions ---- */
 
 /* Whether name (raw, "@VERSION" allowed) is an out-of-line piece of another
@@ -189,10 +198,13 @@ void rv_symtab_free(struct rv_symtab *table);
  *
  * A stripped file still says where its functions are: the compiler writes
  * call frame information (an FDE in .eh_frame) for each function, for
- * unwinding. Where no symbol names an address, the FDE around it stands for
- * its function: the symbolizer names it "FILE!fn_HEX" (HEX its first byte's
- * link-time address, as objdump -d shows it), and the PT decoder's stretches
- * take the same bounds, so that both see one function.
+ * unwinding. In a file whose only names are the ones it exports
+ * (rv_symtab_module_stripped), the FDE around an address no symbol names
+ * stands for its function: the symbolizer names it "FILE!fn_HEX" (HEX its
+ * first byte's link-time address, as objdump -d shows it), and the PT
+ * decoder's stretches take the same bounds, so that both see one function.
+ * Files with symbols of their own (or found for them) are named as before:
+ * what no symbol names there (PLT stubs, crtstuff) is not a function.
  *
  * Where the FDEs begin comes from the linker's sorted table of them
  * (.eh_frame_hdr, through PT_GNU_EH_FRAME: the table libgcc's unwinder and

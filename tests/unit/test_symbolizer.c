@@ -473,6 +473,51 @@ Test(symbolizer, names_stripped_code_by_function)
 	rv_symbolizer_free(s);
 }
 
+/* A file with symbols of its own is named as before: code that no symbol
+ * names there (the PLT, whose FDE the linker wrote) keeps its offset name,
+ * not an FDE's. */
+Test(symbolizer, code_without_symbols_in_an_unstripped_file_is_named_by_offset)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_symtab_fdes fdes;
+	struct rv_symtab_file file;
+	struct rv_symtab *table;
+	struct rv_error err = { 0 };
+	const struct rv_symtab_range *unnamed = NULL;
+	struct functions functions;
+	struct rv_symbol sym;
+	struct map_line m;
+	struct target t;
+	char path[256], expected[128];
+	uint64_t bias, addr;
+
+	target_path(path, sizeof(path), "sym_c");
+	read_functions(path, &functions);
+	cr_assert_eq(rv_symtab_file_open(&file, path, &err), 0, "%s", err.message);
+	struct rv_symtab_source src = { .elf = file.elf };
+
+	cr_assert_eq(rv_symtab_build(&table, &src), 0);
+	cr_assert_eq(rv_symtab_fdes_read(&fdes, file.elf), 0);
+	rv_symtab_file_close(&file);
+	for (size_t i = 0; i < fdes.nr && !unnamed; i++)
+		if (!rv_symtab_names_any(table, fdes.v[i].start, fdes.v[i].end))
+			unnamed = &fdes.v[i];
+	cr_assert(unnamed, "every FDE of sym_c is named (no PLT?)");
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	bias = truth_of(&t, "main") - function_addr(&functions, "main");
+	addr = bias + unnamed->start + 1;
+	m = mapping_of(t.pid, addr);
+	snprintf(expected, sizeof(expected), "sym_c+0x%" PRIx64, addr - m.start + m.pgoff);
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, addr, &sym);
+	cr_assert_str_eq(sym.name, expected);
+	cr_assert_not(sym.known);
+	stop_target(&t);
+	rv_symtab_fdes_destroy(&fdes);
+	rv_symtab_free(table);
+	rv_symbolizer_free(s);
+}
+
 /* sym_c.minidebug has no .symtab but MiniDebugInfo (mk/debuginfo.mk):
  * libdwfl reads the compressed symbol table, and its functions have their
  * names. */
