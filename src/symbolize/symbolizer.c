@@ -64,8 +64,11 @@ struct file_info {
 	uint16_t e_type;
 	struct rv_symtab_segment *loads;
 	size_t nr_loads;
-	struct rv_symtab *symtab;   /* built on first lookup in the file */
-	struct rv_symtab_fdes fdes; /* read on first need of them */
+	struct rv_symtab *symtab; /* built on first lookup in the file */
+	/* Its FDEs, for names in a stripped file: read on first need, from
+	 * the file opened again (a Dwfl's ELF goes with its process). */
+	struct rv_symtab_file cfi_file;
+	struct rv_symtab_fdes fdes;
 	bool fdes_read;
 };
 
@@ -220,6 +223,7 @@ static struct file_info *get_file(struct rv_symbolizer *s, const char *pooled_pa
 		return NULL;
 	}
 	f->path = pooled_path;
+	f->cfi_file.fd = -1;
 	return f;
 }
 
@@ -652,13 +656,11 @@ static bool name_by_fde(struct rv_symbolizer *s, const struct mapping *m, struct
 	if (!table || !mod->dwmod)
 		return false;
 	if (!f->fdes_read) {
-		Dwarf_Addr bias;
-		Elf *elf = dwfl_module_getelf(mod->dwmod, &bias);
-
 		/* Only where the file's only names are those it exports. */
 		f->fdes_read = true;
-		if (elf && rv_symtab_module_stripped(mod->dwmod) &&
-		    rv_symtab_fdes_read(&f->fdes, elf))
+		if (rv_symtab_module_stripped(mod->dwmod) &&
+		    !rv_symtab_file_open(&f->cfi_file, f->path, NULL) &&
+		    rv_symtab_fdes_open(&f->fdes, f->cfi_file.elf))
 			rv_debug("out of memory reading where the functions of '%s' are", f->path);
 	}
 	fde = rv_symtab_fde_find(&f->fdes, addr - mod->bias);
@@ -973,7 +975,8 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 		if (!f)
 			continue;
 		rv_symtab_free(f->symtab);
-		rv_symtab_fdes_destroy(&f->fdes);
+		rv_symtab_fdes_close(&f->fdes);
+		rv_symtab_file_close(&f->cfi_file);
 		free(f->loads);
 		free(f);
 	}

@@ -587,54 +587,52 @@ static uint64_t fde_end(Dwarf_CFI *cfi, uint64_t start, uint64_t limit)
 	return at;
 }
 
-int rv_symtab_fdes_read(struct rv_symtab_fdes *out, Elf *elf)
+int rv_symtab_fdes_open(struct rv_symtab_fdes *out, Elf *elf)
 {
-	Dwarf_CFI *cfi;
 	uint64_t *starts;
 	size_t nr;
 	int ret;
 
-	out->v = NULL;
-	out->nr = 0;
+	memset(out, 0, sizeof(*out));
 	ret = read_fde_starts(elf, &starts, &nr);
 	if (ret || !nr)
 		return ret;
-	cfi = dwarf_getcfi_elf(elf);
-	if (!cfi) {
-		free(starts);
-		return 0;
-	}
-	out->v = malloc(nr * sizeof(*out->v));
+	out->cfi = dwarf_getcfi_elf(elf);
+	out->v = out->cfi ? malloc(nr * sizeof(*out->v)) : NULL;
 	if (!out->v) {
-		dwarf_cfi_end(cfi);
+		ret = out->cfi ? -ENOMEM : 0;
 		free(starts);
-		return -ENOMEM;
+		rv_symtab_fdes_close(out);
+		return ret;
 	}
-	for (size_t i = 0; i < nr; i++) {
-		uint64_t limit = i + 1 < nr ? starts[i + 1] : UINT64_MAX;
-		uint64_t end = fde_end(cfi, starts[i], limit);
-
-		if (end > starts[i])
-			out->v[out->nr++] = (struct rv_symtab_range){ starts[i], end };
-	}
-	dwarf_cfi_end(cfi);
+	for (size_t i = 0; i < nr; i++)
+		out->v[i] = (struct rv_symtab_range){ starts[i], 0 };
+	out->nr = nr;
 	free(starts);
 	return 0;
 }
 
-const struct rv_symtab_range *rv_symtab_fde_find(const struct rv_symtab_fdes *fdes, uint64_t addr)
+const struct rv_symtab_range *rv_symtab_fde_find(struct rv_symtab_fdes *fdes, uint64_t addr)
 {
 	size_t i = rv_sorted_upper(fdes->v, fdes->nr, sizeof(*fdes->v),
 				   offsetof(struct rv_symtab_range, start), addr);
+	struct rv_symtab_range *fde;
 
-	return i && addr < fdes->v[i - 1].end ? &fdes->v[i - 1] : NULL;
+	if (!i)
+		return NULL;
+	fde = &fdes->v[i - 1];
+	if (!fde->end)
+		fde->end = fde_end(fdes->cfi, fde->start,
+				   i < fdes->nr ? fdes->v[i].start : UINT64_MAX);
+	return addr < fde->end ? fde : NULL;
 }
 
-void rv_symtab_fdes_destroy(struct rv_symtab_fdes *fdes)
+void rv_symtab_fdes_close(struct rv_symtab_fdes *fdes)
 {
+	if (fdes->cfi)
+		dwarf_cfi_end(fdes->cfi);
 	free(fdes->v);
-	fdes->v = NULL;
-	fdes->nr = 0;
+	memset(fdes, 0, sizeof(*fdes));
 }
 
 /* ---- stretches of code ---- */
@@ -758,20 +756,21 @@ static int add_unnamed_fdes(const struct mapped_file *m, Elf *elf, const char *f
 
 	if (!rv_symtab_stripped(elf, &mini_debuginfo) || mini_debuginfo)
 		return 0;
-	ret = rv_symtab_fdes_read(&fdes, elf);
+	ret = rv_symtab_fdes_open(&fdes, elf);
 	if (!ret && fdes.nr)
 		ret = stripped_naming_index(file, &names);
 	for (size_t i = 0; !ret && names && i < fdes.nr; i++) {
-		const struct rv_symtab_range *fde = &fdes.v[i];
-		uint64_t at = fde->start + m->bias;
+		uint64_t at = fdes.v[i].start + m->bias;
+		const struct rv_symtab_range *fde;
 
-		if (at < m->start || at - m->start >= m->len ||
-		    rv_symtab_names_any(names, fde->start, fde->end))
+		if (at < m->start || at - m->start >= m->len)
 			continue;
-		ret = rv_symtab_ranges_add(m->ranges, at, fde->end + m->bias);
+		fde = rv_symtab_fde_find(&fdes, fdes.v[i].start);
+		if (fde && !rv_symtab_names_any(names, fde->start, fde->end))
+			ret = rv_symtab_ranges_add(m->ranges, at, fde->end + m->bias);
 	}
 	rv_symtab_free(names);
-	rv_symtab_fdes_destroy(&fdes);
+	rv_symtab_fdes_close(&fdes);
 	return ret;
 }
 

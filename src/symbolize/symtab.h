@@ -223,19 +223,26 @@ struct rv_symtab_range {
 	uint64_t start, end;
 };
 
-/* A file's FDEs: link-time addresses, sorted, not overlapping. */
+typedef struct Dwarf_CFI_s Dwarf_CFI;
+
+/* A file's FDEs at link-time addresses, sorted, not overlapping. Where each
+ * ends is found at the first lookup in it: following the rows costs about a
+ * microsecond a row, a second for all of a large library (libLLVM: 98,000
+ * FDEs), of which a trace needs few. Lookups write to it: one thread's. */
 struct rv_symtab_fdes {
-	struct rv_symtab_range *v;
+	struct rv_symtab_range *v; /* end 0: not found yet; end == start: unreadable */
 	size_t nr;
+	Dwarf_CFI *cfi; /* of the Elf given to open, which must outlive it */
 };
 
-/* Reads elf's FDEs (none, without a table). Returns 0, or -ENOMEM. */
-int rv_symtab_fdes_read(struct rv_symtab_fdes *out, Elf *elf);
+/* Reads where elf's FDEs begin (none, without a table). Returns 0, or
+ * -ENOMEM. */
+int rv_symtab_fdes_open(struct rv_symtab_fdes *out, Elf *elf);
 
 /* The FDE covering link-time address addr, or NULL. */
-const struct rv_symtab_range *rv_symtab_fde_find(const struct rv_symtab_fdes *fdes, uint64_t addr);
+const struct rv_symtab_range *rv_symtab_fde_find(struct rv_symtab_fdes *fdes, uint64_t addr);
 
-void rv_symtab_fdes_destroy(struct rv_symtab_fdes *fdes);
+void rv_symtab_fdes_close(struct rv_symtab_fdes *fdes);
 
 /* ---- stretches of code: a process's functions for the PT decoder ---- */
 

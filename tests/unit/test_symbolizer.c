@@ -450,11 +450,11 @@ Test(symbolizer, names_stripped_code_by_function)
 	 * without unwind tables) is still named by its file offset. */
 	addr = bias + nm_symbol(unstripped, "frame_dummy", NULL);
 	cr_assert_eq(rv_symtab_file_open(&file, path, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_symtab_fdes_read(&fdes, file.elf), 0);
-	rv_symtab_file_close(&file);
+	cr_assert_eq(rv_symtab_fdes_open(&fdes, file.elf), 0);
 	cr_assert_geq(fdes.nr, sizeof(own) / sizeof(own[0]));
 	cr_assert_null(rv_symtab_fde_find(&fdes, addr - bias), "frame_dummy has an FDE");
-	rv_symtab_fdes_destroy(&fdes);
+	rv_symtab_fdes_close(&fdes);
+	rv_symtab_file_close(&file);
 	m = mapping_of(t.pid, addr);
 	snprintf(expected, sizeof(expected), "sym_c.stripped+0x%" PRIx64, addr - m.start + m.pgoff);
 	rv_symbolizer_lookup(s, (uint32_t)t.pid, addr, &sym);
@@ -497,11 +497,13 @@ Test(symbolizer, code_without_symbols_in_an_unstripped_file_is_named_by_offset)
 	struct rv_symtab_source src = { .elf = file.elf };
 
 	cr_assert_eq(rv_symtab_build(&table, &src), 0);
-	cr_assert_eq(rv_symtab_fdes_read(&fdes, file.elf), 0);
-	rv_symtab_file_close(&file);
-	for (size_t i = 0; i < fdes.nr && !unnamed; i++)
-		if (!rv_symtab_names_any(table, fdes.v[i].start, fdes.v[i].end))
-			unnamed = &fdes.v[i];
+	cr_assert_eq(rv_symtab_fdes_open(&fdes, file.elf), 0);
+	for (size_t i = 0; i < fdes.nr && !unnamed; i++) {
+		const struct rv_symtab_range *fde = rv_symtab_fde_find(&fdes, fdes.v[i].start);
+
+		if (fde && !rv_symtab_names_any(table, fde->start, fde->end))
+			unnamed = fde;
+	}
 	cr_assert(unnamed, "every FDE of sym_c is named (no PLT?)");
 	start_target(&t, path);
 	report_maps(s, t.pid);
@@ -513,7 +515,8 @@ Test(symbolizer, code_without_symbols_in_an_unstripped_file_is_named_by_offset)
 	cr_assert_str_eq(sym.name, expected);
 	cr_assert_not(sym.known);
 	stop_target(&t);
-	rv_symtab_fdes_destroy(&fdes);
+	rv_symtab_fdes_close(&fdes);
+	rv_symtab_file_close(&file);
 	rv_symtab_free(table);
 	rv_symbolizer_free(s);
 }
