@@ -28,3 +28,11 @@ $(BUILD)/tests/targets/sym_c.debugroot: $(BUILD)/tests/targets/sym_c
 		objcopy --only-keep-debug $< $$dir/$$(echo $$id | cut -c3-).debug
 
 TEST_DEPS += $(BUILD)/tests/targets/sym_c.minidebug $(BUILD)/tests/targets/sym_c.debugroot
+
+# build/tests/pt/recursion.stripped: a PT target stripped, whose softpt
+# capture tests/e2e/test_stripped.c decodes (the decoder's stretches of
+# stripped code are its FDEs).
+$(BUILD)/tests/pt/recursion.stripped: $(BUILD)/tests/pt/recursion
+	strip -o $@ $<
+
+TEST_DEPS += $(BUILD)/tests/pt/recursion.stripped

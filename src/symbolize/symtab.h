@@ -276,10 +276,11 @@ bool rv_symtab_load_bias(const struct rv_symtab_segment *segments, size_t nr, ui
 
 /* Adds the functions of `file` mapped at [start, start + len) from file offset
  * pgoff (an MMAP2 record's mapping) that begin inside the mapping: its sized
- * functions, and the FDEs that no symbol names. Whether a symbol names an
- * FDE is judged as the symbolizer judges it, on the symbols libdwfl finds
- * (a separate debug file's, MiniDebugInfo's; debuginfo.h), so that the
- * decoder drops no jump between code the symbolizer names as two functions.
+ * functions, and in a stripped file the FDEs that no symbol names. Whether
+ * a file is stripped and a symbol names an FDE are judged as the symbolizer
+ * judges them, on what libdwfl finds (a separate debug file, MiniDebugInfo;
+ * debuginfo.h), so that the decoder drops no jump between code the
+ * symbolizer names as two functions.
  * A file that cannot be read, or is not ELF, adds nothing. Returns 0, or
  * -ENOMEM. */
 int rv_symtab_ranges_add_file(struct rv_symtab_ranges *r, const char *file, uint64_t pgoff,
