@@ -332,7 +332,17 @@ static int select_in_file(struct rv_fn_list *list, const char *pattern, const ch
 	if (ret)
 		return rv_error_prefix(err, "--functions %s", pattern);
 	ret = match_file(f.elf, glob, &m, err);
-	if (!ret && m.count == 0)
+	if (!ret && m.count == 0 && rv_symtab_stripped(f.elf, NULL))
+		ret = rv_error_set(
+			err, ENOENT,
+			"--functions %s: no function of '%s' matches it, and it is "
+			"stripped (it has no symbol table; only the functions it exports "
+			"have names, which `nm -D --defined-only %s` lists); --functions "
+			"reads the names in the file itself: trace a build of it that is "
+			"not stripped, or record it with sampling (--sampling names its "
+			"functions after their call frame information, as fn_HEX)",
+			pattern, path, path);
+	else if (!ret && m.count == 0)
 		ret = rv_error_set(err, ENOENT,
 				   "--functions %s: no function of '%s' matches it; list them "
 				   "with `nm --defined-only %s`",

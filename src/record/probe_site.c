@@ -2,7 +2,8 @@
  *
  * One libdwfl session per resolution, over the one file concerned (reported
  * offline, so addresses are link-time addresses plus the bias libdwfl chose).
- * Symbol tables, separate debug files and line tables all come from libdwfl;
+ * Symbol tables, separate debug files (symbolize/debuginfo.h: where libdwfl
+ * looks) and line tables all come from libdwfl;
  * only the program headers and the dynamic section are read with libelf.
  */
 #define RV_LOG_DOMAIN "probe"
@@ -20,7 +21,9 @@
 #include <unistd.h>
 
 #include "record/library.h"
+#include "symbolize/debuginfo.h"
 #include "symbolize/symbolizer.h"
+#include "symbolize/symtab.h"
 #include "util/elf.h"
 #include "util/proc.h"
 
@@ -31,13 +34,8 @@
 /* Longest name compared for suggestions (edit distance is quadratic). */
 #define MAX_SUGGEST_LEN 96
 
-/* debuginfo_path NULL: libdwfl's default search for separate debug files. */
-static const Dwfl_Callbacks offline_callbacks = {
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-};
-
 struct module {
+	struct rv_debuginfo debuginfo; /* where separate debug files are found */
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Elf *elf;
@@ -51,9 +49,13 @@ static int open_module(struct module *m, const char *path, struct rv_error *err)
 	m->path = path;
 	if (access(path, R_OK))
 		return rv_error_set(err, errno, "cannot read '%s': %s", path, strerror(errno));
-	m->dwfl = dwfl_begin(&offline_callbacks);
-	if (!m->dwfl)
+	if (rv_debuginfo_init(&m->debuginfo))
+		return rv_error_set(err, ENOMEM, "out of memory");
+	m->dwfl = dwfl_begin(&m->debuginfo.callbacks);
+	if (!m->dwfl) {
+		rv_debuginfo_destroy(&m->debuginfo);
 		return rv_error_set(err, ENOMEM, "cannot start libdwfl: %s", dwfl_errmsg(-1));
+	}
 	dwfl_report_begin(m->dwfl);
 	m->mod = dwfl_report_offline(m->dwfl, path, path, -1);
 	dwfl_report_end(m->dwfl, NULL, NULL);
@@ -65,6 +67,7 @@ static int open_module(struct module *m, const char *path, struct rv_error *err)
 
 		dwfl_end(m->dwfl);
 		m->dwfl = NULL;
+		rv_debuginfo_destroy(&m->debuginfo);
 		return ret;
 	}
 	return 0;
@@ -75,6 +78,7 @@ static void close_module(struct module *m)
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
 	m->dwfl = NULL;
+	rv_debuginfo_destroy(&m->debuginfo);
 }
 
 static int outside_error(struct rv_error *err, const char *path, uint64_t addr)
@@ -269,7 +273,7 @@ static void search_symbols(struct module *m, const char *want, struct symbol_sea
 }
 
 static int unknown_symbol_error(struct rv_error *err, const char *want, const char *path,
-				const struct symbol_search *s, bool in_executable)
+				const struct symbol_search *s, bool in_executable, bool stripped)
 {
 	char hint[512] = "";
 	size_t used = 0;
@@ -297,6 +301,16 @@ static int unknown_symbol_error(struct rv_error *err, const char *want, const ch
 	for (size_t i = 0; i < sorted.nr && used < sizeof(hint); i++)
 		used += (size_t)snprintf(hint + used, sizeof(hint) - used, "%s'%s'",
 					 i ? ", " : "; did you mean ", sorted.names[i]);
+	if (stripped)
+		return rv_error_set(
+			err, ENOENT,
+			"no function '%s' in '%s': it is stripped (it has no symbol "
+			"table; only the functions it exports have names); install its "
+			"debug symbols (on Debian, the -dbgsym package of its package, "
+			"which puts them in /usr/lib/debug), or give the code as 0xADDR "
+			"(a link-time address, as 'objdump -d' shows it), or as "
+			"FILE:LINE once it has debug symbols%s%s",
+			want, path, hint, s->suggestions.nr ? "?" : "");
 	return rv_error_set(err, ENOENT, "no function '%s' in '%s'%s%s", want, path, hint,
 			    s->suggestions.nr ? "?" : " (check the name with 'nm -C')");
 }
@@ -320,7 +334,8 @@ static int resolve_symbol(struct module *m, const char *want, bool in_executable
 					    "'%s' in '%s' is not a function (it is data); give a "
 					    "function name",
 					    want, m->path);
-		return unknown_symbol_error(err, want, m->path, &s, in_executable);
+		return unknown_symbol_error(err, want, m->path, &s, in_executable,
+					    rv_symtab_module_stripped(m->mod));
 	}
 	if (s.nr_addrs > 1) {
 		char list[256] = "";

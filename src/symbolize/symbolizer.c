@@ -3,9 +3,10 @@
  *
  * Per process, the executable file mappings the capture reported; on first
  * use, a libdwfl session with one module per (file, load bias), which also
- * finds separate .debug files and, where DEBUGINFOD_URLS is set, debuginfod.
- * Symbol names come from a sorted per-file index (symtab.c), file and line
- * from libdwfl, kernel names from a kallsyms table (kallsyms.c). In front of
+ * finds separate .debug files (debuginfo.h) and, where DEBUGINFOD_URLS is
+ * set, debuginfod. Symbol names come from a sorted per-file index
+ * (symtab.c), in stripped files also from its FDEs, file and line from
+ * libdwfl, kernel names from a kallsyms table (kallsyms.c). In front of
  * all of it, a cache by (process generation, address).
  *
  * This is not: an unwinder (decode/unwind.c borrows the per-process Dwfl), a
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "symbolize/debuginfo.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/sorted.h"
 #include "symbolize/symtab.h"
@@ -63,6 +65,11 @@ struct file_info {
 	struct rv_symtab_segment *loads;
 	size_t nr_loads;
 	struct rv_symtab *symtab; /* built on first lookup in the file */
+	/* Its FDEs, for names in a stripped file: read on first need, from
+	 * the file opened again (a Dwfl's ELF goes with its process). */
+	struct rv_symtab_file cfi_file;
+	struct rv_symtab_fdes fdes;
+	bool fdes_read;
 };
 
 /* One file at one load bias in one process: a Dwfl module. */
@@ -133,16 +140,11 @@ struct rv_symbolizer {
 	struct rv_kallsyms kallsyms;
 	bool have_kallsyms;
 
-	struct rv_symbolizer_stats stats;
-};
+	/* Offline-style callbacks: we report modules ourselves, with their
+	 * biases; libdwfl finds separate debug information (debuginfo.h). */
+	struct rv_debuginfo debuginfo;
 
-/* Offline-style callbacks: we report modules ourselves, with their biases;
- * libdwfl looks for debug information by build ID and debuglink, then asks
- * debuginfod when DEBUGINFOD_URLS is set. */
-static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
+	struct rv_symbolizer_stats stats;
 };
 
 static const char *pool(struct rv_symbolizer *s, const char *str)
@@ -221,6 +223,7 @@ static struct file_info *get_file(struct rv_symbolizer *s, const char *pooled_pa
 		return NULL;
 	}
 	f->path = pooled_path;
+	f->cfi_file.fd = -1;
 	return f;
 }
 
@@ -333,7 +336,7 @@ static void resolve_mapping(struct rv_symbolizer *s, struct process *p, struct m
 		m->module = get_module(p, m->file, mapping_bias(m->file, m));
 }
 
-static void report_modules(struct process *p)
+static void report_modules(struct rv_symbolizer *s, struct process *p)
 {
 	bool pending = false;
 
@@ -342,7 +345,7 @@ static void report_modules(struct process *p)
 	if (!pending)
 		return;
 	if (!p->dwfl) {
-		p->dwfl = dwfl_begin(&dwfl_callbacks);
+		p->dwfl = dwfl_begin(&s->debuginfo.callbacks);
 		if (!p->dwfl) {
 			rv_debug("pid %" PRIu32 ": cannot start a libdwfl session: %s", p->pid,
 				 dwfl_errmsg(-1));
@@ -387,7 +390,7 @@ static void sync_process(struct rv_symbolizer *s, struct process *p)
 		if (!p->maps[i].resolved)
 			resolve_mapping(s, p, &p->maps[i]);
 	}
-	report_modules(p);
+	report_modules(s, p);
 	p->unresolved = false;
 	p->stale_dwfl = false;
 }
@@ -638,6 +641,44 @@ static struct rv_symtab *module_symtab(struct module *mod)
 	return f->symtab;
 }
 
+/* Code no symbol names in a stripped file, named after the FDE around it
+ * (symtab.h): one name per function, "FILE!fn_HEX" with HEX its link-time
+ * start. False when the file has symbols of its own (or found for it), no
+ * FDE covers addr, or a symbol names part of it. */
+static bool name_by_fde(struct rv_symbolizer *s, const struct mapping *m, struct module *mod,
+			const struct rv_symtab *table, uint64_t addr, struct rv_symbol *out)
+{
+	struct file_info *f = mod->file;
+	const struct rv_symtab_range *fde;
+	size_t len;
+	char *text;
+
+	if (!table || !mod->dwmod)
+		return false;
+	if (!f->fdes_read) {
+		/* Only where the file's only names are those it exports. */
+		f->fdes_read = true;
+		if (rv_symtab_module_stripped(mod->dwmod) &&
+		    !rv_symtab_file_open(&f->cfi_file, f->path, NULL) &&
+		    rv_symtab_fdes_open(&f->fdes, f->cfi_file.elf))
+			rv_debug("out of memory reading where the functions of '%s' are", f->path);
+	}
+	fde = rv_symtab_fde_find(&f->fdes, addr - mod->bias);
+	if (!fde || rv_symtab_names_any(table, fde->start, fde->end))
+		return false;
+	len = strlen(m->basename) + 32;
+	text = malloc(len);
+	if (!text)
+		return false;
+	snprintf(text, len, "%s!fn_%" PRIx64, m->basename, fde->start);
+	out->name = pool(s, text);
+	free(text);
+	out->start = fde->start + mod->bias;
+	out->size = fde->end - fde->start;
+	out->known = true;
+	return true;
+}
+
 /* dwfl_module_getsrc finds the compile unit through .debug_aranges, which
  * clang does not emit; elfutils 0.188 then fails on DWARF 5 units ("address
  * out of range"). This walks the units' own address ranges instead. */
@@ -720,7 +761,7 @@ static void resolve_user(struct rv_symbolizer *s, struct process *p, uint64_t ad
 		out->start = entry->addr + mod->bias;
 		out->size = entry->size;
 		out->known = true;
-	} else {
+	} else if (!mod || !name_by_fde(s, m, mod, table, addr, out)) {
 		name_by_offset(s, m->basename, addr - m->start + m->pgoff, out);
 	}
 	if (s->want_lines && mod && mod->dwmod)
@@ -895,7 +936,8 @@ int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_opt
 	s->empty = rv_intern(&s->strings, "");
 	s->kernel_module = rv_intern(&s->strings, "[kernel.kallsyms]");
 	s->out_of_memory = rv_intern(&s->strings, "[out of memory]");
-	if (!s->empty || !s->kernel_module || !s->out_of_memory) {
+	if (!s->empty || !s->kernel_module || !s->out_of_memory ||
+	    rv_debuginfo_init(&s->debuginfo)) {
 		rv_symbolizer_free(s);
 		return rv_error_set(err, ENOMEM, "out of memory creating the symbolizer");
 	}
@@ -933,12 +975,15 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 		if (!f)
 			continue;
 		rv_symtab_free(f->symtab);
+		rv_symtab_fdes_close(&f->fdes);
+		rv_symtab_file_close(&f->cfi_file);
 		free(f->loads);
 		free(f);
 	}
 	rv_map_destroy(&s->files);
 	free(s->cache);
 	rv_kallsyms_destroy(&s->kallsyms);
+	rv_debuginfo_destroy(&s->debuginfo);
 	rv_intern_destroy(&s->strings);
 	free(s);
 }

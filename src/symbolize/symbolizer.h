@@ -6,9 +6,14 @@
  * (MMAP2 records, synthesized ones included); lookups then go through a cache
  * by (pid, address), because the trace builder asks for the same addresses
  * constantly. Names are demangled (C++ and Rust legacy mangling; Rust's hash
- * suffix is dropped). Where no symbol covers an address, the result still
- * names something useful: "module+0xOFFSET" when a mapping covers it, or
- * "0xADDRESS" otherwise, with `known` false.
+ * suffix is dropped). Symbols come from the file, a separate debug file or
+ * MiniDebugInfo (debuginfo.h says where libdwfl looks). In a stripped file
+ * without those, code its exported symbols do not cover is named after its
+ * function's FDE (symtab.h): "module!fn_HEX", HEX the function's link-time
+ * start, with `known` true and the FDE's start and size, so that the code of
+ * one function has one name. Where nothing covers an address, the result
+ * still names something useful: "module+0xOFFSET" when a mapping covers it,
+ * or "0xADDRESS" otherwise, with `known` false.
  *
  * Every string returned is owned by the symbolizer and lives until it is freed,
  * so callers may keep and compare the pointers (same function, same pointer).

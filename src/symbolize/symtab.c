@@ -4,7 +4,10 @@
  */
 #include "symbolize/symtab.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -13,10 +16,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "symbolize/debuginfo.h"
 #include "symbolize/sorted.h"
 #include "symbolize/symbolizer.h"
 #include "util/array.h"
 #include "util/elf.h"
+
+/* The rows of one FDE's rules followed to find its end; a function with more
+ * (none that a compiler writes) ends where the next FDE begins. */
+#define MAX_FDE_ROWS 4096
 
 /* How many earlier symbols a lookup examines for one that encloses the address
  * (nested symbols are rare and shallow). */
@@ -188,6 +196,43 @@ void rv_symtab_file_close(struct rv_symtab_file *f)
 		close(f->fd);
 	f->elf = NULL;
 	f->fd = -1;
+}
+
+bool rv_symtab_stripped(Elf *elf, bool *mini_debuginfo)
+{
+	bool symtab = false, mini = false;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		shstrndx = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		symtab |= sh.sh_type == SHT_SYMTAB;
+		name = shstrndx ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		mini |= name && !strcmp(name, ".gnu_debugdata");
+	}
+	if (mini_debuginfo)
+		*mini_debuginfo = mini;
+	return !symtab;
+}
+
+bool rv_symtab_module_stripped(Dwfl_Module *mod)
+{
+	const char *debug_file = NULL;
+	bool mini_debuginfo;
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+
+	if (!elf || !rv_symtab_stripped(elf, &mini_debuginfo) || mini_debuginfo)
+		return false;
+	dwfl_module_getsymtab(mod);
+	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, &debug_file);
+	return debug_file == NULL;
 }
 
 /* ---- names ----
@@ -404,6 +449,22 @@ const char *rv_symtab_display_name(const struct rv_symtab *table, struct rv_symt
 	return entry->display;
 }
 
+bool rv_symtab_names_any(const struct rv_symtab *table, uint64_t start, uint64_t end)
+{
+	size_t first_after;
+
+	if (!table || start >= end)
+		return false;
+	/* A symbol that begins inside names its first byte; with none, every
+	 * address of the range has the same candidates as start, and a symbol
+	 * that covers one of them covers start too. */
+	first_after = rv_sorted_upper(table->entries, table->nr, sizeof(*table->entries),
+				      offsetof(struct rv_symtab_entry, addr), end - 1);
+	if (first_after && table->entries[first_after - 1].addr >= start)
+		return true;
+	return rv_symtab_find(table, start) != NULL;
+}
+
 void rv_symtab_free(struct rv_symtab *table)
 {
 	if (!table)
@@ -411,6 +472,167 @@ void rv_symtab_free(struct rv_symtab *table)
 	free(table->entries);
 	free(table->names);
 	free(table);
+}
+
+/* ---- functions without symbols: FDEs ---- */
+
+/* The bytes of a value of DW_EH_PE encoding enc (its format, low nibble);
+ * 0 for one this reader does not take. */
+static size_t encoded_size(uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case DW_EH_PE_absptr:
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		return 8;
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4:
+		return 4;
+	case DW_EH_PE_udata2:
+	case DW_EH_PE_sdata2:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Where elf's FDEs begin, from its .eh_frame_hdr search table: version 1,
+ * the encodings of the .eh_frame pointer, of the count (udata4) and of the
+ * table (datarel sdata4: offsets from the table's own address), then the
+ * pointer, the count, and (initial location, FDE) pairs. Sorted, once each.
+ * *starts is NULL when there are none. Returns 0, or -ENOMEM. */
+static int read_fde_starts(Elf *elf, uint64_t **starts, size_t *nr)
+{
+	GElf_Ehdr ehdr;
+	GElf_Phdr ph = { 0 };
+	Elf_Data *data = NULL;
+	const uint8_t *p;
+	size_t phnum, pos, ptr_size, n, kept = 0;
+	uint32_t count;
+	uint64_t *v;
+
+	*starts = NULL;
+	*nr = 0;
+	if (!gelf_getehdr(elf, &ehdr) || ehdr.e_ident[EI_DATA] != ELFDATA2LSB ||
+	    elf_getphdrnum(elf, &phnum))
+		return 0;
+	for (size_t i = 0; i < phnum && !data; i++) {
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME && ph.p_filesz)
+			data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+						    ELF_T_BYTE);
+	}
+	if (!data || !data->d_buf || data->d_size < 4)
+		return 0;
+	p = data->d_buf;
+	n = data->d_size;
+	ptr_size = encoded_size(p[1]);
+	if (p[0] != 1 || !ptr_size || p[2] != DW_EH_PE_udata4 ||
+	    p[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || n - 4 < ptr_size + 4)
+		return 0;
+	pos = 4 + ptr_size;
+	memcpy(&count, p + pos, sizeof(count));
+	count = le32toh(count);
+	pos += 4;
+	if (!count || count > (n - pos) / 8)
+		return 0;
+	v = malloc(count * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < count; i++) {
+		int32_t location;
+
+		memcpy(&location, p + pos + 8 * i, sizeof(location));
+		v[i] = ph.p_vaddr + (uint64_t)(int64_t)(int32_t)le32toh((uint32_t)location);
+	}
+	qsort(v, count, sizeof(*v), compare_u64);
+	for (size_t i = 0; i < count; i++) {
+		if (!kept || v[kept - 1] != v[i])
+			v[kept++] = v[i];
+	}
+	*starts = v;
+	*nr = kept;
+	return 0;
+}
+
+/* Where the FDE that begins at start ends: where its last row of rules
+ * does, found row by row (libdw gives the stretch each row covers), at the
+ * latest where the next FDE begins (limit). start itself when libdw cannot
+ * read it. */
+static uint64_t fde_end(Dwarf_CFI *cfi, uint64_t start, uint64_t limit)
+{
+	uint64_t at = start;
+
+	for (int rows = 0; at < limit; rows++) {
+		Dwarf_Frame *frame;
+		Dwarf_Addr row_start, row_end;
+		int ret;
+
+		if (rows == MAX_FDE_ROWS)
+			return limit == UINT64_MAX ? at : limit;
+		if (dwarf_cfi_addrframe(cfi, at, &frame))
+			break;
+		ret = dwarf_frame_info(frame, &row_start, &row_end, NULL);
+		free(frame);
+		if (ret < 0 || row_end <= at)
+			break;
+		at = row_end < limit ? row_end : limit;
+	}
+	return at;
+}
+
+int rv_symtab_fdes_open(struct rv_symtab_fdes *out, Elf *elf)
+{
+	uint64_t *starts;
+	size_t nr;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = read_fde_starts(elf, &starts, &nr);
+	if (ret || !nr)
+		return ret;
+	out->cfi = dwarf_getcfi_elf(elf);
+	out->v = out->cfi ? malloc(nr * sizeof(*out->v)) : NULL;
+	if (!out->v) {
+		ret = out->cfi ? -ENOMEM : 0;
+		free(starts);
+		rv_symtab_fdes_close(out);
+		return ret;
+	}
+	for (size_t i = 0; i < nr; i++)
+		out->v[i] = (struct rv_symtab_range){ starts[i], 0 };
+	out->nr = nr;
+	free(starts);
+	return 0;
+}
+
+const struct rv_symtab_range *rv_symtab_fde_find(struct rv_symtab_fdes *fdes, uint64_t addr)
+{
+	size_t i = rv_sorted_upper(fdes->v, fdes->nr, sizeof(*fdes->v),
+				   offsetof(struct rv_symtab_range, start), addr);
+	struct rv_symtab_range *fde;
+
+	if (!i)
+		return NULL;
+	fde = &fdes->v[i - 1];
+	if (!fde->end)
+		fde->end = fde_end(fdes->cfi, fde->start,
+				   i < fdes->nr ? fdes->v[i].start : UINT64_MAX);
+	return addr < fde->end ? fde : NULL;
+}
+
+void rv_symtab_fdes_close(struct rv_symtab_fdes *fdes)
+{
+	if (fdes->cfi)
+		dwarf_cfi_end(fdes->cfi);
+	free(fdes->v);
+	memset(fdes, 0, sizeof(*fdes));
 }
 
 /* ---- stretches of code ---- */
@@ -489,6 +711,69 @@ static int add_mapped(void *ctx, const struct rv_symtab_symbol *sym)
 	return rv_symtab_ranges_add(m->ranges, at, at + sym->size);
 }
 
+/* The index of file's names as the symbolizer builds it (through libdwfl,
+ * with separate debug files and MiniDebugInfo), when its only names are the
+ * ones it exports (rv_symtab_module_stripped); else, or when libdwfl cannot
+ * read the file, *out is NULL. Returns 0, or -ENOMEM. */
+static int stripped_naming_index(const char *file, struct rv_symtab **out)
+{
+	struct rv_debuginfo debuginfo;
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+	Dwfl *dwfl;
+	int ret;
+
+	*out = NULL;
+	if (rv_debuginfo_init(&debuginfo))
+		return -ENOMEM;
+	dwfl = dwfl_begin(&debuginfo.callbacks);
+	if (!dwfl) {
+		rv_debuginfo_destroy(&debuginfo);
+		return -ENOMEM;
+	}
+	dwfl_report_begin(dwfl);
+	mod = dwfl_report_elf(dwfl, file, file, -1, 0, true);
+	dwfl_report_end(dwfl, NULL, NULL);
+	ret = 0;
+	if (mod && dwfl_module_getelf(mod, &bias) && rv_symtab_module_stripped(mod)) {
+		struct rv_symtab_source src = { .mod = mod, .bias = bias };
+
+		ret = rv_symtab_build(out, &src);
+	}
+	dwfl_end(dwfl);
+	rv_debuginfo_destroy(&debuginfo);
+	return ret;
+}
+
+/* Adds the FDEs of the file elf reads (path file), if it is stripped, that
+ * begin inside the mapping and that no symbol names. */
+static int add_unnamed_fdes(const struct mapped_file *m, Elf *elf, const char *file)
+{
+	struct rv_symtab_fdes fdes;
+	struct rv_symtab *names = NULL;
+	bool mini_debuginfo;
+	int ret;
+
+	if (!rv_symtab_stripped(elf, &mini_debuginfo) || mini_debuginfo)
+		return 0;
+	ret = rv_symtab_fdes_open(&fdes, elf);
+	if (!ret && fdes.nr)
+		ret = stripped_naming_index(file, &names);
+	for (size_t i = 0; !ret && names && i < fdes.nr; i++) {
+		uint64_t at = fdes.v[i].start + m->bias;
+		const struct rv_symtab_range *fde;
+
+		if (at < m->start || at - m->start >= m->len)
+			continue;
+		fde = rv_symtab_fde_find(&fdes, fdes.v[i].start);
+		if (fde && !rv_symtab_names_any(names, fde->start, fde->end))
+			ret = rv_symtab_ranges_add(m->ranges, at, fde->end + m->bias);
+	}
+	rv_symtab_free(names);
+	rv_symtab_fdes_close(&fdes);
+	return ret;
+}
+
 int rv_symtab_ranges_add_file(struct rv_symtab_ranges *r, const char *file, uint64_t pgoff,
 			      uint64_t start, uint64_t len)
 {
@@ -502,6 +787,8 @@ int rv_symtab_ranges_add_file(struct rv_symtab_ranges *r, const char *file, uint
 		struct rv_symtab_source src = { .elf = f.elf };
 
 		ret = rv_symtab_read(&src, RV_SYMTAB_SIZED, add_mapped, &m);
+		if (!ret)
+			ret = add_unnamed_fdes(&m, f.elf, file);
 	}
 	rv_symtab_file_close(&f);
 	return ret;

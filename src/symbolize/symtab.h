@@ -46,6 +46,9 @@
  *   name's size the span;
  * - functions with a size that are absolute, not loaded or unnamed make
  *   stretches but name nothing (and --functions may probe absolute ones);
+ * - stretches of a stripped file's FDEs are added where libdwfl's symbols
+ *   name none of the FDE, judged on libdwfl's reading, so they agree with
+ *   the names; in files with symbols, FDEs make no stretches;
  * - the load bias of a mapping: the stretches take the first PT_LOAD that
  *   holds the mapped offset, the symbolizer an executable one first (they
  *   differ where a read-only and an executable segment share a file page,
@@ -122,6 +125,18 @@ int rv_symtab_file_open(struct rv_symtab_file *f, const char *path, struct rv_er
 
 void rv_symtab_file_close(struct rv_symtab_file *f);
 
+/* Whether elf is stripped: it has no symbol table of its own (.symtab), so
+ * only the functions it exports (.dynsym) are named in it. *mini_debuginfo
+ * (may be NULL): it carries MiniDebugInfo (.gnu_debugdata), the compressed
+ * symbol table that libdwfl reads for the names .dynsym lacks. */
+bool rv_symtab_stripped(Elf *elf, bool *mini_debuginfo);
+
+/* Whether the only names libdwfl has for mod are those its file exports:
+ * the file is stripped, has no MiniDebugInfo, and libdwfl found no separate
+ * debug file for it (it looks when the symbols are first read, which this
+ * makes happen). */
+bool rv_symtab_module_stripped(Dwfl_Module *mod);
+
 /* ---- pieces of functions ---- */
 
 /* Whether name (raw, "@VERSION" allowed) is an out-of-line piece of another
@@ -173,17 +188,68 @@ static inline const char *rv_symtab_raw_name(const struct rv_symtab *table,
 const char *rv_symtab_display_name(const struct rv_symtab *table, struct rv_symtab_entry *entry,
 				   struct rv_intern *pool);
 
+/* Whether a symbol of table names any address of [start, end) (link-time):
+ * whether rv_symtab_find finds something for one of them. */
+bool rv_symtab_names_any(const struct rv_symtab *table, uint64_t start, uint64_t end);
+
 void rv_symtab_free(struct rv_symtab *table);
+
+/* ---- functions without symbols: their call frame information ----
+ *
+ * A stripped file still says where its functions are: the compiler writes
+ * call frame information (an FDE in .eh_frame) for each function, for
+ * unwinding. In a file whose only names are the ones it exports
+ * (rv_symtab_module_stripped), the FDE around an address no symbol names
+ * stands for its function: the symbolizer names it "FILE!fn_HEX" (HEX its
+ * first byte's link-time address, as objdump -d shows it), and the PT
+ * decoder's stretches take the same bounds, so that both see one function.
+ * Files with symbols of their own (or found for them) are named as before:
+ * what no symbol names there (PLT stubs, crtstuff) is not a function.
+ *
+ * Where the FDEs begin comes from the linker's sorted table of them
+ * (.eh_frame_hdr, through PT_GNU_EH_FRAME: the table libgcc's unwinder and
+ * libdw search), the only one that lists them by address; where each ends,
+ * from libdw (dwarf_cfi_addrframe gives the stretch of code each row of the
+ * FDE's rules covers; an FDE ends where its last row does). A file without
+ * that table, or with a table in an encoding other than the one linkers
+ * write (DW_EH_PE_datarel | DW_EH_PE_sdata4), has no such functions. An FDE
+ * that a symbol names any byte of names nothing: code is named by symbols
+ * or by an FDE, never by both.
+ */
+
+/* [start, end): link-time addresses in a file's FDEs, run-time ones in a
+ * process's stretches. */
+struct rv_symtab_range {
+	uint64_t start, end;
+};
+
+typedef struct Dwarf_CFI_s Dwarf_CFI;
+
+/* A file's FDEs at link-time addresses, sorted, not overlapping. Where each
+ * ends is found at the first lookup in it: following the rows costs about a
+ * microsecond a row, a second for all of a large library (libLLVM: 98,000
+ * FDEs), of which a trace needs few. Lookups write to it: one thread's. */
+struct rv_symtab_fdes {
+	struct rv_symtab_range *v; /* end 0: not found yet; end == start: unreadable */
+	size_t nr;
+	Dwarf_CFI *cfi; /* of the Elf given to open, which must outlive it */
+};
+
+/* Reads where elf's FDEs begin (none, without a table). Returns 0, or
+ * -ENOMEM. */
+int rv_symtab_fdes_open(struct rv_symtab_fdes *out, Elf *elf);
+
+/* The FDE covering link-time address addr, or NULL. */
+const struct rv_symtab_range *rv_symtab_fde_find(struct rv_symtab_fdes *fdes, uint64_t addr);
+
+void rv_symtab_fdes_close(struct rv_symtab_fdes *fdes);
 
 /* ---- stretches of code: a process's functions for the PT decoder ---- */
 
-struct rv_symtab_range {
-	uint64_t start, end; /* [start, end), run-time addresses */
-};
-
-/* The RV_SYMTAB_SIZED functions of the files a process maps, at run-time
- * addresses. Built once (adds, then rv_symtab_ranges_sort), then only read,
- * so that any number of threads may look up in it without locks. */
+/* The RV_SYMTAB_SIZED functions of the files a process maps, and the FDEs
+ * that no symbol names (see above), at run-time addresses. Built once (adds,
+ * then rv_symtab_ranges_sort), then only read, so that any number of threads
+ * may look up in it without locks. */
 struct rv_symtab_ranges {
 	struct rv_symtab_range *v; /* once sorted: one per start, cut short */
 	size_t nr, cap;
@@ -209,8 +275,14 @@ bool rv_symtab_load_bias(const struct rv_symtab_segment *segments, size_t nr, ui
 			 uint64_t start, uint64_t *bias);
 
 /* Adds the functions of `file` mapped at [start, start + len) from file offset
- * pgoff (an MMAP2 record's mapping) that begin inside the mapping. A file that
- * cannot be read, or is not ELF, adds nothing. Returns 0, or -ENOMEM. */
+ * pgoff (an MMAP2 record's mapping) that begin inside the mapping: its sized
+ * functions, and in a stripped file the FDEs that no symbol names. Whether
+ * a file is stripped and a symbol names an FDE are judged as the symbolizer
+ * judges them, on what libdwfl finds (a separate debug file, MiniDebugInfo;
+ * debuginfo.h), so that the decoder drops no jump between code the
+ * symbolizer names as two functions.
+ * A file that cannot be read, or is not ELF, adds nothing. Returns 0, or
+ * -ENOMEM. */
 int rv_symtab_ranges_add_file(struct rv_symtab_ranges *r, const char *file, uint64_t pgoff,
 			      uint64_t start, uint64_t len);
 

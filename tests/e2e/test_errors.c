@@ -135,3 +135,40 @@ Test(errors, help_and_version_tell_the_truth)
 	cr_assert_eq(r.exit_code, 0);
 	cr_assert(!strncmp(r.out, "rearview ", 9));
 }
+
+/* A name a stripped program does not have: the error says it is stripped
+ * and what to do instead of pointing at nm, which finds no symbols there. */
+Test(errors, unknown_function_in_a_stripped_program)
+{
+	char *trigger[] = { (char *)build_path("rearview"),
+			    "run",
+			    "--trigger",
+			    "leaf",
+			    "-o",
+			    "/tmp/rv-stripped.fxt",
+			    "--",
+			    (char *)build_path("tests/targets/workload.stripped"),
+			    NULL };
+	char *functions[] = { (char *)build_path("rearview"),
+			      "run",
+			      "--backend",
+			      "uprobe",
+			      "--functions",
+			      "leaf",
+			      "-o",
+			      "/tmp/rv-stripped.fxt",
+			      "--",
+			      (char *)build_path("tests/targets/workload.stripped"),
+			      NULL };
+	struct proc_result r;
+
+	require_root("--trigger on a stripped program");
+	expect_error(trigger, 1, "workload.stripped': it is stripped", "/tmp/rv-stripped.fxt");
+	run_process(trigger, 30, &r);
+	cr_assert(strstr(r.err, "-dbgsym") && strstr(r.err, "0xADDR") && strstr(r.err, "FILE:LINE"),
+		  "%s", r.err);
+	cr_assert_null(strstr(r.err, "'nm"), "%s", r.err);
+	expect_error(functions, 1, "and it is stripped", "/tmp/rv-stripped.fxt");
+	run_process(functions, 30, &r);
+	cr_assert(strstr(r.err, "--sampling"), "%s", r.err);
+}

@@ -104,6 +104,26 @@ Test(fn_select, a_pattern_that_matches_nothing_is_named_with_nm)
 	rv_fn_list_destroy(&l);
 }
 
+/* In a stripped file, nm finds nothing to list: the error says the file is
+ * stripped, and what --functions needs. */
+Test(fn_select, a_pattern_in_a_stripped_file_says_it_is_stripped)
+{
+	const char *exe = built_target("workload.stripped");
+	const char *patterns[] = { "leaf" };
+	struct rv_fn_list l;
+	struct rv_error err = { 0 };
+
+	rv_fn_list_init(&l);
+	cr_assert_lt(rv_fn_select(&l,
+				  &(struct rv_fn_patterns){ .include = patterns, .nr_include = 1 },
+				  exe, 0, 1000, &err),
+		     0);
+	cr_assert(strstr(err.message, "it is stripped"), "%s", err.message);
+	cr_assert(strstr(err.message, "not stripped"), "%s", err.message);
+	cr_assert_null(strstr(err.message, "`nm --defined-only"), "%s", err.message);
+	rv_fn_list_destroy(&l);
+}
+
 Test(fn_select, too_many_functions_is_an_error)
 {
 	const char *exe = built_target("workload");

@@ -181,6 +181,30 @@ Test(probe_site, file_and_line_without_debug_info)
 	cr_expect(strstr(err.message, "no debug information"), "%s", err.message);
 }
 
+/* A function a stripped file does not name: the error says it is stripped
+ * and what to do (debug symbols, an address, FILE:LINE), not to try nm. */
+Test(probe_site, unknown_names_in_a_stripped_file)
+{
+	const char *exe = built_target("windows.stripped");
+	struct rv_probe_site site;
+	struct rv_error err = { 0 };
+
+	cr_expect_eq(rv_probe_site_resolve("on_trigger", exe, 0, &site, &err), -ENOENT);
+	cr_expect(strstr(err.message, "it is stripped"), "%s", err.message);
+	cr_expect(strstr(err.message, "-dbgsym"), "%s", err.message);
+	cr_expect(strstr(err.message, "0xADDR"), "%s", err.message);
+	cr_expect(strstr(err.message, "FILE:LINE"), "%s", err.message);
+	cr_expect_null(strstr(err.message, "'nm"), "%s", err.message);
+
+	/* The same name in the unstripped file is found; a misspelt one there
+	 * gets the usual hint. */
+	exe = built_target("windows");
+	cr_expect_eq(rv_probe_site_resolve("on_trigger", exe, 0, &site, &err), 0, "%s",
+		     err.message);
+	cr_expect_eq(rv_probe_site_resolve("no_such_function_here", exe, 0, &site, &err), -ENOENT);
+	cr_expect_null(strstr(err.message, "stripped"), "%s", err.message);
+}
+
 Test(probe_site, errors_name_the_problem)
 {
 	const char *exe = built_target("windows");

@@ -25,6 +25,8 @@
 #include <zlib.h>
 
 #include "symbolize/symbolizer.h"
+#include "symbolize/symtab.h"
+#include "test_env.h"
 
 #define MAX_TRUTHS 32
 
@@ -346,19 +348,113 @@ Test(symbolizer, demangles_cpp_names)
 	rv_symbolizer_free(s);
 }
 
-Test(symbolizer, names_stripped_code_by_file_offset)
+/* A file's functions with a size, from its symbol table. */
+struct functions {
+	struct {
+		char name[64];
+		uint64_t addr, size;
+	} v[64];
+	size_t nr;
+};
+
+static int add_function(void *ctx, const struct rv_symtab_symbol *sym)
 {
+	struct functions *f = ctx;
+
+	cr_assert_lt(f->nr, sizeof(f->v) / sizeof(f->v[0]));
+	snprintf(f->v[f->nr].name, sizeof(f->v[f->nr].name), "%s", sym->name);
+	f->v[f->nr].addr = sym->addr;
+	f->v[f->nr].size = sym->size;
+	f->nr++;
+	return 0;
+}
+
+static void read_functions(const char *path, struct functions *out)
+{
+	struct rv_symtab_file f;
+	struct rv_error err = { 0 };
+
+	memset(out, 0, sizeof(*out));
+	cr_assert_eq(rv_symtab_file_open(&f, path, &err), 0, "%s", err.message);
+	struct rv_symtab_source src = { .elf = f.elf };
+
+	rv_symtab_read(&src, RV_SYMTAB_SIZED, add_function, out);
+	rv_symtab_file_close(&f);
+}
+
+static uint64_t function_addr(const struct functions *f, const char *name)
+{
+	for (size_t i = 0; i < f->nr; i++)
+		if (!strcmp(f->v[i].name, name))
+			return f->v[i].addr;
+	cr_assert_fail("no function %s", name);
+	return 0;
+}
+
+/* A stripped file's functions are named after their call frame information,
+ * one name per function: checked against the unstripped file's symbols
+ * (same code, same addresses), at each function's first, middle and last
+ * byte. */
+Test(symbolizer, names_stripped_code_by_function)
+{
+	static const char *const own[] = { "sym_c_deepest", "inner_static", "sym_c_middle",
+					   "sym_c_outer",   "main",	    "_start" };
 	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	const char *names[64] = { 0 };
+	struct functions functions;
+	struct rv_symtab_fdes fdes;
+	struct rv_symtab_file file;
+	struct rv_error err = { 0 };
 	struct rv_symbol sym, again;
+	char path[256], unstripped[256], expected[128];
+	uint64_t bias, addr;
 	struct map_line m;
 	struct target t;
-	char path[256], expected[128];
-	uint64_t addr;
+	size_t named = 0;
 
 	target_path(path, sizeof(path), "sym_c.stripped");
+	target_path(unstripped, sizeof(unstripped), "sym_c");
+	read_functions(unstripped, &functions);
 	start_target(&t, path);
 	report_maps(s, t.pid);
-	addr = truth_of(&t, "sym_c_middle") + 2;
+	bias = truth_of(&t, "main") - function_addr(&functions, "main");
+	for (size_t i = 0; i < functions.nr; i++) {
+		const uint64_t offsets[] = { 0, functions.v[i].size / 2, functions.v[i].size - 1 };
+		bool is_own = false;
+
+		for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++)
+			is_own |= !strcmp(functions.v[i].name, own[k]);
+		snprintf(expected, sizeof(expected), "sym_c.stripped!fn_%" PRIx64,
+			 functions.v[i].addr);
+		for (size_t k = 0; k < 3; k++) {
+			rv_symbolizer_lookup(s, (uint32_t)t.pid,
+					     bias + functions.v[i].addr + offsets[k], &sym);
+			if (!is_own && strncmp(sym.name, "sym_c.stripped!fn_", 18))
+				continue; /* code without call frame information */
+			cr_assert_str_eq(sym.name, expected, "%s+%" PRIu64, functions.v[i].name,
+					 offsets[k]);
+			cr_assert(sym.known);
+			cr_assert_eq(sym.start, bias + functions.v[i].addr, "%s", sym.name);
+			cr_assert_eq(sym.size, functions.v[i].size, "%s", functions.v[i].name);
+			cr_assert_str_eq(sym.module, "sym_c.stripped");
+			if (k == 0)
+				names[named++] = sym.name;
+		}
+	}
+	cr_assert_geq(named, sizeof(own) / sizeof(own[0]));
+	for (size_t i = 0; i < named; i++)
+		for (size_t j = i + 1; j < named; j++)
+			cr_assert_neq(names[i], names[j], "two functions named %s", names[i]);
+
+	/* Code without call frame information (crtstuff's frame_dummy, built
+	 * without unwind tables) is still named by its file offset. */
+	addr = bias + nm_symbol(unstripped, "frame_dummy", NULL);
+	cr_assert_eq(rv_symtab_file_open(&file, path, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_symtab_fdes_open(&fdes, file.elf), 0);
+	cr_assert_geq(fdes.nr, sizeof(own) / sizeof(own[0]));
+	cr_assert_null(rv_symtab_fde_find(&fdes, addr - bias), "frame_dummy has an FDE");
+	rv_symtab_fdes_close(&fdes);
+	rv_symtab_file_close(&file);
 	m = mapping_of(t.pid, addr);
 	snprintf(expected, sizeof(expected), "sym_c.stripped+0x%" PRIx64, addr - m.start + m.pgoff);
 	rv_symbolizer_lookup(s, (uint32_t)t.pid, addr, &sym);
@@ -366,17 +462,132 @@ Test(symbolizer, names_stripped_code_by_file_offset)
 	cr_assert_not(sym.known);
 	cr_assert_eq(sym.start, addr);
 	cr_assert_eq(sym.size, 0);
-	cr_assert_str_eq(sym.module, "sym_c.stripped");
 	/* Stripped of .symtab, libc still has its dynamic symbols (and maybe a .debug file). */
 	expect_function(s, t.pid, truth_of(&t, "strerror"), "strerror", "libc.so.6");
 	/* The cache gives the same answer, pointer for pointer. */
+	addr = truth_of(&t, "sym_c_middle") + 2;
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, addr, &sym);
 	rv_symbolizer_lookup(s, (uint32_t)t.pid, addr, &again);
 	cr_assert_eq(again.name, sym.name);
 	stop_target(&t);
 	rv_symbolizer_free(s);
 }
 
-static void run_command(const char *command)
+/* A file with symbols of its own is named as before: code that no symbol
+ * names there (the PLT, whose FDE the linker wrote) keeps its offset name,
+ * not an FDE's. */
+Test(symbolizer, code_without_symbols_in_an_unstripped_file_is_named_by_offset)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_symtab_fdes fdes;
+	struct rv_symtab_file file;
+	struct rv_symtab *table;
+	struct rv_error err = { 0 };
+	const struct rv_symtab_range *unnamed = NULL;
+	struct functions functions;
+	struct rv_symbol sym;
+	struct map_line m;
+	struct target t;
+	char path[256], expected[128];
+	uint64_t bias, addr;
+
+	target_path(path, sizeof(path), "sym_c");
+	read_functions(path, &functions);
+	cr_assert_eq(rv_symtab_file_open(&file, path, &err), 0, "%s", err.message);
+	struct rv_symtab_source src = { .elf = file.elf };
+
+	cr_assert_eq(rv_symtab_build(&table, &src), 0);
+	cr_assert_eq(rv_symtab_fdes_open(&fdes, file.elf), 0);
+	for (size_t i = 0; i < fdes.nr && !unnamed; i++) {
+		const struct rv_symtab_range *fde = rv_symtab_fde_find(&fdes, fdes.v[i].start);
+
+		if (fde && !rv_symtab_names_any(table, fde->start, fde->end))
+			unnamed = fde;
+	}
+	cr_assert(unnamed, "every FDE of sym_c is named (no PLT?)");
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	bias = truth_of(&t, "main") - function_addr(&functions, "main");
+	addr = bias + unnamed->start + 1;
+	m = mapping_of(t.pid, addr);
+	snprintf(expected, sizeof(expected), "sym_c+0x%" PRIx64, addr - m.start + m.pgoff);
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, addr, &sym);
+	cr_assert_str_eq(sym.name, expected);
+	cr_assert_not(sym.known);
+	stop_target(&t);
+	rv_symtab_fdes_close(&fdes);
+	rv_symtab_file_close(&file);
+	rv_symtab_free(table);
+	rv_symbolizer_free(s);
+}
+
+/* sym_c.minidebug has no .symtab but MiniDebugInfo (mk/debuginfo.mk):
+ * libdwfl reads the compressed symbol table, and its functions have their
+ * names. */
+Test(symbolizer, reads_mini_debuginfo)
+{
+	static const char *const functions[] = { "sym_c_deepest", "inner_static", "sym_c_middle",
+						 "sym_c_outer", "main" };
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_symtab_file file;
+	struct rv_error err = { 0 };
+	struct target t;
+	char path[256];
+	bool mini_debuginfo = false;
+
+	target_path(path, sizeof(path), "sym_c.minidebug");
+	cr_assert_eq(rv_symtab_file_open(&file, path, &err), 0, "%s", err.message);
+	cr_assert(rv_symtab_stripped(file.elf, &mini_debuginfo), "it has a .symtab");
+	cr_assert(mini_debuginfo, "it has no .gnu_debugdata");
+	rv_symtab_file_close(&file);
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	for (size_t i = 0; i < sizeof(functions) / sizeof(functions[0]); i++)
+		expect_function(s, t.pid, truth_of(&t, functions[i]), functions[i],
+				"sym_c.minidebug");
+	stop_target(&t);
+	rv_symbolizer_free(s);
+}
+
+/* A debug file found by build ID in a debug directory, as Debian's -dbgsym
+ * packages install them in /usr/lib/debug: here REARVIEW_DEBUG_DIRS names
+ * build/tests/targets/sym_c.debugroot (mk/debuginfo.mk), which holds
+ * sym_c's under .build-id/; sym_c.stripped has the same build ID and no
+ * debuglink. Names and lines come from it; without it, none. */
+Test(symbolizer, finds_debug_files_by_build_id_in_the_debug_dirs)
+{
+	struct rv_symbolizer *s, *without;
+	struct rv_symbol sym;
+	struct target t;
+	char path[256], root[256], *absolute;
+
+	target_path(path, sizeof(path), "sym_c.stripped");
+	target_path(root, sizeof(root), "sym_c.debugroot");
+	absolute = realpath(root, NULL);
+	cr_assert(absolute, "%s is missing: run make first", root);
+	without = new_symbolizer(false, NULL);
+	cr_assert_eq(setenv("REARVIEW_DEBUG_DIRS", absolute, 1), 0);
+	s = new_symbolizer(true, NULL);
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	report_maps(without, t.pid);
+	expect_function(s, t.pid, truth_of(&t, "inner_static"), "inner_static", "sym_c.stripped");
+	expect_function(s, t.pid, truth_of(&t, "main"), "main", "sym_c.stripped");
+	rv_symbolizer_lookup(s, (uint32_t)t.pid, truth_of(&t, "call_site") - 1, &sym);
+	cr_assert_str_eq(sym.name, "inner_static");
+	cr_assert(sym.file && ends_with(sym.file, "sym_c.c"));
+	cr_assert_eq(sym.line, marked_line("sym_c.c", "call_deepest"));
+	rv_symbolizer_lookup(without, (uint32_t)t.pid, truth_of(&t, "inner_static"), &sym);
+	cr_assert(strncmp(sym.name, "sym_c.stripped!fn_", 18) == 0,
+		  "named without the debug directory: %s", sym.name);
+	stop_target(&t);
+	rv_symbolizer_free(s);
+	rv_symbolizer_free(without);
+	unsetenv("REARVIEW_DEBUG_DIRS");
+	free(absolute);
+}
+
+static void run_shell(const char *command)
 {
 	int status = system(command);
 
@@ -400,7 +611,7 @@ Test(symbolizer, uses_a_separate_debug_file)
 		 "objcopy --only-keep-debug %s %s/sym_c_split.debug && "
 		 "objcopy --strip-all --add-gnu-debuglink=%s/sym_c_split.debug %s %s",
 		 original, dir, dir, original, stripped);
-	run_command(command);
+	run_shell(command);
 	start_target(&t, stripped);
 	report_maps(s, t.pid);
 	expect_function(s, t.pid, truth_of(&t, "inner_static"), "inner_static", "sym_c_split");
@@ -411,7 +622,7 @@ Test(symbolizer, uses_a_separate_debug_file)
 	stop_target(&t);
 	rv_symbolizer_free(s);
 	snprintf(command, sizeof(command), "rm -rf %s", dir);
-	run_command(command);
+	run_shell(command);
 }
 
 /* clang emits no .debug_aranges and DWARF 5 units, which elfutils 0.188's own
@@ -428,7 +639,7 @@ Test(symbolizer, finds_lines_in_a_clang_binary)
 	snprintf(command, sizeof(command),
 		 "clang -O1 -g -fno-omit-frame-pointer -o %s tests/targets/sym_c.c 2>/dev/null",
 		 binary);
-	run_command(command);
+	run_shell(command);
 	start_target(&t, binary);
 	report_maps(s, t.pid);
 	rv_symbolizer_lookup(s, (uint32_t)t.pid, truth_of(&t, "call_site") - 1, &sym);
@@ -439,7 +650,7 @@ Test(symbolizer, finds_lines_in_a_clang_binary)
 	stop_target(&t);
 	rv_symbolizer_free(s);
 	snprintf(command, sizeof(command), "rm -rf %s", dir);
-	run_command(command);
+	run_shell(command);
 }
 
 Test(symbolizer, names_a_non_pie_executable)
@@ -453,7 +664,7 @@ Test(symbolizer, names_a_non_pie_executable)
 	snprintf(command, sizeof(command),
 		 "cc -O1 -g -fno-omit-frame-pointer -fno-pie -no-pie -o %s tests/targets/sym_c.c",
 		 binary);
-	run_command(command);
+	run_shell(command);
 	cr_assert_eq(elf_type_of(binary), 2 /* ET_EXEC */);
 	start_target(&t, binary);
 	report_maps(s, t.pid);
@@ -462,7 +673,7 @@ Test(symbolizer, names_a_non_pie_executable)
 	stop_target(&t);
 	rv_symbolizer_free(s);
 	snprintf(command, sizeof(command), "rm -rf %s", dir);
-	run_command(command);
+	run_shell(command);
 }
 
 Test(symbolizer, names_what_it_cannot_read)

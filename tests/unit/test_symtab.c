@@ -19,6 +19,7 @@
 
 #include "util/intern.h"
 #include "symbolize/symtab.h"
+#include "test_env.h"
 
 /* Whether a and b are inside one and the same function, as the decoding
  * threads decide it: b within the stretch of code around a. */
@@ -608,4 +609,127 @@ Test(symtab, a_mappings_load_bias_comes_from_its_code_segment)
 	cr_assert_eq(bias, 0x7f0000000000);
 	cr_assert_not(rv_symtab_load_bias(lld, 3, 0x9000, 0x7f0000009000, &bias),
 		      "no segment holds that offset");
+}
+
+/* Whether a symbol names some byte of a range: the test of an FDE before it
+ * may name code (symtab.h: symbols or an FDE, never both). */
+Test(symtab, names_any_is_whether_a_symbol_names_a_byte_of_the_range)
+{
+	struct rv_symtab_file f;
+	struct rv_error err = { 0 };
+	struct rv_symtab *t;
+
+	cr_assert_eq(rv_symtab_file_open(&f, test_elf, &err), 0, "%s", err.message);
+	struct rv_symtab_source src = { .elf = f.elf };
+
+	cr_assert_eq(rv_symtab_build(&t, &src), 0);
+	rv_symtab_file_close(&f);
+	/* f covers [0x1000, 0x1040); nothing then until "unsized" at 0x1100 */
+	cr_assert_not(rv_symtab_names_any(t, 0x1040, 0x1100), "the gap");
+	cr_assert(rv_symtab_names_any(t, 0x1040, 0x1101), "a symbol begins at its last byte");
+	cr_assert(rv_symtab_names_any(t, 0x103f, 0x1041), "a symbol covers its first byte");
+	cr_assert(rv_symtab_names_any(t, 0x1000, 0x1001));
+	cr_assert(rv_symtab_names_any(t, 0x1250, 0x1251), "a nested symbol");
+	cr_assert_not(rv_symtab_names_any(t, 0x1050, 0x1050), "an empty range");
+	cr_assert_not(rv_symtab_names_any(t, 0x0, 0x1000), "before the first");
+	cr_assert_not(rv_symtab_names_any(NULL, 0x1000, 0x2000), "no table");
+	rv_symtab_free(t);
+}
+
+/* The executable segment of path, mapped at base + its page-aligned vaddr. */
+static void code_mapping(const char *path, uint64_t base, uint64_t *pgoff, uint64_t *start,
+			 uint64_t *len)
+{
+	struct rv_symtab_file f;
+	struct rv_error err = { 0 };
+	size_t phnum;
+	bool found = false;
+
+	cr_assert_eq(rv_symtab_file_open(&f, path, &err), 0, "%s", err.message);
+	cr_assert_eq(elf_getphdrnum(f.elf, &phnum), 0);
+	for (size_t i = 0; i < phnum && !found; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(f.elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !(ph.p_flags & PF_X))
+			continue;
+		*pgoff = ph.p_offset & ~0xfffull;
+		*start = base + (ph.p_vaddr & ~0xfffull);
+		*len = (ph.p_vaddr & 0xfff) + ph.p_filesz;
+		found = true;
+	}
+	rv_symtab_file_close(&f);
+	cr_assert(found, "no code segment in %s", path);
+}
+
+static int sized_function(void *ctx, const struct rv_symtab_symbol *sym)
+{
+	struct rv_symtab_symbol *want = ctx;
+
+	if (strcmp(sym->name, want->name))
+		return 0;
+	*want = *sym;
+	return 1;
+}
+
+/* A function of the unstripped sym_c, by name. */
+static struct rv_symtab_symbol sym_c_function(const char *name)
+{
+	struct rv_symtab_symbol sym = { .name = name };
+	struct rv_symtab_file f;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_symtab_file_open(&f, built_target("sym_c"), &err), 0, "%s", err.message);
+	struct rv_symtab_source src = { .elf = f.elf };
+
+	cr_assert_eq(rv_symtab_read(&src, RV_SYMTAB_SIZED, sized_function, &sym), 1, "no %s", name);
+	rv_symtab_file_close(&f);
+	sym.name = name;
+	return sym;
+}
+
+/* The decoder's stretches in a stripped file are its FDEs, which are its
+ * functions (the unstripped file's symbols say where those are), as the
+ * symbolizer names them; where a debug file names them, the FDEs make no
+ * stretches, since the names come from symbols the decoder does not read. */
+Test(symtab, stretches_of_a_stripped_file_are_its_functions)
+{
+	static const char *const functions[] = { "sym_c_deepest", "inner_static", "sym_c_middle",
+						 "sym_c_outer", "main" };
+	const uint64_t base = 0x7f0000000000ull;
+	struct rv_symtab_ranges r = { 0 };
+	uint64_t pgoff, start, end, len;
+	char stripped[512], *root;
+
+	/* (built_target's answer lasts until its next call) */
+	snprintf(stripped, sizeof(stripped), "%s", built_target("sym_c.stripped"));
+
+	code_mapping(stripped, base, &pgoff, &start, &len);
+	cr_assert_eq(rv_symtab_ranges_add_file(&r, stripped, pgoff, start, len), 0);
+	rv_symtab_ranges_sort(&r);
+	for (size_t i = 0; i < sizeof(functions) / sizeof(functions[0]); i++) {
+		struct rv_symtab_symbol fn = sym_c_function(functions[i]);
+
+		cr_assert(rv_symtab_around(&r, base + fn.addr + fn.size / 2, &start, &end), "%s",
+			  fn.name);
+		cr_assert_eq(start, base + fn.addr, "%s", fn.name);
+		cr_assert_eq(end, base + fn.addr + fn.size, "%s", fn.name);
+	}
+	cr_assert_not(same_function(&r, base + sym_c_function("sym_c_middle").addr,
+				    base + sym_c_function("inner_static").addr),
+		      "two functions side by side are two stretches");
+	rv_symtab_ranges_destroy(&r);
+
+	root = realpath(built_target("sym_c.debugroot"), NULL);
+	cr_assert(root, "sym_c.debugroot is missing: run make first");
+	cr_assert_eq(setenv("REARVIEW_DEBUG_DIRS", root, 1), 0);
+	code_mapping(stripped, base, &pgoff, &start, &len);
+	cr_assert_eq(rv_symtab_ranges_add_file(&r, stripped, pgoff, start, len), 0);
+	rv_symtab_ranges_sort(&r);
+	cr_assert_not(
+		rv_symtab_around(&r, base + sym_c_function("inner_static").addr, &start, &end),
+		"an FDE that the debug file's symbols name");
+	rv_symtab_ranges_destroy(&r);
+	unsetenv("REARVIEW_DEBUG_DIRS");
+	free(root);
 }

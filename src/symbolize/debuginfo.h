@@ -1,0 +1,37 @@
+/* debuginfo.h: where libdwfl looks for a file's separate debug information,
+ * the one setting every libdwfl session of rearview shares (the symbolizer,
+ * the PT decoder's stretches of code, probe sites).
+ *
+ * libdwfl's standard search, which this keeps: the file's own .symtab; a
+ * separate debug file by build ID (DIR/.build-id/xx/yyyy.debug, what
+ * Debian's -dbgsym packages install under /usr/lib/debug) or by
+ * .gnu_debuglink (beside the file, in its .debug/ directory, or under DIR
+ * with the file's path); MiniDebugInfo (.gnu_debugdata, an xz-compressed
+ * ELF with a .symtab, merged with .dynsym); then debuginfod, where
+ * DEBUGINFOD_URLS is set. DIR is /usr/lib/debug, or the directories listed
+ * in REARVIEW_DEBUG_DIRS (colon-separated), for tests and for debug trees
+ * kept elsewhere.
+ *
+ * Not here: reading the symbols (symtab.h).
+ */
+#ifndef RV_SYMBOLIZE_DEBUGINFO_H
+#define RV_SYMBOLIZE_DEBUGINFO_H
+
+#include <elfutils/libdwfl.h>
+
+#define RV_DEBUG_DIRS_ENV "REARVIEW_DEBUG_DIRS"
+
+/* Callbacks for a libdwfl session whose modules the caller reports itself
+ * (dwfl_report_elf, dwfl_report_offline). libdwfl keeps a pointer to them:
+ * the struct must outlive every session begun with it, and not move. */
+struct rv_debuginfo {
+	Dwfl_Callbacks callbacks;
+	char *path; /* libdwfl's debuginfo_path; NULL: its default */
+};
+
+/* Reads REARVIEW_DEBUG_DIRS. Returns 0, or -ENOMEM. */
+int rv_debuginfo_init(struct rv_debuginfo *d);
+
+void rv_debuginfo_destroy(struct rv_debuginfo *d);
+
+#endif
