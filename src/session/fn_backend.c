@@ -612,10 +612,14 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	} else if (!ret) {
 		ret = open_stream(s, run, &tc, err);
 	}
-	if (!ret)
-		ret = attach_everything(s, target, run, err);
+	/* Measured before the target's probes are attached, so that the note
+	 * saying they are is followed at once by their arming: a user (or a
+	 * test) who stops rearview after that note gets the calls made since,
+	 * not an empty trace because the calibration still ran. */
 	if (!ret)
 		measure_probe_cost(run);
+	if (!ret)
+		ret = attach_everything(s, target, run, err);
 	if (!ret)
 		ret = rv_fn_engine_arm(run->tracer, err);
 	run->armed_ns = monotonic_ns();

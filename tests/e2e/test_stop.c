@@ -247,11 +247,6 @@ static void assert_running_untraced(pid_t pid)
 	cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "the target exited");
 }
 
-/* The trace is there, has the busy function's calls, and ends by the
- * signal (with the slack above). The trace's times start at its first
- * record, which came right after the probes were armed, just after the
- * note that said they were attached (seen at seen_ns, at most a poll later):
- * its span is at most the time from there to the signal. */
 /* What a process wrote so far to the file fd refers to (an output file of
  * start_process), as a string in buf. */
 static void read_output(int fd, char *buf, size_t size)
@@ -294,6 +289,11 @@ static pid_t start_attach(pid_t target, const char *out, bool verbose, int *out_
 	return rearview;
 }
 
+/* The trace is there, has the busy function's calls, and ends by the
+ * signal (with the slack above). The trace's times start at its first
+ * record, which came right after the probes were armed, just after the
+ * note that said they were attached (seen at seen_ns, at most a poll later):
+ * its span is at most the time from there to the signal. */
 static void assert_trace_ends_by(const char *path, uint64_t seen_ns, uint64_t signal_ns,
 				 pid_t target)
 {
@@ -401,6 +401,16 @@ static void run_rounds(int sig)
 				 (char *)build_path("tests/targets/busy2"),
 				 NULL };
 		rearview = start_process(argv, &out_fd, &err_fd);
+		/* The trace's first record comes after the note that the probes
+		 * are attached (they are armed right after it), and before the
+		 * program's "ready" line, which may come long after (its
+		 * start-up runs with every function probed): the note is the
+		 * start the trace is measured from. */
+		if (wait_for_output(rearview, err_fd, "functions in", 30) != 1) {
+			recover(rearview, 0);
+			cr_assert_fail("rearview run did not start recording");
+		}
+		seen_ns = now_ns();
 		if (wait_for_output(rearview, out_fd, "ready", 30) != 1) {
 			recover(rearview, 0);
 			cr_assert_fail("the target did not start under rearview run");
@@ -408,7 +418,6 @@ static void run_rounds(int sig)
 		read_output(out_fd, line, sizeof(line));
 		target = (pid_t)atoi(line);
 		cr_assert_gt(target, 0, "no pid in '%s'", line);
-		seen_ns = now_ns();
 		nr_ids = link_ids_of(rearview, ids, 64);
 		cr_assert_gt(nr_ids, 0, "rearview holds no BPF link while recording");
 		cr_assert(wait_for_cpu(target, 150, 10), "the target did not run");
