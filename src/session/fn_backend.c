@@ -78,7 +78,9 @@ struct rv_backend_state {
 	bool recorder;		       /* records wait in the tracer's BPF maps for snapshots */
 	double probe_ns;	       /* a probe pair's cost a call; 0: not measured */
 	uint64_t armed_ns, stopped_ns; /* when recording began and ended */
-	struct rv_probe_cost_probes *calibration; /* its probes, released in the background */
+	/* the calibration's probes, released in the background, waited for
+	 * with the tracer's (release_held) */
+	struct rv_probe_cost_probes *calibration;
 	struct rv_fn_live *live;		  /* the status line on a terminal, or NULL */
 	char **live_names;			  /* the functions' names, demangled, for it */
 	/* The kernel had not released the probes when rearview stopped
@@ -393,9 +395,45 @@ static int attach_everything(struct rv_session *s, struct rv_target *target,
 	return 0;
 }
 
-static void release_probes(void *tracer)
+/* What is released with the target held: the tracer's probes, and the
+ * calibration's, whose release (begun in the background) may still wait in
+ * the kernel, on the target's hits as the tracer's does (hold.h). */
+struct fn_release {
+	struct rv_fn_engine *tracer;
+	struct rv_probe_cost_probes *calibration;
+};
+
+static void release_probes(void *ctx)
 {
-	rv_fn_engine_release(tracer);
+	struct fn_release *job = ctx;
+
+	rv_fn_engine_release(job->tracer);
+	rv_probe_cost_probes_free(job->calibration);
+	job->calibration = NULL;
+}
+
+/* Releases both with the target held (hold.h); stop_fd as there. A release
+ * the kernel had not finished when rearview stopped waiting is left to its
+ * thread: the tracer and the calibration are then never freed. */
+static void release_held(struct rv_backend_state *run, int stop_fd, struct rv_hold_result *held)
+{
+	struct fn_release *job = malloc(sizeof(*job));
+	struct fn_release inline_job = { run->tracer, run->calibration };
+
+	run->calibration = NULL;
+	if (!job) {
+		/* no memory for the job: released here, unguarded */
+		memset(held, 0, sizeof(*held));
+		release_probes(&inline_job);
+		held->finished = true;
+		return;
+	}
+	*job = inline_job;
+	rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes, job,
+			stop_fd, held);
+	run->tracer_releasing = !held->finished;
+	if (held->finished)
+		free(job);
 }
 
 static void fn_free(struct rv_backend_state *run)
@@ -409,9 +447,7 @@ static void fn_free(struct rv_backend_state *run)
 		struct rv_hold_result held;
 
 		rv_fn_engine_disarm(run->tracer);
-		rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes,
-				run->tracer, -1, &held);
-		run->tracer_releasing = !held.finished;
+		release_held(run, -1, &held);
 	}
 	if (!run->tracer_releasing)
 		rv_fn_engine_free(run->tracer); /* detaches first */
@@ -781,9 +817,7 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 	rv_fn_live_finish(run->live);
 	rv_fn_engine_disarm(run->tracer);
 	run->stopped_ns = monotonic_ns();
-	rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes,
-			run->tracer, run->s->signal_fd, &held);
-	run->tracer_releasing = !held.finished;
+	release_held(run, run->s->signal_fd, &held);
 	if (held.held)
 		rv_debug("the program was held still while the probes were released (%llu ms)",
 			 held.elapsed_ms);
