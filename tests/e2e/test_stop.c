@@ -94,6 +94,7 @@ static pid_t start_busy_for(int *pipe_read, const char *exit_after)
 	if (pid == 0) {
 		/* never outlives a test that failed */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		default_stop_signals();
 		dup2(fds[1], 1);
 		close(fds[0]);
 		if (exit_after)
