@@ -863,6 +863,7 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.probed_calls = run->calls_total,
 		.recording_ns =
 			run->stopped_ns > run->armed_ns ? run->stopped_ns - run->armed_ns : 0,
+		.main_thread_only = !run->s->opts->multi_thread,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
 	if (!run->tracer_releasing)
