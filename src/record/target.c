@@ -217,8 +217,8 @@ void rv_target_end(struct rv_target *t, int stop_signal)
 				while (now_ms() < until && !rv_target_poll_exit(t))
 					nanosleep(&pause, NULL);
 				if (!t->exited)
-					rv_note("the program (pid %d) ignores %s and runs on: waiting "
-						"for it to exit (end it with `kill %d`)",
+					rv_note("the program (pid %d) ignores %s and runs on: "
+						"waiting for it to exit (end it with `kill %d`)",
 						(int)t->pids[0], strsignal(stop_signal),
 						(int)t->pids[0]);
 			}

@@ -102,7 +102,8 @@ static void summary_covers(const struct rv_builder_stats *bs, const struct rv_re
 		fprintf(stderr, "rearview: the trace covers %s: %s call%s", span_text,
 			rv_count_text(bs->calls, calls, sizeof(calls)), bs->calls == 1 ? "" : "s");
 		if (bs->kernel_spans)
-			fprintf(stderr, ", %llu kernel spans", (unsigned long long)bs->kernel_spans);
+			fprintf(stderr, ", %llu kernel spans",
+				(unsigned long long)bs->kernel_spans);
 		if (bs->instants)
 			fprintf(stderr, ", %llu page faults", (unsigned long long)bs->instants);
 		if (ro->recording_note)
@@ -159,8 +160,9 @@ static void summary_threads_left_out(const struct rv_builder_stats *bs,
 {
 	if (!ro->main_thread_only || !bs->untracked_threads)
 		return;
-	fprintf(stderr, "rearview: %llu other thread%s not recorded: --multi-thread records every "
-			"thread\n",
+	fprintf(stderr,
+		"rearview: %llu other thread%s not recorded: --multi-thread records every "
+		"thread\n",
 		(unsigned long long)bs->untracked_threads, bs->untracked_threads == 1 ? "" : "s");
 }
 
@@ -171,7 +173,8 @@ static void summary_skipped(const struct rv_render_options *ro)
 	if (!ro->nr_skipped)
 		return;
 	fprintf(stderr, "rearview: %zu matching function%s not probed%s:\n", ro->nr_skipped,
-		ro->nr_skipped == 1 ? "" : "s", ro->nr_skipped > SKIPPED_NAMES ? " (-v lists them)" : "");
+		ro->nr_skipped == 1 ? "" : "s",
+		ro->nr_skipped > SKIPPED_NAMES ? " (-v lists them)" : "");
 	for (size_t i = 0; i < ro->nr_skipped; i++) {
 		const char *reason = ro->skipped[i].reason;
 		size_t named = 0, more = 0;
@@ -222,7 +225,8 @@ static void summary_top_functions(const struct rv_builder *b, const struct rv_bu
 		human_time(top[i].self_ns, t, sizeof(t));
 		fprintf(stderr, "  %5.1f%%  %10s  %s%s\n",
 			bs->self_ns ? 100.0 * (double)top[i].self_ns / (double)bs->self_ns : 0.0, t,
-			rv_short_name(top[i].name, name, sizeof(name)), top[i].kernel ? " [k]" : "");
+			rv_short_name(top[i].name, name, sizeof(name)),
+			top[i].kernel ? " [k]" : "");
 	}
 }
 

@@ -81,8 +81,8 @@ struct rv_backend_state {
 	/* the calibration's probes, released in the background, waited for
 	 * with the tracer's (release_held) */
 	struct rv_probe_cost_probes *calibration;
-	struct rv_fn_live *live;		  /* the status line on a terminal, or NULL */
-	char **live_names;			  /* the functions' names, demangled, for it */
+	struct rv_fn_live *live; /* the status line on a terminal, or NULL */
+	char **live_names;	 /* the functions' names, demangled, for it */
 	/* The kernel had not released the probes when rearview stopped
 	 * waiting: the tracer is left to its releasing thread, never freed. */
 	bool tracer_releasing;
@@ -95,6 +95,7 @@ struct rv_backend_state {
 	 * only (the summary then estimates no overhead). */
 	uint64_t *calls;
 	uint64_t calls_total;
+	struct rv_render_skip *skips; /* funcs.skipped, for the summary */
 	char capture_path[PATH_MAX + 32];
 	char note[128];
 };
@@ -241,13 +242,17 @@ static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_p
 			break;
 	}
 	for (size_t i = 0; i < run->funcs.nr_skipped; i++)
-		rv_debug("not probing %s in %s: %s", run->funcs.skipped[i].name,
-			 run->funcs.skipped[i].path, run->funcs.skipped[i].reason);
+		rv_debug("not probing %s in %s: %s%s%s", run->funcs.skipped[i].name,
+			 run->funcs.skipped[i].path, run->funcs.skipped[i].reason,
+			 run->funcs.skipped[i].note ? "; " : "",
+			 run->funcs.skipped[i].note ? run->funcs.skipped[i].note : "");
 	if (!run->funcs.count && run->funcs.nr_skipped)
 		return rv_error_set(err, ENOENT,
 				    "--functions: every function that matches cannot be probed "
-				    "(%s: %s); choose others",
-				    run->funcs.skipped[0].name, run->funcs.skipped[0].reason);
+				    "(%s: %s%s%s); choose others",
+				    run->funcs.skipped[0].name, run->funcs.skipped[0].reason,
+				    run->funcs.skipped[0].note ? "; " : "",
+				    run->funcs.skipped[0].note ? run->funcs.skipped[0].note : "");
 	rv_debug("%zu function%s selected", run->funcs.count, run->funcs.count == 1 ? "" : "s");
 	if (run->funcs.nr_excluded)
 		rv_debug("%zu function%s excluded by --exclude", run->funcs.nr_excluded,
@@ -460,6 +465,7 @@ static void fn_free(struct rv_backend_state *run)
 	if (run->timer_fd >= 0)
 		close(run->timer_fd);
 	free(run->calls);
+	free(run->skips);
 	rv_sample_engine_free(run->engine);
 	rv_perf_writer_free(run->capture);
 	free(run->processes);
@@ -848,6 +854,13 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 	int ret = rv_session_finish_capture(run->s, run->capture, CLOCK_MONOTONIC, err);
 
 	rv_fn_engine_report(run->tracer, &report);
+	run->skips = calloc(run->funcs.nr_skipped ? run->funcs.nr_skipped : 1, sizeof(*run->skips));
+	if (!run->skips && !ret)
+		ret = rv_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; run->skips && i < run->funcs.nr_skipped; i++)
+		run->skips[i] = (struct rv_render_skip){ .name = run->funcs.skipped[i].name,
+							 .reason = run->funcs.skipped[i].reason,
+							 .note = run->funcs.skipped[i].note };
 	snprintf(run->note, sizeof(run->note), "%s function%s traced exactly",
 		 rv_count_text(report.attached, count, sizeof(count)),
 		 report.attached == 1 ? "" : "s");
@@ -864,6 +877,8 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.recording_ns =
 			run->stopped_ns > run->armed_ns ? run->stopped_ns - run->armed_ns : 0,
 		.main_thread_only = !run->s->opts->multi_thread,
+		.skipped = run->skips,
+		.nr_skipped = run->skips ? run->funcs.nr_skipped : 0,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
 	if (!run->tracer_releasing)

@@ -731,7 +731,9 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 		return 0;
 	case RV_EVENT_THREAD_START:
 		/* known, for the threads the summary says were left out */
-		return builder_thread(b, ev->pid, ev->tid) ? 0 : rv_error_set(err, ENOMEM, "out of memory");
+		return builder_thread(b, ev->pid, ev->tid)
+			       ? 0
+			       : rv_error_set(err, ENOMEM, "out of memory");
 	case RV_EVENT_THREAD_EXIT:
 		t = builder_find_thread(b, ev->tid);
 		if (!t)
@@ -823,9 +825,9 @@ static size_t top_by(const struct rv_builder *b, struct rv_top_function *out, si
 		return 0;
 	for (size_t i = 0; i < b->cap_self; i++)
 		if (b->self[i].name)
-			all[count++] = (struct rv_top_function){
-				b->self[i].name, b->self[i].ns, b->self[i].calls, b->self[i].kernel
-			};
+			all[count++] =
+				(struct rv_top_function){ b->self[i].name, b->self[i].ns,
+							  b->self[i].calls, b->self[i].kernel };
 	qsort(all, count, sizeof(*all), compare);
 	if (count > n)
 		count = n;

@@ -261,8 +261,7 @@ static void read_output(int fd, char *buf, size_t size)
  * output file of start_process); true when it came. *absent_ns: the last time
  * it was not there yet, so that what followed it came after that time
  * however late this (on a busy machine) saw it. */
-static bool wait_for_note(pid_t pid, int fd, const char *needle, int timeout_s,
-			  uint64_t *absent_ns)
+static bool wait_for_note(pid_t pid, int fd, const char *needle, int timeout_s, uint64_t *absent_ns)
 {
 	uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000ull;
 	char text[8192];

@@ -166,8 +166,10 @@ Test(builder, kernel_leaves_are_marked)
 {
 	struct builder_fixture f;
 	struct fxt_trace *t;
-	struct rv_frame frames[2] = { { .addr = 0xffffffff81000100ull, .kernel = true, .is_ip = true },
-				      { .addr = 0x1000, .is_ip = true } };
+	struct rv_frame frames[2] = {
+		{ .addr = 0xffffffff81000100ull, .kernel = true, .is_ip = true },
+		{ .addr = 0x1000, .is_ip = true }
+	};
 	struct rv_event ev = { .kind = RV_EVENT_STACK_SAMPLE, .pid = 100, .tid = 100 };
 	struct rv_top_function top[4];
 	size_t n;

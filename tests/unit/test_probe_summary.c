@@ -109,8 +109,8 @@ Test(probe_summary, hints_at_functions_called_over_100k_times_a_second)
 {
 	struct rv_top_function most[] = {
 		{ "std::mt19937::operator()", 0, 3000000, false }, /* 1.5M a second */
-		{ "fib", 0, 200002, false },			    /* just over 100k */
-		{ "work", 0, 199998, false },			    /* just under */
+		{ "fib", 0, 200002, false },			   /* just over 100k */
+		{ "work", 0, 199998, false },			   /* just under */
 		{ "main", 0, 1, false },
 	};
 	struct rv_probe_summary s = {
