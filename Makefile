@@ -125,7 +125,7 @@ $(BUILD)/tests/e2e-tests: $(E2E_OBJ) $(BUILD)/librearview.a
 
 $(BUILD)/tests/targets/%: tests/targets/%.c
 	@mkdir -p $(@D)
-	$(TARGET_CC) $(TARGET_CFLAGS) -o $@ $< -ldl
+	$(TARGET_CC) $(TARGET_CFLAGS) -o $@ $< -ldl -lm
 
 $(BUILD)/tests/targets/%: tests/targets/%.cpp
 	@mkdir -p $(@D)

@@ -26,6 +26,7 @@ enum rv_event_kind {
 	RV_EVENT_KERNEL_BEGIN, /* the thread began a kernel activity: syscall, irq, off-CPU */
 	RV_EVENT_KERNEL_END,   /* ... and ended it */
 	RV_EVENT_INSTANT,      /* a point event on the thread's track (a page fault) */
+	RV_EVENT_THREAD_START, /* a thread (or process) was made (FORK): pid, tid */
 };
 
 /* What a kernel span (RV_EVENT_KERNEL_BEGIN/END) stands for. */

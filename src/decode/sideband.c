@@ -61,6 +61,21 @@ int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h
 		ev->time = record_time(sb, h);
 		ev->thread.name = sb->comm;
 		return 1;
+	case PERF_RECORD_FORK: {
+		struct {
+			uint32_t pid, ppid, tid, ptid;
+			uint64_t time;
+		} body_fork;
+
+		if (room < sizeof(body_fork))
+			return 0;
+		memcpy(&body_fork, body, sizeof(body_fork));
+		ev->kind = RV_EVENT_THREAD_START;
+		ev->pid = body_fork.pid;
+		ev->tid = body_fork.tid;
+		ev->time = body_fork.time;
+		return 1;
+	}
 	case PERF_RECORD_EXIT: {
 		struct {
 			uint32_t pid, ppid, tid, ptid;

@@ -3,7 +3,7 @@
  *
  * MMAP and MMAP2 give the symbolizer the process's mappings (kernel text
  * excepted: kallsyms names it); an exec's COMM also makes it forget the
- * process's old ones. COMM, EXIT, LOST and LOST_SAMPLES become events. A
+ * process's old ones. COMM, FORK, EXIT, LOST and LOST_SAMPLES become events. A
  * record too short for its fields, or a mapping that does not parse, is
  * skipped: every byte is read within the record the reader handed over.
  *

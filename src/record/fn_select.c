@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/ifunc.h"
 #include "record/library.h"
 #include "symbolize/symbolizer.h"
 #include "symbolize/symtab.h"
@@ -150,7 +151,7 @@ static const char *skip_reason(Elf *elf, const struct rv_symtab_symbol *sym, uin
 	size_t len = strcspn(sym->name, "@");
 
 	if (sym->type == STT_GNU_IFUNC)
-		return "an IFUNC resolver: the function it picks has a name of its own";
+		return RV_FN_SKIP_IFUNC;
 	if (gelf_getehdr(elf, &ehdr) && ehdr.e_entry && ehdr.e_entry == sym->addr)
 		return "the file's entry point, entered by a jump, not a call: a return probe "
 		       "would corrupt its stack";
@@ -271,7 +272,10 @@ static int add_matches(struct rv_fn_list *list, const char *owned_path, struct m
 					  sizeof(*list->skipped), 64))
 				goto nomem;
 			list->skipped[list->nr_skipped] = (struct rv_fn_skipped){
-				.path = owned_path, .name = own(list, x->name), .reason = x->skip
+				.path = owned_path,
+				.name = own(list, x->name),
+				.reason = x->skip,
+				.address = x->address,
 			};
 			if (!list->skipped[list->nr_skipped].name)
 				goto nomem;
@@ -319,10 +323,72 @@ static const char *owned_path(struct rv_fn_list *list, const char *path)
 	return own(list, path);
 }
 
+struct exact_name {
+	const char *name;
+	bool found;
+};
+
+static int is_named(void *ctx, const struct rv_symtab_symbol *sym)
+{
+	struct exact_name *e = ctx;
+
+	if (strcmp(sym->name, e->name))
+		return 0;
+	e->found = true;
+	return 1;
+}
+
+/* Says of each IFUNC skipped from index first on what it resolves to in
+ * process pid (ifunc.h), and whether the pattern LIB:NAME (the pattern's
+ * LIB) would select that. */
+static int note_ifuncs(struct rv_fn_list *list, size_t first, Elf *elf, const char *pattern,
+		       pid_t pid, struct rv_error *err)
+{
+	size_t lib_len;
+
+	rv_fn_pattern_split(pattern, &lib_len);
+	for (size_t i = first; i < list->nr_skipped; i++) {
+		struct rv_fn_skipped *k = &list->skipped[i];
+		char target[256], note[768];
+		struct rv_symtab_source src = { .elf = elf };
+		struct exact_name e = { .name = target };
+
+		if (strcmp(k->reason, RV_FN_SKIP_IFUNC))
+			continue;
+		switch (rv_ifunc_resolve(pid, k->path, k->address, k->name, target,
+					 sizeof(target))) {
+		case RV_IFUNC_RESOLVED:
+			rv_symtab_read(&src, RV_SYMTAB_SIZED, is_named, &e);
+			if (e.found)
+				snprintf(note, sizeof(note), "here %s: use --functions '%.*s%s%s'",
+					 target, (int)lib_len, pattern, lib_len ? ":" : "", target);
+			else
+				snprintf(note, sizeof(note),
+					 "here %s, which only the library's debug symbols name: "
+					 "--functions cannot select it",
+					 target);
+			break;
+		case RV_IFUNC_NOT_LOADED:
+			snprintf(note, sizeof(note),
+				 "not resolved yet: the program had not loaded its library");
+			break;
+		default:
+			snprintf(note, sizeof(note),
+				 "not resolved: the program has not called it yet");
+			break;
+		}
+		k->note = own(list, note);
+		if (!k->note)
+			return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 /* Selects glob's functions in the file at path. */
 static int select_in_file(struct rv_fn_list *list, const char *pattern, const char *glob,
-			  const char *path, size_t max_functions, struct rv_error *err)
+			  const char *path, pid_t pid, size_t max_functions, struct rv_error *err)
 {
+	size_t skipped_before = list->nr_skipped;
 	struct matches m = { 0 };
 	struct rv_symtab_file f;
 	const char *owned;
@@ -352,6 +418,8 @@ static int select_in_file(struct rv_fn_list *list, const char *pattern, const ch
 		ret = owned ? add_matches(list, owned, &m, max_functions, err)
 			    : rv_error_set(err, ENOMEM, "out of memory");
 	}
+	if (!ret)
+		ret = note_ifuncs(list, skipped_before, f.elf, pattern, pid, err);
 	free(m.items);
 	rv_symtab_file_close(&f);
 	return ret;
@@ -486,7 +554,7 @@ int rv_fn_select(struct rv_fn_list *list, const struct rv_fn_patterns *patterns,
 		ret = pattern_file("--functions", include[i], exe_path, pid, lib_path,
 				   sizeof(lib_path), &path, &glob, err);
 		if (!ret)
-			ret = select_in_file(list, include[i], glob, path, max_functions, err);
+			ret = select_in_file(list, include[i], glob, path, pid, max_functions, err);
 		if (ret)
 			return ret;
 	}

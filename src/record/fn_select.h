@@ -15,7 +15,8 @@
  * are one function, named by the first that matched. A function's file
  * offset comes from the executable PT_LOAD segment that holds it. Matches
  * that cannot be probed are skipped and listed with the reason: outside an
- * executable section or segment, IFUNC resolvers, and functions whose probes
+ * executable section or segment, IFUNCs (each with what it resolves to in the
+ * running process, when there is one: record/ifunc.h), and functions whose probes
  * would break them or lie (entered by a jump, like the entry point or the
  * lazy binder, which have no return address to return to, or returning
  * twice, like setjmp and vfork).
@@ -64,11 +65,19 @@ struct rv_fn_probe {
 	uint64_t problem_address;  /* where (link-time) */
 };
 
-/* A match that will not be probed, and why ("an IFUNC resolver", ...). */
+/* Why an IFUNC is skipped (a skipped function's reason is this pointer). */
+#define RV_FN_SKIP_IFUNC "an IFUNC, resolved by its library when it loads"
+
+/* A match that will not be probed, and why ("an IFUNC: ...", ...). */
 struct rv_fn_skipped {
 	const char *path;
 	const char *name;
-	const char *reason; /* a static string */
+	const char *reason; /* a static string, the same for one reason */
+	uint64_t address;   /* the symbol's value (an IFUNC's: its resolver) */
+	/* of this one, or NULL: an IFUNC's, what it resolves to in the
+	 * running process and the pattern that selects that (record/ifunc.h),
+	 * or why it could not be resolved (owned by the list) */
+	const char *note;
 };
 
 struct rv_fn_list {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "record/ifunc.h"
 #include "record/library.h"
 #include "symbolize/debuginfo.h"
 #include "symbolize/symbolizer.h"
@@ -221,6 +222,7 @@ struct symbol_search {
 	size_t nr_addrs;
 	const char *name; /* the first match's name (for messages) */
 	bool non_function, ifunc, undefined;
+	uint64_t ifunc_addr; /* an IFUNC's value (its resolver), link-time */
 	struct suggestions suggestions;
 };
 
@@ -255,6 +257,7 @@ static void search_symbols(struct module *m, const char *want, struct symbol_sea
 		}
 		if (type == STT_GNU_IFUNC) {
 			s->ifunc = true;
+			s->ifunc_addr = addr - m->bias;
 			continue;
 		}
 		if (type != STT_FUNC) {
@@ -315,8 +318,44 @@ static int unknown_symbol_error(struct rv_error *err, const char *want, const ch
 			    s->suggestions.nr ? "?" : " (check the name with 'nm -C')");
 }
 
-static int resolve_symbol(struct module *m, const char *want, bool in_executable,
-			  struct rv_probe_site *out, struct rv_error *err)
+/* An IFUNC named as a site: what it resolves to in process pid (ifunc.h),
+ * and the spec that names that (lib: the spec's LIBRARY, may be empty). */
+static int ifunc_error(struct rv_error *err, struct module *m, const char *want,
+		       const struct symbol_search *s, pid_t pid, const char *lib)
+{
+	char target[256];
+	struct symbol_search t;
+
+	switch (rv_ifunc_resolve(pid, m->path, s->ifunc_addr, want, target, sizeof(target))) {
+	case RV_IFUNC_RESOLVED:
+		search_symbols(m, target, &t);
+		if (t.nr_addrs == 1)
+			return rv_error_set(err, EINVAL,
+					    "'%s' in '%s' is an IFUNC; here it resolves to %s "
+					    "(give '%s%s%s' instead)",
+					    want, m->path, target, lib, *lib ? ":" : "", target);
+		return rv_error_set(err, EINVAL,
+				    "'%s' in '%s' is an IFUNC; here it resolves to %s, which no "
+				    "symbol table of the file names: give its address (0xADDR) "
+				    "or FILE:LINE instead",
+				    want, m->path, target);
+	case RV_IFUNC_NOT_LOADED:
+		return rv_error_set(err, EINVAL,
+				    "'%s' in '%s' is an IFUNC, resolved by its library when it "
+				    "loads, and the program had not loaded it: attach to the "
+				    "running program to learn what it resolves to, and name that",
+				    want, m->path);
+	default:
+		return rv_error_set(err, EINVAL,
+				    "'%s' in '%s' is an IFUNC, and the program has not called "
+				    "it yet, so what it resolves to is not known; name the "
+				    "function it resolves to instead",
+				    want, m->path);
+	}
+}
+
+static int resolve_symbol(struct module *m, const char *want, bool in_executable, pid_t pid,
+			  const char *lib, struct rv_probe_site *out, struct rv_error *err)
 {
 	struct symbol_search s;
 	uint64_t offset;
@@ -324,11 +363,7 @@ static int resolve_symbol(struct module *m, const char *want, bool in_executable
 	search_symbols(m, want, &s);
 	if (s.nr_addrs == 0) {
 		if (s.ifunc)
-			return rv_error_set(err, EINVAL,
-					    "'%s' in '%s' is an indirect function (IFUNC): its "
-					    "implementation is chosen at run time; probe that "
-					    "implementation by name instead",
-					    want, m->path);
+			return ifunc_error(err, m, want, &s, pid, lib);
 		if (s.non_function)
 			return rv_error_set(err, EINVAL,
 					    "'%s' in '%s' is not a function (it is data); give a "
@@ -525,7 +560,7 @@ int rv_probe_site_resolve(const char *spec, const char *exe, pid_t pid, struct r
 	ret = open_module(&m, module_path, err);
 	if (ret)
 		return ret;
-	ret = resolve_symbol(&m, symbol, !sep, out, err);
+	ret = resolve_symbol(&m, symbol, !sep, pid, sep ? prefix : "", out, err);
 	close_module(&m);
 	return ret;
 }

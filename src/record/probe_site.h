@@ -16,6 +16,8 @@
  * Symbols come from libdwfl (.symtab, separate debug files, .dynsym). A symbol's
  * address becomes a file offset through the executable PT_LOAD segment that
  * holds it (p_offset + addr - p_vaddr), for PIE and fixed-address files alike.
+ * An IFUNC is refused with what it resolves to in the running process
+ * (ifunc.h) and the spec that names that, or why that is not known.
  *
  * Not here: placing the probe (gate.h), symbolizing addresses (symbolize/).
  */

@@ -209,8 +209,19 @@ void rv_target_end(struct rv_target *t, int stop_signal)
 
 			while (now_ms() < until && !rv_target_poll_exit(t))
 				nanosleep(&pause, NULL);
-			if (!t->exited)
-				kill(t->pids[0], stop_signal);
+			if (!t->exited && !kill(t->pids[0], stop_signal)) {
+				/* a program that ignores it (one started from a
+				 * background job inherits SIGINT ignored) runs on:
+				 * say what rearview waits for */
+				until = now_ms() + RV_TARGET_GRACE_MS;
+				while (now_ms() < until && !rv_target_poll_exit(t))
+					nanosleep(&pause, NULL);
+				if (!t->exited)
+					rv_note("the program (pid %d) ignores %s and runs on: "
+						"waiting for it to exit (end it with `kill %d`)",
+						(int)t->pids[0], strsignal(stop_signal),
+						(int)t->pids[0]);
+			}
 		}
 		rv_target_wait(t);
 	}

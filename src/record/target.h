@@ -61,8 +61,9 @@ int rv_target_wait(struct rv_target *t);
  * (it got the terminal's Ctrl-C too, as it shares our process group) is
  * given until RV_TARGET_GRACE_MS after the signal (stop_signal_ms) to exit
  * on its own, then passed the signal once (for when only rearview was
- * signalled), and waited for; a released one without a stop signal is
- * waited for. Attached processes are left running, their pidfds closed. */
+ * signalled), and waited for (said on stderr when it is still there
+ * RV_TARGET_GRACE_MS later: it ignores the signal); a released one without
+ * a stop signal is waited for. Attached processes are left running, their pidfds closed. */
 #define RV_TARGET_GRACE_MS 1000
 void rv_target_end(struct rv_target *t, int stop_signal);
 

@@ -11,12 +11,15 @@
 
 #include "decode/decoder.h"
 #include "render/probe_summary.h"
+#include "render/short_name.h"
 #include "symbolize/symbolizer.h"
 #include "trace/builder.h"
 #include "util/log.h"
 #include "util/count_text.h"
 
 #define TOP_FUNCTIONS 5
+/* A top function's name as the summary shows it (short_name.h). */
+#define SHORT_NAME_BYTES 160
 /* The most-called functions the probe summary looks at for its hints. */
 #define MOST_CALLED 8
 
@@ -80,88 +83,161 @@ static void print_probe_cost(const struct rv_builder *b, const struct rv_render_
 	rv_probe_summary_print(stderr, &ps);
 }
 
-static void print_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
-			  const struct rv_render_options *ro, enum trace_kind kind)
-{
-	struct rv_builder_stats bs;
-	struct rv_trace_writer_stats ws;
-	struct rv_top_function top[TOP_FUNCTIONS];
-	size_t nr_top = rv_builder_top_functions(b, top, TOP_FUNCTIONS);
-	uint64_t covered, lost;
-	char span_text[32], size_text[32];
-	char cwd[4096];
-	const char *path = rv_trace_writer_path(w);
+/* ---- the summary, a function a line ---- */
 
-	rv_builder_stats(b, &bs);
-	rv_trace_writer_stats(w, &ws);
-	covered = bs.last_time > bs.first_time ? bs.last_time - bs.first_time : 0;
+/* How many of the skipped functions' names a reason's line gives. */
+#define SKIPPED_NAMES 3
+
+/* "the trace covers ...": its span, and what it holds. */
+static void summary_covers(const struct rv_builder_stats *bs, const struct rv_render_options *ro,
+			   enum trace_kind kind, uint64_t covered)
+{
+	uint64_t lost = ro->lost_while_recording > bs->lost ? ro->lost_while_recording : bs->lost;
+	char span_text[32];
+
 	human_time(covered, span_text, sizeof(span_text));
-	lost = ro->lost_while_recording > bs.lost ? ro->lost_while_recording : bs.lost;
 	if (kind == TRACE_EXACT_CALLS) {
 		char calls[32];
 
 		fprintf(stderr, "rearview: the trace covers %s: %s call%s", span_text,
-			rv_count_text(bs.calls, calls, sizeof(calls)), bs.calls == 1 ? "" : "s");
-		if (bs.kernel_spans)
-			fprintf(stderr, ", %llu kernel spans", (unsigned long long)bs.kernel_spans);
-		if (bs.instants)
-			fprintf(stderr, ", %llu page faults", (unsigned long long)bs.instants);
+			rv_count_text(bs->calls, calls, sizeof(calls)), bs->calls == 1 ? "" : "s");
+		if (bs->kernel_spans)
+			fprintf(stderr, ", %llu kernel spans",
+				(unsigned long long)bs->kernel_spans);
+		if (bs->instants)
+			fprintf(stderr, ", %llu page faults", (unsigned long long)bs->instants);
 		if (ro->recording_note)
 			fprintf(stderr, " (%s)", ro->recording_note);
 		fprintf(stderr, ", %llu lost, %llu thread%s\n", (unsigned long long)lost,
-			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
-		if (bs.inferred)
+			(unsigned long long)bs->threads, bs->threads == 1 ? "" : "s");
+		if (bs->inferred)
 			rv_debug("%llu spans began before tracing did (inferred_start_time)",
-				 (unsigned long long)bs.inferred);
-		if (bs.unwinds)
+				 (unsigned long long)bs->inferred);
+		if (bs->unwinds)
 			rv_debug("%llu calls ended without their own exit (longjmp, exceptions, "
 				 "lost records)",
-				 (unsigned long long)bs.unwinds);
+				 (unsigned long long)bs->unwinds);
 	} else if (kind == TRACE_SAMPLES) {
 		fprintf(stderr, "rearview: the trace covers %s: %llu samples", span_text,
-			(unsigned long long)bs.samples);
+			(unsigned long long)bs->samples);
 		if (ro->recording_note)
 			fprintf(stderr, " (%s)", ro->recording_note);
 		fprintf(stderr, ", %llu lost, %llu thread%s\n", (unsigned long long)lost,
-			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
+			(unsigned long long)bs->threads, bs->threads == 1 ? "" : "s");
 	} else {
 		fprintf(stderr,
 			"rearview: the trace covers %s: %llu calls, %llu returns, %llu "
 			"thread%s",
-			span_text, (unsigned long long)bs.calls, (unsigned long long)bs.returns,
-			(unsigned long long)bs.threads, bs.threads == 1 ? "" : "s");
-		if (bs.errors)
+			span_text, (unsigned long long)bs->calls, (unsigned long long)bs->returns,
+			(unsigned long long)bs->threads, bs->threads == 1 ? "" : "s");
+		if (bs->errors)
 			fprintf(stderr,
 				", %llu gap%s (decode errors or overflows, marked in the "
 				"trace)",
-				(unsigned long long)bs.errors, bs.errors == 1 ? "" : "s");
+				(unsigned long long)bs->errors, bs->errors == 1 ? "" : "s");
 		fprintf(stderr, "\n");
 	}
-	if (kind == TRACE_EXACT_CALLS && bs.exact_events == 0 && ro->recorded)
+}
+
+/* A recording that holds nothing says why that may be. */
+static void summary_nothing(const struct rv_builder_stats *bs, const struct rv_render_options *ro,
+			    enum trace_kind kind)
+{
+	if (kind == TRACE_EXACT_CALLS && bs->exact_events == 0 && ro->recorded)
 		fprintf(stderr, "rearview: no calls: none of the traced functions ran while it was "
 				"recorded (see which were probed with -v; with --filter, no window "
 				"opened)\n");
-	else if (kind != TRACE_EXACT_CALLS && bs.samples == 0 && bs.calls == 0 && ro->recorded)
+	else if (kind != TRACE_EXACT_CALLS && bs->samples == 0 && bs->calls == 0 && ro->recorded)
 		fprintf(stderr, "rearview: no samples: the target did not run on a CPU while it "
 				"was recorded (a sleeping or blocked process gives none; kernel "
 				"threads need --trace-include-kernel)\n");
-	if (kind == TRACE_EXACT_CALLS && ro->recorded)
-		print_probe_cost(b, ro, &bs, covered);
-	if (nr_top) {
-		fprintf(stderr, "rearview: top functions by self time%s, CPU time only:\n",
-			kind == TRACE_EXACT_CALLS && ro->probe_ns_per_call > 0
-				? " (their probes' cost included)"
-				: "");
-		for (size_t i = 0; i < nr_top; i++) {
-			char t[32];
+}
 
-			human_time(top[i].self_ns, t, sizeof(t));
-			fprintf(stderr, "  %5.1f%%  %10s  %s\n",
-				bs.self_ns ? 100.0 * (double)top[i].self_ns / (double)bs.self_ns
-					   : 0.0,
-				t, top[i].name);
+/* Without --multi-thread only each process's main thread is recorded: the
+ * others the capture names (COMM, FORK) were left out. */
+static void summary_threads_left_out(const struct rv_builder_stats *bs,
+				     const struct rv_render_options *ro)
+{
+	if (!ro->main_thread_only || !bs->untracked_threads)
+		return;
+	fprintf(stderr,
+		"rearview: %llu other thread%s not recorded: --multi-thread records every "
+		"thread\n",
+		(unsigned long long)bs->untracked_threads, bs->untracked_threads == 1 ? "" : "s");
+}
+
+/* The functions --functions matched but did not probe: their count, then a
+ * line per reason with a few of their names. */
+static void summary_skipped(const struct rv_render_options *ro)
+{
+	if (!ro->nr_skipped)
+		return;
+	fprintf(stderr, "rearview: %zu matching function%s not probed%s:\n", ro->nr_skipped,
+		ro->nr_skipped == 1 ? "" : "s",
+		ro->nr_skipped > SKIPPED_NAMES ? " (-v lists them)" : "");
+	for (size_t i = 0; i < ro->nr_skipped; i++) {
+		const char *reason = ro->skipped[i].reason;
+		size_t named = 0, more = 0;
+		bool seen = false;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(ro->skipped[j].reason, reason);
+		if (seen)
+			continue; /* its reason's line was printed */
+		fprintf(stderr, "  ");
+		for (size_t j = i; j < ro->nr_skipped; j++) {
+			const struct rv_render_skip *k = &ro->skipped[j];
+
+			if (strcmp(k->reason, reason))
+				continue;
+			if (named == SKIPPED_NAMES) {
+				more++;
+				continue;
+			}
+			fprintf(stderr, "%s%s", named ? ", " : "", k->name);
+			if (k->note)
+				fprintf(stderr, " (%s)", k->note);
+			named++;
 		}
+		if (more)
+			fprintf(stderr, " and %zu more", more);
+		fprintf(stderr, ": %s\n", reason);
 	}
+}
+
+/* The functions with the most self time; names shortened, kernel code
+ * marked. */
+static void summary_top_functions(const struct rv_builder *b, const struct rv_builder_stats *bs,
+				  const struct rv_render_options *ro, enum trace_kind kind)
+{
+	struct rv_top_function top[TOP_FUNCTIONS];
+	size_t nr_top = rv_builder_top_functions(b, top, TOP_FUNCTIONS);
+
+	if (!nr_top)
+		return;
+	fprintf(stderr, "rearview: top functions by self time%s, CPU time only:\n",
+		kind == TRACE_EXACT_CALLS && ro->probe_ns_per_call > 0
+			? " (their probes' cost included)"
+			: "");
+	for (size_t i = 0; i < nr_top; i++) {
+		char t[32], name[SHORT_NAME_BYTES];
+
+		human_time(top[i].self_ns, t, sizeof(t));
+		fprintf(stderr, "  %5.1f%%  %10s  %s%s\n",
+			bs->self_ns ? 100.0 * (double)top[i].self_ns / (double)bs->self_ns : 0.0, t,
+			rv_short_name(top[i].name, name, sizeof(name)),
+			top[i].kernel ? " [k]" : "");
+	}
+}
+
+/* Where the trace is, and how to open it. */
+static void summary_written(const struct rv_trace_writer *w)
+{
+	struct rv_trace_writer_stats ws;
+	const char *path = rv_trace_writer_path(w);
+	char size_text[32], cwd[4096];
+
+	rv_trace_writer_stats(w, &ws);
 	human_bytes(ws.bytes, size_text, sizeof(size_text));
 	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
 		fprintf(stderr, "rearview: wrote %s/%s (%s, %llu spans)\n", cwd, path, size_text,
@@ -171,6 +247,24 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 			(unsigned long long)ws.spans);
 	fprintf(stderr, "rearview: open it in the Perfetto UI: https://ui.perfetto.dev, then "
 			"\"Open trace file\"\n");
+}
+
+static void print_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
+			  const struct rv_render_options *ro, enum trace_kind kind)
+{
+	struct rv_builder_stats bs;
+	uint64_t covered;
+
+	rv_builder_stats(b, &bs);
+	covered = bs.last_time > bs.first_time ? bs.last_time - bs.first_time : 0;
+	summary_covers(&bs, ro, kind, covered);
+	summary_nothing(&bs, ro, kind);
+	summary_threads_left_out(&bs, ro);
+	summary_skipped(ro);
+	if (kind == TRACE_EXACT_CALLS && ro->recorded)
+		print_probe_cost(b, ro, &bs, covered);
+	summary_top_functions(b, &bs, ro, kind);
+	summary_written(w);
 }
 
 /* ---- what decoding found ---- */

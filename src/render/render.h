@@ -1,8 +1,12 @@
 /* render.h: a capture turned into a trace file, and what is said after it:
  * decoder (decode/decoder.h) -> builder -> writer, the decoder's findings
  * (damage, missing binaries, skipped records) as warnings, --stats, and the
- * summary: what the trace covers, the probes' cost in a traced run, the top
- * functions by self time, where the file is and how to open it. Shared by every command that ends
+ * summary: what the trace covers, what the recording left out (the threads
+ * other than the main one without --multi-thread, the functions matched but
+ * not probed and why), the probes' cost in a traced run, the top functions
+ * by self time (long C++ names shortened, render/short_name.h; kernel code
+ * marked "[k]"), where the file is and how to open it. Each line of the
+ * summary is a function of its own in render.c. Shared by every command that ends
  * with a trace (run and attach through the session, decode).
  *
  * Not here: recording, decoding or call-stack rules.
@@ -16,6 +20,13 @@
 #include "decode/decoder.h"
 #include "util/error.h"
 #include "write/trace_writer.h"
+
+/* A function --functions matched but did not probe, and why. */
+struct rv_render_skip {
+	const char *name;   /* as its symbol table spells it */
+	const char *reason; /* the same text for every function skipped for one reason */
+	const char *note;   /* of this one (what an IFUNC resolves to here), or NULL */
+};
 
 struct rv_render_options {
 	struct rv_decoder_options decode; /* what to decode, and how */
@@ -37,6 +48,13 @@ struct rv_render_options {
 	 * calls and span */
 	uint64_t probed_calls;
 	uint64_t recording_ns;
+	/* Recorded without --multi-thread: the summary counts the process's
+	 * other threads the capture names (they were left out). */
+	bool main_thread_only;
+	/* --backend uprobe: what --functions matched but did not probe; the
+	 * summary gives the count, and per reason a few names. */
+	const struct rv_render_skip *skipped;
+	size_t nr_skipped;
 	bool stats; /* --stats: the decoder's counts on standard output */
 };
 

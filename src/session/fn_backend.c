@@ -78,9 +78,11 @@ struct rv_backend_state {
 	bool recorder;		       /* records wait in the tracer's BPF maps for snapshots */
 	double probe_ns;	       /* a probe pair's cost a call; 0: not measured */
 	uint64_t armed_ns, stopped_ns; /* when recording began and ended */
-	struct rv_probe_cost_probes *calibration; /* its probes, released in the background */
-	struct rv_fn_live *live;		  /* the status line on a terminal, or NULL */
-	char **live_names;			  /* the functions' names, demangled, for it */
+	/* the calibration's probes, released in the background, waited for
+	 * with the tracer's (release_held) */
+	struct rv_probe_cost_probes *calibration;
+	struct rv_fn_live *live; /* the status line on a terminal, or NULL */
+	char **live_names;	 /* the functions' names, demangled, for it */
 	/* The kernel had not released the probes when rearview stopped
 	 * waiting: the tracer is left to its releasing thread, never freed. */
 	bool tracer_releasing;
@@ -93,6 +95,7 @@ struct rv_backend_state {
 	 * only (the summary then estimates no overhead). */
 	uint64_t *calls;
 	uint64_t calls_total;
+	struct rv_render_skip *skips; /* funcs.skipped, for the summary */
 	char capture_path[PATH_MAX + 32];
 	char note[128];
 };
@@ -239,13 +242,17 @@ static int select_functions(struct rv_session *s, const pid_t *pids, size_t nr_p
 			break;
 	}
 	for (size_t i = 0; i < run->funcs.nr_skipped; i++)
-		rv_debug("not probing %s in %s: %s", run->funcs.skipped[i].name,
-			 run->funcs.skipped[i].path, run->funcs.skipped[i].reason);
+		rv_debug("not probing %s in %s: %s%s%s", run->funcs.skipped[i].name,
+			 run->funcs.skipped[i].path, run->funcs.skipped[i].reason,
+			 run->funcs.skipped[i].note ? "; " : "",
+			 run->funcs.skipped[i].note ? run->funcs.skipped[i].note : "");
 	if (!run->funcs.count && run->funcs.nr_skipped)
 		return rv_error_set(err, ENOENT,
 				    "--functions: every function that matches cannot be probed "
-				    "(%s: %s); choose others",
-				    run->funcs.skipped[0].name, run->funcs.skipped[0].reason);
+				    "(%s: %s%s%s); choose others",
+				    run->funcs.skipped[0].name, run->funcs.skipped[0].reason,
+				    run->funcs.skipped[0].note ? "; " : "",
+				    run->funcs.skipped[0].note ? run->funcs.skipped[0].note : "");
 	rv_debug("%zu function%s selected", run->funcs.count, run->funcs.count == 1 ? "" : "s");
 	if (run->funcs.nr_excluded)
 		rv_debug("%zu function%s excluded by --exclude", run->funcs.nr_excluded,
@@ -393,9 +400,45 @@ static int attach_everything(struct rv_session *s, struct rv_target *target,
 	return 0;
 }
 
-static void release_probes(void *tracer)
+/* What is released with the target held: the tracer's probes, and the
+ * calibration's, whose release (begun in the background) may still wait in
+ * the kernel, on the target's hits as the tracer's does (hold.h). */
+struct fn_release {
+	struct rv_fn_engine *tracer;
+	struct rv_probe_cost_probes *calibration;
+};
+
+static void release_probes(void *ctx)
 {
-	rv_fn_engine_release(tracer);
+	struct fn_release *job = ctx;
+
+	rv_fn_engine_release(job->tracer);
+	rv_probe_cost_probes_free(job->calibration);
+	job->calibration = NULL;
+}
+
+/* Releases both with the target held (hold.h); stop_fd as there. A release
+ * the kernel had not finished when rearview stopped waiting is left to its
+ * thread: the tracer and the calibration are then never freed. */
+static void release_held(struct rv_backend_state *run, int stop_fd, struct rv_hold_result *held)
+{
+	struct fn_release *job = malloc(sizeof(*job));
+	struct fn_release inline_job = { run->tracer, run->calibration };
+
+	run->calibration = NULL;
+	if (!job) {
+		/* no memory for the job: released here, unguarded */
+		memset(held, 0, sizeof(*held));
+		release_probes(&inline_job);
+		held->finished = true;
+		return;
+	}
+	*job = inline_job;
+	rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes, job,
+			stop_fd, held);
+	run->tracer_releasing = !held->finished;
+	if (held->finished)
+		free(job);
 }
 
 static void fn_free(struct rv_backend_state *run)
@@ -409,9 +452,7 @@ static void fn_free(struct rv_backend_state *run)
 		struct rv_hold_result held;
 
 		rv_fn_engine_disarm(run->tracer);
-		rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes,
-				run->tracer, -1, &held);
-		run->tracer_releasing = !held.finished;
+		release_held(run, -1, &held);
 	}
 	if (!run->tracer_releasing)
 		rv_fn_engine_free(run->tracer); /* detaches first */
@@ -424,6 +465,7 @@ static void fn_free(struct rv_backend_state *run)
 	if (run->timer_fd >= 0)
 		close(run->timer_fd);
 	free(run->calls);
+	free(run->skips);
 	rv_sample_engine_free(run->engine);
 	rv_perf_writer_free(run->capture);
 	free(run->processes);
@@ -612,10 +654,14 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	} else if (!ret) {
 		ret = open_stream(s, run, &tc, err);
 	}
-	if (!ret)
-		ret = attach_everything(s, target, run, err);
+	/* Measured before the target's probes are attached, so that the note
+	 * saying they are is followed at once by their arming: a user (or a
+	 * test) who stops rearview after that note gets the calls made since,
+	 * not an empty trace because the calibration still ran. */
 	if (!ret)
 		measure_probe_cost(run);
+	if (!ret)
+		ret = attach_everything(s, target, run, err);
 	if (!ret)
 		ret = rv_fn_engine_arm(run->tracer, err);
 	run->armed_ns = monotonic_ns();
@@ -777,9 +823,7 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 	rv_fn_live_finish(run->live);
 	rv_fn_engine_disarm(run->tracer);
 	run->stopped_ns = monotonic_ns();
-	rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes,
-			run->tracer, run->s->signal_fd, &held);
-	run->tracer_releasing = !held.finished;
+	release_held(run, run->s->signal_fd, &held);
 	if (held.held)
 		rv_debug("the program was held still while the probes were released (%llu ms)",
 			 held.elapsed_ms);
@@ -810,6 +854,13 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 	int ret = rv_session_finish_capture(run->s, run->capture, CLOCK_MONOTONIC, err);
 
 	rv_fn_engine_report(run->tracer, &report);
+	run->skips = calloc(run->funcs.nr_skipped ? run->funcs.nr_skipped : 1, sizeof(*run->skips));
+	if (!run->skips && !ret)
+		ret = rv_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; run->skips && i < run->funcs.nr_skipped; i++)
+		run->skips[i] = (struct rv_render_skip){ .name = run->funcs.skipped[i].name,
+							 .reason = run->funcs.skipped[i].reason,
+							 .note = run->funcs.skipped[i].note };
 	snprintf(run->note, sizeof(run->note), "%s function%s traced exactly",
 		 rv_count_text(report.attached, count, sizeof(count)),
 		 report.attached == 1 ? "" : "s");
@@ -825,6 +876,9 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.probed_calls = run->calls_total,
 		.recording_ns =
 			run->stopped_ns > run->armed_ns ? run->stopped_ns - run->armed_ns : 0,
+		.main_thread_only = !run->s->opts->multi_thread,
+		.skipped = run->skips,
+		.nr_skipped = run->skips ? run->funcs.nr_skipped : 0,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
 	if (!run->tracer_releasing)

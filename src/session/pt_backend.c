@@ -437,6 +437,7 @@ static int pt_finish(struct rv_backend_state *b, struct rv_render_options *out,
 			    .progress = isatty(STDERR_FILENO) },
 		.recorded = true,
 		.recording_note = b->note,
+		.main_thread_only = !s->opts->multi_thread,
 	};
 	return 0;
 }

@@ -238,6 +238,7 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		.recorded = true,
 		.recording_note = b->note,
 		.lost_while_recording = stats->lost,
+		.main_thread_only = !b->s->opts->multi_thread,
 	};
 	return 0;
 }

@@ -175,7 +175,8 @@ static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsi
 
 	if (ret)
 		return ret;
-	if (builder_push_frame(t, lo, name, begin))
+	if (builder_push_frame(t, lo, name, begin) ||
+	    (lo >= KERNEL_START && builder_mark_kernel(s->b, name)))
 		return builder_out_of_memory(s->err);
 	f = top_frame(t);
 	f->lo = lo;

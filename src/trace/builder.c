@@ -144,6 +144,16 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 	return 0;
 }
 
+int builder_mark_kernel(struct rv_builder *b, const char *name)
+{
+	struct self_time_slot *slot = self_slot(b, name);
+
+	if (!slot)
+		return -ENOMEM;
+	slot->kernel = true;
+	return 0;
+}
+
 int builder_count_call(struct rv_builder *b, const char *name)
 {
 	struct self_time_slot *slot = self_slot(b, name);
@@ -666,6 +676,8 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 	t->last_time = ev->time;
 	t->last_interval = ev->stack.interval_ns;
 	t->last_leaf = n ? b->path[n - 1].name : NULL;
+	if (n && ev->stack.frames[0].kernel && builder_mark_kernel(b, t->last_leaf))
+		return rv_error_set(err, ENOMEM, "out of memory");
 	b->stats.samples++;
 	if (ev->time > b->stats.last_time)
 		b->stats.last_time = ev->time;
@@ -822,6 +834,7 @@ static bool sets_base(enum rv_event_kind kind)
 {
 	switch (kind) {
 	case RV_EVENT_THREAD_NAME:
+	case RV_EVENT_THREAD_START:
 	case RV_EVENT_THREAD_EXIT:
 	case RV_EVENT_LOST:
 	case RV_EVENT_WINDOW:
@@ -929,6 +942,11 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 				return builder_ensure_track(b, t, err);
 		}
 		return 0;
+	case RV_EVENT_THREAD_START:
+		/* known, for the threads the summary says were left out */
+		return builder_thread(b, ev->pid, ev->tid)
+			       ? 0
+			       : rv_error_set(err, ENOMEM, "out of memory");
 	case RV_EVENT_THREAD_EXIT:
 		t = builder_find_thread(b, ev->tid);
 		if (!t)
@@ -991,6 +1009,13 @@ int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
 void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out)
 {
 	*out = b->stats;
+	out->untracked_threads = 0;
+	for (size_t i = 0; b->threads && i < b->cap_threads; i++) {
+		const struct thread_state *t = &b->threads[i];
+
+		if (t->used && t->tid != t->pid && !t->counted)
+			out->untracked_threads++;
+	}
 }
 
 static int compare_self(const void *x, const void *y)
@@ -1021,8 +1046,9 @@ static size_t top_by(const struct rv_builder *b, struct rv_top_function *out, si
 		return 0;
 	for (size_t i = 0; i < b->cap_self; i++)
 		if (b->self[i].name)
-			all[count++] = (struct rv_top_function){ b->self[i].name, b->self[i].ns,
-								 b->self[i].calls };
+			all[count++] =
+				(struct rv_top_function){ b->self[i].name, b->self[i].ns,
+							  b->self[i].calls, b->self[i].kernel };
 	qsort(all, count, sizeof(*all), compare);
 	if (count > n)
 		count = n;

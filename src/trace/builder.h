@@ -173,11 +173,16 @@ struct rv_top_function {
 	const char *name;
 	uint64_t self_ns;
 	uint64_t calls; /* exact calls (function entries) of it; 0 in other traces */
+	bool kernel;	/* kernel code: a sample's kernel frame, a kernel span, PT in the kernel */
 };
 
 struct rv_builder_stats {
 	uint64_t spans;
 	uint64_t threads;
+	/* threads other than their process's first that the capture names
+	 * (COMM, FORK) but that got no track: left out of the recording, or
+	 * never on a CPU while it ran */
+	uint64_t untracked_threads;
 	uint64_t samples;
 	uint64_t lost;
 	uint64_t first_time, last_time; /* capture clock; first_time is the trace's zero */

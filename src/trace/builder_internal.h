@@ -177,6 +177,7 @@ struct self_time_slot {
 	const char *name;
 	uint64_t ns;
 	uint64_t calls; /* exact calls entered */
+	bool kernel;	/* kernel code (builder_mark_kernel) */
 };
 
 struct rv_builder {
@@ -219,6 +220,10 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
 
 /* One more exact call of the function (for rv_builder_most_called). */
 int builder_count_call(struct rv_builder *b, const char *name);
+
+/* The function is kernel code (a kernel frame of a sample, a kernel span,
+ * PT in the kernel): the summary marks it. */
+int builder_mark_kernel(struct rv_builder *b, const char *name);
 
 /* Writes one span now (no nesting bookkeeping); inferred spans get the
  * argument inferred_start_time. */

@@ -384,6 +384,10 @@ static int on_kernel_begin(struct step *s, const struct rv_event *ev)
 	c->below = c->run_start = -1;
 	add_args(&c->args, ev->kernel.args, ev->kernel.nr_args);
 	s->b->stats.kernel_spans++;
+	/* off-CPU time is nobody's self time: nothing to mark */
+	if (kind != RV_KERNEL_OFF_CPU &&
+	    builder_mark_kernel(s->b, ev->kernel.name ? ev->kernel.name : NAME_UNKNOWN))
+		return -ENOMEM;
 	return 0;
 }
 

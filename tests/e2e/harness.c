@@ -45,6 +45,13 @@ pid_t start_process(char *const argv[], int *out_fd, int *err_fd)
 	return start_process_input(argv, NULL, out_fd, err_fd);
 }
 
+void default_stop_signals(void)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+}
+
 pid_t start_process_input(char *const argv[], const char *stdin_text, int *out_fd, int *err_fd)
 {
 	pid_t pid;
@@ -65,6 +72,7 @@ pid_t start_process_input(char *const argv[], const char *stdin_text, int *out_f
 		int devnull = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
 
 		setpgid(0, 0);
+		default_stop_signals();
 		dup2(devnull, 0);
 		dup2(*out_fd, 1);
 		dup2(*err_fd, 2);

@@ -31,6 +31,11 @@ void cleanup_dir(const char *dir);
  * stderr to temporary files. */
 pid_t start_process(char *const argv[], int *out_fd, int *err_fd);
 
+/* In a child about to exec: SIGINT, SIGQUIT and SIGTERM as a terminal's
+ * programs have them, even when the tests run in a background job (which
+ * ignores SIGINT and SIGQUIT, and its programs inherit that). */
+void default_stop_signals(void);
+
 /* Same, with stdin_text as the process's standard input. */
 pid_t start_process_input(char *const argv[], const char *stdin_text, int *out_fd, int *err_fd);
 

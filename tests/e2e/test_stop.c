@@ -94,6 +94,7 @@ static pid_t start_busy_for(int *pipe_read, const char *exit_after)
 	if (pid == 0) {
 		/* never outlives a test that failed */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		default_stop_signals();
 		dup2(fds[1], 1);
 		close(fds[0]);
 		if (exit_after)
@@ -247,11 +248,6 @@ static void assert_running_untraced(pid_t pid)
 	cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "the target exited");
 }
 
-/* The trace is there, has the busy function's calls, and ends by the
- * signal (with the slack above). The trace's times start at its first
- * record, which came right after the probes were armed, just after the
- * note that said they were attached (seen at seen_ns, at most a poll later):
- * its span is at most the time from there to the signal. */
 /* What a process wrote so far to the file fd refers to (an output file of
  * start_process), as a string in buf. */
 static void read_output(int fd, char *buf, size_t size)
@@ -261,11 +257,34 @@ static void read_output(int fd, char *buf, size_t size)
 	buf[n > 0 ? n : 0] = '\0';
 }
 
+/* Waits up to timeout_s for needle in what process pid wrote to fd (an
+ * output file of start_process); true when it came. *absent_ns: the last time
+ * it was not there yet, so that what followed it came after that time
+ * however late this (on a busy machine) saw it. */
+static bool wait_for_note(pid_t pid, int fd, const char *needle, int timeout_s, uint64_t *absent_ns)
+{
+	uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000ull;
+	char text[8192];
+
+	for (;;) {
+		uint64_t before = now_ns();
+
+		read_output(fd, text, sizeof(text));
+		if (strstr(text, needle))
+			return true;
+		*absent_ns = before;
+		if (before > deadline || waitpid(pid, NULL, WNOHANG) == pid)
+			return false;
+		sleep_ms(2);
+	}
+}
+
 /* Starts `rearview attach --backend uprobe --multi-thread [-v] -p TARGET -o
  * out` and waits until it records; *ids gets the BPF links it then holds
- * (up to max). Fails the test, recovering both, when it does not start. */
+ * (up to max), *armed_ns a time before it began to record (see
+ * wait_for_note). Fails the test, recovering both, when it does not start. */
 static pid_t start_attach(pid_t target, const char *out, bool verbose, int *out_fd, int *err_fd,
-			  unsigned *ids, size_t max, size_t *nr_ids)
+			  unsigned *ids, size_t max, size_t *nr_ids, uint64_t *armed_ns)
 {
 	char pidtext[32];
 	char *argv[12];
@@ -286,7 +305,7 @@ static pid_t start_attach(pid_t target, const char *out, bool verbose, int *out_
 	argv[a++] = (char *)out;
 	argv[a] = NULL;
 	rearview = start_process(argv, out_fd, err_fd);
-	if (wait_for_output(rearview, *err_fd, "functions in", 30) != 1) {
+	if (!wait_for_note(rearview, *err_fd, "functions in", 30, armed_ns)) {
 		recover(rearview, target);
 		cr_assert_fail("rearview attach did not start recording");
 	}
@@ -294,6 +313,11 @@ static pid_t start_attach(pid_t target, const char *out, bool verbose, int *out_
 	return rearview;
 }
 
+/* The trace is there, has the busy function's calls, and ends by the
+ * signal (with the slack above). The trace's times start at its first
+ * record, which came after the probes were armed, right after the note that
+ * said they were attached, which was not there yet at seen_ns: its span is
+ * at most the time from there to the signal. */
 static void assert_trace_ends_by(const char *path, uint64_t seen_ns, uint64_t signal_ns,
 				 pid_t target)
 {
@@ -348,8 +372,8 @@ static void attach_rounds(int sig)
 		pid_t rearview;
 
 		snprintf(out, sizeof(out), "%s/attach-%d.fxt", dir, round);
-		rearview = start_attach(target, out, true, &out_fd, &err_fd, ids, 64, &nr_ids);
-		seen_ns = now_ns();
+		rearview = start_attach(target, out, true, &out_fd, &err_fd, ids, 64, &nr_ids,
+					&seen_ns);
 		cr_assert_gt(nr_ids, 0, "rearview holds no BPF link while recording");
 		cr_assert(wait_for_cpu(target, 150, 10), "the target did not run");
 		took = signal_and_wait(rearview, target, sig, &signal_ns, &status);
@@ -401,6 +425,15 @@ static void run_rounds(int sig)
 				 (char *)build_path("tests/targets/busy2"),
 				 NULL };
 		rearview = start_process(argv, &out_fd, &err_fd);
+		/* The trace's first record comes after the note that the probes
+		 * are attached (they are armed right after it), and before the
+		 * program's "ready" line, which may come long after (its
+		 * start-up runs with every function probed): the note is the
+		 * start the trace is measured from. */
+		if (!wait_for_note(rearview, err_fd, "functions in", 30, &seen_ns)) {
+			recover(rearview, 0);
+			cr_assert_fail("rearview run did not start recording");
+		}
 		if (wait_for_output(rearview, out_fd, "ready", 30) != 1) {
 			recover(rearview, 0);
 			cr_assert_fail("the target did not start under rearview run");
@@ -408,7 +441,6 @@ static void run_rounds(int sig)
 		read_output(out_fd, line, sizeof(line));
 		target = (pid_t)atoi(line);
 		cr_assert_gt(target, 0, "no pid in '%s'", line);
-		seen_ns = now_ns();
 		nr_ids = link_ids_of(rearview, ids, 64);
 		cr_assert_gt(nr_ids, 0, "rearview holds no BPF link while recording");
 		cr_assert(wait_for_cpu(target, 150, 10), "the target did not run");
@@ -467,12 +499,12 @@ Test(stop, second_ctrl_c_ends_at_once, .timeout = 120)
 	unsigned ids[64];
 	size_t nr_ids;
 	char errtext[4096];
-	uint64_t second_ns;
+	uint64_t second_ns, armed_ns;
 
 	require_root("stop");
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/second.fxt", dir);
-	rearview = start_attach(target, out, true, &out_fd, &err_fd, ids, 64, &nr_ids);
+	rearview = start_attach(target, out, true, &out_fd, &err_fd, ids, 64, &nr_ids, &armed_ns);
 	cr_assert(wait_for_cpu(target, 300, 10), "the target did not run");
 	kill(rearview, SIGINT);
 	/* the second once the first has been read, as a user's would come */
@@ -592,7 +624,7 @@ Test(stop, attach_busy_target_exits, .timeout = 60)
 	char dir[64], out[128];
 	int pipe_read, out_fd, err_fd, status;
 	pid_t target = start_busy_for(&pipe_read, "1500"), rearview;
-	uint64_t exit_ns;
+	uint64_t exit_ns, armed_ns;
 	char errtext[4096];
 	unsigned ids[64];
 	size_t nr_ids;
@@ -600,7 +632,7 @@ Test(stop, attach_busy_target_exits, .timeout = 60)
 	require_root("stop");
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/exits.fxt", dir);
-	rearview = start_attach(target, out, false, &out_fd, &err_fd, ids, 64, &nr_ids);
+	rearview = start_attach(target, out, false, &out_fd, &err_fd, ids, 64, &nr_ids, &armed_ns);
 	if (!wait_exit(target, 10000, &status)) {
 		recover(rearview, target);
 		cr_assert_fail("busy2 did not exit by itself");

@@ -133,6 +133,70 @@ Test(builder, threads_get_their_own_named_tracks)
 	builder_fixture_close(&f, t);
 }
 
+/* The threads the capture names (COMM, FORK) that no sample put on a track
+ * are counted, for the summary's "not recorded" (the main thread excepted:
+ * without --multi-thread it is the one recorded). */
+Test(builder, threads_named_but_not_sampled_are_counted)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const uint64_t s[] = { 0x1000, 0x2000 };
+	struct rv_event name = { .kind = RV_EVENT_THREAD_NAME, .pid = 100, .tid = 101 };
+	struct rv_event fork_ev = { .kind = RV_EVENT_THREAD_START, .pid = 100, .tid = 102 };
+	struct rv_event fork_main = { .kind = RV_EVENT_THREAD_START, .pid = 200, .tid = 200 };
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	name.thread.name = "worker";
+	builder_fixture_add(&f, &name);
+	builder_fixture_add(&f, &fork_ev);
+	builder_fixture_add(&f, &fork_main);
+	sample(&f, 100, 0, s, 2);
+	sample(&f, 100, 10, s, 2);
+	rv_builder_stats(f.b, &stats);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(stats.threads, 1);
+	cr_assert_eq(stats.untracked_threads, 2, "101 and 102, not the main threads");
+	cr_assert_eq(t->nr_threads, 1);
+	builder_fixture_close(&f, t);
+}
+
+/* A leaf in the kernel is marked as kernel code in the top functions. */
+Test(builder, kernel_leaves_are_marked)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_frame frames[2] = {
+		{ .addr = 0xffffffff81000100ull, .kernel = true, .is_ip = true },
+		{ .addr = 0x1000, .is_ip = true }
+	};
+	struct rv_event ev = { .kind = RV_EVENT_STACK_SAMPLE, .pid = 100, .tid = 100 };
+	struct rv_top_function top[4];
+	size_t n;
+
+	builder_fixture_open(&f);
+	ev.stack.frames = frames;
+	ev.stack.nr_frames = 2;
+	ev.stack.interval_ns = 10;
+	for (uint64_t time = 0; time <= 30; time += 10) {
+		ev.time = time;
+		builder_fixture_add(&f, &ev);
+	}
+	ev.stack.frames = frames + 1;
+	ev.stack.nr_frames = 1;
+	ev.time = 40;
+	builder_fixture_add(&f, &ev);
+	ev.time = 45; /* gives the root its 5 ns */
+	builder_fixture_add(&f, &ev);
+	n = rv_builder_top_functions(f.b, top, 4);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(n, 2);
+	cr_assert(top[0].kernel, "%s is kernel code", top[0].name);
+	cr_assert_eq(top[0].self_ns, 40);
+	cr_assert(!top[1].kernel, "%s is not", top[1].name);
+	builder_fixture_close(&f, t);
+}
+
 Test(builder, thread_exit_ends_its_spans_and_self_time_is_accounted)
 {
 	struct builder_fixture f;

@@ -40,7 +40,7 @@ static size_t count_lines(const char *text, const char *prefix)
 
 Test(probe_summary, says_calls_times_the_cost_and_its_share)
 {
-	struct rv_top_function most[] = { { "work", 0, 40000 } }; /* 20k a second */
+	struct rv_top_function most[] = { { "work", 0, 40000, false } }; /* 20k a second */
 	struct rv_probe_summary s = {
 		.calls = 100000,
 		.ns_per_call = 1500,
@@ -108,10 +108,10 @@ Test(probe_summary, warns_when_the_probes_took_most_of_the_run)
 Test(probe_summary, hints_at_functions_called_over_100k_times_a_second)
 {
 	struct rv_top_function most[] = {
-		{ "std::mt19937::operator()", 0, 3000000 }, /* 1.5M a second */
-		{ "fib", 0, 200002 },			    /* just over 100k */
-		{ "work", 0, 199998 },			    /* just under */
-		{ "main", 0, 1 },
+		{ "std::mt19937::operator()", 0, 3000000, false }, /* 1.5M a second */
+		{ "fib", 0, 200002, false },			   /* just over 100k */
+		{ "work", 0, 199998, false },			   /* just under */
+		{ "main", 0, 1, false },
 	};
 	struct rv_probe_summary s = {
 		.calls = 3400001,
@@ -138,7 +138,7 @@ Test(probe_summary, hints_at_functions_called_over_100k_times_a_second)
 
 Test(probe_summary, no_hint_below_the_rate_or_in_a_short_run)
 {
-	struct rv_top_function most[] = { { "fib", 0, 9999 } }; /* 10M a second, 1 ms */
+	struct rv_top_function most[] = { { "fib", 0, 9999, false } }; /* 10M a second, 1 ms */
 	struct rv_probe_summary s = {
 		.calls = 9999,
 		.ns_per_call = 1000,
@@ -161,7 +161,7 @@ Test(probe_summary, no_hint_below_the_rate_or_in_a_short_run)
 
 Test(probe_summary, a_quote_in_a_name_stays_one_shell_word)
 {
-	struct rv_top_function most[] = { { "it's", 0, 1000000 } };
+	struct rv_top_function most[] = { { "it's", 0, 1000000, false } };
 	struct rv_probe_summary s = { .recorded_ns = 1000000000ull,
 				      .covered_ns = 1000000000ull,
 				      .threads = 1,

@@ -1,4 +1,4 @@
-/* test_sideband.c: COMM, EXIT and LOST records into events, and records cut
+/* test_sideband.c: COMM, FORK, EXIT and LOST records into events, and records cut
  * short at every length, which are skipped without reading past their end
  * (each record is copied into a buffer of exactly its size, so that
  * AddressSanitizer sees any byte read beyond it). */
@@ -70,6 +70,33 @@ Test(sideband, a_long_comm_is_cut_to_the_name_buffer)
 	cr_assert_eq(rv_sideband_record(&sb, h, &ev, &err), 1);
 	cr_assert_eq(strlen(ev.thread.name), sizeof(sb.comm) - 1);
 	free(h);
+	rv_symbolizer_free(sb.symbolizer);
+}
+
+Test(sideband, fork_starts_a_thread)
+{
+	struct {
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+	} body = { 20, 20, 22, 20, 777 };
+	uint64_t records = 0, lost = 0;
+	struct rv_sideband sb = { .symbolizer = symbolizer(), .records = &records, .lost = &lost };
+	struct rv_event ev = { 0 };
+	struct rv_error err = { 0 };
+	struct perf_event_header *h;
+
+	h = record(PERF_RECORD_FORK, 0, &body, sizeof(body), sizeof(*h) + sizeof(body));
+	cr_assert_eq(rv_sideband_record(&sb, h, &ev, &err), 1);
+	cr_assert_eq(ev.kind, RV_EVENT_THREAD_START);
+	cr_assert(ev.pid == 20 && ev.tid == 22 && ev.time == 777);
+	free(h);
+	/* cut short: no event, nothing read past the end */
+	for (size_t size = sizeof(*h); size < sizeof(*h) + sizeof(body); size++) {
+		memset(&ev, 0, sizeof(ev));
+		h = record(PERF_RECORD_FORK, 0, &body, sizeof(body), size);
+		cr_assert_eq(rv_sideband_record(&sb, h, &ev, &err), 0, "size %zu", size);
+		free(h);
+	}
 	rv_symbolizer_free(sb.symbolizer);
 }
 
