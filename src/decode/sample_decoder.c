@@ -9,7 +9,7 @@
 #include "capture/marks.h"
 #include "capture/perf_data.h"
 #include "decode/sideband.h"
-#include "decode/unwind.h"
+#include "symbolize/unwind.h"
 #include "util/log.h"
 
 #define MAX_FRAMES 512

@@ -4,7 +4,12 @@
  * One perf event per CPU samples at a fixed frequency on the best clock the
  * machine has (hardware cycles, else cpu-clock), with call chains by frame
  * pointers (the kernel walks them) or with a copy of registers and user stack
- * for DWARF unwinding later. A BPF program on every event keeps only the
+ * for DWARF unwinding. In DWARF mode each sample is unwound as it arrives, on
+ * a thread of its own (record/online_unwind.h), and kept as its call chain,
+ * a few hundred bytes instead of the copy: the capture's attribute then says
+ * CALLCHAIN without REGS_USER and STACK_USER, and perf report shows its
+ * stacks. keep_raw_stacks keeps the copies instead (today's perf --call-graph
+ * dwarf capture). A BPF program on every event keeps only the
  * target's samples (bpf/sample_filter.bpf.c). Samples drained from the per-CPU
  * rings go either into a flight recorder holding the last snapshot_size bytes
  * (sorted by time when it is written), or, with full_execution, through a
@@ -36,8 +41,10 @@
 #include "capture/perf_data.h"
 #include "util/error.h"
 
-/* Bytes of user stack copied per sample in DWARF mode. */
-#define RV_DWARF_STACK_BYTES 8192
+/* Bytes of user stack copied per sample in DWARF mode, by default, and the
+ * most the kernel copies (a sample's size is a u16; perf's limit too). */
+#define RV_DWARF_STACK_BYTES	 8192
+#define RV_DWARF_STACK_BYTES_MAX 65528
 
 struct rv_sample_config {
 	const pid_t *pids;
@@ -45,6 +52,11 @@ struct rv_sample_config {
 	bool all_threads;	      /* --multi-thread */
 	bool include_kernel;	      /* kernel samples and kernel call chains */
 	bool dwarf;		      /* registers and stack instead of frame-pointer chains */
+	uint32_t dwarf_stack_bytes;   /* stack copied per sample (0: RV_DWARF_STACK_BYTES) */
+	/* DWARF mode keeps each sample as its unwound call chain (see above);
+	 * this keeps the registers and stack copy instead, for perf report
+	 * --call-graph dwarf on the capture. */
+	bool keep_raw_stacks;
 	bool full_execution;	      /* keep everything instead of a flight recorder */
 	uint64_t frequency;	      /* samples per second per CPU */
 	uint64_t snapshot_size_bytes; /* flight recorder capacity */
@@ -76,6 +88,11 @@ struct rv_sample_stats {
 	uint64_t filter_window; /* samples outside every --filter window, dropped */
 	uint64_t snapshots;	/* rv_sample_engine_snapshot calls that took samples */
 	uint64_t marks;		/* rv_sample_engine_add_mark records */
+	/* DWARF mode unwound as samples arrive (see online_unwind.h) */
+	bool online_unwind;
+	uint64_t unwound, not_unwound, unwind_failed, stacks_cut;
+	uint64_t unwind_ns, unwind_cpu_ns; /* the unwinding thread's wall and CPU time */
+	uint64_t sample_bytes;		   /* bytes of the samples kept in the recorder */
 	const char *clock_name; /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
 	uint64_t frequency;
 };
