@@ -110,6 +110,11 @@ struct rv_event {
 			 * is missing between frames[0] and frames[1]; the builder
 			 * puts it back from the thread's open stack */
 			bool caller_unseen;
+			/* the user stack was deeper than the sample's copy:
+			 * frames end where the copy did, after cut_bytes
+			 * bytes (0: not cut); the builder draws them under a
+			 * "[stack cut]" frame, never as a root of their own */
+			uint32_t cut_bytes;
 		} stack;
 		struct {
 			const char *name;

@@ -147,6 +147,7 @@ int rv_raw_dwarf_sample_parse(const struct perf_event_header *rec, uint64_t regs
 			if (copied > size - at || size - at - copied < 8)
 				return -EINVAL;
 			out->stack = bytes + at;
+			out->stack_asked = copied;
 			out->stack_size = read_u64(bytes + at + copied);
 			if (out->stack_size > copied)
 				return -EINVAL;
@@ -242,7 +243,7 @@ static struct item *unwind_item(struct rv_online_unwind *u, struct item *it, boo
 		if (rv_unwind(u->unwinder, &in, u->frames, RV_ONLINE_UNWIND_MAX_FRAMES, &nr, &err))
 			nr = 0;
 		*failed = nr <= 1;
-		if (nr && rv_unwind_cut(u->unwinder)) {
+		if (nr && rv_unwind_cut(u->unwinder) && s.stack_size == s.stack_asked) {
 			*cut = true;
 			cut_bytes = (uint32_t)s.stack_size;
 			if (!cut_bytes)

@@ -102,6 +102,7 @@ struct rv_raw_dwarf_sample {
 	uint64_t regs_abi;     /* 0: no user registers (a kernel thread) */
 	const uint8_t *regs;   /* popcount(regs_mask) u64 values */
 	uint64_t stack_size;   /* bytes valid at stack (dyn_size) */
+	uint64_t stack_asked;  /* bytes the event asked for (the copy's room) */
 	const uint8_t *stack;
 };
 

@@ -36,7 +36,12 @@ struct rv_render_options {
 	 * flight recorder's trace holds only the last of them); 0: the trace's
 	 * calls and span */
 	uint64_t probed_calls;
-	uint64_t recording_ns;
+	uint64_t recording_ns; /* also sampling: how long it recorded */
+	/* Sampling: samples that aged out of the flight recorder (the summary
+	 * says what the trace holds of the recording), and samples kept with
+	 * their IP alone because the online unwinder fell behind. */
+	uint64_t aged_out;
+	uint64_t not_unwound;
 	bool stats; /* --stats: the decoder's counts on standard output */
 };
 

@@ -279,12 +279,12 @@ int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t 
 	collector.count = 0;
 	collector.last_sp = sample_regs.sp;
 	/* An error here only ends the chain early: what came before stands. */
-	if (dwfl_getthread_frames(dwfl, tid, collect_frame, &collector) < 0) {
-		/* Stopped for want of memory above the copy: the stack was cut. */
-		u->last_cut = us->beyond_copy;
+	/* Stopped for want of memory above the copy (libdwfl ends the chain
+	 * quietly when a return address cannot be read): the stack was cut. */
+	if (dwfl_getthread_frames(dwfl, tid, collect_frame, &collector) < 0)
 		rv_debug2("pid %u: unwinding stopped after %zu frames: %s", in->pid,
 			  collector.count, dwfl_errmsg(-1));
-	}
+	u->last_cut = us->beyond_copy && collector.count < collector.max;
 	us->sample = NULL;
 	if (collector.count)
 		*nr_frames = collector.count;

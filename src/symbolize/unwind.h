@@ -45,7 +45,9 @@ int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t 
 
 /* Whether the last rv_unwind stopped because it needed stack memory above
  * what the sample copied (a stack deeper than the copy: its outer frames are
- * unknown), rather than at the outermost frame or where CFI ran out. */
+ * unknown), rather than at the outermost frame or where CFI ran out. Only
+ * true of a copy the kernel cut: callers check that the copy is as large as
+ * was asked for (a shorter one reached the top of the stack). */
 bool rv_unwind_cut(const struct rv_unwinder *u);
 
 void rv_unwinder_free(struct rv_unwinder *u);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/callchain.h"
 #include "trace/builder_internal.h"
 #include "util/log.h"
 
@@ -399,6 +400,86 @@ static size_t graft_truncated_stack(struct rv_builder *b, const struct thread_st
 	return depth;
 }
 
+/* A stack the sample's copy cut (ev->stack.cut_bytes): its frames are the
+ * inner end of the real stack, and its outermost frame is no root. It is
+ * drawn under a "[stack cut: N KiB copied]" frame, which stands for the
+ * frames the copy did not reach, and that frame under the thread's outer
+ * frames: those its whole stacks have all shared lately (t->outer: _start,
+ * main, ...), as far as they are open, or those above an open [stack cut]
+ * frame when the previous sample was cut too. So the open frames around it
+ * do not end, and the cut stack makes no root of its own. Returns the
+ * frames put in front of the path. */
+static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t, size_t n,
+			      uint32_t cut_bytes, bool *failed)
+{
+	char name[64];
+	const char *kept;
+	size_t keep = 0;
+	bool after_cut = false;
+
+	if (cut_bytes % 1024 == 0)
+		snprintf(name, sizeof(name), "[stack cut: %u KiB copied]", cut_bytes / 1024);
+	else
+		snprintf(name, sizeof(name), "[stack cut: %.1f KiB copied]", cut_bytes / 1024.0);
+	kept = rv_intern(&b->names, name);
+	if (!kept) {
+		*failed = true;
+		return 0;
+	}
+	for (size_t d = 0; d < t->depth && !after_cut; d++) {
+		uint32_t bytes;
+
+		if (rv_stack_cut_parse(t->stack[d].identity, &bytes)) {
+			keep = d;
+			after_cut = true;
+		}
+	}
+	if (!after_cut)
+		while (keep < t->depth && keep < t->nr_outer &&
+		       t->stack[keep].identity == t->outer[keep])
+			keep++;
+	memmove(b->path + keep + 1, b->path, n * sizeof(*b->path));
+	for (size_t i = 0; i < keep; i++) {
+		b->path[i].identity = t->stack[i].identity;
+		b->path[i].name = t->stack[i].name;
+		b->path[i].known = true;
+	}
+	b->path[keep].identity = rv_stack_cut_marker(cut_bytes);
+	b->path[keep].name = kept;
+	b->path[keep].known = false;
+	b->stats.stacks_cut++;
+	return keep + 1;
+}
+
+/* A whole stack (path[0..n), leaf last) narrows the thread's outer frames
+ * to what it shares with them, or starts them afresh (all but its leaf) when
+ * it shares none. */
+static int note_outer_frames(struct rv_builder *b, struct thread_state *t, size_t n)
+{
+	size_t shared = 0;
+
+	while (shared < t->nr_outer && shared < n && t->outer[shared] == b->path[shared].identity)
+		shared++;
+	if (shared) {
+		t->nr_outer = shared;
+		return 0;
+	}
+	if (n < 2)
+		return 0;
+	if (n - 1 > t->cap_outer) {
+		uint64_t *grown = realloc(t->outer, (n - 1) * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		t->outer = grown;
+		t->cap_outer = n - 1;
+	}
+	for (size_t i = 0; i + 1 < n; i++)
+		t->outer[i] = b->path[i].identity;
+	t->nr_outer = n - 1;
+	return 0;
+}
+
 static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
@@ -426,13 +507,13 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 	ret = builder_ensure_track(b, t, err);
 	if (ret)
 		return ret;
-	if (n + t->depth + 1 > b->cap_path) {
-		void *grown = realloc(b->path, (n + t->depth + 1) * sizeof(*b->path));
+	if (n + t->depth + 2 > b->cap_path) {
+		void *grown = realloc(b->path, (n + t->depth + 2) * sizeof(*b->path));
 
 		if (!grown)
 			return rv_error_set(err, ENOMEM, "out of memory");
 		b->path = grown;
-		b->cap_path = n + t->depth + 1;
+		b->cap_path = n + t->depth + 2;
 	}
 	/* Name the frames, root first. */
 	for (size_t i = 0; i < n; i++) {
@@ -445,9 +526,19 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		b->path[i].name = sym.name;
 		b->path[i].known = sym.known;
 	}
-	if (ev->stack.caller_unseen && n >= 2 && !ev->stack.frames[0].kernel)
-		n += restore_skipped_caller(b, t, n);
-	n += graft_truncated_stack(b, t, n);
+	if (ev->stack.cut_bytes) {
+		bool failed = false;
+
+		n += place_cut_stack(b, t, n, ev->stack.cut_bytes, &failed);
+		if (failed)
+			return rv_error_set(err, ENOMEM, "out of memory");
+	} else {
+		if (ev->stack.caller_unseen && n >= 2 && !ev->stack.frames[0].kernel)
+			n += restore_skipped_caller(b, t, n);
+		n += graft_truncated_stack(b, t, n);
+		if (note_outer_frames(b, t, n))
+			return rv_error_set(err, ENOMEM, "out of memory");
+	}
 	while (common < n && common < t->depth &&
 	       t->stack[common].identity == b->path[common].identity)
 		common++;
@@ -832,6 +923,7 @@ void rv_builder_free(struct rv_builder *b)
 		for (size_t j = 0; j < t->cap; j++)
 			free(t->stack[j].held);
 		free(t->stack);
+		free(t->outer);
 		free(t->calls);
 		builder_free_branches(&t->br);
 	}
