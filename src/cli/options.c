@@ -758,15 +758,17 @@ int rv_parse_callgraph(const char *text, enum rv_callgraph_mode *mode, uint32_t 
 		errno = 0;
 		size = strtoull(text + 6, &end, 10);
 		if (!text[6] || text[6] == '-' || text[6] == '+' || *end || errno)
-			return rv_error_set(err, EINVAL,
-					    "invalid --callgraph-mode '%s': SIZE is the bytes of stack "
-					    "copied per sample, a number such as dwarf,16384",
-					    text);
+			return rv_error_set(
+				err, EINVAL,
+				"invalid --callgraph-mode '%s': SIZE is the bytes of stack "
+				"copied per sample, a number such as dwarf,16384",
+				text);
 		if (size == 0 || size > 65528)
-			return rv_error_set(err, EINVAL,
-					    "--callgraph-mode %s: SIZE must be from 8 to 65528 bytes "
-					    "(the kernel's limit for a sample's stack copy)",
-					    text);
+			return rv_error_set(
+				err, EINVAL,
+				"--callgraph-mode %s: SIZE must be from 8 to 65528 bytes "
+				"(the kernel's limit for a sample's stack copy)",
+				text);
 		*stack_bytes = (uint32_t)((size + 7) / 8 * 8);
 		*mode = RV_CALLGRAPH_DWARF;
 		return 0;
@@ -784,7 +786,8 @@ int rv_parse_callgraph(const char *text, enum rv_callgraph_mode *mode, uint32_t 
 		return 0;
 	}
 	return rv_error_set(err, EINVAL,
-			    "invalid --callgraph-mode '%s': use fp, dwarf, dwarf,SIZE or lbr", text);
+			    "invalid --callgraph-mode '%s': use fp, dwarf, dwarf,SIZE or lbr",
+			    text);
 }
 
 static enum rv_command command_from_name(const char *name)
@@ -843,10 +846,10 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 	if (opts->backend != RV_BACKEND_AUTO || opts->snapshot_size_bytes || opts->full_execution ||
 	    opts->multi_thread || opts->working_directory ||
 	    opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->keep_raw_stacks ||
-	    opts->filter_start || opts->trigger ||
-	    opts->min_duration_ns || opts->multi_snapshot || opts->dry_run || opts->kernel_only ||
-	    opts->timer != RV_TIMER_NORMAL || opts->nr_functions || opts->kernel_events ||
-	    opts->nr_kernel_functions || opts->nr_exclude || opts->exits_given)
+	    opts->filter_start || opts->trigger || opts->min_duration_ns || opts->multi_snapshot ||
+	    opts->dry_run || opts->kernel_only || opts->timer != RV_TIMER_NORMAL ||
+	    opts->nr_functions || opts->kernel_events || opts->nr_kernel_functions ||
+	    opts->nr_exclude || opts->exits_given)
 		return rv_error_set(err, EINVAL,
 				    "recording options have no effect on 'rearview decode' (see "
 				    "rearview decode --help)");
@@ -880,7 +883,8 @@ static int check_uprobe(const struct rv_options *opts, struct rv_error *err)
 		return rv_error_set(err, EINVAL,
 				    "%s sets how sampling takes stacks; --backend uprobe records "
 				    "every call instead",
-				    opts->keep_raw_stacks ? "--keep-raw-stacks" : "--callgraph-mode");
+				    opts->keep_raw_stacks ? "--keep-raw-stacks"
+							  : "--callgraph-mode");
 	if (opts->timer != RV_TIMER_NORMAL)
 		return rv_error_set(err, EINVAL,
 				    "--timer-resolution sets the sampling rate or Intel PT's "

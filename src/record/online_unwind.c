@@ -113,7 +113,8 @@ int rv_raw_dwarf_sample_parse(const struct perf_event_header *rec, uint64_t regs
 			      struct rv_raw_dwarf_sample *out)
 {
 	const uint8_t *bytes = (const uint8_t *)rec;
-	uint64_t at = RAW_CHAIN, size = rec->size, nr_regs = (uint64_t)__builtin_popcountll(regs_mask);
+	uint64_t at = RAW_CHAIN, size = rec->size,
+		 nr_regs = (uint64_t)__builtin_popcountll(regs_mask);
 
 	memset(out, 0, sizeof(*out));
 	if (rec->type != PERF_RECORD_SAMPLE || size < at + 8)
@@ -369,8 +370,8 @@ static struct item *copy_item(const struct perf_event_header *rec, enum item_kin
 }
 
 /* The sample kept with its IP alone, when the thread is too far behind. */
-static struct item *ip_only(const struct perf_event_header *rec, uint64_t regs_mask,
-			    size_t stream, uint64_t time)
+static struct item *ip_only(const struct perf_event_header *rec, uint64_t regs_mask, size_t stream,
+			    uint64_t time)
 {
 	struct rv_raw_dwarf_sample s;
 	uint64_t buf[(RAW_CHAIN + 8 + 8 * 256) / 8], ip;

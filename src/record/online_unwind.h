@@ -45,13 +45,13 @@ struct rv_online_unwind_config {
 };
 
 struct rv_online_unwind_stats {
-	uint64_t queued;      /* samples handed to the thread */
-	uint64_t unwound;     /* samples the thread unwound (at least the IP) */
-	uint64_t not_unwound; /* samples kept with their IP alone: the queue was full */
-	uint64_t failed;      /* samples unwound to their IP only (no CFI, bad registers) */
-	uint64_t cut;	      /* samples whose stack the copy cut */
-	uint64_t bad;	      /* raw samples too malformed to read, dropped and counted */
-	uint64_t unwind_ns;   /* the thread's wall time unwinding and building chains */
+	uint64_t queued;	/* samples handed to the thread */
+	uint64_t unwound;	/* samples the thread unwound (at least the IP) */
+	uint64_t not_unwound;	/* samples kept with their IP alone: the queue was full */
+	uint64_t failed;	/* samples unwound to their IP only (no CFI, bad registers) */
+	uint64_t cut;		/* samples whose stack the copy cut */
+	uint64_t bad;		/* raw samples too malformed to read, dropped and counted */
+	uint64_t unwind_ns;	/* the thread's wall time unwinding and building chains */
 	uint64_t thread_cpu_ns; /* the thread's CPU time */
 	uint64_t max_queued_bytes_seen;
 };

@@ -103,7 +103,7 @@ struct rv_sample_engine {
 	struct rv_output_source source; /* bpf_output, flight recorder: the caller's records */
 	uint64_t first_time, last_time; /* of the samples and marks written */
 	bool started;
-	size_t time_offset, tid_offset; /* of the engine's samples (see the top) */
+	size_t time_offset, tid_offset;	   /* of the engine's samples (see the top) */
 	struct rv_online_unwind *unwinder; /* DWARF mode without keep_raw_stacks */
 };
 
@@ -1158,8 +1158,8 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 			ids[i] = e->rings[i].id;
 		if (e->unwinder) {
 			/* the samples are call chains now */
-			written.sample_type &= ~(uint64_t)(PERF_SAMPLE_REGS_USER |
-							   PERF_SAMPLE_STACK_USER);
+			written.sample_type &=
+				~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
 			written.sample_regs_user = 0;
 			written.sample_stack_user = 0;
 		}

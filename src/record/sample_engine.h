@@ -49,10 +49,10 @@
 struct rv_sample_config {
 	const pid_t *pids;
 	size_t nr_pids;
-	bool all_threads;	      /* --multi-thread */
-	bool include_kernel;	      /* kernel samples and kernel call chains */
-	bool dwarf;		      /* registers and stack instead of frame-pointer chains */
-	uint32_t dwarf_stack_bytes;   /* stack copied per sample (0: RV_DWARF_STACK_BYTES) */
+	bool all_threads;	    /* --multi-thread */
+	bool include_kernel;	    /* kernel samples and kernel call chains */
+	bool dwarf;		    /* registers and stack instead of frame-pointer chains */
+	uint32_t dwarf_stack_bytes; /* stack copied per sample (0: RV_DWARF_STACK_BYTES) */
 	/* DWARF mode keeps each sample as its unwound call chain (see above);
 	 * this keeps the registers and stack copy instead, for perf report
 	 * --call-graph dwarf on the capture. */
@@ -93,7 +93,7 @@ struct rv_sample_stats {
 	uint64_t unwound, not_unwound, unwind_failed, stacks_cut;
 	uint64_t unwind_ns, unwind_cpu_ns; /* the unwinding thread's wall and CPU time */
 	uint64_t sample_bytes;		   /* bytes of the samples kept in the recorder */
-	const char *clock_name; /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
+	const char *clock_name;		   /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
 	uint64_t frequency;
 };
 

@@ -52,9 +52,10 @@ static int plan_callgraph(struct rv_sample_plan *plan, const struct rv_options *
 	case RV_CALLGRAPH_FP:
 		plan->dwarf = false;
 		if (opts->keep_raw_stacks)
-			return rv_error_set(err, EINVAL,
-					    "--keep-raw-stacks keeps DWARF mode's stack copies; with "
-					    "--callgraph-mode fp there are none");
+			return rv_error_set(
+				err, EINVAL,
+				"--keep-raw-stacks keeps DWARF mode's stack copies; with "
+				"--callgraph-mode fp there are none");
 		break;
 	case RV_CALLGRAPH_DWARF:
 	case RV_CALLGRAPH_DEFAULT:

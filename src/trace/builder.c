@@ -403,12 +403,13 @@ static size_t graft_truncated_stack(struct rv_builder *b, const struct thread_st
 /* A stack the sample's copy cut (ev->stack.cut_bytes): its frames are the
  * inner end of the real stack, and its outermost frame is no root. It is
  * drawn under a "[stack cut: N KiB copied]" frame, which stands for the
- * frames the copy did not reach, and that frame under the thread's outer
- * frames: those its whole stacks have all shared lately (t->outer: _start,
- * main, ...), as far as they are open, or those above an open [stack cut]
- * frame when the previous sample was cut too. So the open frames around it
- * do not end, and the cut stack makes no root of its own. Returns the
- * frames put in front of the path. */
+ * frames the copy did not reach, and that frame under the callers the
+ * thread's last whole stack had (t->callers: its user frames but the leaf,
+ * see note_callers) as far as they are open, and above the first of them that runs the cut
+ * stack's outermost function (a recursion goes on where it was open); or
+ * above an open [stack cut] frame when the previous sample was cut too. So
+ * the open frames around it do not end, and the cut stack makes no root of
+ * its own. Returns the frames put in front of the path. */
 static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t, size_t n,
 			      uint32_t cut_bytes, bool *failed)
 {
@@ -435,8 +436,9 @@ static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t
 		}
 	}
 	if (!after_cut)
-		while (keep < t->depth && keep < t->nr_outer &&
-		       t->stack[keep].identity == t->outer[keep])
+		while (keep < t->depth && keep < t->nr_callers &&
+		       t->stack[keep].identity == t->callers[keep] &&
+		       (!n || t->callers[keep] != b->path[0].identity))
 			keep++;
 	memmove(b->path + keep + 1, b->path, n * sizeof(*b->path));
 	for (size_t i = 0; i < keep; i++) {
@@ -451,32 +453,30 @@ static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t
 	return keep + 1;
 }
 
-/* A whole stack (path[0..n), leaf last) narrows the thread's outer frames
- * to what it shares with them, or starts them afresh (all but its leaf) when
- * it shares none. */
-static int note_outer_frames(struct rv_builder *b, struct thread_state *t, size_t n)
+/* A whole stack (path[0..n), leaf last, its first nr_user frames user
+ * ones): its user frames but the leaf are the thread's callers now, unless
+ * its user frames are the callers' first ones (a sample in main itself
+ * leaves main among the callers). */
+static int note_callers(struct thread_state *t, const struct rv_builder *b, size_t nr_user)
 {
-	size_t shared = 0;
+	size_t nr = nr_user ? nr_user - 1 : 0, same = 0;
 
-	while (shared < t->nr_outer && shared < n && t->outer[shared] == b->path[shared].identity)
-		shared++;
-	if (shared) {
-		t->nr_outer = shared;
+	while (same < nr_user && same < t->nr_callers && t->callers[same] == b->path[same].identity)
+		same++;
+	if (nr_user && same == nr_user)
 		return 0;
-	}
-	if (n < 2)
-		return 0;
-	if (n - 1 > t->cap_outer) {
-		uint64_t *grown = realloc(t->outer, (n - 1) * sizeof(*grown));
+
+	if (nr > t->cap_callers) {
+		uint64_t *grown = realloc(t->callers, nr * sizeof(*grown));
 
 		if (!grown)
 			return -ENOMEM;
-		t->outer = grown;
-		t->cap_outer = n - 1;
+		t->callers = grown;
+		t->cap_callers = nr;
 	}
-	for (size_t i = 0; i + 1 < n; i++)
-		t->outer[i] = b->path[i].identity;
-	t->nr_outer = n - 1;
+	for (size_t i = 0; i < nr; i++)
+		t->callers[i] = b->path[i].identity;
+	t->nr_callers = nr;
 	return 0;
 }
 
@@ -533,10 +533,19 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		if (failed)
 			return rv_error_set(err, ENOMEM, "out of memory");
 	} else {
-		if (ev->stack.caller_unseen && n >= 2 && !ev->stack.frames[0].kernel)
-			n += restore_skipped_caller(b, t, n);
-		n += graft_truncated_stack(b, t, n);
-		if (note_outer_frames(b, t, n))
+		size_t nr_user = 0, added;
+
+		for (size_t i = 0; i < n; i++)
+			nr_user += !ev->stack.frames[i].kernel;
+		if (ev->stack.caller_unseen && n >= 2 && !ev->stack.frames[0].kernel) {
+			added = restore_skipped_caller(b, t, n);
+			n += added;
+			nr_user += added;
+		}
+		added = graft_truncated_stack(b, t, n);
+		n += added;
+		nr_user += added;
+		if (note_callers(t, b, nr_user))
 			return rv_error_set(err, ENOMEM, "out of memory");
 	}
 	while (common < n && common < t->depth &&
@@ -923,7 +932,7 @@ void rv_builder_free(struct rv_builder *b)
 		for (size_t j = 0; j < t->cap; j++)
 			free(t->stack[j].held);
 		free(t->stack);
-		free(t->outer);
+		free(t->callers);
 		free(t->calls);
 		builder_free_branches(&t->br);
 	}

@@ -153,12 +153,11 @@ struct thread_state {
 	uint64_t last_interval;
 	const char *last_leaf; /* leaf function of the last sample, for self time */
 	bool has_sample;
-	/* Samples: the outer frames every whole (not cut) stack of the thread
-	 * has shared lately (_start, main, ...): a cut stack is drawn under
-	 * them (trace/builder.c, place_cut_stack). Started afresh from the next
-	 * whole stack when one shares none. */
-	uint64_t *outer;
-	size_t nr_outer, cap_outer;
+	/* Samples: the user frames but the leaf of the thread's last whole
+	 * (not cut) stack, root first: a cut stack is drawn under them
+	 * (trace/builder.c, place_cut_stack). */
+	uint64_t *callers;
+	size_t nr_callers, cap_callers;
 	struct branch_state br;
 	/* Exact calls: the thread's events are calls and kernel spans, its
 	 * stack lives in br (one segment) with calls[i] beside stack[i]. */
