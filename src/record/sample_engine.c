@@ -2,7 +2,8 @@
  * events, drained into a flight recorder or the capture; see sample_engine.h.
  *
  * Record layout: every sampling event has sample_type IDENTIFIER|IP|TID|TIME|
- * CPU|PERIOD|CALLCHAIN (plus REGS_USER|STACK_USER for DWARF), every bpf-output
+ * CPU|PERIOD|CALLCHAIN (plus REGS_USER|STACK_USER for DWARF, which the online
+ * unwinder turns into the first layout, with the same offsets), every bpf-output
  * event IDENTIFIER|IP|TID|TIME|CPU|RAW, and both sample_id_all, so each
  * non-sample record ends with the trailer {pid,tid}{time}{cpu,res}{id}. The
  * engine relies on exactly these layouts to find times and pids quickly; the
