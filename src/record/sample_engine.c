@@ -1163,6 +1163,7 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 				~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
 			written.sample_regs_user = 0;
 			written.sample_stack_user = 0;
+			written.exclude_callchain_user = 0; /* the chains hold them */
 		}
 		ret = rv_perf_writer_add_attr(e->config.capture, &written,
 					      e->config.bpf_output && e->config.event_name
