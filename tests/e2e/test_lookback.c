@@ -217,3 +217,38 @@ Test(lookback, perf_script_reads_the_captures_call_chains, .timeout = 180)
 	cr_assert(strstr(chain, "5256435400001000 [unknown]"), "the cut marker: %.3000s", chain);
 	cleanup_dir(dir);
 }
+
+Test(lookback, dry_run_shows_the_stack_size_and_bad_sizes_are_refused, .timeout = 60)
+{
+	struct proc_result r;
+	char *dry[] = { (char *)build_path("rearview"),
+			"run",
+			"--dry-run",
+			"--callgraph-mode",
+			"dwarf,1001",
+			"--",
+			"/bin/true",
+			NULL };
+	char *too_big[] = { (char *)build_path("rearview"),
+			    "run",
+			    "--callgraph-mode",
+			    "dwarf,65529",
+			    "--",
+			    "/bin/true",
+			    NULL };
+	char *raw[] = {
+		(char *)build_path("rearview"), "run", "--keep-raw-stacks", "--", "/bin/true", NULL
+	};
+
+	run_process(dry, 30, &r);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "sample_stack_user = 1008"), "rounded up to 8: %s", r.out);
+	cr_assert(strstr(r.out, "dwarf,1008: unwound as sampled, kept as call chains"), "%s",
+		  r.out);
+	run_process(too_big, 30, &r);
+	cr_assert_neq(r.exit_code, 0);
+	cr_assert(strstr(r.err, "65528"), "%s", r.err);
+	run_process(raw, 30, &r);
+	cr_assert_neq(r.exit_code, 0);
+	cr_assert(strstr(r.err, "--full-execution"), "%s", r.err);
+}
