@@ -41,25 +41,27 @@
 #include "capture/perf_data.h"
 #include "util/error.h"
 
-/* Bytes of user stack copied per sample in DWARF mode, by default, and the
- * most the kernel copies (a sample's size is a u16; perf's limit too). */
-#define RV_DWARF_STACK_BYTES	 8192
-#define RV_DWARF_STACK_BYTES_MAX 65528
+/* Bytes of user stack copied per sample in DWARF mode, by default (the
+ * kernel copies at most 65528: cli/options.c checks --callgraph-mode). */
+#define RV_DWARF_STACK_BYTES 8192
 
 struct rv_sample_config {
 	const pid_t *pids;
 	size_t nr_pids;
-	bool all_threads;	    /* --multi-thread */
-	bool include_kernel;	    /* kernel samples and kernel call chains */
-	bool dwarf;		    /* registers and stack instead of frame-pointer chains */
-	uint32_t dwarf_stack_bytes; /* stack copied per sample (0: RV_DWARF_STACK_BYTES) */
-	/* DWARF mode keeps each sample as its unwound call chain (see above);
-	 * this keeps the registers and stack copy instead, for perf report
-	 * --call-graph dwarf on the capture. */
-	bool keep_raw_stacks;
+	bool all_threads;	      /* --multi-thread */
+	bool include_kernel;	      /* kernel samples and kernel call chains */
+	bool dwarf;		      /* registers and stack instead of frame-pointer chains */
 	bool full_execution;	      /* keep everything instead of a flight recorder */
 	uint64_t frequency;	      /* samples per second per CPU */
 	uint64_t snapshot_size_bytes; /* flight recorder capacity */
+
+	/* dwarf: the stack copied per sample (0: RV_DWARF_STACK_BYTES) */
+	uint32_t dwarf_stack_bytes;
+	/* dwarf: each sample is kept as its unwound call chain (see above);
+	 * this keeps the registers and stack copy instead, for perf report
+	 * --call-graph dwarf on the capture. */
+	bool keep_raw_stacks;
+
 	struct rv_perf_writer *capture;
 	/* --filter: the gate's window map (rv_gate_windows_fd); samples of
 	 * threads outside every window are dropped in the kernel. -1: none. */
@@ -88,13 +90,17 @@ struct rv_sample_stats {
 	uint64_t filter_window; /* samples outside every --filter window, dropped */
 	uint64_t snapshots;	/* rv_sample_engine_snapshot calls that took samples */
 	uint64_t marks;		/* rv_sample_engine_add_mark records */
-	/* DWARF mode unwound as samples arrive (see online_unwind.h) */
+	const char *clock_name; /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
+	uint64_t frequency;
+
+	/* DWARF mode unwound as samples arrive (see online_unwind.h): samples
+	 * unwound, kept with their IP alone (the unwinder fell behind), unwound
+	 * to their IP only, cut by the copy; the unwinding thread's wall time
+	 * unwinding and its CPU time; bytes of the samples kept */
 	bool online_unwind;
 	uint64_t unwound, not_unwound, unwind_failed, stacks_cut;
-	uint64_t unwind_ns, unwind_cpu_ns; /* the unwinding thread's wall and CPU time */
-	uint64_t sample_bytes;		   /* bytes of the samples kept in the recorder */
-	const char *clock_name;		   /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
-	uint64_t frequency;
+	uint64_t unwind_ns, unwind_cpu_ns;
+	uint64_t sample_bytes;
 };
 
 struct rv_sample_engine;

@@ -156,10 +156,10 @@ struct rv_builder_stats {
 	uint64_t lost;
 	uint64_t first_time, last_time; /* capture clock; first_time is the trace's zero */
 	uint64_t self_ns;		/* self time of all functions together */
-	uint64_t stacks_cut;	  /* samples whose stack the copy cut (drawn under [stack cut]) */
-	uint64_t grafted;	  /* truncated stacks completed from the open stack */
-	uint64_t skipped_callers; /* callers a frame-pointer walk skipped, restored */
-	uint64_t late_samples;	  /* samples older than their thread's last, taken at it */
+	uint64_t grafted;		/* truncated stacks completed from the open stack */
+	uint64_t skipped_callers;	/* callers a frame-pointer walk skipped, restored */
+	uint64_t late_samples;		/* samples older than their thread's last, taken at it */
+	uint64_t stacks_cut;		/* samples the copy cut, under [stack cut] */
 	/* branches */
 	uint64_t branches;   /* RV_EVENT_BRANCH events taken */
 	uint64_t calls;	     /* CALL branches, or CALL_ENTER events */
