@@ -20,7 +20,7 @@ VERSION := 0.1.0
 # The libraries rearview links, and the stages that use them:
 #   libbpf         src/record (the gate, the engines' BPF programs, skeletons)
 #   libelf         src/record (symbol tables, code offsets), src/symbolize, src/util/elf
-#   libdw          src/symbolize (libdwfl), src/decode/unwind, src/record/probe_site
+#   libdw          src/symbolize (libdwfl, unwind), src/record/probe_site
 #   libipt         src/decode (Intel PT packets, the block decoder, images)
 #   Zydis          src/decode/pt_code (instructions at the end of a block)
 #   zlib           src/write (.gz traces)

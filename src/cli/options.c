@@ -18,6 +18,7 @@ enum {
 	OPT_KERNEL,
 	OPT_MULTI_THREAD,
 	OPT_FULL,
+	OPT_KEEP_RAW_STACKS,
 	OPT_SNAPSHOT_SIZE,
 	OPT_WORKDIR,
 	OPT_HELP,
@@ -63,6 +64,7 @@ static const struct option long_options[] = {
 	{ "kernel-functions", required_argument, NULL, OPT_KERNEL_FUNCTIONS },
 	{ "multi-thread", no_argument, NULL, OPT_MULTI_THREAD },
 	{ "full-execution", no_argument, NULL, OPT_FULL },
+	{ "keep-raw-stacks", no_argument, NULL, OPT_KEEP_RAW_STACKS },
 	{ "snapshot-size", required_argument, NULL, OPT_SNAPSHOT_SIZE },
 	{ "working-directory", required_argument, NULL, OPT_WORKDIR },
 	{ "pid", required_argument, NULL, 'p' },
@@ -141,12 +143,19 @@ static const char record_options_help[] =
 	"                             the default), high (normal without return\n"
 	"                             compression) or custom:NAME=VALUE,... with the\n"
 	"                             PMU's format names (custom:cyc=1,mtc_period=3)\n"
-	"      --callgraph-mode fp|dwarf|lbr\n"
+	"      --callgraph-mode fp|dwarf[,SIZE]|lbr\n"
 	"                             how stacks are taken: fp walks frame pointers in the\n"
-	"                             kernel; dwarf copies registers and 8 KiB of stack\n"
-	"                             per sample and unwinds them with the binaries' CFI\n"
-	"                             (works without frame pointers; the default); lbr\n"
-	"                             needs last branch records, which few CPUs expose\n"
+	"                             kernel; dwarf copies registers and SIZE bytes of\n"
+	"                             stack per sample (default 8192, at most 65528) and\n"
+	"                             unwinds them with the binaries' CFI as they arrive,\n"
+	"                             keeping each as its call chain (works without frame\n"
+	"                             pointers; the default); a stack deeper than the\n"
+	"                             copy shows under [stack cut]. lbr needs last branch\n"
+	"                             records, which few CPUs expose\n"
+	"      --keep-raw-stacks      dwarf with --full-execution: keep each sample's\n"
+	"                             registers and stack copy in the capture (8 KiB or\n"
+	"                             SIZE a sample, not a few hundred bytes), for perf\n"
+	"                             report --call-graph dwarf on it\n"
 	"      --trace-include-kernel also record the kernel (root only)\n"
 	"      --trace-kernel-only    only the kernel (Intel PT, root only)\n"
 	"      --multi-thread         every thread of the target, not only its main thread\n"
@@ -740,8 +749,32 @@ static int parse_backend(const char *text, enum rv_backend *backend, struct rv_e
 			    text);
 }
 
-static int parse_callgraph(const char *text, enum rv_callgraph_mode *mode, struct rv_error *err)
+int rv_parse_callgraph(const char *text, enum rv_callgraph_mode *mode, uint32_t *stack_bytes,
+		       struct rv_error *err)
 {
+	*stack_bytes = 0;
+	if (!strncmp(text, "dwarf,", 6)) {
+		uint64_t size;
+		char *end;
+
+		errno = 0;
+		size = strtoull(text + 6, &end, 10);
+		if (!text[6] || text[6] == '-' || text[6] == '+' || *end || errno)
+			return rv_error_set(
+				err, EINVAL,
+				"invalid --callgraph-mode '%s': SIZE is the bytes of stack "
+				"copied per sample, a number such as dwarf,16384",
+				text);
+		if (size == 0 || size > 65528)
+			return rv_error_set(
+				err, EINVAL,
+				"--callgraph-mode %s: SIZE must be from 8 to 65528 bytes "
+				"(the kernel's limit for a sample's stack copy)",
+				text);
+		*stack_bytes = (uint32_t)((size + 7) / 8 * 8);
+		*mode = RV_CALLGRAPH_DWARF;
+		return 0;
+	}
 	if (!strcmp(text, "fp")) {
 		*mode = RV_CALLGRAPH_FP;
 		return 0;
@@ -754,7 +787,8 @@ static int parse_callgraph(const char *text, enum rv_callgraph_mode *mode, struc
 		*mode = RV_CALLGRAPH_LBR;
 		return 0;
 	}
-	return rv_error_set(err, EINVAL, "invalid --callgraph-mode '%s': use fp, dwarf or lbr",
+	return rv_error_set(err, EINVAL,
+			    "invalid --callgraph-mode '%s': use fp, dwarf, dwarf,SIZE or lbr",
 			    text);
 }
 
@@ -813,10 +847,11 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 				    "apply to PT data");
 	if (opts->backend != RV_BACKEND_AUTO || opts->snapshot_size_bytes || opts->full_execution ||
 	    opts->multi_thread || opts->working_directory ||
-	    opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->filter_start || opts->trigger ||
-	    opts->min_duration_ns || opts->multi_snapshot || opts->dry_run || opts->kernel_only ||
-	    opts->timer != RV_TIMER_NORMAL || opts->nr_functions || opts->kernel_events ||
-	    opts->nr_kernel_functions || opts->nr_exclude || opts->exits_given)
+	    opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->keep_raw_stacks ||
+	    opts->filter_start || opts->trigger || opts->min_duration_ns || opts->multi_snapshot ||
+	    opts->dry_run || opts->kernel_only || opts->timer != RV_TIMER_NORMAL ||
+	    opts->nr_functions || opts->kernel_events || opts->nr_kernel_functions ||
+	    opts->nr_exclude || opts->exits_given)
 		return rv_error_set(err, EINVAL,
 				    "recording options have no effect on 'rearview decode' (see "
 				    "rearview decode --help)");
@@ -846,10 +881,12 @@ static int check_uprobe(const struct rv_options *opts, struct rv_error *err)
 				    "--backend uprobe records the kernel with --kernel-events and "
 				    "--kernel-functions, not --trace-include-kernel or "
 				    "--trace-kernel-only");
-	if (opts->callgraph != RV_CALLGRAPH_DEFAULT)
+	if (opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->keep_raw_stacks)
 		return rv_error_set(err, EINVAL,
-				    "--callgraph-mode sets how sampling takes stacks; --backend "
-				    "uprobe records every call instead");
+				    "%s sets how sampling takes stacks; --backend uprobe records "
+				    "every call instead",
+				    opts->keep_raw_stacks ? "--keep-raw-stacks"
+							  : "--callgraph-mode");
 	if (opts->timer != RV_TIMER_NORMAL)
 		return rv_error_set(err, EINVAL,
 				    "--timer-resolution sets the sampling rate or Intel PT's "
@@ -952,7 +989,8 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 				return ret;
 			break;
 		case OPT_CALLGRAPH:
-			ret = parse_callgraph(optarg, &opts->callgraph, err);
+			ret = rv_parse_callgraph(optarg, &opts->callgraph, &opts->dwarf_stack_bytes,
+						 err);
 			if (ret)
 				return ret;
 			break;
@@ -1028,6 +1066,9 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			break;
 		case OPT_FULL:
 			opts->full_execution = true;
+			break;
+		case OPT_KEEP_RAW_STACKS:
+			opts->keep_raw_stacks = true;
 			break;
 		case OPT_SNAPSHOT_SIZE:
 			ret = rv_parse_size(optarg, &opts->snapshot_size_bytes, err);

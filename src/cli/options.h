@@ -72,6 +72,8 @@ struct rv_options {
 	uint64_t sample_hz;	  /* RV_TIMER_SAMPLE only */
 	const char *timer_custom; /* RV_TIMER_CUSTOM only: the terms after "custom:" */
 	enum rv_callgraph_mode callgraph;
+	uint32_t dwarf_stack_bytes; /* --callgraph-mode dwarf,SIZE (0: the default) */
+	bool keep_raw_stacks;	    /* --keep-raw-stacks */
 	bool include_kernel;
 	bool kernel_only; /* --trace-kernel-only (sets include_kernel too) */
 	bool multi_thread;
@@ -140,6 +142,11 @@ void rv_options_print_help(enum rv_command command, FILE *out);
 
 /* Strict parsers, exposed for the tests. */
 int rv_parse_size(const char *text, uint64_t *bytes, struct rv_error *err);
+/* --callgraph-mode: fp, dwarf, dwarf,SIZE (bytes of stack copied a sample,
+ * rounded up to 8, at most the kernel's 65528; *stack_bytes 0 otherwise) or
+ * lbr. */
+int rv_parse_callgraph(const char *text, enum rv_callgraph_mode *mode, uint32_t *stack_bytes,
+		       struct rv_error *err);
 int rv_parse_pid_list(const char *text, pid_t *pids, size_t max, size_t *count,
 		      struct rv_error *err);
 int rv_parse_image(const char *text, struct rv_raw_image *out, struct rv_error *err);

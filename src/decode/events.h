@@ -115,6 +115,11 @@ struct rv_event {
 			 * kernel.sampled, come between samples); false: the
 			 * builder guesses off-CPU time from gaps in the samples */
 			bool switches_recorded;
+			/* the user stack was deeper than the sample's copy:
+			 * frames end where the copy did, after cut_bytes
+			 * bytes (0: not cut); the builder draws them under a
+			 * "[stack cut]" frame, never as a root of their own */
+			uint32_t cut_bytes;
 		} stack;
 		struct {
 			const char *name;

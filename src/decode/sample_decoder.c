@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/callchain.h"
 #include "capture/marks.h"
 #include "capture/perf_data.h"
 #include "decode/off_cpu.h"
 #include "decode/sideband.h"
-#include "decode/unwind.h"
+#include "symbolize/unwind.h"
 #include "util/log.h"
 
 #define MAX_FRAMES 512
@@ -64,14 +65,20 @@ static uint64_t nominal_interval(const struct perf_event_attr *attr)
 }
 
 /* Splits a kernel call chain into frames: PERF_CONTEXT_* markers say whether
- * the addresses that follow are kernel or user ones. */
-static size_t frames_from_callchain(struct rv_sample_decoder *d, const struct rv_perf_sample *s)
+ * the addresses that follow are kernel or user ones. A user part that ends
+ * with rearview's cut marker (capture/callchain.h) sets *cut_bytes. */
+static size_t frames_from_callchain(struct rv_sample_decoder *d, const struct rv_perf_sample *s,
+				    uint32_t *cut_bytes)
 {
 	size_t n = 0;
 	bool kernel = false, next_is_ip = true;
 
+	*cut_bytes = 0;
 	for (uint64_t i = 0; i < s->nr_callchain && n < MAX_FRAMES; i++) {
 		uint64_t addr = s->callchain[i];
+
+		if (!kernel && i + 1 == s->nr_callchain && rv_stack_cut_parse(addr, cut_bytes))
+			break;
 
 		if (addr >= PERF_CONTEXT_MAX) {
 			if (addr == PERF_CONTEXT_KERNEL) {
@@ -116,12 +123,16 @@ static bool walk_skips_caller(struct rv_sample_decoder *d, uint32_t pid, uint64_
 }
 
 /* DWARF mode: the kernel part (if any) comes from the call chain, the user part
- * from unwinding the copied registers and stack. */
-static size_t frames_from_dwarf(struct rv_sample_decoder *d, const struct rv_perf_sample *s)
+ * from unwinding the copied registers and stack (*cut_bytes: the copy's size
+ * when unwinding stopped at its end). */
+static size_t frames_from_dwarf(struct rv_sample_decoder *d, const struct rv_perf_sample *s,
+				uint32_t *cut_bytes)
 {
 	size_t n = 0, nr_unwound = 0;
 	struct rv_unwind_input in;
 	struct rv_error ignored = { 0 };
+
+	*cut_bytes = 0;
 
 	for (uint64_t i = 0; i < s->nr_callchain && n < MAX_FRAMES; i++) {
 		uint64_t addr = s->callchain[i];
@@ -148,6 +159,9 @@ static size_t frames_from_dwarf(struct rv_sample_decoder *d, const struct rv_per
 	if (rv_unwind(d->unwinder, &in, d->unwound, MAX_FRAMES - n, &nr_unwound, &ignored) ||
 	    nr_unwound <= 1)
 		d->stats.unwind_failures++;
+	if (nr_unwound && rv_unwind_cut(d->unwinder) &&
+	    s->stack_user_size == s->attr->attr.sample_stack_user)
+		*cut_bytes = s->stack_user_size ? (uint32_t)s->stack_user_size : 1;
 	for (size_t i = 0; i < nr_unwound && n < MAX_FRAMES; i++) {
 		d->frames[n].addr = d->unwound[i];
 		d->frames[n].kernel = false;
@@ -259,10 +273,11 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 	ev->time = s.time;
 	ev->stack.interval_ns = nominal_interval(&s.attr->attr);
 	ev->stack.switches_recorded = s.attr->attr.context_switch;
+	ev->stack.cut_bytes = 0;
 	if (s.sample_type & PERF_SAMPLE_STACK_USER)
-		ev->stack.nr_frames = frames_from_dwarf(d, &s);
+		ev->stack.nr_frames = frames_from_dwarf(d, &s, &ev->stack.cut_bytes);
 	else if (s.sample_type & PERF_SAMPLE_CALLCHAIN) {
-		ev->stack.nr_frames = frames_from_callchain(d, &s);
+		ev->stack.nr_frames = frames_from_callchain(d, &s, &ev->stack.cut_bytes);
 		ev->stack.caller_unseen = ev->stack.nr_frames >= 2 && !d->frames[0].kernel &&
 					  walk_skips_caller(d, s.pid, d->frames[0].addr);
 	} else {

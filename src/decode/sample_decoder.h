@@ -2,11 +2,16 @@
  * into the event stream of events.h.
  *
  * Mappings found in the capture feed the symbolizer, so that stacks can be
- * named; DWARF-mode samples (registers and a stack copy) are unwound here with
- * decode/unwind.h; frame-pointer call chains are split at the kernel's
- * PERF_CONTEXT markers into kernel and user frames, and a chain whose walk
- * skipped the leaf's caller (a sample in a prologue or at a return: the code
- * at the sample's IP says so) is marked (rv_event.stack.caller_unseen).
+ * named; raw DWARF-mode samples (registers and a stack copy: perf's, or
+ * rearview's with --keep-raw-stacks) are unwound here with
+ * symbolize/unwind.h; call chains (frame pointers, or DWARF stacks rearview
+ * unwound while recording) are split at the kernel's PERF_CONTEXT markers
+ * into kernel and user frames, and a chain whose walk skipped the leaf's
+ * caller (a sample in a prologue or at a return: the code at the sample's IP
+ * says so) is marked (rv_event.stack.caller_unseen). A stack the copy cut
+ * (rearview's cut marker ending the chain, capture/callchain.h, or an unwind
+ * that needed memory above a full copy) is marked with the bytes copied
+ * (rv_event.stack.cut_bytes).
  *
  * Context switch records (PERF_RECORD_SWITCH, SWITCH_CPU_WIDE) become
  * off-CPU spans (RV_EVENT_KERNEL_BEGIN/END of kind RV_KERNEL_OFF_CPU,

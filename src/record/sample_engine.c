@@ -2,7 +2,8 @@
  * events, drained into a flight recorder or the capture; see sample_engine.h.
  *
  * Record layout: every sampling event has sample_type IDENTIFIER|IP|TID|TIME|
- * CPU|PERIOD|CALLCHAIN (plus REGS_USER|STACK_USER for DWARF), every bpf-output
+ * CPU|PERIOD|CALLCHAIN (plus REGS_USER|STACK_USER for DWARF, which the online
+ * unwinder turns into the first layout, with the same offsets), every bpf-output
  * event IDENTIFIER|IP|TID|TIME|CPU|RAW, and both sample_id_all, so each
  * non-sample record ends with the trailer {pid,tid}{time}{cpu,res}{id}. The
  * engine relies on exactly these layouts to find times and pids quickly; the
@@ -33,8 +34,9 @@
 #include "capture/marks.h"
 #include "capture/synth.h"
 #include "decode/off_cpu.h"
-#include "decode/unwind.h"
+#include "symbolize/unwind.h"
 #include "record/flight_recorder.h"
+#include "record/online_unwind.h"
 #include "record/perf_attr_ext.h"
 #include "record/perf_ring.h"
 #include "record/proc_synth.h"
@@ -119,7 +121,8 @@ struct rv_sample_engine {
 	struct rv_output_source source; /* bpf_output, flight recorder: the caller's records */
 	uint64_t first_time, last_time; /* of the samples and marks written */
 	bool started;
-	size_t time_offset, tid_offset; /* of the engine's samples (see the top) */
+	size_t time_offset, tid_offset;	   /* of the engine's samples (see the top) */
+	struct rv_online_unwind *unwinder; /* DWARF mode without keep_raw_stacks */
 };
 
 /* The reorder stream of the records the engine makes itself (synthesized,
@@ -187,8 +190,11 @@ void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
 	if (c->dwarf) {
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a->sample_regs_user = RV_UNWIND_X86_64_REGS_MASK;
-		a->sample_stack_user = RV_DWARF_STACK_BYTES;
-		/* perf's own unwinder (perf report on the capture) needs the
+		a->sample_stack_user =
+			c->dwarf_stack_bytes ? c->dwarf_stack_bytes : RV_DWARF_STACK_BYTES;
+		/* the user part comes from unwinding, as perf asks for it */
+		a->exclude_callchain_user = 1;
+		/* perf's own unwinder (perf report on raw stacks) needs the
 		 * read-only segments too: .eh_frame_hdr lives there. */
 		a->mmap_data = 1;
 	}
@@ -478,6 +484,12 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 		ret = load_filter(e, err);
 	if (!ret && !config->bpf_output)
 		ret = open_switch_events(e, err);
+	if (!ret && config->dwarf && !config->keep_raw_stacks && !config->bpf_output) {
+		struct rv_online_unwind_config uc = { .regs_mask = RV_UNWIND_X86_64_REGS_MASK };
+
+		ret = rv_online_unwind_new(&e->unwinder, &uc, err);
+		e->stats.online_unwind = !ret;
+	}
 	if (ret) {
 		rv_sample_engine_free(e);
 		return ret;
@@ -606,11 +618,17 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 	if (rec->size < sizeof(*rec) + sizeof(*trailer))
 		return 0;
 	if (rec->type == PERF_RECORD_SAMPLE) {
-		if (is_switch_state(e, rec))
+		if (is_switch_state(e, rec)) {
 			e->stats.switches++;
-		else
+		} else {
 			e->stats.samples++;
+			if (e->unwinder)
+				return rv_online_unwind_push_sample(e->unwinder, rec, e->draining,
+								    sample_time(e, rec),
+								    e->sink_err);
+		}
 		if (!e->config.full_execution) {
+			e->stats.sample_bytes += rec->size;
 			/* Straight into the flight recorder, sorted once at the end:
 			 * a copy less per sample than going through the reorder
 			 * buffer, which matters for 8 KiB DWARF samples. */
@@ -650,6 +668,8 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 		memcpy(&pid, bytes + 8, sizeof(pid));
 		if (!is_target(e, pid))
 			return 0;
+		if (e->unwinder && rv_online_unwind_push_sideband(e->unwinder, rec, e->sink_err))
+			return -ENOMEM;
 		break;
 	}
 	return rv_reorder_push(&e->reorder, e->draining, rec, trailer->time);
@@ -657,8 +677,38 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 
 static int accept_drained(void *ctx, const struct perf_event_header *rec, struct rv_error *err)
 {
-	if (accept_record(ctx, rec))
-		return rv_error_set(err, ENOMEM, "out of memory buffering samples");
+	struct rv_sample_engine *e = ctx;
+
+	e->sink_err = err;
+	if (accept_record(e, rec))
+		return err->code ? -err->code
+				 : rv_error_set(err, ENOMEM, "out of memory buffering samples");
+	return 0;
+}
+
+/* An unwound sample (online_unwind) where a drained sample would go. */
+static int keep_unwound(void *ctx, const struct perf_event_header *rec, size_t stream,
+			uint64_t time)
+{
+	struct rv_sample_engine *e = ctx;
+
+	if (!e->config.full_execution) {
+		e->stats.sample_bytes += rec->size;
+		rv_flight_recorder_push(&e->flight, rec);
+		return 0;
+	}
+	return rv_reorder_push(&e->reorder, stream, rec, time) ? -ENOMEM : 0;
+}
+
+/* Takes what the unwinding thread finished (all of it, waiting, with wait). */
+static int take_unwound(struct rv_sample_engine *e, bool wait, struct rv_error *err)
+{
+	if (!e->unwinder)
+		return 0;
+	if (wait)
+		rv_online_unwind_flush(e->unwinder);
+	if (rv_online_unwind_take(e->unwinder, keep_unwound, e))
+		return rv_error_set(err, ENOMEM, "out of memory keeping unwound samples");
 	return 0;
 }
 
@@ -680,14 +730,27 @@ int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
 	uint64_t pass_start = monotonic_ns();
 	int ret;
 
+	uint64_t release;
+
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		ret = drain_ring(e, &e->rings[i], err);
 		if (ret)
 			return ret;
 	}
-	/* Everything stamped before the previous pass began has been read by now. */
+	ret = take_unwound(e, false, err);
+	if (ret)
+		return ret;
+	/* Everything stamped before the previous pass began has been read by
+	 * now, and unwound but for what the unwinding thread still holds. */
+	release = e->previous_pass_start;
+	if (e->unwinder && e->config.full_execution) {
+		uint64_t oldest = rv_online_unwind_oldest(e->unwinder);
+
+		if (oldest < release)
+			release = oldest;
+	}
 	e->sink_err = err;
-	ret = rv_reorder_release(&e->reorder, e->previous_pass_start, sink, e);
+	ret = rv_reorder_release(&e->reorder, release, sink, e);
 	e->previous_pass_start = pass_start;
 	return ret;
 }
@@ -756,6 +819,8 @@ static int push_synthesized(void *ctx, const struct perf_event_header *rec, stru
 {
 	struct synth_ctx *s = ctx;
 
+	if (s->e->unwinder && rv_online_unwind_push_sideband(s->e->unwinder, rec, err))
+		return -err->code;
 	if (rv_reorder_push(&s->e->reorder, MISC_STREAM(s->e), rec, s->time))
 		return rv_error_set(err, ENOMEM, "out of memory");
 	return 0;
@@ -1166,6 +1231,9 @@ int rv_sample_engine_snapshot(struct rv_sample_engine *e, const struct rv_sample
 	if (e->config.full_execution)
 		return rv_error_set(err, EINVAL, "no snapshots with --full-execution");
 	e->sink_err = err;
+	ret = take_unwound(e, true, err);
+	if (ret)
+		return ret;
 	/* sideband up to the snapshot's end has left the reorder buffer */
 	ret = rv_reorder_release(&e->reorder, sel->until + 1, sink, e);
 	if (!ret)
@@ -1221,6 +1289,8 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 			ioctl(e->rings[i].switch_fd, PERF_EVENT_IOC_DISABLE, 0);
 	}
 	ret = rv_sample_engine_drain(e, err);
+	if (!ret)
+		ret = take_unwound(e, true, err);
 	if (ret)
 		return ret;
 	e->sink_err = err;
@@ -1236,13 +1306,23 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 	}
 	rv_perf_writer_set_time_range(e->config.capture, e->first_time, e->last_time);
 	{
+		struct perf_event_attr written = e->attr;
+
 		uint64_t *ids = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*ids));
 
 		if (!ids)
 			return rv_error_set(err, ENOMEM, "out of memory");
 		for (size_t i = 0; i < e->nr_rings; i++)
 			ids[i] = e->rings[i].id;
-		ret = rv_perf_writer_add_attr(e->config.capture, &e->attr,
+		if (e->unwinder) {
+			/* the samples are call chains now */
+			written.sample_type &=
+				~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+			written.sample_regs_user = 0;
+			written.sample_stack_user = 0;
+			written.exclude_callchain_user = 0; /* the chains hold them */
+		}
+		ret = rv_perf_writer_add_attr(e->config.capture, &written,
 					      e->config.bpf_output && e->config.event_name
 						      ? e->config.event_name
 						      : e->clock_name,
@@ -1265,6 +1345,17 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 void rv_sample_engine_stats(const struct rv_sample_engine *e, struct rv_sample_stats *out)
 {
 	*out = e->stats;
+	if (e->unwinder) {
+		struct rv_online_unwind_stats us;
+
+		rv_online_unwind_stats(e->unwinder, &us);
+		out->unwound = us.unwound;
+		out->not_unwound = us.not_unwound;
+		out->unwind_failed = us.failed + us.bad;
+		out->stacks_cut = us.cut;
+		out->unwind_ns = us.unwind_ns;
+		out->unwind_cpu_ns = us.thread_cpu_ns;
+	}
 }
 
 void rv_sample_engine_free(struct rv_sample_engine *e)
@@ -1280,6 +1371,7 @@ void rv_sample_engine_free(struct rv_sample_engine *e)
 	}
 	free(e->rings);
 	bpf_link__destroy(e->switch_link);
+	rv_online_unwind_free(e->unwinder);
 	sample_filter_bpf__destroy(e->filter);
 	rv_reorder_destroy(&e->reorder);
 	rv_flight_recorder_destroy(&e->flight);

@@ -4,7 +4,12 @@
  * One perf event per CPU samples at a fixed frequency on the best clock the
  * machine has (hardware cycles, else cpu-clock), with call chains by frame
  * pointers (the kernel walks them) or with a copy of registers and user stack
- * for DWARF unwinding later. A BPF program on every event keeps only the
+ * for DWARF unwinding. In DWARF mode each sample is unwound as it arrives, on
+ * a thread of its own (record/online_unwind.h), and kept as its call chain,
+ * a few hundred bytes instead of the copy: the capture's attribute then says
+ * CALLCHAIN without REGS_USER and STACK_USER, and perf report shows its
+ * stacks. keep_raw_stacks keeps the copies instead (today's perf --call-graph
+ * dwarf capture). A BPF program on every event keeps only the
  * target's samples (bpf/sample_filter.bpf.c). Samples drained from the per-CPU
  * rings go either into a flight recorder holding the last snapshot_size bytes
  * (sorted by time when it is written), or, with full_execution, through a
@@ -44,7 +49,8 @@
 #include "capture/perf_data.h"
 #include "util/error.h"
 
-/* Bytes of user stack copied per sample in DWARF mode. */
+/* Bytes of user stack copied per sample in DWARF mode, by default (the
+ * kernel copies at most 65528: cli/options.c checks --callgraph-mode). */
 #define RV_DWARF_STACK_BYTES 8192
 
 struct rv_sample_config {
@@ -56,6 +62,14 @@ struct rv_sample_config {
 	bool full_execution;	      /* keep everything instead of a flight recorder */
 	uint64_t frequency;	      /* samples per second per CPU */
 	uint64_t snapshot_size_bytes; /* flight recorder capacity */
+
+	/* dwarf: the stack copied per sample (0: RV_DWARF_STACK_BYTES) */
+	uint32_t dwarf_stack_bytes;
+	/* dwarf: each sample is kept as its unwound call chain (see above);
+	 * this keeps the registers and stack copy instead, for perf report
+	 * --call-graph dwarf on the capture. */
+	bool keep_raw_stacks;
+
 	struct rv_perf_writer *capture;
 	/* --filter: the gate's window map (rv_gate_windows_fd); samples of
 	 * threads outside every window are dropped in the kernel. -1: none. */
@@ -87,6 +101,15 @@ struct rv_sample_stats {
 	uint64_t switches;	/* the kept threads' context switch records and reasons read */
 	const char *clock_name; /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
 	uint64_t frequency;
+
+	/* DWARF mode unwound as samples arrive (see online_unwind.h): samples
+	 * unwound, kept with their IP alone (the unwinder fell behind), unwound
+	 * to their IP only, cut by the copy; the unwinding thread's wall time
+	 * unwinding and its CPU time; bytes of the samples kept */
+	bool online_unwind;
+	uint64_t unwound, not_unwound, unwind_failed, stacks_cut;
+	uint64_t unwind_ns, unwind_cpu_ns;
+	uint64_t sample_bytes;
 };
 
 struct rv_sample_engine;

@@ -51,12 +51,29 @@ static int plan_callgraph(struct rv_sample_plan *plan, const struct rv_options *
 				    "this version; use fp or dwarf");
 	case RV_CALLGRAPH_FP:
 		plan->dwarf = false;
+		if (opts->keep_raw_stacks)
+			return rv_error_set(
+				err, EINVAL,
+				"--keep-raw-stacks keeps DWARF mode's stack copies; with "
+				"--callgraph-mode fp there are none");
 		break;
 	case RV_CALLGRAPH_DWARF:
 	case RV_CALLGRAPH_DEFAULT:
 		plan->dwarf = true;
 		break;
 	}
+	if (plan->dwarf) {
+		plan->stack_bytes =
+			opts->dwarf_stack_bytes ? opts->dwarf_stack_bytes : RV_DWARF_STACK_BYTES;
+		plan->keep_raw_stacks = opts->keep_raw_stacks;
+	}
+	if (plan->keep_raw_stacks && !opts->full_execution)
+		return rv_error_set(
+			err, EINVAL,
+			"--keep-raw-stacks keeps %u bytes of stack a sample, so the flight "
+			"recorder would hold about a second of one busy thread; use it with "
+			"--full-execution (for perf report --call-graph dwarf on the capture)",
+			plan->stack_bytes);
 	plan->snapshot_size_bytes = opts->snapshot_size_bytes;
 	if (!plan->snapshot_size_bytes)
 		plan->snapshot_size_bytes = plan->dwarf ? RV_SAMPLE_DEFAULT_SNAPSHOT_DWARF
@@ -84,6 +101,8 @@ struct rv_sample_config rv_sample_plan_config(const struct rv_sample_plan *plan,
 		.all_threads = opts->multi_thread,
 		.include_kernel = opts->include_kernel,
 		.dwarf = plan->dwarf,
+		.dwarf_stack_bytes = plan->stack_bytes,
+		.keep_raw_stacks = plan->keep_raw_stacks,
 		.full_execution = opts->full_execution,
 		.frequency = plan->frequency,
 		.snapshot_size_bytes = plan->snapshot_size_bytes,

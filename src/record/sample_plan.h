@@ -1,8 +1,11 @@
 /* sample_plan.h: what a sampling recording asks of the sampling engine,
  * decided from the command line and the machine before anything is opened:
  * the rate (--timer-resolution against the kernel's limit), the call graphs
- * (frame pointers or DWARF; LBR refused in words), and the flight recorder's
- * size (--snapshot-size, or the default of the call-graph mode).
+ * (frame pointers or DWARF with the stack copy's size; LBR refused in words),
+ * whether DWARF samples keep their raw stacks (--keep-raw-stacks, only with
+ * --full-execution: a raw stack is 8 KiB, a call chain a few hundred bytes),
+ * and the flight recorder's size (--snapshot-size, or the default of the
+ * call-graph mode).
  *
  * Not here: opening the events (sample_engine.h), the function tracer's use
  * of the engine (session/fn_backend.c).
@@ -25,7 +28,9 @@
 
 struct rv_sample_plan {
 	uint64_t frequency;	      /* samples per second per CPU */
-	bool dwarf;		      /* registers and a stack copy, unwound later */
+	bool dwarf;		      /* registers and a stack copy, unwound */
+	uint32_t stack_bytes;	      /* dwarf: the copy's size (--callgraph-mode dwarf,SIZE) */
+	bool keep_raw_stacks;	      /* dwarf: keep the copies, not the unwound chains */
 	uint64_t snapshot_size_bytes; /* the flight recorder's size */
 };
 

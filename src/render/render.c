@@ -83,6 +83,39 @@ static void print_probe_cost(const struct rv_builder *b, const struct rv_render_
 	rv_probe_summary_print(stderr, &ps);
 }
 
+/* A sampled recording: what the trace holds of it (the flight recorder keeps
+ * the last of it), and the stacks it could not show whole. */
+static void print_coverage(const struct rv_render_options *ro, const struct rv_builder_stats *bs,
+			   uint64_t covered)
+{
+	char held[32], recorded[32], count[32];
+
+	if (!ro->recorded)
+		return;
+	if (ro->recording_ns) {
+		human_time(covered, held, sizeof(held));
+		human_time(ro->recording_ns, recorded, sizeof(recorded));
+		if (ro->aged_out)
+			fprintf(stderr,
+				"rearview: the trace holds the last %s of %s recorded (%s older "
+				"samples aged out of the flight recorder); --snapshot-size for "
+				"more\n",
+				held, recorded, rv_count_text(ro->aged_out, count, sizeof(count)));
+		else
+			fprintf(stderr, "rearview: the trace holds all %s recorded\n", recorded);
+	}
+	if (bs->stacks_cut)
+		fprintf(stderr,
+			"rearview: %s samples had stacks deeper than the copy (drawn under "
+			"[stack cut]); --callgraph-mode dwarf,SIZE copies more\n",
+			rv_count_text(bs->stacks_cut, count, sizeof(count)));
+	if (ro->not_unwound)
+		fprintf(stderr,
+			"rearview: %s samples show their leaf alone: the unwinder fell behind "
+			"(lower --timer-resolution for whole stacks)\n",
+			rv_count_text(ro->not_unwound, count, sizeof(count)));
+}
+
 /* ---- the summary, a function a line ---- */
 
 /* How many of the skipped functions' names a reason's line gives. */
@@ -124,6 +157,7 @@ static void summary_covers(const struct rv_builder_stats *bs, const struct rv_re
 			fprintf(stderr, " (%s)", ro->recording_note);
 		fprintf(stderr, ", %llu lost, %llu thread%s\n", (unsigned long long)lost,
 			(unsigned long long)bs->threads, bs->threads == 1 ? "" : "s");
+		print_coverage(ro, bs, covered);
 	} else {
 		fprintf(stderr,
 			"rearview: the trace covers %s: %llu calls, %llu returns, %llu "

@@ -47,7 +47,7 @@ struct rv_render_options {
 	 * flight recorder's trace holds only the last of them); 0: the trace's
 	 * calls and span */
 	uint64_t probed_calls;
-	uint64_t recording_ns;
+	uint64_t recording_ns; /* also sampling: how long it recorded */
 	/* Recorded without --multi-thread: the summary counts the process's
 	 * other threads the capture names (they were left out). */
 	bool main_thread_only;
@@ -55,6 +55,11 @@ struct rv_render_options {
 	 * summary gives the count, and per reason a few names. */
 	const struct rv_render_skip *skipped;
 	size_t nr_skipped;
+	/* Sampling: samples that aged out of the flight recorder (the summary
+	 * says what the trace holds of the recording), and samples kept with
+	 * their IP alone because the online unwinder fell behind. */
+	uint64_t aged_out;
+	uint64_t not_unwound;
 	bool stats; /* --stats: the decoder's counts on standard output */
 };
 

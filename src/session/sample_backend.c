@@ -27,7 +27,16 @@ struct rv_backend_state {
 	struct rv_sample_stats stats;
 	char capture_path[PATH_MAX + 32];
 	char note[128];
+	uint64_t started_ns, stopped_ns; /* CLOCK_MONOTONIC */
 };
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer *capture,
 			      int clockid, struct rv_error *err)
@@ -104,10 +113,15 @@ static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 			   struct rv_error *err)
 {
 	struct rv_sample_config config = rv_sample_plan_config(&s->sample, s->opts, NULL, 0);
+	char note[80] = "";
 	int ret;
 
 	(void)exe;
-	ret = rv_session_describe_engine(s, &config, s->machine.has_cpu_pmu, "sampling", "",
+	if (config.dwarf)
+		snprintf(note, sizeof(note), "; dwarf,%u: %s", config.dwarf_stack_bytes,
+			 config.keep_raw_stacks ? "raw stacks kept"
+						: "unwound as sampled, kept as call chains");
+	ret = rv_session_describe_engine(s, &config, s->machine.has_cpu_pmu, "sampling", note,
 					 "filter_sample", plan, err);
 	if (!ret)
 		ret = rv_dry_run_add_bpf(plan, "program", "filter_sample", "perf_event",
@@ -158,6 +172,7 @@ static int sample_start(struct rv_backend_state *b, struct rv_error *err)
 {
 	int ret = rv_sample_engine_start(b->engine, err);
 
+	b->started_ns = monotonic_ns();
 	if (!ret)
 		rv_debug("recording %zu process%s", b->target->nr_pids,
 			 b->target->nr_pids == 1 ? "" : "es");
@@ -197,7 +212,10 @@ static int sample_snapshot(struct rv_backend_state *b, const struct rv_gating_sn
 
 static int sample_stop(struct rv_backend_state *b, bool keep_rest, struct rv_error *err)
 {
-	int ret = rv_sample_engine_stop(b->engine, keep_rest, err);
+	int ret;
+
+	b->stopped_ns = monotonic_ns();
+	ret = rv_sample_engine_stop(b->engine, keep_rest, err);
 
 	rv_sample_engine_stats(b->engine, &b->stats);
 	return ret;
@@ -229,6 +247,20 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 			 "aged out)",
 			 (unsigned long long)stats->written_samples,
 			 (unsigned long long)stats->evicted);
+	if (stats->online_unwind)
+		rv_debug("unwound %llu samples as they arrived (%llu to their IP only, %llu "
+			 "cut by the copy, %llu left with their IP: the unwinder fell behind); "
+			 "%.1f us a sample, the unwinding thread used %.3f s of CPU; %.0f "
+			 "bytes a sample kept",
+			 (unsigned long long)stats->unwound,
+			 (unsigned long long)stats->unwind_failed,
+			 (unsigned long long)stats->stacks_cut,
+			 (unsigned long long)stats->not_unwound,
+			 stats->unwound ? (double)stats->unwind_ns / 1e3 / (double)stats->unwound
+					: 0.0,
+			 (double)stats->unwind_cpu_ns / 1e9,
+			 stats->samples ? (double)stats->sample_bytes / (double)stats->samples
+					: 0.0);
 	snprintf(b->note, sizeof(b->note), "%s, %llu Hz on %s", b->s->sample.dwarf ? "dwarf" : "fp",
 		 (unsigned long long)stats->frequency, stats->clock_name);
 	*out = (struct rv_render_options){
@@ -239,6 +271,9 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		.recording_note = b->note,
 		.lost_while_recording = stats->lost,
 		.main_thread_only = !b->s->opts->multi_thread,
+		.recording_ns = b->stopped_ns > b->started_ns ? b->stopped_ns - b->started_ns : 0,
+		.aged_out = b->s->opts->full_execution ? 0 : stats->evicted,
+		.not_unwound = stats->not_unwound,
 	};
 	return 0;
 }

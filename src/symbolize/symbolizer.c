@@ -9,7 +9,7 @@
  * libdwfl, kernel names from a kallsyms table (kallsyms.c). In front of
  * all of it, a cache by (process generation, address).
  *
- * This is not: an unwinder (decode/unwind.c borrows the per-process Dwfl), a
+ * This is not: an unwinder (symbolize/unwind.c borrows the per-process Dwfl), a
  * reader of the capture, or thread-safe: one decoding thread owns a symbolizer.
  */
 #define RV_LOG_DOMAIN "symbolize"

@@ -18,7 +18,7 @@
  * Every string returned is owned by the symbolizer and lives until it is freed,
  * so callers may keep and compare the pointers (same function, same pointer).
  *
- * This module is not: an unwinder (see decode/unwind.h, which borrows the
+ * This module is not: an unwinder (see symbolize/unwind.h, which borrows the
  * per-process Dwfl) nor a reader of the capture.
  */
 #ifndef RV_SYMBOLIZE_SYMBOLIZER_H

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/callchain.h"
 #include "trace/builder_internal.h"
 #include "util/array.h"
 #include "util/log.h"
@@ -588,6 +589,86 @@ static int on_off_cpu(struct rv_builder *b, const struct rv_event *ev, struct rv
 	return return_to_cpu(b, t, ev->time, err);
 }
 
+/* A stack the sample's copy cut (ev->stack.cut_bytes): its frames are the
+ * inner end of the real stack, and its outermost frame is no root. It is
+ * drawn under a "[stack cut: N KiB copied]" frame, which stands for the
+ * frames the copy did not reach, and that frame under the callers the
+ * thread's last whole stack had (t->callers: its user frames but the leaf,
+ * see note_callers) as far as they are open, and above the first of them that runs the cut
+ * stack's outermost function (a recursion goes on where it was open); or
+ * above an open [stack cut] frame when the previous sample was cut too. So
+ * the open frames around it do not end, and the cut stack makes no root of
+ * its own. Returns the frames put in front of the path. */
+static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t, size_t n,
+			      uint32_t cut_bytes, bool *failed)
+{
+	char name[64];
+	const char *kept;
+	size_t keep = 0;
+	bool after_cut = false;
+
+	if (cut_bytes % 1024 == 0)
+		snprintf(name, sizeof(name), "[stack cut: %u KiB copied]", cut_bytes / 1024);
+	else
+		snprintf(name, sizeof(name), "[stack cut: %.1f KiB copied]", cut_bytes / 1024.0);
+	kept = rv_intern(&b->names, name);
+	if (!kept) {
+		*failed = true;
+		return 0;
+	}
+	for (size_t d = 0; d < t->depth && !after_cut; d++) {
+		uint32_t bytes;
+
+		if (rv_stack_cut_parse(t->stack[d].identity, &bytes)) {
+			keep = d;
+			after_cut = true;
+		}
+	}
+	if (!after_cut)
+		while (keep < t->depth && keep < t->nr_callers &&
+		       t->stack[keep].identity == t->callers[keep] &&
+		       (!n || t->callers[keep] != b->path[0].identity))
+			keep++;
+	memmove(b->path + keep + 1, b->path, n * sizeof(*b->path));
+	for (size_t i = 0; i < keep; i++) {
+		b->path[i].identity = t->stack[i].identity;
+		b->path[i].name = t->stack[i].name;
+		b->path[i].known = true;
+	}
+	b->path[keep].identity = rv_stack_cut_marker(cut_bytes);
+	b->path[keep].name = kept;
+	b->path[keep].known = false;
+	b->stats.stacks_cut++;
+	return keep + 1;
+}
+
+/* A whole stack (path[0..n), leaf last, its first nr_user frames user
+ * ones): its user frames but the leaf are the thread's callers now, unless
+ * its user frames are the callers' first ones (a sample in main itself
+ * leaves main among the callers). */
+static int note_callers(struct thread_state *t, const struct rv_builder *b, size_t nr_user)
+{
+	size_t nr = nr_user ? nr_user - 1 : 0, same = 0;
+
+	while (same < nr_user && same < t->nr_callers && t->callers[same] == b->path[same].identity)
+		same++;
+	if (nr_user && same == nr_user)
+		return 0;
+
+	if (nr > t->cap_callers) {
+		uint64_t *grown = realloc(t->callers, nr * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		t->callers = grown;
+		t->cap_callers = nr;
+	}
+	for (size_t i = 0; i < nr; i++)
+		t->callers[i] = b->path[i].identity;
+	t->nr_callers = nr;
+	return 0;
+}
+
 static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
 {
 	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
@@ -628,13 +709,13 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 			return ret;
 		b->stats.gaps_ended++;
 	}
-	if (n + t->depth + 1 > b->cap_path) {
-		void *grown = realloc(b->path, (n + t->depth + 1) * sizeof(*b->path));
+	if (n + t->depth + 2 > b->cap_path) {
+		void *grown = realloc(b->path, (n + t->depth + 2) * sizeof(*b->path));
 
 		if (!grown)
 			return rv_error_set(err, ENOMEM, "out of memory");
 		b->path = grown;
-		b->cap_path = n + t->depth + 1;
+		b->cap_path = n + t->depth + 2;
 	}
 	/* Name the frames, root first. */
 	for (size_t i = 0; i < n; i++) {
@@ -647,9 +728,28 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		b->path[i].name = sym.name;
 		b->path[i].known = sym.known;
 	}
-	if (ev->stack.caller_unseen && n >= 2 && !ev->stack.frames[0].kernel)
-		n += restore_skipped_caller(b, t, n);
-	n += graft_truncated_stack(b, t, n);
+	if (ev->stack.cut_bytes) {
+		bool failed = false;
+
+		n += place_cut_stack(b, t, n, ev->stack.cut_bytes, &failed);
+		if (failed)
+			return rv_error_set(err, ENOMEM, "out of memory");
+	} else {
+		size_t nr_user = 0, added;
+
+		for (size_t i = 0; i < n; i++)
+			nr_user += !ev->stack.frames[i].kernel;
+		if (ev->stack.caller_unseen && n >= 2 && !ev->stack.frames[0].kernel) {
+			added = restore_skipped_caller(b, t, n);
+			n += added;
+			nr_user += added;
+		}
+		added = graft_truncated_stack(b, t, n);
+		n += added;
+		nr_user += added;
+		if (note_callers(t, b, nr_user))
+			return rv_error_set(err, ENOMEM, "out of memory");
+	}
 	while (common < n && common < t->depth &&
 	       t->stack[common].identity == b->path[common].identity)
 		common++;
@@ -1080,6 +1180,7 @@ void rv_builder_free(struct rv_builder *b)
 			free(t->stack[j].held);
 		free(t->stack);
 		free(t->left_stack);
+		free(t->callers);
 		free(t->calls);
 		builder_free_branches(&t->br);
 	}

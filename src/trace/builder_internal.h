@@ -165,6 +165,11 @@ struct thread_state {
 	uint64_t resumed_at;   /* when it came back, until its next sample; 0: not pending */
 	uint64_t *left_stack;  /* the identities of the frames open when it left, root first */
 	size_t nr_left, cap_left;
+	/* Samples: the user frames but the leaf of the thread's last whole
+	 * (not cut) stack, root first: a cut stack is drawn under them
+	 * (trace/builder.c, place_cut_stack). */
+	uint64_t *callers;
+	size_t nr_callers, cap_callers;
 	struct branch_state br;
 	/* Exact calls: the thread's events are calls and kernel spans, its
 	 * stack lives in br (one segment) with calls[i] beside stack[i]. */

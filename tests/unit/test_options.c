@@ -90,7 +90,7 @@ Test(options, bad_values_are_refused_with_a_useful_message)
 		{ { "rearview", "run", "--snapshot-size", "3x", "true" }, 5, "512K" },
 		{ { "rearview", "run", "--timer-resolution", "fast", "true" }, 5, "sample:HZ" },
 		{ { "rearview", "run", "--backend", "magic", "true" }, 5, "auto, pt or sample" },
-		{ { "rearview", "run", "--callgraph-mode", "x", "true" }, 5, "fp, dwarf or lbr" },
+		{ { "rearview", "run", "--callgraph-mode", "x", "true" }, 5, "dwarf,SIZE or lbr" },
 		{ { "rearview", "attach", "-p", "12,abc" }, 4, "process IDs" },
 		{ { "rearview", "attach", "-p", "0" }, 4, "process IDs" },
 		{ { "rearview", "run", "--bogus", "true" }, 4, "unknown option" },

@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "decode/unwind.h"
+#include "symbolize/unwind.h"
 #include "symbolize/symbolizer.h"
 
 #define STACK_COPY     16384

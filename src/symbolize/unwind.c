@@ -15,7 +15,7 @@
  */
 #define RV_LOG_DOMAIN "unwind"
 
-#include "decode/unwind.h"
+#include "symbolize/unwind.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -52,6 +52,7 @@ struct unwind_session {
 	uint64_t sp, ip;
 	Dwarf_Word regs[DWARF_NR_REGS];
 	uint32_t regs_present; /* bit n: DWARF register n is known */
+	bool beyond_copy;      /* a read above the copied stack failed */
 };
 
 struct rv_unwinder {
@@ -60,6 +61,7 @@ struct rv_unwinder {
 	 * outlive its Dwfl; it is only trusted while that Dwfl reports attached
 	 * state, and replaced when a new Dwfl takes the address. */
 	struct rv_map sessions;
+	bool last_cut; /* the last rv_unwind stopped at the copy's end */
 };
 
 struct frame_collector {
@@ -96,8 +98,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *d
 	if (!us->sample || addr < us->sp)
 		return false;
 	offset = addr - us->sp;
-	if (offset > us->sample->stack_size || us->sample->stack_size - offset < sizeof(*result))
+	if (offset > us->sample->stack_size || us->sample->stack_size - offset < sizeof(*result)) {
+		us->beyond_copy = true;
 		return false;
+	}
 	memcpy(result, us->sample->stack + offset, sizeof(*result));
 	return true;
 }
@@ -245,6 +249,7 @@ int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t 
 	if (!u || !in || !nr_frames || (max_frames && !frames))
 		return rv_error_set(err, EINVAL, "rv_unwind: missing argument");
 	*nr_frames = 0;
+	u->last_cut = false;
 	ret = load_registers(in, &sample_regs, err);
 	if (ret)
 		return ret;
@@ -268,18 +273,27 @@ int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t 
 	us->ip = sample_regs.ip;
 	us->tid = tid;
 	us->sample = in;
+	us->beyond_copy = false;
 	collector.frames = frames;
 	collector.max = max_frames;
 	collector.count = 0;
 	collector.last_sp = sample_regs.sp;
 	/* An error here only ends the chain early: what came before stands. */
+	/* Stopped for want of memory above the copy (libdwfl ends the chain
+	 * quietly when a return address cannot be read): the stack was cut. */
 	if (dwfl_getthread_frames(dwfl, tid, collect_frame, &collector) < 0)
 		rv_debug2("pid %u: unwinding stopped after %zu frames: %s", in->pid,
 			  collector.count, dwfl_errmsg(-1));
+	u->last_cut = us->beyond_copy && collector.count < collector.max;
 	us->sample = NULL;
 	if (collector.count)
 		*nr_frames = collector.count;
 	return 0;
+}
+
+bool rv_unwind_cut(const struct rv_unwinder *u)
+{
+	return u && u->last_cut;
 }
 
 void rv_unwinder_free(struct rv_unwinder *u)

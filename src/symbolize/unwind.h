@@ -4,12 +4,15 @@
  *
  * This is how --callgraph-mode dwarf gets stacks from programs built without
  * frame pointers. The modules come from the symbolizer's per-process Dwfl.
+ * Both stages use it: the recording's online unwinder (record/online_unwind)
+ * as samples arrive, and the decoder for captures that kept raw stacks.
  *
  * This module is not: a symbolizer. It returns addresses.
  */
-#ifndef RV_DECODE_UNWIND_H
-#define RV_DECODE_UNWIND_H
+#ifndef RV_SYMBOLIZE_UNWIND_H
+#define RV_SYMBOLIZE_UNWIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +42,13 @@ int rv_unwinder_new(struct rv_unwinder **out, struct rv_symbolizer *symbolizer,
  * IP whenever the registers are valid, negative only on bad input. */
 int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t *frames,
 	      size_t max_frames, size_t *nr_frames, struct rv_error *err);
+
+/* Whether the last rv_unwind stopped because it needed stack memory above
+ * what the sample copied (a stack deeper than the copy: its outer frames are
+ * unknown), rather than at the outermost frame or where CFI ran out. Only
+ * true of a copy the kernel cut: callers check that the copy is as large as
+ * was asked for (a shorter one reached the top of the stack). */
+bool rv_unwind_cut(const struct rv_unwinder *u);
 
 void rv_unwinder_free(struct rv_unwinder *u);
 
