@@ -61,6 +61,17 @@ int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h
 		ev->time = record_time(sb, h);
 		ev->thread.name = sb->comm;
 		return 1;
+	case PERF_RECORD_FORK: {
+		/* pid, ppid, tid, ptid: a new process has its parent's mappings */
+		uint32_t ids[2];
+
+		if (room < sizeof(ids))
+			return 0;
+		memcpy(ids, body, sizeof(ids));
+		if (ids[0] == ids[1])
+			return 0; /* a thread */
+		return rv_symbolizer_fork(sb->symbolizer, ids[1], ids[0], err);
+	}
 	case PERF_RECORD_EXIT: {
 		struct {
 			uint32_t pid, ppid, tid, ptid;

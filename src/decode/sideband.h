@@ -3,9 +3,9 @@
  *
  * MMAP and MMAP2 give the symbolizer the process's mappings (kernel text
  * excepted: kallsyms names it); an exec's COMM also makes it forget the
- * process's old ones. COMM, EXIT, LOST and LOST_SAMPLES become events. A
- * record too short for its fields, or a mapping that does not parse, is
- * skipped: every byte is read within the record the reader handed over.
+ * process's old ones, and a FORK of a new process gives it its parent's. COMM, EXIT, LOST and
+ * LOST_SAMPLES become events. A record too short for its fields, or a mapping that does not parse,
+ * is skipped: every byte is read within the record the reader handed over.
  *
  * rv_sideband_next is the record loop both decoders share: they read the
  * samples it stops at.

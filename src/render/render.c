@@ -80,6 +80,31 @@ static void print_probe_cost(const struct rv_builder *b, const struct rv_render_
 	rv_probe_summary_print(stderr, &ps);
 }
 
+/* The processes in the trace when there are several, and the children not
+ * recorded: "3 processes: make [4100], cc1 [4101], as [4102]". */
+static void print_processes(const struct rv_builder *b, const struct rv_render_options *ro)
+{
+	enum { SHOWN = 8 };
+	struct rv_builder_process p[SHOWN];
+	size_t n = rv_builder_processes(b, p, SHOWN);
+
+	if (n > 1) {
+		fprintf(stderr, "rearview: %zu processes: ", n);
+		for (size_t i = 0; i < n && i < SHOWN; i++)
+			fprintf(stderr, "%s%s [%u]", i ? ", " : "", p[i].name, p[i].pid);
+		if (n > SHOWN)
+			fprintf(stderr, " and %zu more", n - SHOWN);
+		fprintf(stderr, "\n");
+	}
+	if (ro->children_not_recorded)
+		fprintf(stderr, "rearview: %llu child process%s not recorded%s%s%s\n",
+			(unsigned long long)ro->children_not_recorded,
+			ro->children_not_recorded == 1 ? "" : "es",
+			ro->children_not_recorded_why ? " (" : "",
+			ro->children_not_recorded_why ? ro->children_not_recorded_why : "",
+			ro->children_not_recorded_why ? ")" : "");
+}
+
 static void print_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
 			  const struct rv_render_options *ro, enum trace_kind kind)
 {
@@ -137,6 +162,7 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 				(unsigned long long)bs.errors, bs.errors == 1 ? "" : "s");
 		fprintf(stderr, "\n");
 	}
+	print_processes(b, ro);
 	if (kind == TRACE_EXACT_CALLS && bs.exact_events == 0 && ro->recorded)
 		fprintf(stderr, "rearview: no calls: none of the traced functions ran while it was "
 				"recorded (see which were probed with -v; with --filter, no window "

@@ -1,7 +1,8 @@
 /* render.h: a capture turned into a trace file, and what is said after it:
  * decoder (decode/decoder.h) -> builder -> writer, the decoder's findings
  * (damage, missing binaries, skipped records) as warnings, --stats, and the
- * summary: what the trace covers, the probes' cost in a traced run, the top
+ * summary: what the trace covers, the processes in it (and the children
+ * not recorded), the probes' cost in a traced run, the top
  * functions by self time, where the file is and how to open it. Shared by every command that ends
  * with a trace (run and attach through the session, decode).
  *
@@ -37,6 +38,10 @@ struct rv_render_options {
 	 * calls and span */
 	uint64_t probed_calls;
 	uint64_t recording_ns;
+	/* Children of the recorded processes that are not in the trace, and
+	 * why ("--no-follow"); the summary says so. */
+	uint64_t children_not_recorded;
+	const char *children_not_recorded_why;
 	bool stats; /* --stats: the decoder's counts on standard output */
 };
 

@@ -17,6 +17,7 @@
 #include "record/sample_plan.h"
 #include "session/backend.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 struct rv_backend_state {
 	struct rv_session *s;
@@ -26,7 +27,11 @@ struct rv_backend_state {
 	struct rv_sample_stats stats;
 	char capture_path[PATH_MAX + 32];
 	char note[128];
+	pid_t running[16]; /* children still running at the end (a few, to name them) */
+	size_t nr_running;
 };
+
+#define RUNNING_SHOWN 16
 
 int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer *capture,
 			      int clockid, struct rv_error *err)
@@ -166,7 +171,33 @@ static int sample_stop(struct rv_backend_state *b, bool keep_rest, struct rv_err
 	int ret = rv_sample_engine_stop(b->engine, keep_rest, err);
 
 	rv_sample_engine_stats(b->engine, &b->stats);
+	b->nr_running = rv_sample_engine_running_children(b->engine, b->running, RUNNING_SHOWN);
 	return ret;
+}
+
+void rv_session_note_running_children(const pid_t *pids, size_t n)
+{
+	char line[1024];
+	size_t used = 0;
+
+	if (!n)
+		return;
+	for (size_t i = 0; i < n && used < sizeof(line); i++) {
+		char comm[64];
+
+		if (!rv_proc_comm(pids[i], comm, sizeof(comm)))
+			snprintf(comm, sizeof(comm), "?");
+		used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s [%d]",
+					 i ? ", " : "", comm, (int)pids[i]);
+	}
+	rv_note("the recording ended when the target exited; %zu of its child processes "
+		"%s still running and %s recorded only until then: %s",
+		n, n == 1 ? "was" : "were", n == 1 ? "is" : "are", line);
+}
+
+static void note_children(const struct rv_backend_state *b)
+{
+	rv_session_note_running_children(b->running, b->nr_running);
 }
 
 static int sample_finish(struct rv_backend_state *b, struct rv_render_options *out,
@@ -190,6 +221,7 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		rv_warn("the kernel lost %llu samples (its buffers were full); lower "
 			"--timer-resolution to lose fewer",
 			(unsigned long long)stats->lost);
+	note_children(b);
 	if (!b->s->opts->full_execution && stats->evicted)
 		rv_debug("the flight recorder kept the last %llu samples (%llu older ones "
 			 "aged out)",
@@ -204,6 +236,12 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		.recorded = true,
 		.recording_note = b->note,
 		.lost_while_recording = stats->lost,
+		.children_not_recorded = stats->children_not_followed + stats->children_unfollowed,
+		.children_not_recorded_why =
+			stats->children_not_followed ? "--no-follow"
+			: stats->children_unfollowed
+				? "more alive at once than the filter's set holds"
+				: NULL,
 	};
 	return 0;
 }
