@@ -72,6 +72,28 @@ int rv_session_describe_engine(const struct rv_session *s, const struct rv_sampl
 	return ret;
 }
 
+/* The filter's programs that follow the target's children. */
+static int describe_follow(struct rv_dry_run_plan *plan, struct rv_error *err)
+{
+	int ret = rv_dry_run_add_bpf(plan, "program", "follow_fork", "tp_btf/sched_process_fork",
+				     "adds a process forked by a recorded one to target_processes, "
+				     "before it runs",
+				     err);
+
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "program", "follow_exit",
+					 "tp_btf/sched_process_exit",
+					 "takes a child that exits out of target_processes, "
+					 "into recent_exits",
+					 err);
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "map", "recent_exits", "lru_hash",
+					 "children that exited lately, for the sideband read "
+					 "after them",
+					 err);
+	return ret;
+}
+
 static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 			   const struct rv_gate_sites *sites, struct rv_dry_run_plan *plan,
 			   struct rv_error *err)
@@ -91,7 +113,14 @@ static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 					 err);
 	if (!ret)
 		ret = rv_dry_run_add_bpf(plan, "map", "target_processes", "hash",
-					 "the processes recorded", err);
+					 config.follow_children
+						 ? "the processes recorded: the target, and the "
+						   "children it forks while they live"
+						 : "the processes recorded (--no-follow: the "
+						   "target alone)",
+					 err);
+	if (!ret && config.follow_children)
+		ret = describe_follow(plan, err);
 	if (!ret && sites && sites->filter)
 		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash",
 					 "the gate's window map, shared", err);

@@ -16,6 +16,10 @@
  *                  the child exited
  *   fork-exec N    "fe-forkexec": forks a child that execs "child-a N" and
  *                  waits for it; the parent calls probed_call once
+ *   leave          "fe-leave": forks a child that execs "linger", waits for
+ *                  its "process" line, and exits without waiting for it
+ *   linger         "fe-linger": child_a_work until killed, or 10 s at most
+ *                  (it outlives its parent: the test ends it)
  *
  * Each *_work call spins a fixed number of rounds (about a millisecond). The
  * counted functions are noinline and external, so every call in the source is
@@ -23,6 +27,7 @@
  * test that is killed leaves nothing behind.
  */
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +71,8 @@ COUNTED void probed_call(void)
 static void name_process(const char *name)
 {
 	prctl(PR_SET_NAME, name, 0, 0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (strcmp(name, "fe-linger"))
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	printf("process %s %d\n", name, (int)getpid());
 	fflush(stdout);
 }
@@ -165,6 +171,45 @@ static int fork_exec(const char *rounds)
 	return ok ? 0 : 1;
 }
 
+static int leave(void)
+{
+	char line[64];
+	int fds[2];
+	pid_t pid;
+	FILE *from;
+
+	name_process("fe-leave");
+	if (pipe(fds))
+		return 1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		execl("/proc/self/exe", "forkexec", "linger", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	from = fdopen(fds[0], "r");
+	if (pid < 0 || !from || !fgets(line, sizeof(line), from))
+		return 1;
+	fputs(line, stdout);
+	return 0;
+}
+
+static int linger(void)
+{
+	struct timespec start, now;
+
+	name_process("fe-linger");
+	fclose(stdout); /* the parent read its line: nothing holds the pipe open */
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		child_a_work();
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < 10);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -176,11 +221,15 @@ int main(int argc, char **argv)
 		return child("fe-child-b", child_b_work, "child_b_work", number(value, 60));
 	if (!strcmp(mode, "fork"))
 		return fork_only(number(value, 100));
+	if (!strcmp(mode, "leave"))
+		return leave();
+	if (!strcmp(mode, "linger"))
+		return linger();
 	if (!strcmp(mode, "fork-exec"))
 		return fork_exec(value ? value : "5");
 	if (argc > 1 && strspn(mode, "0123456789") != strlen(mode)) {
 		fprintf(stderr, "usage: forkexec [ROUNDS] | child-a R | child-b R | fork N | "
-				"fork-exec R\n");
+				"fork-exec R | leave | linger\n");
 		return 2;
 	}
 	return parent(number(argc > 1 ? mode : NULL, 60));
