@@ -186,3 +186,90 @@ Test(follow, dry_run_says_how_children_are_followed, .timeout = 60)
 	cr_assert_null(strstr(r->out, "inherit"), "--no-follow: nothing inherited:\n%s", r->out);
 	free(r);
 }
+
+/* ---- the uprobe backend: forks followed, execs not ---- */
+
+/* The pid of the line "pid PID count probed_call N" with that N. */
+static unsigned long counted_pid(const char *out, unsigned long n)
+{
+	char needle[64];
+	const char *p = out, *line;
+
+	snprintf(needle, sizeof(needle), " count probed_call %lu\n", n);
+	line = strstr(p, needle);
+	cr_assert(line, "no process counted %lu calls: %s", n, out);
+	while (line > out && line[-1] != '\n')
+		line--;
+	cr_assert(!strncmp(line, "pid ", 4), "%s", out);
+	return strtoul(line + 4, NULL, 10);
+}
+
+Test(follow, uprobe_backend_traces_a_forked_child_exactly, .timeout = 120)
+{
+	static const char *const args[] = { "fork", "300", NULL };
+	char dir[64];
+	struct proc_result r;
+	struct fxt_trace *t;
+	unsigned long parent, child;
+
+	require_root("follow");
+	make_test_dir(dir, sizeof(dir));
+	t = rearview_run(dir, NULL,
+			 (const char *const[]){ "--backend", "uprobe", "--functions", "probed_call",
+						"--full-execution", NULL },
+			 "tests/targets/forkexec", args, 90, &r);
+	parent = process_pid(r.out, "fe-fork");
+	child = counted_pid(r.out, 300);
+	cr_assert_eq(counted_pid(r.out, 150), parent);
+	cr_assert_neq(child, parent);
+	cr_assert_eq(fxt_count_spans(t, child, FXT_ANY, "probed_call"), 300,
+		     "the child's calls, exactly, on its own track");
+	cr_assert_eq(fxt_count_spans(t, parent, FXT_ANY, "probed_call"), 150,
+		     "the parent's, exactly, on its own");
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "probed_call"), 450);
+	cr_assert_str_eq(fxt_process_name(t, child), "fe-fork", "the child has its parent's name");
+	cr_assert(strstr(r.err, "2 processes: fe-fork"), "%s", r.err);
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+
+	/* --no-follow: the parent's calls alone, and the child said */
+	make_test_dir(dir, sizeof(dir));
+	t = rearview_run(dir, NULL,
+			 (const char *const[]){ "--backend", "uprobe", "--functions", "probed_call",
+						"--full-execution", "--no-follow", NULL },
+			 "tests/targets/forkexec", args, 90, &r);
+	parent = process_pid(r.out, "fe-fork");
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "probed_call"), 150);
+	cr_assert_eq(fxt_count_spans(t, parent, FXT_ANY, "probed_call"), 150);
+	cr_assert(strstr(r.err, "1 child process not recorded (--no-follow)"), "%s", r.err);
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+}
+
+Test(follow, uprobe_backend_says_execs_are_not_followed, .timeout = 120)
+{
+	static const char *const args[] = { "fork-exec", "5", NULL };
+	char dir[64];
+	struct proc_result r;
+	struct fxt_trace *t;
+	unsigned long parent;
+
+	require_root("follow");
+	make_test_dir(dir, sizeof(dir));
+	t = rearview_run(dir, NULL,
+			 (const char *const[]){ "--backend", "uprobe", "--functions",
+						"probed_call,child_a_work", NULL },
+			 "tests/targets/forkexec", args, 90, &r);
+	parent = process_pid(r.out, "fe-forkexec");
+	cr_assert(strstr(r.out, "count child_a_work 5"), "the child ran: %s", r.out);
+	cr_assert(strstr(r.err, "1 child process exec'd another program: the uprobe backend "
+				"follows forks but not execs"),
+		  "%s", r.err);
+	cr_assert_eq(fxt_count_spans(t, parent, FXT_ANY, "probed_call"), 1);
+	/* the exec'd program is this same file: its probed calls would be seen
+	 * if the child were still traced */
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "child_a_work"), 0,
+		     "nothing after the exec is traced");
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+}
