@@ -202,7 +202,10 @@ static const char record_options_help[] =
 	"                             where fentry is refused; refused up front on\n"
 	"                             kernels that allow neither\n"
 	"      Without --multi-thread only the main thread is recorded, as with the\n"
-	"      other backends.\n"
+	"      other backends. run follows the processes COMMAND forks but not what\n"
+	"      they exec (it says when a child exec'd): the probes then go on every\n"
+	"      process that maps the probed files, and others running a probed\n"
+	"      function pay its trap (--no-follow keeps them on COMMAND alone).\n"
 	"\n"
 	"When (the gate, decided in the kernel by BPF on uprobes; a SITE is a\n"
 	"symbol, LIB:SYMBOL, 0xADDR or FILE:LINE of the program):\n"
@@ -227,7 +230,9 @@ static const char run_help[] =
 	"\n"
 	"Starts COMMAND stopped before its first instruction, sets up recording, lets it\n"
 	"run, and writes the trace when it exits or at Ctrl-C. COMMAND's standard input\n"
-	"and output are its own; rearview exits with COMMAND's exit status.\n"
+	"and output are its own; rearview exits with COMMAND's exit status. The\n"
+	"processes COMMAND starts are recorded too, each on its own process track\n"
+	"(--no-follow: COMMAND's process alone).\n"
 	"\n";
 
 static const char attach_help[] =
