@@ -342,6 +342,25 @@ static const char *method_text(const struct rv_fn_attach_report *r, char *buf, s
 	return buf;
 }
 
+/* Following children, the probes of a library are on every process that maps
+ * it: say so once, naming the library, and how to keep them on the target. */
+static void note_shared_probes(const struct rv_session *s, const struct rv_backend_state *run)
+{
+	for (size_t i = 0; rv_fn_plan_follows(s->opts) && i < run->funcs.count; i++) {
+		const char *path = run->funcs.items[i].path;
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+		if (!strstr(base, ".so"))
+			continue;
+		rv_note("to follow the program's children, the probes in %s are on every process "
+			"that maps it: others calling those functions pay a probe's trap while "
+			"this "
+			"runs (--no-follow keeps them on the program alone)",
+			base);
+		return;
+	}
+}
+
 static int attach_everything(struct rv_session *s, struct rv_target *target,
 			     struct rv_backend_state *run, struct rv_error *err)
 {
@@ -397,6 +416,7 @@ static int attach_everything(struct rv_session *s, struct rv_target *target,
 	if (report.refused)
 		rv_note("%zu function%s could not be probed (see them with -v)", report.refused,
 			report.refused == 1 ? "" : "s");
+	note_shared_probes(s, run);
 	return 0;
 }
 
