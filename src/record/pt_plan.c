@@ -251,6 +251,10 @@ int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *sl
 			.label = label, .group = -1, .cpu = cpu, .pid = who
 		};
 
+		/* before the program starts, a per-CPU slot's process is the
+		 * program (pid 0 in the plan, as for a per-thread slot) */
+		if (cpu >= 0 && who < 0)
+			ev.pid = who = 0;
 		if (cpu >= 0)
 			snprintf(label, sizeof(label), "intel_pt, CPU %d%s", cpu,
 				 p->follow ? ", the target and its children (inherit)" : "");
