@@ -25,6 +25,13 @@
  *   fn_irq_exit: tracepoints (raw_tp for sched_switch, which names both
  *   tasks), attached only for the groups asked for; they keep the traced
  *   processes' threads (fn_targets) and drop the rest.
+ * - fn_follow_fork, fn_follow_exec, fn_follow_exit (tp_btf, when children
+ *   are followed): a process forked by a traced one joins fn_targets before
+ *   it runs; a child that execs or exits leaves it (execs are not followed:
+ *   the probes are on the files of the program that forked, and the count
+ *   RV_FN_STAT_EXEC says how many left so). The user-function links are then
+ *   placed without a pid (on every process that maps the files), and
+ *   user_record keeps the calls of fn_targets' processes alone.
  * - fn_kprobe/fn_kretprobe (cookie = index) and fn_fentry/fn_fexit (index in
  *   kfunc_index, one loaded copy per kernel function): kernel functions,
  *   where the kernel permits them.
@@ -70,19 +77,23 @@ const volatile bool gated = false;	 /* --filter: only threads inside a window */
 const volatile bool switch_has_prev_state = true;
 /* fentry/fexit: this copy's kernel function index. */
 const volatile __u32 kfunc_index = 0;
+/* Children followed: the user-function links have no pid, fn_targets says
+ * whose calls are recorded. */
+const volatile bool follow_children = false;
 /* Recorder mode: records go into fn_slots, of which there are nr_slots. */
 const volatile bool recorder = false;
 const volatile __u32 nr_slots = 1;
 
 RV_GATE_WINDOWS_MAP(gate_windows);
 
-/* The traced processes, for the tracepoints (user-function links are placed
- * per process by the kernel already). */
+/* The traced processes, for the tracepoints, and for the user functions when
+ * children are followed (otherwise user-function links are placed per
+ * process by the kernel already). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RV_FN_MAX_PROCESSES);
 	__type(key, u32);  /* tgid */
-	__type(value, u8); /* unused */
+	__type(value, u8); /* RV_FN_TARGET or RV_FN_CHILD */
 } fn_targets SEC(".maps");
 
 /* The ring buffer of each CPU (the loader sizes both and fills the array). */
@@ -302,8 +313,11 @@ static __always_inline void user_record(struct pt_regs *ctx, u16 type, u16 flags
 	u32 tgid = pid_tgid >> 32, tid = (u32)pid_tgid;
 	struct rv_fn_record *r, kept;
 
-	/* The links are per process: only the thread rule is left to check. */
+	/* The links are per process (unless children are followed): only the
+	 * thread rule is left to check. */
 	if (!all_threads && tid != tgid)
+		return;
+	if (follow_children && !bpf_map_lookup_elem(&fn_targets, &tgid))
 		return;
 	if (!armed())
 		return;
@@ -592,6 +606,51 @@ SEC("fexit")
 int fn_fexit(void *ctx)
 {
 	kfunc_record(ctx, RV_FN_KFUNC_EXIT, kfunc_index);
+	return 0;
+}
+
+/* ---- children ---- */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(fn_follow_fork, struct task_struct *parent, struct task_struct *child)
+{
+	u32 parent_tgid = parent->tgid;
+	u32 child_tgid = child->tgid;
+	u8 kind = RV_FN_CHILD;
+
+	if (child_tgid == parent_tgid)
+		return 0; /* a thread */
+	if (!bpf_map_lookup_elem(&fn_targets, &parent_tgid))
+		return 0;
+	if (bpf_map_update_elem(&fn_targets, &child_tgid, &kind, BPF_ANY))
+		count(RV_FN_STAT_UNFOLLOWED);
+	return 0;
+}
+
+/* A child that leaves fn_targets (exec, exit); a target stays. */
+static __always_inline bool drop_child(u32 tgid)
+{
+	u8 *kind = bpf_map_lookup_elem(&fn_targets, &tgid);
+
+	if (!kind || *kind != RV_FN_CHILD)
+		return false;
+	bpf_map_delete_elem(&fn_targets, &tgid);
+	return true;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(fn_follow_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (drop_child(task->tgid))
+		count(RV_FN_STAT_EXEC);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(fn_follow_exit, struct task_struct *task, bool group_dead)
+{
+	if (group_dead)
+		drop_child(task->tgid);
 	return 0;
 }
 

@@ -216,12 +216,19 @@ static inline int rv_fn_condition_holds(rv_fn_u32 cc, rv_fn_u64 flags)
 /* Processes traced at once (the target map). */
 #define RV_FN_MAX_PROCESSES 1024
 
+/* Values of the target map: a process given (it stays), or a child followed
+ * (it leaves at its exec or exit). */
+#define RV_FN_TARGET 1
+#define RV_FN_CHILD  2
+
 /* Slots of the per-CPU statistics array. */
 enum rv_fn_stat {
 	RV_FN_STAT_OUTSIDE = 0,	  /* records dropped: the thread was outside every window */
 	RV_FN_STAT_OTHER_PROCESS, /* tracepoint hits of processes that are not traced */
 	RV_FN_STAT_NO_SLOT,	  /* recorder mode: records of threads beyond the slots */
 	RV_FN_STAT_RECORDED,	  /* recorder mode: records kept in the slots */
+	RV_FN_STAT_EXEC,	  /* children followed that exec'd, and so were no longer */
+	RV_FN_STAT_UNFOLLOWED,	  /* children the full target map could not take */
 	RV_FN_NR_STATS,
 };
 /* Records made (and lost) in ring mode are counted from the rings by user

@@ -9,6 +9,14 @@
  * thread is the process's main thread) and drops every other sample before it
  * is written. Returning 0 from a perf_event program suppresses the sample.
  *
+ * Unless --no-follow, it also follows the targets' children: a program on the
+ * sched_process_fork tracepoint (tp_btf, which hands it the parent's and the
+ * child's task_struct) adds a new process to the target set when its parent
+ * is in it, in the fork itself, before the child runs, so the child's first
+ * samples are kept. New threads (same tgid) need nothing: the set is by tgid.
+ * A child leaves the set when it exits, into a small map of recent exits that
+ * user space asks about the sideband it reads late.
+ *
  * With --filter it also drops the samples of threads outside every window:
  * the gate (gate.bpf.c) keeps, per thread, whether one is open, in a map this
  * object shares. Not here: deciding windows.
@@ -22,6 +30,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 #include "gate.h"
 #include "sample_filter.h"
@@ -38,7 +47,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RV_FILTER_MAX_PROCESSES);
 	__type(key, u32);  /* tgid */
-	__type(value, u8); /* unused */
+	__type(value, u8); /* RV_FILTER_TARGET or RV_FILTER_CHILD */
 } target_processes SEC(".maps");
 
 struct {
@@ -107,6 +116,56 @@ int switch_state(struct bpf_raw_tracepoint_args *ctx)
 	rec.tid = tid;
 	rec.state = ((u32)ctx->args[3] & 0xff) | (u32)BPF_CORE_READ(prev, exit_state);
 	bpf_perf_event_output(ctx, &switch_states, BPF_F_CURRENT_CPU, &rec, sizeof(rec));
+	return 0;
+}
+
+/* Processes of the set that exited lately, for user space: their sideband
+ * may be read after they left the set. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RV_FILTER_MAX_PROCESSES);
+	__type(key, u32);  /* tgid */
+	__type(value, u8); /* unused */
+} recent_exits SEC(".maps");
+
+/* Attached only when children are followed: a new process whose parent is in
+ * the set joins it. A child the full set cannot take is counted
+ * (RV_FILTER_UNFOLLOWED), and its samples are dropped. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
+{
+	u32 parent_tgid = parent->tgid;
+	u32 child_tgid = child->tgid;
+	u8 kind = RV_FILTER_CHILD;
+
+	if (child_tgid == parent_tgid)
+		return 0; /* a thread */
+	if (!bpf_map_lookup_elem(&target_processes, &parent_tgid))
+		return 0;
+	bpf_map_delete_elem(&recent_exits, &child_tgid); /* a pid used again */
+	if (bpf_map_update_elem(&target_processes, &child_tgid, &kind, BPF_ANY))
+		count(RV_FILTER_UNFOLLOWED);
+	else
+		count(RV_FILTER_FOLLOWED);
+	return 0;
+}
+
+/* A followed child whose last thread exits leaves the set (so that the set
+ * holds the children alive, and a pid used again is not taken for one). The
+ * targets themselves stay: recording ends with them. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(follow_exit, struct task_struct *task, bool group_dead)
+{
+	u32 tgid = task->tgid;
+	u8 *kind, one = 1;
+
+	if (!group_dead)
+		return 0;
+	kind = bpf_map_lookup_elem(&target_processes, &tgid);
+	if (!kind || *kind != RV_FILTER_CHILD)
+		return 0;
+	bpf_map_update_elem(&recent_exits, &tgid, &one, BPF_ANY);
+	bpf_map_delete_elem(&target_processes, &tgid);
 	return 0;
 }
 

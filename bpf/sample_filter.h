@@ -2,16 +2,24 @@
 #ifndef RV_BPF_SAMPLE_FILTER_H
 #define RV_BPF_SAMPLE_FILTER_H
 
-/* Most processes one recording can follow (-p PID,PID,...). */
+/* Most processes one recording can follow at once (-p PID,PID,..., and the
+ * children of a run's target alive at one time). */
 #define RV_FILTER_MAX_PROCESSES 1024
+
+/* Values of the target set: a process given (it stays until the end), or a
+ * child followed (it leaves at its exit). */
+#define RV_FILTER_TARGET 1
+#define RV_FILTER_CHILD	 2
 
 /* Slots of the per-CPU statistics array. */
 enum rv_filter_stat {
-	RV_FILTER_KEPT = 0,   /* samples of a target thread, passed on */
-	RV_FILTER_OTHER = 1,  /* samples of other processes, dropped */
-	RV_FILTER_THREAD = 2, /* samples of a target's non-main thread without --multi-thread */
-	RV_FILTER_WINDOW = 3, /* samples of a thread outside every --filter window */
-	RV_FILTER_NR_STATS = 4,
+	RV_FILTER_KEPT = 0,	  /* samples of a target thread, passed on */
+	RV_FILTER_OTHER = 1,	  /* samples of other processes, dropped */
+	RV_FILTER_THREAD = 2,	  /* samples of a target's non-main thread without --multi-thread */
+	RV_FILTER_WINDOW = 3,	  /* samples of a thread outside every --filter window */
+	RV_FILTER_FOLLOWED = 4,	  /* children added to the target set at their fork */
+	RV_FILTER_UNFOLLOWED = 5, /* children the full target set could not take */
+	RV_FILTER_NR_STATS = 6,
 };
 
 /* What the switch_state program writes, per switch of a target thread that

@@ -17,6 +17,7 @@ enum {
 	OPT_CALLGRAPH,
 	OPT_KERNEL,
 	OPT_MULTI_THREAD,
+	OPT_NO_FOLLOW,
 	OPT_FULL,
 	OPT_KEEP_RAW_STACKS,
 	OPT_SNAPSHOT_SIZE,
@@ -63,6 +64,7 @@ static const struct option long_options[] = {
 	{ "kernel-events", required_argument, NULL, OPT_KERNEL_EVENTS },
 	{ "kernel-functions", required_argument, NULL, OPT_KERNEL_FUNCTIONS },
 	{ "multi-thread", no_argument, NULL, OPT_MULTI_THREAD },
+	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "full-execution", no_argument, NULL, OPT_FULL },
 	{ "keep-raw-stacks", no_argument, NULL, OPT_KEEP_RAW_STACKS },
 	{ "snapshot-size", required_argument, NULL, OPT_SNAPSHOT_SIZE },
@@ -158,7 +160,14 @@ static const char record_options_help[] =
 	"                             report --call-graph dwarf on it\n"
 	"      --trace-include-kernel also record the kernel (root only)\n"
 	"      --trace-kernel-only    only the kernel (Intel PT, root only)\n"
-	"      --multi-thread         every thread of the target, not only its main thread\n"
+	"      --multi-thread         every thread of each recorded process, not only\n"
+	"                             its main thread\n"
+	"      --no-follow            run: record only COMMAND's own process. By default\n"
+	"                             the processes it forks and what they exec are\n"
+	"                             recorded too (sampling, Intel PT; the uprobe\n"
+	"                             backend follows forks but not execs), each on a\n"
+	"                             process track of its own; recording ends when\n"
+	"                             COMMAND exits, as perf record's does\n"
 	"      --snapshot-size SIZE   keep the last SIZE of trace (a flight recorder,\n"
 	"                             written at exit, Ctrl-C or a snapshot), e.g. 512K,\n"
 	"                             16M; rounded up to a power-of-two number of pages.\n"
@@ -204,7 +213,10 @@ static const char record_options_help[] =
 	"                             where fentry is refused; refused up front on\n"
 	"                             kernels that allow neither\n"
 	"      Without --multi-thread only the main thread is recorded, as with the\n"
-	"      other backends.\n"
+	"      other backends. run follows the processes COMMAND forks but not what\n"
+	"      they exec (it says when a child exec'd): the probes then go on every\n"
+	"      process that maps the probed files, and others running a probed\n"
+	"      function pay its trap (--no-follow keeps them on COMMAND alone).\n"
 	"\n"
 	"When (the gate, decided in the kernel by BPF on uprobes; a SITE is a\n"
 	"symbol, LIB:SYMBOL, 0xADDR or FILE:LINE of the program):\n"
@@ -229,7 +241,9 @@ static const char run_help[] =
 	"\n"
 	"Starts COMMAND stopped before its first instruction, sets up recording, lets it\n"
 	"run, and writes the trace when it exits or at Ctrl-C. COMMAND's standard input\n"
-	"and output are its own; rearview exits with COMMAND's exit status.\n"
+	"and output are its own; rearview exits with COMMAND's exit status. The\n"
+	"processes COMMAND starts are recorded too, each on its own process track\n"
+	"(--no-follow: COMMAND's process alone).\n"
 	"\n";
 
 static const char attach_help[] =
@@ -846,7 +860,7 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 				    "--perf-script imports decoded text: --vmlinux and --stats "
 				    "apply to PT data");
 	if (opts->backend != RV_BACKEND_AUTO || opts->snapshot_size_bytes || opts->full_execution ||
-	    opts->multi_thread || opts->working_directory ||
+	    opts->multi_thread || opts->no_follow || opts->working_directory ||
 	    opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->keep_raw_stacks ||
 	    opts->filter_start || opts->trigger || opts->min_duration_ns || opts->multi_snapshot ||
 	    opts->dry_run || opts->kernel_only || opts->timer != RV_TIMER_NORMAL ||
@@ -1064,6 +1078,9 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 		case OPT_MULTI_THREAD:
 			opts->multi_thread = true;
 			break;
+		case OPT_NO_FOLLOW:
+			opts->no_follow = true;
+			break;
 		case OPT_FULL:
 			opts->full_execution = true;
 			break;
@@ -1147,6 +1164,10 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 				    "unexpected argument '%s': 'rearview attach' takes processes "
 				    "with -p PID[,PID...]",
 				    opts->argv[0]);
+	if (opts->command == RV_CMD_ATTACH && opts->no_follow)
+		return rv_error_set(err, EINVAL,
+				    "--no-follow is for 'rearview run': 'rearview attach' records "
+				    "only the processes given, never their children");
 	if (opts->command == RV_CMD_DECODE)
 		return check_decode(opts, err);
 	if (opts->raw_pt || opts->nr_images || opts->cpu || opts->addr_filter[1] || opts->stats ||

@@ -77,6 +77,7 @@ struct rv_options {
 	bool include_kernel;
 	bool kernel_only; /* --trace-kernel-only (sets include_kernel too) */
 	bool multi_thread;
+	bool no_follow; /* run: record the command's process only, not its children */
 	bool full_execution;
 	uint64_t snapshot_size_bytes; /* 0: the engine's default; else a power-of-two of pages */
 	const char *working_directory;

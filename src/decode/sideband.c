@@ -1,6 +1,7 @@
 /* sideband.c: COMM, EXIT, LOST and mapping records; see sideband.h. */
 #include "decode/sideband.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "capture/marks.h"
@@ -32,6 +33,44 @@ static int on_mmap(struct rv_sideband *sb, const struct perf_event_header *h, st
 					 m.executable, m.filename, err);
 }
 
+#define NR_NAMES                                                                                   \
+	(sizeof(((struct rv_sideband *)0)->names) / sizeof(((struct rv_sideband *)0)->names[0]))
+
+static void remember_name(struct rv_sideband *sb, uint32_t pid, const char *name)
+{
+	size_t at = pid % NR_NAMES;
+
+	sb->names[at].pid = pid;
+	snprintf(sb->names[at].name, sizeof(sb->names[at].name), "%.15s", name);
+}
+
+static const char *name_of(const struct rv_sideband *sb, uint32_t pid)
+{
+	size_t at = pid % NR_NAMES;
+
+	return pid && sb->names[at].pid == pid && sb->names[at].name[0] ? sb->names[at].name : NULL;
+}
+
+/* A FORK of a new process: its parent's mappings, and its parent's name as
+ * a thread-name event of its main thread (1) when that is known. */
+static int on_fork(struct rv_sideband *sb, const struct perf_event_header *h, uint32_t pid,
+		   uint32_t ppid, struct rv_event *ev, struct rv_error *err)
+{
+	const char *parent = name_of(sb, ppid);
+	int ret = rv_symbolizer_fork(sb->symbolizer, ppid, pid, err);
+
+	if (ret || !parent)
+		return ret;
+	snprintf(sb->comm, sizeof(sb->comm), "%s", parent);
+	remember_name(sb, pid, sb->comm);
+	ev->kind = RV_EVENT_THREAD_NAME;
+	ev->pid = pid;
+	ev->tid = pid;
+	ev->time = record_time(sb, h);
+	ev->thread.name = sb->comm;
+	return 1;
+}
+
 int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h,
 		       struct rv_event *ev, struct rv_error *err)
 {
@@ -57,11 +96,16 @@ int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h
 		 * and the new image's MMAP2 records follow this one */
 		if ((h->misc & PERF_RECORD_MISC_COMM_EXEC) && ev->pid == ev->tid)
 			rv_symbolizer_forget_process(sb->symbolizer, ev->pid);
+		if (ev->pid == ev->tid)
+			remember_name(sb, ev->pid, sb->comm);
 		ev->kind = RV_EVENT_THREAD_NAME;
 		ev->time = record_time(sb, h);
 		ev->thread.name = sb->comm;
 		return 1;
 	case PERF_RECORD_FORK: {
+		/* pid, ppid, tid, ptid, time: a new thread is known (for the
+		 * threads the summary says were left out); a new process has its
+		 * parent's mappings */
 		struct {
 			uint32_t pid, ppid, tid, ptid;
 			uint64_t time;
@@ -70,6 +114,8 @@ int rv_sideband_record(struct rv_sideband *sb, const struct perf_event_header *h
 		if (room < sizeof(body_fork))
 			return 0;
 		memcpy(&body_fork, body, sizeof(body_fork));
+		if (body_fork.pid != body_fork.ppid)
+			return on_fork(sb, h, body_fork.pid, body_fork.ppid, ev, err);
 		ev->kind = RV_EVENT_THREAD_START;
 		ev->pid = body_fork.pid;
 		ev->tid = body_fork.tid;

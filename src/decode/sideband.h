@@ -3,9 +3,12 @@
  *
  * MMAP and MMAP2 give the symbolizer the process's mappings (kernel text
  * excepted: kallsyms names it); an exec's COMM also makes it forget the
- * process's old ones. COMM, FORK, EXIT, LOST and LOST_SAMPLES become events. A
- * record too short for its fields, or a mapping that does not parse, is
- * skipped: every byte is read within the record the reader handed over.
+ * process's old ones, and a FORK of a new process gives it its parent's
+ * mappings and name (a thread-name event for its main thread); a FORK of a
+ * thread becomes a thread-start event. COMM, EXIT, LOST and LOST_SAMPLES
+ * become events. A record too short for its fields, or a mapping that does
+ * not parse, is skipped: every byte is read within the record the reader
+ * handed over.
  *
  * rv_sideband_next is the record loop both decoders share: they read the
  * samples it stops at.
@@ -27,6 +30,13 @@ struct rv_sideband {
 	struct rv_perf_reader *reader;	  /* the records' sample_id, for their times; NULL: 0 */
 	struct rv_symbolizer *symbolizer; /* the mappings go there */
 	char comm[32];			  /* the last COMM's name: its event points here */
+	/* Processes' names by pid (direct-mapped, a collision replaces), so
+	 * that a forked child, which has no COMM until it renames itself or
+	 * execs, is named as its parent. */
+	struct {
+		uint32_t pid;
+		char name[16];
+	} names[256];
 	/* The decoder's counters (never NULL): records read by
 	 * rv_sideband_next, samples the kernel said it lost. */
 	uint64_t *records, *lost;

@@ -164,11 +164,38 @@ static int attach_kprobe_pair(struct rv_fn_engine *e, uint32_t index)
 	return keep_link(e, entry);
 }
 
+/* Children followed: the programs that keep fn_targets up to date, before
+ * the target runs. */
+static int attach_follow(struct rv_fn_engine *e, struct rv_error *err)
+{
+	struct bpf_program *progs[] = { e->skel->progs.fn_follow_fork,
+					e->skel->progs.fn_follow_exec,
+					e->skel->progs.fn_follow_exit };
+
+	for (size_t i = 0; e->config.follow_children && i < 3; i++) {
+		struct bpf_link *link = bpf_program__attach(progs[i]);
+
+		if (!link)
+			return rv_error_set(err, errno,
+					    "cannot attach %s (%s), which follows the target's "
+					    "children: %s; use --no-follow to trace the target's "
+					    "process only",
+					    bpf_program__name(progs[i]),
+					    bpf_program__section_name(progs[i]), strerror(errno));
+		if (keep_link(e, link))
+			return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int rv_fn_engine_attach_kernel(struct rv_fn_engine *e, struct rv_error *err)
 {
 	struct bpf_program *progs[RV_FN_MAX_EVENT_PROGRAMS];
 	size_t n = rv_fn_event_programs(e->skel, e->config.kernel_events, progs);
-	int ret;
+	int ret = attach_follow(e, err);
+
+	if (ret)
+		return ret;
 
 	for (size_t i = 0; i < n; i++) {
 		struct bpf_link *link = bpf_program__attach(progs[i]);
@@ -199,6 +226,17 @@ int rv_fn_engine_attach_kernel(struct rv_fn_engine *e, struct rv_error *err)
 
 /* ---- user functions ---- */
 
+/* Where the user-function links go: on pid, or, when children are followed,
+ * on every process that maps the files (uprobe_multi's pid 0, a perf
+ * link's -1), fn_targets choosing in BPF whose calls are kept. */
+static pid_t links_pid(const struct rv_fn_engine *e, pid_t pid, bool multi)
+{
+	if (!e->config.follow_children)
+		return pid;
+	return multi ? 0 : -1;
+}
+
+/* pid 0: on every process that maps path (children followed). */
 static int link_multi(int prog_fd, pid_t pid, const char *path, const uint64_t *offsets,
 		      const uint64_t *cookies, size_t n, bool exits)
 {
@@ -299,11 +337,13 @@ static int attach_batch_multi(struct rv_fn_engine *e, pid_t pid, size_t first, s
 			}
 		}
 		if (nr_returns)
-			exits = link_multi(bpf_program__fd(e->skel->progs.fn_exit_multi), pid, path,
-					   ret_offsets, ret_cookies, nr_returns, true);
+			exits = link_multi(bpf_program__fd(e->skel->progs.fn_exit_multi),
+					   links_pid(e, pid, true), path, ret_offsets, ret_cookies,
+					   nr_returns, true);
 		if (!nr_returns || exits >= 0)
-			entries = link_multi(bpf_program__fd(e->skel->progs.fn_enter_multi), pid,
-					     path, offsets, cookies, nr_sites, false);
+			entries = link_multi(bpf_program__fd(e->skel->progs.fn_enter_multi),
+					     links_pid(e, pid, true), path, offsets, cookies,
+					     nr_sites, false);
 		else
 			entries = exits;
 	}
@@ -342,7 +382,8 @@ static int attach_one_perf(struct rv_fn_engine *e, pid_t pid, size_t index)
 	}
 	made = site_probes(f, index, offsets, cookies);
 	if (f->exits == RV_FN_EXITS_URETPROBE) {
-		link = bpf_program__attach_uprobe_opts(e->skel->progs.fn_exit, pid, f->path,
+		link = bpf_program__attach_uprobe_opts(e->skel->progs.fn_exit,
+						       links_pid(e, pid, false), f->path,
 						       (size_t)f->offset, &opts);
 		ret = link ? keep_link(e, link) : (errno ? -errno : -EINVAL);
 	}
@@ -352,7 +393,8 @@ static int attach_one_perf(struct rv_fn_engine *e, pid_t pid, size_t index)
 		size_t i = k % made;
 
 		opts.bpf_cookie = cookies[i];
-		link = bpf_program__attach_uprobe_opts(e->skel->progs.fn_enter, pid, f->path,
+		link = bpf_program__attach_uprobe_opts(e->skel->progs.fn_enter,
+						       links_pid(e, pid, false), f->path,
 						       (size_t)offsets[i], &opts);
 		ret = link ? keep_link(e, link) : (errno ? -errno : -EINVAL);
 	}

@@ -56,9 +56,24 @@ static int describe_bpf(struct rv_dry_run_plan *plan, const struct rv_fn_engine_
 		{ "program", "fn_fexit", "tracing (fexit)",
 		  "records kernel function returns, one copy per function",
 		  rv_fn_has_kfuncs(c) && c->kfuncs->method == RV_KFUNC_FENTRY },
+		{ "program", "fn_follow_fork", "tp_btf/sched_process_fork",
+		  "adds a process a traced one forks to fn_targets, before it runs",
+		  c->follow_children },
+		{ "program", "fn_follow_exec", "tp_btf/sched_process_exec",
+		  "takes a child that execs out of fn_targets (execs are not followed)",
+		  c->follow_children },
+		{ "program", "fn_follow_exit", "tp_btf/sched_process_exit",
+		  "takes a child that exits out of fn_targets", c->follow_children },
 		{ "map", "fn_rings", "array_of_maps", "the ring buffer of each CPU",
 		  c->recorder_slots == 0 },
-		{ "map", "fn_targets", "hash", "the processes recorded", true },
+		{ "map", "fn_targets", "hash",
+		  c->follow_children
+			  ? "the processes recorded: the target and the children it forks "
+			    "(the function links have no pid: every process that maps the "
+			    "files takes the probes' traps, the programs keep these "
+			    "processes' calls)"
+			  : "the processes recorded",
+		  true },
 		{ "map", "fn_entry_addrs", "array", "first runtime entry address per function",
 		  true },
 		{ "map", "kfunc_addrs", "array", "kernel function addresses", true },

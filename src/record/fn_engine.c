@@ -105,6 +105,7 @@ struct functions_bpf *rv_fn_skel_open(const struct rv_fn_engine_config *c, bool 
 	if (!skel)
 		return NULL;
 	skel->rodata->all_threads = c->all_threads;
+	skel->rodata->follow_children = c->follow_children;
 	skel->rodata->gated = c->gate_windows_fd >= 0;
 	skel->rodata->switch_has_prev_state = prev_state;
 	skel->rodata->recorder = c->recorder_slots > 0;
@@ -145,6 +146,11 @@ static void choose_programs(struct rv_fn_engine *e)
 	n = rv_fn_event_programs(e->skel, config->kernel_events, progs);
 	for (size_t i = 0; i < n; i++)
 		bpf_program__set_autoload(progs[i], true);
+	if (config->follow_children) {
+		bpf_program__set_autoload(e->skel->progs.fn_follow_fork, true);
+		bpf_program__set_autoload(e->skel->progs.fn_follow_exec, true);
+		bpf_program__set_autoload(e->skel->progs.fn_follow_exit, true);
+	}
 	if (rv_fn_has_kfuncs(config) && config->kfuncs->method == RV_KFUNC_KPROBE) {
 		bpf_program__set_autoload(e->skel->progs.fn_kprobe, true);
 		bpf_program__set_autoload(e->skel->progs.fn_kretprobe, true);
@@ -283,7 +289,7 @@ int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_confi
 int rv_fn_engine_add_process(struct rv_fn_engine *e, pid_t pid, struct rv_error *err)
 {
 	uint32_t tgid = (uint32_t)pid;
-	uint8_t one = 1;
+	uint8_t one = RV_FN_TARGET;
 	int ret = bpf_map__update_elem(e->skel->maps.fn_targets, &tgid, sizeof(tgid), &one,
 				       sizeof(one), BPF_ANY);
 
@@ -291,6 +297,25 @@ int rv_fn_engine_add_process(struct rv_fn_engine *e, pid_t pid, struct rv_error 
 		return rv_error_set(err, -ret, "cannot add process %d to the function tracer: %s",
 				    (int)pid, strerror(-ret));
 	return 0;
+}
+
+size_t rv_fn_engine_children(const struct rv_fn_engine *e, pid_t *pids, size_t max)
+{
+	uint32_t key, next, *prev = NULL;
+	size_t n = 0;
+
+	while (n < max &&
+	       !bpf_map__get_next_key(e->skel->maps.fn_targets, prev, &next, sizeof(next))) {
+		uint8_t kind;
+
+		key = next;
+		prev = &key;
+		if (!bpf_map__lookup_elem(e->skel->maps.fn_targets, &key, sizeof(key), &kind,
+					  sizeof(kind), 0) &&
+		    kind == RV_FN_CHILD)
+			pids[n++] = (pid_t)key;
+	}
+	return n;
 }
 
 /* ---- arming, counts, freeing ---- */

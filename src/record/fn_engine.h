@@ -75,8 +75,16 @@ struct rv_fn_engine_config {
 	const struct rv_kfunc_plan *kfuncs; /* NULL or empty: none */
 	unsigned kernel_events;		    /* enum rv_fn_kernel_events bits */
 	bool all_threads;		    /* --multi-thread */
-	int gate_windows_fd;		    /* --filter: the gate's window map; -1: none */
-	bool no_uprobe_multi;		    /* one perf link per function regardless */
+	/* Follow the processes the targets fork (not what they exec): the
+	 * user-function links are placed on every process that maps the
+	 * probed files, and BPF keeps the calls of the targets and of their
+	 * children (the target map, which BPF keeps up to date at each fork,
+	 * exec and exit). What it costs others: a process outside the set that
+	 * runs a probed function takes the probe's trap and a BPF run that
+	 * returns at once. */
+	bool follow_children;
+	int gate_windows_fd;  /* --filter: the gate's window map; -1: none */
+	bool no_uprobe_multi; /* one perf link per function regardless */
 	/* Ring buffers: one per CPU, of ring_bytes each (0: the default,
 	 * functions.h's RV_FN_RING_BYTES within RV_FN_RINGS_TOTAL_BYTES in
 	 * all), rounded up to a power of two of pages (not in recorder mode). */
@@ -117,7 +125,12 @@ int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_confi
 /* Lets the tracepoints record process pid's threads. */
 int rv_fn_engine_add_process(struct rv_fn_engine *e, pid_t pid, struct rv_error *err);
 
-/* Attaches the tracepoints of the kernel event groups and the kernel
+/* follow_children: up to max children in the target map now (alive, not
+ * exec'd); returns how many were filled. */
+size_t rv_fn_engine_children(const struct rv_fn_engine *e, pid_t *pids, size_t max);
+
+/* Attaches the tracepoints of the kernel event groups (and, following
+ * children, the fork, exec and exit programs) and the kernel
  * functions. Kernel functions the kernel refuses are skipped and counted. */
 int rv_fn_engine_attach_kernel(struct rv_fn_engine *e, struct rv_error *err);
 

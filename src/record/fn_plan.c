@@ -38,6 +38,11 @@ unsigned rv_fn_plan_kernel_events(const struct rv_options *opts)
 	return bits;
 }
 
+bool rv_fn_plan_follows(const struct rv_options *opts)
+{
+	return opts->command == RV_CMD_RUN && !opts->no_follow;
+}
+
 struct rv_sample_config rv_fn_plan_engine_config(const struct rv_options *opts,
 						 uint64_t snapshot_size_bytes, const pid_t *pids,
 						 size_t nr_pids)
@@ -53,6 +58,9 @@ struct rv_sample_config rv_fn_plan_engine_config(const struct rv_options *opts,
 	return (struct rv_sample_config){
 		.pids = pids,
 		.nr_pids = nr_pids,
+		/* the children's FORK, COMM and EXIT records; the calls are the
+		 * tracer's (fn_engine.h's follow_children) */
+		.follow_children = rv_fn_plan_follows(opts),
 		.full_execution = opts->full_execution,
 		.snapshot_size_bytes = size,
 		.gate_windows_fd = -1,

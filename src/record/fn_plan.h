@@ -32,6 +32,10 @@ uint32_t rv_fn_plan_recorder_slots(const struct rv_options *opts, size_t nr_pids
 /* --kernel-events as the tracer's RV_FN_EVENTS_* bits. */
 unsigned rv_fn_plan_kernel_events(const struct rv_options *opts);
 
+/* Whether the processes the target forks are traced too: `run` without
+ * --no-follow (forks only: a child that execs is no longer traced). */
+bool rv_fn_plan_follows(const struct rv_options *opts);
+
 /* The bpf-output events' configuration for pids (NULL, 0: --dry-run);
  * snapshot_size_bytes is --snapshot-size or the default. */
 struct rv_sample_config rv_fn_plan_engine_config(const struct rv_options *opts,

@@ -240,10 +240,21 @@ static bool hold_by_ptrace(struct rv_hold *h, pid_t pid, unsigned long long dead
 
 size_t rv_hold_begin(struct rv_hold *h, const struct rv_target *t, int timeout_ms)
 {
+	return rv_hold_begin_also(h, t, NULL, 0, timeout_ms);
+}
+
+size_t rv_hold_begin_also(struct rv_hold *h, const struct rv_target *t, const pid_t *others,
+			  size_t nr_others, int timeout_ms)
+{
 	unsigned long long deadline = now_ms() + (unsigned long long)timeout_ms;
 	size_t held = 0;
 
 	memset(h, 0, sizeof(*h));
+	/* the target's children: their parent is the target, which must not
+	 * see them stop, so seized or left be */
+	for (size_t i = 0; i < nr_others; i++)
+		if (others[i] > 0 && !kill(others[i], 0) && hold_by_ptrace(h, others[i], deadline))
+			held++;
 	for (size_t i = 0; i < t->nr_pids; i++) {
 		pid_t pid = t->pids[i];
 
@@ -317,6 +328,13 @@ static bool stop_requested(int fd)
 void rv_hold_release(const struct rv_target *t, size_t nr_probes, rv_hold_release_fn release,
 		     void *ctx, int stop_fd, struct rv_hold_result *out)
 {
+	rv_hold_release_also(t, NULL, 0, nr_probes, release, ctx, stop_fd, out);
+}
+
+void rv_hold_release_also(const struct rv_target *t, const pid_t *others, size_t nr_others,
+			  size_t nr_probes, rv_hold_release_fn release, void *ctx, int stop_fd,
+			  struct rv_hold_result *out)
+{
 	unsigned long long start = now_ms(), held_at = 0;
 	struct release_job *job = malloc(sizeof(*job));
 	bool noticed = false;
@@ -362,7 +380,7 @@ void rv_hold_release(const struct rv_target *t, size_t nr_probes, rv_hold_releas
 		if (!out->held && (elapsed >= RV_HOLD_GRACE_MS || out->interrupted)) {
 			out->held = true;
 			held_at = now_ms();
-			if (rv_hold_begin(&hold, t, 500))
+			if (rv_hold_begin_also(&hold, t, others, nr_others, 500))
 				rv_debug("holding the target still while %zu probes are released",
 					 nr_probes);
 		}

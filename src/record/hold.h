@@ -16,7 +16,10 @@
  *     gives back any signal that came meanwhile: neither its parent nor a
  *     shell's job control sees it stop. Where it cannot be seized (another
  *     tracer has it), SIGSTOP/SIGCONT as for a spawned one.
- * A target that has exited is not held. After RV_HOLD_NOTICE_MS the release
+ * Other processes (a run's children that the function tracer follows) are
+ * held with it by ptrace alone: their parent, the target, must not see them
+ * stop; one that cannot be seized is left running. A target that has exited
+ * is not held. After RV_HOLD_NOTICE_MS the release
  * says "detaching N probes..." on stderr.
  *
  * Ordering: the caller disarms its programs before (nothing is recorded
@@ -59,6 +62,12 @@ struct rv_hold_result {
 void rv_hold_release(const struct rv_target *t, size_t nr_probes, rv_hold_release_fn release,
 		     void *ctx, int stop_fd, struct rv_hold_result *out);
 
+/* The same, holding the processes others (nr_others of them) with the target
+ * when it holds it. */
+void rv_hold_release_also(const struct rv_target *t, const pid_t *others, size_t nr_others,
+			  size_t nr_probes, rv_hold_release_fn release, void *ctx, int stop_fd,
+			  struct rv_hold_result *out);
+
 /* ---- holding alone (rv_hold_release uses these; tests too) ---- */
 
 struct rv_hold_thread {
@@ -76,6 +85,10 @@ struct rv_hold {
 /* Stops every thread of the target's processes (see above), waiting at most
  * timeout_ms for them to be still. Returns how many processes are held. */
 size_t rv_hold_begin(struct rv_hold *h, const struct rv_target *t, int timeout_ms);
+
+/* The same, with the processes others seized too (see above). */
+size_t rv_hold_begin_also(struct rv_hold *h, const struct rv_target *t, const pid_t *others,
+			  size_t nr_others, int timeout_ms);
 
 /* Lets every held thread go and frees h's memory. */
 void rv_hold_end(struct rv_hold *h);

@@ -82,7 +82,11 @@ int rv_pt_plan_build(struct rv_pt_plan *plan, const struct rv_options *opts,
 					     : RV_SCOPE_USER;
 	plan->mode = opts->full_execution ? RV_PT_FULL : RV_PT_SNAPSHOT;
 	plan->aux_bytes = opts->snapshot_size_bytes ? opts->snapshot_size_bytes : RV_PT_DEFAULT_AUX;
-	plan->per_cpu = opts->multi_thread;
+	/* Following children takes per-CPU events: a per-task event that children
+	 * inherit cannot be mapped (the kernel refuses, so that they do not all
+	 * write one buffer), so it is perf's way for a workload too. */
+	plan->follow = opts->command == RV_CMD_RUN && !opts->no_follow;
+	plan->per_cpu = opts->multi_thread || plan->follow;
 	plan->start_paused = filter && pause;
 	plan->ungated = filter && !pause;
 	plan->trigger_snapshot = trigger && !pause && plan->mode == RV_PT_SNAPSHOT;
@@ -98,7 +102,10 @@ int rv_pt_plan_build(struct rv_pt_plan *plan, const struct rv_options *opts,
 	sb.context_switch = plan->per_cpu;
 	rv_sideband_attr(&plan->sideband, &sb);
 	if (plan->per_cpu) {
-		/* per-CPU events on the process follow the threads it creates */
+		/* per-CPU events on the process follow the threads it creates, and
+		 * the processes it forks (and what they exec): an inherited event
+		 * writes into its parent's buffers. The gate's grouped uprobes are
+		 * inherited with their group. */
 		plan->pt.inherit = 1;
 		plan->sideband.inherit = 1;
 	}
@@ -244,8 +251,13 @@ int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *sl
 			.label = label, .group = -1, .cpu = cpu, .pid = who
 		};
 
+		/* before the program starts, a per-CPU slot's process is the
+		 * program (pid 0 in the plan, as for a per-thread slot) */
+		if (cpu >= 0 && who < 0)
+			ev.pid = who = 0;
 		if (cpu >= 0)
-			snprintf(label, sizeof(label), "intel_pt, CPU %d", cpu);
+			snprintf(label, sizeof(label), "intel_pt, CPU %d%s", cpu,
+				 p->follow ? ", the target and its children (inherit)" : "");
 		else if (who > 0)
 			snprintf(label, sizeof(label), "intel_pt, thread %d", (int)who);
 		else
@@ -271,6 +283,8 @@ int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *sl
 			continue;
 		rv_gate_plain_attr(&attr, p->uprobe.type, p->gate[k].site->path,
 				   p->gate[k].site->offset);
+		/* the gate's own uprobes are on the target's process alone:
+		 * its children's windows are not seen */
 		ret = describe_gate_event(dp, &p->gate[k], &attr, -1, -1, pid > 0 ? pid : -1, err);
 	}
 	if (!ret && p->nr_gate)

@@ -2,7 +2,10 @@
  * opened: the PT event's and the sideband's attributes from the command line
  * and the PMU, the gate's uprobes in the PT group (resume, pause, AUX
  * samples) or beside it, the AUX size and mode, and the slots the events go
- * to (one per thread, or one per CPU with --multi-thread). --dry-run prints
+ * to (one per thread with `run --no-follow` or `attach`; one per CPU on the
+ * target, inherited by its threads and children, with --multi-thread or when
+ * `run` follows children, the default: every thread of every process is
+ * then traced). --dry-run prints
  * the plan; a recording session opens it (session/pt_backend.c).
  *
  * Warnings (a timer resolution the CPU cannot give, ...) are returned in the
@@ -50,7 +53,8 @@ struct rv_pt_plan {
 	enum rv_trace_scope scope;
 	enum rv_pt_mode mode;
 	uint64_t aux_bytes;    /* per slot */
-	bool per_cpu;	       /* --multi-thread: per-CPU slots with context switches */
+	bool per_cpu;	       /* per-CPU slots with context switches and inherit */
+	bool follow;	       /* run without --no-follow: children followed (per_cpu) */
 	bool start_paused;     /* --filter with aux pause: PT runs only inside windows */
 	bool ungated;	       /* --filter asked, but the kernel cannot pause PT */
 	bool trigger_snapshot; /* --trigger without aux pause: user space snapshots */

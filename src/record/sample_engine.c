@@ -47,6 +47,7 @@
 #include "util/bpf_log.h"
 #include "util/bpf_map.h"
 #include "util/log.h"
+#include "util/map.h"
 
 #define SAMPLE_TYPE                                                                                \
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |            \
@@ -123,7 +124,14 @@ struct rv_sample_engine {
 	bool started;
 	size_t time_offset, tid_offset;	   /* of the engine's samples (see the top) */
 	struct rv_online_unwind *unwinder; /* DWARF mode without keep_raw_stacks */
+	/* follow_children: the children recorded, by pid (CHILD_RUNNING or
+	 * CHILD_EXITED), and the links of the filter's fork and exit programs */
+	struct rv_map children;
+	struct bpf_link *follow_links[2];
 };
+
+#define CHILD_RUNNING ((void *)1)
+#define CHILD_EXITED  ((void *)2)
 
 /* The reorder stream of the records the engine makes itself (synthesized,
  * marks, losses): the one after the rings'. */
@@ -326,10 +334,38 @@ static int open_rings(struct rv_sample_engine *e, struct rv_error *err)
 	return 0;
 }
 
+/* follow_children: the filter's programs on sched_process_fork and
+ * sched_process_exit, attached before the targets run, so that no child of
+ * theirs is born unseen. */
+static int attach_follow(struct rv_sample_engine *e, struct rv_error *err)
+{
+	struct bpf_program *progs[2] = { e->filter->progs.follow_fork,
+					 e->filter->progs.follow_exit };
+
+	if (!e->config.follow_children)
+		return 0;
+	for (size_t i = 0; i < 2; i++) {
+		e->follow_links[i] = bpf_program__attach(progs[i]);
+		if (!e->follow_links[i]) {
+			int saved = errno;
+
+			e->follow_links[i] = NULL;
+			return rv_error_set(err, saved,
+					    "cannot attach the BPF program that follows the "
+					    "target's children (%s, on tp_btf/%s): %s; use "
+					    "--no-follow to record the target's process only",
+					    bpf_program__name(progs[i]),
+					    i == 0 ? "sched_process_fork" : "sched_process_exit",
+					    strerror(saved));
+		}
+	}
+	return 0;
+}
+
 static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 {
 	int ret, prog_fd;
-	uint8_t one = 1;
+	uint8_t one = RV_FILTER_TARGET;
 
 	rv_bpf_log_setup();
 	e->filter = sample_filter_bpf__open();
@@ -347,6 +383,10 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 				    "cannot share the gate's window map with the "
 				    "sample filter: %s",
 				    strerror(-ret));
+	if (!e->config.follow_children) {
+		bpf_program__set_autoload(e->filter->progs.follow_fork, false);
+		bpf_program__set_autoload(e->filter->progs.follow_exit, false);
+	}
 	ret = sample_filter_bpf__load(e->filter);
 	if (ret)
 		return rv_bpf_load_error(err, ret, "the BPF sample filter");
@@ -360,6 +400,9 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 					    "cannot add process %u to the BPF filter: %s", pid,
 					    strerror(-ret));
 	}
+	ret = attach_follow(e, err);
+	if (ret)
+		return ret;
 	prog_fd = bpf_program__fd(e->filter->progs.filter_sample);
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		if (ioctl(e->rings[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd))
@@ -590,6 +633,84 @@ static uint32_t sample_tid(const struct rv_sample_engine *e, const struct perf_e
 	return tid;
 }
 
+/* ---- the processes recorded ---- */
+
+/* Whether pid is a target or a child followed. The filter adds a child to its
+ * set at the fork, before the child runs, but the rings are drained one after
+ * the other, so a child's first records can come before its parent's FORK
+ * record: a pid not known yet is asked of the filter's set and of its recent
+ * exits. */
+static bool is_recorded(struct rv_sample_engine *e, uint32_t pid)
+{
+	uint8_t value;
+
+	if (is_target(e, pid))
+		return true;
+	if (!e->config.follow_children)
+		return false;
+	if (rv_map_get(&e->children, pid))
+		return true;
+	if (!e->filter || (bpf_map__lookup_elem(e->filter->maps.target_processes, &pid, sizeof(pid),
+						&value, sizeof(value), 0) &&
+			   bpf_map__lookup_elem(e->filter->maps.recent_exits, &pid, sizeof(pid),
+						&value, sizeof(value), 0)))
+		return false;
+	return rv_map_put(&e->children, pid, CHILD_RUNNING) == 0;
+}
+
+/* A FORK record of a new process (pid != ppid): whether it is kept. */
+static bool on_fork(struct rv_sample_engine *e, uint32_t pid, uint32_t ppid)
+{
+	if (!is_recorded(e, ppid)) {
+		/* a child's pid used again by a process not followed */
+		if (e->config.follow_children && rv_map_get(&e->children, pid) == CHILD_EXITED)
+			rv_map_remove(&e->children, pid);
+		return false;
+	}
+	if (!e->config.follow_children) {
+		e->stats.children_not_followed++;
+		return false;
+	}
+	if (e->filter)
+		return is_recorded(e, pid); /* not in the filter's set when it was full */
+	/* bpf-output events: the callers' programs choose what they write; every
+	 * child's sideband is kept */
+	return rv_map_put(&e->children, pid, CHILD_RUNNING) == 0;
+}
+
+/* Whether a sideband record (MMAP2, COMM, FORK, EXIT, ...: the first u32
+ * after the header is the pid) is about a recorded process; FORK and EXIT
+ * keep the set of children up to date. The caller checked that the record
+ * holds a sample_id trailer, so the ids of FORK and EXIT are there. */
+static bool keep_sideband(struct rv_sample_engine *e, const struct perf_event_header *rec)
+{
+	const uint8_t *bytes = (const uint8_t *)rec;
+	uint32_t pid, ppid, tid;
+
+	memcpy(&pid, bytes + 8, sizeof(pid));
+	if (rec->type == PERF_RECORD_FORK) {
+		memcpy(&ppid, bytes + 12, sizeof(ppid));
+		if (pid != ppid)
+			return on_fork(e, pid, ppid);
+	}
+	if (!is_recorded(e, pid))
+		return false;
+	memcpy(&tid, bytes + 16, sizeof(tid));
+	if (rec->type == PERF_RECORD_EXIT && tid == pid && !is_target(e, pid))
+		rv_map_put(&e->children, pid, CHILD_EXITED);
+	return true;
+}
+
+size_t rv_sample_engine_running_children(const struct rv_sample_engine *e, pid_t *pids, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < e->children.cap && n < max; i++)
+		if (e->children.slots[i].value == CHILD_RUNNING)
+			pids[n++] = (pid_t)e->children.slots[i].key;
+	return n;
+}
+
 /* A switch record (every task's, per CPU) is kept when it is about a thread
  * whose samples are kept (the trailer's: the task leaving or arriving), with
  * the samples: in the flight recorder, where it ages out with them, or in
@@ -597,7 +718,8 @@ static uint32_t sample_tid(const struct rv_sample_engine *e, const struct perf_e
 static int accept_switch(struct rv_sample_engine *e, const struct perf_event_header *rec,
 			 const struct id_trailer *trailer)
 {
-	if (!is_target(e, trailer->pid) || (!e->config.all_threads && trailer->tid != trailer->pid))
+	if (!is_recorded(e, trailer->pid) ||
+	    (!e->config.all_threads && trailer->tid != trailer->pid))
 		return 0;
 	e->stats.switches++;
 	if (!e->config.full_execution) {
@@ -613,7 +735,6 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 {
 	const uint8_t *bytes = (const uint8_t *)rec;
 	const struct id_trailer *trailer;
-	uint32_t pid;
 
 	if (rec->size < sizeof(*rec) + sizeof(*trailer))
 		return 0;
@@ -664,9 +785,7 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 	case PERF_RECORD_SWITCH_CPU_WIDE:
 		return accept_switch(e, rec, trailer);
 	default:
-		/* MMAP2, COMM, FORK, EXIT, ...: the first u32 after the header is the pid. */
-		memcpy(&pid, bytes + 8, sizeof(pid));
-		if (!is_target(e, pid))
+		if (!keep_sideband(e, rec))
 			return 0;
 		if (e->unwinder && rv_online_unwind_push_sideband(e->unwinder, rec, e->sink_err))
 			return -ENOMEM;
@@ -906,6 +1025,7 @@ static void read_filter_stats(struct rv_sample_engine *e)
 	e->stats.filter_other = counts[RV_FILTER_OTHER];
 	e->stats.filter_thread = counts[RV_FILTER_THREAD];
 	e->stats.filter_window = counts[RV_FILTER_WINDOW];
+	e->stats.children_unfollowed = counts[RV_FILTER_UNFOLLOWED];
 }
 
 struct held_sample {
@@ -1356,6 +1476,7 @@ void rv_sample_engine_stats(const struct rv_sample_engine *e, struct rv_sample_s
 		out->unwind_ns = us.unwind_ns;
 		out->unwind_cpu_ns = us.thread_cpu_ns;
 	}
+	out->children_followed = e->children.nr;
 }
 
 void rv_sample_engine_free(struct rv_sample_engine *e)
@@ -1372,6 +1493,9 @@ void rv_sample_engine_free(struct rv_sample_engine *e)
 	free(e->rings);
 	bpf_link__destroy(e->switch_link);
 	rv_online_unwind_free(e->unwinder);
+	for (size_t i = 0; i < 2; i++)
+		bpf_link__destroy(e->follow_links[i]);
+	rv_map_destroy(&e->children);
 	sample_filter_bpf__destroy(e->filter);
 	rv_reorder_destroy(&e->reorder);
 	rv_flight_recorder_destroy(&e->flight);

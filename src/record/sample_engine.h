@@ -26,6 +26,12 @@
  * the target's existing threads and mappings are synthesized from /proc at
  * start, as perf does, so that nothing mapped before recording is unknown.
  *
+ * With follow_children, the processes the targets fork (and their children,
+ * and what they exec) are recorded too, from their first instant: the BPF
+ * filter adds each to its target set at the fork, and the engine keeps their
+ * sideband as the targets'. Without it, the targets' new children are only
+ * counted (from the FORK records the per-CPU events see anyway).
+ *
  * With bpf_output, the per-CPU events are software bpf-output events instead
  * (PERF_COUNT_SW_BPF_OUTPUT, sample_type IDENTIFIER|IP|TID|TIME|CPU|RAW): they
  * sample nothing themselves, and carry what BPF programs write into them
@@ -56,6 +62,7 @@
 struct rv_sample_config {
 	const pid_t *pids;
 	size_t nr_pids;
+	bool follow_children;	      /* record the processes the targets fork (not --no-follow) */
 	bool all_threads;	      /* --multi-thread */
 	bool include_kernel;	      /* kernel samples and kernel call chains */
 	bool dwarf;		      /* registers and stack instead of frame-pointer chains */
@@ -99,6 +106,10 @@ struct rv_sample_stats {
 	uint64_t snapshots;	/* rv_sample_engine_snapshot calls that took samples */
 	uint64_t marks;		/* rv_sample_engine_add_mark records */
 	uint64_t switches;	/* the kept threads' context switch records and reasons read */
+	/* children of recorded processes: recorded (follow_children), not
+	 * recorded (without it), and not recorded because the filter's set of
+	 * processes was full */
+	uint64_t children_followed, children_not_followed, children_unfollowed;
 	const char *clock_name; /* "cycles", "cpu-clock" or (bpf_output) "bpf-output" */
 	uint64_t frequency;
 
@@ -231,6 +242,10 @@ int rv_sample_engine_snapshot(struct rv_sample_engine *e, const struct rv_sample
 int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct rv_error *err);
 
 void rv_sample_engine_stats(const struct rv_sample_engine *e, struct rv_sample_stats *out);
+
+/* follow_children: up to max children recorded whose exit was not seen (still
+ * running when recording stopped); returns how many. */
+size_t rv_sample_engine_running_children(const struct rv_sample_engine *e, pid_t *pids, size_t max);
 
 void rv_sample_engine_free(struct rv_sample_engine *e);
 

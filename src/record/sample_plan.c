@@ -98,6 +98,7 @@ struct rv_sample_config rv_sample_plan_config(const struct rv_sample_plan *plan,
 	return (struct rv_sample_config){
 		.pids = pids,
 		.nr_pids = nr_pids,
+		.follow_children = opts->command == RV_CMD_RUN && !opts->no_follow,
 		.all_threads = opts->multi_thread,
 		.include_kernel = opts->include_kernel,
 		.dwarf = plan->dwarf,

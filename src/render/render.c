@@ -83,6 +83,31 @@ static void print_probe_cost(const struct rv_builder *b, const struct rv_render_
 	rv_probe_summary_print(stderr, &ps);
 }
 
+/* The processes in the trace when there are several, and the children not
+ * recorded: "3 processes: make [4100], cc1 [4101], as [4102]". */
+static void summary_processes(const struct rv_builder *b, const struct rv_render_options *ro)
+{
+	enum { SHOWN = 8 };
+	struct rv_builder_process p[SHOWN];
+	size_t n = rv_builder_processes(b, p, SHOWN);
+
+	if (n > 1) {
+		fprintf(stderr, "rearview: %zu processes: ", n);
+		for (size_t i = 0; i < n && i < SHOWN; i++)
+			fprintf(stderr, "%s%s [%u]", i ? ", " : "", p[i].name, p[i].pid);
+		if (n > SHOWN)
+			fprintf(stderr, " and %zu more", n - SHOWN);
+		fprintf(stderr, "\n");
+	}
+	if (ro->children_not_recorded)
+		fprintf(stderr, "rearview: %llu child process%s not recorded%s%s%s\n",
+			(unsigned long long)ro->children_not_recorded,
+			ro->children_not_recorded == 1 ? "" : "es",
+			ro->children_not_recorded_why ? " (" : "",
+			ro->children_not_recorded_why ? ro->children_not_recorded_why : "",
+			ro->children_not_recorded_why ? ")" : "");
+}
+
 /* A sampled recording: what the trace holds of it (the flight recorder keeps
  * the last of it), and the stacks it could not show whole. */
 static void print_coverage(const struct rv_render_options *ro, const struct rv_builder_stats *bs,
@@ -292,6 +317,7 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 	rv_builder_stats(b, &bs);
 	covered = bs.last_time > bs.first_time ? bs.last_time - bs.first_time : 0;
 	summary_covers(&bs, ro, kind, covered);
+	summary_processes(b, ro);
 	summary_nothing(&bs, ro, kind);
 	summary_threads_left_out(&bs, ro);
 	summary_skipped(ro);

@@ -1,12 +1,13 @@
 /* render.h: a capture turned into a trace file, and what is said after it:
  * decoder (decode/decoder.h) -> builder -> writer, the decoder's findings
  * (damage, missing binaries, skipped records) as warnings, --stats, and the
- * summary: what the trace covers, what the recording left out (the threads
- * other than the main one without --multi-thread, the functions matched but
- * not probed and why), the probes' cost in a traced run, the top functions
- * by self time (long C++ names shortened, render/short_name.h; kernel code
- * marked "[k]"), where the file is and how to open it. Each line of the
- * summary is a function of its own in render.c. Shared by every command that ends
+ * summary: what the trace covers, the processes in it (and the children
+ * not recorded), what the recording left out (the threads other than the
+ * main one without --multi-thread, the functions matched but not probed and
+ * why), the probes' cost in a traced run, the top functions by self time
+ * (long C++ names shortened, render/short_name.h; kernel code marked "[k]"),
+ * where the file is and how to open it. Each line of the summary is a
+ * function of its own in render.c. Shared by every command that ends
  * with a trace (run and attach through the session, decode).
  *
  * Not here: recording, decoding or call-stack rules.
@@ -60,6 +61,10 @@ struct rv_render_options {
 	 * their IP alone because the online unwinder fell behind. */
 	uint64_t aged_out;
 	uint64_t not_unwound;
+	/* Children of the recorded processes that are not in the trace, and
+	 * why ("--no-follow"); the summary says so. */
+	uint64_t children_not_recorded;
+	const char *children_not_recorded_why;
 	bool stats; /* --stats: the decoder's counts on standard output */
 };
 

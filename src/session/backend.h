@@ -101,6 +101,10 @@ int rv_session_describe_engine(const struct rv_session *s, const struct rv_sampl
 			       const char *program, struct rv_dry_run_plan *plan,
 			       struct rv_error *err);
 
+/* Says which children of the target were still running when the recording
+ * ended with the target (their trace stops there), by name. */
+void rv_session_note_running_children(const pid_t *pids, size_t n);
+
 /* Puts a gate mark into the engine, written with the samples in time order. */
 int rv_session_engine_mark(struct rv_sample_engine *e, const struct rv_mark *mark,
 			   struct rv_error *err);

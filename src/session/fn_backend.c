@@ -30,6 +30,8 @@
 
 #include <bpf/libbpf.h>
 
+#include "functions.h"
+
 #include "capture/perf_data.h"
 #include "record/fn_engine.h"
 #include "record/fn_exits.h"
@@ -54,6 +56,9 @@
 /* How often the rings are drained: at a few million records a second, a
  * few hundred KiB of each CPU's ring, far below RV_FN_RING_BYTES. */
 #define POLL_INTERVAL_MS 4
+/* Children followed that are held with the target while probes are released,
+ * and named when still running at the end. */
+#define RV_FN_HELD_CHILDREN 64
 
 /* The functions of one traced process: a range of the session's table. */
 struct fn_process {
@@ -63,6 +68,7 @@ struct fn_process {
 };
 
 struct rv_backend_state {
+	uint64_t children_not_followed; /* --no-follow: the target's children left out */
 	struct rv_session *s;
 	struct rv_target *target;
 	struct rv_fn_list funcs;
@@ -302,6 +308,7 @@ static struct rv_fn_engine_config tracer_config(const struct rv_session *s,
 		.kfuncs = run->kfuncs.count ? &run->kfuncs : NULL,
 		.kernel_events = rv_fn_plan_kernel_events(s->opts),
 		.all_threads = s->opts->multi_thread,
+		.follow_children = rv_fn_plan_follows(s->opts),
 		.gate_windows_fd = run->gating ? rv_gating_windows_fd(run->gating) : -1,
 		.no_uprobe_multi = no_uprobe_multi(),
 		.recorder_slots = rv_fn_plan_recorder_slots(s->opts, run->nr_processes),
@@ -340,6 +347,25 @@ static const char *method_text(const struct rv_fn_attach_report *r, char *buf, s
 	else
 		snprintf(buf, size, "one uprobe link per probe");
 	return buf;
+}
+
+/* Following children, the probes of a library are on every process that maps
+ * it: say so once, naming the library, and how to keep them on the target. */
+static void note_shared_probes(const struct rv_session *s, const struct rv_backend_state *run)
+{
+	for (size_t i = 0; rv_fn_plan_follows(s->opts) && i < run->funcs.count; i++) {
+		const char *path = run->funcs.items[i].path;
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+		if (!strstr(base, ".so"))
+			continue;
+		rv_note("to follow the program's children, the probes in %s are on every process "
+			"that maps it: others calling those functions pay a probe's trap while "
+			"this "
+			"runs (--no-follow keeps them on the program alone)",
+			base);
+		return;
+	}
 }
 
 static int attach_everything(struct rv_session *s, struct rv_target *target,
@@ -397,6 +423,7 @@ static int attach_everything(struct rv_session *s, struct rv_target *target,
 	if (report.refused)
 		rv_note("%zu function%s could not be probed (see them with -v)", report.refused,
 			report.refused == 1 ? "" : "s");
+	note_shared_probes(s, run);
 	return 0;
 }
 
@@ -417,10 +444,12 @@ static void release_probes(void *ctx)
 	job->calibration = NULL;
 }
 
-/* Releases both with the target held (hold.h); stop_fd as there. A release
- * the kernel had not finished when rearview stopped waiting is left to its
- * thread: the tracer and the calibration are then never freed. */
-static void release_held(struct rv_backend_state *run, int stop_fd, struct rv_hold_result *held)
+/* Releases both with the target held (hold.h), and the children followed
+ * (nr_children of them: they keep hitting the probes too); stop_fd as there.
+ * A release the kernel had not finished when rearview stopped waiting is left
+ * to its thread: the tracer and the calibration are then never freed. */
+static void release_held(struct rv_backend_state *run, const pid_t *children, size_t nr_children,
+			 int stop_fd, struct rv_hold_result *held)
 {
 	struct fn_release *job = malloc(sizeof(*job));
 	struct fn_release inline_job = { run->tracer, run->calibration };
@@ -434,8 +463,9 @@ static void release_held(struct rv_backend_state *run, int stop_fd, struct rv_ho
 		return;
 	}
 	*job = inline_job;
-	rv_hold_release(run->target, rv_fn_engine_nr_probes(run->tracer), release_probes, job,
-			stop_fd, held);
+	rv_hold_release_also(run->target, children, nr_children,
+			     rv_fn_engine_nr_probes(run->tracer), release_probes, job, stop_fd,
+			     held);
 	run->tracer_releasing = !held->finished;
 	if (held->finished)
 		free(job);
@@ -450,9 +480,12 @@ static void fn_free(struct rv_backend_state *run)
 	if (run->tracer && !run->tracer_releasing && run->target &&
 	    rv_fn_engine_nr_probes(run->tracer)) {
 		struct rv_hold_result held;
+		pid_t children[RV_FN_HELD_CHILDREN];
+		size_t nr_children =
+			rv_fn_engine_children(run->tracer, children, RV_FN_HELD_CHILDREN);
 
 		rv_fn_engine_disarm(run->tracer);
-		release_held(run, -1, &held);
+		release_held(run, children, nr_children, -1, &held);
 	}
 	if (!run->tracer_releasing)
 		rv_fn_engine_free(run->tracer); /* detaches first */
@@ -806,6 +839,31 @@ static uint64_t report_counts(struct rv_backend_state *run, const struct rv_samp
 	return lost;
 }
 
+/* What following children left out: the children that exec'd (traced up
+ * to their exec), those the target map could not take, and those still
+ * running when the target exited. */
+static void report_children(struct rv_backend_state *run, const pid_t *running, size_t n)
+{
+	uint64_t counts[RV_FN_NR_STATS];
+	struct rv_error err = { 0 };
+
+	if (!rv_fn_plan_follows(run->s->opts) || rv_fn_engine_stats(run->tracer, counts, &err))
+		return;
+	if (counts[RV_FN_STAT_EXEC])
+		rv_note("%" PRIu64 " child process%s exec'd another program: the uprobe backend "
+			"follows forks but not execs, so %s calls after the exec are not in the "
+			"trace (sampling, the default backend, follows execs)",
+			counts[RV_FN_STAT_EXEC], counts[RV_FN_STAT_EXEC] == 1 ? "" : "es",
+			counts[RV_FN_STAT_EXEC] == 1 ? "its" : "their");
+	if (counts[RV_FN_STAT_UNFOLLOWED])
+		rv_warn("%" PRIu64 " child process%s not traced: more than %d processes were "
+			"traced at once",
+			counts[RV_FN_STAT_UNFOLLOWED],
+			counts[RV_FN_STAT_UNFOLLOWED] == 1 ? " was" : "es were",
+			RV_FN_MAX_PROCESSES);
+	rv_session_note_running_children(running, n);
+}
+
 /* The program runs on unprobed from here; what it did is in the rings, or
  * in recorder mode in the recorder, whose records are wanted when the end is
  * the snapshot (a --trigger that never fired). */
@@ -818,12 +876,16 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 {
 	struct rv_sample_stats stats;
 	struct rv_hold_result held;
+	pid_t children[RV_FN_HELD_CHILDREN];
+	size_t nr_children;
 	int ret = 0;
 
 	rv_fn_live_finish(run->live);
 	rv_fn_engine_disarm(run->tracer);
 	run->stopped_ns = monotonic_ns();
-	release_held(run, run->s->signal_fd, &held);
+	/* the children followed keep hitting the probes too */
+	nr_children = rv_fn_engine_children(run->tracer, children, RV_FN_HELD_CHILDREN);
+	release_held(run, children, nr_children, run->s->signal_fd, &held);
 	if (held.held)
 		rv_debug("the program was held still while the probes were released (%llu ms)",
 			 held.elapsed_ms);
@@ -843,6 +905,8 @@ static int fn_stop(struct rv_backend_state *run, bool keep_rest, struct rv_error
 		ret = rv_sample_engine_stop(run->engine, keep_rest, err);
 	rv_sample_engine_stats(run->engine, &stats);
 	run->lost = report_counts(run, &stats);
+	run->children_not_followed = stats.children_not_followed;
+	report_children(run, children, nr_children);
 	return ret;
 }
 
@@ -879,6 +943,8 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.main_thread_only = !run->s->opts->multi_thread,
 		.skipped = run->skips,
 		.nr_skipped = run->skips ? run->funcs.nr_skipped : 0,
+		.children_not_recorded = run->children_not_followed,
+		.children_not_recorded_why = run->children_not_followed ? "--no-follow" : NULL,
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
 	if (!run->tracer_releasing)

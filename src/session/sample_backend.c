@@ -18,6 +18,7 @@
 #include "record/sample_plan.h"
 #include "session/backend.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 struct rv_backend_state {
 	struct rv_session *s;
@@ -28,7 +29,11 @@ struct rv_backend_state {
 	char capture_path[PATH_MAX + 32];
 	char note[128];
 	uint64_t started_ns, stopped_ns; /* CLOCK_MONOTONIC */
+	pid_t running[16]; /* children still running at the end (a few, to name them) */
+	size_t nr_running;
 };
+
+#define RUNNING_SHOWN 16
 
 static uint64_t monotonic_ns(void)
 {
@@ -108,6 +113,28 @@ static int describe_switch_reasons(const struct rv_session *s, struct rv_dry_run
 	return ret;
 }
 
+/* The filter's programs that follow the target's children. */
+static int describe_follow(struct rv_dry_run_plan *plan, struct rv_error *err)
+{
+	int ret = rv_dry_run_add_bpf(plan, "program", "follow_fork", "tp_btf/sched_process_fork",
+				     "adds a process forked by a recorded one to target_processes, "
+				     "before it runs",
+				     err);
+
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "program", "follow_exit",
+					 "tp_btf/sched_process_exit",
+					 "takes a child that exits out of target_processes, "
+					 "into recent_exits",
+					 err);
+	if (!ret)
+		ret = rv_dry_run_add_bpf(plan, "map", "recent_exits", "lru_hash",
+					 "children that exited lately, for the sideband read "
+					 "after them",
+					 err);
+	return ret;
+}
+
 static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 			   const struct rv_gate_sites *sites, struct rv_dry_run_plan *plan,
 			   struct rv_error *err)
@@ -132,7 +159,14 @@ static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 					 err);
 	if (!ret)
 		ret = rv_dry_run_add_bpf(plan, "map", "target_processes", "hash",
-					 "the processes recorded", err);
+					 config.follow_children
+						 ? "the processes recorded: the target, and the "
+						   "children it forks while they live"
+						 : "the processes recorded (--no-follow: the "
+						   "target alone)",
+					 err);
+	if (!ret && config.follow_children)
+		ret = describe_follow(plan, err);
 	if (!ret && sites && sites->filter)
 		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash",
 					 "the gate's window map, shared", err);
@@ -218,7 +252,33 @@ static int sample_stop(struct rv_backend_state *b, bool keep_rest, struct rv_err
 	ret = rv_sample_engine_stop(b->engine, keep_rest, err);
 
 	rv_sample_engine_stats(b->engine, &b->stats);
+	b->nr_running = rv_sample_engine_running_children(b->engine, b->running, RUNNING_SHOWN);
 	return ret;
+}
+
+void rv_session_note_running_children(const pid_t *pids, size_t n)
+{
+	char line[1024];
+	size_t used = 0;
+
+	if (!n)
+		return;
+	for (size_t i = 0; i < n && used < sizeof(line); i++) {
+		char comm[64];
+
+		if (!rv_proc_comm(pids[i], comm, sizeof(comm)))
+			snprintf(comm, sizeof(comm), "?");
+		used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s [%d]",
+					 i ? ", " : "", comm, (int)pids[i]);
+	}
+	rv_note("the recording ended when the target exited; %zu of its child processes "
+		"%s still running and %s recorded only until then: %s",
+		n, n == 1 ? "was" : "were", n == 1 ? "is" : "are", line);
+}
+
+static void note_children(const struct rv_backend_state *b)
+{
+	rv_session_note_running_children(b->running, b->nr_running);
 }
 
 static int sample_finish(struct rv_backend_state *b, struct rv_render_options *out,
@@ -242,6 +302,7 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		rv_warn("the kernel lost %llu samples (its buffers were full); lower "
 			"--timer-resolution to lose fewer",
 			(unsigned long long)stats->lost);
+	note_children(b);
 	if (!b->s->opts->full_execution && stats->evicted)
 		rv_debug("the flight recorder kept the last %llu samples (%llu older ones "
 			 "aged out)",
@@ -274,6 +335,12 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		.recording_ns = b->stopped_ns > b->started_ns ? b->stopped_ns - b->started_ns : 0,
 		.aged_out = b->s->opts->full_execution ? 0 : stats->evicted,
 		.not_unwound = stats->not_unwound,
+		.children_not_recorded = stats->children_not_followed + stats->children_unfollowed,
+		.children_not_recorded_why =
+			stats->children_not_followed ? "--no-follow"
+			: stats->children_unfollowed
+				? "more alive at once than the filter's set holds"
+				: NULL,
 	};
 	return 0;
 }

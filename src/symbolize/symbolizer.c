@@ -509,6 +509,33 @@ void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid)
 	free_process(p);
 }
 
+int rv_symbolizer_fork(struct rv_symbolizer *s, uint32_t parent, uint32_t child,
+		       struct rv_error *err)
+{
+	struct process *from, *to;
+
+	rv_symbolizer_forget_process(s, child);
+	from = find_process(s, parent);
+	if (!from || !from->nr_maps)
+		return 0;
+	to = get_process(s, child);
+	if (!to || rv_array_reserve(&to->maps, &to->cap_maps, from->nr_maps, sizeof(*to->maps), 32))
+		return rv_error_set(err, ENOMEM,
+				    "out of memory recording the mappings of pid %" PRIu32, child);
+	/* the same files at the same places; what was looked up for them is
+	 * the parent's (its modules, its libdwfl session) */
+	for (size_t i = 0; i < from->nr_maps; i++)
+		to->maps[i] = (struct mapping){ .start = from->maps[i].start,
+						.end = from->maps[i].end,
+						.pgoff = from->maps[i].pgoff,
+						.path = from->maps[i].path,
+						.basename = from->maps[i].basename,
+						.kind = from->maps[i].kind };
+	to->nr_maps = from->nr_maps;
+	to->unresolved = true;
+	return 0;
+}
+
 Dwfl *rv_symbolizer_dwfl(struct rv_symbolizer *s, uint32_t pid)
 {
 	struct process *p = find_process(s, pid);

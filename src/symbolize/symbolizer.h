@@ -68,6 +68,11 @@ int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t st
 /* Forgets process pid's mappings (exec replaced its image). */
 void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid);
 
+/* Process child was forked from parent: it starts with parent's mappings (what
+ * it had before is forgotten). Fails only on allocation failure. */
+int rv_symbolizer_fork(struct rv_symbolizer *s, uint32_t parent, uint32_t child,
+		       struct rv_error *err);
+
 /* Names addr in process pid. Kernel addresses (high half) use kallsyms. */
 void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 			  struct rv_symbol *out);

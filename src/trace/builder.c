@@ -1118,6 +1118,48 @@ void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out)
 	}
 }
 
+static int compare_pid(const void *x, const void *y)
+{
+	const uint32_t *a = x, *c = y;
+
+	return *a < *c ? -1 : *a > *c;
+}
+
+size_t rv_builder_processes(const struct rv_builder *b, struct rv_builder_process *out, size_t n)
+{
+	uint32_t *pids = calloc(b->nr_threads ? b->nr_threads : 1, sizeof(*pids));
+	size_t nr = 0, distinct = 0;
+
+	if (!pids)
+		return 0;
+	for (size_t i = 0; i < b->cap_threads && nr < b->nr_threads; i++)
+		if (b->threads[i].used && b->threads[i].counted)
+			pids[nr++] = b->threads[i].pid;
+	qsort(pids, nr, sizeof(*pids), compare_pid);
+	for (size_t i = 0; i < nr; i++) {
+		const struct thread_state *named = NULL, *t;
+
+		if (distinct && pids[i] == pids[distinct - 1])
+			continue;
+		pids[distinct] = pids[i];
+		if (distinct < n) {
+			t = find_slot((struct thread_state *)b->threads, b->cap_threads, pids[i]);
+			if (t->used && t->pid == pids[i] && t->name[0])
+				named = t;
+			for (size_t k = 0; !named && k < b->cap_threads; k++)
+				if (b->threads[k].used && b->threads[k].counted &&
+				    b->threads[k].pid == pids[i])
+					named = &b->threads[k];
+			out[distinct].pid = pids[i];
+			snprintf(out[distinct].name, sizeof(out[distinct].name), "%s",
+				 named && named->name[0] ? named->name : "?");
+		}
+		distinct++;
+	}
+	free(pids);
+	return distinct;
+}
+
 static int compare_self(const void *x, const void *y)
 {
 	const struct rv_top_function *a = x, *c = y;

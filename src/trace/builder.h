@@ -220,6 +220,17 @@ size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_top_functi
 /* The n functions with the most exact calls, most first (ties by name). */
 size_t rv_builder_most_called(const struct rv_builder *b, struct rv_top_function *out, size_t n);
 
+/* A process with a track in the trace, named as its main thread was last
+ * (or as its first thread with a track when the main thread has none). */
+struct rv_builder_process {
+	uint32_t pid;
+	char name[32];
+};
+
+/* The processes with a track, by pid: fills up to n, returns how many there
+ * are. */
+size_t rv_builder_processes(const struct rv_builder *b, struct rv_builder_process *out, size_t n);
+
 void rv_builder_free(struct rv_builder *b);
 
 #endif

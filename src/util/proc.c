@@ -97,3 +97,23 @@ int rv_proc_read_memory(pid_t pid, uint64_t addr, void *buf, size_t len, struct 
 				    (int)pid, (unsigned long long)addr);
 	return 0;
 }
+
+bool rv_proc_comm(pid_t pid, char *out, size_t size)
+{
+	char path[64];
+	FILE *f;
+	bool ok;
+
+	if (!size)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ok = fgets(out, (int)size, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return false;
+	out[strcspn(out, "\n")] = '\0';
+	return true;
+}

@@ -18,6 +18,10 @@
  * bytes). An error naming the process when it is gone or not ours to see. */
 int rv_proc_exe(pid_t pid, char *out, size_t size, struct rv_error *err);
 
+/* The name of process pid (/proc/PID/comm, without its newline) into out
+ * (size bytes); false when it is gone. */
+bool rv_proc_comm(pid_t pid, char *out, size_t size);
+
 /* Calls fn for each mapping in /proc/PID/maps, with its range and what it
  * maps (a path, "[vdso]", ..., or "" for anonymous memory), until fn returns
  * true. Returns whether one did; false when the process is gone. */

@@ -46,6 +46,10 @@ static int fake_mmap(void *ctx, int fd, size_t length, int prot, off_t offset, v
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	void *p = NULL;
 
+	/* as the kernel (perf_mmap): a per-task event that children inherit
+	 * cannot be mapped, or they would all write one buffer */
+	if (ev->cpu == -1 && ev->attr.inherit)
+		return -EINVAL;
 	cr_assert_eq(posix_memalign(&p, page, length), 0);
 	memset(p, 0, length);
 	if (offset == 0) {

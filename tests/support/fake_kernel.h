@@ -9,7 +9,8 @@
  * aux_head as the PT driver does. The fake checks what the engine must do
  * (events opened disabled, the AUX area mapped where the mmap page announced
  * it, SET_OUTPUT to a mapped ring) with Criterion assertions, so it is for
- * Criterion tests only.
+ * Criterion tests only. As the kernel, it refuses (EINVAL) to map a per-task
+ * event (cpu -1) that children inherit.
  *
  * Also a fake /proc for one process (fake_proc_write), which the engine reads
  * to synthesize threads and mappings.

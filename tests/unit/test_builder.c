@@ -197,6 +197,50 @@ Test(builder, kernel_leaves_are_marked)
 	builder_fixture_close(&f, t);
 }
 
+/* Processes with tracks, by pid, named after their main thread (or their
+ * first thread with a track when the main thread has none). */
+Test(builder, processes_are_listed_by_pid_with_their_names)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_event name = { .kind = RV_EVENT_THREAD_NAME };
+	struct rv_event ev = { .kind = RV_EVENT_STACK_SAMPLE };
+	struct rv_frame frames[1] = { { .addr = 0x1000, .is_ip = true } };
+	struct rv_builder_process p[4];
+	const struct {
+		uint32_t pid, tid;
+		const char *name;
+	} threads[] = { { 300, 300, "child" },
+			{ 100, 100, "make" },
+			{ 200, 201, "cc1-worker" },
+			{ 100, 102, "make-thread" } };
+
+	builder_fixture_open(&f);
+	for (size_t i = 0; i < 4; i++) {
+		name.pid = threads[i].pid;
+		name.tid = threads[i].tid;
+		name.thread.name = threads[i].name;
+		builder_fixture_add(&f, &name);
+		ev.pid = threads[i].pid;
+		ev.tid = threads[i].tid;
+		ev.time = 10 * i;
+		ev.stack.frames = frames;
+		ev.stack.nr_frames = 1;
+		ev.stack.interval_ns = 10;
+		builder_fixture_add(&f, &ev);
+	}
+	cr_assert_eq(rv_builder_processes(f.b, p, 4), 3);
+	cr_assert(p[0].pid == 100 && !strcmp(p[0].name, "make"), "%u %s", p[0].pid, p[0].name);
+	cr_assert(p[1].pid == 200 && !strcmp(p[1].name, "cc1-worker"), "%u %s", p[1].pid,
+		  p[1].name);
+	cr_assert(p[2].pid == 300 && !strcmp(p[2].name, "child"), "%u %s", p[2].pid, p[2].name);
+	cr_assert_eq(rv_builder_processes(f.b, p, 1), 3, "the count, whatever fits");
+	cr_assert_eq(p[0].pid, 100);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(t->nr_processes, 3);
+	builder_fixture_close(&f, t);
+}
+
 Test(builder, thread_exit_ends_its_spans_and_self_time_is_accounted)
 {
 	struct builder_fixture f;

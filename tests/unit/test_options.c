@@ -67,6 +67,27 @@ Test(options, defaults)
 	cr_assert(!o.multi_thread && !o.full_execution && !o.include_kernel);
 }
 
+Test(options, no_follow_is_for_run)
+{
+	const char *run[] = { "rearview", "run", "--no-follow", "true", NULL };
+	const char *attach[] = { "rearview", "attach", "-p", "12", "--no-follow", NULL };
+	const char *decode[] = { "rearview", "decode", "--no-follow", "perf.data", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 3, (const char *[]){ "rearview", "run", "true", NULL }), 0);
+	cr_assert(!o.no_follow, "children are followed by default");
+	cr_assert_eq(parse(&o, &err, 4, run), 0, "%s", err.message);
+	cr_assert(o.no_follow);
+	cr_assert_neq(parse(&o, &err, 5, attach), 0);
+	cr_assert(strstr(err.message, "'rearview run'"), "%s", err.message);
+	rv_options_destroy(&o);
+	memset(&err, 0, sizeof(err));
+	cr_assert_neq(parse(&o, &err, 4, decode), 0);
+	cr_assert(strstr(err.message, "no effect on 'rearview decode'"), "%s", err.message);
+	rv_options_destroy(&o);
+}
+
 Test(options, attach_pid_list)
 {
 	const char *argv[] = { "rearview", "attach", "-p", "12,34,56", "--sampling", NULL };

@@ -333,3 +333,52 @@ Test(pt_plan, describe_lists_the_group_per_thread_and_the_bpf_program)
 	}
 	rv_dry_run_plan_destroy(&dp);
 }
+
+Test(pt_plan, run_follows_children_with_per_cpu_events_they_inherit)
+{
+	struct world w;
+	struct rv_dry_run_plan dp;
+	struct rv_pt_slots slots;
+
+	world_init(&w, "icelake");
+	w.opts.command = RV_CMD_RUN;
+	w.opts.min_duration_ns = 1000;
+	build(&w, true, false);
+	cr_assert(w.plan.follow && w.plan.per_cpu, "run follows children, per CPU");
+	cr_assert(w.plan.pt.inherit && w.plan.sideband.inherit);
+	cr_assert(w.plan.sideband.context_switch, "per-CPU PT needs the switches");
+	cr_assert_gt(w.plan.nr_gate, 0);
+	for (size_t k = 0; k < w.plan.nr_gate; k++)
+		if (w.plan.gate[k].in_group)
+			cr_assert(w.plan.gate[k].attr.inherit,
+				  "the gate's group is inherited whole");
+	pid_t pid = 4321;
+	cr_assert_eq(rv_pt_slots_build(&slots, &w.plan, w.nr_cpus, &pid, 1, &w.err), 0, "%s",
+		     w.err.message);
+	cr_assert_eq(rv_pt_slots_count(&slots), (size_t)w.nr_cpus);
+	for (size_t i = 0; i < rv_pt_slots_count(&slots); i++) {
+		cr_assert_eq(rv_pt_slot_pid(&slots, i), pid, "every CPU's event is on the target");
+		cr_assert_eq(rv_pt_slot_cpu(&slots, i), (int)i);
+	}
+	rv_dry_run_plan_init(&dp);
+	cr_assert_eq(describe(&w, pid, &dp), 0, "%s", w.err.message);
+	cr_assert(strstr(dp.events[0].label, "the target and its children (inherit)"), "%s",
+		  dp.events[0].label);
+	rv_dry_run_plan_destroy(&dp);
+}
+
+Test(pt_plan, no_follow_and_attach_keep_per_thread_events)
+{
+	struct world w;
+
+	world_init(&w, "icelake");
+	w.opts.command = RV_CMD_RUN;
+	w.opts.no_follow = true;
+	build(&w, false, false);
+	cr_assert(!w.plan.follow && !w.plan.per_cpu && !w.plan.pt.inherit);
+	w.opts.no_follow = false;
+	w.opts.command = RV_CMD_ATTACH;
+	build(&w, false, false);
+	cr_assert(!w.plan.follow && !w.plan.per_cpu && !w.plan.pt.inherit,
+		  "attach records the processes given");
+}

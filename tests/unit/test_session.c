@@ -38,7 +38,8 @@ static bool file_has(const char *path)
 	return !stat(path, &st) && st.st_size > 0;
 }
 
-Test(session, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trace, .timeout = 120)
+/* A whole `rearview run /bin/true` on Intel PT (--no-follow when asked). */
+static void whole_session(bool no_follow)
 {
 	struct fake_kernel f = { .time_shift = 10,
 				 .time_mult = 1024,
@@ -50,8 +51,13 @@ Test(session, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trac
 	char dir[] = "/tmp/rv-record-pt-XXXXXX", out[PATH_MAX], path[PATH_MAX + 32];
 	char *argv[] = { "/bin/true", NULL };
 	struct rv_options opts = {
-		.command = RV_CMD_RUN, .timer = RV_TIMER_LOW, .argv = argv, .argc = 1
+		.command = RV_CMD_RUN,
+		.timer = RV_TIMER_LOW,
+		.argv = argv,
+		.argc = 1,
+		.no_follow = no_follow,
 	};
+	int nr_cpus;
 	struct rv_session s;
 	struct rv_target target;
 	struct rv_error err = { 0 };
@@ -85,13 +91,32 @@ Test(session, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trac
 	if (ret)
 		rv_target_kill(&target);
 	cr_assert_eq(ret, 0, "%s", err.message);
-	for (int i = 0; i < f.nr; i++)
-		if (f.ev[i].attr.type == f.pt_type)
+	nr_cpus = s.machine.nr_cpus > 0 ? s.machine.nr_cpus : 1;
+	for (int i = 0; i < f.nr; i++) {
+		const struct fake_event *ev = &f.ev[i];
+
+		if (ev->attr.type == f.pt_type)
 			opened_pt++;
 		else
 			opened_other++;
-	cr_assert_eq(opened_pt, 1, "one thread: one PT event");
-	cr_assert_eq(opened_other, 1, "and its sideband");
+		if (no_follow) {
+			cr_assert(!ev->attr.inherit && ev->cpu == -1 && ev->pid == target.pids[0],
+				  "--no-follow: event %d on the thread alone", i);
+		} else {
+			/* children inherit per-CPU events on the target, whose
+			 * buffers they write into (per-task ones could not be
+			 * mapped: the fake refuses, as the kernel) */
+			cr_assert(ev->attr.inherit, "event %d is inherited by children", i);
+			cr_assert(ev->cpu >= 0 && ev->pid == target.pids[0],
+				  "event %d: per CPU on the target (cpu %d, pid %d)", i, ev->cpu,
+				  (int)ev->pid);
+		}
+	}
+	if (no_follow)
+		cr_assert_eq(opened_pt, 1, "one thread: one PT event");
+	else
+		cr_assert_eq(opened_pt, nr_cpus, "one PT event per CPU");
+	cr_assert_eq(opened_other, opened_pt, "and a sideband event beside each");
 
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
 	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
@@ -107,11 +132,21 @@ Test(session, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trac
 	rv_perf_reader_free(r);
 	cr_assert_eq(time_conv, 1);
 	cr_assert_eq(info, 1);
-	cr_assert_eq(auxtrace, 1, "the snapshot at exit");
+	cr_assert_eq(auxtrace, (size_t)opened_pt, "the snapshot at exit, one a slot");
 	snprintf(path, sizeof(path), "%s/vdso.so", dir);
 	cr_assert(file_has(path), "the vdso is kept for the decoder");
 	cr_assert(file_has(out), "the trace was written");
 	rv_session_destroy(&s);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	cr_assert_eq(system(path), 0);
+}
+
+Test(session, a_whole_session_on_a_simulated_kernel_writes_capture_vdso_and_trace, .timeout = 120)
+{
+	whole_session(true);
+}
+
+Test(session, run_follows_children_with_per_cpu_events_they_inherit, .timeout = 120)
+{
+	whole_session(false);
 }

@@ -6,6 +6,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "decode/sideband.h"
 
@@ -147,6 +148,7 @@ Test(sideband, records_cut_short_make_no_event)
 		{ PERF_RECORD_COMM, 9 },  { PERF_RECORD_EXIT, 24 },
 		{ PERF_RECORD_LOST, 16 }, { PERF_RECORD_LOST_SAMPLES, 8 },
 		{ PERF_RECORD_MMAP, 64 }, { PERF_RECORD_MMAP2, 64 },
+		{ PERF_RECORD_FORK, 8 },
 	};
 	uint8_t body[64];
 	uint64_t records = 0, lost = 0;
@@ -169,5 +171,55 @@ Test(sideband, records_cut_short_make_no_event)
 		}
 	}
 	cr_assert_eq(lost, 0);
+	rv_symbolizer_free(sb.symbolizer);
+}
+
+/* A forked process starts with its parent's mappings and name: one thread-name
+ * event for its main thread; a new thread makes none. */
+Test(sideband, fork_gives_a_child_its_parents_name_and_mappings)
+{
+	struct {
+		uint32_t pid, tid;
+		char name[16];
+	} comm = { 30, 30, "parent-name" };
+	struct {
+		uint32_t pid, ppid, tid, ptid;
+		uint64_t time;
+	} fork_body = { 31, 30, 31, 30, 99 }, thread_body = { 30, 30, 32, 30, 100 };
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	uint64_t records = 0, lost = 0;
+	struct rv_sideband sb = { .symbolizer = symbolizer(), .records = &records, .lost = &lost };
+	struct rv_event ev = { 0 };
+	struct rv_error err = { 0 };
+	struct rv_symbol sym;
+	struct perf_event_header *h;
+
+	cr_assert_gt(len, 0);
+	exe[len] = '\0';
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(sb.symbolizer, 30, 0x400000, 0x1000, 0, true, exe, &err),
+		0, "%s", err.message);
+	h = record(PERF_RECORD_COMM, 0, &comm, sizeof(comm), sizeof(*h) + sizeof(comm));
+	cr_assert_eq(rv_sideband_record(&sb, h, &ev, &err), 1);
+	free(h);
+
+	memset(&ev, 0, sizeof(ev));
+	h = record(PERF_RECORD_FORK, 0, &fork_body, sizeof(fork_body),
+		   sizeof(*h) + sizeof(fork_body));
+	cr_assert_eq(rv_sideband_record(&sb, h, &ev, &err), 1, "%s", err.message);
+	cr_assert_eq(ev.kind, RV_EVENT_THREAD_NAME);
+	cr_assert(ev.pid == 31 && ev.tid == 31);
+	cr_assert_str_eq(ev.thread.name, "parent-name");
+	free(h);
+	rv_symbolizer_lookup(sb.symbolizer, 31, 0x400010, &sym);
+	cr_assert_not_null(strstr(sym.module, "unit-tests"),
+			   "the child maps its parent's files: %s", sym.module);
+
+	memset(&ev, 0, sizeof(ev));
+	h = record(PERF_RECORD_FORK, 0, &thread_body, sizeof(thread_body),
+		   sizeof(*h) + sizeof(thread_body));
+	cr_assert_eq(rv_sideband_record(&sb, h, &ev, &err), 0, "a thread: no event");
+	free(h);
 	rv_symbolizer_free(sb.symbolizer);
 }
