@@ -219,7 +219,9 @@ Test(sideband, fork_gives_a_child_its_parents_name_and_mappings)
 	memset(&ev, 0, sizeof(ev));
 	h = record(PERF_RECORD_FORK, 0, &thread_body, sizeof(thread_body),
 		   sizeof(*h) + sizeof(thread_body));
-	cr_assert_eq(rv_sideband_record(&sb, h, &ev, &err), 0, "a thread: no event");
+	cr_assert_eq(rv_sideband_record(&sb, h, &ev, &err), 1, "%s", err.message);
+	cr_assert_eq(ev.kind, RV_EVENT_THREAD_START, "a thread starts; no mappings of its own");
+	cr_assert(ev.pid == 30 && ev.tid == 32);
 	free(h);
 	rv_symbolizer_free(sb.symbolizer);
 }
