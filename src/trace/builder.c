@@ -363,6 +363,29 @@ static int account_previous(struct rv_builder *b, struct thread_state *t, uint64
 	return builder_add_self_time(b, t->last_leaf, elapsed);
 }
 
+/* The frames a thread has open, root first: its stack, or, back on the CPU
+ * before its first sample, the frames it left (resume_stack begins again
+ * those the sample shares with them). */
+static bool opens_left(const struct thread_state *t)
+{
+	return !t->depth && t->resumed_at && t->nr_left;
+}
+
+static size_t open_depth(const struct thread_state *t)
+{
+	return opens_left(t) ? t->nr_left : t->depth;
+}
+
+static uint64_t open_identity(const struct thread_state *t, size_t d)
+{
+	return opens_left(t) ? t->left_stack[d].identity : t->stack[d].identity;
+}
+
+static const char *open_name(const struct thread_state *t, size_t d)
+{
+	return opens_left(t) ? t->left_stack[d].name : t->stack[d].name;
+}
+
 /* For a frame-pointer sample whose walk skipped the leaf's caller (the path
  * reads ..., grandcaller, leaf; the sample decoder tells from the code at the
  * leaf's IP): when the grandcaller is on the thread's open stack with a frame
@@ -372,18 +395,18 @@ static int account_previous(struct rv_builder *b, struct thread_state *t, uint64
 static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_state *t, size_t n)
 {
 	uint64_t grandcaller = b->path[n - 2].identity;
-	size_t depth;
+	size_t depth, open = open_depth(t);
 
-	if (t->depth < 2 || !b->path[n - 1].known)
+	if (open < 2 || !b->path[n - 1].known)
 		return 0;
-	for (depth = t->depth - 1; depth > 0; depth--)
-		if (t->stack[depth - 1].identity == grandcaller)
+	for (depth = open - 1; depth > 0; depth--)
+		if (open_identity(t, depth - 1) == grandcaller)
 			break;
-	if (depth == 0 || t->stack[depth].identity == b->path[n - 1].identity)
+	if (depth == 0 || open_identity(t, depth) == b->path[n - 1].identity)
 		return 0;
 	b->path[n] = b->path[n - 1];
-	b->path[n - 1].identity = t->stack[depth].identity;
-	b->path[n - 1].name = t->stack[depth].name;
+	b->path[n - 1].identity = open_identity(t, depth);
+	b->path[n - 1].name = open_name(t, depth);
 	b->path[n - 1].known = true;
 	b->stats.skipped_callers++;
 	return 1;
@@ -398,19 +421,19 @@ static size_t restore_skipped_caller(struct rv_builder *b, const struct thread_s
  * many frames were put in front of the path. */
 static size_t graft_truncated_stack(struct rv_builder *b, const struct thread_state *t, size_t n)
 {
-	size_t depth;
+	size_t depth, open = open_depth(t);
 
-	if (n == 0 || t->depth == 0 || t->stack[0].identity == b->path[0].identity)
+	if (n == 0 || open == 0 || open_identity(t, 0) == b->path[0].identity)
 		return 0;
-	for (depth = t->depth - 1; depth > 0; depth--)
-		if (t->stack[depth].identity == b->path[0].identity)
+	for (depth = open - 1; depth > 0; depth--)
+		if (open_identity(t, depth) == b->path[0].identity)
 			break;
 	if (depth == 0)
 		return 0;
 	memmove(b->path + depth, b->path, n * sizeof(*b->path));
 	for (size_t i = 0; i < depth; i++) {
-		b->path[i].identity = t->stack[i].identity;
-		b->path[i].name = t->stack[i].name;
+		b->path[i].identity = open_identity(t, i);
+		b->path[i].name = open_name(t, i);
 		b->path[i].known = true;
 	}
 	b->stats.grafted++;
@@ -488,7 +511,8 @@ static int leave_cpu(struct rv_builder *b, struct thread_state *t, const struct 
 						 sizeof(*t->left_stack), 32))
 			return rv_error_set(err, ENOMEM, "out of memory");
 		for (size_t i = 0; i < t->depth; i++)
-			t->left_stack[i] = t->stack[i].identity;
+			t->left_stack[i] =
+				(struct left_frame){ t->stack[i].identity, t->stack[i].name };
 		t->nr_left = t->depth;
 		t->off_where = t->depth ? t->stack[t->depth - 1].name : NULL;
 		while (t->depth) {
@@ -553,7 +577,8 @@ static int resume_stack(struct rv_builder *b, struct thread_state *t, const stru
 	size_t same = 0;
 
 	t->resumed_at = 0;
-	while (same < n && same < t->nr_left && t->left_stack[same] == b->path[same].identity)
+	while (same < n && same < t->nr_left &&
+	       t->left_stack[same].identity == b->path[same].identity)
 		same++;
 	t->nr_left = 0;
 	for (size_t i = 0; i < same; i++)
@@ -594,17 +619,18 @@ static int on_off_cpu(struct rv_builder *b, const struct rv_event *ev, struct rv
  * drawn under a "[stack cut: N KiB copied]" frame, which stands for the
  * frames the copy did not reach, and that frame under the callers the
  * thread's last whole stack had (t->callers: its user frames but the leaf,
- * see note_callers) as far as they are open, and above the first of them that runs the cut
- * stack's outermost function (a recursion goes on where it was open); or
- * above an open [stack cut] frame when the previous sample was cut too. So
- * the open frames around it do not end, and the cut stack makes no root of
- * its own. Returns the frames put in front of the path. */
+ * see note_callers) as far as they are open (open_depth), and above the
+ * first of them that runs the cut stack's outermost function (a recursion
+ * goes on where it was open); or above an open [stack cut] frame when the
+ * previous sample was cut too. So the open frames around it do not end, and
+ * the cut stack makes no root of its own. Returns the frames put in front
+ * of the path. */
 static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t, size_t n,
 			      uint32_t cut_bytes, bool *failed)
 {
+	size_t depth = open_depth(t), keep = 0;
 	char name[64];
 	const char *kept;
-	size_t keep = 0;
 	bool after_cut = false;
 
 	if (cut_bytes % 1024 == 0)
@@ -616,23 +642,23 @@ static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t
 		*failed = true;
 		return 0;
 	}
-	for (size_t d = 0; d < t->depth && !after_cut; d++) {
+	for (size_t d = 0; d < depth && !after_cut; d++) {
 		uint32_t bytes;
 
-		if (rv_stack_cut_parse(t->stack[d].identity, &bytes)) {
+		if (rv_stack_cut_parse(open_identity(t, d), &bytes)) {
 			keep = d;
 			after_cut = true;
 		}
 	}
 	if (!after_cut)
-		while (keep < t->depth && keep < t->nr_callers &&
-		       t->stack[keep].identity == t->callers[keep] &&
+		while (keep < depth && keep < t->nr_callers &&
+		       open_identity(t, keep) == t->callers[keep] &&
 		       (!n || t->callers[keep] != b->path[0].identity))
 			keep++;
 	memmove(b->path + keep + 1, b->path, n * sizeof(*b->path));
 	for (size_t i = 0; i < keep; i++) {
-		b->path[i].identity = t->stack[i].identity;
-		b->path[i].name = t->stack[i].name;
+		b->path[i].identity = open_identity(t, i);
+		b->path[i].name = open_name(t, i);
 		b->path[i].known = true;
 	}
 	b->path[keep].identity = rv_stack_cut_marker(cut_bytes);
@@ -709,13 +735,14 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 			return ret;
 		b->stats.gaps_ended++;
 	}
-	if (n + t->depth + 2 > b->cap_path) {
-		void *grown = realloc(b->path, (n + t->depth + 2) * sizeof(*b->path));
+	/* room for the frames a cut stack or a graft puts in front */
+	if (n + open_depth(t) + 2 > b->cap_path) {
+		void *grown = realloc(b->path, (n + open_depth(t) + 2) * sizeof(*b->path));
 
 		if (!grown)
 			return rv_error_set(err, ENOMEM, "out of memory");
 		b->path = grown;
-		b->cap_path = n + t->depth + 2;
+		b->cap_path = n + open_depth(t) + 2;
 	}
 	/* Name the frames, root first. */
 	for (size_t i = 0; i < n; i++) {

@@ -163,7 +163,10 @@ struct thread_state {
 	bool off_has_state;
 	const char *off_where; /* the innermost function open when it left, or NULL */
 	uint64_t resumed_at;   /* when it came back, until its next sample; 0: not pending */
-	uint64_t *left_stack;  /* the identities of the frames open when it left, root first */
+	struct left_frame {
+		uint64_t identity;
+		const char *name;
+	} * left_stack; /* the frames open when it left, root first */
 	size_t nr_left, cap_left;
 	/* Samples: the user frames but the leaf of the thread's last whole
 	 * (not cut) stack, root first: a cut stack is drawn under them

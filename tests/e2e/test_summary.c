@@ -223,7 +223,7 @@ Test(summary, kernel_frames_are_marked, .timeout = 120)
 			 NULL };
 	run_process(argv, 120, &r);
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
-	top = strstr(r.err, "top functions by self time:\n");
+	top = strstr(r.err, "top functions by self time, CPU time only:\n");
 	cr_assert_not_null(top, "%s", r.err);
 	cr_assert(strstr(top, " [k]\n"), "no kernel function marked:\n%s", r.err);
 	cr_assert_null(strstr(top, "read_zeros [k]"), "a user function marked:\n%s", r.err);

@@ -13,8 +13,8 @@
 #define PID 100
 
 /* stack: root first; the event wants leaf first. 10 ns interval. */
-static void sample(struct builder_fixture *f, uint64_t time, const uint64_t *root_first, size_t n,
-		   bool switches)
+static void sample_cut(struct builder_fixture *f, uint64_t time, const uint64_t *root_first,
+		       size_t n, bool switches, uint32_t cut_bytes)
 {
 	struct rv_frame frames[16];
 	struct rv_event ev = {
@@ -27,7 +27,14 @@ static void sample(struct builder_fixture *f, uint64_t time, const uint64_t *roo
 	ev.stack.nr_frames = n;
 	ev.stack.interval_ns = 10;
 	ev.stack.switches_recorded = switches;
+	ev.stack.cut_bytes = cut_bytes;
 	builder_fixture_add(f, &ev);
+}
+
+static void sample(struct builder_fixture *f, uint64_t time, const uint64_t *root_first, size_t n,
+		   bool switches)
+{
+	sample_cut(f, time, root_first, n, switches, 0);
 }
 
 static void switch_out(struct builder_fixture *f, uint64_t time, const char *name, uint64_t state)
@@ -280,5 +287,38 @@ Test(builder_off_cpu, frames_do_not_resume_from_before_a_snapshot)
 	sample(&f, 30, work, 2, true);
 	t = builder_fixture_finish(&f);
 	cr_assert_eq(trace_span(t, "0x2000", 1)->begin_ns, 30, "a segment continues nothing");
+	builder_fixture_close(&f, t);
+}
+
+/* A stack the copy cut, first after the thread came back: it goes under the
+ * frames the thread left (resumed at the switch in), not under a [stack cut]
+ * root of its own. */
+Test(builder_off_cpu, a_cut_stack_after_a_switch_resumes_under_the_frames_left)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_span *cut, *main_again;
+	/* main=0x1000, descend=0x5000, spin=0x6000 */
+	const uint64_t whole[] = { 0x1000, 0x5000 };
+	const uint64_t deep[] = { 0x5000, 0x5000, 0x6000 };
+
+	builder_fixture_open(&f);
+	sample(&f, 0, whole, 2, true);
+	sample_cut(&f, 10, deep, 3, true, 4096);
+	switch_out(&f, 15, "[off-cpu: preempted]", 0);
+	switch_in(&f, 50);
+	sample_cut(&f, 55, deep, 3, true, 4096);
+	sample_cut(&f, 65, deep, 3, true, 4096);
+	t = builder_fixture_finish(&f);
+
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "0x1000"), 2, "main before and after");
+	main_again = trace_span(t, "0x1000", 1);
+	cr_assert_eq(main_again->begin_ns, 50, "main resumes at the switch in");
+	cr_assert_eq(fxt_count_spans(t, PID, PID, "[stack cut: 4 KiB copied]"), 2);
+	cut = trace_span(t, "[stack cut: 4 KiB copied]", 1);
+	cr_assert_eq(fxt_span_parent(t, cut), main_again,
+		     "under the frames the thread left, resumed: %s",
+		     fxt_span_parent(t, cut) ? fxt_span_parent(t, cut)->name : "a root");
+	cr_assert_eq(cut->begin_ns, 50, "its outer frames came back at the switch in");
 	builder_fixture_close(&f, t);
 }
