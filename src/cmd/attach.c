@@ -22,7 +22,7 @@ int rv_cmd_attach(const struct rv_options *opts)
 
 	ret = rv_session_prepare(&session, opts, &err);
 	if (!ret && nr_pids == 0) {
-		ret = rv_target_pick(&picked, &err);
+		ret = rv_target_pick(&picked, session.signal_fd, &err);
 		pids = &picked;
 		nr_pids = 1;
 	}

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,27 +68,55 @@ int rv_target_spawn(struct rv_target *t, char *const argv[], struct rv_error *er
 
 		close(errpipe[0]);
 		/* rearview blocks the signals it waits for; the program must not
-		 * inherit that. */
+		 * inherit that. Unblocked once traced: a Ctrl-C that came since
+		 * the fork then stops the child for rearview (which got it too,
+		 * and passes it on to the program once it runs) instead of
+		 * killing it before it started. */
 		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0) {
+			sigprocmask(SIG_SETMASK, &none, NULL);
 			execv(path, argv);
+		}
 		child_errno = errno;
 		if (write(errpipe[1], &child_errno, sizeof(child_errno)) < 0)
 			_exit(127);
 		_exit(127);
 	}
 	close(errpipe[1]);
+	/* Waited for before the pipe is read: a child stopped at a signal
+	 * before its exec waits for rearview. */
+	for (;;) {
+		if (waitpid(pid, &status, 0) != pid) {
+			if (errno == EINTR)
+				continue;
+			ret = errno;
+			close(errpipe[0]);
+			return rv_error_set(err, ret, "cannot wait for '%s': %s", argv[0],
+					    strerror(ret));
+		}
+		if (!WIFSTOPPED(status) || WSTOPSIG(status) == SIGTRAP)
+			break;
+		/* a signal before the exec (the child is still rearview's
+		 * code): dropped; a stop signal rearview got too is passed on
+		 * to the program by the session */
+		rv_debug("signal %d before '%s' started, not delivered", WSTOPSIG(status), argv[0]);
+		if (ptrace(PTRACE_CONT, pid, NULL, NULL)) {
+			ret = errno;
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			close(errpipe[0]);
+			return rv_error_set(err, ret, "cannot start '%s': %s", argv[0],
+					    strerror(ret));
+		}
+	}
+	/* After the exec the pipe is closed (O_CLOEXEC); a failed exec wrote
+	 * its errno there and exited. */
 	if (read(errpipe[0], &child_errno, sizeof(child_errno)) == (ssize_t)sizeof(child_errno)) {
 		close(errpipe[0]);
-		waitpid(pid, &status, 0);
 		return rv_error_set(err, child_errno, "cannot run '%s': %s", argv[0],
 				    strerror(child_errno));
 	}
 	close(errpipe[0]);
-	if (waitpid(pid, &status, 0) != pid)
-		return rv_error_set(err, errno, "cannot wait for '%s': %s", argv[0],
-				    strerror(errno));
 	if (!WIFSTOPPED(status)) {
 		return rv_error_set(err, ECHILD, "'%s' ended before it started (status 0x%x)",
 				    argv[0], status);
@@ -358,9 +387,11 @@ static int pick_with_fzf(const struct process_line *lines, size_t n, pid_t *pid,
 	return 0;
 }
 
-static int pick_from_list(const struct process_line *lines, size_t n, pid_t *pid,
+static int pick_from_list(const struct process_line *lines, size_t n, int stop_fd, pid_t *pid,
 			  struct rv_error *err)
 {
+	struct pollfd fds[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
+				 { .fd = stop_fd, .events = POLLIN } };
 	char answer[64];
 	char *end;
 	long choice;
@@ -369,6 +400,14 @@ static int pick_from_list(const struct process_line *lines, size_t n, pid_t *pid
 		fprintf(stderr, "%4zu) %s\n", i + 1, lines[i].text);
 	fprintf(stderr, "Record which process? Enter its number (1-%zu): ", n);
 	fflush(stderr);
+	/* the stop signals are blocked (the session waits for them on
+	 * stop_fd): one ends the question */
+	while (stop_fd >= 0 && poll(fds, 2, -1) < 0 && errno == EINTR)
+		;
+	if (stop_fd >= 0 && (fds[1].revents & POLLIN)) {
+		fprintf(stderr, "\n");
+		return rv_error_set(err, ECANCELED, "interrupted: no process chosen");
+	}
 	if (!fgets(answer, sizeof(answer), stdin))
 		return rv_error_set(err, ECANCELED,
 				    "no process chosen (standard input closed); use -p PID");
@@ -380,7 +419,7 @@ static int pick_from_list(const struct process_line *lines, size_t n, pid_t *pid
 	return 0;
 }
 
-int rv_target_pick(pid_t *pid, struct rv_error *err)
+int rv_target_pick(pid_t *pid, int stop_fd, struct rv_error *err)
 {
 	struct process_line *lines = NULL;
 	size_t n = 0;
@@ -395,7 +434,7 @@ int rv_target_pick(pid_t *pid, struct rv_error *err)
 	if (isatty(STDIN_FILENO) && isatty(STDERR_FILENO) && have_fzf())
 		ret = pick_with_fzf(lines, n, pid, err);
 	else
-		ret = pick_from_list(lines, n, pid, err);
+		ret = pick_from_list(lines, n, stop_fd, pid, err);
 	free(lines);
 	return ret;
 }

@@ -47,8 +47,9 @@ int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids, str
 
 /* Lets the user choose a process: through fzf when it is installed and both
  * stdin and stderr are terminals, else as a numbered list on stderr read from
- * stdin. */
-int rv_target_pick(pid_t *pid, struct rv_error *err);
+ * stdin. stop_fd (a signalfd of the stop signals, or -1) readable while the
+ * list waits for an answer ends it: ECANCELED. */
+int rv_target_pick(pid_t *pid, int stop_fd, struct rv_error *err);
 
 /* Non-blocking check: returns true once every target process has exited
  * (reaping a spawned child and recording its status). */

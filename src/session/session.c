@@ -174,6 +174,15 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 				    "root",
 				    s->machine.perf_event_paranoid);
 
+	/* From here on a stop signal waits for the session (signal_fd): it
+	 * never ends rearview with a temporary file or directory left. */
+	sigemptyset(&s->waited_signals);
+	sigaddset(&s->waited_signals, SIGINT);
+	sigaddset(&s->waited_signals, SIGTERM);
+	sigaddset(&s->waited_signals, SIGHUP);
+	sigaddset(&s->waited_signals, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &s->waited_signals, NULL);
+
 	/* The output is checked (and its temporary file made) before anything runs. */
 	ret = rv_trace_writer_open(&s->writer, opts->output, err);
 	if (ret)
@@ -184,12 +193,6 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 	if (ret)
 		return ret;
 
-	sigemptyset(&s->waited_signals);
-	sigaddset(&s->waited_signals, SIGINT);
-	sigaddset(&s->waited_signals, SIGTERM);
-	sigaddset(&s->waited_signals, SIGHUP);
-	sigaddset(&s->waited_signals, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &s->waited_signals, NULL);
 	s->signal_fd = signalfd(-1, &s->waited_signals, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (s->signal_fd < 0)
 		return rv_error_set(err, errno, "cannot create a signalfd: %s", strerror(errno));

@@ -1,6 +1,7 @@
 /* test_attach.c: `rearview attach` records a running process until Ctrl-C and
  * leaves it running, unharmed and untraced. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,5 +163,45 @@ Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
 	kill(target, SIGKILL);
 	waitpid(target, &status, 0);
 	close(pipe_read);
+	cleanup_dir(dir);
+}
+
+/* Ctrl-C while the list waits for an answer ends it at once: rearview blocks
+ * the stop signals for its session, so the question must watch for them. */
+Test(attach, ctrl_c_at_the_list_ends_it, .timeout = 60)
+{
+	char dir[64], out[128], err_path[96];
+	struct proc_result r;
+	int in[2], err_fd, out_fd;
+	pid_t rearview;
+
+	make_test_dir(dir, sizeof(dir));
+	snprintf(out, sizeof(out), "%s/pick.fxt", dir);
+	snprintf(err_path, sizeof(err_path), "%s/err", dir);
+	cr_assert_eq(pipe(in), 0);
+	err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	out_fd = open("/dev/null", O_RDWR);
+	cr_assert(err_fd >= 0 && out_fd >= 0);
+	rearview = fork();
+	cr_assert_geq(rearview, 0);
+	if (rearview == 0) {
+		setpgid(0, 0);
+		default_stop_signals();
+		dup2(in[0], 0);
+		dup2(out_fd, 1);
+		dup2(err_fd, 2);
+		execl(build_path("rearview"), "rearview", "attach", "-o", out, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(rearview, rearview);
+	close(in[0]); /* in[1] stays open: standard input never ends */
+	cr_assert(wait_for_text(err_fd, "Record which process?", 30), "no question asked");
+	kill(-rearview, SIGINT);
+	finish_process(rearview, out_fd, err_fd, 10, &r);
+	close(in[1]);
+	cr_assert(!r.timed_out, "Ctrl-C did not end the question");
+	cr_assert_eq(r.exit_code, 1, "%s", r.err);
+	cr_assert(strstr(r.err, "interrupted: no process chosen"), "%s", r.err);
+	cr_assert(!file_exists(out));
 	cleanup_dir(dir);
 }

@@ -292,7 +292,8 @@ Test(functions_record, attach_then_detach_leaves_the_process_running_and_unprobe
 		for (size_t i = 0; i < held.nr_links; i++)
 			for (size_t j = 0; j < after.nr_links; j++)
 				if (after.links[j] == held.links[i]) {
-					cr_assert(exists[i], "link %u held but gone", held.links[i]);
+					cr_assert(exists[i], "link %u held but gone",
+						  held.links[i]);
 					checked++;
 				}
 		cr_assert_gt(checked, 0, "rearview still holds its links");

@@ -404,6 +404,50 @@ static pid_t target_ready(pid_t rearview, int fd)
 	return (pid_t)atoi(ready);
 }
 
+/* Ctrl-C at any moment of the start, the window between rearview's fork and
+ * the program's exec included: the program never dies as rearview's code
+ * (which said "ended before it started"); it gets the signal once it runs,
+ * and rearview exits with its status and a valid trace. */
+Test(run, ctrl_c_during_the_start_is_passed_to_the_program, .timeout = 120)
+{
+	for (int delay_ms = 0; delay_ms <= 50; delay_ms += 5) {
+		char dir[64], out[128];
+		struct proc_result r;
+		struct fxt_trace *t;
+		int out_fd, err_fd;
+		pid_t pid;
+
+		make_test_dir(dir, sizeof(dir));
+		snprintf(out, sizeof(out), "%s/t.fxt", dir);
+		char *argv[] = { (char *)build_path("rearview"),
+				 "run",
+				 "-o",
+				 out,
+				 "--",
+				 (char *)build_path("tests/targets/forever"),
+				 NULL };
+		pid = start_process(argv, &out_fd, &err_fd);
+		usleep((useconds_t)delay_ms * 1000);
+		kill(-pid, SIGINT);
+		finish_process(pid, out_fd, err_fd, 30, &r);
+		cr_assert(!r.timed_out, "%d ms: rearview did not stop at Ctrl-C: %s", delay_ms,
+			  r.err);
+		cr_assert_eq(r.exit_code, 128 + SIGINT, "%d ms: exit %d: %s", delay_ms, r.exit_code,
+			     r.err);
+		cr_assert_null(strstr(r.err, "before it started"), "%d ms: %s", delay_ms, r.err);
+		/* (a Ctrl-C before rearview blocked it ends rearview as any
+		 * program, before it started the program: no trace then) */
+		if (access(out, F_OK) == 0) {
+			t = read_trace(out);
+			fxt_trace_free(t);
+		} else {
+			cr_assert_null(strstr(r.err, "recording"), "%d ms: recorded, no trace: %s",
+				       delay_ms, r.err);
+		}
+		cleanup_dir(dir);
+	}
+}
+
 Test(run, ctrl_c_mid_run_writes_a_valid_trace, .timeout = 60)
 {
 	/* Early: 60 ms in, rearview may still be starting (the timing is what
