@@ -110,7 +110,9 @@ struct rv_sample_engine {
 	struct perf_event_attr switch_attr;
 	size_t nr_switch_events;
 	struct rv_reorder reorder;
-	uint64_t previous_pass_start;
+	/* when the previous two drains began: what is released (see
+	 * rv_sample_engine_drain) */
+	uint64_t previous_pass_start, pass_before_previous_start;
 	struct rv_flight_recorder flight;
 	struct record_list sideband;
 	size_t sideband_written;  /* bytes of sideband already in the capture (snapshots) */
@@ -846,10 +848,8 @@ static int drain_ring(struct rv_sample_engine *e, struct ring *r, struct rv_erro
 
 int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
 {
-	uint64_t pass_start = monotonic_ns();
+	uint64_t pass_start = monotonic_ns(), release;
 	int ret;
-
-	uint64_t release;
 
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		ret = drain_ring(e, &e->rings[i], err);
@@ -859,9 +859,13 @@ int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
 	ret = take_unwound(e, false, err);
 	if (ret)
 		return ret;
-	/* Everything stamped before the previous pass began has been read by
-	 * now, and unwound but for what the unwinding thread still holds. */
-	release = e->previous_pass_start;
+	/* Everything stamped before the previous pass began has been read from
+	 * the rings by now, and unwound but for what the unwinding thread still
+	 * holds. The gate's marks come in after each drain (the session reads
+	 * the gate's records before it, and hands them over after): a mark
+	 * stamped just before the previous pass began may come after this one,
+	 * but every mark stamped before the pass before it has come. */
+	release = e->pass_before_previous_start;
 	if (e->unwinder && e->config.full_execution) {
 		uint64_t oldest = rv_online_unwind_oldest(e->unwinder);
 
@@ -870,6 +874,7 @@ int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
 	}
 	e->sink_err = err;
 	ret = rv_reorder_release(&e->reorder, release, sink, e);
+	e->pass_before_previous_start = e->previous_pass_start;
 	e->previous_pass_start = pass_start;
 	return ret;
 }
@@ -1004,7 +1009,7 @@ int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err)
 			ioctl(e->rings[i].switch_fd, PERF_EVENT_IOC_ENABLE, 0);
 	}
 	e->started = true;
-	e->previous_pass_start = time;
+	e->previous_pass_start = e->pass_before_previous_start = time;
 	if (e->config.include_kernel && synth_kernel_mmap(e, time))
 		return rv_error_set(err, ENOMEM, "out of memory");
 	/* After enabling, so that a mapping made in between is seen twice rather
