@@ -7,6 +7,11 @@
  * canonical, so it is never a real address, and perf's tools, which discard a
  * whole chain on an unknown PERF_CONTEXT_* value, take it as an unknown frame
  * ("[unknown]") and keep the chain. The decoder turns it back into the cut.
+ *
+ * The same marker with RV_STACK_UNWIND_STOPPED as its byte count says the
+ * unwinder stopped inside the copy, where no call frame information
+ * described a caller (a trampoline, code without CFI): the outer frames are
+ * unknown just the same, for another reason.
  */
 #ifndef RV_CAPTURE_CALLCHAIN_H
 #define RV_CAPTURE_CALLCHAIN_H
@@ -15,6 +20,9 @@
 #include <stdint.h>
 
 #define RV_STACK_CUT_TAG 0x52564354ull /* "RVCT" */
+
+/* The byte count of a stack whose unwinding stopped before the copy ended. */
+#define RV_STACK_UNWIND_STOPPED 0xffffffffu
 
 static inline uint64_t rv_stack_cut_marker(uint32_t copied_bytes)
 {

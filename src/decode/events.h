@@ -118,7 +118,11 @@ struct rv_event {
 			/* the user stack was deeper than the sample's copy:
 			 * frames end where the copy did, after cut_bytes
 			 * bytes (0: not cut); the builder draws them under a
-			 * "[stack cut]" frame, never as a root of their own */
+			 * "[stack cut]" frame, never as a root of their own.
+			 * RV_STACK_UNWIND_STOPPED (capture/callchain.h): the
+			 * unwinding stopped inside the copy, where no call frame
+			 * information described a caller; drawn under an
+			 * "[unwinding stopped]" frame the same way */
 			uint32_t cut_bytes;
 		} stack;
 		struct {

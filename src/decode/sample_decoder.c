@@ -162,6 +162,8 @@ static size_t frames_from_dwarf(struct rv_sample_decoder *d, const struct rv_per
 	if (nr_unwound && rv_unwind_cut(d->unwinder) &&
 	    s->stack_user_size == s->attr->attr.sample_stack_user)
 		*cut_bytes = s->stack_user_size ? (uint32_t)s->stack_user_size : 1;
+	else if (nr_unwound >= 2 && rv_unwind_stopped(d->unwinder))
+		*cut_bytes = RV_STACK_UNWIND_STOPPED;
 	for (size_t i = 0; i < nr_unwound && n < MAX_FRAMES; i++) {
 		d->frames[n].addr = d->unwound[i];
 		d->frames[n].kernel = false;

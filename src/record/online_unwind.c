@@ -1,11 +1,14 @@
 /* online_unwind.c: raw DWARF samples unwound on a thread of their own into
  * call-chain samples; see online_unwind.h.
  *
- * One queue in, one queue out, both lists of malloc'd items under one mutex.
- * Sideband items travel in the input queue with the samples, so the thread
- * applies a mapping before the samples drained after it. A sample that finds
- * the queue full is converted at once (IP only) but still queued behind the
- * others, so the order out is the order in.
+ * Items pushed wait in `pending` (push order, which is time order within
+ * each stream) until the engine releases a time: everything stamped before
+ * it then moves to the input queue in time order, a mapping before a sample
+ * of the same time. So the thread applies every mapping made before a sample
+ * (whichever CPU's ring it came from) and none made after it, though the
+ * engine drains the rings one after another. One queue out. All lists of
+ * malloc'd items under one mutex. A sample that finds the queues full is
+ * converted at once (IP only) but still queued behind the others.
  */
 #define RV_LOG_DOMAIN "unwind"
 #include "record/online_unwind.h"
@@ -51,8 +54,8 @@ struct rv_online_unwind {
 	bool thread_started;
 	pthread_mutex_t lock;
 	pthread_cond_t work, idle;
-	struct queue in, out;
-	size_t queued_bytes; /* raw samples in `in` */
+	struct queue pending, in, out;
+	size_t queued_bytes; /* raw samples in `pending` and `in` */
 	bool busy, stopping;
 	uint64_t busy_time; /* the time of the sample the thread holds */
 	struct rv_online_unwind_stats stats;
@@ -221,7 +224,7 @@ static void apply_sideband(struct rv_online_unwind *u, const struct perf_event_h
 
 /* Replaces the raw sample of it with its chain; false when it was unreadable. */
 static struct item *unwind_item(struct rv_online_unwind *u, struct item *it, bool *failed,
-				bool *cut)
+				bool *cut, bool *stopped)
 {
 	const struct perf_event_header *raw = (const void *)it->rec;
 	struct rv_raw_dwarf_sample s;
@@ -231,7 +234,7 @@ static struct item *unwind_item(struct rv_online_unwind *u, struct item *it, boo
 	uint32_t cut_bytes = 0;
 	struct item *done;
 
-	*failed = *cut = false;
+	*failed = *cut = *stopped = false;
 	if (rv_raw_dwarf_sample_parse(raw, u->config.regs_mask, &s))
 		return NULL;
 	if (s.regs_abi) {
@@ -249,6 +252,10 @@ static struct item *unwind_item(struct rv_online_unwind *u, struct item *it, boo
 			cut_bytes = (uint32_t)s.stack_size;
 			if (!cut_bytes)
 				cut_bytes = 1;
+		} else if (nr >= 2 && rv_unwind_stopped(u->unwinder)) {
+			/* its root is no root: drawn as incomplete, like a cut */
+			*stopped = true;
+			cut_bytes = RV_STACK_UNWIND_STOPPED;
 		}
 	}
 	size = rv_chain_sample_build(u->chain_buf, sizeof(u->chain_buf), raw, &s, u->frames, nr,
@@ -273,7 +280,7 @@ static void *unwind_thread(void *arg)
 	pthread_mutex_lock(&u->lock);
 	for (;;) {
 		struct item *it, *done = NULL;
-		bool failed = false, cut = false;
+		bool failed = false, cut = false, stopped = false;
 		uint64_t began;
 
 		while (!u->in.head && !u->stopping) {
@@ -297,7 +304,7 @@ static void *unwind_thread(void *arg)
 		if (it->kind == ITEM_SIDEBAND)
 			apply_sideband(u, (const void *)it->rec);
 		else
-			done = unwind_item(u, it, &failed, &cut);
+			done = unwind_item(u, it, &failed, &cut, &stopped);
 		began = now_ns(CLOCK_MONOTONIC) - began;
 		pthread_mutex_lock(&u->lock);
 		if (it->kind == ITEM_SAMPLE) {
@@ -306,6 +313,7 @@ static void *unwind_thread(void *arg)
 				u->stats.unwound++;
 				u->stats.failed += failed;
 				u->stats.cut += cut;
+				u->stats.stopped += stopped;
 				queue_add(&u->out, done);
 			} else {
 				u->stats.bad++;
@@ -412,27 +420,89 @@ int rv_online_unwind_push_sample(struct rv_online_unwind *u, const struct perf_e
 		if (u->queued_bytes > u->stats.max_queued_bytes_seen)
 			u->stats.max_queued_bytes_seen = u->queued_bytes;
 	}
-	queue_add(&u->in, it);
-	pthread_cond_signal(&u->work);
+	queue_add(&u->pending, it);
 	pthread_mutex_unlock(&u->lock);
 	return 0;
 }
 
 int rv_online_unwind_push_sideband(struct rv_online_unwind *u, const struct perf_event_header *rec,
-				   struct rv_error *err)
+				   uint64_t time, struct rv_error *err)
 {
 	struct item *it;
 
 	if (rec->type != PERF_RECORD_MMAP2 && rec->type != PERF_RECORD_COMM)
 		return 0;
-	it = copy_item(rec, ITEM_SIDEBAND, 0, 0);
+	it = copy_item(rec, ITEM_SIDEBAND, 0, time);
 	if (!it)
 		return rv_error_set(err, ENOMEM, "out of memory queueing a mapping");
 	pthread_mutex_lock(&u->lock);
-	queue_add(&u->in, it);
-	pthread_cond_signal(&u->work);
+	queue_add(&u->pending, it);
 	pthread_mutex_unlock(&u->lock);
 	return 0;
+}
+
+/* Time order, a mapping before a sample of the same time, then push order
+ * (the sort is not stable: seq keeps it). */
+struct released {
+	struct item *it;
+	size_t seq;
+};
+
+static int released_cmp(const void *a, const void *b)
+{
+	const struct released *x = a, *y = b;
+	int xs = x->it->kind != ITEM_SIDEBAND, ys = y->it->kind != ITEM_SIDEBAND;
+
+	if (x->it->time != y->it->time)
+		return x->it->time < y->it->time ? -1 : 1;
+	if (xs != ys)
+		return xs - ys;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Moves the pending items stamped before `until` to the input queue in time
+ * order; with the lock held. Without memory for the sort, in push order. */
+static void release_locked(struct rv_online_unwind *u, uint64_t until)
+{
+	struct queue keep = { 0 }, go = { 0 };
+	struct released *sorted;
+	struct item *it;
+	size_t n = 0, i = 0;
+
+	while ((it = queue_pop(&u->pending))) {
+		if (it->time < until) {
+			queue_add(&go, it);
+			n++;
+		} else {
+			queue_add(&keep, it);
+		}
+	}
+	u->pending = keep;
+	if (!n)
+		return;
+	sorted = malloc(n * sizeof(*sorted));
+	if (sorted) {
+		while ((it = queue_pop(&go))) {
+			sorted[i].it = it;
+			sorted[i].seq = i;
+			i++;
+		}
+		qsort(sorted, n, sizeof(*sorted), released_cmp);
+		for (i = 0; i < n; i++)
+			queue_add(&u->in, sorted[i].it);
+		free(sorted);
+	} else {
+		while ((it = queue_pop(&go)))
+			queue_add(&u->in, it);
+	}
+	pthread_cond_signal(&u->work);
+}
+
+void rv_online_unwind_release(struct rv_online_unwind *u, uint64_t until)
+{
+	pthread_mutex_lock(&u->lock);
+	release_locked(u, until);
+	pthread_mutex_unlock(&u->lock);
 }
 
 int rv_online_unwind_take(struct rv_online_unwind *u, rv_online_unwind_fn fn, void *ctx)
@@ -460,8 +530,11 @@ uint64_t rv_online_unwind_oldest(struct rv_online_unwind *u)
 	pthread_mutex_lock(&u->lock);
 	if (u->busy && u->busy_time < oldest)
 		oldest = u->busy_time;
-	for (int q = 0; q < 2; q++)
-		for (const struct item *it = q ? u->out.head : u->in.head; it; it = it->next)
+	for (int q = 0; q < 3; q++)
+		for (const struct item *it = q == 0   ? u->pending.head
+					     : q == 1 ? u->in.head
+						      : u->out.head;
+		     it; it = it->next)
 			if (it->kind != ITEM_SIDEBAND && it->time < oldest)
 				oldest = it->time;
 	pthread_mutex_unlock(&u->lock);
@@ -471,6 +544,7 @@ uint64_t rv_online_unwind_oldest(struct rv_online_unwind *u)
 void rv_online_unwind_flush(struct rv_online_unwind *u)
 {
 	pthread_mutex_lock(&u->lock);
+	release_locked(u, UINT64_MAX);
 	while ((u->in.head || u->busy) && u->thread_started && !u->stopping)
 		pthread_cond_wait(&u->idle, &u->lock);
 	pthread_mutex_unlock(&u->lock);
@@ -498,6 +572,7 @@ void rv_online_unwind_free(struct rv_online_unwind *u)
 		pthread_mutex_unlock(&u->lock);
 		pthread_join(u->thread, NULL);
 	}
+	queue_free(&u->pending);
 	queue_free(&u->in);
 	queue_free(&u->out);
 	rv_unwinder_free(u->unwinder);

@@ -3,21 +3,26 @@
  *
  * The sampling engine hands over each raw DWARF sample it drains (registers
  * and a copy of the user stack, about 8 KiB) and the target's sideband that
- * says what is mapped (MMAP2, and COMM for exec), in the order it reads them.
- * The thread replays the sideband into a symbolizer of its own (one libdwfl
- * session per process, reused; each mapping's module reported once) and
- * unwinds each sample against the mappings as of that sample
- * (symbolize/unwind). What comes out is the same sample in
+ * says what is mapped (MMAP2, and COMM for exec), each with its time, in the
+ * order it reads them: time order within one ring, but rings are drained one
+ * after another, so a mapping made on one CPU can be read after samples taken
+ * later on another. Nothing is unwound until the engine releases a time
+ * (rv_online_unwind_release): then what was pushed stamped before it is
+ * taken in time order. The thread replays the sideband into a symbolizer of
+ * its own (one libdwfl session per process, reused; each mapping's module
+ * reported once) and unwinds each sample against the mappings as of that
+ * sample (symbolize/unwind). What comes out is the same sample in
  * PERF_SAMPLE_CALLCHAIN form: the kernel's part of the chain as the kernel
  * gave it, then PERF_CONTEXT_USER and the unwound user frames (the IP first),
  * without registers or stack. A stack the copy cut ends with rearview's cut
  * marker (capture/callchain.h), an address perf's tools show as an unknown
- * frame.
+ * frame; so does one whose unwinding stopped inside the copy after the IP
+ * (RV_STACK_UNWIND_STOPPED). A stack of its IP alone carries no marker.
  *
  * The queue of samples waiting for the thread is bounded (bytes). A sample
  * that finds it full is not dropped: it is kept with its IP alone as its user
- * chain, and counted (not_unwound). Samples come out in the order they went
- * in.
+ * chain, and counted (not_unwound). Samples come out in the order they were
+ * unwound: time order within each release.
  *
  * Not here: where the chains go (the engine's flight recorder or reorder
  * buffer), nor the capture's attribute (the engine writes it without
@@ -50,6 +55,9 @@ struct rv_online_unwind_stats {
 	uint64_t not_unwound;	/* samples kept with their IP alone: the queue was full */
 	uint64_t failed;	/* samples unwound to their IP only (no CFI, bad registers) */
 	uint64_t cut;		/* samples whose stack the copy cut */
+	uint64_t stopped;	/* samples whose unwinding stopped inside the copy, at a
+				 * caller no call frame information described (marked
+				 * like a cut: RV_STACK_UNWIND_STOPPED) */
 	uint64_t bad;		/* raw samples too malformed to read, dropped and counted */
 	uint64_t unwind_ns;	/* the thread's wall time unwinding and building chains */
 	uint64_t thread_cpu_ns; /* the thread's CPU time */
@@ -67,10 +75,16 @@ int rv_online_unwind_new(struct rv_online_unwind **out, const struct rv_online_u
 int rv_online_unwind_push_sample(struct rv_online_unwind *u, const struct perf_event_header *rec,
 				 size_t stream, uint64_t time, struct rv_error *err);
 
-/* A sideband record of a target (MMAP2 and COMM matter, others are
- * ignored), applied before the samples pushed after it. Copied. */
+/* A sideband record of a target stamped `time` (MMAP2 and COMM matter,
+ * others are ignored), applied before the samples stamped at or after it.
+ * Copied. */
 int rv_online_unwind_push_sideband(struct rv_online_unwind *u, const struct perf_event_header *rec,
-				   struct rv_error *err);
+				   uint64_t time, struct rv_error *err);
+
+/* Everything stamped before `until` has been pushed: the thread may unwind
+ * it, in time order. What is stamped later waits for a later release (or
+ * rv_online_unwind_flush, which releases everything). */
+void rv_online_unwind_release(struct rv_online_unwind *u, uint64_t until);
 
 /* Hands each finished chain sample to fn, in the order pushed, and forgets
  * it (fn copies what it keeps). A negative return of fn stops and is
@@ -83,7 +97,8 @@ int rv_online_unwind_take(struct rv_online_unwind *u, rv_online_unwind_fn fn, vo
  * so that a time-ordered writer releases nothing after it. */
 uint64_t rv_online_unwind_oldest(struct rv_online_unwind *u);
 
-/* Waits until the thread has unwound everything pushed so far. */
+/* Releases everything pushed so far and waits until the thread has unwound
+ * it. */
 void rv_online_unwind_flush(struct rv_online_unwind *u);
 
 void rv_online_unwind_stats(struct rv_online_unwind *u, struct rv_online_unwind_stats *out);

@@ -789,7 +789,8 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 	default:
 		if (!keep_sideband(e, rec))
 			return 0;
-		if (e->unwinder && rv_online_unwind_push_sideband(e->unwinder, rec, e->sink_err))
+		if (e->unwinder &&
+		    rv_online_unwind_push_sideband(e->unwinder, rec, trailer->time, e->sink_err))
 			return -ENOMEM;
 		break;
 	}
@@ -856,6 +857,11 @@ int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
 		if (ret)
 			return ret;
 	}
+	/* Every ring has been read since the previous pass began: the
+	 * unwinding thread may take what is older, in time order (a mapping
+	 * read from one ring before the samples read from another) */
+	if (e->unwinder)
+		rv_online_unwind_release(e->unwinder, e->previous_pass_start);
 	ret = take_unwound(e, false, err);
 	if (ret)
 		return ret;
@@ -943,7 +949,7 @@ static int push_synthesized(void *ctx, const struct perf_event_header *rec, stru
 {
 	struct synth_ctx *s = ctx;
 
-	if (s->e->unwinder && rv_online_unwind_push_sideband(s->e->unwinder, rec, err))
+	if (s->e->unwinder && rv_online_unwind_push_sideband(s->e->unwinder, rec, s->time, err))
 		return -err->code;
 	if (rv_reorder_push(&s->e->reorder, MISC_STREAM(s->e), rec, s->time))
 		return rv_error_set(err, ENOMEM, "out of memory");
@@ -1478,6 +1484,7 @@ void rv_sample_engine_stats(const struct rv_sample_engine *e, struct rv_sample_s
 		out->not_unwound = us.not_unwound;
 		out->unwind_failed = us.failed + us.bad;
 		out->stacks_cut = us.cut;
+		out->unwind_stopped = us.stopped;
 		out->unwind_ns = us.unwind_ns;
 		out->unwind_cpu_ns = us.thread_cpu_ns;
 	}

@@ -115,10 +115,11 @@ struct rv_sample_stats {
 
 	/* DWARF mode unwound as samples arrive (see online_unwind.h): samples
 	 * unwound, kept with their IP alone (the unwinder fell behind), unwound
-	 * to their IP only, cut by the copy; the unwinding thread's wall time
-	 * unwinding and its CPU time; bytes of the samples kept */
+	 * to their IP only, cut by the copy, stopped inside the copy at a
+	 * caller nothing described; the unwinding thread's wall time unwinding
+	 * and its CPU time; bytes of the samples kept */
 	bool online_unwind;
-	uint64_t unwound, not_unwound, unwind_failed, stacks_cut;
+	uint64_t unwound, not_unwound, unwind_failed, stacks_cut, unwind_stopped;
 	uint64_t unwind_ns, unwind_cpu_ns;
 	uint64_t sample_bytes;
 };

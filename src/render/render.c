@@ -134,6 +134,11 @@ static void print_coverage(const struct rv_render_options *ro, const struct rv_b
 			"rearview: %s samples had stacks deeper than the copy (drawn under "
 			"[stack cut]); --callgraph-mode dwarf,SIZE copies more\n",
 			rv_count_text(bs->stacks_cut, count, sizeof(count)));
+	if (bs->stacks_stopped)
+		fprintf(stderr,
+			"rearview: %s samples' stacks could not be unwound past a function "
+			"without call frame information (drawn under [unwinding stopped])\n",
+			rv_count_text(bs->stacks_stopped, count, sizeof(count)));
 	if (ro->not_unwound)
 		fprintf(stderr,
 			"rearview: %s samples show their leaf alone: the unwinder fell behind "

@@ -310,12 +310,14 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 			 (unsigned long long)stats->evicted);
 	if (stats->online_unwind)
 		rv_debug("unwound %llu samples as they arrived (%llu to their IP only, %llu "
-			 "cut by the copy, %llu left with their IP: the unwinder fell behind); "
+			 "cut by the copy, %llu stopped at a caller without call frame "
+			 "information, %llu left with their IP: the unwinder fell behind); "
 			 "%.1f us a sample, the unwinding thread used %.3f s of CPU; %.0f "
 			 "bytes a sample kept",
 			 (unsigned long long)stats->unwound,
 			 (unsigned long long)stats->unwind_failed,
 			 (unsigned long long)stats->stacks_cut,
+			 (unsigned long long)stats->unwind_stopped,
 			 (unsigned long long)stats->not_unwound,
 			 stats->unwound ? (double)stats->unwind_ns / 1e3 / (double)stats->unwound
 					: 0.0,

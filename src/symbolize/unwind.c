@@ -61,7 +61,8 @@ struct rv_unwinder {
 	 * outlive its Dwfl; it is only trusted while that Dwfl reports attached
 	 * state, and replaced when a new Dwfl takes the address. */
 	struct rv_map sessions;
-	bool last_cut; /* the last rv_unwind stopped at the copy's end */
+	bool last_cut;	   /* the last rv_unwind stopped at the copy's end */
+	bool last_stopped; /* ... at a caller nothing described, inside the copy */
 };
 
 struct frame_collector {
@@ -249,7 +250,7 @@ int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t 
 	if (!u || !in || !nr_frames || (max_frames && !frames))
 		return rv_error_set(err, EINVAL, "rv_unwind: missing argument");
 	*nr_frames = 0;
-	u->last_cut = false;
+	u->last_cut = u->last_stopped = false;
 	ret = load_registers(in, &sample_regs, err);
 	if (ret)
 		return ret;
@@ -281,9 +282,11 @@ int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t 
 	/* An error here only ends the chain early: what came before stands. */
 	/* Stopped for want of memory above the copy (libdwfl ends the chain
 	 * quietly when a return address cannot be read): the stack was cut. */
-	if (dwfl_getthread_frames(dwfl, tid, collect_frame, &collector) < 0)
+	if (dwfl_getthread_frames(dwfl, tid, collect_frame, &collector) < 0) {
 		rv_debug2("pid %u: unwinding stopped after %zu frames: %s", in->pid,
 			  collector.count, dwfl_errmsg(-1));
+		u->last_stopped = !us->beyond_copy && collector.count < collector.max;
+	}
 	u->last_cut = us->beyond_copy && collector.count < collector.max;
 	us->sample = NULL;
 	if (collector.count)
@@ -294,6 +297,11 @@ int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t 
 bool rv_unwind_cut(const struct rv_unwinder *u)
 {
 	return u && u->last_cut;
+}
+
+bool rv_unwind_stopped(const struct rv_unwinder *u)
+{
+	return u && u->last_stopped;
 }
 
 void rv_unwinder_free(struct rv_unwinder *u)

@@ -50,6 +50,11 @@ int rv_unwind(struct rv_unwinder *u, const struct rv_unwind_input *in, uint64_t 
  * was asked for (a shorter one reached the top of the stack). */
 bool rv_unwind_cut(const struct rv_unwinder *u);
 
+/* Whether the last rv_unwind stopped inside the copy, at a frame whose
+ * caller no call frame information described (libdwfl's error), rather than
+ * at the outermost frame, at max_frames or at the copy's end. */
+bool rv_unwind_stopped(const struct rv_unwinder *u);
+
 void rv_unwinder_free(struct rv_unwinder *u);
 
 #endif

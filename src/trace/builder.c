@@ -623,8 +623,10 @@ static int on_off_cpu(struct rv_builder *b, const struct rv_event *ev, struct rv
  * first of them that runs the cut stack's outermost function (a recursion
  * goes on where it was open); or above an open [stack cut] frame when the
  * previous sample was cut too. So the open frames around it do not end, and
- * the cut stack makes no root of its own. Returns the frames put in front
- * of the path. */
+ * the cut stack makes no root of its own. A stack whose unwinding stopped
+ * inside the copy (RV_STACK_UNWIND_STOPPED: a caller without call frame
+ * information) is placed the same way under an "[unwinding stopped]" frame.
+ * Returns the frames put in front of the path. */
 static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t, size_t n,
 			      uint32_t cut_bytes, bool *failed)
 {
@@ -633,7 +635,9 @@ static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t
 	const char *kept;
 	bool after_cut = false;
 
-	if (cut_bytes % 1024 == 0)
+	if (cut_bytes == RV_STACK_UNWIND_STOPPED)
+		snprintf(name, sizeof(name), "[unwinding stopped]");
+	else if (cut_bytes % 1024 == 0)
 		snprintf(name, sizeof(name), "[stack cut: %u KiB copied]", cut_bytes / 1024);
 	else
 		snprintf(name, sizeof(name), "[stack cut: %.1f KiB copied]", cut_bytes / 1024.0);
@@ -664,7 +668,10 @@ static size_t place_cut_stack(struct rv_builder *b, const struct thread_state *t
 	b->path[keep].identity = rv_stack_cut_marker(cut_bytes);
 	b->path[keep].name = kept;
 	b->path[keep].known = false;
-	b->stats.stacks_cut++;
+	if (cut_bytes == RV_STACK_UNWIND_STOPPED)
+		b->stats.stacks_stopped++;
+	else
+		b->stats.stacks_cut++;
 	return keep + 1;
 }
 

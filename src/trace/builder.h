@@ -193,6 +193,8 @@ struct rv_builder_stats {
 	uint64_t off_cpu_spans;		/* sampled threads' off-CPU spans drawn (switch records) */
 	uint64_t gaps_ended;		/* stacks ended at a gap in samples (no switch records) */
 	uint64_t stacks_cut;		/* samples the copy cut, under [stack cut] */
+	uint64_t stacks_stopped;	/* samples whose unwinding stopped early, under
+					 * [unwinding stopped] */
 	/* branches */
 	uint64_t branches;   /* RV_EVENT_BRANCH events taken */
 	uint64_t calls;	     /* CALL branches, or CALL_ENTER events */

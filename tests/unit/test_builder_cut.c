@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "builder_fixture.h"
+#include "capture/callchain.h"
 
 #define CUT_4K "[stack cut: 4 KiB copied]"
 
@@ -130,5 +131,35 @@ Test(builder_cut, a_sample_in_main_and_an_open_recursion_keep_the_callers)
 	cr_assert_not_null(span);
 	cr_assert_str_eq(fxt_span_parent(t, span)->name, "0x1000",
 			 "above the recursion's first frame, not below its deepest");
+	builder_fixture_close(&f, t);
+}
+
+/* A stack whose unwinding stopped at a caller without call frame information
+ * (a lazy-binding trampoline in a printf) is incomplete too: drawn under
+ * "[unwinding stopped]" under main, which does not end, and counted apart
+ * from the cuts. */
+Test(builder_cut, a_stack_whose_unwinding_stopped_stays_under_the_outer_frames)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats bs;
+	const uint64_t whole[] = { 0x1000, 0x2000 };
+	const uint64_t stopped[] = { 0x7000, 0x8000 };
+	const struct fxt_span *span;
+
+	builder_fixture_open(&f);
+	sample(&f, 1000, whole, 2, 0);
+	sample(&f, 1010, stopped, 2, RV_STACK_UNWIND_STOPPED);
+	sample(&f, 1020, whole, 2, 0);
+	rv_builder_stats(f.b, &bs);
+	cr_assert_eq(bs.stacks_stopped, 1);
+	cr_assert_eq(bs.stacks_cut, 0);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x1000"), 1, "one main");
+	span = fxt_find_span(t, FXT_ANY, FXT_ANY, "[unwinding stopped]", 0);
+	cr_assert_not_null(span);
+	cr_assert_str_eq(fxt_span_parent(t, span)->name, "0x1000");
+	span = fxt_find_span(t, FXT_ANY, FXT_ANY, "0x7000", 0);
+	cr_assert_str_eq(fxt_span_parent(t, span)->name, "[unwinding stopped]");
 	builder_fixture_close(&f, t);
 }

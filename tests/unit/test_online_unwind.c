@@ -1,7 +1,8 @@
 /* test_online_unwind.c: DWARF samples turned into call chains
  * (record/online_unwind.h): the raw layout read with bounds, the chain built
  * (kernel part, PERF_CONTEXT_USER, user frames, the cut marker), the chain
- * read back by the sample decoder, the queue's order and its bound, and
+ * read back by the sample decoder, the queue's order, its release in time
+ * order across streams and its bound, and
  * --callgraph-mode dwarf,SIZE. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -282,6 +283,54 @@ Test(online_unwind, samples_come_out_in_the_order_they_went_in)
 	cr_assert_eq(st.unwound, 20);
 	cr_assert_eq(st.not_unwound, 0);
 	cr_assert_eq(st.cut, 0);
+	rv_online_unwind_free(u);
+}
+
+/* The engine drains one CPU's ring, then the next: what it pushes is in
+ * time order per stream only. Nothing is unwound before a release; a release
+ * hands over what is older than it in time order across the streams, and
+ * keeps the rest for later (counted by oldest); flush releases everything. */
+Test(online_unwind, a_release_takes_what_is_older_in_time_order)
+{
+	struct rv_online_unwind_config c = { .regs_mask = RV_UNWIND_X86_64_REGS_MASK };
+	struct rv_online_unwind *u;
+	struct rv_error err = { 0 };
+	struct taken t = { 0 };
+	uint64_t raw[128];
+	/* stream 1 (read first) has 2000.., stream 0 1000.. and 2500.. */
+	const uint64_t times[] = { 2000, 2100, 2200, 1000, 1500, 2150, 2500, 2600 };
+	const size_t streams[] = { 1, 1, 1, 0, 0, 0, 0, 0 };
+	const uint64_t first[] = { 1000, 1500, 2000, 2100, 2150, 2200 };
+
+	cr_assert_eq(rv_online_unwind_new(&u, &c, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < 8; i++) {
+		raw_sample(raw, times[i], 0x401000 + times[i], PERF_SAMPLE_REGS_ABI_64, 40);
+		cr_assert_eq(
+			rv_online_unwind_push_sample(u, (void *)raw, streams[i], times[i], &err),
+			0);
+	}
+	cr_assert_eq(rv_online_unwind_oldest(u), 1000, "what is pending counts");
+	cr_assert_eq(rv_online_unwind_take(u, take, &t), 0);
+	cr_assert_eq(t.n, 0, "nothing is unwound before a release");
+	rv_online_unwind_release(u, 2500);
+	/* wait for the thread without releasing the rest: take until six */
+	for (int spins = 0; t.n < 6 && spins < 5000; spins++) {
+		cr_assert_eq(rv_online_unwind_take(u, take, &t), 0);
+		if (t.n < 6)
+			usleep(1000);
+	}
+	cr_assert_eq(t.n, 6, "what is older than the release, and only that");
+	for (size_t i = 0; i < 6; i++) {
+		cr_assert_eq(t.times[i], first[i], "sample %zu", i);
+		cr_assert_eq(t.last_user[i], 0x401000 + first[i]);
+	}
+	cr_assert_eq(rv_online_unwind_oldest(u), 2500, "the rest waits");
+	rv_online_unwind_flush(u);
+	cr_assert_eq(rv_online_unwind_take(u, take, &t), 0);
+	cr_assert_eq(t.n, 8);
+	cr_assert_eq(t.times[6], 2500);
+	cr_assert_eq(t.times[7], 2600);
+	cr_assert_eq(t.streams[6], 0);
 	rv_online_unwind_free(u);
 }
 
