@@ -18,8 +18,7 @@
 
 #include "trace/builder_internal.h"
 
-/* The lowest kernel address on x86-64 (the canonical high half). */
-#define KERNEL_START 0xffff800000000000ull
+#define KERNEL_START BUILDER_KERNEL_START
 
 /* A batch this long is handled at its own time rather than spread: the
  * clock is too coarse for spreading to mean anything, and the memory a batch
@@ -32,7 +31,7 @@
 
 static const char NAME_UNKNOWN[] = "[unknown]";
 static const char NAME_UNTRACED[] = "[untraced]";
-static const char NAME_SYSCALL[] = "[syscall]";
+static const char NAME_KERNEL[] = "[kernel]";
 static const char NAME_RETURNED[] = "[returned]";
 static const char NAME_GAP[] = "[trace gap]";
 
@@ -60,6 +59,12 @@ static struct segment *active_segment(const struct thread_state *t)
 static bool stack_empty(const struct thread_state *t)
 {
 	return t->depth == active_segment(t)->base;
+}
+
+/* The active stack is the kernel's (see struct segment). */
+static bool in_kernel(const struct thread_state *t)
+{
+	return t->br.nr_segs && active_segment(t)->kernel;
 }
 
 static struct open_frame *top_frame(const struct thread_state *t)
@@ -176,12 +181,16 @@ static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsi
 	if (ret)
 		return ret;
 	if (builder_push_frame(t, lo, name, begin) ||
-	    (lo >= KERNEL_START && builder_mark_kernel(s->b, name)))
+	    ((flags & (FRAME_KERNEL | FRAME_PLACEHOLDER)) == FRAME_KERNEL &&
+	     builder_mark_kernel(s->b, name)))
 		return builder_out_of_memory(s->err);
 	f = top_frame(t);
 	f->lo = lo;
 	f->hi = hi;
 	f->flags = flags;
+	/* the stack is the kernel's when its bottom frame is kernel code */
+	if (t->depth - 1 == seg->base && !(flags & FRAME_PLACEHOLDER))
+		seg->kernel = flags & FRAME_KERNEL;
 	if (!(flags & FRAME_INFERRED))
 		return 0;
 	s->b->stats.inferred++;
@@ -205,12 +214,16 @@ static int push_target(struct step *s, struct target *tg, unsigned flags)
 {
 	const struct function *fn = resolve(s, tg);
 
+	if (tg->ip >= KERNEL_START)
+		flags |= FRAME_KERNEL;
 	return push(s, fn->name, fn->start, fn->end, flags | (fn->known ? FRAME_KNOWN : 0));
 }
 
-static int push_placeholder(struct step *s, const char *name)
+/* A placeholder for untraced time; `kernel`: the kernel's time (a system
+ * call, an interrupt, or untraced time while in the kernel). */
+static int push_placeholder(struct step *s, const char *name, bool kernel)
 {
-	return push(s, name, 0, 0, FRAME_PLACEHOLDER);
+	return push(s, name, 0, 0, FRAME_PLACEHOLDER | (kernel ? FRAME_KERNEL : 0));
 }
 
 static int pop(struct step *s)
@@ -282,6 +295,7 @@ static int on_return(struct step *s, struct target *from, struct target *to, boo
 			.begin = active_segment(t)->create_time,
 			.end = s->now,
 			.inferred = true,
+			.kernel = from->ip >= KERNEL_START,
 		};
 
 		s->b->stats.inferred++;
@@ -293,7 +307,7 @@ static int on_return(struct step *s, struct target *from, struct target *to, boo
 	if (ret)
 		return ret;
 	if (!traced)
-		return push_placeholder(s, NAME_RETURNED);
+		return push_placeholder(s, NAME_RETURNED, in_kernel(t));
 	/* A handler's ret goes to a restorer nobody called: it runs on top. */
 	return land(s, to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
 }
@@ -320,23 +334,6 @@ static int on_jump(struct step *s, struct target *to)
 	return replace_top(s, to);
 }
 
-static int on_trace_begin(struct step *s, struct target *to)
-{
-	struct thread_state *t = s->t;
-
-	if (!stack_empty(t) && (top_frame(t)->flags & FRAME_PLACEHOLDER)) {
-		int ret = pop(s);
-
-		if (ret)
-			return ret;
-	}
-	if (!to->ip)
-		return 0;
-	if (stack_empty(t))
-		return push_target(s, to, t->br.fresh ? FRAME_INFERRED : 0);
-	return land(s, to, OTHERWISE_PUSH, false);
-}
-
 static int enter_kernel(struct step *s, struct target *to)
 {
 	struct branch_state *br = &s->t->br;
@@ -358,6 +355,7 @@ static int enter_kernel(struct step *s, struct target *to)
 	seg->base = s->t->depth;
 	seg->create_time = s->now;
 	seg->nr_orphans = 0;
+	seg->kernel = true;
 	return push_target(s, to, 0);
 }
 
@@ -386,6 +384,9 @@ static int end_active_stack(struct step *s)
 	return 0;
 }
 
+/* An iret or sysret whose destination is not user code (an interrupt
+ * returning into the kernel, or into code not traced): the active stack
+ * ends, and the one it was set aside from continues. */
 static int leave_kernel(struct step *s, struct target *to, bool traced)
 {
 	int ret = end_active_stack(s);
@@ -395,8 +396,79 @@ static int leave_kernel(struct step *s, struct target *to, bool traced)
 	if (ret)
 		return ret;
 	if (!traced)
-		return push_placeholder(s, NAME_UNTRACED);
+		return push_placeholder(s, NAME_UNTRACED, in_kernel(s->t));
 	return land(s, to, OTHERWISE_PUSH, true);
+}
+
+/* Execution is seen in user space (an iret or sysret, the trace resuming
+ * in user code after a gap, any branch out of the kernel): every kernel
+ * stack ends now, interrupts nested in it too, and then `to` continues the
+ * user stack they were set aside from; a user function that ran before the
+ * trace began (the first stack was the kernel's) is inferred under them. */
+static int return_to_user(struct step *s, struct target *to)
+{
+	struct thread_state *t = s->t;
+
+	while (in_kernel(t)) {
+		int ret = end_active_stack(s);
+
+		if (ret)
+			return ret;
+		if (t->br.nr_segs == 1) {
+			active_segment(t)->kernel = false;
+			break;
+		}
+		ret = pop_segment(s);
+		if (ret)
+			return ret;
+	}
+	return land(s, to, OTHERWISE_PUSH, true);
+}
+
+static int on_trace_begin(struct step *s, struct target *to)
+{
+	struct thread_state *t = s->t;
+
+	if (!stack_empty(t) && (top_frame(t)->flags & FRAME_PLACEHOLDER)) {
+		int ret = pop(s);
+
+		if (ret)
+			return ret;
+	}
+	if (!to->ip)
+		return 0;
+	/* resumed in user code after the kernel: the kernel is over */
+	if (to->ip < KERNEL_START && in_kernel(t))
+		return return_to_user(s, to);
+	/* resumed in the kernel under user code: a kernel entry */
+	if (to->ip >= KERNEL_START && !in_kernel(t) && !stack_empty(t))
+		return enter_kernel(s, to);
+	if (stack_empty(t))
+		return push_target(s, to, t->br.fresh ? FRAME_INFERRED : 0);
+	return land(s, to, OTHERWISE_PUSH, false);
+}
+
+/* The placeholder for time the trace left to the kernel, untraced. */
+static int push_untraced(struct step *s, const struct batched_event *e)
+{
+	const char *name;
+
+	if (in_kernel(s->t))
+		return push_placeholder(s, NAME_UNTRACED, true);
+	switch (e->kind) {
+	case RV_BRANCH_SYSCALL:
+		name = builder_syscall_name(s->b, s->t->pid, e->from_ip);
+		if (!name)
+			return builder_out_of_memory(s->err);
+		return push_placeholder(s, name, true);
+	case RV_BRANCH_INTERRUPT:
+	case RV_BRANCH_SOFT_INT:
+		return push_placeholder(s, NAME_KERNEL, true);
+	default:
+		if (e->flags & RV_BRANCH_ASYNC)
+			return push_placeholder(s, NAME_KERNEL, true);
+		return push_placeholder(s, NAME_UNTRACED, false);
+	}
 }
 
 /* Ends every frame of every stack now; the thread's next event starts
@@ -482,11 +554,24 @@ static int on_branch(struct step *s, const struct batched_event *e)
 		return 0; /* nothing ran traced */
 	if (e->flags & RV_BRANCH_TRACE_BEGIN)
 		return on_trace_begin(s, &to);
+	if (traced && to.ip && (to.ip < KERNEL_START) == in_kernel(s->t)) {
+		s->b->stats.calls += e->kind == RV_BRANCH_CALL;
+		s->b->stats.returns += e->kind == RV_BRANCH_RETURN;
+		/* out of the kernel into user code, however (sysret, iret, an
+		 * async branch) */
+		if (to.ip < KERNEL_START)
+			return return_to_user(s, &to);
+		/* from user code into the kernel, however */
+		if (!stack_empty(s->t))
+			return enter_kernel(s, &to);
+		s->b->stats.calls -= e->kind == RV_BRANCH_CALL;
+		s->b->stats.returns -= e->kind == RV_BRANCH_RETURN;
+	}
 	switch (e->kind) {
 	case RV_BRANCH_CALL:
 		s->b->stats.calls++;
 		if (!to.ip)
-			return push_placeholder(s, NAME_UNTRACED);
+			return push_placeholder(s, NAME_UNTRACED, in_kernel(s->t));
 		return push_target(s, &to, 0);
 	case RV_BRANCH_RETURN:
 		return on_return(s, &from, &to, traced);
@@ -497,8 +582,7 @@ static int on_branch(struct step *s, const struct batched_event *e)
 		break;
 	}
 	if (!traced)
-		return push_placeholder(s, e->kind == RV_BRANCH_SYSCALL ? NAME_SYSCALL
-									: NAME_UNTRACED);
+		return push_untraced(s, e);
 	if ((e->kind == RV_BRANCH_SYSCALL || e->kind == RV_BRANCH_INTERRUPT ||
 	     e->kind == RV_BRANCH_SOFT_INT || (e->flags & RV_BRANCH_ASYNC)) &&
 	    to.ip >= KERNEL_START)

@@ -239,9 +239,10 @@ int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		}
 	}
 	b->stats.spans++;
-	return rv_trace_writer_span(b->writer, t->pid, t->tid, span->name,
-				    builder_rel(b, span->begin), builder_rel(b, span->end),
-				    n ? args : NULL, n, err);
+	return rv_trace_writer_category_span(b->writer, t->pid, t->tid,
+					     span->kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
+					     span->name, builder_rel(b, span->begin),
+					     builder_rel(b, span->end), n ? args : NULL, n, err);
 }
 
 static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
@@ -308,6 +309,7 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	span.begin = f->begin;
 	span.end = end;
 	span.inferred = f->flags & FRAME_INFERRED;
+	span.kernel = f->flags & FRAME_KERNEL;
 	if (args)
 		span.args = *args;
 	else
@@ -342,7 +344,8 @@ int builder_push_frame(struct thread_state *t, uint64_t identity, const char *na
 	f->name = name;
 	f->begin = begin;
 	f->lo = f->hi = 0;
-	f->flags = 0;
+	/* a sampled kernel frame (the identity is its address or start) */
+	f->flags = identity >= BUILDER_KERNEL_START ? FRAME_KERNEL : 0;
 	f->nr_held = 0;
 	return 0;
 }
@@ -1263,6 +1266,7 @@ void rv_builder_free(struct rv_builder *b)
 	free(b->threads);
 	free(b->self);
 	free(b->path);
+	builder_free_syscall_sites(b);
 	rv_intern_destroy(&b->names);
 	free(b);
 }

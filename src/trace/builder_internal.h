@@ -17,6 +17,9 @@
 #include "util/intern.h"
 #include "trace/builder.h"
 
+/* The lowest kernel address on x86-64 (the canonical high half). */
+#define BUILDER_KERNEL_START 0xffff800000000000ull
+
 /* Arguments of a span (the kernel spans of exact calls: a syscall's "nr" and
  * "ret"), as the events gave them; names live as long as the producer. */
 #define SPAN_MAX_ARGS 2
@@ -34,6 +37,7 @@ struct pending_span {
 	const char *name;
 	uint64_t begin, end;
 	bool inferred; /* its begin is a guess: it was running when the trace began */
+	bool kernel;   /* kernel code or a kernel placeholder: category "kernel" */
 	struct span_args args;
 };
 
@@ -43,6 +47,7 @@ enum {
 	FRAME_INFERRED = 1 << 2,    /* begins at its stack's create_time, as a guess */
 	FRAME_ASYNC = 1 << 3,	    /* entered without a call (a signal handler) */
 	FRAME_OFF_CPU = 1 << 4,	    /* exact calls: the thread was off the CPU (no self time) */
+	FRAME_KERNEL = 1 << 5,	    /* kernel code, or the kernel's time ("[syscall read]") */
 };
 
 struct open_frame {
@@ -65,6 +70,10 @@ struct open_frame {
 struct segment {
 	size_t base;	      /* index of its first frame in thread_state.stack */
 	uint64_t create_time; /* when it started: the inferred begin of its bottom frames */
+	/* The kernel runs on it: a kernel entry started it, or (the first
+	 * segment) its bottom frame is kernel code. Execution seen in user
+	 * space ends it. */
+	bool kernel;
 	/* Bottom frames that ended and began at create_time, waiting for a frame
 	 * inferred to have begun then (their parent) or for the stack's end. */
 	struct pending_span *orphans;
@@ -209,6 +218,14 @@ struct rv_builder {
 		bool known; /* identity is a symbol's start */
 	} * path;
 	size_t cap_path;
+	/* The names of untraced system calls by where they were made
+	 * (syscall_sites.c): open addressing, cap a power of two. */
+	struct syscall_site {
+		uint64_t ip; /* 0: the slot is free */
+		uint32_t pid;
+		const char *name; /* "[syscall read]" (interned), or "[syscall]" */
+	} * sites;
+	size_t nr_sites, cap_sites;
 };
 
 /* The thread's state, created on first use; NULL when memory runs out.
@@ -238,7 +255,8 @@ int builder_mark_kernel(struct rv_builder *b, const char *name);
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err);
 
-/* Pushes a frame (flags 0, no range); -ENOMEM on allocation failure. */
+/* Pushes a frame (no range; flags FRAME_KERNEL for an identity at a kernel
+ * address, else 0); -ENOMEM on allocation failure. */
 int builder_push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin);
 
 /* Ends the top frame of t at `end`: writes it, or holds it for a frame that
@@ -276,6 +294,16 @@ void builder_free_branches(struct branch_state *br);
  * one segment whose create_time is now. */
 int builder_begin_stack(struct rv_builder *b, struct thread_state *t, uint64_t now,
 			struct rv_error *err);
+
+/* syscall_sites.c */
+
+/* The name of the span that stands for an untraced system call made by the
+ * `syscall` instruction at ip in process pid: "[syscall NAME]" when the code
+ * there shows its number (decode/syscall_number.h), else "[syscall]". Lives
+ * as long as the builder; NULL only when memory runs out. */
+const char *builder_syscall_name(struct rv_builder *b, uint32_t pid, uint64_t ip);
+
+void builder_free_syscall_sites(struct rv_builder *b);
 
 /* calls.c */
 

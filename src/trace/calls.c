@@ -163,7 +163,8 @@ static void add_args(struct span_args *to, const struct rv_event_arg *args, size
  * from the stack's create_time, or from the begin of the frame it runs in.
  * It is the parent of the spans that began then and have ended (the
  * stack's orphans, or those its frame holds), so they are written after it. */
-static int infer_span(struct step *s, const char *name, const struct span_args *args)
+static int infer_span(struct step *s, const char *name, const struct span_args *args,
+		      bool kernel)
 {
 	struct thread_state *t = s->t;
 	struct segment *seg = &t->br.segs[0];
@@ -176,6 +177,7 @@ static int infer_span(struct step *s, const char *name, const struct span_args *
 	if (pos > seg->base && t->stack[pos - 1].begin > span.begin)
 		span.begin = t->stack[pos - 1].begin;
 	span.inferred = true;
+	span.kernel = kernel;
 	if (args)
 		span.args = *args;
 	if (pos == seg->base && span.begin == seg->create_time) {
@@ -309,7 +311,7 @@ static int infer_call(struct step *s, const struct rv_event *ev)
 		rv_symbolizer_lookup(s->b->symbolizer, ev->pid, ev->call.addr, &sym);
 		name = sym.name;
 	}
-	return infer_span(s, name ? name : NAME_UNKNOWN, NULL);
+	return infer_span(s, name ? name : NAME_UNKNOWN, NULL, false);
 }
 
 static int on_call_exit(struct step *s, const struct rv_event *ev)
@@ -377,7 +379,7 @@ static int on_kernel_begin(struct step *s, const struct rv_event *ev)
 			return ret;
 	}
 	c = push(s, 0, ev->kernel.name ? ev->kernel.name : NAME_UNKNOWN,
-		 kind == RV_KERNEL_OFF_CPU ? FRAME_OFF_CPU : 0);
+		 kind == RV_KERNEL_OFF_CPU ? FRAME_OFF_CPU : FRAME_KERNEL);
 	if (!c)
 		return -ENOMEM;
 	c->kind = (int)kind;
@@ -402,7 +404,8 @@ static int on_kernel_end(struct step *s, const struct rv_event *ev)
 		/* Began before the stack did. */
 		add_args(&args, ev->kernel.args, ev->kernel.nr_args);
 		s->b->stats.kernel_spans++;
-		return infer_span(s, ev->kernel.name ? ev->kernel.name : NAME_UNKNOWN, &args);
+		return infer_span(s, ev->kernel.name ? ev->kernel.name : NAME_UNKNOWN, &args,
+				  ev->kernel.kind != RV_KERNEL_OFF_CPU);
 	}
 	ret = end_above(s, k);
 	if (ret)

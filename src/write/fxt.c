@@ -584,14 +584,16 @@ static int plan_arguments(struct rv_fxt *fxt, const struct rv_arg *args, size_t 
 	return 0;
 }
 
-/* Any event: header, timestamp, [name stream], arguments, [end timestamp].
- * The thread is always indexed and the category always empty. */
-static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread, struct string_ref *name,
-		       uint64_t ts, bool has_end, uint64_t end, const struct rv_arg *args,
-		       size_t nr_args, struct rv_error *err)
+/* Any event: header, timestamp, [category stream], [name stream], arguments,
+ * [end timestamp]. The thread is always indexed; the category is empty
+ * (ref 0) unless the caller gives one. */
+static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread,
+		       struct string_ref *category, struct string_ref *name, uint64_t ts,
+		       bool has_end, uint64_t end, const struct rv_arg *args, size_t nr_args,
+		       struct rv_error *err)
 {
 	struct argument_plan plans[MAX_ARGS];
-	struct string_ref *strings[1 + 2 * MAX_ARGS];
+	struct string_ref *strings[2 + 2 * MAX_ARGS];
 	size_t nr_strings, fixed_words, words;
 	unsigned char *p;
 	int r;
@@ -599,15 +601,23 @@ static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread, struct
 	r = plan_arguments(fxt, args, nr_args, plans, err);
 	if (r < 0)
 		return r;
-	fixed_words = collect_inline(name, plans, nr_args, 2 + has_end, strings, &nr_strings);
+	fixed_words = collect_inline(name, plans, nr_args, 2 + has_end, strings + 1, &nr_strings);
+	/* The category's stream comes before the name's. */
+	if (is_inline(category))
+		strings[0] = category;
+	else
+		memmove(strings, strings + 1, nr_strings * sizeof(*strings));
+	nr_strings += is_inline(category);
 	words = record_words(strings, nr_strings, fixed_words);
 
 	p = rv_out_take(fxt->out, words * 8);
 	put_word(p, RECORD_EVENT | (uint64_t)words << 4 | (uint64_t)type << 16 |
 			    (uint64_t)nr_args << 20 | (uint64_t)thread << 24 |
-			    (uint64_t)name->ref << 48);
+			    (uint64_t)category->ref << 32 | (uint64_t)name->ref << 48);
 	put_word(p + 8, ts);
 	p += 16;
+	if (is_inline(category))
+		p += write_stream(p, category->bytes, category->length, category->inline_length);
 	if (is_inline(name))
 		p += write_stream(p, name->bytes, name->length, name->inline_length);
 	p += write_arguments(p, plans, nr_args);
@@ -684,41 +694,45 @@ int rv_fxt_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *na
 	return write_kernel_object(fxt, ZX_OBJ_TYPE_THREAD, tid, name, true, pid, err);
 }
 
-int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t begin_ns,
-		uint64_t end_ns, const struct rv_arg *args, size_t nr_args, struct rv_error *err)
+int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *category,
+		const char *name, uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
+		size_t nr_args, struct rv_error *err)
 {
 	uint8_t thread = resolve_thread(fxt, pid, tid);
-	struct string_ref name_ref;
+	struct string_ref name_ref, category_ref;
 	unsigned char *p;
 	int r;
 
 	r = resolve_string(fxt, name, &name_ref, err);
+	if (r >= 0)
+		r = resolve_string(fxt, category, &category_ref, err);
 	if (r < 0)
 		return r;
-	if (nr_args == 0 && !is_inline(&name_ref)) {
+	if (nr_args == 0 && !is_inline(&name_ref) && !is_inline(&category_ref)) {
 		p = rv_out_take(fxt->out, 3 * 8);
 		put_word(p, RECORD_EVENT | 3 << 4 | EVENT_DURATION_COMPLETE << 16 |
-				    (uint64_t)thread << 24 | (uint64_t)name_ref.ref << 48);
+				    (uint64_t)thread << 24 | (uint64_t)category_ref.ref << 32 |
+				    (uint64_t)name_ref.ref << 48);
 		put_word(p + 8, begin_ns);
 		put_word(p + 16, end_ns);
 		return 0;
 	}
-	return write_event(fxt, EVENT_DURATION_COMPLETE, thread, &name_ref, begin_ns, true, end_ns,
-			   args, nr_args, err);
+	return write_event(fxt, EVENT_DURATION_COMPLETE, thread, &category_ref, &name_ref, begin_ns,
+			   true, end_ns, args, nr_args, err);
 }
 
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
 		   const struct rv_arg *args, size_t nr_args, struct rv_error *err)
 {
 	uint8_t thread = resolve_thread(fxt, pid, tid);
-	struct string_ref name_ref;
+	struct string_ref name_ref, no_category = { 0 };
 	int r;
 
 	r = resolve_string(fxt, name, &name_ref, err);
 	if (r < 0)
 		return r;
-	return write_event(fxt, EVENT_INSTANT, thread, &name_ref, ts_ns, false, 0, args, nr_args,
-			   err);
+	return write_event(fxt, EVENT_INSTANT, thread, &no_category, &name_ref, ts_ns, false, 0,
+			   args, nr_args, err);
 }
 
 void rv_fxt_stats(const struct rv_fxt *fxt, struct rv_trace_writer_stats *stats)

@@ -245,12 +245,17 @@ void rv_json_thread(struct rv_json *json, uint32_t pid, uint32_t tid, const char
 	put_literal(json->out, "}}");
 }
 
-void rv_json_span(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name,
-		  uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args, size_t nr_args)
+void rv_json_span(struct rv_json *json, uint32_t pid, uint32_t tid, const char *category,
+		  const char *name, uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
+		  size_t nr_args)
 {
 	begin_event(json);
 	put_literal(json->out, "{\"ph\":\"X\",\"name\":");
 	write_string(json->out, name);
+	if (category && *category) {
+		put_literal(json->out, ",\"cat\":");
+		write_string(json->out, category);
+	}
 	write_place_and_time(json->out, pid, tid, begin_ns, true, end_ns - begin_ns);
 	write_args(json->out, args, nr_args);
 	put_literal(json->out, "}");

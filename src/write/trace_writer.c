@@ -390,6 +390,15 @@ int rv_trace_writer_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, 
 			 uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
 			 size_t nr_args, struct rv_error *err)
 {
+	return rv_trace_writer_category_span(w, pid, tid, NULL, name, begin_ns, end_ns, args,
+					     nr_args, err);
+}
+
+int rv_trace_writer_category_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+				  const char *category, const char *name, uint64_t begin_ns,
+				  uint64_t end_ns, const struct rv_arg *args, size_t nr_args,
+				  struct rv_error *err)
+{
 	int r = check_usable(w, err);
 
 	if (r < 0)
@@ -405,9 +414,10 @@ int rv_trace_writer_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, 
 			return r;
 	}
 	if (w->format == RV_TRACE_FXT)
-		r = rv_fxt_span(w->fxt, pid, tid, name, begin_ns, end_ns, args, nr_args, err);
+		r = rv_fxt_span(w->fxt, pid, tid, category, name, begin_ns, end_ns, args, nr_args,
+				err);
 	else
-		rv_json_span(&w->json, pid, tid, name, begin_ns, end_ns, args, nr_args);
+		rv_json_span(&w->json, pid, tid, category, name, begin_ns, end_ns, args, nr_args);
 	if (r == 0)
 		w->spans++;
 	return finish_call(w, r, err);

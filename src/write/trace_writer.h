@@ -76,6 +76,18 @@ int rv_trace_writer_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, 
 			 uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
 			 size_t nr_args, struct rv_error *err);
 
+/* The same span in a category (FXT: the event's category; JSON: its "cat"
+ * field), which Perfetto shows and filters by: the trace builder puts
+ * kernel code and the kernel's placeholders in RV_TRACE_CATEGORY_KERNEL.
+ * NULL or "" is no category (FXT: the empty string; JSON: no "cat"), which
+ * is what rv_trace_writer_span writes. */
+#define RV_TRACE_CATEGORY_KERNEL "kernel"
+
+int rv_trace_writer_category_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+				  const char *category, const char *name, uint64_t begin_ns,
+				  uint64_t end_ns, const struct rv_arg *args, size_t nr_args,
+				  struct rv_error *err);
+
 /* A zero-length marker on the thread's track (FXT: instant event, thread
  * scope; JSON: "i" event). */
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,

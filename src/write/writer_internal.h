@@ -126,8 +126,10 @@ int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *er
 int rv_fxt_process(struct rv_fxt *fxt, uint32_t pid, const char *name, struct rv_error *err);
 int rv_fxt_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name,
 		  struct rv_error *err);
-int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t begin_ns,
-		uint64_t end_ns, const struct rv_arg *args, size_t nr_args, struct rv_error *err);
+/* category: NULL or "" for none */
+int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *category,
+		const char *name, uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
+		size_t nr_args, struct rv_error *err);
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
 		   const struct rv_arg *args, size_t nr_args, struct rv_error *err);
 /* Fills the FXT-specific fields: strings, inline_strings, thread_evictions. */
@@ -144,8 +146,10 @@ struct rv_json {
 void rv_json_open(struct rv_json *json, struct rv_out *out);
 void rv_json_process(struct rv_json *json, uint32_t pid, const char *name);
 void rv_json_thread(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name);
-void rv_json_span(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name,
-		  uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args, size_t nr_args);
+/* category: NULL or "" for none (no "cat" field) */
+void rv_json_span(struct rv_json *json, uint32_t pid, uint32_t tid, const char *category,
+		  const char *name, uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
+		  size_t nr_args);
 void rv_json_instant(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name,
 		     uint64_t ts_ns, const struct rv_arg *args, size_t nr_args);
 /* Writes what closes the document; nothing may be written after it. */
