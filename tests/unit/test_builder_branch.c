@@ -9,6 +9,9 @@
  * capture clock; the trace's zero is the first event's time.
  */
 #include <criterion/criterion.h>
+#include <Zydis/Zydis.h>
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +53,8 @@ static const struct {
 	{ "ksys_read", 0xffffffff81002000 },
 	{ "asm_common_interrupt", 0xffffffff81003000 },
 	{ "handle_irq", 0xffffffff81004000 },
+	{ "asm_exc_page_fault", 0xffffffff81005000 },
+	{ "exc_page_fault", 0xffffffff81006000 },
 	{ "[unknown]", 0 },
 };
 
@@ -506,7 +511,8 @@ Test(builder_branch, a_signal_handler_that_ends_in_a_tail_call_returns_to_the_re
 	ret(&f, 60, at("work", 0x50), at("main", 0x25));
 	t = builder_fixture_finish(&f);
 	expect_span(t, "work", 0, 10, 60, "main");
-	expect_span(t, "[untraced]", 0, 20, 30, "work");
+	/* the kernel delivered the signal: untraced kernel time */
+	expect_span(t, "[kernel]", 0, 20, 30, "work");
 	expect_span(t, "handler", 0, 30, 35, "work");
 	expect_span(t, "helper", 0, 35, 40, "work");
 	expect_span(t, "__restore_rt", 0, 40, 50, "work");
@@ -539,7 +545,7 @@ Test(builder_branch, an_untraced_syscall_is_a_placeholder_without_self_time)
 	n = rv_builder_top_functions(f.b, top, 4);
 	expect_span(t, "[syscall]", 0, 20, 70, "work");
 	expect_span(t, "work", 0, 10, 80, "main");
-	expect_span(t, "[untraced]", 0, 90, 95, "main");
+	expect_span(t, "[kernel]", 0, 90, 95, "main");
 	expect_span(t, "foo", 0, 100, 110, "main");
 	expect_span(t, "[returned]", 0, 110, 120, "main");
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
@@ -639,6 +645,169 @@ Test(builder_branch, a_trace_that_starts_in_a_syscall_infers_the_user_caller)
 	builder_fixture_close(&f, t);
 }
 
+/* The category every span of the trace named name carries ("" for none). */
+static void expect_category(const struct fxt_trace *t, const char *name, const char *category)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nr_spans; i++) {
+		if (strcmp(t->spans[i].name, name))
+			continue;
+		n++;
+		cr_assert_str_eq(t->spans[i].category, category, "%s in \"%s\", not \"%s\"", name,
+				 t->spans[i].category, category);
+	}
+	cr_assert_gt(n, 0, "no span %s", name);
+}
+
+/* issue 17: the kernel entries of a trace that resumes in user space after
+ * each (perf script's "tr strt") end there; main is one span, not a
+ * staircase of main > kernel > main > kernel > main. */
+Test(builder_branch, a_resume_in_user_space_ends_the_kernel_entry)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 1000, at("main", 0));
+	branch(&f, 1010, RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC, at("main", 0x10),
+	       at("asm_exc_page_fault", 0));
+	trace_begin(&f, 1100, at("main", 0x10));
+	branch(&f, 1130, RV_BRANCH_SYSCALL, 0, at("main", 0x30), at("entry_SYSCALL_64", 0));
+	trace_begin(&f, 1200, at("main", 0x32));
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(t->nr_spans, 3);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
+	expect_span(t, "main", 0, 0, 200, NULL);
+	expect_span(t, "asm_exc_page_fault", 0, 10, 100, "main");
+	expect_span(t, "entry_SYSCALL_64", 0, 130, 200, "main");
+	expect_category(t, "main", "");
+	expect_category(t, "asm_exc_page_fault", "kernel");
+	expect_category(t, "entry_SYSCALL_64", "kernel");
+	builder_fixture_close(&f, t);
+}
+
+/* Interrupts nest in the kernel they interrupt, and all of it ends when
+ * user code is seen again, after a gap in the kernel. */
+Test(builder_branch, nested_interrupts_end_with_the_kernel_in_user_space)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("work", 0));
+	branch(&f, 20, RV_BRANCH_SYSCALL, 0, at("work", 0x30), at("entry_SYSCALL_64", 0));
+	call(&f, 21, at("entry_SYSCALL_64", 0x40), at("do_syscall_64", 0));
+	branch(&f, 22, RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC, at("do_syscall_64", 0x10),
+	       at("asm_common_interrupt", 0));
+	call(&f, 23, at("asm_common_interrupt", 0x10), at("handle_irq", 0));
+	/* a fault inside the interrupt handler */
+	branch(&f, 24, RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC, at("handle_irq", 0x10),
+	       at("asm_exc_page_fault", 0));
+	call(&f, 25, at("asm_exc_page_fault", 0x10), at("exc_page_fault", 0));
+	/* tracing stops in the kernel (a PGD), and resumes in user code */
+	branch(&f, 26, RV_BRANCH_NONE, RV_BRANCH_TRACE_END, at("exc_page_fault", 0x8), nowhere);
+	trace_begin(&f, 40, at("work", 0x32));
+	ret(&f, 50, at("work", 0x50), at("main", 0x25));
+	/* an interrupt in user code, returning by iret */
+	branch(&f, 60, RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC, at("main", 0x28),
+	       at("asm_common_interrupt", 0));
+	branch(&f, 61, RV_BRANCH_INTERRUPT, RV_BRANCH_ASYNC, at("asm_common_interrupt", 0x8),
+	       at("asm_exc_page_fault", 0));
+	branch(&f, 62, RV_BRANCH_IRET, 0, at("asm_exc_page_fault", 0x80),
+	       at("asm_common_interrupt", 0x8));
+	branch(&f, 63, RV_BRANCH_IRET, 0, at("asm_common_interrupt", 0x80), at("main", 0x28));
+	ret(&f, 70, at("main", 0x40), at("__libc_start_call_main", 0x10));
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work"), 1);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
+	expect_span(t, "main", 0, 0, 70, "__libc_start_call_main");
+	expect_span(t, "work", 0, 10, 50, "main");
+	expect_span(t, "entry_SYSCALL_64", 0, 20, 40, "work");
+	expect_span(t, "do_syscall_64", 0, 21, 40, "entry_SYSCALL_64");
+	expect_span(t, "asm_common_interrupt", 0, 22, 40, "do_syscall_64");
+	expect_span(t, "handle_irq", 0, 23, 40, "asm_common_interrupt");
+	expect_span(t, "asm_exc_page_fault", 0, 24, 40, "handle_irq");
+	expect_span(t, "exc_page_fault", 0, 25, 40, "asm_exc_page_fault");
+	/* kernel time the trace did not see */
+	expect_span(t, "[untraced]", 0, 26, 40, "exc_page_fault");
+	expect_category(t, "[untraced]", "kernel");
+	expect_span(t, "asm_common_interrupt", 1, 60, 63, "main");
+	expect_span(t, "asm_exc_page_fault", 1, 61, 62, "asm_common_interrupt");
+	expect_category(t, "asm_common_interrupt", "kernel");
+	expect_category(t, "work", "");
+	builder_fixture_close(&f, t);
+}
+
+/* A trace that resumes in the kernel under user code (after an untraced
+ * system call began), or a plain branch from user code to a kernel
+ * address: a kernel entry like any other, over when user code runs. */
+Test(builder_branch, a_resume_in_the_kernel_under_user_code_enters_it)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("work", 0));
+	branch(&f, 20, RV_BRANCH_SYSCALL, RV_BRANCH_TRACE_END, at("work", 0x30), nowhere);
+	trace_begin(&f, 25, at("ksys_read", 0x10));
+	ret(&f, 28, at("ksys_read", 0x30), at("do_syscall_64", 0x45));
+	branch(&f, 30, RV_BRANCH_SYSRET, 0, at("do_syscall_64", 0x90), at("work", 0x32));
+	/* a jmp into the kernel (perf script without the kind) and a ret out */
+	jump(&f, 40, at("work", 0x40), at("entry_SYSCALL_64", 0));
+	ret(&f, 45, at("entry_SYSCALL_64", 0x60), at("work", 0x42));
+	ret(&f, 50, at("work", 0x50), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work"), 1);
+	expect_span(t, "work", 0, 10, 50, "main");
+	expect_span(t, "[syscall]", 0, 20, 25, "work");
+	/* ksys_read returns into do_syscall_64, running since the entry */
+	expect_span(t, "do_syscall_64", 0, 25, 30, "work");
+	expect_span(t, "ksys_read", 0, 25, 28, "do_syscall_64");
+	cr_assert(inferred(t, "do_syscall_64", 0));
+	expect_span(t, "entry_SYSCALL_64", 0, 40, 45, "work");
+	expect_category(t, "[syscall]", "kernel");
+	expect_category(t, "do_syscall_64", "kernel");
+	builder_fixture_close(&f, t);
+}
+
+/* Which spans are the kernel's: kernel code and the placeholders for the
+ * kernel's untraced time; not user code, gaps, or untraced user code. */
+Test(builder_branch, kernel_spans_carry_the_kernel_category)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	branch(&f, 10, RV_BRANCH_SYSCALL, RV_BRANCH_TRACE_END, at("main", 0x20), nowhere);
+	trace_begin(&f, 20, at("main", 0x22));
+	branch(&f, 30, RV_BRANCH_INTERRUPT, RV_BRANCH_TRACE_END | RV_BRANCH_ASYNC,
+	       at("main", 0x24), nowhere);
+	trace_begin(&f, 40, at("main", 0x24));
+	call(&f, 50, at("main", 0x30), at("foo", 0));
+	branch(&f, 60, RV_BRANCH_RETURN, RV_BRANCH_TRACE_END, at("foo", 0x10), nowhere);
+	trace_begin(&f, 70, at("main", 0x35));
+	branch(&f, 80, RV_BRANCH_JUMP, RV_BRANCH_TRACE_END, at("main", 0x38), nowhere);
+	trace_begin(&f, 90, at("main", 0x40));
+	branch(&f, 100, RV_BRANCH_SYSCALL, 0, at("main", 0x50), at("entry_SYSCALL_64", 0));
+	trace_error(&f, 110, "overflow", true);
+	trace_begin(&f, 120, at("main", 0x60));
+	t = builder_fixture_finish(&f);
+	expect_category(t, "main", "");
+	expect_category(t, "foo", "");
+	expect_category(t, "[syscall]", "kernel");
+	expect_span(t, "[kernel]", 0, 30, 40, "main");
+	expect_category(t, "[kernel]", "kernel");
+	expect_category(t, "[returned]", "");
+	expect_category(t, "[untraced]", "");
+	expect_category(t, "entry_SYSCALL_64", "kernel");
+	expect_category(t, "[trace gap]", "");
+	builder_fixture_close(&f, t);
+}
+
 Test(builder_branch, overflow_and_decode_error_close_everything_and_restart_cleanly)
 {
 	struct builder_fixture f;
@@ -733,7 +902,8 @@ Test(builder_branch, trace_begin_into_an_empty_stack)
 	t = builder_fixture_finish(&f);
 	expect_span(t, "main", 0, 0, 80, NULL);
 	expect_span(t, "foo", 0, 0, 50, "main");
-	expect_span(t, "[untraced]", 0, 60, 70, "main");
+	/* an interrupt, untraced */
+	expect_span(t, "[kernel]", 0, 60, 70, "main");
 	cr_assert_eq(trace_span(t, "bar", 0)->begin_ns, 80);
 	cr_assert_eq(trace_span(t, "bar", 0)->end_ns, 80);
 	cr_assert(inferred(t, "foo", 0), "the thread's first event: foo was running");
@@ -958,5 +1128,121 @@ Test(builder_branch, a_million_jumps_inside_a_function_make_no_span_and_no_looku
 	cr_assert_eq(after.lookups, before.lookups,
 		     "a jump inside the top's function looks nothing up");
 	cr_assert_eq(stats.branches, 1000006);
+	builder_fixture_close(&f, t);
+}
+
+/* ---- untraced system calls named by their number ---- */
+
+/* Maps the running libc's code for PID as this process maps it, and
+ * returns the address of its function `name`. */
+static uint64_t map_libc_function(struct builder_fixture *f, const char *name)
+{
+	void *fn = dlsym(RTLD_DEFAULT, name);
+	Dl_info info;
+	char line[1024];
+	FILE *maps;
+	size_t mapped = 0;
+
+	cr_assert_not_null(fn, "no %s in this process", name);
+	char *file;
+
+	cr_assert(dladdr(fn, &info) && info.dli_fname, "no file for %s", name);
+	/* maps names the file by its real path (/usr/lib for /lib) */
+	file = realpath(info.dli_fname, NULL);
+	cr_assert_not_null(file, "%s: %s", info.dli_fname, strerror(errno));
+	maps = fopen("/proc/self/maps", "r");
+	cr_assert_not_null(maps);
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long long start, end, pgoff;
+		char perms[8], path[512] = "";
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %511s", &start, &end, perms, &pgoff,
+			   path) < 4 ||
+		    perms[2] != 'x' || strcmp(path, file))
+			continue;
+		cr_assert_eq(rv_symbolizer_add_mapping(f->sym, PID, start, end - start, pgoff, true,
+						       path, &f->err),
+			     0);
+		mapped++;
+	}
+	fclose(maps);
+	cr_assert_gt(mapped, 0, "%s is not mapped executable", file);
+	free(file);
+	return (uint64_t)(uintptr_t)fn;
+}
+
+/* The address of the first `syscall` instruction of the function at fn,
+ * decoded from this process's memory. */
+static uint64_t first_syscall(uint64_t fn)
+{
+	ZydisDecoder decoder;
+	ZydisDecodedInstruction insn;
+	const uint8_t *code = (const uint8_t *)(uintptr_t)fn;
+
+	cr_assert(ZYAN_SUCCESS(
+		ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)));
+	for (size_t at = 0; at < 256; at += insn.length) {
+		cr_assert(ZYAN_SUCCESS(
+			ZydisDecoderDecodeInstruction(&decoder, NULL, code + at, 15, &insn)));
+		if (insn.mnemonic == ZYDIS_MNEMONIC_SYSCALL)
+			return fn + at;
+	}
+	cr_assert_fail("no syscall in the first 256 bytes of the function at %#llx",
+		       (unsigned long long)fn);
+	return 0;
+}
+
+/* The symbolizer's name of the function at fn (libc's own, "read" or an
+ * alias). */
+static const char *function_name(struct builder_fixture *f, uint64_t fn)
+{
+	struct rv_symbol sym;
+
+	rv_symbolizer_lookup(f->sym, PID, fn, &sym);
+	cr_assert(sym.known, "no symbol at %#llx", (unsigned long long)fn);
+	return sym.name;
+}
+
+/* main calls fn, whose first syscall runs untraced from time + 2 to
+ * time + 12, and fn returns. */
+static void untraced_syscall(struct builder_fixture *f, uint64_t time, uint64_t fn)
+{
+	uint64_t ip = first_syscall(fn);
+
+	call(f, time, at("main", 0x20), (struct rv_branch_end){ .ip = fn });
+	branch(f, time + 2, RV_BRANCH_SYSCALL, RV_BRANCH_TRACE_END,
+	       (struct rv_branch_end){ .ip = ip }, nowhere);
+	trace_begin(f, time + 12, (struct rv_branch_end){ .ip = ip + 2 });
+	ret(f, time + 15, (struct rv_branch_end){ .ip = ip + 2 }, at("main", 0x25));
+}
+
+/* libc's own wrappers, as the running system has them: read (xor eax,
+ * eax), write and getpid (mov eax, imm), and syscall(), whose number comes
+ * from its argument and is not known. */
+Test(builder_branch, untraced_syscalls_of_libc_are_named_by_their_number)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	uint64_t read_fn, write_fn, getpid_fn, syscall_fn;
+
+	builder_fixture_open(&f);
+	read_fn = map_libc_function(&f, "read");
+	write_fn = map_libc_function(&f, "write");
+	getpid_fn = map_libc_function(&f, "getpid");
+	syscall_fn = map_libc_function(&f, "syscall");
+	trace_begin(&f, 0, at("main", 0x10));
+	untraced_syscall(&f, 10, read_fn);
+	untraced_syscall(&f, 30, read_fn);
+	untraced_syscall(&f, 50, write_fn);
+	untraced_syscall(&f, 70, getpid_fn);
+	untraced_syscall(&f, 90, syscall_fn);
+	t = builder_fixture_finish(&f);
+	expect_span(t, "[syscall read]", 0, 12, 22, function_name(&f, read_fn));
+	expect_span(t, "[syscall read]", 1, 32, 42, function_name(&f, read_fn));
+	expect_span(t, "[syscall write]", 0, 52, 62, function_name(&f, write_fn));
+	expect_span(t, "[syscall getpid]", 0, 72, 82, function_name(&f, getpid_fn));
+	expect_span(t, "[syscall]", 0, 92, 102, function_name(&f, syscall_fn));
+	expect_category(t, "[syscall read]", "kernel");
+	expect_category(t, "[syscall]", "kernel");
 	builder_fixture_close(&f, t);
 }
