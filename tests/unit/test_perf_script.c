@@ -6,8 +6,12 @@
  * softpt captures); and whole captures made at test time by softpt and
  * decoded by perf, whose calls per thread must be those softpt saw.
  *
- * Not here: what the branches mean for call stacks (test_builder.c), or the
- * speed of the import (measured outside the tests).
+ * One text goes on through the trace builder: issue 17's kernel entries
+ * that the trace leaves by resuming in user space.
+ *
+ * Not here: the rest of what the branches mean for call stacks
+ * (test_builder_branch.c), or the speed of the import (measured outside the
+ * tests).
  */
 #include <criterion/criterion.h>
 
@@ -20,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "builder_fixture.h"
 #include "decode/perf_script.h"
 #include "test_env.h"
 #include "test_files.h"
@@ -952,4 +957,50 @@ Test(perf_script, softpt_overflow, .timeout = 240)
 	cr_assert_gt(t.stats.skipped, 0, "psb and cbr lines");
 	snprintf(command, sizeof(command), "rm -rf %s", dir);
 	cr_assert_eq(system(command), 0);
+}
+
+/* ---- through the trace builder ---- */
+
+/* issue 17: a page fault and a system call that perf shows entering the
+ * kernel, each followed by the trace resuming in user space ("tr strt").
+ * Both end there, as children of the one main. */
+static const char kernel_entries[] =
+	"1/1 1.000000000: 1 branches:uH: tr strt 0 [unknown] ([unknown]) => 401000 main+0x0 "
+	"(a.out)\n"
+	"1/1 1.000000010: 1 branches:uH: hw int 401010 main+0x10 (a.out) => ffffffff81000ab0 "
+	"asm_exc_page_fault+0x0 ([kernel.kallsyms])\n"
+	"1/1 1.000000100: 1 branches:uH: tr strt 0 [unknown] ([unknown]) => 401010 main+0x10 "
+	"(a.out)\n"
+	"1/1 1.000000130: 1 branches:uH: syscall 401030 main+0x30 (a.out) => ffffffff81000000 "
+	"entry_SYSCALL_64+0x0 ([kernel.kallsyms])\n"
+	"1/1 1.000000200: 1 branches:uH: tr strt 0 [unknown] ([unknown]) => 401032 main+0x32 "
+	"(a.out)\n";
+
+Test(perf_script, kernel_entries_end_where_the_trace_resumes_in_user_space)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct import im;
+	struct rv_event ev;
+	int ret, events = 0;
+
+	builder_fixture_open(&f);
+	import_open(&im, kernel_entries, strlen(kernel_entries), "issue17.txt");
+	while ((ret = rv_perf_script_next(im.p, &ev, &im.err)) > 0) {
+		builder_fixture_add(&f, &ev);
+		events++;
+	}
+	cr_assert_eq(ret, 0, "%s", im.err.message);
+	cr_assert_eq(events, 5);
+	t = builder_fixture_finish(&f);
+	import_close(&im);
+	cr_assert_eq(t->nr_spans, 3);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
+	expect_span(t, "main", 0, 0, 200, NULL);
+	expect_span(t, "asm_exc_page_fault", 0, 10, 100, "main");
+	expect_span(t, "entry_SYSCALL_64", 0, 130, 200, "main");
+	cr_assert_str_eq(trace_span(t, "main", 0)->category, "");
+	cr_assert_str_eq(trace_span(t, "asm_exc_page_fault", 0)->category, "kernel");
+	cr_assert_str_eq(trace_span(t, "entry_SYSCALL_64", 0)->category, "kernel");
+	builder_fixture_close(&f, t);
 }
