@@ -26,6 +26,7 @@
 #include "test_files.h"
 #include "write/trace_writer.h"
 #include "../support/fxt_reader.h"
+#include "fxt_expect.h"
 
 #define MAGIC_WORD 0x0016547846040010ull
 
@@ -1149,6 +1150,64 @@ Test(fxt_writer, keeps_names_right_beyond_32767_strings)
 		cr_assert_eq(s->begin_ns, 10ull * k);
 	}
 	cr_assert_str_eq(fxt_thread_name(t, 3, 4), "busy");
+	fxt_trace_free(t);
+	free(path);
+	free_temp_dir(dir);
+}
+
+static void category_span(struct rv_trace_writer *w, const char *category, const char *name,
+			  uint64_t begin, uint64_t end, const struct rv_arg *args, size_t nr_args)
+{
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_trace_writer_category_span(w, 1, 2, category, name, begin, end, args,
+						   nr_args, &err),
+		     0, "span %s: %s", name, err.message);
+}
+
+/* Categories by reference, inline (once the string table is full), with
+ * and without arguments; none is the empty string. */
+Test(fxt_writer, writes_span_categories)
+{
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
+	struct rv_trace_writer *w = open_writer(path);
+	struct rv_arg arg = { .name = "nr", .kind = RV_ARG_UINT, .u = 7 };
+	enum { NR_NAMES = 33000 };
+	struct fxt_trace *t;
+	char name[32];
+
+	name_thread(w, 1, 2, "t");
+	category_span(w, RV_TRACE_CATEGORY_KERNEL, "entry_SYSCALL_64", 10, 20, NULL, 0);
+	category_span(w, "kernel", "[syscall read]", 30, 40, &arg, 1);
+	category_span(w, NULL, "main", 50, 60, NULL, 0);
+	category_span(w, "", "work", 70, 80, &arg, 1);
+	span(w, 1, 2, "plain", 90, 100);
+	for (unsigned i = 0; i < NR_NAMES; i++) {
+		snprintf(name, sizeof(name), "function_%05u", i);
+		span(w, 1, 2, name, 1000ull + 10 * i, 1000ull + 10 * i + 5);
+	}
+	/* a table full by now: these strings go inline */
+	category_span(w, "late category", "late name", 400000, 400010, NULL, 0);
+	category_span(w, "late category 2", "late name 2", 400020, 400030, &arg, 1);
+	category_span(w, "kernel", "late kernel", 400040, 400050, NULL, 0);
+	commit(w);
+	rv_trace_writer_free(w);
+
+	t = read_back(path);
+	cr_assert_eq(t->nr_spans, 5 + NR_NAMES + 3);
+	cr_assert_gt(t->stats.inline_string_refs, 0, "the table never filled");
+	cr_assert_str_eq(trace_span(t, "entry_SYSCALL_64", 0)->category, "kernel");
+	cr_assert_str_eq(trace_span(t, "[syscall read]", 0)->category, "kernel");
+	cr_assert_eq(trace_span(t, "[syscall read]", 0)->nr_args, 1);
+	cr_assert_str_eq(trace_span(t, "main", 0)->category, "");
+	cr_assert_str_eq(trace_span(t, "work", 0)->category, "");
+	cr_assert_str_eq(trace_span(t, "plain", 0)->category, "");
+	cr_assert_str_eq(trace_span(t, "function_00000", 0)->category, "");
+	cr_assert_str_eq(trace_span(t, "late name", 0)->category, "late category");
+	cr_assert_str_eq(trace_span(t, "late name 2", 0)->category, "late category 2");
+	cr_assert_eq(trace_span(t, "late name 2", 0)->args[0].u, 7);
+	cr_assert_str_eq(trace_span(t, "late kernel", 0)->category, "kernel");
+	cr_assert_eq(trace_span(t, "late kernel", 0)->begin_ns, 400040);
 	fxt_trace_free(t);
 	free(path);
 	free_temp_dir(dir);

@@ -233,6 +233,43 @@ Test(json_writer, writes_complete_events_in_microseconds)
 	free_temp_dir(dir);
 }
 
+static void fill_categories(struct rv_trace_writer *w)
+{
+	struct rv_error err = { 0 };
+	struct rv_arg arg = { .name = "nr", .kind = RV_ARG_UINT, .u = 0 };
+
+	cr_assert_eq(rv_trace_writer_category_span(w, 1, 2, RV_TRACE_CATEGORY_KERNEL,
+						   "entry_SYSCALL_64", 10, 20, NULL, 0, &err),
+		     0, "%s", err.message);
+	cr_assert_eq(rv_trace_writer_category_span(w, 1, 2, "ker\"nel", "[syscall read]", 30, 40,
+						   &arg, 1, &err),
+		     0, "%s", err.message);
+	cr_assert_eq(rv_trace_writer_category_span(w, 1, 2, "", "work", 50, 60, NULL, 0, &err), 0,
+		     "%s", err.message);
+	json_span(w, 1, 2, "main", 0, 100, NULL, 0);
+}
+
+/* "cat" where a span has a category, escaped like any string; none
+ * where it has none. */
+Test(json_writer, writes_span_categories)
+{
+	char *dir = new_temp_dir("rv-json-writer");
+	json_t *root = write_and_parse(dir, "t.json", fill_categories, 0);
+	json_t *events = events_of(root), *e;
+
+	e = find_event(events, "X", "entry_SYSCALL_64", 0);
+	cr_assert_not_null(e);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "cat")), "kernel");
+	e = find_event(events, "X", "[syscall read]", 0);
+	cr_assert_not_null(e);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "cat")), "ker\"nel");
+	cr_assert_not_null(json_object_get(e, "args"));
+	cr_assert_null(json_object_get(find_event(events, "X", "work", 0), "cat"));
+	cr_assert_null(json_object_get(find_event(events, "X", "main", 0), "cat"));
+	json_decref(root);
+	free_temp_dir(dir);
+}
+
 Test(json_writer, names_processes_and_threads_with_metadata_events)
 {
 	char *dir = new_temp_dir("rv-json-writer");
