@@ -81,8 +81,7 @@ static uint64_t jump_target(const ZydisDecodedInstruction *insn, uint64_t addres
 	return address + insn->length + (uint64_t)insn->raw.imm[0].value.s;
 }
 
-bool rv_syscall_number(const uint8_t *code, size_t size, uint64_t start, uint64_t ip,
-		       uint64_t *nr)
+bool rv_syscall_number(const uint8_t *code, size_t size, uint64_t start, uint64_t ip, uint64_t *nr)
 {
 	ZydisDecoder decoder;
 	struct rax_state rax = { 0 };
@@ -90,8 +89,8 @@ bool rv_syscall_number(const uint8_t *code, size_t size, uint64_t start, uint64_
 	size_t at = 0;
 
 	if (!code || ip < start || ip - start >= size ||
-	    !ZYAN_SUCCESS(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64,
-					   ZYDIS_STACK_WIDTH_64)))
+	    !ZYAN_SUCCESS(
+		    ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)))
 		return false;
 	/* Up to the syscall: what rax holds there. */
 	while (at < size && !reached) {
@@ -99,7 +98,8 @@ bool rv_syscall_number(const uint8_t *code, size_t size, uint64_t start, uint64_
 		ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 		uint64_t address = start + at, value = 0;
 
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder, code + at, size - at, &insn, ops)))
+		if (!ZYAN_SUCCESS(
+			    ZydisDecoderDecodeFull(&decoder, code + at, size - at, &insn, ops)))
 			return false;
 		if (address == ip) {
 			if (insn.mnemonic != ZYDIS_MNEMONIC_SYSCALL)
@@ -125,8 +125,8 @@ bool rv_syscall_number(const uint8_t *code, size_t size, uint64_t start, uint64_
 		ZydisDecodedInstruction insn;
 		uint64_t target;
 
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, NULL, code + at, size - at,
-								&insn)))
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder, NULL, code + at,
+								size - at, &insn)))
 			break; /* the rest (padding, data) is not code */
 		target = jump_target(&insn, start + at);
 		if (target > rax.set_at && target <= ip)

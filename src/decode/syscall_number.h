@@ -30,7 +30,6 @@
  * Returns true and sets *nr when the rule above gives the number; false when
  * it does not, when ip is not the first byte of a `syscall` on the decoding
  * path from start, or when the code up to it cannot be decoded. */
-bool rv_syscall_number(const uint8_t *code, size_t size, uint64_t start, uint64_t ip,
-		       uint64_t *nr);
+bool rv_syscall_number(const uint8_t *code, size_t size, uint64_t start, uint64_t ip, uint64_t *nr);
 
 #endif

@@ -163,8 +163,7 @@ static void add_args(struct span_args *to, const struct rv_event_arg *args, size
  * from the stack's create_time, or from the begin of the frame it runs in.
  * It is the parent of the spans that began then and have ended (the
  * stack's orphans, or those its frame holds), so they are written after it. */
-static int infer_span(struct step *s, const char *name, const struct span_args *args,
-		      bool kernel)
+static int infer_span(struct step *s, const char *name, const struct span_args *args, bool kernel)
 {
 	struct thread_state *t = s->t;
 	struct segment *seg = &t->br.segs[0];

@@ -784,8 +784,8 @@ Test(builder_branch, kernel_spans_carry_the_kernel_category)
 	trace_begin(&f, 0, at("main", 0x10));
 	branch(&f, 10, RV_BRANCH_SYSCALL, RV_BRANCH_TRACE_END, at("main", 0x20), nowhere);
 	trace_begin(&f, 20, at("main", 0x22));
-	branch(&f, 30, RV_BRANCH_INTERRUPT, RV_BRANCH_TRACE_END | RV_BRANCH_ASYNC,
-	       at("main", 0x24), nowhere);
+	branch(&f, 30, RV_BRANCH_INTERRUPT, RV_BRANCH_TRACE_END | RV_BRANCH_ASYNC, at("main", 0x24),
+	       nowhere);
 	trace_begin(&f, 40, at("main", 0x24));
 	call(&f, 50, at("main", 0x30), at("foo", 0));
 	branch(&f, 60, RV_BRANCH_RETURN, RV_BRANCH_TRACE_END, at("foo", 0x10), nowhere);

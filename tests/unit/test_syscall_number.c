@@ -28,10 +28,10 @@ static void put(struct code *c, const uint8_t *bytes, size_t n)
 	c->size += n;
 }
 
-#define PUT(c, ...)                                                        \
-	do {                                                               \
-		static const uint8_t insn_[] = { __VA_ARGS__ };            \
-		put((c), insn_, sizeof(insn_));                            \
+#define PUT(c, ...)                                                                                \
+	do {                                                                                       \
+		static const uint8_t insn_[] = { __VA_ARGS__ };                                    \
+		put((c), insn_, sizeof(insn_));                                                    \
 	} while (0)
 
 /* syscall; ret, and the syscall's address */
@@ -92,14 +92,14 @@ Test(syscall_number, a_conditional_jump_before_the_value_keeps_the_straight_line
 	struct code c = { 0 };
 	uint64_t ip, nr = 0;
 
-	PUT(&c, 0xf3, 0x0f, 0x1e, 0xfa);		     /* endbr64 */
+	PUT(&c, 0xf3, 0x0f, 0x1e, 0xfa);		   /* endbr64 */
 	PUT(&c, 0x80, 0x3d, 0x31, 0x33, 0x0e, 0x00, 0x00); /* cmpb $0, x(%rip) */
-	PUT(&c, 0x74, 0x08);				     /* je +8 (past the ret) */
-	PUT(&c, 0xb8, 0x01, 0x00, 0x00, 0x00);		     /* mov eax, 1 */
+	PUT(&c, 0x74, 0x08);				   /* je +8 (past the ret) */
+	PUT(&c, 0xb8, 0x01, 0x00, 0x00, 0x00);		   /* mov eax, 1 */
 	ip = put_syscall(&c);
-	PUT(&c, 0x90);				/* the other path: nop */
+	PUT(&c, 0x90);			       /* the other path: nop */
 	PUT(&c, 0xb8, 0x02, 0x00, 0x00, 0x00); /* mov eax, 2 */
-	PUT(&c, 0x0f, 0x05, 0xc3);		/* syscall; ret */
+	PUT(&c, 0x0f, 0x05, 0xc3);	       /* syscall; ret */
 	cr_assert(number(&c, ip, &nr));
 	cr_assert_eq(nr, 1);
 	cr_assert(number(&c, START + c.size - 3, &nr), "the other path's syscall");

@@ -719,6 +719,32 @@ int ptgen_async_disable(struct ptgen *g, uint64_t ip, uint64_t tsc)
 	return emit_pgd_suppressed(g);
 }
 
+int ptgen_async_branch(struct ptgen *g, uint64_t ip, uint64_t to, uint64_t tsc)
+{
+	int err;
+
+	if (!g)
+		return -pte_invalid;
+	if (!g->packet_en)
+		return -pte_bad_context;
+	err = advance_time(g, tsc);
+	if (err < 0)
+		return err;
+	err = emit_psb_if_due(g, ip, tsc);
+	if (err < 0 || g->in_overflow)
+		return err;
+	err = flush_tnt(g);
+	if (err < 0)
+		return err;
+	err = emit_cyc_if_due(g, tsc);
+	if (err < 0)
+		return err;
+	err = emit_ip_packet(g, ppt_fup, ip);
+	if (err < 0)
+		return err;
+	return emit_ip_packet(g, ppt_tip, to);
+}
+
 /* The branches decided before the overflow are written; then nothing until
  * overflow_end. The return stack does not survive an overflow (SDM Table
  * 36-35: "no RET compression is allowed across an overflow"). */

@@ -87,6 +87,14 @@ int ptgen_insn(struct ptgen *g, uint64_t ip, unsigned size, enum ptgen_class cls
  * they do for real traces). */
 int ptgen_async_disable(struct ptgen *g, uint64_t ip, uint64_t tsc);
 
+/* With the kernel traced too (OS=1): an interrupt or exception took the
+ * thread from before the instruction at ip to `to` (the kernel's handler)
+ * without leaving traced code: FUP(ip) then TIP(to) (SDM Table 36-50,
+ * asynchronous events with packets on). The return (iret, sysret, a
+ * syscall's entry) is an indirect transfer: ptgen_insn with PTGEN_JMP_IND
+ * and its target, which sends the TIP the hardware sends for it. */
+int ptgen_async_branch(struct ptgen *g, uint64_t ip, uint64_t to, uint64_t tsc);
+
 /* The thread is scheduled out while it is in the kernel (tracing is off).
  * With per-thread tracing the kernel then clears TraceEn, so nothing at all is
  * written, timing packets included, until ptgen_switch_in: time spent away
