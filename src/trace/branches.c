@@ -384,28 +384,9 @@ static int end_active_stack(struct step *s)
 	return 0;
 }
 
-/* An iret or sysret whose destination is not user code (an interrupt
- * returning into the kernel, or into code not traced): the active stack
- * ends, and the one it was set aside from continues. */
-static int leave_kernel(struct step *s, struct target *to, bool traced)
-{
-	int ret = end_active_stack(s);
-
-	if (!ret && s->t->br.nr_segs > 1)
-		ret = pop_segment(s);
-	if (ret)
-		return ret;
-	if (!traced)
-		return push_placeholder(s, NAME_UNTRACED, in_kernel(s->t));
-	return land(s, to, OTHERWISE_PUSH, true);
-}
-
-/* Execution is seen in user space (an iret or sysret, the trace resuming
- * in user code after a gap, any branch out of the kernel): every kernel
- * stack ends now, interrupts nested in it too, and then `to` continues the
- * user stack they were set aside from; a user function that ran before the
- * trace began (the first stack was the kernel's) is inferred under them. */
-static int return_to_user(struct step *s, struct target *to)
+/* Ends every kernel stack now, interrupts nested in it too: execution is
+ * in user space. */
+static int end_kernel(struct step *s)
 {
 	struct thread_state *t = s->t;
 
@@ -422,6 +403,40 @@ static int return_to_user(struct step *s, struct target *to)
 		if (ret)
 			return ret;
 	}
+	return 0;
+}
+
+/* Execution is seen in user space (an iret or sysret, the trace resuming
+ * in user code after a gap, any branch out of the kernel): the kernel's
+ * stacks end now, and `to` continues the user stack they were set aside
+ * from; a user function that ran before the trace began (the first stack
+ * was the kernel's) is inferred under them. */
+static int return_to_user(struct step *s, struct target *to)
+{
+	int ret = end_kernel(s);
+
+	return ret ? ret : land(s, to, OTHERWISE_PUSH, true);
+}
+
+/* An iret or sysret: into the kernel (an interrupt returning to the code it
+ * interrupted, whose stack continues), or out of the trace (to user code
+ * not traced: the kernel is over, and user time begins). Into user code it
+ * is return_to_user's. */
+static int leave_kernel(struct step *s, struct target *to, bool traced)
+{
+	int ret;
+
+	if (!traced) {
+		ret = end_kernel(s);
+		return ret ? ret : push_placeholder(s, NAME_UNTRACED, false);
+	}
+	if (!in_kernel(s->t))
+		return land(s, to, OTHERWISE_PUSH, true);
+	ret = end_active_stack(s);
+	if (!ret && s->t->br.nr_segs > 1)
+		ret = pop_segment(s);
+	if (ret)
+		return ret;
 	return land(s, to, OTHERWISE_PUSH, true);
 }
 

@@ -773,6 +773,35 @@ Test(builder_branch, a_resume_in_the_kernel_under_user_code_enters_it)
 	builder_fixture_close(&f, t);
 }
 
+/* Kernel-only tracing: each system call's sysret leaves the trace for user
+ * time (not the kernel's), and the next entry starts a kernel stack again. */
+Test(builder_branch, a_kernel_only_trace_leaves_to_untraced_user_time)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("ksys_read", 0x10));
+	ret(&f, 10, at("ksys_read", 0x30), at("do_syscall_64", 0x45));
+	branch(&f, 20, RV_BRANCH_SYSRET, RV_BRANCH_TRACE_END, at("do_syscall_64", 0x90), nowhere);
+	trace_begin(&f, 30, at("entry_SYSCALL_64", 0));
+	call(&f, 35, at("entry_SYSCALL_64", 0x40), at("do_syscall_64", 0));
+	branch(&f, 40, RV_BRANCH_SYSRET, RV_BRANCH_TRACE_END, at("entry_SYSCALL_64", 0x90),
+	       nowhere);
+	trace_begin(&f, 50, at("entry_SYSCALL_64", 0));
+	t = builder_fixture_finish(&f);
+	/* (the inferred one is written last) */
+	expect_span(t, "do_syscall_64", 1, 0, 20, NULL);
+	expect_span(t, "ksys_read", 0, 0, 10, "do_syscall_64");
+	expect_span(t, "[untraced]", 0, 20, 30, NULL);
+	expect_span(t, "entry_SYSCALL_64", 0, 30, 40, NULL);
+	expect_span(t, "do_syscall_64", 0, 35, 40, "entry_SYSCALL_64");
+	expect_span(t, "[untraced]", 1, 40, 50, NULL);
+	expect_category(t, "[untraced]", "");
+	expect_category(t, "do_syscall_64", "kernel");
+	builder_fixture_close(&f, t);
+}
+
 /* Which spans are the kernel's: kernel code and the placeholders for the
  * kernel's untraced time; not user code, gaps, or untraced user code. */
 Test(builder_branch, kernel_spans_carry_the_kernel_category)
