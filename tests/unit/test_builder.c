@@ -194,6 +194,9 @@ Test(builder, kernel_leaves_are_marked)
 	cr_assert(top[0].kernel, "%s is kernel code", top[0].name);
 	cr_assert_eq(top[0].self_ns, 40);
 	cr_assert(!top[1].kernel, "%s is not", top[1].name);
+	/* and in the trace: the kernel category */
+	cr_assert_str_eq(trace_span(t, "0xffffffff81000100", 0)->category, "kernel");
+	cr_assert_str_eq(trace_span(t, "0x1000", 0)->category, "");
 	builder_fixture_close(&f, t);
 }
 

@@ -485,6 +485,8 @@ Test(builder_calls, a_syscall_nests_in_the_user_call_with_its_arguments)
 	t = builder_fixture_finish(&f);
 	expect_span(t, "read", 0, 20, 30, "read_file");
 	expect_span(t, "read", 1, 40, 50, "read_file");
+	cr_assert_str_eq(trace_span(t, "read", 1)->category, "kernel");
+	cr_assert_str_eq(trace_span(t, "read_file", 0)->category, "");
 	s = trace_span(t, "read", 0);
 	cr_assert_eq(s->nr_args, 2, "nr and ret, nr once");
 	nr = fxt_find_arg(s->args, s->nr_args, "nr");
@@ -523,6 +525,9 @@ Test(builder_calls, off_cpu_nests_in_the_syscall_it_slept_in)
 	t = builder_fixture_finish(&f);
 	expect_span(t, "clock_nanosleep", 0, 10, 1030, "nap");
 	expect_span(t, "[off-cpu: sleeping]", 0, 20, 1020, "clock_nanosleep");
+	/* the kernel's code, not its waiting */
+	cr_assert_str_eq(trace_span(t, "clock_nanosleep", 0)->category, "kernel");
+	cr_assert_str_eq(trace_span(t, "[off-cpu: sleeping]", 0)->category, "");
 	s = trace_span(t, "[off-cpu: sleeping]", 0);
 	state = fxt_find_arg(s->args, s->nr_args, "state");
 	cr_assert(state);
@@ -557,6 +562,8 @@ Test(builder_calls, kernel_ends_without_their_beginnings_are_inferred)
 	expect_span(t, "[off-cpu]", 0, 0, 0, "read");
 	s = trace_span(t, "read", 0);
 	cr_assert(inferred(s));
+	cr_assert_str_eq(s->category, "kernel");
+	cr_assert_str_eq(trace_span(t, "[off-cpu]", 0)->category, "");
 	cr_assert_eq(s->nr_args, 3, "inferred_start_time, nr, ret");
 	cr_assert_eq(fxt_find_arg(s->args, s->nr_args, "ret")->i, 7);
 	cr_assert_eq(fxt_find_arg(s->args, s->nr_args, "nr")->u, 0);
