@@ -59,13 +59,25 @@
  *   first byte is a tail call (the top is replaced); into the middle of a
  *   deeper frame's function unwinds to it; else the top is replaced. Jumps
  *   inside the top frame's function cost a range compare (no lookup).
- * - TRACE_END (kernel not traced) pushes a placeholder, "[syscall]" for a
- *   SYSCALL, "[returned]" for a RETURN (after its pop), "[untraced]" else,
- *   which TRACE_BEGIN pops; TRACE_BEGIN then resumes in the top frame, unwinds
- *   to a deeper one, or pushes `to` (a signal handler).
+ * - TRACE_END (kernel not traced) pushes a placeholder, which TRACE_BEGIN
+ *   pops: from user code, "[syscall NAME]" for a SYSCALL (NAME from the
+ *   number the code at `from` puts in eax: decode/syscall_number.h, read once
+ *   per call site through the symbolizer; "[syscall]" when it does not show),
+ *   "[kernel]" for an INTERRUPT, SOFT_INT or async branch, "[returned]" for a
+ *   RETURN (after its pop), "[untraced]" else; in the kernel, "[untraced]".
+ *   TRACE_BEGIN then resumes in the top frame, unwinds to a deeper one, or
+ *   pushes `to` (a signal handler).
  * - Into the kernel (SYSCALL, INTERRUPT, SOFT_INT or an async branch to a
- *   kernel address) the stack is set aside and a fresh one started; SYSRET or
- *   IRET ends that one and takes the set-aside stack back.
+ *   kernel address; any branch from user code to a kernel address; a
+ *   TRACE_BEGIN at a kernel address over user frames) the user stack is set
+ *   aside and a kernel one started above it, so the kernel's frames nest in
+ *   the user function that was running; an entry in the kernel (a nested
+ *   interrupt) sets that one aside the same way. IRET or SYSRET into the
+ *   kernel ends the innermost. Execution seen in user space (any event whose
+ *   `to` is a user address: SYSRET, IRET, TRACE_BEGIN after a gap, a return)
+ *   ends every kernel stack at once, and the user stack continues (a first
+ *   stack that was the kernel's gets its user function inferred under it).
+ *   An untraced SYSRET or IRET ends them too, and "[untraced]" follows.
  * - Whenever a stack is empty and `to` must be on it, `to`'s function is
  *   pushed with an inferred begin at the stack's create_time (the thread's
  *   first event, or the kernel entry): such spans carry one argument,
@@ -123,6 +135,11 @@
  * - INSTANT writes an instant event with its arguments.
  * - The thread's exit, a --filter window's end, a snapshot and
  *   rv_builder_finish end what is open; the next event starts afresh.
+ *
+ * Spans of kernel code (branch frames at kernel addresses, sampled kernel
+ * frames, exact calls' kernel spans but off-CPU ones) and the kernel's
+ * placeholders ("[syscall NAME]", "[kernel]", "[untraced]" in the kernel)
+ * are written in the category RV_TRACE_CATEGORY_KERNEL; the others in none.
  *
  * It also keeps what the summary needs: time covered and self time by
  * function (time on the CPU: off-CPU spans are never self time).

@@ -1,8 +1,8 @@
 /* json.c: encodes spans, instants and process and thread names in the Chrome
  * trace event format ({"traceEvents":[...]}), the legacy format that Perfetto
- * and chrome://tracing both read: "X" events for spans, "i" events for
- * instants, "M" events for names. Times are microseconds with three decimals,
- * so nothing below the nanosecond is lost.
+ * and chrome://tracing both read: "X" events for spans (with "cat" when the
+ * span has a category), "i" events for instants, "M" events for names. Times are microseconds with
+ * three decimals, so nothing below the nanosecond is lost.
  *
  * Every string goes through one escaper that turns control characters into
  * \u00XX and invalid UTF-8 into U+FFFD, so the document is valid JSON
