@@ -9,7 +9,9 @@
  *   processed, the missing binaries named with what their absence cost;
  * - --perf-script: perf's own text for a softpt capture gives the program's
  *   counted calls; hand-written text with syscalls, interrupts, trace gaps and
- *   errors gives the stacks they imply;
+ *   errors gives the stacks they imply (issue 17's kernel entries that end
+ *   where the trace resumes in user space among them, in the kernel
+ *   category);
  * - captures cut at every record boundary or with bytes flipped: a clear
  *   error or a trace, never a crash (and no sanitizer report, under
  *   make check-asan);
@@ -378,6 +380,72 @@ Test(decode, perf_script_kernel_syscalls_interrupts_gaps, .timeout = 60)
 	cr_assert_eq(fxt_count_spans(t, 100, 100, "work"), 2, "work before and after the error");
 	cr_assert_eq(fxt_count_spans(t, 100, 100, "[trace gap]"), 1);
 	fxt_trace_free(t);
+	cleanup_dir(dir);
+	free(r);
+}
+
+/* issue 17: the page fault and the system call end where the trace resumes
+ * in user space ("tr strt"), as children of the one main, in the kernel
+ * category (FXT's, and JSON's "cat"). */
+static const char resume_text[] =
+	"1/1 1.000000000: 1 branches:uH: tr strt 0 [unknown] ([unknown]) => 401000 main+0x0 "
+	"(a.out)\n"
+	"1/1 1.000000010: 1 branches:uH: hw int 401010 main+0x10 (a.out) => ffffffff81000ab0 "
+	"asm_exc_page_fault+0x0 ([kernel.kallsyms])\n"
+	"1/1 1.000000100: 1 branches:uH: tr strt 0 [unknown] ([unknown]) => 401010 main+0x10 "
+	"(a.out)\n"
+	"1/1 1.000000130: 1 branches:uH: syscall 401030 main+0x30 (a.out) => ffffffff81000000 "
+	"entry_SYSCALL_64+0x0 ([kernel.kallsyms])\n"
+	"1/1 1.000000200: 1 branches:uH: tr strt 0 [unknown] ([unknown]) => 401032 main+0x32 "
+	"(a.out)\n";
+
+Test(decode, perf_script_kernel_entries_end_in_user_space, .timeout = 60)
+{
+	struct proc_result *r = calloc(1, sizeof(*r));
+	struct fxt_trace *t = NULL;
+	char dir[64], in[128], out[128], json[128], err[256], *text;
+	const struct fxt_span *main_fn, *fault, *entry;
+
+	cr_assert_not_null(r);
+	make_test_dir(dir, sizeof(dir));
+	snprintf(in, sizeof(in), "%s/branches.txt", dir);
+	snprintf(out, sizeof(out), "%s/resume.fxt", dir);
+	snprintf(json, sizeof(json), "%s/resume.json", dir);
+	write_file(in, resume_text, strlen(resume_text));
+	char *argv[] = {
+		(char *)build_path("rearview"), "decode", "--perf-script", in, "-o", out, NULL
+	};
+	run_process(argv, 60, r);
+	cr_assert_eq(r->exit_code, 0, "%s", r->err);
+	cr_assert_eq(fxt_read_file(out, &t, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(t->nr_spans, 3);
+	cr_assert_eq(fxt_count_spans(t, 1, 1, "main"), 1, "one main, no staircase");
+	main_fn = fxt_find_span(t, 1, 1, "main", 0);
+	fault = fxt_find_span(t, 1, 1, "asm_exc_page_fault", 0);
+	entry = fxt_find_span(t, 1, 1, "entry_SYSCALL_64", 0);
+	cr_assert(main_fn && fault && entry);
+	cr_assert_eq(fxt_span_parent(t, fault), main_fn);
+	cr_assert_eq(fxt_span_parent(t, entry), main_fn);
+	cr_assert(main_fn->begin_ns == 0 && main_fn->end_ns == 200);
+	cr_assert(fault->begin_ns == 10 && fault->end_ns == 100, "fault [%llu, %llu]",
+		  (unsigned long long)fault->begin_ns, (unsigned long long)fault->end_ns);
+	cr_assert(entry->begin_ns == 130 && entry->end_ns == 200, "syscall [%llu, %llu]",
+		  (unsigned long long)entry->begin_ns, (unsigned long long)entry->end_ns);
+	cr_assert_str_eq(fault->category, "kernel");
+	cr_assert_str_eq(entry->category, "kernel");
+	cr_assert_str_eq(main_fn->category, "");
+	fxt_trace_free(t);
+
+	argv[5] = json;
+	run_process(argv, 60, r);
+	cr_assert_eq(r->exit_code, 0, "%s", r->err);
+	text = read_whole(json, NULL);
+	cr_assert_not_null(strstr(text, "\"name\":\"asm_exc_page_fault\",\"cat\":\"kernel\""), "%s",
+			   text);
+	cr_assert_not_null(strstr(text, "\"name\":\"entry_SYSCALL_64\",\"cat\":\"kernel\""), "%s",
+			   text);
+	cr_assert_null(strstr(text, "\"name\":\"main\",\"cat\""), "%s", text);
+	free(text);
 	cleanup_dir(dir);
 	free(r);
 }
