@@ -1640,6 +1640,34 @@ Test(ptgen, async_disable_is_fup_then_suppressed_tip_pgd)
 	ptgen_free(g);
 }
 
+/* With the kernel traced: an interrupt is FUP(where it struck) then TIP(the
+ * handler), the pending TNT first; tracing stays on. */
+Test(ptgen, async_branch_is_fup_then_tip_to_the_handler)
+{
+	struct ptgen_config c = tsc_only();
+	struct ptgen *g = new_generator(&c);
+	const uint64_t ip = USER_BASE, handler = 0xffffffff81200000ull;
+	struct packets pk;
+	uint64_t last_ip = 0;
+
+	cr_assert_eq(ptgen_async_branch(g, ip, handler, 999), -pte_bad_context, "tracing is off");
+	cr_assert_eq(ptgen_enable(g, ip, 1000), 0);
+	insn(g, ip, 2, PTGEN_JCC, ip + 0x20, 1001);
+	cr_assert_eq(ptgen_async_branch(g, ip + 0x20, handler, 1002), 0);
+	insn(g, handler, 1, PTGEN_OTHER, handler + 1, 1003);
+	pk = packets_of(g, &c);
+	cr_assert_eq(pk.list[pk.count - 3].type, ppt_tnt_8);
+	cr_assert_eq(pk.list[pk.count - 2].type, ppt_fup);
+	cr_assert_eq(pk.list[pk.count - 1].type, ppt_tip);
+	for (size_t i = 0; i < pk.count - 1; i++)
+		if (has_ip(pk.list[i].type))
+			last_ip = full_ip(&pk.list[i].payload.ip, last_ip);
+	cr_assert_eq(last_ip, ip + 0x20);
+	cr_assert_eq(full_ip(&pk.list[pk.count - 1].payload.ip, last_ip), handler);
+	packets_free(&pk);
+	ptgen_free(g);
+}
+
 Test(ptgen, overflow_is_ovf_timing_and_an_uncompressed_fup)
 {
 	struct ptgen_config c = with_mtc();

@@ -3,7 +3,9 @@
  * instruction flow. softpt's tracer feeds it every retired user-space
  * instruction with its outcome; ptgen decides which packets the hardware
  * emits (TNT, TIP, FUP, TIP.PGE/PGD, PSB+, MODE.Exec, timing) and encodes
- * them with libipt's encoder.
+ * them with libipt's encoder. Tests model kernel tracing (OS=1) with it too:
+ * ptgen_async_branch for an interrupt, indirect transfers for the syscall
+ * entry, sysret and iret.
  *
  * Not here: ptrace, instruction decoding (the caller classifies), files.
  */
