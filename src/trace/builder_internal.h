@@ -223,7 +223,8 @@ struct rv_builder {
 	struct syscall_site {
 		uint64_t ip; /* 0: the slot is free */
 		uint32_t pid;
-		const char *name; /* "[syscall read]" (interned), or "[syscall]" */
+		const char *function; /* the symbolizer's name of the code read */
+		const char *name;     /* "[syscall read]" (interned), or "[syscall]" */
 	} * sites;
 	size_t nr_sites, cap_sites;
 };
