@@ -557,6 +557,15 @@ static int start_stack(struct step *s)
 	return 0;
 }
 
+/* Whether a branch to `to` leaves the kernel for user code, or user code
+ * (open frames of it) for the kernel. */
+static bool crosses(const struct thread_state *t, uint64_t to)
+{
+	if (to < KERNEL_START)
+		return in_kernel(t);
+	return !in_kernel(t) && !stack_empty(t);
+}
+
 static int on_branch(struct step *s, const struct batched_event *e)
 {
 	const unsigned both = RV_BRANCH_TRACE_BEGIN | RV_BRANCH_TRACE_END;
@@ -569,18 +578,14 @@ static int on_branch(struct step *s, const struct batched_event *e)
 		return 0; /* nothing ran traced */
 	if (e->flags & RV_BRANCH_TRACE_BEGIN)
 		return on_trace_begin(s, &to);
-	if (traced && to.ip && (to.ip < KERNEL_START) == in_kernel(s->t)) {
+	if (traced && to.ip && crosses(s->t, to.ip)) {
 		s->b->stats.calls += e->kind == RV_BRANCH_CALL;
 		s->b->stats.returns += e->kind == RV_BRANCH_RETURN;
-		/* out of the kernel into user code, however (sysret, iret, an
-		 * async branch) */
+		/* out of the kernel into user code, however (sysret, iret, a
+		 * return); from user code into the kernel, however */
 		if (to.ip < KERNEL_START)
 			return return_to_user(s, &to);
-		/* from user code into the kernel, however */
-		if (!stack_empty(s->t))
-			return enter_kernel(s, &to);
-		s->b->stats.calls -= e->kind == RV_BRANCH_CALL;
-		s->b->stats.returns -= e->kind == RV_BRANCH_RETURN;
+		return enter_kernel(s, &to);
 	}
 	switch (e->kind) {
 	case RV_BRANCH_CALL:
