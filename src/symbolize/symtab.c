@@ -116,11 +116,11 @@ static int read_elf(Elf *elf, enum rv_symtab_select select, rv_symtab_visit_fn v
 		if (sym.st_shndx == SHN_UNDEF)
 			s.place = RV_SYMTAB_UNDEFINED;
 		else if (sym.st_shndx == SHN_XINDEX)
-			s.place = section_place(elf, xndx, 0, &s.section_end);
+			s.place = section_place(elf, s.section = xndx, 0, &s.section_end);
 		else if (sym.st_shndx >= SHN_LORESERVE)
 			s.place = RV_SYMTAB_SPECIAL;
 		else
-			s.place = section_place(elf, sym.st_shndx, 0, &s.section_end);
+			s.place = section_place(elf, s.section = sym.st_shndx, 0, &s.section_end);
 		if (takes(select, &s))
 			ret = visit(ctx, &s);
 	}
@@ -156,7 +156,8 @@ static int read_module(Dwfl_Module *mod, uint64_t bias, enum rv_symtab_select se
 		else if (shndx >= SHN_LORESERVE && shndx <= SHN_HIRESERVE)
 			s.place = RV_SYMTAB_SPECIAL;
 		else
-			s.place = section_place(elf, shndx, sym_bias - bias, &s.section_end);
+			s.place = section_place(elf, s.section = shndx, sym_bias - bias,
+						&s.section_end);
 		if (takes(select, &s))
 			ret = visit(ctx, &s);
 	}
