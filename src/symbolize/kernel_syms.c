@@ -805,8 +805,8 @@ int rv_vmlinux_check(const char *path, const uint8_t *expected, size_t expected_
 	hex(id, size, have);
 	if (size != expected_size || memcmp(id, expected, size))
 		return rv_error_set(err, EINVAL,
-				    "--vmlinux '%s' is another kernel's (build id %s) than %s "
-				    "(build id %s): give the vmlinux built with that kernel",
-				    path, have, whose, want);
+				    "--vmlinux '%s' is not the image of %s: its build id is %s, "
+				    "the kernel's is %s; give the vmlinux built with that kernel",
+				    path, whose, have, want);
 	return 0;
 }
