@@ -1180,13 +1180,15 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 		return check_decode(opts, err);
 	if (opts->raw_pt || opts->nr_images || opts->cpu || opts->addr_filter[1] || opts->stats ||
 	    opts->perf_script || opts->jobs || opts->chunk_bytes)
-		return rv_error_set(err, EINVAL,
-				    "--raw-pt, --image, --cpu, --addr-filter, --stats, --perf-script, "
-				    "--jobs and --chunk-size belong to 'rearview decode'");
+		return rv_error_set(
+			err, EINVAL,
+			"--raw-pt, --image, --cpu, --addr-filter, --stats, --perf-script, "
+			"--jobs and --chunk-size belong to 'rearview decode'");
 	if (opts->vmlinux && !opts->include_kernel)
-		return rv_error_set(err, EINVAL,
-				    "--vmlinux names and decodes the kernel, which is recorded only "
-				    "with --trace-include-kernel or --trace-kernel-only: add one");
+		return rv_error_set(
+			err, EINVAL,
+			"--vmlinux names and decodes the kernel, which is recorded only "
+			"with --trace-include-kernel or --trace-kernel-only: add one");
 	if (opts->full_execution && opts->snapshot_size_bytes)
 		return rv_error_set(err, EINVAL,
 				    "--snapshot-size sets the flight recorder's size, and "

@@ -183,7 +183,8 @@ static int kernel_sources(const struct rv_decoder_options *o, const struct rv_pe
 			return -ENOMEM;
 		k->modules_dir = modules_dir_of(NULL);
 	} else if (r) {
-		k->modules_dir = modules_dir_of(rv_perf_reader_feature_string(r, RV_FEAT_OSRELEASE));
+		k->modules_dir =
+			modules_dir_of(rv_perf_reader_feature_string(r, RV_FEAT_OSRELEASE));
 	}
 	return 0;
 }
@@ -204,8 +205,8 @@ static size_t capture_kernel_build_id(const struct rv_perf_reader *r, uint8_t *i
 		if (h.size < 36 || h.size > size - pos)
 			break;
 		name_len = strnlen((const char *)p + pos + 36, h.size - 36u);
-		if (name_len < h.size - 36u && !strncmp((const char *)p + pos + 36,
-						       "[kernel.kallsyms]", 17)) {
+		if (name_len < h.size - 36u &&
+		    !strncmp((const char *)p + pos + 36, "[kernel.kallsyms]", 17)) {
 			/* the id's size is there when misc says so; else 20 */
 			size_t n = (h.misc & (1 << 15)) ? p[pos + 32] : RV_BUILD_ID_MAX;
 

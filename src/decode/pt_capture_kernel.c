@@ -187,13 +187,14 @@ static void load_code(struct rv_pt_capture *c, const char *ref_sym, uint64_t ref
 				   "--trace-include-kernel (as root)";
 		return;
 	}
-	c->kernel_reason = c->dir ? "no kcore_dir/kcore and no --vmlinux: the capture holds no "
-				    "kernel code (rearview and perf record --kcore copy it as root "
-				    "where /proc/kcore exists); give the recorded kernel's vmlinux "
-				    "with --vmlinux"
-				  : "no kcore_dir/kcore and no --vmlinux: a capture read from a pipe "
-				    "holds no kernel code; give the recorded kernel's vmlinux with "
-				    "--vmlinux";
+	c->kernel_reason =
+		c->dir ? "no kcore_dir/kcore and no --vmlinux: the capture holds no "
+			 "kernel code (rearview and perf record --kcore copy it as root "
+			 "where /proc/kcore exists); give the recorded kernel's vmlinux "
+			 "with --vmlinux"
+		       : "no kcore_dir/kcore and no --vmlinux: a capture read from a pipe "
+			 "holds no kernel code; give the recorded kernel's vmlinux with "
+			 "--vmlinux";
 	if (c->kcore) {
 		if (add_elf_code(c, c->kcore, 0, &why) > 0) {
 			c->kernel_loaded = true;
@@ -250,8 +251,8 @@ int ptc_kernel_mapping(struct rv_pt_capture *c, uint64_t start, uint64_t len, ui
 		return -ENOMEM;
 	ptc_mapping_init(&m, start, len, pgoff, is_kernel ? PTC_KERNEL_NAME : name);
 	if (!c->kernel_loaded || (!is_kernel && !c->kcore_loaded)) {
-		m.missing = ptc_missing_add(c, m.path, is_kernel ? c->kernel_reason : module_reason(c),
-					    true);
+		m.missing = ptc_missing_add(c, m.path,
+					    is_kernel ? c->kernel_reason : module_reason(c), true);
 		if (m.missing == SIZE_MAX)
 			return ptc_nomem(err);
 	}

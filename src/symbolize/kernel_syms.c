@@ -41,9 +41,9 @@ struct module_sym {
 };
 
 struct module {
-	char *name;	    /* normalized: '-' as '_' */
-	const char *label;  /* pooled "[name]" */
-	char *path;	    /* the MMAP's, or NULL */
+	char *name;	   /* normalized: '-' as '_' */
+	const char *label; /* pooled "[name]" */
+	char *path;	   /* the MMAP's, or NULL */
 	uint64_t start, end;
 	struct module_sym *syms; /* sorted by addr, aliases merged */
 	size_t nr_syms;
@@ -784,12 +784,13 @@ int rv_vmlinux_check(const char *path, const uint8_t *expected, size_t expected_
 	int ret = rv_symtab_file_open(&f, path, err);
 
 	if (ret && err->code == ENOEXEC)
-		return rv_error_set(err, ENOEXEC,
-				    "--vmlinux '%s' is not an ELF file: give the kernel's "
-				    "uncompressed image with its symbols (vmlinux, as the "
-				    "kernel's debug package installs it under /usr/lib/debug/boot), "
-				    "not a compressed vmlinuz or bzImage",
-				    path);
+		return rv_error_set(
+			err, ENOEXEC,
+			"--vmlinux '%s' is not an ELF file: give the kernel's "
+			"uncompressed image with its symbols (vmlinux, as the "
+			"kernel's debug package installs it under /usr/lib/debug/boot), "
+			"not a compressed vmlinuz or bzImage",
+			path);
 	if (ret)
 		return rv_error_prefix(err, "--vmlinux");
 	size = elf_build_id(f.elf, id);

@@ -72,11 +72,14 @@ Test(kernel_names, vmlinux_refused_when_not_elf_or_another_kernel, .timeout = 12
 	fclose(f);
 
 	/* rearview's own binary: an ELF file with a build id, of no kernel */
-	char *run_not_elf[] = { (char *)rv, "run",   "--trace-include-kernel", "--vmlinux",
-				not_elf,    "-o",    out,			       "--",
-				"true",	    NULL };
-	char *run_other[] = { (char *)rv, "run", "--trace-include-kernel", "--vmlinux", (char *)rv,
-			      "-o",	  out,	 "--",			   "true",	NULL };
+	char *run_not_elf[] = { (char *)rv,  "run",   "--trace-include-kernel",
+				"--vmlinux", not_elf, "-o",
+				out,	     "--",    "true",
+				NULL };
+	char *run_other[] = { (char *)rv,  "run",      "--trace-include-kernel",
+			      "--vmlinux", (char *)rv, "-o",
+			      out,	   "--",       "true",
+			      NULL };
 	char *run_no_scope[] = { (char *)rv, "run", "--vmlinux", (char *)rv, "-o",
 				 out,	     "--",  "true",	 NULL };
 	expect_refusal(run_not_elf, 1, "is not an ELF file");
@@ -85,10 +88,10 @@ Test(kernel_names, vmlinux_refused_when_not_elf_or_another_kernel, .timeout = 12
 
 	target = start_forever(&pipe_read);
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)target);
-	char *attach_not_elf[] = { (char *)rv, "attach", "-p",	   pid_text, "--trace-include-kernel",
-				   "--vmlinux", not_elf,  "-o",	   out,	     NULL };
-	char *attach_other[] = { (char *)rv, "attach", "-p",	 pid_text, "--trace-include-kernel",
-				 "--vmlinux", (char *)rv, "-o", out,	   NULL };
+	char *attach_not_elf[] = { (char *)rv,	"attach", "-p", pid_text, "--trace-include-kernel",
+				   "--vmlinux", not_elf,  "-o", out,	  NULL };
+	char *attach_other[] = { (char *)rv,  "attach",	  "-p", pid_text, "--trace-include-kernel",
+				 "--vmlinux", (char *)rv, "-o", out,	  NULL };
 	expect_refusal(attach_not_elf, 1, "is not an ELF file");
 	expect_refusal(attach_other, 1, "is not the image of the running kernel");
 	cr_assert_eq(kill(target, 0), 0, "the target was left alone");
@@ -99,10 +102,10 @@ Test(kernel_names, vmlinux_refused_when_not_elf_or_another_kernel, .timeout = 12
 
 	if (corpus_available()) {
 		/* the capture's HEADER_BUILD_ID gives its kernel 672679ce... */
-		char *decode_not_elf[] = { (char *)rv, "decode",   "--trace-include-kernel",
+		char *decode_not_elf[] = { (char *)rv,	"decode",  "--trace-include-kernel",
 					   "--vmlinux", not_elf,   "-o",
 					   out,		PERF_4_14, NULL };
-		char *decode_other[] = { (char *)rv, "decode",	 "--trace-include-kernel",
+		char *decode_other[] = { (char *)rv,  "decode",	  "--trace-include-kernel",
 					 "--vmlinux", (char *)rv, "-o",
 					 out,	      PERF_4_14,  NULL };
 		expect_refusal(decode_not_elf, 1, "is not an ELF file");
@@ -208,11 +211,10 @@ static void write_running_vmlinux(const char *path, const struct ksym *k, size_t
 		if (k[i].addr < stext || k[i].addr >= end)
 			continue;
 		syms[n].st_name = (Elf64_Word)str_len;
-		str_len += (size_t)sprintf(str + str_len, "%s%s", strcmp(k[i].name, "_stext")
-									 ? NAME_PREFIX
-									 : "",
-					   k[i].name) +
-			   1;
+		str_len +=
+			(size_t)sprintf(str + str_len, "%s%s",
+					strcmp(k[i].name, "_stext") ? NAME_PREFIX : "", k[i].name) +
+			1;
 		syms[n].st_value = k[i].addr;
 		syms[n].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
 		syms[n].st_shndx = (Elf64_Section)elf_ndxscn(text);
@@ -279,22 +281,12 @@ Test(kernel_names, sampling_run_names_kernel_frames_from_vmlinux, .timeout = 180
 	write_running_vmlinux(vmlinux, k, nr, stext, id, id_size);
 
 	/* dd: read and write system calls, so the kernel shows in samples */
-	char *argv[] = { (char *)rv,
-			 "run",
-			 "--backend",
-			 "sample",
-			 "--trace-include-kernel",
-			 "--vmlinux",
-			 vmlinux,
-			 "-o",
-			 out,
-			 "--",
-			 "/bin/dd",
-			 "if=/dev/zero",
-			 "of=/dev/null",
-			 "bs=1",
-			 "count=3000000",
-			 NULL };
+	char *argv[] = {
+		(char *)rv,  "run",	     "--backend",    "sample", "--trace-include-kernel",
+		"--vmlinux", vmlinux,	     "-o",	     out,      "--",
+		"/bin/dd",   "if=/dev/zero", "of=/dev/null", "bs=1",   "count=3000000",
+		NULL
+	};
 	run_process(argv, 150, r);
 	cr_assert_eq(r->exit_code, 0, "exit %d: %s", r->exit_code, r->err);
 	cr_assert_eq(fxt_read_file(out, &t, fxt_err, sizeof(fxt_err)), 0, "%s", fxt_err);
@@ -330,8 +322,8 @@ Test(kernel_names, perf_4_14_gaps_explained, .timeout = 120)
 		return;
 	}
 	snprintf(out, sizeof(out), "/tmp/rv-kernel-gaps-%d.fxt", getpid());
-	char *with_kernel[] = { (char *)rv, "decode", "--trace-include-kernel", PERF_4_14,
-				"-o",	    out,      NULL };
+	char *with_kernel[] = { (char *)rv, "decode", "--trace-include-kernel", PERF_4_14, "-o",
+				out,	    NULL };
 	run_process(with_kernel, 120, r);
 	cr_assert_eq(r->exit_code, 0, "exit %d: %s", r->exit_code, r->err);
 	cr_assert(strstr(r->err, "[kernel.kallsyms] is missing: 5 decode errors and 67276 bytes"),
@@ -339,8 +331,7 @@ Test(kernel_names, perf_4_14_gaps_explained, .timeout = 120)
 	cr_assert(strstr(r->err, "no kcore_dir/kcore and no --vmlinux"), "the reason: %s", r->err);
 	cr_assert(strstr(r->err, "give the recorded kernel's vmlinux with --vmlinux"), "%s",
 		  r->err);
-	cr_assert_null(strstr(r->err, " 0 decode errors and 0 bytes"), "a 0-byte line: %s",
-		       r->err);
+	cr_assert_null(strstr(r->err, " 0 decode errors and 0 bytes"), "a 0-byte line: %s", r->err);
 	cr_assert_null(strstr(r->err, ".ko is missing"), "%s", r->err);
 	cr_assert(strstr(r->err, "/lib64/ld-2.23.so is missing: 5 decode errors"), "%s", r->err);
 

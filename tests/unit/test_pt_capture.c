@@ -1361,7 +1361,8 @@ static void write_elf_of(const char *path, uint16_t type, const struct elf_sec *
 		d->d_type = ELF_T_BYTE;
 		d->d_align = 16;
 		Elf64_Shdr *sh = elf64_getshdr(scns[i]);
-		sh->sh_name = (Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr), secs[i].name);
+		sh->sh_name =
+			(Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr), secs[i].name);
 		sh->sh_type = SHT_PROGBITS;
 		sh->sh_flags = SHF_ALLOC | SHF_EXECINSTR;
 		sh->sh_addr = secs[i].addr;
@@ -1380,14 +1381,15 @@ static void write_elf_of(const char *path, uint16_t type, const struct elf_sec *
 		d->d_type = ELF_T_BYTE;
 		d->d_align = 4;
 		Elf64_Shdr *sh = elf64_getshdr(n);
-		sh->sh_name =
-			(Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr), ".note.gnu.build-id");
+		sh->sh_name = (Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr),
+						     ".note.gnu.build-id");
 		sh->sh_type = SHT_NOTE;
 		sh->sh_flags = SHF_ALLOC;
 	}
 	memset(table, 0, sizeof(table));
 	for (size_t i = 0; i < nsyms; i++) {
-		table[i + 1].st_name = (Elf64_Word)add_string(str, &str_len, sizeof(str), syms[i].name);
+		table[i + 1].st_name =
+			(Elf64_Word)add_string(str, &str_len, sizeof(str), syms[i].name);
 		table[i + 1].st_value = syms[i].value;
 		table[i + 1].st_size = syms[i].size;
 		table[i + 1].st_info = ELF64_ST_INFO(STB_GLOBAL, syms[i].type);
