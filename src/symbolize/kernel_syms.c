@@ -15,7 +15,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <fts.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -168,34 +168,40 @@ static int read_modules_list(struct rv_kernel_syms *ks, const char *path)
 struct ko_index {
 	struct ko_file *v;
 	size_t nr, cap;
-	bool failed;
+	bool searched;
 };
 
-/* nftw has no context argument: the walk is one thread's, in load(). */
-static _Thread_local struct ko_index *walking;
-
-static int index_ko(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* Every NAME.ko[.EXT] under dir, walked once (fts: no callback, no global
+ * state). */
+static void index_ko_files(struct ko_index *x, const char *dir)
 {
-	const char *base = path + ftw->base;
-	const char *ko = strstr(base, ".ko");
+	char *const roots[] = { (char *)dir, NULL };
+	FTS *fts = fts_open(roots, FTS_PHYSICAL | FTS_NOSTAT, NULL);
+	FTSENT *e;
 
-	(void)st;
-	if (flag != FTW_F || !ko || (ko[3] && ko[3] != '.'))
-		return 0;
-	if (rv_array_grow(&walking->v, &walking->cap, walking->nr, sizeof(*walking->v), 256)) {
-		walking->failed = true;
-		return 1;
+	x->searched = true;
+	if (!fts) {
+		rv_debug("cannot search '%s' for kernel modules: %s", dir, strerror(errno));
+		return;
 	}
-	walking->v[walking->nr].name = module_name(base);
-	walking->v[walking->nr].path = strdup(path);
-	if (!walking->v[walking->nr].name || !walking->v[walking->nr].path) {
-		free(walking->v[walking->nr].name);
-		free(walking->v[walking->nr].path);
-		walking->failed = true;
-		return 1;
+	while ((e = fts_read(fts))) {
+		const char *ko = strstr(e->fts_name, ".ko");
+
+		if ((e->fts_info != FTS_F && e->fts_info != FTS_NSOK) || !ko ||
+		    (ko[3] && ko[3] != '.'))
+			continue;
+		if (rv_array_grow(&x->v, &x->cap, x->nr, sizeof(*x->v), 256))
+			break;
+		x->v[x->nr].name = module_name(e->fts_name);
+		x->v[x->nr].path = strdup(e->fts_path);
+		if (!x->v[x->nr].name || !x->v[x->nr].path) {
+			free(x->v[x->nr].name);
+			free(x->v[x->nr].path);
+			break;
+		}
+		x->nr++;
 	}
-	walking->nr++;
-	return 0;
+	fts_close(fts);
 }
 
 static void ko_index_destroy(struct ko_index *x)
@@ -324,13 +330,8 @@ static const char *ko_path(struct rv_kernel_syms *ks, struct module *m, struct k
 		return m->path;
 	if (!ks->o.modules_dir)
 		return NULL;
-	if (!x->v && !x->failed) {
-		walking = x;
-		if (nftw(ks->o.modules_dir, index_ko, 16, FTW_PHYS) < 0)
-			rv_debug("cannot search '%s' for kernel modules: %s", ks->o.modules_dir,
-				 strerror(errno));
-		walking = NULL;
-	}
+	if (!x->searched)
+		index_ko_files(x, ks->o.modules_dir);
 	for (size_t i = 0; i < x->nr; i++)
 		if (!strcmp(x->v[i].name, m->name))
 			return x->v[i].path;
