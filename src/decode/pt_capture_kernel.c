@@ -187,14 +187,21 @@ static void load_code(struct rv_pt_capture *c, const char *ref_sym, uint64_t ref
 				   "--trace-include-kernel (as root)";
 		return;
 	}
-	c->kernel_reason =
-		c->dir ? "no kcore_dir/kcore and no --vmlinux: the capture holds no "
-			 "kernel code (rearview and perf record --kcore copy it as root "
-			 "where /proc/kcore exists); give the recorded kernel's vmlinux "
-			 "with --vmlinux"
-		       : "no kcore_dir/kcore and no --vmlinux: a capture read from a pipe "
-			 "holds no kernel code; give the recorded kernel's vmlinux with "
-			 "--vmlinux";
+	if (!c->dir)
+		c->kernel_reason =
+			"no kcore_dir/kcore and no --vmlinux: a capture read from a pipe "
+			"holds no kernel code; give the recorded kernel's vmlinux with "
+			"--vmlinux";
+	else if (c->kallsyms)
+		c->kernel_reason =
+			"no kcore_dir/kcore and no --vmlinux: the recording machine had "
+			"no /proc/kcore to copy; give the recorded kernel's vmlinux with "
+			"--vmlinux";
+	else
+		c->kernel_reason =
+			"no kcore_dir/kcore and no --vmlinux: the capture holds no kernel "
+			"code (rearview, and perf record --kcore, copy it as root); give "
+			"the recorded kernel's vmlinux with --vmlinux";
 	if (c->kcore) {
 		if (add_elf_code(c, c->kcore, 0, &why) > 0) {
 			c->kernel_loaded = true;

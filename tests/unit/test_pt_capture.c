@@ -1290,6 +1290,16 @@ Test(pt_capture, per_cpu_kcore_and_kallsyms, .timeout = 60)
 	decode_capture(d, dir, true, vmlinux);
 	assert_scenario(d, &sc, false);
 	cr_assert_not_null(find_missing(d, "[kernel.kallsyms]"));
+
+	/* kcore_dir without kcore and no --vmlinux: why is said */
+	const struct rv_pt_missing *m;
+	const char *reason = NULL;
+	cr_assert_eq(open_capture(&c, dir, true, NULL, &err), 0, "%s", err.message);
+	for (size_t i = 0, n = rv_pt_capture_missing(c, &m); i < n; i++)
+		if (!strcmp(m[i].path, "[kernel.kallsyms]"))
+			reason = m[i].reason;
+	cr_assert(reason && strstr(reason, "had no /proc/kcore"), "%s", reason);
+	rv_pt_capture_free(c);
 	free(d);
 	remove_tree(dir);
 }
