@@ -40,6 +40,8 @@
 
 /* The lowest kernel address on x86-64 (the canonical high half). */
 #define KERNEL_START 0xffff800000000000ull
+/* perf's pid of the kernel's own mappings (-1) */
+#define KERNEL_PID UINT32_MAX
 
 /* Cache keys pair an address with a generation: the kernel's, that of
  * processes with no mappings, or one per process and per change of its
@@ -466,7 +468,7 @@ int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t st
 	struct process *p;
 	size_t at;
 
-	if (start >= KERNEL_START && s->kernel && path &&
+	if (start >= KERNEL_START && pid == KERNEL_PID && s->kernel && path &&
 	    rv_kernel_syms_add_mapping(s->kernel, start, len, pgoff, path))
 		return rv_error_set(err, ENOMEM, "out of memory recording the kernel's mappings");
 	if (!executable || !len || !path || start >= KERNEL_START)

@@ -62,11 +62,12 @@ int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_opt
 
 /* A file mapping of process pid: [start, start+len) maps `path` from file
  * offset pgoff. Only executable mappings matter; others may be passed and are
- * ignored. Kernel mappings (perf's "[kernel.kallsyms]_text" and modules')
- * place the kernel's symbols, when they come before the first kernel
- * lookup. Mappings of files that cannot be opened (deleted, missing) are kept
- * so their addresses are named after the file. Fails only on allocation
- * failure. "[vdso]" and other special names are accepted as names. */
+ * ignored. Mappings of files that cannot be opened (deleted, missing) are
+ * kept so their addresses are named after the file. Fails only on
+ * allocation failure. "[vdso]" and other special names are accepted as
+ * names. The kernel's mappings (pid UINT32_MAX, perf's -1: its
+ * "[kernel.kallsyms]_text" and its modules') place the kernel's symbols
+ * instead, when they come before the first kernel lookup. */
 int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t start, uint64_t len,
 			      uint64_t pgoff, bool executable, const char *path,
 			      struct rv_error *err);

@@ -159,7 +159,8 @@ static struct ksym *read_kallsyms(size_t *nr, unsigned long long *stext)
 
 /* An ELF vmlinux with the running kernel's build id, a .text (no bytes:
  * SHT_NOBITS) over its text, and each of its functions as NAME_PREFIX +
- * its name, linked where it runs (so the KASLR offset is 0). */
+ * its name (but _stext and _text, which place it), linked where it runs
+ * (so the KASLR offset is 0). */
 static void write_running_vmlinux(const char *path, const struct ksym *k, size_t nr,
 				  unsigned long long stext, const uint8_t *id, size_t id_size)
 {
@@ -211,10 +212,12 @@ static void write_running_vmlinux(const char *path, const struct ksym *k, size_t
 		if (k[i].addr < stext || k[i].addr >= end)
 			continue;
 		syms[n].st_name = (Elf64_Word)str_len;
-		str_len +=
-			(size_t)sprintf(str + str_len, "%s%s",
-					strcmp(k[i].name, "_stext") ? NAME_PREFIX : "", k[i].name) +
-			1;
+		str_len += (size_t)sprintf(str + str_len, "%s%s",
+					   strcmp(k[i].name, "_stext") && strcmp(k[i].name, "_text")
+						   ? NAME_PREFIX
+						   : "",
+					   k[i].name) +
+			   1;
 		syms[n].st_value = k[i].addr;
 		syms[n].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
 		syms[n].st_shndx = (Elf64_Section)elf_ndxscn(text);

@@ -1473,8 +1473,9 @@ static void syn_module_map(struct syn *s, uint64_t start, uint64_t len, const ch
  * then a module's (three). kcore holds the code of both; the names are in
  * vmlinux, linked KASLR_SHIFT lower than it ran, and in the module's .ko,
  * whose .init.text the loader drops, so its .text is at the module's base;
- * kallsyms has nothing but _text and _stext. Decoded, built and written
- * through the real pipeline (render), each span is named as its symbol. */
+ * kallsyms has nothing but _text and _stext (then is not there: perf's
+ * kernel map places vmlinux). Decoded, built and written through the real
+ * pipeline (render), each span is named as its symbol. */
 Test(pt_capture, kernel_names_from_vmlinux_and_module, .timeout = 60)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32], vmlinux[PATH_MAX + 16], ko[PATH_MAX + 16];
@@ -1562,6 +1563,18 @@ Test(pt_capture, kernel_names_from_vmlinux_and_module, .timeout = 60)
 	cr_assert_geq(fxt_count_spans(t, 200, 200, "mod_work"), 1);
 	cr_assert_eq(fxt_count_spans(t, 200, 200, "_stext"), 0, "named from kallsyms");
 	cr_assert_eq(fxt_count_spans(t, 200, 200, "fake_mod_init"), 0, ".init.text was laid out");
+	fxt_trace_free(t);
+
+	/* without kallsyms, perf's kernel map ([kernel.kallsyms]_text at
+	 * KERNEL_BASE) gives the KASLR offset */
+	snprintf(path, sizeof(path), "%s/kcore_dir/kallsyms", dir);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rv_trace_writer_open(&w, trace_path, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_render(&ro, w, &err), 0, "%s", err.message);
+	rv_trace_writer_free(w);
+	cr_assert_eq(fxt_read_file(trace_path, &t, fxt_err, sizeof(fxt_err)), 0, "%s", fxt_err);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "kernel_helper"), k.ncalls);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "mod_helper"), m.ncalls);
 	fxt_trace_free(t);
 
 	/* without kernel scope nothing of the kernel is in the trace */
