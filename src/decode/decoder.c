@@ -309,6 +309,7 @@ static int open_symbolizer(struct rv_decoder *d, struct rv_error *err)
 		return rv_error_set(err, ENOMEM, "out of memory");
 	}
 	if (d->options.include_kernel) {
+		so.kernel = d->kind != RV_CAPTURE_PERF_SCRIPT && d->kind != RV_CAPTURE_RAW_PT;
 		so.kallsyms_path = k.kallsyms;
 		so.modules = k.modules;
 		so.modules_dir = k.modules_dir;
@@ -429,6 +430,7 @@ void rv_decoder_report(const struct rv_decoder *d, struct rv_decoder_report *out
 	out->pt = d->pt_stats;
 	out->packets = d->packets;
 	out->jumps_ignored = d->kind == RV_CAPTURE_RAW_PT;
+	out->kernel_names = d->symbolizer ? rv_symbolizer_kernel_problems(d->symbolizer) : NULL;
 	if (d->pt) {
 		struct rv_pt_capture_info info;
 

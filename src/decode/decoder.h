@@ -120,6 +120,10 @@ struct rv_decoder_report {
 	const struct rv_pt_missing *missing;
 	size_t nr_missing;
 	uint64_t windows_applied;
+	/* what the kernel's names lacked (symbolizer.h), once the trace named
+	 * kernel code: a --vmlinux that could not be placed, modules without
+	 * a readable .ko; NULL when nothing */
+	const char *kernel_names;
 	/* raw PT: no symbols, so jumps were not looked at */
 	bool jumps_ignored;
 	/* the kind's own counts: the one that matches kind is filled */

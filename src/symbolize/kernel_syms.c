@@ -18,6 +18,7 @@
 #include <fts.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +70,32 @@ struct rv_kernel_syms {
 	size_t nr_modules, cap_modules;
 
 	bool loaded;
+	char problems[1024];	   /* what was left out, for the user */
+	size_t modules_not_found;  /* no .ko */
+	size_t modules_unreadable; /* a .ko elfutils could not read */
+	const char *first_not_found, *first_unreadable;
+	bool zstd;		   /* one of them is zstd-compressed */
 	struct rv_symtab *vmlinux; /* at link-time addresses */
 	uint64_t shift;		   /* KASLR: run-time minus link-time */
 	uint64_t vm_start, vm_end; /* its code, at run-time addresses */
 	size_t count;
 };
+
+/* Appends a sentence to what the user is told was left out. */
+__attribute__((format(printf, 2, 3))) static void note_problem(struct rv_kernel_syms *ks,
+							       const char *fmt, ...)
+{
+	size_t len = strlen(ks->problems);
+	va_list ap;
+
+	if (len)
+		len += (size_t)snprintf(ks->problems + len, sizeof(ks->problems) - len, "; ");
+	if (len >= sizeof(ks->problems))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ks->problems + len, sizeof(ks->problems) - len, fmt, ap);
+	va_end(ap);
+}
 
 /* ---- module names and files ---- */
 
@@ -352,6 +374,8 @@ static void load_module(struct rv_kernel_syms *ks, struct module *m, struct ko_i
 		rv_debug("module %s: no %s.ko%s%s; its names come from kallsyms", m->name, m->name,
 			 ks->o.modules_dir ? " under " : "",
 			 ks->o.modules_dir ? ks->o.modules_dir : "");
+		if (!ks->modules_not_found++)
+			ks->first_not_found = m->name;
 		return;
 	}
 	dwfl = dwfl_begin(callbacks);
@@ -364,11 +388,10 @@ static void load_module(struct rv_kernel_syms *ks, struct module *m, struct ko_i
 	if (!elf) {
 		size_t len = strlen(path);
 
-		rv_debug("module %s: cannot read '%s'%s: %s", m->name, path,
-			 len > 4 && !strcmp(path + len - 4, ".zst")
-				 ? " (this elfutils reads gzip, xz and bzip2, not zstd: unzstd it)"
-				 : "",
-			 dwfl_errmsg(-1));
+		rv_debug("module %s: cannot read '%s': %s", m->name, path, dwfl_errmsg(-1));
+		if (!ks->modules_unreadable++)
+			ks->first_unreadable = m->name;
+		ks->zstd |= len > 4 && !strcmp(path + len - 4, ".zst");
 	} else if (lay_out(elf, &l)) {
 		struct rv_symtab_source src = { .elf = elf };
 
@@ -465,14 +488,15 @@ static void load_vmlinux(struct rv_kernel_syms *ks)
 	size_t n;
 
 	if (rv_symtab_file_open(&f, ks->o.vmlinux, &err)) {
-		rv_debug("--vmlinux names nothing: %s", err.message);
+		note_problem(ks, "--vmlinux names nothing: %s", err.message);
 		return;
 	}
 	src = (struct rv_symtab_source){ .elf = f.elf };
 	if (!kaslr_shift(ks, &src)) {
-		rv_debug("--vmlinux names nothing: no kallsyms and no kernel map give the running "
-			 "kernel's _stext or _text, or '%s' lacks both",
-			 ks->o.vmlinux);
+		note_problem(ks,
+			     "--vmlinux names nothing: neither kallsyms nor perf's kernel map says "
+			     "where the kernel's _stext or _text ran, or '%s' lacks both",
+			     ks->o.vmlinux);
 		rv_symtab_file_close(&f);
 		return;
 	}
@@ -518,6 +542,31 @@ static void load(struct rv_kernel_syms *ks)
 	}
 	ko_index_destroy(&x);
 	qsort(ks->modules, ks->nr_modules, sizeof(*ks->modules), compare_modules);
+	if (!ks->have_kallsyms && !ks->o.vmlinux)
+		note_problem(ks, "no kallsyms (kcore_dir/kallsyms) and no --vmlinux: the kernel's "
+				 "own code is named by its addresses; give the recorded kernel's "
+				 "vmlinux with --vmlinux");
+	if (ks->modules_not_found)
+		note_problem(ks,
+			     "%zu module%s (%s%s) with no .ko file here (at the path the "
+			     "capture gives%s%s), named %s",
+			     ks->modules_not_found, ks->modules_not_found == 1 ? "" : "s",
+			     ks->first_not_found, ks->modules_not_found > 1 ? ", ..." : "",
+			     ks->o.modules_dir ? " or under " : "",
+			     ks->o.modules_dir ? ks->o.modules_dir : "",
+			     ks->have_kallsyms ? "from kallsyms" : "by address");
+	if (ks->modules_unreadable)
+		note_problem(ks, "%zu module%s (%s%s) whose .ko file elfutils cannot read%s",
+			     ks->modules_unreadable, ks->modules_unreadable == 1 ? "" : "s",
+			     ks->first_unreadable, ks->modules_unreadable > 1 ? ", ..." : "",
+			     ks->zstd ? " (this elfutils reads gzip, xz and bzip2, not zstd: "
+					"decompress them with unzstd)"
+				      : "");
+}
+
+const char *rv_kernel_syms_problems(const struct rv_kernel_syms *ks)
+{
+	return ks->loaded && ks->problems[0] ? ks->problems : NULL;
 }
 
 static bool find_in_module(struct rv_kernel_syms *ks, uint64_t addr, struct rv_kernel_sym *out)

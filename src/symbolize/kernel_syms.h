@@ -23,8 +23,8 @@
  *    for a capture just recorded here. It holds the modules' symbols too.
  *
  * Files are read on the first lookup, so that the MMAPs of a capture are all
- * known by then; a source that cannot be read is left out (a debug line,
- * -v, says why), and the next one names the address. Names are as the
+ * known by then; a source that cannot be read is left out (and said:
+ * rv_kernel_syms_problems), and the next one names the address. Names are as the
  * sources give them (kernel symbols are not mangled; GCC's "foo.cold" is
  * named "foo"), and live as long as the table.
  *
@@ -76,6 +76,12 @@ bool rv_kernel_syms_find(struct rv_kernel_syms *ks, uint64_t addr, struct rv_ker
 
 /* How many symbols the sources that were read hold (after a lookup). */
 size_t rv_kernel_syms_count(const struct rv_kernel_syms *ks);
+
+/* What was left out, once sources were read (after a lookup), for the user:
+ * a --vmlinux that could not be placed, modules without a .ko or whose .ko
+ * could not be read; sentences joined by "; ", or NULL. Valid until the
+ * table is freed. */
+const char *rv_kernel_syms_problems(const struct rv_kernel_syms *ks);
 
 void rv_kernel_syms_free(struct rv_kernel_syms *ks);
 

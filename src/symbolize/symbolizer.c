@@ -973,7 +973,8 @@ int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_opt
 		return rv_error_set(err, ENOMEM, "out of memory creating the symbolizer");
 	}
 	elf_version(EV_CURRENT);
-	if (options && (options->kallsyms_path || options->vmlinux || options->modules)) {
+	if (options &&
+	    (options->kernel || options->kallsyms_path || options->vmlinux || options->modules)) {
 		struct rv_kernel_syms_options ko = {
 			.vmlinux = options->vmlinux,
 			.kallsyms = options->kallsyms_path,
@@ -995,6 +996,11 @@ int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_opt
 void rv_symbolizer_stats(const struct rv_symbolizer *s, struct rv_symbolizer_stats *out)
 {
 	*out = s->stats;
+}
+
+const char *rv_symbolizer_kernel_problems(const struct rv_symbolizer *s)
+{
+	return s->kernel ? rv_kernel_syms_problems(s->kernel) : NULL;
 }
 
 void rv_symbolizer_free(struct rv_symbolizer *s)

@@ -40,6 +40,7 @@ struct rv_symbolizer_options {
 	const char *vmlinux;	   /* --vmlinux: its symbol table, moved by KASLR */
 	const char *modules;	   /* a /proc/modules list: where modules are */
 	const char *modules_dir;   /* where their .ko files are: /lib/modules/RELEASE */
+	bool kernel;		   /* kernel code is in scope, even without those: say so */
 	/* Look up DWARF file and line for each symbol (costs time on first lookup). */
 	bool want_lines;
 };
@@ -103,6 +104,11 @@ struct rv_symbolizer_stats {
 };
 
 void rv_symbolizer_stats(const struct rv_symbolizer *s, struct rv_symbolizer_stats *out);
+
+/* What the kernel's names lack, once a kernel address was named (see
+ * kernel_syms.h: rv_kernel_syms_problems), for the caller to tell the user;
+ * NULL when nothing. Valid until the symbolizer is freed. */
+const char *rv_symbolizer_kernel_problems(const struct rv_symbolizer *s);
 
 void rv_symbolizer_free(struct rv_symbolizer *s);
 

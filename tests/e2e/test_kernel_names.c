@@ -337,6 +337,9 @@ Test(kernel_names, perf_4_14_gaps_explained, .timeout = 120)
 	cr_assert_null(strstr(r->err, " 0 decode errors and 0 bytes"), "a 0-byte line: %s", r->err);
 	cr_assert_null(strstr(r->err, ".ko is missing"), "%s", r->err);
 	cr_assert(strstr(r->err, "/lib64/ld-2.23.so is missing: 5 decode errors"), "%s", r->err);
+	/* and why the kernel's code is named by address */
+	cr_assert(strstr(r->err, "kernel names: no kallsyms (kcore_dir/kallsyms) and no --vmlinux"),
+		  "%s", r->err);
 
 	/* without the kernel in scope: its gap is said, and no address of it is
 	 * in the summary or the trace */
