@@ -334,6 +334,8 @@ static void finish_module_syms(struct module *m)
 {
 	size_t kept = 0;
 
+	if (!m->nr_syms)
+		return;
 	qsort(m->syms, m->nr_syms, sizeof(*m->syms), compare_module_syms);
 	for (size_t i = 0; i < m->nr_syms; i++) {
 		if (kept && m->syms[kept - 1].addr == m->syms[i].addr)
@@ -541,7 +543,8 @@ static void load(struct rv_kernel_syms *ks)
 		rv_debuginfo_destroy(&debuginfo);
 	}
 	ko_index_destroy(&x);
-	qsort(ks->modules, ks->nr_modules, sizeof(*ks->modules), compare_modules);
+	if (ks->nr_modules)
+		qsort(ks->modules, ks->nr_modules, sizeof(*ks->modules), compare_modules);
 	if (!ks->have_kallsyms && !ks->o.vmlinux)
 		note_problem(ks, "no kallsyms (kcore_dir/kallsyms) and no --vmlinux: the kernel's "
 				 "own code is named by its addresses; give the recorded kernel's "
