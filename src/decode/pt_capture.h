@@ -139,6 +139,7 @@ struct rv_pt_missing {
 	uint64_t mappings;	/* how many mappings of it */
 	uint64_t errors;	/* decode errors at addresses it covers */
 	uint64_t skipped_bytes; /* trace from those errors to the next PSB */
+	bool kernel;		/* the kernel or one of its modules */
 };
 
 /* Binaries the capture maps that could not be read (kernel and modules

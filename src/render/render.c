@@ -357,7 +357,7 @@ static void warn_findings(const struct rv_decoder_report *r, const struct rv_bui
 			" bytes of trace left undecoded because of it: %s",
 			m->path, m->errors, m->errors == 1 ? "" : "s", m->skipped_bytes,
 			m->reason ? m->reason : "its code could not be read");
-		user_missing |= m->path[0] == '/' && !strstr(m->path, ".ko");
+		user_missing |= !m->kernel;
 	}
 	if (user_missing)
 		rv_warn("the trace has gaps where that code ran; decode on the machine that "
