@@ -32,7 +32,7 @@
 #include "util/log.h"
 
 #define KERNEL_NAME "[kernel.kallsyms]"
-/* /sys/kernel/notes is a few hundred bytes; vmlinux notes are read whole. */
+/* /sys/kernel/notes is a few hundred bytes. */
 #define NOTES_MAX 4096
 
 struct module_sym {
@@ -45,6 +45,7 @@ struct module {
 	char *name;	   /* normalized: '-' as '_' */
 	const char *label; /* pooled "[name]" */
 	char *path;	   /* the MMAP's, or NULL */
+	bool read;	   /* its .ko was looked for (on the first lookup in it) */
 	uint64_t start, end;
 	struct module_sym *syms; /* sorted by addr, aliases merged */
 	size_t nr_syms;
@@ -54,6 +55,8 @@ struct ko_file {
 	char *name; /* normalized */
 	char *path;
 };
+
+struct ko_index;
 
 struct rv_kernel_syms {
 	struct rv_kernel_syms_options o; /* strings owned */
@@ -70,15 +73,23 @@ struct rv_kernel_syms {
 	size_t nr_modules, cap_modules;
 
 	bool loaded;
-	char problems[1024];	   /* what was left out, for the user */
-	size_t modules_not_found;  /* no .ko */
-	size_t modules_unreadable; /* a .ko elfutils could not read */
-	const char *first_not_found, *first_unreadable;
-	bool zstd;		   /* one of them is zstd-compressed */
 	struct rv_symtab *vmlinux; /* at link-time addresses */
 	uint64_t shift;		   /* KASLR: run-time minus link-time */
 	uint64_t vm_start, vm_end; /* its code, at run-time addresses */
 	size_t count;
+
+	/* for the modules' .ko files, read as lookups reach them */
+	struct ko_index *ko_files;
+	struct rv_debuginfo debuginfo;
+	bool have_debuginfo;
+
+	/* what was left out, for the user */
+	char problems[1024];	   /* at load */
+	char report[1536];	   /* problems and the modules' */
+	size_t modules_not_found;  /* no .ko */
+	size_t modules_unreadable; /* a .ko elfutils could not read */
+	const char *first_not_found, *first_unreadable;
+	bool zstd; /* one of them is zstd-compressed */
 };
 
 /* Appends a sentence to what the user is told was left out. */
@@ -348,30 +359,39 @@ static void finish_module_syms(struct module *m)
 			m->syms[i].size = m->syms[i + 1].addr - m->syms[i].addr;
 }
 
-static const char *ko_path(struct rv_kernel_syms *ks, struct module *m, struct ko_index *x)
+static const char *ko_path(struct rv_kernel_syms *ks, struct module *m)
 {
+	struct ko_index *x;
+
 	if (m->path && m->path[0] == '/' && access(m->path, R_OK) == 0)
 		return m->path;
 	if (!ks->o.modules_dir)
 		return NULL;
-	if (!x->searched)
-		index_ko_files(x, ks->o.modules_dir);
+	if (!ks->ko_files) {
+		ks->ko_files = calloc(1, sizeof(*ks->ko_files));
+		if (!ks->ko_files)
+			return NULL;
+		index_ko_files(ks->ko_files, ks->o.modules_dir);
+	}
+	x = ks->ko_files;
 	for (size_t i = 0; i < x->nr; i++)
 		if (!strcmp(x->v[i].name, m->name))
 			return x->v[i].path;
 	return NULL;
 }
 
-static void load_module(struct rv_kernel_syms *ks, struct module *m, struct ko_index *x,
-			const Dwfl_Callbacks *callbacks)
+/* Reads m's symbols from its .ko, once. */
+static void load_module(struct rv_kernel_syms *ks, struct module *m)
 {
-	const char *path = ko_path(ks, m, x);
+	const char *path;
 	struct module_layout l = { .m = m, .pool = &ks->pool };
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	Elf *elf;
 	GElf_Addr bias;
 
+	m->read = true;
+	path = ko_path(ks, m);
 	if (!path) {
 		rv_debug("module %s: no %s.ko%s%s; its names come from kallsyms", m->name, m->name,
 			 ks->o.modules_dir ? " under " : "",
@@ -380,7 +400,10 @@ static void load_module(struct rv_kernel_syms *ks, struct module *m, struct ko_i
 			ks->first_not_found = m->name;
 		return;
 	}
-	dwfl = dwfl_begin(callbacks);
+	if (!ks->have_debuginfo && rv_debuginfo_init(&ks->debuginfo))
+		return;
+	ks->have_debuginfo = true;
+	dwfl = dwfl_begin(&ks->debuginfo.callbacks);
 	if (!dwfl)
 		return;
 	dwfl_report_begin(dwfl);
@@ -401,6 +424,7 @@ static void load_module(struct rv_kernel_syms *ks, struct module *m, struct ko_i
 		if (l.nomem)
 			rv_debug("module %s: out of memory reading its symbols", m->name);
 		finish_module_syms(m);
+		ks->count += m->nr_syms;
 		rv_debug("module %s: %zu symbols from %s", m->name, m->nr_syms, path);
 	}
 	free(l.section_addr);
@@ -525,51 +549,51 @@ static void load_vmlinux(struct rv_kernel_syms *ks)
 
 /* ---- the table ---- */
 
+/* Reads what is read whole: vmlinux and the module list (the modules'
+ * .ko files are read as lookups reach them). */
 static void load(struct rv_kernel_syms *ks)
 {
-	struct ko_index x = { 0 };
-	struct rv_debuginfo debuginfo;
-
 	ks->loaded = true;
 	if (ks->o.vmlinux)
 		load_vmlinux(ks);
 	if (ks->o.modules && read_modules_list(ks, ks->o.modules))
 		rv_debug("out of memory reading the module list");
-	if (ks->nr_modules && !rv_debuginfo_init(&debuginfo)) {
-		for (size_t i = 0; i < ks->nr_modules; i++) {
-			load_module(ks, &ks->modules[i], &x, &debuginfo.callbacks);
-			ks->count += ks->modules[i].nr_syms;
-		}
-		rv_debuginfo_destroy(&debuginfo);
-	}
-	ko_index_destroy(&x);
 	if (ks->nr_modules)
 		qsort(ks->modules, ks->nr_modules, sizeof(*ks->modules), compare_modules);
 	if (!ks->have_kallsyms && !ks->o.vmlinux)
 		note_problem(ks, "no kallsyms (kcore_dir/kallsyms) and no --vmlinux: the kernel's "
 				 "own code is named by its addresses; give the recorded kernel's "
 				 "vmlinux with --vmlinux");
-	if (ks->modules_not_found)
-		note_problem(ks,
-			     "%zu module%s (%s%s) with no .ko file here (at the path the "
-			     "capture gives%s%s), named %s",
-			     ks->modules_not_found, ks->modules_not_found == 1 ? "" : "s",
-			     ks->first_not_found, ks->modules_not_found > 1 ? ", ..." : "",
-			     ks->o.modules_dir ? " or under " : "",
-			     ks->o.modules_dir ? ks->o.modules_dir : "",
-			     ks->have_kallsyms ? "from kallsyms" : "by address");
-	if (ks->modules_unreadable)
-		note_problem(ks, "%zu module%s (%s%s) whose .ko file elfutils cannot read%s",
-			     ks->modules_unreadable, ks->modules_unreadable == 1 ? "" : "s",
-			     ks->first_unreadable, ks->modules_unreadable > 1 ? ", ..." : "",
-			     ks->zstd ? " (this elfutils reads gzip, xz and bzip2, not zstd: "
-					"decompress them with unzstd)"
-				      : "");
 }
 
-const char *rv_kernel_syms_problems(const struct rv_kernel_syms *ks)
+const char *rv_kernel_syms_problems(struct rv_kernel_syms *ks)
 {
-	return ks->loaded && ks->problems[0] ? ks->problems : NULL;
+	size_t len;
+
+	if (!ks->loaded)
+		return NULL;
+	len = (size_t)snprintf(ks->report, sizeof(ks->report), "%s", ks->problems);
+	if (ks->modules_not_found && len < sizeof(ks->report))
+		len += (size_t)snprintf(
+			ks->report + len, sizeof(ks->report) - len,
+			"%s%zu module%s (%s%s) with no .ko file here (at the path the capture "
+			"gives%s%s), named %s",
+			len ? "; " : "", ks->modules_not_found,
+			ks->modules_not_found == 1 ? "" : "s", ks->first_not_found,
+			ks->modules_not_found > 1 ? ", ..." : "",
+			ks->o.modules_dir ? " or under " : "",
+			ks->o.modules_dir ? ks->o.modules_dir : "",
+			ks->have_kallsyms ? "from kallsyms" : "by address");
+	if (ks->modules_unreadable && len < sizeof(ks->report))
+		snprintf(ks->report + len, sizeof(ks->report) - len,
+			 "%s%zu module%s (%s%s) whose .ko file elfutils cannot read%s",
+			 len ? "; " : "", ks->modules_unreadable,
+			 ks->modules_unreadable == 1 ? "" : "s", ks->first_unreadable,
+			 ks->modules_unreadable > 1 ? ", ..." : "",
+			 ks->zstd ? " (this elfutils reads gzip, xz and bzip2, not zstd: "
+				    "decompress them with unzstd)"
+				  : "");
+	return ks->report[0] ? ks->report : NULL;
 }
 
 static bool find_in_module(struct rv_kernel_syms *ks, uint64_t addr, struct rv_kernel_sym *out)
@@ -588,6 +612,8 @@ static bool find_in_module(struct rv_kernel_syms *ks, uint64_t addr, struct rv_k
 	if (!lo || addr >= ks->modules[lo - 1].end)
 		return false;
 	m = &ks->modules[lo - 1];
+	if (!m->read)
+		load_module(ks, m);
 	lo = 0;
 	hi = m->nr_syms;
 	while (lo < hi) {
@@ -718,6 +744,12 @@ void rv_kernel_syms_free(struct rv_kernel_syms *ks)
 		free(ks->modules[i].syms);
 	}
 	free(ks->modules);
+	if (ks->ko_files) {
+		ko_index_destroy(ks->ko_files);
+		free(ks->ko_files);
+	}
+	if (ks->have_debuginfo)
+		rv_debuginfo_destroy(&ks->debuginfo);
 	rv_symtab_free(ks->vmlinux);
 	rv_kallsyms_destroy(&ks->kallsyms);
 	free(ks->ref_sym);

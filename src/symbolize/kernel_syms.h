@@ -23,7 +23,9 @@
  *    for a capture just recorded here. It holds the modules' symbols too.
  *
  * Files are read on the first lookup, so that the MMAPs of a capture are all
- * known by then; a source that cannot be read is left out (and said:
+ * known by then (a module's .ko on the first lookup in the module: a
+ * distribution kernel has a hundred modules loaded, of which a trace
+ * reaches few); a source that cannot be read is left out (and said:
  * rv_kernel_syms_problems), and the next one names the address. Names are as the
  * sources give them (kernel symbols are not mangled; GCC's "foo.cold" is
  * named "foo"), and live as long as the table.
@@ -74,14 +76,15 @@ int rv_kernel_syms_add_mapping(struct rv_kernel_syms *ks, uint64_t start, uint64
 /* The function at kernel address addr; false when no source names it. */
 bool rv_kernel_syms_find(struct rv_kernel_syms *ks, uint64_t addr, struct rv_kernel_sym *out);
 
-/* How many symbols the sources that were read hold (after a lookup). */
+/* How many symbols the sources read so far hold. */
 size_t rv_kernel_syms_count(const struct rv_kernel_syms *ks);
 
 /* What was left out, once sources were read (after a lookup), for the user:
- * a --vmlinux that could not be placed, modules without a .ko or whose .ko
- * could not be read; sentences joined by "; ", or NULL. Valid until the
- * table is freed. */
-const char *rv_kernel_syms_problems(const struct rv_kernel_syms *ks);
+ * no kallsyms and no vmlinux, a vmlinux that could not be placed, modules
+ * reached by lookups without a .ko or whose .ko could not be read;
+ * sentences joined by "; ", or NULL. Valid until the next call or until
+ * the table is freed. */
+const char *rv_kernel_syms_problems(struct rv_kernel_syms *ks);
 
 void rv_kernel_syms_free(struct rv_kernel_syms *ks);
 

@@ -998,7 +998,7 @@ void rv_symbolizer_stats(const struct rv_symbolizer *s, struct rv_symbolizer_sta
 	*out = s->stats;
 }
 
-const char *rv_symbolizer_kernel_problems(const struct rv_symbolizer *s)
+const char *rv_symbolizer_kernel_problems(struct rv_symbolizer *s)
 {
 	return s->kernel ? rv_kernel_syms_problems(s->kernel) : NULL;
 }

@@ -108,7 +108,7 @@ void rv_symbolizer_stats(const struct rv_symbolizer *s, struct rv_symbolizer_sta
 /* What the kernel's names lack, once a kernel address was named (see
  * kernel_syms.h: rv_kernel_syms_problems), for the caller to tell the user;
  * NULL when nothing. Valid until the symbolizer is freed. */
-const char *rv_symbolizer_kernel_problems(const struct rv_symbolizer *s);
+const char *rv_symbolizer_kernel_problems(struct rv_symbolizer *s);
 
 void rv_symbolizer_free(struct rv_symbolizer *s);
 

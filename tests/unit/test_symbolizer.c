@@ -1085,6 +1085,10 @@ Test(symbolizer, names_module_code_from_its_ko)
 	/* a module whose .ko is nowhere: nothing names it */
 	rv_symbolizer_lookup(s, 1, 0xffffffffc0b00010, &sym);
 	cr_assert_not(sym.known);
+	/* and the user is told, as what kernel names lack */
+	const char *problems = rv_symbolizer_kernel_problems(s);
+	cr_assert(problems && strstr(problems, "1 module (gone_mod) with no .ko file"), "%s",
+		  problems);
 	rv_symbolizer_free(s);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	run_shell(cmd);
