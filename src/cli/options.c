@@ -160,6 +160,11 @@ static const char record_options_help[] =
 	"                             report --call-graph dwarf on it\n"
 	"      --trace-include-kernel also record the kernel (root only)\n"
 	"      --trace-kernel-only    only the kernel (Intel PT, root only)\n"
+	"      --vmlinux FILE         the running kernel's image with its symbols: names\n"
+	"                             kernel code (before kallsyms), and is Intel PT's\n"
+	"                             kernel code where /proc/kcore is absent; refused\n"
+	"                             unless it is an ELF file with the running kernel's\n"
+	"                             build id\n"
 	"      --multi-thread         every thread of each recorded process, not only\n"
 	"                             its main thread\n"
 	"      --no-follow            run: record only COMMAND's own process. By default\n"
@@ -281,8 +286,11 @@ static const char decode_help[] =
 	"\n"
 	"Input:\n"
 	"      --trace-include-kernel decode and name kernel code too (root only)\n"
-	"      --vmlinux FILE         the kernel image, for captures without kcore_dir;\n"
-	"                             relocated by the KASLR offset the capture records\n"
+	"      --vmlinux FILE         the recorded kernel's image with its symbols: its\n"
+	"                             names (before kallsyms), and its code for captures\n"
+	"                             without kcore_dir; moved by the KASLR offset the\n"
+	"                             capture records; refused unless it is an ELF file\n"
+	"                             with the build id the capture gives its kernel\n"
 	"      --raw-pt FILE          a raw PT packet stream instead of a capture (like\n"
 	"                             ptxed --raw), with its code given by --image\n"
 	"      --image FILE@ADDR[,FILE@ADDR...]\n"
@@ -1171,11 +1179,16 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 	if (opts->command == RV_CMD_DECODE)
 		return check_decode(opts, err);
 	if (opts->raw_pt || opts->nr_images || opts->cpu || opts->addr_filter[1] || opts->stats ||
-	    opts->perf_script || opts->vmlinux || opts->jobs || opts->chunk_bytes)
+	    opts->perf_script || opts->jobs || opts->chunk_bytes)
 		return rv_error_set(
 			err, EINVAL,
 			"--raw-pt, --image, --cpu, --addr-filter, --stats, --perf-script, "
-			"--vmlinux, --jobs and --chunk-size belong to 'rearview decode'");
+			"--jobs and --chunk-size belong to 'rearview decode'");
+	if (opts->vmlinux && !opts->include_kernel)
+		return rv_error_set(
+			err, EINVAL,
+			"--vmlinux names and decodes the kernel, which is recorded only "
+			"with --trace-include-kernel or --trace-kernel-only: add one");
 	if (opts->full_execution && opts->snapshot_size_bytes)
 		return rv_error_set(err, EINVAL,
 				    "--snapshot-size sets the flight recorder's size, and "

@@ -9,11 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "capture/auxtrace.h"
 #include "capture/marks.h"
 #include "capture/perf_data.h"
+#include "symbolize/kernel_syms.h"
 #include "util/log.h"
 
 /* Records read ahead, at most, for an AUXTRACE_INFO that says a pipe-mode
@@ -115,18 +117,127 @@ static int perf_data_kind(struct rv_perf_reader *r, const char *path, enum rv_ca
 	return 0;
 }
 
-/* Kernel names: the capture's own kallsyms, else this machine's for a
- * capture just recorded here. NULL: none (the caller frees the rest). */
-static char *kallsyms_for(const struct rv_decoder_options *o)
-{
-	char *own;
+/* Where kernel names come from (symbolize/kernel_syms.h): the capture's
+ * own kallsyms and module list (DIR/kcore_dir/{kallsyms,modules}), else this
+ * machine's for a capture just recorded here; the .ko files of the
+ * capture's kernel release, where this machine has them; --vmlinux. */
+struct kernel_sources {
+	char *kallsyms, *modules, *modules_dir;
+};
 
-	if (!o->include_kernel || o->kind == RV_CAPTURE_PERF_SCRIPT || o->kind == RV_CAPTURE_RAW_PT)
+static void kernel_sources_free(struct kernel_sources *k)
+{
+	free(k->kallsyms);
+	free(k->modules);
+	free(k->modules_dir);
+}
+
+/* The module list beside a capture's kallsyms copy, or NULL. */
+static char *modules_beside(const char *kallsyms)
+{
+	size_t len = kallsyms ? strlen(kallsyms) : 0;
+	char *modules;
+
+	if (len < 8 || strcmp(kallsyms + len - 8, "kallsyms") || !(modules = malloc(len)))
 		return NULL;
-	own = rv_pt_capture_probe_kallsyms(o->path);
-	if (!own && o->live)
-		own = strdup("/proc/kallsyms");
-	return own;
+	memcpy(modules, kallsyms, len - 8);
+	strcpy(modules + len - 8, "modules");
+	if (access(modules, R_OK) == 0)
+		return modules;
+	free(modules);
+	return NULL;
+}
+
+/* /lib/modules/RELEASE when it is a directory; release NULL: this
+ * machine's. */
+static char *modules_dir_of(const char *release)
+{
+	struct utsname u;
+	struct stat st;
+	char *dir;
+
+	if (!release && uname(&u) == 0)
+		release = u.release;
+	if (!release || !*release || strchr(release, '/') ||
+	    asprintf(&dir, "/lib/modules/%s", release) < 0)
+		return NULL;
+	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return dir;
+	free(dir);
+	return NULL;
+}
+
+static int kernel_sources(const struct rv_decoder_options *o, const struct rv_perf_reader *r,
+			  struct kernel_sources *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (!o->include_kernel || o->kind == RV_CAPTURE_PERF_SCRIPT || o->kind == RV_CAPTURE_RAW_PT)
+		return 0;
+	k->kallsyms = rv_pt_capture_probe_kallsyms(o->path);
+	k->modules = modules_beside(k->kallsyms);
+	if (o->live) {
+		if (!k->kallsyms && !(k->kallsyms = strdup("/proc/kallsyms")))
+			return -ENOMEM;
+		if (!k->modules && access("/proc/modules", R_OK) == 0 &&
+		    !(k->modules = strdup("/proc/modules")))
+			return -ENOMEM;
+		k->modules_dir = modules_dir_of(NULL);
+	} else if (r) {
+		k->modules_dir =
+			modules_dir_of(rv_perf_reader_feature_string(r, RV_FEAT_OSRELEASE));
+	}
+	return 0;
+}
+
+/* The build id HEADER_BUILD_ID gives the kernel ("[kernel.kallsyms]"): its
+ * size, or 0. Entries: perf's build_id_event (a header, pid, 20 bytes of id,
+ * their size, 3 reserved) and a NUL-terminated name, header.size long. */
+static size_t capture_kernel_build_id(const struct rv_perf_reader *r, uint8_t *id)
+{
+	uint64_t size = 0, pos = 0;
+	const uint8_t *p = rv_perf_reader_feature_data(r, RV_FEAT_BUILD_ID, &size);
+
+	while (p && size - pos >= 36) {
+		struct perf_event_header h;
+		size_t name_len;
+
+		memcpy(&h, p + pos, sizeof(h));
+		if (h.size < 36 || h.size > size - pos)
+			break;
+		name_len = strnlen((const char *)p + pos + 36, h.size - 36u);
+		if (name_len < h.size - 36u &&
+		    !strncmp((const char *)p + pos + 36, "[kernel.kallsyms]", 17)) {
+			/* the id's size is there when misc says so; else 20 */
+			size_t n = (h.misc & (1 << 15)) ? p[pos + 32] : RV_BUILD_ID_MAX;
+
+			if (n > RV_BUILD_ID_MAX)
+				n = RV_BUILD_ID_MAX;
+			memcpy(id, p + pos + 12, n);
+			while (n && !(h.misc & (1 << 15)) && !id[n - 1])
+				n--;
+			return n;
+		}
+		pos += h.size;
+	}
+	return 0;
+}
+
+/* --vmlinux must be the kernel the capture recorded (its build id, when the
+ * capture has one), or for a capture just made here, the running one. */
+static int check_vmlinux(const struct rv_decoder_options *o, const struct rv_perf_reader *r,
+			 struct rv_error *err)
+{
+	uint8_t id[RV_BUILD_ID_MAX];
+	size_t size = r ? capture_kernel_build_id(r, id) : 0;
+
+	if (!o->vmlinux)
+		return 0;
+	if (size)
+		return rv_vmlinux_check(o->vmlinux, id, size, "the kernel the capture recorded",
+					err);
+	if (o->live)
+		size = rv_kernel_running_build_id(id);
+	return rv_vmlinux_check(o->vmlinux, id, size, "the running kernel", err);
 }
 
 static unsigned jobs_of(const struct rv_decoder_options *o)
@@ -142,11 +253,7 @@ static unsigned jobs_of(const struct rv_decoder_options *o)
 static int open_perf_data(struct rv_decoder *d, struct rv_error *err)
 {
 	const struct rv_decoder_options *o = &d->options;
-	int ret = rv_perf_reader_open(&d->reader, o->path, err);
-
-	if (ret)
-		return ret;
-	ret = perf_data_kind(d->reader, o->path, &d->kind, err);
+	int ret = perf_data_kind(d->reader, o->path, &d->kind, err);
 	if (ret)
 		return ret;
 	switch (d->kind) {
@@ -191,23 +298,46 @@ static int open_perf_script(struct rv_decoder *d, struct rv_error *err)
 	return rv_perf_script_open(&d->perf_script, d->text, in ? "standard input" : path, err);
 }
 
+static int open_symbolizer(struct rv_decoder *d, struct rv_error *err)
+{
+	struct kernel_sources k;
+	struct rv_symbolizer_options so = { .vmlinux = d->options.vmlinux };
+	int ret = kernel_sources(&d->options, d->reader, &k);
+
+	if (ret) {
+		kernel_sources_free(&k);
+		return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	if (d->options.include_kernel) {
+		so.kernel = d->kind != RV_CAPTURE_PERF_SCRIPT && d->kind != RV_CAPTURE_RAW_PT;
+		so.kallsyms_path = k.kallsyms;
+		so.modules = k.modules;
+		so.modules_dir = k.modules_dir;
+	} else {
+		so.vmlinux = NULL;
+	}
+	ret = rv_symbolizer_new(&d->symbolizer, &so, err);
+	kernel_sources_free(&k);
+	return ret;
+}
+
 int rv_decoder_open(struct rv_decoder **out, const struct rv_decoder_options *options,
 		    struct rv_error *err)
 {
 	struct rv_decoder *d = calloc(1, sizeof(*d));
-	struct rv_symbolizer_options so = { 0 };
-	char *kallsyms;
-	int ret;
+	int ret = 0;
 
 	*out = NULL;
 	if (!d)
 		return rv_error_set(err, ENOMEM, "out of memory");
 	d->options = *options;
 	d->kind = options->kind;
-	kallsyms = kallsyms_for(options);
-	so.kallsyms_path = kallsyms;
-	ret = rv_symbolizer_new(&d->symbolizer, &so, err);
-	free(kallsyms);
+	if (d->kind != RV_CAPTURE_PERF_SCRIPT && d->kind != RV_CAPTURE_RAW_PT)
+		ret = rv_perf_reader_open(&d->reader, options->path, err);
+	if (!ret)
+		ret = check_vmlinux(options, d->reader, err);
+	if (!ret)
+		ret = open_symbolizer(d, err);
 	if (!ret && d->kind == RV_CAPTURE_PERF_SCRIPT)
 		ret = open_perf_script(d, err);
 	else if (!ret && d->kind != RV_CAPTURE_RAW_PT)
@@ -221,6 +351,19 @@ int rv_decoder_open(struct rv_decoder **out, const struct rv_decoder_options *op
 }
 
 /* ---- decoding ---- */
+
+/* Without kernel scope a sample keeps its user frames only (the kernel's,
+ * leaf first, come before them); false when it has none (a kernel
+ * thread's). */
+static bool user_part(struct rv_event *ev)
+{
+	while (ev->stack.nr_frames && ev->stack.frames[0].kernel) {
+		ev->stack.frames++;
+		ev->stack.nr_frames--;
+		ev->stack.caller_unseen = false;
+	}
+	return ev->stack.nr_frames > 0;
+}
 
 /* The decoders that are read record by record: a damaged capture ends the
  * events there, and is said in the report. */
@@ -243,6 +386,9 @@ static int pull(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct r
 			rv_error_clear(err);
 			break;
 		}
+		if (!d->options.include_kernel && ev.kind == RV_EVENT_STACK_SAMPLE &&
+		    !user_part(&ev))
+			continue;
 		ret = sink(ctx, &ev, err);
 	}
 	return ret;
@@ -284,6 +430,7 @@ void rv_decoder_report(const struct rv_decoder *d, struct rv_decoder_report *out
 	out->pt = d->pt_stats;
 	out->packets = d->packets;
 	out->jumps_ignored = d->kind == RV_CAPTURE_RAW_PT;
+	out->kernel_names = d->symbolizer ? rv_symbolizer_kernel_problems(d->symbolizer) : NULL;
 	if (d->pt) {
 		struct rv_pt_capture_info info;
 

@@ -24,9 +24,20 @@
  * them). Names the decoder's symbolizer hands out live as long as the
  * decoder.
  *
- * Kernel names: with include_kernel, the capture's own kallsyms
- * (DIR/kcore_dir/kallsyms) when it has one, else, for a capture this
- * process has just recorded on this machine (live), /proc/kallsyms.
+ * Kernel names (symbolize/kernel_syms.h), with include_kernel: the
+ * capture's own kallsyms and module list (DIR/kcore_dir/{kallsyms,modules})
+ * when it has them, else, for a capture this process has just recorded on
+ * this machine (live), /proc/kallsyms and /proc/modules; modules' .ko files
+ * under /lib/modules/RELEASE (this machine's release when live, else the
+ * capture's, where this machine has that directory); vmlinux.
+ * Without include_kernel nothing at a kernel address reaches the sink: a
+ * sample keeps its user frames (one with none is dropped), and PT's kernel
+ * part is untraced time (pt_capture.h).
+ *
+ * vmlinux is refused (open fails, saying what to give instead) when it is
+ * not an ELF file, or its GNU build id is not the one the capture's
+ * build-id list gives its kernel, or, for a live capture without one, the
+ * running kernel's.
  *
  * Not here: the formats themselves (sample_decoder.h, fn_decoder.h,
  * pt_capture.h, pt_decoder.h, perf_script.h), spans, printing.
@@ -63,7 +74,7 @@ struct rv_decoder_options {
 	bool include_kernel;	   /* name (and for PT decode) kernel code */
 	bool live;		   /* recorded just now, here: /proc/kallsyms is its kernel's */
 	/* Intel PT */
-	const char *vmlinux;  /* kernel code where the capture has no kcore */
+	const char *vmlinux;  /* kernel names; PT: code where the capture has no kcore */
 	unsigned jobs;	      /* decoding threads; 0: one per online CPU */
 	uint64_t chunk_bytes; /* 0: the decoder's default */
 	bool progress;	      /* draw progress on stderr (a terminal) */
@@ -109,6 +120,10 @@ struct rv_decoder_report {
 	const struct rv_pt_missing *missing;
 	size_t nr_missing;
 	uint64_t windows_applied;
+	/* what the kernel's names lacked (symbolizer.h), once the trace named
+	 * kernel code: a --vmlinux that could not be placed, modules without
+	 * a readable .ko; NULL when nothing */
+	const char *kernel_names;
 	/* raw PT: no symbols, so jumps were not looked at */
 	bool jumps_ignored;
 	/* the kind's own counts: the one that matches kind is filled */

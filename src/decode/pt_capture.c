@@ -655,8 +655,10 @@ size_t rv_pt_capture_missing(const struct rv_pt_capture *c, const struct rv_pt_m
 	m->missing_pub = calloc(c->nr_missing, sizeof(*m->missing_pub));
 	if (!m->missing_pub)
 		return 0;
-	for (size_t i = 0; i < c->nr_missing; i++)
+	for (size_t i = 0; i < c->nr_missing; i++) {
 		m->missing_pub[i] = c->missing[i].pub;
+		m->missing_pub[i].kernel = c->missing[i].kernel;
+	}
 	*out = m->missing_pub;
 	return c->nr_missing;
 }

@@ -13,8 +13,18 @@
  * kernel code (when asked for, and only if the kernel was traced) from
  * DIR/kcore_dir/kcore, or from `vmlinux` relocated by the KASLR offset: the
  * capture's kallsyms' _stext (or _text), else the address perf's kernel MMAP
- * gives its reference symbol, minus vmlinux's. Files that cannot be found or
- * read are listed (rv_pt_capture_missing) rather than failing the open.
+ * gives its reference symbol, minus vmlinux's; modules' code from kcore
+ * only. Files that cannot be found or read are listed (rv_pt_capture_missing)
+ * rather than failing the open, each with why. The kernel's MMAPs are
+ * reported to the symbolizer too (with include_kernel), for the kernel's
+ * names.
+ *
+ * Without include_kernel, in a capture that traced the kernel, nothing at
+ * a kernel address reaches the sink: an entry into the kernel becomes the
+ * end of the trace (to 0, RV_BRANCH_TRACE_END), the return to user space
+ * its beginning (from 0, RV_BRANCH_TRACE_BEGIN), and the kernel's own
+ * branches are dropped, as if only user space had been traced; the decode
+ * errors the kernel's part leaves are still counted against it.
  *
  * Decoding hands the sink, per thread and in time order within each thread:
  * RV_EVENT_THREAD_NAME when a thread is first seen or renamed, the branch and
@@ -129,6 +139,7 @@ struct rv_pt_missing {
 	uint64_t mappings;	/* how many mappings of it */
 	uint64_t errors;	/* decode errors at addresses it covers */
 	uint64_t skipped_bytes; /* trace from those errors to the next PSB */
+	bool kernel;		/* the kernel or one of its modules */
 };
 
 /* Binaries the capture maps that could not be read (kernel and modules

@@ -514,12 +514,48 @@ static int windows_rest(struct capture_decode *r, struct rv_error *err)
 	return ret;
 }
 
-static int consume(struct capture_decode *r, const struct rv_event *ev, uint64_t skipped,
+/* Without kernel scope, the kernel's part of a trace that holds it is
+ * untraced time, as in a user-only capture: nothing at a kernel address
+ * reaches the sink. An entry into the kernel ends the trace there (to 0,
+ * TRACE_END), the return to user space begins it again (from 0,
+ * TRACE_BEGIN), and branches inside the kernel are dropped. Returns ev,
+ * or `copy` made of it, or NULL to drop it. */
+static const struct rv_event *in_scope(const struct rv_pt_capture *c, const struct rv_event *ev,
+				       struct rv_event *copy)
+{
+	bool from_kernel, to_kernel;
+
+	if (c->include_kernel || !c->kernel_traced || ev->kind != RV_EVENT_BRANCH)
+		return ev;
+	from_kernel = ev->branch.from.ip >= PTC_KERNEL_START;
+	to_kernel = ev->branch.to.ip >= PTC_KERNEL_START;
+	if (!from_kernel && !to_kernel)
+		return ev;
+	if ((from_kernel || !ev->branch.from.ip) && (to_kernel || !ev->branch.to.ip))
+		return NULL;
+	*copy = *ev;
+	if (from_kernel) {
+		copy->branch.kind = RV_BRANCH_NONE;
+		copy->branch.flags = RV_BRANCH_TRACE_BEGIN;
+		copy->branch.from = (struct rv_branch_end){ 0 };
+	} else {
+		copy->branch.flags |= RV_BRANCH_TRACE_END;
+		copy->branch.to = (struct rv_branch_end){ 0 };
+	}
+	return copy;
+}
+
+static int consume(struct capture_decode *r, const struct rv_event *in, uint64_t skipped,
 		   struct rv_error *err)
 {
 	struct rv_pt_capture *c = r->c;
+	struct rv_event copy;
+	const struct rv_event *ev = in_scope(c, in, &copy);
 	struct ptc_thread *t;
 	int ret;
+
+	if (!ev)
+		return 0;
 
 	if (c->nr_applied && (ev->kind == RV_EVENT_BRANCH || ev->kind == RV_EVENT_TRACE_ERROR)) {
 		bool keep;

@@ -2,10 +2,12 @@
  * that traced it: the executable segments of DIR/kcore_dir/kcore (which
  * holds the modules too), or of --vmlinux moved by the KASLR offset, added
  * to the capture's section cache and to every image; the kernel's and the
- * modules' MMAPs, listed as missing when their code was not read.
+ * modules' MMAPs, listed as missing when their code was not read, with
+ * why, and handed to the symbolizer, which places the kernel's names by
+ * them.
  *
  * Not here: user code and the sideband (pt_capture_sideband.c), kernel
- * symbols (symbolize/kallsyms).
+ * symbols (symbolize/kernel_syms.h).
  */
 #define RV_LOG_DOMAIN "pt-capture"
 
@@ -178,13 +180,28 @@ static void load_code(struct rv_pt_capture *c, const char *ref_sym, uint64_t ref
 	const char *why = NULL;
 	char msg[256];
 
-	c->kernel_reason = "no kcore_dir and no --vmlinux";
 	if (!c->kernel_traced)
 		return;
 	if (!c->include_kernel) {
-		c->kernel_reason = "kernel decoding was not asked for";
+		c->kernel_reason = "kernel decoding was not asked for: decode with "
+				   "--trace-include-kernel (as root)";
 		return;
 	}
+	if (!c->dir)
+		c->kernel_reason =
+			"no kcore_dir/kcore and no --vmlinux: a capture read from a pipe "
+			"holds no kernel code; give the recorded kernel's vmlinux with "
+			"--vmlinux";
+	else if (c->kallsyms)
+		c->kernel_reason =
+			"no kcore_dir/kcore and no --vmlinux: the recording machine had "
+			"no /proc/kcore to copy; give the recorded kernel's vmlinux with "
+			"--vmlinux";
+	else
+		c->kernel_reason =
+			"no kcore_dir/kcore and no --vmlinux: the capture holds no kernel "
+			"code (rearview, and perf record --kcore, copy it as root); give "
+			"the recorded kernel's vmlinux with --vmlinux";
 	if (c->kcore) {
 		if (add_elf_code(c, c->kcore, 0, &why) > 0) {
 			c->kernel_loaded = true;
@@ -215,6 +232,18 @@ int ptc_kernel_load(struct rv_pt_capture *c, const char *ref_sym, uint64_t ref_a
 	return 0;
 }
 
+/* Why a module's code was not read: kcore is its only source (a .ko file's
+ * code is not relocated: its calls would lead the decoder astray). */
+static const char *module_reason(const struct rv_pt_capture *c)
+{
+	if (!c->kernel_loaded)
+		return c->kernel_reason;
+	return c->kcore ? "a kernel module: kcore_dir/kcore could not be read"
+			: "a kernel module: its code is read only from the capture's "
+			  "kcore_dir/kcore (a .ko file's code is not relocated), and the "
+			  "capture has none";
+}
+
 int ptc_kernel_mapping(struct rv_pt_capture *c, uint64_t start, uint64_t len, uint64_t pgoff,
 		       const char *name, struct rv_error *err)
 {
@@ -223,13 +252,14 @@ int ptc_kernel_mapping(struct rv_pt_capture *c, uint64_t start, uint64_t len, ui
 
 	if (!c->kernel_traced)
 		return 0;
+	/* names: the kernel's place (KASLR) and its modules' */
+	if (c->include_kernel && c->symbolizer &&
+	    rv_symbolizer_add_mapping(c->symbolizer, PTC_NONE, start, len, pgoff, true, name, err))
+		return -ENOMEM;
 	ptc_mapping_init(&m, start, len, pgoff, is_kernel ? PTC_KERNEL_NAME : name);
 	if (!c->kernel_loaded || (!is_kernel && !c->kcore_loaded)) {
 		m.missing = ptc_missing_add(c, m.path,
-					    c->kernel_loaded ? "a kernel module: its code is read "
-							       "from kcore_dir/kcore only"
-							     : c->kernel_reason,
-					    true);
+					    is_kernel ? c->kernel_reason : module_reason(c), true);
 		if (m.missing == SIZE_MAX)
 			return ptc_nomem(err);
 	}

@@ -24,10 +24,10 @@ static int on_mmap(struct rv_sideband *sb, const struct perf_event_header *h, st
 {
 	struct rv_perf_mmap m;
 
-	/* kernel text is named from kallsyms; a damaged record is skipped */
-	if ((h->type == PERF_RECORD_MMAP &&
-	     (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL) ||
-	    rv_perf_mmap_parse(h, &m))
+	/* a damaged record is skipped; the kernel's MMAPs place its names
+	 * (perf's kernel map gives the KASLR offset, its modules' say where
+	 * they are) */
+	if (rv_perf_mmap_parse(h, &m))
 		return 0;
 	return rv_symbolizer_add_mapping(sb->symbolizer, m.pid, m.start, m.len, m.pgoff,
 					 m.executable, m.filename, err);

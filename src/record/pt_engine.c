@@ -1210,8 +1210,13 @@ int rv_pt_engine_copy_kernel_files(const char *root, const char *dir, struct rv_
 	if (ret)
 		return ret;
 	snprintf(from, sizeof(from), "%s/proc/kcore", r);
-	if (access(from, F_OK))
-		return 0; /* no kcore here: decoding needs --vmlinux */
+	if (access(from, F_OK)) {
+		rv_note("%s is not there: the kernel's code is not copied into the capture, so "
+			"its part of the trace decodes only with --vmlinux (the running kernel's "
+			"vmlinux)",
+			from);
+		return 0;
+	}
 	snprintf(to, sizeof(to), "%s/kcore_dir/kcore", dir);
 	return copy_kcore(from, kallsyms, modules, to, err);
 }

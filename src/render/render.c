@@ -337,6 +337,7 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 static void warn_findings(const struct rv_decoder_report *r, const struct rv_builder *b)
 {
 	struct rv_builder_stats bs;
+	bool user_missing = false;
 
 	if (r->windows_applied)
 		rv_note("--filter windows applied while decoding: %" PRIu64
@@ -345,16 +346,24 @@ static void warn_findings(const struct rv_decoder_report *r, const struct rv_bui
 	if (r->damage)
 		rv_warn("%s; the trace holds what was %s before that point", r->damage,
 			r->kind == RV_CAPTURE_PT ? "decoded" : "read");
+	/* each image whose absence cost trace, once, with why; those that cost
+	 * nothing are not news */
 	for (size_t i = 0; i < r->nr_missing; i++) {
 		const struct rv_pt_missing *m = &r->missing[i];
 
+		if (!m->errors && !m->skipped_bytes)
+			continue;
 		rv_warn("%s is missing: %" PRIu64 " decode error%s and %" PRIu64
-			" bytes of trace left undecoded because of it",
-			m->path, m->errors, m->errors == 1 ? "" : "s", m->skipped_bytes);
+			" bytes of trace left undecoded because of it: %s",
+			m->path, m->errors, m->errors == 1 ? "" : "s", m->skipped_bytes,
+			m->reason ? m->reason : "its code could not be read");
+		user_missing |= !m->kernel;
 	}
-	if (r->nr_missing)
+	if (user_missing)
 		rv_warn("the trace has gaps where that code ran; decode on the machine that "
 			"recorded the capture, or copy the files to the same paths");
+	if (r->kernel_names)
+		rv_note("kernel names: %s", r->kernel_names);
 	if (r->kind == RV_CAPTURE_FUNCTIONS) {
 		const struct rv_fn_decoder_stats *ds = &r->functions;
 

@@ -433,6 +433,7 @@ static int pt_finish(struct rv_backend_state *b, struct rv_render_options *out,
 	*out = (struct rv_render_options){
 		.decode = { .path = b->capture_path,
 			    .include_kernel = s->opts->include_kernel,
+			    .vmlinux = s->opts->vmlinux,
 			    .live = true,
 			    .progress = isatty(STDERR_FILENO) },
 		.recorded = true,

@@ -329,6 +329,7 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 	*out = (struct rv_render_options){
 		.decode = { .path = b->capture_path,
 			    .include_kernel = b->s->opts->include_kernel,
+			    .vmlinux = b->s->opts->vmlinux,
 			    .live = true },
 		.recorded = true,
 		.recording_note = b->note,

@@ -24,6 +24,7 @@
 #include "render/render.h"
 #include "session/backend.h"
 #include "session/gating.h"
+#include "symbolize/kernel_syms.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -149,6 +150,14 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 		return rv_error_set(err, EPERM,
 				    "--trace-include-kernel needs root: kernel addresses and "
 				    "kernel samples are only shown to root; run rearview as root");
+	if (opts->vmlinux) {
+		uint8_t id[RV_BUILD_ID_MAX];
+		size_t size = rv_kernel_running_build_id(id);
+
+		ret = rv_vmlinux_check(opts->vmlinux, id, size, "the running kernel", err);
+		if (ret)
+			return ret;
+	}
 	ret = choose_backend(s, opts, &s->machine, err);
 	if (!ret)
 		ret = plan_backend(s, err);

@@ -6,8 +6,9 @@
  * finds separate .debug files (debuginfo.h) and, where DEBUGINFOD_URLS is
  * set, debuginfod. Symbol names come from a sorted per-file index
  * (symtab.c), in stripped files also from its FDEs, file and line from
- * libdwfl, kernel names from a kallsyms table (kallsyms.c). In front of
- * all of it, a cache by (process generation, address).
+ * libdwfl, kernel names from modules' .ko files, vmlinux and kallsyms
+ * (kernel_syms.c). In front of all of it, a cache by (process generation,
+ * address).
  *
  * This is not: an unwinder (symbolize/unwind.c borrows the per-process Dwfl), a
  * reader of the capture, or thread-safe: one decoding thread owns a symbolizer.
@@ -29,7 +30,7 @@
 #include <unistd.h>
 
 #include "symbolize/debuginfo.h"
-#include "symbolize/kallsyms.h"
+#include "symbolize/kernel_syms.h"
 #include "symbolize/sorted.h"
 #include "symbolize/symtab.h"
 #include "util/array.h"
@@ -39,6 +40,8 @@
 
 /* The lowest kernel address on x86-64 (the canonical high half). */
 #define KERNEL_START 0xffff800000000000ull
+/* perf's pid of the kernel's own mappings (-1) */
+#define KERNEL_PID UINT32_MAX
 
 /* Cache keys pair an address with a generation: the kernel's, that of
  * processes with no mappings, or one per process and per change of its
@@ -137,8 +140,7 @@ struct rv_symbolizer {
 	struct cache_entry *cache;
 	size_t cap_cache, nr_cache;
 
-	struct rv_kallsyms kallsyms;
-	bool have_kallsyms;
+	struct rv_kernel_syms *kernel; /* NULL: no kernel names */
 
 	/* Offline-style callbacks: we report modules ourselves, with their
 	 * biases; libdwfl finds separate debug information (debuginfo.h). */
@@ -466,7 +468,9 @@ int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t st
 	struct process *p;
 	size_t at;
 
-	/* Kernel images and modules are named from kallsyms instead. */
+	if (start >= KERNEL_START && pid == KERNEL_PID && s->kernel && path &&
+	    rv_kernel_syms_add_mapping(s->kernel, start, len, pgoff, path))
+		return rv_error_set(err, ENOMEM, "out of memory recording the kernel's mappings");
 	if (!executable || !len || !path || start >= KERNEL_START)
 		return 0;
 	m.start = start;
@@ -797,17 +801,17 @@ static void resolve_user(struct rv_symbolizer *s, struct process *p, uint64_t ad
 
 static void resolve_kernel(struct rv_symbolizer *s, uint64_t addr, struct rv_symbol *out)
 {
-	struct rv_ksym *sym = s->have_kallsyms ? rv_kallsyms_find(&s->kallsyms, addr) : NULL;
+	struct rv_kernel_sym sym;
 
 	out->kernel = true;
 	out->module = s->kernel_module;
-	if (!sym)
+	if (!s->kernel || !rv_kernel_syms_find(s->kernel, addr, &sym))
 		return name_raw_address(s, addr, out);
-	if (!sym->display)
-		sym->display = rv_intern(&s->strings, sym->name);
-	out->name = sym->display ? sym->display : s->out_of_memory;
-	out->start = sym->addr;
-	out->size = sym->size;
+	s->stats.kernel_symbols = rv_kernel_syms_count(s->kernel);
+	out->name = pool(s, sym.name);
+	out->module = pool(s, sym.module);
+	out->start = sym.start;
+	out->size = sym.size;
 	out->known = true;
 }
 
@@ -969,14 +973,21 @@ int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_opt
 		return rv_error_set(err, ENOMEM, "out of memory creating the symbolizer");
 	}
 	elf_version(EV_CURRENT);
-	if (options && options->kallsyms_path) {
-		ret = rv_kallsyms_load(&s->kallsyms, options->kallsyms_path, err);
+	if (options &&
+	    (options->kernel || options->kallsyms_path || options->vmlinux || options->modules)) {
+		struct rv_kernel_syms_options ko = {
+			.vmlinux = options->vmlinux,
+			.kallsyms = options->kallsyms_path,
+			.modules = options->modules,
+			.modules_dir = options->modules_dir,
+		};
+
+		ret = rv_kernel_syms_new(&s->kernel, &ko, err);
 		if (ret) {
 			rv_symbolizer_free(s);
 			return ret;
 		}
-		s->have_kallsyms = true;
-		s->stats.kernel_symbols = s->kallsyms.nr;
+		s->stats.kernel_symbols = rv_kernel_syms_count(s->kernel);
 	}
 	*out = s;
 	return 0;
@@ -985,6 +996,11 @@ int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_opt
 void rv_symbolizer_stats(const struct rv_symbolizer *s, struct rv_symbolizer_stats *out)
 {
 	*out = s->stats;
+}
+
+const char *rv_symbolizer_kernel_problems(struct rv_symbolizer *s)
+{
+	return s->kernel ? rv_kernel_syms_problems(s->kernel) : NULL;
 }
 
 void rv_symbolizer_free(struct rv_symbolizer *s)
@@ -1009,7 +1025,7 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 	}
 	rv_map_destroy(&s->files);
 	free(s->cache);
-	rv_kallsyms_destroy(&s->kallsyms);
+	rv_kernel_syms_free(s->kernel);
 	rv_debuginfo_destroy(&s->debuginfo);
 	rv_intern_destroy(&s->strings);
 	free(s);

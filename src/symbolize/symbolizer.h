@@ -1,6 +1,7 @@
 /* symbolizer.h: addresses to function names, for user code (elfutils libdwfl
- * over the mappings the capture recorded) and for the kernel (/proc/kallsyms
- * or a copy of it).
+ * over the mappings the capture recorded) and for the kernel (its modules'
+ * .ko files, vmlinux and kallsyms: kernel_syms.h says in which order and
+ * how each is placed).
  *
  * The caller reports each process's file mappings as the capture lists them
  * (MMAP2 records, synthesized ones included); lookups then go through a cache
@@ -33,16 +34,20 @@
 typedef struct Dwfl Dwfl;
 
 struct rv_symbolizer_options {
-	/* Path of a kallsyms file for kernel addresses; NULL: no kernel symbols.
-	 * The caller passes "/proc/kallsyms" when the kernel is in scope. */
-	const char *kallsyms_path;
+	/* Kernel names (kernel_syms.h); all NULL: no kernel symbols. The
+	 * caller passes them only when the kernel is in scope. */
+	const char *kallsyms_path; /* a kallsyms file: "/proc/kallsyms", a capture's copy */
+	const char *vmlinux;	   /* --vmlinux: its symbol table, moved by KASLR */
+	const char *modules;	   /* a /proc/modules list: where modules are */
+	const char *modules_dir;   /* where their .ko files are: /lib/modules/RELEASE */
+	bool kernel;		   /* kernel code is in scope, even without those: say so */
 	/* Look up DWARF file and line for each symbol (costs time on first lookup). */
 	bool want_lines;
 };
 
 struct rv_symbol {
 	const char *name;   /* demangled; never NULL */
-	const char *module; /* file name of the DSO, "[kernel.kallsyms]", or "" */
+	const char *module; /* file name of the DSO, "[kernel.kallsyms]", "[module]", or "" */
 	const char *file;   /* source file (want_lines and DWARF present), else NULL */
 	int line;	    /* source line, 0 if unknown */
 	uint64_t start; /* address of the function's first byte; the address itself when !known */
@@ -58,9 +63,12 @@ int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_opt
 
 /* A file mapping of process pid: [start, start+len) maps `path` from file
  * offset pgoff. Only executable mappings matter; others may be passed and are
- * ignored. Mappings of files that cannot be opened (deleted, missing) are kept
- * so their addresses are named after the file. Fails only on allocation
- * failure. "[vdso]" and other special names are accepted as names. */
+ * ignored. Mappings of files that cannot be opened (deleted, missing) are
+ * kept so their addresses are named after the file. Fails only on
+ * allocation failure. "[vdso]" and other special names are accepted as
+ * names. The kernel's mappings (pid UINT32_MAX, perf's -1: its
+ * "[kernel.kallsyms]_text" and its modules') place the kernel's symbols
+ * instead, when they come before the first kernel lookup. */
 int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t start, uint64_t len,
 			      uint64_t pgoff, bool executable, const char *path,
 			      struct rv_error *err);
@@ -73,7 +81,8 @@ void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid);
 int rv_symbolizer_fork(struct rv_symbolizer *s, uint32_t parent, uint32_t child,
 		       struct rv_error *err);
 
-/* Names addr in process pid. Kernel addresses (high half) use kallsyms. */
+/* Names addr in process pid. Kernel addresses (high half) use the kernel's
+ * sources; module is then "[kernel.kallsyms]" or the module's "[name]". */
 void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 			  struct rv_symbol *out);
 
@@ -95,6 +104,11 @@ struct rv_symbolizer_stats {
 };
 
 void rv_symbolizer_stats(const struct rv_symbolizer *s, struct rv_symbolizer_stats *out);
+
+/* What the kernel's names lack, once a kernel address was named (see
+ * kernel_syms.h: rv_kernel_syms_problems), for the caller to tell the user;
+ * NULL when nothing. Valid until the symbolizer is freed. */
+const char *rv_symbolizer_kernel_problems(struct rv_symbolizer *s);
 
 void rv_symbolizer_free(struct rv_symbolizer *s);
 

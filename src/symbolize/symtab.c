@@ -115,12 +115,12 @@ static int read_elf(Elf *elf, enum rv_symtab_select select, rv_symtab_visit_fn v
 		s.bind = GELF_ST_BIND(sym.st_info);
 		if (sym.st_shndx == SHN_UNDEF)
 			s.place = RV_SYMTAB_UNDEFINED;
-		else if (sym.st_shndx == SHN_XINDEX)
-			s.place = section_place(elf, xndx, 0, &s.section_end);
-		else if (sym.st_shndx >= SHN_LORESERVE)
+		else if (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX)
 			s.place = RV_SYMTAB_SPECIAL;
-		else
-			s.place = section_place(elf, sym.st_shndx, 0, &s.section_end);
+		else {
+			s.section = sym.st_shndx == SHN_XINDEX ? xndx : sym.st_shndx;
+			s.place = section_place(elf, s.section, 0, &s.section_end);
+		}
 		if (takes(select, &s))
 			ret = visit(ctx, &s);
 	}
@@ -155,8 +155,10 @@ static int read_module(Dwfl_Module *mod, uint64_t bias, enum rv_symtab_select se
 			s.place = RV_SYMTAB_UNLOADED;
 		else if (shndx >= SHN_LORESERVE && shndx <= SHN_HIRESERVE)
 			s.place = RV_SYMTAB_SPECIAL;
-		else
+		else {
+			s.section = shndx;
 			s.place = section_place(elf, shndx, sym_bias - bias, &s.section_end);
+		}
 		if (takes(select, &s))
 			ret = visit(ctx, &s);
 	}

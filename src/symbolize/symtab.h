@@ -103,6 +103,8 @@ struct rv_symtab_symbol {
 	unsigned char type, bind; /* STT_*, STB_* */
 	enum rv_symtab_place place;
 	uint64_t section_end; /* link-time end of its section (DATA, CODE) */
+	size_t section;	      /* its section's index (DATA, CODE); in a relocatable
+			       * file (ET_REL), addr is an offset into it */
 };
 
 /* Called for each symbol taken; a nonzero return stops the reading. */

@@ -39,6 +39,9 @@
 #include "capture/perf_data.h"
 #include "capture/synth.h"
 #include "decode/pt_capture.h"
+#include "fxt_reader.h"
+#include "render/render.h"
+#include "symbolize/kernel_syms.h"
 #include "symbolize/symbolizer.h"
 #include "test_env.h"
 #include "test_files.h"
@@ -713,7 +716,8 @@ Test(pt_capture, skylake_kernel_reasons, .timeout = 120)
 				reason = m[i].reason;
 		cr_assert_not_null(reason);
 		if (kernel)
-			cr_assert_str_eq(reason, "no kcore_dir and no --vmlinux");
+			cr_assert_not_null(strstr(reason, "no kcore_dir/kcore and no --vmlinux"),
+					   "%s", reason);
 		else
 			cr_assert_not_null(strstr(reason, "not asked for"), "%s", reason);
 		cr_assert_null(rv_pt_capture_kallsyms(c));
@@ -1286,7 +1290,305 @@ Test(pt_capture, per_cpu_kcore_and_kallsyms, .timeout = 60)
 	decode_capture(d, dir, true, vmlinux);
 	assert_scenario(d, &sc, false);
 	cr_assert_not_null(find_missing(d, "[kernel.kallsyms]"));
+
+	/* kcore_dir without kcore and no --vmlinux: why is said */
+	const struct rv_pt_missing *m;
+	const char *reason = NULL;
+	cr_assert_eq(open_capture(&c, dir, true, NULL, &err), 0, "%s", err.message);
+	for (size_t i = 0, n = rv_pt_capture_missing(c, &m); i < n; i++)
+		if (!strcmp(m[i].path, "[kernel.kallsyms]"))
+			reason = m[i].reason;
+	cr_assert(reason && strstr(reason, "had no /proc/kcore"), "%s", reason);
+	rv_pt_capture_free(c);
 	free(d);
+	remove_tree(dir);
+}
+
+/* ---- kernel names: vmlinux moved by KASLR, a module's .ko ---- */
+
+/* A section of a hand-made ELF file: code, at addr (0 in a relocatable
+ * file), and a PT_LOAD of it when `load`. */
+struct elf_sec {
+	const char *name;
+	uint64_t addr;
+	const uint8_t *code;
+	size_t size;
+	bool load;
+};
+
+/* A symbol in section `sec` (an index into the sections given). */
+struct elf_sym {
+	const char *name;
+	size_t sec;
+	uint64_t value, size;
+	unsigned char type;
+};
+
+static size_t add_string(char *table, size_t *len, size_t cap, const char *s)
+{
+	size_t at = *len;
+
+	cr_assert_lt(at + strlen(s) + 1, cap);
+	memcpy(table + at, s, strlen(s) + 1);
+	*len += strlen(s) + 1;
+	return at;
+}
+
+/* An x86-64 ELF file of `type` (ET_EXEC: a vmlinux, ET_CORE: a kcore,
+ * ET_REL: a module's .ko) with those sections of code, a symbol table, and
+ * a GNU build-id note when id_size is not 0. */
+static void write_elf_of(const char *path, uint16_t type, const struct elf_sec *secs, size_t nsecs,
+			 const struct elf_sym *syms, size_t nsyms, const uint8_t *id,
+			 size_t id_size)
+{
+	char shstr[512] = "", str[512] = "";
+	size_t shstr_len = 1, str_len = 1, nload = 0;
+	Elf64_Sym table[16];
+	Elf_Scn *scns[8];
+	uint8_t note[12 + 4 + RV_BUILD_ID_MAX];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_leq(nsecs, 8);
+	cr_assert_lt(nsyms, 16);
+	cr_assert_neq(elf_version(EV_CURRENT), EV_NONE);
+	Elf *e = elf_begin(fd, ELF_C_WRITE, NULL);
+	cr_assert_not_null(e);
+	Elf64_Ehdr *eh = elf64_newehdr(e);
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_machine = EM_X86_64;
+	eh->e_type = type;
+	eh->e_version = EV_CURRENT;
+	for (size_t i = 0; i < nsecs; i++)
+		nload += secs[i].load;
+	if (nload)
+		cr_assert_not_null(elf64_newphdr(e, nload));
+	for (size_t i = 0; i < nsecs; i++) {
+		scns[i] = elf_newscn(e);
+		Elf_Data *d = elf_newdata(scns[i]);
+		d->d_buf = (void *)secs[i].code;
+		d->d_size = secs[i].size;
+		d->d_type = ELF_T_BYTE;
+		d->d_align = 16;
+		Elf64_Shdr *sh = elf64_getshdr(scns[i]);
+		sh->sh_name =
+			(Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr), secs[i].name);
+		sh->sh_type = SHT_PROGBITS;
+		sh->sh_flags = SHF_ALLOC | SHF_EXECINSTR;
+		sh->sh_addr = secs[i].addr;
+		sh->sh_addralign = 16;
+	}
+	if (id_size) {
+		uint32_t words[3] = { 4, (uint32_t)id_size, NT_GNU_BUILD_ID };
+
+		memcpy(note, words, 12);
+		memcpy(note + 12, "GNU", 4);
+		memcpy(note + 16, id, id_size);
+		Elf_Scn *n = elf_newscn(e);
+		Elf_Data *d = elf_newdata(n);
+		d->d_buf = note;
+		d->d_size = 16 + ((id_size + 3) & ~3ul);
+		d->d_type = ELF_T_BYTE;
+		d->d_align = 4;
+		Elf64_Shdr *sh = elf64_getshdr(n);
+		sh->sh_name = (Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr),
+						     ".note.gnu.build-id");
+		sh->sh_type = SHT_NOTE;
+		sh->sh_flags = SHF_ALLOC;
+	}
+	memset(table, 0, sizeof(table));
+	for (size_t i = 0; i < nsyms; i++) {
+		table[i + 1].st_name =
+			(Elf64_Word)add_string(str, &str_len, sizeof(str), syms[i].name);
+		table[i + 1].st_value = syms[i].value;
+		table[i + 1].st_size = syms[i].size;
+		table[i + 1].st_info = ELF64_ST_INFO(STB_GLOBAL, syms[i].type);
+		table[i + 1].st_shndx = (Elf64_Section)elf_ndxscn(scns[syms[i].sec]);
+	}
+	Elf_Scn *strs = elf_newscn(e);
+	Elf_Data *d = elf_newdata(strs);
+	d->d_buf = str;
+	d->d_size = str_len;
+	d->d_type = ELF_T_BYTE;
+	d->d_align = 1;
+	Elf64_Shdr *sh = elf64_getshdr(strs);
+	sh->sh_name = (Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr), ".strtab");
+	sh->sh_type = SHT_STRTAB;
+	Elf_Scn *symtab = elf_newscn(e);
+	d = elf_newdata(symtab);
+	d->d_buf = table;
+	d->d_size = (nsyms + 1) * sizeof(Elf64_Sym);
+	d->d_type = ELF_T_SYM;
+	d->d_align = 8;
+	sh = elf64_getshdr(symtab);
+	sh->sh_name = (Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr), ".symtab");
+	sh->sh_type = SHT_SYMTAB;
+	sh->sh_link = (Elf64_Word)elf_ndxscn(strs);
+	sh->sh_info = 1;
+	sh->sh_entsize = sizeof(Elf64_Sym);
+	Elf_Scn *shs = elf_newscn(e);
+	sh = elf64_getshdr(shs);
+	sh->sh_name = (Elf64_Word)add_string(shstr, &shstr_len, sizeof(shstr), ".shstrtab");
+	sh->sh_type = SHT_STRTAB;
+	d = elf_newdata(shs);
+	d->d_buf = shstr;
+	d->d_size = shstr_len;
+	d->d_type = ELF_T_BYTE;
+	d->d_align = 1;
+	eh->e_shstrndx = (Elf64_Half)elf_ndxscn(shs);
+
+	cr_assert_geq(elf_update(e, ELF_C_NULL), 0, "%s", elf_errmsg(-1));
+	Elf64_Phdr *ph = elf64_getphdr(e);
+	for (size_t i = 0, p = 0; i < nsecs; i++) {
+		if (!secs[i].load)
+			continue;
+		ph[p].p_type = PT_LOAD;
+		ph[p].p_offset = elf64_getshdr(scns[i])->sh_offset;
+		ph[p].p_vaddr = ph[p].p_paddr = secs[i].addr;
+		ph[p].p_filesz = ph[p].p_memsz = secs[i].size;
+		ph[p].p_flags = PF_R | PF_X;
+		ph[p].p_align = 16;
+		p++;
+	}
+	elf_flagphdr(e, ELF_C_SET, ELF_F_DIRTY);
+	cr_assert_geq(elf_update(e, ELF_C_WRITE), 0, "%s", elf_errmsg(-1));
+	elf_end(e);
+	close(fd);
+}
+
+/* A module's MMAP, as perf writes one: its .ko's path. */
+static void syn_module_map(struct syn *s, uint64_t start, uint64_t len, const char *ko)
+{
+	uint8_t rec[4096 + PATH_MAX];
+	struct rv_synth_id id = syn_id(UINT32_MAX, 0, 0, 0);
+
+	syn_write(s, rec,
+		  rv_synth_mmap(&s->synth, rec, sizeof(rec), UINT32_MAX, 0, start, len, 0, ko,
+				PERF_RECORD_MISC_KERNEL, &id));
+}
+
+#define MODULE_BASE 0xffffffffc0a01000ull
+
+/* Process 200 runs its code, then the kernel's (two calls of a helper),
+ * then a module's (three). kcore holds the code of both; the names are in
+ * vmlinux, linked KASLR_SHIFT lower than it ran, and in the module's .ko,
+ * whose .init.text the loader drops, so its .text is at the module's base;
+ * kallsyms has nothing but _text and _stext (then is not there: perf's
+ * kernel map places vmlinux). Decoded, built and written through the real
+ * pipeline (render), each span is named as its symbol. */
+Test(pt_capture, kernel_names_from_vmlinux_and_module, .timeout = 60)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32], vmlinux[PATH_MAX + 16], ko[PATH_MAX + 16];
+	char trace_path[PATH_MAX + 16], kallsyms[256], fxt_err[256];
+	struct prog user, k, m;
+	struct syn s;
+	struct ptgen *g = gen_new();
+	uint64_t tsc = 10000;
+	uint8_t id[RV_BUILD_ID_MAX] = { 0x5a, 0x17 }, zeros[64] = { 0 };
+	size_t id_size = rv_kernel_running_build_id(id);
+
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
+	prog_make(&user, USER_BASE, 2, 0x100, false);
+	prog_make(&k, KERNEL_BASE, 2, 0x80, true);
+	prog_make(&m, MODULE_BASE, 3, 0x40, true);
+	snprintf(path, sizeof(path), "%s/user.bin", dir);
+	write_file(path, user.code, user.size);
+
+	syn_open(&s, dir, true, false, true);
+	syn_kernel_map(&s, KERNEL_BASE, 0x1000);
+	snprintf(ko, sizeof(ko), "%s/fake-mod.ko", dir);
+	syn_module_map(&s, MODULE_BASE, 0x1000, ko);
+	syn_comm(&s, 200, "proc_k", 0, 100);
+	syn_mmap(&s, 200, USER_BASE, 0x1000, path, 0, 100);
+	syn_switch(&s, false, 200, 0, 0, 9000);
+	prog_feed(g, &user, &tsc);
+	prog_feed(g, &k, &tsc);
+	prog_feed(g, &m, &tsc);
+	syn_trace(&s, g, 0, UINT32_MAX, 0, 0);
+	syn_exit(&s, 200, 0, 60000);
+	syn_finish(&s);
+	ptgen_free(g);
+
+	/* the code, as the running kernel had it */
+	snprintf(path, sizeof(path), "%s/kcore_dir", dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	struct elf_sec core[2] = {
+		{ "k", KERNEL_BASE, k.code, k.size, true },
+		{ "m", MODULE_BASE, m.code, m.size, true },
+	};
+	snprintf(path, sizeof(path), "%s/kcore_dir/kcore", dir);
+	write_elf_of(path, ET_CORE, core, 2, NULL, 0, NULL, 0);
+	snprintf(kallsyms, sizeof(kallsyms), "%016llx T _text\n%016llx T _stext\n",
+		 (unsigned long long)KERNEL_BASE, (unsigned long long)KERNEL_BASE);
+	snprintf(path, sizeof(path), "%s/kcore_dir/kallsyms", dir);
+	write_file(path, kallsyms, strlen(kallsyms));
+
+	/* the names: vmlinux at its link-time addresses, the module's .ko */
+	struct elf_sec text = { ".text", KERNEL_LINKED, k.code, k.size, true };
+	struct elf_sym vsyms[] = {
+		{ "_stext", 0, KERNEL_LINKED, 0, STT_NOTYPE },
+		{ "_text", 0, KERNEL_LINKED, 0, STT_NOTYPE },
+		{ "do_kernel_work", 0, KERNEL_LINKED, 0x80, STT_FUNC },
+		{ "kernel_helper", 0, KERNEL_LINKED + 0x80, 1, STT_FUNC },
+	};
+	snprintf(vmlinux, sizeof(vmlinux), "%s/vmlinux", dir);
+	/* the capture's build-id list gives the kernel this machine's id */
+	write_elf_of(vmlinux, ET_EXEC, &text, 1, vsyms, 4, id, id_size);
+	struct elf_sec ko_secs[] = {
+		{ ".init.text", 0, zeros, sizeof(zeros), false },
+		{ ".text", 0, m.code, m.size, false },
+	};
+	struct elf_sym msyms[] = {
+		{ "fake_mod_init", 0, 0, sizeof(zeros), STT_FUNC },
+		{ "mod_work", 1, 0, 0x40, STT_FUNC },
+		{ "mod_helper", 1, 0x40, 1, STT_FUNC },
+	};
+	write_elf_of(ko, ET_REL, ko_secs, 2, msyms, 3, NULL, 0);
+
+	struct rv_trace_writer *w = NULL;
+	struct rv_error err = { 0 };
+	struct rv_render_options ro = {
+		.decode = { .path = dir, .include_kernel = true, .vmlinux = vmlinux, .jobs = 1 },
+	};
+	struct fxt_trace *t = NULL;
+
+	snprintf(trace_path, sizeof(trace_path), "%s/trace.fxt", dir);
+	cr_assert_eq(rv_trace_writer_open(&w, trace_path, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_render(&ro, w, &err), 0, "%s", err.message);
+	rv_trace_writer_free(w);
+	cr_assert_eq(fxt_read_file(trace_path, &t, fxt_err, sizeof(fxt_err)), 0, "%s", fxt_err);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "kernel_helper"), k.ncalls);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "mod_helper"), m.ncalls);
+	cr_assert_geq(fxt_count_spans(t, 200, 200, "do_kernel_work"), 1);
+	cr_assert_geq(fxt_count_spans(t, 200, 200, "mod_work"), 1);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "_stext"), 0, "named from kallsyms");
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "fake_mod_init"), 0, ".init.text was laid out");
+	fxt_trace_free(t);
+
+	/* without kallsyms, perf's kernel map ([kernel.kallsyms]_text at
+	 * KERNEL_BASE) gives the KASLR offset */
+	snprintf(path, sizeof(path), "%s/kcore_dir/kallsyms", dir);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rv_trace_writer_open(&w, trace_path, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_render(&ro, w, &err), 0, "%s", err.message);
+	rv_trace_writer_free(w);
+	cr_assert_eq(fxt_read_file(trace_path, &t, fxt_err, sizeof(fxt_err)), 0, "%s", fxt_err);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "kernel_helper"), k.ncalls);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "mod_helper"), m.ncalls);
+	fxt_trace_free(t);
+
+	/* without kernel scope nothing of the kernel is in the trace */
+	ro.decode.include_kernel = false;
+	cr_assert_eq(rv_trace_writer_open(&w, trace_path, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_render(&ro, w, &err), 0, "%s", err.message);
+	rv_trace_writer_free(w);
+	cr_assert_eq(fxt_read_file(trace_path, &t, fxt_err, sizeof(fxt_err)), 0, "%s", fxt_err);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "kernel_helper"), 0);
+	cr_assert_eq(fxt_count_spans(t, 200, 200, "mod_helper"), 0);
+	for (size_t i = 0; i < t->nr_spans; i++)
+		cr_assert(strncmp(t->spans[i].name, "0xffff", 6), "a kernel address: %s",
+			  t->spans[i].name);
+	fxt_trace_free(t);
 	remove_tree(dir);
 }
 

@@ -5,7 +5,8 @@
  * process's /proc/PID/maps, as a capture would, and check names, starts,
  * sizes, modules, DWARF lines and demangling against what the target said.
  * Kernel names are checked against a kallsyms file written here and against
- * the running kernel's /proc/kallsyms (the tests run as root).
+ * the running kernel's /proc/kallsyms (the tests run as root), and a
+ * module's against its .ko, compiled here.
  *
  * Not here: unwinding (test_unwind.c).
  */
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1007,4 +1009,87 @@ Test(symbolizer, demangles_cpp_and_rust_legacy)
 		cr_assert_null(readable, "'%s' became '%s'", not_mangled[i], readable);
 	}
 	cr_assert_null(rv_demangle(NULL));
+}
+
+/* A module's code named from its own .ko: found by name under the modules
+ * directory ('-' in the file's name, '_' in /proc/modules'), compressed
+ * with xz, placed where the module list says, its .text at the module's
+ * base and a later section of code after it (the .init.text between them
+ * is not loaded); kallsyms below it, for the kernel's own code. */
+Test(symbolizer, names_module_code_from_its_ko)
+{
+	static const char source[] =
+		"int mod_helper(int x) { return x * 3 + 1; }\n"
+		"int mod_work(int x) { return mod_helper(x) + mod_helper(x + 1); }\n"
+		"__attribute__((section(\".init.text\"))) int mod_init(void) { return 7; }\n"
+		"__attribute__((section(\".noinstr.text\"))) int mod_noinstr(int x) { return x; "
+		"}\n";
+	const uint64_t base = 0xffffffffc0a01000ull;
+	char dir[] = "/tmp/rv-modules-XXXXXX", path[256], cmd[1024];
+	struct rv_symbolizer_options o = { 0 };
+	struct rv_error err = { 0 };
+	struct rv_symbolizer *s;
+	struct rv_symbol sym;
+	struct functions f;
+	struct rv_symtab_file file;
+	uint64_t text_size = 0, noinstr_align = 1;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/6.1.0-test/kernel/drivers/misc", dir);
+	run_shell(cmd);
+	snprintf(path, sizeof(path), "%s/mod.c", dir);
+	write_file(path, source);
+	snprintf(path, sizeof(path), "%s/6.1.0-test/kernel/drivers/misc/fake-mod.ko", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "cc -c -O1 -fno-pic -fno-asynchronous-unwind-tables -o %s %s/mod.c", path, dir);
+	run_shell(cmd);
+	read_functions(path, &f);
+	cr_assert_eq(rv_symtab_file_open(&file, path, &err), 0, "%s", err.message);
+	size_t shstrndx, n;
+	cr_assert_eq(elf_getshdrstrndx(file.elf, &shstrndx), 0);
+	cr_assert_eq(elf_getshdrnum(file.elf, &n), 0);
+	for (size_t i = 1; i < n; i++) {
+		GElf_Shdr sh;
+		const char *name;
+
+		cr_assert_not_null(gelf_getshdr(elf_getscn(file.elf, i), &sh));
+		name = elf_strptr(file.elf, shstrndx, sh.sh_name);
+		if (!strcmp(name, ".text"))
+			text_size = sh.sh_size;
+		if (!strcmp(name, ".noinstr.text"))
+			noinstr_align = sh.sh_addralign ? sh.sh_addralign : 1;
+	}
+	rv_symtab_file_close(&file);
+	cr_assert_gt(text_size, 0);
+	snprintf(cmd, sizeof(cmd), "xz %s", path);
+	run_shell(cmd);
+
+	snprintf(path, sizeof(path), "%s/modules", dir);
+	write_file(path, "fake_mod 16384 0 - Live 0xffffffffc0a01000\n"
+			 "gone_mod 4096 0 - Live 0xffffffffc0b00000\n");
+	o.modules = path;
+	snprintf(cmd, sizeof(cmd), "%s/6.1.0-test", dir);
+	o.modules_dir = cmd;
+	cr_assert_eq(rv_symbolizer_new(&s, &o, &err), 0, "%s", err.message);
+
+	rv_symbolizer_lookup(s, 1, base + function_addr(&f, "mod_helper") + 1, &sym);
+	cr_assert_str_eq(sym.name, "mod_helper");
+	cr_assert(sym.known && sym.kernel);
+	cr_assert_str_eq(sym.module, "[fake_mod]");
+	cr_assert_eq(sym.start, base + function_addr(&f, "mod_helper"));
+	rv_symbolizer_lookup(s, 1, base + function_addr(&f, "mod_work"), &sym);
+	cr_assert_str_eq(sym.name, "mod_work");
+	uint64_t noinstr = base + ((text_size + noinstr_align - 1) & ~(noinstr_align - 1));
+	rv_symbolizer_lookup(s, 1, noinstr, &sym);
+	cr_assert_str_eq(sym.name, "mod_noinstr", "after .text, .init.text left out");
+	/* a module whose .ko is nowhere: nothing names it */
+	rv_symbolizer_lookup(s, 1, 0xffffffffc0b00010, &sym);
+	cr_assert_not(sym.known);
+	/* and the user is told, as what kernel names lack */
+	const char *problems = rv_symbolizer_kernel_problems(s);
+	cr_assert(problems && strstr(problems, "1 module (gone_mod) with no .ko file"), "%s",
+		  problems);
+	rv_symbolizer_free(s);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	run_shell(cmd);
 }
