@@ -14,7 +14,7 @@
 #include "capture/perf_data.h"
 
 /* The kernel's TASK_COMM_LEN, NUL included. */
-#define COMM_MAX_BYTES 16
+#define COMM_MAX_BYTES	16
 #define KSYM_NAME_BYTES 512 /* the kernel's KSYM_NAME_LEN */
 
 /* The string's first max_chars characters, a NUL, zeros to the next 8 bytes. */

@@ -257,8 +257,8 @@ static int pair_images(struct rv_pt_capture *c, struct ptc_kcode *k, struct rv_e
 		k->bpf_path = NULL;
 		return ptc_nomem(err);
 	}
-	ret = rv_bpf_images_read(k->bpf_path, &k->saved, &k->nr_saved, &k->saved_names,
-				 &truncated, err);
+	ret = rv_bpf_images_read(k->bpf_path, &k->saved, &k->nr_saved, &k->saved_names, &truncated,
+				 err);
 	if (ret == -ENOENT)
 		return 0;
 	if (ret == -ENOMEM)
@@ -309,18 +309,20 @@ static int poke_sections(struct rv_pt_capture *c, struct ptc_kcode *k, struct rv
 		if (r->old_len) {
 			isid = ptc_add_section(c, k->memfd_path, r->bytes_at, r->old_len, r->addr);
 			if (isid < 0)
-				return rv_error_set(err, isid == -pte_nomem ? ENOMEM : EIO,
-						    "cannot use the capture's kernel text changes: %s",
-						    pt_errstr(pt_errcode(isid)));
+				return rv_error_set(
+					err, isid == -pte_nomem ? ENOMEM : EIO,
+					"cannot use the capture's kernel text changes: %s",
+					pt_errstr(pt_errcode(isid)));
 			r->old_isid = isid;
 		}
 		if (r->new_len) {
 			isid = ptc_add_section(c, k->memfd_path, r->bytes_at + r->old_len,
 					       r->new_len, r->addr);
 			if (isid < 0)
-				return rv_error_set(err, isid == -pte_nomem ? ENOMEM : EIO,
-						    "cannot use the capture's kernel text changes: %s",
-						    pt_errstr(pt_errcode(isid)));
+				return rv_error_set(
+					err, isid == -pte_nomem ? ENOMEM : EIO,
+					"cannot use the capture's kernel text changes: %s",
+					pt_errstr(pt_errcode(isid)));
 			r->new_isid = isid;
 		}
 	}

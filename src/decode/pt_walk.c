@@ -159,7 +159,7 @@ struct walker {
 	uint64_t insns, blocks;	      /* walked, added to the chunk's at its end */
 	struct pt_image *image;
 	uint64_t image_until; /* decoder time from which resolve must be asked again */
-	int status; /* negative: a failure that stops decoding */
+	int status;	      /* negative: a failure that stops decoding */
 	struct rv_error *err;
 };
 
@@ -608,7 +608,8 @@ static int resolve_task(struct walker *w, uint64_t tsc)
 			return r;
 		}
 		if (until != UINT64_MAX)
-			w->image_until = until > time ? time_bound(o->time_conv, until, tsc) : tsc + 1;
+			w->image_until =
+				until > time ? time_bound(o->time_conv, until, tsc) : tsc + 1;
 	}
 	if (image != w->image) {
 		struct pt_image *own = thread_image(w->thread, image, w->err);

@@ -143,7 +143,7 @@ struct rv_symbolizer {
 	struct kernel_extra {
 		uint64_t addr, size;
 		const char *name; /* pooled */
-	} *kextra;
+	} * kextra;
 	size_t nr_kextra, cap_kextra;
 
 	/* Offline-style callbacks: we report modules ourselves, with their
@@ -1009,8 +1009,8 @@ int rv_symbolizer_add_kernel_symbol(struct rv_symbolizer *s, uint64_t addr, uint
 {
 	const char *pooled = rv_intern(&s->strings, name);
 
-	if (!pooled || rv_array_grow(&s->kextra, &s->cap_kextra, s->nr_kextra,
-				     sizeof(*s->kextra), 8))
+	if (!pooled ||
+	    rv_array_grow(&s->kextra, &s->cap_kextra, s->nr_kextra, sizeof(*s->kextra), 8))
 		return rv_error_set(err, ENOMEM, "out of memory for kernel symbols");
 	s->kextra[s->nr_kextra++] = (struct kernel_extra){ addr, size, pooled };
 	return 0;
