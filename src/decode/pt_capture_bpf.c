@@ -86,6 +86,7 @@ struct ptc_kcode {
 	pthread_mutex_t lock;
 	struct kc_image *images;
 	char *bpf_path;
+	bool have_file; /* DIR/bpf_images was there */
 	struct rv_bpf_image *saved;
 	size_t nr_saved;
 	char *saved_names;
@@ -216,17 +217,22 @@ static int programs_from_ksymbols(struct ptc_kcode *k)
 
 		if (r->kind != KC_KSYMBOL || r->ksym_type != PERF_RECORD_KSYMBOL_TYPE_BPF)
 			continue;
-		if (!r->unregister) {
-			if (add_prog(k, r->addr, r->len, r->time, r->name))
-				return -ENOMEM;
-			continue;
+		/* the same record can come twice: from the watch of every CPU and
+		 * from the traced task's own sideband event */
+		bool open = false;
+
+		for (size_t j = 0; j < k->nr_progs; j++) {
+			struct kc_prog *p = &k->progs[j];
+
+			if (p->addr != r->addr || p->until != UINT64_MAX)
+				continue;
+			if (r->unregister)
+				p->until = r->time;
+			else
+				open |= p->len == r->len && !strcmp(p->name, r->name);
 		}
-		for (size_t j = k->nr_progs; j-- > 0;) {
-			if (k->progs[j].addr == r->addr && k->progs[j].until == UINT64_MAX) {
-				k->progs[j].until = r->time;
-				break;
-			}
-		}
+		if (!r->unregister && !open && add_prog(k, r->addr, r->len, r->time, r->name))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -268,6 +274,7 @@ static int pair_images(struct rv_pt_capture *c, struct ptc_kcode *k, struct rv_e
 		rv_error_clear(err);
 		return 0;
 	}
+	k->have_file = true;
 	if (truncated)
 		rv_warn("%s ends inside a program's code; the programs after it are missing",
 			k->bpf_path);
@@ -403,10 +410,13 @@ int ptc_kcode_load(struct rv_pt_capture *c, struct rv_error *err)
 		saved += p->isid > 0;
 		if (p->isid > 0)
 			continue;
-		p->missing = ptc_missing_add(c, p->name,
-					     "a BPF program whose code was not saved (no "
-					     "bpf_images entry for it in the capture)",
-					     true);
+		p->missing = ptc_missing_add(
+			c, p->name,
+			k->have_file ? "a BPF program not in the capture's bpf_images: it was "
+				   "unloaded before its code could be saved"
+				 : "a BPF program, and the capture has no bpf_images (rearview "
+				   "saves BPF programs' code when it records the kernel)",
+			true);
 		if (p->missing == SIZE_MAX)
 			return ptc_nomem(err);
 	}

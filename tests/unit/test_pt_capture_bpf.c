@@ -246,10 +246,13 @@ static int collect(void *ctx, const struct rv_event *ev, struct rv_error *err)
 	return 0;
 }
 
-static void decode(const char *dir, unsigned jobs, struct rv_symbolizer *sym, struct seen *s,
-		   struct rv_pt_stats *st)
+/* Decodes; returns how many files (and programs) it lists missing. */
+static size_t decode(const char *dir, unsigned jobs, struct rv_symbolizer *sym, struct seen *s,
+		     struct rv_pt_stats *st)
 {
+	const struct rv_pt_missing *m;
 	struct rv_pt_capture *c;
+	size_t missing;
 	struct rv_error err = { 0 };
 	struct rv_pt_capture_options o = {
 		.path = dir,
@@ -259,7 +262,9 @@ static void decode(const char *dir, unsigned jobs, struct rv_symbolizer *sym, st
 
 	cr_assert_eq(rv_pt_capture_open(&c, &o, sym, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_pt_capture_decode(c, collect, s, st, &err), 0, "%s", err.message);
+	missing = rv_pt_capture_missing(c, &m);
 	rv_pt_capture_free(c);
+	return missing;
 }
 
 /* ---- a static key patched in the middle of a trace ---- */
@@ -524,6 +529,12 @@ static void write_bpf_capture(const char *dir, bool save)
 		.ksym_type = PERF_RECORD_KSYMBOL_TYPE_BPF,
 		.name = P_NAME,
 	};
+	/* twice: from the watch of every CPU and from the task's own event */
+	syn_write(&s, rec, rv_synth_ksymbol(&s.synth, rec, sizeof(rec), &ks, &id));
+	syn_write(&s, rec, rv_synth_ksymbol(&s.synth, rec, sizeof(rec), &ks, &id));
+	/* unloaded after the trace */
+	ks.unregister = true;
+	id.time = 90000;
 	syn_write(&s, rec, rv_synth_ksymbol(&s.synth, rec, sizeof(rec), &ks, &id));
 
 	cr_assert_eq(ptgen_enable(g, KBASE, tsc), 0);
@@ -566,7 +577,7 @@ Test(pt_capture_bpf, bpf_program_from_its_saved_image, .timeout = 60)
 	write_bpf_capture(dir, true);
 	builder_fixture_open(&f);
 	s.f = &f;
-	decode(dir, 2, f.sym, &s, &st);
+	cr_assert_eq(decode(dir, 2, f.sym, &s, &st), 0, "nothing missing");
 	cr_assert_eq(s.errors, 0, "%" PRIu64 " decode errors", s.errors);
 	cr_assert_eq(s.nr_calls, TURNS * 4);
 	cr_assert_eq(s.returns, TURNS * 4);
