@@ -413,9 +413,9 @@ int ptc_kcode_load(struct rv_pt_capture *c, struct rv_error *err)
 		p->missing = ptc_missing_add(
 			c, p->name,
 			k->have_file ? "a BPF program not in the capture's bpf_images: it was "
-				   "unloaded before its code could be saved"
-				 : "a BPF program, and the capture has no bpf_images (rearview "
-				   "saves BPF programs' code when it records the kernel)",
+				       "unloaded before its code could be saved"
+				     : "a BPF program, and the capture has no bpf_images (rearview "
+				       "saves BPF programs' code when it records the kernel)",
 			true);
 		if (p->missing == SIZE_MAX)
 			return ptc_nomem(err);

@@ -235,25 +235,30 @@ int rv_bpf_saver_save_loaded(struct rv_bpf_saver *s, struct rv_error *err)
 
 /* ---- the watch ---- */
 
+void rv_bpf_watch_attr(const struct perf_event_attr *sideband, struct perf_event_attr *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->type = PERF_TYPE_SOFTWARE;
+	out->size = sizeof(*out);
+	out->config = PERF_COUNT_SW_DUMMY;
+	out->sample_period = 1;
+	out->sample_type = sideband->sample_type;
+	out->sample_id_all = sideband->sample_id_all;
+	out->use_clockid = sideband->use_clockid;
+	out->clockid = sideband->clockid;
+	out->exclude_hv = 1;
+	out->ksymbol = 1;
+	out->bpf_event = 1;
+	out->text_poke = 1;
+}
+
 int rv_bpf_saver_watch(struct rv_bpf_saver *s, const struct perf_event_attr *attr, int nr_cpus,
 		       struct perf_event_attr *out_attr, uint64_t *ids, struct rv_error *err)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	struct perf_event_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof(a);
-	a.config = PERF_COUNT_SW_DUMMY;
-	a.sample_period = 1;
-	a.sample_type = attr->sample_type;
-	a.sample_id_all = attr->sample_id_all;
-	a.use_clockid = attr->use_clockid;
-	a.clockid = attr->clockid;
-	a.exclude_hv = 1;
-	a.ksymbol = 1;
-	a.bpf_event = 1;
-	a.text_poke = 1;
+	rv_bpf_watch_attr(attr, &a);
 	*out_attr = a;
 	s->cpus = calloc((size_t)nr_cpus, sizeof(*s->cpus));
 	s->copy = malloc(RV_PERF_RING_MAX_RECORD);

@@ -65,6 +65,11 @@ int rv_bpf_saver_save_id(struct rv_bpf_saver *s, uint32_t id, struct rv_error *e
 typedef int (*rv_bpf_record_fn)(void *ctx, const struct perf_event_header *rec,
 				struct rv_error *err);
 
+/* The watch's attribute, from the capture's sideband attribute: its
+ * sample_type, sample_id_all and clock kept, what it records replaced by
+ * ksymbol, bpf_event and text_poke (for --dry-run too). */
+void rv_bpf_watch_attr(const struct perf_event_attr *sideband, struct perf_event_attr *out);
+
 /* Opens the watch on CPUs [0, nr_cpus) with `attr` (the capture's sideband
  * attribute: its sample_type, sample_id_all and clock are kept, what it
  * records is replaced by ksymbol, bpf_event and text_poke), enabled at

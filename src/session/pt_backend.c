@@ -98,6 +98,20 @@ static int pt_describe(struct rv_session *s, const char *exe, pid_t pid,
 	}
 	if (!ret)
 		ret = rv_pt_plan_describe(&b->plan, &b->slots, sites, pid, dp, err);
+	for (int cpu = 0; !ret && b->plan.scope != RV_SCOPE_USER && cpu < s->machine.nr_cpus;
+	     cpu++) {
+		/* the watch of save_kernel_code */
+		struct rv_dry_run_event ev = {
+			.label = "BPF programs and kernel text changes (KSYMBOL, BPF_EVENT, "
+				 "TEXT_POKE), every task",
+			.group = -1,
+			.cpu = cpu,
+			.pid = -1,
+		};
+
+		rv_bpf_watch_attr(&b->plan.sideband, &ev.attr);
+		ret = rv_dry_run_add_event(dp, &ev, err);
+	}
 	free(b);
 	return ret;
 }
@@ -305,6 +319,10 @@ static int save_kernel_code(struct rv_backend_state *b, struct rv_error *err)
 		ret = rv_bpf_saver_save_loaded(b->bpf, err);
 	if (!ret)
 		ret = rv_pt_engine_copy_kernel_files(NULL, s->capture_dir, err);
+	if (!ret && access("/proc/kcore", F_OK))
+		rv_note("this kernel has no /proc/kcore, so the capture keeps no copy of its code "
+			"(only BPF programs'); its kernel trace decodes only with --vmlinux (the "
+			"running kernel's ELF image)");
 	return ret;
 }
 
@@ -367,10 +385,8 @@ static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	}
 	if (!ret && plan->nr_gate)
 		ret = attach_gate(b, err);
-	if (!ret && plan->scope != RV_SCOPE_USER && !s->pt_ops)
+	if (!ret && plan->scope != RV_SCOPE_USER)
 		ret = save_kernel_code(b, err);
-	else if (!ret && plan->scope != RV_SCOPE_USER)
-		ret = rv_pt_engine_copy_kernel_files(NULL, s->capture_dir, err);
 	if (!ret && target->nr_pids)
 		ret = save_vdso(target->pids[0], s->capture_dir, err);
 	return ret;
