@@ -156,6 +156,8 @@ int ptc_kcode_add(struct rv_pt_capture *c, const struct perf_event_header *h, ui
 		if (rv_perf_text_poke_parse(h, &tp) || (!tp.old_len && !tp.new_len) ||
 		    tp.addr + tp.old_len < tp.addr || tp.addr + tp.new_len < tp.addr)
 			return 0;
+		if (tp.old_len == tp.new_len && !memcmp(tp.old_bytes, tp.new_bytes, tp.new_len))
+			return 0; /* nothing changed: no stretch for it */
 		r.kind = KC_POKE;
 		r.addr = tp.addr;
 		r.old_len = tp.old_len;
@@ -431,8 +433,58 @@ int ptc_kcode_load(struct rv_pt_capture *c, struct rv_error *err)
 	return 0;
 }
 
+struct kept_section {
+	uint64_t addr, len;
+	size_t at; /* its place in the order of adding */
+	int isid;
+};
+
+static int compare_kept(const void *a, const void *b)
+{
+	const struct kept_section *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int compare_at(const void *a, const void *b)
+{
+	const struct kept_section *x = a, *y = b;
+
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Of the sections v[0, *nr) that cover the same range, only the last one
+ * added shows: the others go (a site poked again and again would otherwise
+ * stack a section a poke, and libipt would split them all). */
+static int drop_covered(const struct rv_pt_capture *c, int *v, size_t *nr)
+{
+	struct kept_section *k = malloc((*nr + 1) * sizeof(*k));
+	size_t n = 0;
+
+	if (!k)
+		return -ENOMEM;
+	for (size_t i = 0; i < *nr; i++)
+		k[i] = (struct kept_section){ c->sections[v[i]].vaddr, c->sections[v[i]].size, i,
+					      v[i] };
+	qsort(k, *nr, sizeof(*k), compare_kept);
+	for (size_t i = 0; i < *nr; i++)
+		if (i + 1 == *nr || k[i + 1].addr != k[i].addr || k[i + 1].len != k[i].len)
+			k[n++] = k[i];
+	qsort(k, n, sizeof(*k), compare_at);
+	for (size_t i = 0; i < n; i++)
+		v[i] = k[i].isid;
+	*nr = n;
+	free(k);
+	return 0;
+}
+
 /* The sections stretch s adds, in the order they must be added. */
-static int stretch_sections(const struct ptc_kcode *k, size_t s, int **out, size_t *nr)
+static int stretch_sections(const struct rv_pt_capture *c, const struct ptc_kcode *k, size_t s,
+			    int **out, size_t *nr)
 {
 	uint64_t at = s ? k->times[s - 1] : 0;
 	size_t n = 0;
@@ -451,6 +503,10 @@ static int stretch_sections(const struct ptc_kcode *k, size_t s, int **out, size
 		if (k->records[i].kind == KC_POKE && k->records[i].time <= at &&
 		    k->records[i].new_isid > 0)
 			v[n++] = k->records[i].new_isid;
+	if (drop_covered(c, v, &n)) {
+		free(v);
+		return -ENOMEM;
+	}
 	*out = v;
 	*nr = n;
 	return 0;
@@ -476,7 +532,7 @@ int ptc_kcode_image(struct rv_pt_capture *c, struct pt_image *base, uint64_t tim
 			break;
 	if (!im) {
 		im = calloc(1, sizeof(*im));
-		if (!im || stretch_sections(k, s, &im->isids, &im->nr_isids)) {
+		if (!im || stretch_sections(c, k, s, &im->isids, &im->nr_isids)) {
 			free(im);
 			ret = ptc_nomem(err);
 			goto out;
