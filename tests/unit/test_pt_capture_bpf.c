@@ -277,9 +277,11 @@ static size_t decode(const char *dir, unsigned jobs, struct rv_symbolizer *sym, 
 #define K_AFTER 0x0a
 #define K_LOOP	0x0f
 #define K_SLOW	0x40
+#define K_SLOW2 0x50 /* another slow path, for a third state of the site */
 #define K_F	0x80
 #define K_G	0xa0
 #define K_H	0xc0
+#define K_H2	0xe0
 #define K_SIZE	0x100
 
 static void put_rel(uint8_t *code, size_t at, uint8_t op, size_t to)
@@ -299,7 +301,9 @@ static void static_key_code(uint8_t *code)
 	put_rel(code, K_LOOP, 0xe9, 0x00);
 	put_rel(code, K_SLOW, 0xe8, K_H);
 	put_rel(code, K_SLOW + 5, 0xe9, K_AFTER);
-	code[K_F] = code[K_G] = code[K_H] = 0xc3;
+	put_rel(code, K_SLOW2, 0xe8, K_H2);
+	put_rel(code, K_SLOW2 + 5, 0xe9, K_AFTER);
+	code[K_F] = code[K_G] = code[K_H] = code[K_H2] = 0xc3;
 }
 
 static void call_and_return(struct ptgen *g, uint64_t at, uint64_t to, uint64_t *tsc)
@@ -308,23 +312,28 @@ static void call_and_return(struct ptgen *g, uint64_t at, uint64_t to, uint64_t 
 	cr_assert_eq(ptgen_insn(g, KBASE + to, 1, PTGEN_RET, KBASE + at + 5, ++*tsc), 0);
 }
 
-/* One turn of the loop, with the jump (slow) or the NOP at the site. */
-static void static_key_turn(struct ptgen *g, bool slow, uint64_t *tsc)
+/* One turn of the loop through a slow path (K_SLOW or K_SLOW2: the site
+ * jumps there), or through the NOP at the site (0). */
+static void turn_through(struct ptgen *g, size_t slow, uint64_t *tsc)
 {
 	call_and_return(g, 0x00, K_F, tsc);
 	if (slow) {
-		cr_assert_eq(ptgen_insn(g, KBASE + K_SITE, 5, PTGEN_JMP, KBASE + K_SLOW, ++*tsc),
+		cr_assert_eq(ptgen_insn(g, KBASE + K_SITE, 5, PTGEN_JMP, KBASE + slow, ++*tsc), 0);
+		call_and_return(g, slow, slow == K_SLOW ? K_H : K_H2, tsc);
+		cr_assert_eq(ptgen_insn(g, KBASE + slow + 5, 5, PTGEN_JMP, KBASE + K_AFTER, ++*tsc),
 			     0);
-		call_and_return(g, K_SLOW, K_H, tsc);
-		cr_assert_eq(
-			ptgen_insn(g, KBASE + K_SLOW + 5, 5, PTGEN_JMP, KBASE + K_AFTER, ++*tsc),
-			0);
 	} else {
 		cr_assert_eq(ptgen_insn(g, KBASE + K_SITE, 5, PTGEN_OTHER, KBASE + K_AFTER, ++*tsc),
 			     0);
 	}
 	call_and_return(g, K_AFTER, K_G, tsc);
 	cr_assert_eq(ptgen_insn(g, KBASE + K_LOOP, 5, PTGEN_JMP, KBASE, ++*tsc), 0);
+}
+
+/* One turn with the jump (slow) or the NOP at the site. */
+static void static_key_turn(struct ptgen *g, bool slow, uint64_t *tsc)
+{
+	turn_through(g, slow ? K_SLOW : 0, tsc);
 }
 
 #define TURNS 3
@@ -412,6 +421,87 @@ Test(pt_capture_bpf, text_poke_changes_the_code_at_its_time, .timeout = 60)
 
 			decode(dir, jobs, NULL, &s, &st);
 			assert_static_key(&s, &st);
+		}
+		remove_tree(dir);
+	}
+}
+
+/* The site in three states: the jump to the slow path (A), a NOP (B), a
+ * jump to another slow path (C); poked A to B, B to C, C to B, and once
+ * more with nothing changed; kcore copied before the first poke (A) or
+ * after the last (B). Each stretch of turns follows the bytes of its time:
+ * before the first poke, the old bytes of the first poke after (A), not of
+ * a later one (C). */
+Test(pt_capture_bpf, a_site_poked_through_three_states, .timeout = 60)
+{
+	static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	static const uint64_t poke_times[4] = { 15000, 25000, 35000, 37000 };
+	static const size_t path_of[4] = { K_SLOW, 0, K_SLOW2, 0 }; /* per stretch */
+
+	for (int kcore_at_end = 0; kcore_at_end < 2; kcore_at_end++) {
+		char dir[PATH_MAX];
+		uint8_t code[K_SIZE], a[5], c[5], rec[256];
+		struct ptgen *g = gen_new();
+		struct syn s;
+		uint64_t tsc = 10000;
+
+		make_temp_dir(dir, sizeof(dir), "rv-ptpoke");
+		static_key_code(code);
+		memcpy(a, code + K_SITE, 5);
+		put_rel(code, K_SITE, 0xe9, K_SLOW2);
+		memcpy(c, code + K_SITE, 5);
+		memcpy(code + K_SITE, kcore_at_end ? nop5 : a, 5);
+		write_kcore(dir, KBASE, code, K_SIZE);
+		syn_open(&s, dir);
+		syn_comm(&s, 100);
+
+		const uint8_t *states[5] = { a, nop5, c, nop5, nop5 };
+		for (int i = 0; i < 4; i++) {
+			struct rv_synth_id id = sid(poke_times[i]);
+			struct rv_perf_text_poke tp = {
+				.addr = KBASE + K_SITE,
+				.old_len = 5,
+				.new_len = 5,
+				.old_bytes = states[i],
+				.new_bytes = states[i + 1],
+			};
+
+			syn_write(&s, rec,
+				  rv_synth_text_poke(&s.synth, rec, sizeof(rec), &tp, &id));
+		}
+		cr_assert_eq(ptgen_enable(g, KBASE, tsc), 0);
+		for (int stretch = 0; stretch < 4; stretch++) {
+			tsc = 10000 + 10000 * (uint64_t)stretch;
+			for (int i = 0; i < 2; i++)
+				turn_through(g, path_of[stretch], &tsc);
+		}
+		cr_assert_eq(ptgen_async_disable(g, KBASE, ++tsc), 0);
+		syn_trace_and_finish(&s, g);
+
+		for (unsigned jobs = 1; jobs <= 2; jobs++) {
+			struct seen seen = { 0 };
+			struct rv_pt_stats st;
+			size_t h = 0, h2 = 0;
+
+			decode(dir, jobs, NULL, &seen, &st);
+			cr_assert_eq(seen.errors, 0);
+			cr_assert_eq(seen.nr_calls, 2 * 3 + 2 * 2 + 2 * 3 + 2 * 2);
+			for (size_t i = 0; i < seen.nr_calls; i++) {
+				uint64_t t = seen.calls[i].time;
+
+				if (seen.calls[i].to == KBASE + K_H) {
+					h++;
+					cr_assert_lt(t, poke_times[0], "A's slow path at %" PRIu64,
+						     t);
+				}
+				if (seen.calls[i].to == KBASE + K_H2) {
+					h2++;
+					cr_assert(t > poke_times[1] && t < poke_times[2],
+						  "C's slow path at %" PRIu64, t);
+				}
+			}
+			cr_assert_eq(h, 2, "kcore at the end: %d", kcore_at_end);
+			cr_assert_eq(h2, 2);
 		}
 		remove_tree(dir);
 	}
