@@ -13,7 +13,12 @@
  * of later pokes (latest first), the new bytes of earlier pokes (earliest
  * first). The decoder asks for the image again when its time reaches the
  * stretch's end (rv_pt_resolve_fn's until), between two blocks: perf's
- * decoder likewise applies a TEXT_POKE when the trace reaches its time.
+ * decoder likewise applies a TEXT_POKE when the trace reaches its time. The
+ * kernel emits the record between writing an int3 with the new tail and
+ * writing the new first byte (arch/x86/kernel/alternative.c,
+ * text_poke_bp_batch), so that trace before its time runs the old bytes
+ * (or the int3) and trace after it the new ones; it keeps the old bytes so
+ * that a decoder can go backwards too, which the old-bytes rule does.
  *
  * Not here: the kernel's own code (pt_capture_kernel.c), the file format
  * (capture/bpf_images.h), the sideband's other records.
