@@ -1,15 +1,16 @@
 /* test_bpf_images.c: saving BPF programs' JIT code from the running kernel
- * (record/bpf_images.h), for real: rearview's own gate is loaded while the
- * machine-wide watch is open, and what was saved must equal what the kernel
- * holds: the bytes and addresses bpf_obj_get_info_by_fd gives (asked here
- * once more, in one call), the addresses and names /proc/kallsyms lists, and
- * the KSYMBOL records the kernel wrote for the program. Root only (the
+ * (record/bpf_images.h), for real: a program of the test's own is loaded
+ * while the machine-wide watch is open, rearview's gate before a saver
+ * starts, and what was saved must equal what the kernel holds: the bytes and addresses
+ * bpf_obj_get_info_by_fd gives (asked here once more, in one call), the addresses and names
+ * /proc/kallsyms lists, and the KSYMBOL records the kernel wrote for the program. Root only (the
  * machines of CI are root).
  *
  * Not here: decoding with the saved images (test_pt_capture_bpf.c).
  */
 #include <bpf/bpf.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/bpf.h>
@@ -75,8 +76,10 @@ static int watch_record(void *ctx, const struct perf_event_header *rec, struct r
 	return 0;
 }
 
-/* The id of the loaded program named `name` that the watch saw loaded. */
-static uint32_t find_program(const struct watched *w, const char *name)
+/* A loaded program named `name` that the watch saw loaded (this process's,
+ * or another's loaded meanwhile: either will do), held by the fd returned
+ * so that it cannot go while it is checked; *id its id. */
+static int find_program(const struct watched *w, const char *name, uint32_t *id)
 {
 	for (size_t i = 0; i < w->nr_loaded; i++) {
 		struct bpf_prog_info info;
@@ -87,12 +90,13 @@ static uint32_t find_program(const struct watched *w, const char *name)
 			continue;
 		memset(&info, 0, sizeof(info));
 		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, name)) {
-			close(fd);
-			return w->loaded[i];
+			*id = w->loaded[i];
+			return fd;
 		}
 		close(fd);
 	}
-	return 0;
+	cr_assert_fail("the watch saw no %s loaded", name);
+	return -1;
 }
 
 /* The entries of the saved file for program id, in order. */
@@ -125,27 +129,53 @@ static size_t saved_entries(const char *dir, uint32_t id, struct rv_bpf_image *o
 	return n;
 }
 
-/* The address kallsyms gives `name`, a BPF program's ("[bpf]"); 0 if none. */
-static uint64_t kallsyms_bpf(const char *name)
+/* Whether kallsyms lists the BPF program function `name` ("[bpf]") at addr
+ * (a program loaded twice has one name at two addresses). */
+static bool kallsyms_has_bpf(const char *name, uint64_t at)
 {
 	FILE *f = fopen("/proc/kallsyms", "re");
 	char line[512];
-	uint64_t found = 0;
+	bool found = false;
 
 	cr_assert_not_null(f);
 	while (!found && fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
 		char type, sym[256], module[64] = "";
 
-		if (sscanf(line, "%llx %c %255s %63s", &addr, &type, sym, module) >= 3 &&
-		    !strcmp(sym, name) && !strcmp(module, "[bpf]"))
-			found = addr;
+		found = sscanf(line, "%llx %c %255s %63s", &addr, &type, sym, module) >= 3 &&
+			addr == at && !strcmp(sym, name) && !strcmp(module, "[bpf]");
 	}
 	fclose(f);
 	return found;
 }
 
-static void check_saved_program(const char *dir, const struct watched *w, uint32_t id)
+/* A socket filter of this process's own, `return getpid()`: its tag (a
+ * hash of its instructions) is this process's, whatever else the machine
+ * loads meanwhile. Returns its fd; *id its id. */
+static int load_own_program(uint32_t *id)
+{
+	struct bpf_insn insns[2];
+	struct bpf_prog_info info;
+	uint32_t len = sizeof(info);
+	int fd;
+
+	memset(insns, 0, sizeof(insns));
+	insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+	insns[0].dst_reg = BPF_REG_0;
+	insns[0].imm = (int32_t)getpid();
+	insns[1].code = BPF_JMP | BPF_EXIT;
+	fd = bpf_prog_load(BPF_PROG_TYPE_SOCKET_FILTER, "rv_test_prog", "GPL", insns, 2, NULL);
+	cr_assert_geq(fd, 0, "loading a socket filter: %s", strerror(errno));
+	memset(&info, 0, sizeof(info));
+	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+	*id = info.id;
+	return fd;
+}
+
+/* What was saved of program id equals what the kernel holds; the program
+ * is held (an fd on it) while it is checked, so that it cannot go. */
+static void check_saved_program(const char *dir, const struct watched *w, uint32_t id,
+				const char *name_end)
 {
 	struct rv_bpf_image e[16];
 	uint8_t *file, *dumped;
@@ -171,7 +201,6 @@ static void check_saved_program(const char *dir, const struct watched *w, uint32
 	info.jited_ksyms = (uint64_t)(uintptr_t)ksyms;
 	len = sizeof(info);
 	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
-	close(fd);
 	for (size_t i = 0; i < n; i++) {
 		cr_assert_eq(e[i].addr, ksyms[i], "jited_ksyms[%zu]", i);
 		cr_assert_eq(e[i].func, i);
@@ -180,17 +209,18 @@ static void check_saved_program(const char *dir, const struct watched *w, uint32
 			     "the code of function %zu of program %u", i, id);
 		at += e[i].len;
 		/* the address and the name: kallsyms', and the KSYMBOL record's */
-		cr_assert_eq(kallsyms_bpf(e[i].name), e[i].addr, "%s at %#" PRIx64, e[i].name,
-			     e[i].addr);
+		cr_assert(kallsyms_has_bpf(e[i].name, e[i].addr), "%s at %#" PRIx64, e[i].name,
+			  e[i].addr);
 		bool announced = false;
 		for (size_t k = 0; k < w->nr_ksyms; k++)
 			announced |= w->ksyms[k].addr == e[i].addr && w->ksyms[k].len == e[i].len &&
 				     !strcmp(w->ksyms[k].name, e[i].name) &&
 				     !w->ksyms[k].unregister;
 		cr_assert(announced, "KSYMBOL of %s", e[i].name);
-		cr_assert_not_null(strstr(e[i].name, "_gate_hit"), "%s", e[i].name);
+		cr_assert_not_null(strstr(e[i].name, name_end), "%s", e[i].name);
 		free((char *)e[i].name);
 	}
+	close(fd);
 	cr_assert_eq(at, dumped_size, "every function of program %u", id);
 	free(dumped);
 	free(file);
@@ -200,15 +230,15 @@ Test(bpf_images, saves_a_program_loaded_while_watching, .timeout = 60)
 {
 	char dir[PATH_MAX];
 	struct rv_bpf_saver *s;
-	struct rv_gate *gate;
 	struct rv_error err = { 0 };
 	struct perf_event_attr sb, attr;
 	struct rv_sideband_request req = { .scope = RV_SCOPE_USER_KERNEL };
-	struct rv_gate_config gc = { .pid = getpid() };
 	struct rv_bpf_saver_stats st;
 	int nr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	uint64_t *ids = calloc((size_t)nr_cpus, sizeof(*ids));
 	struct watched *w = calloc(1, sizeof(*w));
+	uint32_t id;
+	bool loaded = false;
 
 	require_root();
 	make_temp_dir(dir, sizeof(dir), "rv-bpfsave");
@@ -219,30 +249,35 @@ Test(bpf_images, saves_a_program_loaded_while_watching, .timeout = 60)
 	cr_assert_eq(attr.sample_type, sb.sample_type);
 	cr_assert_neq(ids[0], 0);
 
-	cr_assert_eq(rv_gate_open(&gate, &gc, &err), 0, "%s", err.message);
+	int fd = load_own_program(&id);
 	cr_assert_eq(rv_bpf_saver_drain(s, watch_record, w, &err), 0, "%s", err.message);
-	uint32_t id = find_program(w, "gate_hit");
-	cr_assert_neq(id, 0, "the watch saw the gate loaded");
+	for (size_t i = 0; i < w->nr_loaded; i++)
+		loaded |= w->loaded[i] == id;
+	cr_assert(loaded, "the watch saw program %u loaded", id);
 	rv_bpf_saver_stats(s, &st);
 	cr_assert_geq(st.programs, 1);
 	cr_assert_geq(st.records, 2, "its KSYMBOL and BPF_EVENT");
-	check_saved_program(dir, w, id);
+	check_saved_program(dir, w, id, "_rv_test_prog");
 
 	/* unloaded: the watch says so */
-	uint64_t addr = 0;
-	for (size_t k = 0; k < w->nr_ksyms; k++)
-		if (strstr(w->ksyms[k].name, "_gate_hit"))
-			addr = w->ksyms[k].addr;
-	rv_gate_free(gate);
+	struct rv_bpf_image e[16];
+	uint8_t *file;
+	size_t n = saved_entries(dir, id, e, 16, &file);
+	uint64_t addr = e[0].addr;
+
+	cr_assert_eq(n, 1);
+	free((char *)e[0].name);
+	free(file);
+	close(fd);
 	bool gone = false;
-	for (int tries = 0; tries < 200 && !gone; tries++) {
+	for (int tries = 0; tries < 300 && !gone; tries++) {
 		cr_assert_eq(rv_bpf_saver_drain(s, watch_record, w, &err), 0, "%s", err.message);
 		for (size_t k = 0; k < w->nr_ksyms; k++)
 			gone |= w->ksyms[k].addr == addr && w->ksyms[k].unregister;
 		if (!gone)
 			usleep(10000); /* the kernel frees programs after an RCU grace period */
 	}
-	cr_assert(gone, "KSYMBOL unregister for the gate");
+	cr_assert(gone, "KSYMBOL unregister for the program");
 	rv_bpf_saver_free(s);
 	free(ids);
 	free(w);
@@ -274,8 +309,8 @@ Test(bpf_images, saves_what_is_loaded_when_recording_starts, .timeout = 60)
 	cr_assert_eq(rv_gate_open(&gate, &gc, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_bpf_saver_drain(watcher, watch_record, w, &err), 0, "%s", err.message);
 	rv_bpf_saver_free(watcher);
-	uint32_t id = find_program(w, "gate_hit");
-	cr_assert_neq(id, 0);
+	uint32_t id;
+	int held = find_program(w, "gate_hit", &id);
 
 	/* the saver that matters: opened after the load, no watch */
 	cr_assert_eq(rv_bpf_saver_open(&s, dir, &err), 0, "%s", err.message);
@@ -283,7 +318,7 @@ Test(bpf_images, saves_what_is_loaded_when_recording_starts, .timeout = 60)
 	cr_assert_eq(rv_bpf_saver_save_loaded(s, &err), 0, "%s", err.message);
 	rv_bpf_saver_stats(s, &st);
 	cr_assert_geq(st.programs, 1);
-	check_saved_program(dir, w, id);
+	check_saved_program(dir, w, id, "_gate_hit");
 	/* once, however often asked */
 	struct rv_bpf_image e[16];
 	uint8_t *file;
@@ -301,6 +336,7 @@ Test(bpf_images, saves_what_is_loaded_when_recording_starts, .timeout = 60)
 	rv_bpf_saver_stats(s, &st);
 	cr_assert_eq(st.lost, 1);
 	rv_bpf_saver_free(s);
+	close(held);
 	rv_gate_free(gate);
 	free(ids);
 	free(w);

@@ -802,3 +802,58 @@ Test(pt_capture_bpf, images_file_round_trip_and_damage)
 	free(file);
 	remove_tree(dir);
 }
+
+/* ---- the records ---- */
+
+Test(pt_capture_bpf, ksymbol_and_text_poke_records_round_trip_and_cut)
+{
+	struct rv_synth sy = { .sample_type = SAMPLE_TYPE, .sample_id_all = true };
+	struct rv_synth_id id = sid(1234);
+	uint8_t rec[1024], copy[1024];
+	static const uint8_t old[3] = { 1, 2, 3 }, new[7] = { 4, 5, 6, 7, 8, 9, 10 };
+	struct rv_perf_ksymbol k = { .addr = BPF_BASE,
+				     .len = 77,
+				     .ksym_type = PERF_RECORD_KSYMBOL_TYPE_BPF,
+				     .unregister = true,
+				     .name = P_NAME },
+			       kr;
+	struct rv_perf_text_poke t = { .addr = KBASE + 3,
+				       .old_len = 3,
+				       .new_len = 7,
+				       .old_bytes = old,
+				       .new_bytes = new },
+				 tr;
+	size_t n = rv_synth_ksymbol(&sy, rec, sizeof(rec), &k, &id);
+
+	cr_assert_gt(n, 0);
+	cr_assert_eq(n % 8, 0);
+	cr_assert_eq(rv_perf_ksymbol_parse((const void *)rec, &kr), 0);
+	cr_assert_eq(kr.addr, k.addr);
+	cr_assert_eq(kr.len, 77);
+	cr_assert_eq(kr.ksym_type, PERF_RECORD_KSYMBOL_TYPE_BPF);
+	cr_assert(kr.unregister);
+	cr_assert_str_eq(kr.name, P_NAME);
+	/* a record cut short: refused, never read past its size */
+	for (uint16_t size = 8; size < 24 + sizeof(P_NAME); size += 1) {
+		memcpy(copy, rec, n);
+		((struct perf_event_header *)copy)->size = size;
+		memset(copy + size, 0xff, sizeof(copy) - size);
+		cr_assert_neq(rv_perf_ksymbol_parse((const void *)copy, &kr), 0, "size %u", size);
+	}
+	cr_assert_neq(rv_perf_text_poke_parse((const void *)rec, &tr), 0, "not a TEXT_POKE");
+
+	n = rv_synth_text_poke(&sy, rec, sizeof(rec), &t, &id);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(n % 8, 0);
+	cr_assert_eq(rv_perf_text_poke_parse((const void *)rec, &tr), 0);
+	cr_assert_eq(tr.addr, t.addr);
+	cr_assert_eq(tr.old_len, 3);
+	cr_assert_eq(tr.new_len, 7);
+	cr_assert_eq(memcmp(tr.old_bytes, old, 3), 0);
+	cr_assert_eq(memcmp(tr.new_bytes, new, 7), 0);
+	for (uint16_t size = 8; size < 30; size++) {
+		memcpy(copy, rec, n);
+		((struct perf_event_header *)copy)->size = size;
+		cr_assert_neq(rv_perf_text_poke_parse((const void *)copy, &tr), 0, "size %u", size);
+	}
+}
