@@ -14,7 +14,8 @@
 #include "capture/perf_data.h"
 
 /* The kernel's TASK_COMM_LEN, NUL included. */
-#define COMM_MAX_BYTES 16
+#define COMM_MAX_BYTES	16
+#define KSYM_NAME_BYTES 512 /* the kernel's KSYM_NAME_LEN */
 
 /* The string's first max_chars characters, a NUL, zeros to the next 8 bytes. */
 static void put_padded_string(struct rv_bytes *b, const char *s, size_t max_chars)
@@ -244,5 +245,71 @@ int rv_perf_mmap_parse(const struct perf_event_header *rec, struct rv_perf_mmap 
 		out->executable = !(rec->misc & PERF_RECORD_MISC_MMAP_DATA);
 	}
 	out->filename = (const char *)p + name_at;
+	return 0;
+}
+
+size_t rv_synth_ksymbol(const struct rv_synth *s, void *buf, size_t buf_size,
+			const struct rv_perf_ksymbol *k, const struct rv_synth_id *id)
+{
+	struct rv_bytes b;
+
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_KSYMBOL, PERF_RECORD_MISC_KERNEL);
+	rv_bytes_put_u64(&b, k->addr);
+	rv_bytes_put_u32(&b, k->len);
+	rv_bytes_put(&b, &k->ksym_type, 2);
+	uint16_t flags = k->unregister ? PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER : 0;
+	rv_bytes_put(&b, &flags, 2);
+	put_padded_string(&b, k->name, KSYM_NAME_BYTES - 1);
+	put_sample_id(&b, s, id);
+	return rv_record_end(&b);
+}
+
+size_t rv_synth_text_poke(const struct rv_synth *s, void *buf, size_t buf_size,
+			  const struct rv_perf_text_poke *t, const struct rv_synth_id *id)
+{
+	struct rv_bytes b;
+	size_t bytes = 4 + (size_t)t->old_len + t->new_len;
+
+	rv_record_begin(&b, buf, buf_size, PERF_RECORD_TEXT_POKE, PERF_RECORD_MISC_KERNEL);
+	rv_bytes_put_u64(&b, t->addr);
+	rv_bytes_put(&b, &t->old_len, 2);
+	rv_bytes_put(&b, &t->new_len, 2);
+	rv_bytes_put(&b, t->old_bytes, t->old_len);
+	rv_bytes_put(&b, t->new_bytes, t->new_len);
+	rv_bytes_put(&b, NULL, ((bytes + 7) & ~(size_t)7) - bytes); /* the kernel's pad */
+	put_sample_id(&b, s, id);
+	return rv_record_end(&b);
+}
+
+int rv_perf_ksymbol_parse(const struct perf_event_header *rec, struct rv_perf_ksymbol *out)
+{
+	const uint8_t *p = (const uint8_t *)rec;
+	uint16_t flags;
+
+	if (rec->type != PERF_RECORD_KSYMBOL || rec->size < 25 ||
+	    !memchr(p + 24, '\0', rec->size - 24u))
+		return -EINVAL;
+	memcpy(&out->addr, p + 8, 8);
+	memcpy(&out->len, p + 16, 4);
+	memcpy(&out->ksym_type, p + 20, 2);
+	memcpy(&flags, p + 22, 2);
+	out->unregister = flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER;
+	out->name = (const char *)p + 24;
+	return 0;
+}
+
+int rv_perf_text_poke_parse(const struct perf_event_header *rec, struct rv_perf_text_poke *out)
+{
+	const uint8_t *p = (const uint8_t *)rec;
+
+	if (rec->type != PERF_RECORD_TEXT_POKE || rec->size < 20)
+		return -EINVAL;
+	memcpy(&out->addr, p + 8, 8);
+	memcpy(&out->old_len, p + 16, 2);
+	memcpy(&out->new_len, p + 18, 2);
+	if ((size_t)out->old_len + out->new_len > rec->size - 20u)
+		return -EINVAL;
+	out->old_bytes = p + 20;
+	out->new_bytes = p + 20 + out->old_len;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* synth.h: builders of the kernel's sideband records (MMAP, MMAP2, COMM,
- * FORK, EXIT, ITRACE_START, AUX, SWITCH, SWITCH_CPU_WIDE) and of perf's
+ * FORK, EXIT, ITRACE_START, AUX, SWITCH, SWITCH_CPU_WIDE, and the kernel
+ * text changes KSYMBOL and TEXT_POKE) and of perf's
  * FINISHED_ROUND and FINISHED_INIT, laid out as the kernel writes them
  * (include/uapi/linux/perf_event.h), so that recorders (the sampling engine,
  * softpt, the PT engine) never lay out records by hand.
@@ -91,5 +92,34 @@ size_t rv_synth_switch_cpu_wide(const struct rv_synth *s, void *buf, size_t buf_
  * may be older than that. FINISHED_INIT ends the synthesized sideband. */
 size_t rv_synth_finished_round(void *buf, size_t buf_size);
 size_t rv_synth_finished_init(void *buf, size_t buf_size);
+
+/* Kernel code that appears, goes or changes (kernel scope only). KSYMBOL:
+ * [addr, addr + len) now holds the symbol `name` (a BPF program's
+ * "bpf_prog_<tag>_<name>" with ksym_type PERF_RECORD_KSYMBOL_TYPE_BPF), or
+ * no longer does (unregister). TEXT_POKE: the old_len bytes at addr became
+ * the new_len new ones (either may be 0: a trampoline added or removed). */
+struct rv_perf_ksymbol {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t ksym_type;
+	bool unregister;
+	const char *name; /* points into the record */
+};
+
+struct rv_perf_text_poke {
+	uint64_t addr;
+	uint16_t old_len, new_len;
+	const uint8_t *old_bytes, *new_bytes; /* point into the record */
+};
+
+size_t rv_synth_ksymbol(const struct rv_synth *s, void *buf, size_t buf_size,
+			const struct rv_perf_ksymbol *k, const struct rv_synth_id *id);
+size_t rv_synth_text_poke(const struct rv_synth *s, void *buf, size_t buf_size,
+			  const struct rv_perf_text_poke *t, const struct rv_synth_id *id);
+
+/* 0 and *out set; -EINVAL for another record type, or one too short for
+ * its fields (a name without its NUL, bytes past the record's end). */
+int rv_perf_ksymbol_parse(const struct perf_event_header *rec, struct rv_perf_ksymbol *out);
+int rv_perf_text_poke_parse(const struct perf_event_header *rec, struct rv_perf_text_poke *out);
 
 #endif

@@ -462,7 +462,17 @@ size_t ptc_image_sections(const struct rv_pt_capture *c, const struct pt_image *
 {
 	size_t n = 0;
 	const struct ptc_generation *g = NULL;
+	const struct pt_image *base = NULL;
+	size_t nr_changes = ptc_kcode_sections(c, image, &base, NULL, 0);
 
+	if (base) {
+		/* an image of a stretch of changed kernel code: its base's
+		 * sections, then the changes' */
+		n = ptc_image_sections(c, base, isids, max);
+		if (n < max)
+			ptc_kcode_sections(c, image, &base, isids + n, max - n);
+		return n + nr_changes;
+	}
 	for (size_t p = 0; p < c->nr_processes && !g; p++)
 		for (size_t i = 0; i < c->processes[p].nr_gens && !g; i++)
 			if (c->processes[p].gens[i].image == image)
@@ -620,6 +630,8 @@ int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_op
 	}
 	if (!ret)
 		ret = ptc_kernel_load(c, s.sb.kernel_ref_sym, s.sb.kernel_ref_addr, err);
+	if (!ret)
+		ret = ptc_kcode_load(c, err);
 	if (!ret)
 		ret = ptc_sideband_replay(c, &s.sb, err);
 	if (!ret)
@@ -780,6 +792,7 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 		free(c->cpus[i].points);
 	free(c->cpus);
 	free_mappings(&c->kernel_maps);
+	ptc_kcode_free(c);
 	pt_image_free(c->kernel_image);
 	free(c->kernel_isids);
 	for (size_t i = 0; i < c->nr_sections; i++)

@@ -327,11 +327,12 @@ static bool capture_function_at(void *ctx, uint32_t pid, uint64_t time, uint64_t
 }
 
 static int lane_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
-			struct pt_image **image, struct rv_error *err)
+			struct pt_image **image, uint64_t *until, struct rv_error *err)
 {
 	struct buffer_lane *l = ctx;
-	const struct rv_pt_capture *c = l->run->c;
+	struct rv_pt_capture *c = l->run->c;
 	const struct ptc_generation *g;
+	int ret;
 
 	if (l->cpu != PTC_NONE) {
 		if (!ptc_task_at(l->timeline, time + SWITCH_SLACK, pid, tid))
@@ -342,6 +343,10 @@ static int lane_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
 	}
 	g = *pid == PTC_NONE ? NULL : ptc_generation_at(ptc_process_find(c, *pid), time);
 	*image = g ? g->image : c->kernel_image;
+	/* with kernel code as it was at `time` (BPF programs, text pokes) */
+	ret = ptc_kcode_image(c, *image, time, image, until, err);
+	if (ret)
+		return ret;
 	return l->run->merged ? lane_image(l, *image, image, err) : 0;
 }
 

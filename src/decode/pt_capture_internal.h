@@ -11,6 +11,9 @@
  *                          modules
  *   pt_capture_decode.c    decoding: per-thread and per-CPU buffers, the
  *                          merge, progress
+ *   pt_capture_bpf.c       kernel code that changes under the trace: BPF
+ *                          programs (KSYMBOL, their saved JIT images) and
+ *                          TEXT_POKE, as images per stretch of time
  *
  * Everything here is built by rv_pt_capture_open and only read afterwards,
  * except the per-thread decode state and the missing list's counters, which
@@ -209,6 +212,8 @@ struct rv_pt_capture {
 	size_t nr_buffers, cap_buffers;
 	uint64_t trace_bytes;
 
+	struct ptc_kcode *kcode; /* pt_capture_bpf.c's; NULL until a change is seen */
+
 	struct ptc_missing *missing;
 	size_t nr_missing, cap_missing;
 	struct rv_pt_missing *missing_pub; /* filled by rv_pt_capture_missing */
@@ -332,5 +337,53 @@ size_t ptc_kernel_missing_at(const struct rv_pt_capture *c, uint64_t ip);
 /* After the replay: the kernel listed as missing when it was traced but
  * its code was not read, even when no MMAP named it. */
 int ptc_kernel_note_missing(struct rv_pt_capture *c, struct rv_error *err);
+
+/* ---- pt_capture_bpf.c ---- */
+
+/* Kernel code that changes while it is traced: BPF programs come and go
+ * (KSYMBOL, with the JIT images saved in DIR/bpf_images, capture/
+ * bpf_images.h) and code is patched (TEXT_POKE: static keys, ftrace, BPF
+ * trampolines). The sideband's change times cut the capture's time into
+ * stretches; in each, kernel code is the base (kcore or vmlinux), the BPF
+ * programs loaded then, and every poked range with its bytes of then: the
+ * new bytes of the last poke before, else the old bytes of the first poke
+ * after (so a kcore copied after a poke still decodes what ran before it).
+ * Images with those sections are made on first use, per (image, stretch),
+ * and kept until the capture is freed. */
+struct ptc_kcode;
+
+/* Keeps a KSYMBOL or TEXT_POKE record (others: nothing), of the time its
+ * sample_id gives (0 without one); order is its place in the file. Records
+ * too short to parse are skipped. Returns 0, or negative (err set) when
+ * memory is short or the poked bytes cannot be stored. */
+int ptc_kcode_add(struct rv_pt_capture *c, const struct perf_event_header *h, uint64_t time,
+		  uint64_t order, struct rv_error *err);
+
+/* After the kernel's code is loaded (ptc_kernel_load): reads DIR/bpf_images,
+ * pairs its images with the programs KSYMBOL announced (the images no
+ * KSYMBOL names were loaded before recording began), makes their sections
+ * and the pokes', the stretches, and names the programs for the symbolizer.
+ * Nothing when the kernel was not traced or not asked for. */
+int ptc_kcode_load(struct rv_pt_capture *c, struct rv_error *err);
+
+/* The image to decode with at `time` instead of base (a generation's or the
+ * kernel's image): base itself when no kernel code changes, else base with
+ * the kernel code of time's stretch; *until: when that stretch ends
+ * (UINT64_MAX: it does not). Thread-safe. Returns 0, or negative (err set)
+ * when memory is short. */
+int ptc_kcode_image(struct rv_pt_capture *c, struct pt_image *base, uint64_t time,
+		    struct pt_image **out, uint64_t *until, struct rv_error *err);
+
+/* For ptc_image_sections: when image is one ptc_kcode_image made, its base
+ * (*base) and the sections added to it, in order (up to max stored; returns
+ * how many there are); 0 and *base NULL otherwise. Thread-safe. */
+size_t ptc_kcode_sections(const struct rv_pt_capture *c, const struct pt_image *image,
+			  const struct pt_image **base, int *isids, size_t max);
+
+/* The missing-list entry of a BPF program whose code was not saved, at ip
+ * and time; SIZE_MAX when none. */
+size_t ptc_kcode_missing_at(const struct rv_pt_capture *c, uint64_t ip, uint64_t time);
+
+void ptc_kcode_free(struct rv_pt_capture *c);
 
 #endif

@@ -1,5 +1,6 @@
 /* pt_capture_sideband.c: an Intel PT capture's sideband, parsed in the pass
- * over its records, then sorted by time (perf writes it per CPU, so the file
+ * over its records (KSYMBOL and TEXT_POKE handed to pt_capture_bpf.c), then
+ * sorted by time (perf writes it per CPU, so the file
  * is not in time order) and replayed: threads and their names, processes and
  * their generations (one per exec), each generation's executable mappings and
  * libipt image, and per CPU the timeline of which task ran; then the window
@@ -215,8 +216,11 @@ size_t ptc_missing_at(const struct rv_pt_capture *c, uint32_t pid, uint64_t time
 {
 	const struct ptc_mapping *m;
 
-	if (ip >= PTC_KERNEL_START)
-		return ptc_kernel_missing_at(c, ip);
+	if (ip >= PTC_KERNEL_START) {
+		size_t bpf = ptc_kcode_missing_at(c, ip, time);
+
+		return bpf != SIZE_MAX ? bpf : ptc_kernel_missing_at(c, ip);
+	}
 	const struct ptc_generation *g = ptc_generation_at(ptc_process_find(c, pid), time);
 	if (!g)
 		return SIZE_MAX;
@@ -331,6 +335,10 @@ int ptc_sideband_add(struct rv_pt_capture *c, struct ptc_sideband *sb,
 		r.ptid = sw.next_prev_tid;
 		break;
 	}
+	case PERF_RECORD_KSYMBOL:
+	case PERF_RECORD_TEXT_POKE:
+		/* kernel code that changes: kept apart (pt_capture_bpf.c) */
+		return ptc_kcode_add(c, h, have_sid ? sid.time : 0, order, err);
 	default:
 		return 0;
 	}

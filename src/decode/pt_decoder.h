@@ -66,11 +66,17 @@
 typedef int (*rv_pt_sink_fn)(void *ctx, const struct rv_event *ev, struct rv_error *err);
 
 /* What task runs, and in which address space, at `time` on the buffer's CPU:
- * called when a chunk starts and whenever tracing is enabled again (a context
- * switch happens while tracing is off). Called from several threads at once;
- * must only read. Returns 0, or negative with err set to stop decoding. */
+ * called when a chunk starts, whenever tracing is enabled again (a context
+ * switch happens while tracing is off), and when the decoder's time reaches
+ * *until: the time (the capture's clock) from which the image may differ
+ * (kernel code changed by a TEXT_POKE, a BPF program loaded or unloaded);
+ * the decoder sets it to UINT64_MAX before the call, for an answer that
+ * holds on. An image changed so is taken between two blocks of libipt's,
+ * so code runs with the bytes of the time of the packet before it. Called
+ * from several threads at once; must only read (or lock). Returns 0, or
+ * negative with err set to stop decoding. */
 typedef int (*rv_pt_resolve_fn)(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
-				struct pt_image **image, struct rv_error *err);
+				struct pt_image **image, uint64_t *until, struct rv_error *err);
 
 /* Adds the code of `image` (one the options or resolve gave) to `copy` once
  * more, from the same files, through `iscache`: pt_iscache_add_file and

@@ -158,7 +158,8 @@ struct walker {
 	uint64_t dropped_jumps;	      /* jumps inside one function, counted but not emitted */
 	uint64_t insns, blocks;	      /* walked, added to the chunk's at its end */
 	struct pt_image *image;
-	int status; /* negative: a failure that stops decoding */
+	uint64_t image_until; /* decoder time from which resolve must be asked again */
+	int status;	      /* negative: a failure that stops decoding */
 	struct rv_error *err;
 };
 
@@ -595,15 +596,20 @@ static int resolve_task(struct walker *w, uint64_t tsc)
 	uint32_t pid = o->pid, tid = o->tid;
 	struct pt_image *image = o->image;
 
+	w->image_until = UINT64_MAX;
 	if (o->resolve) {
 		uint64_t time = o->time_conv ? rv_perf_tsc_to_time(o->time_conv, tsc) : tsc;
-		int r = o->resolve(o->resolve_ctx, time, &pid, &tid, &image, w->err);
+		uint64_t until = UINT64_MAX;
+		int r = o->resolve(o->resolve_ctx, time, &pid, &tid, &image, &until, w->err);
 
 		if (r < 0) {
 			w->status = r;
 			w->stop = true;
 			return r;
 		}
+		if (until != UINT64_MAX)
+			w->image_until =
+				until > time ? time_bound(o->time_conv, until, tsc) : tsc + 1;
 	}
 	if (image != w->image) {
 		struct pt_image *own = thread_image(w->thread, image, w->err);
@@ -1045,6 +1051,11 @@ static void decode_chunk(struct walker *w)
 
 		struct pt_block block;
 
+		/* the image changes (kernel code patched, a BPF program loaded)
+		 * from a time the decoder has reached: the next block reads the
+		 * new one */
+		if (w->time >= w->image_until && resolve_task(w, w->time) < 0)
+			break;
 		/* libipt zeroes the block first, also on errors */
 		status = pt_blk_next(w->dec, &block, sizeof(block));
 		on_block(w, &block, status);

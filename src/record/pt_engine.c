@@ -1206,9 +1206,17 @@ int rv_pt_engine_copy_kernel_files(const char *root, const char *dir, struct rv_
 		return ret;
 	snprintf(from, sizeof(from), "%s/proc/modules", r);
 	snprintf(modules, sizeof(modules), "%s/kcore_dir/modules", dir);
-	ret = copy_file(from, modules, err);
-	if (ret)
-		return ret;
+	if (access(from, F_OK) && errno == ENOENT) {
+		/* a kernel without loadable modules: none to list */
+		ret = open_private(modules, err);
+		if (ret < 0)
+			return ret;
+		close(ret);
+	} else {
+		ret = copy_file(from, modules, err);
+		if (ret)
+			return ret;
+	}
 	snprintf(from, sizeof(from), "%s/proc/kcore", r);
 	if (access(from, F_OK)) {
 		rv_note("%s is not there: the kernel's code is not copied into the capture, so "

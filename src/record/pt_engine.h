@@ -160,7 +160,8 @@ int rv_pt_engine_snapshot(struct rv_pt_engine *e, struct rv_error *err);
 int rv_pt_engine_stop(struct rv_pt_engine *e, bool snapshot, struct rv_error *err);
 
 /* Copies ROOT/proc/{kallsyms,modules} (and kcore's kernel text when
- * ROOT/proc/kcore exists) into dir/kcore_dir, mode 0600. Without
+ * ROOT/proc/kcore exists) into dir/kcore_dir, mode 0600; an empty modules
+ * file where the kernel has no /proc/modules (no loadable modules). Without
  * ROOT/proc/kcore it says so, once, on stderr: the kernel's part of the
  * trace then decodes only with --vmlinux. */
 int rv_pt_engine_copy_kernel_files(const char *root, const char *dir, struct rv_error *err);

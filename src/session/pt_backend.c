@@ -19,6 +19,14 @@
  * capture's the TSC through the perf mmap page's conversion: the offset
  * between them is measured once, before the target runs.
  *
+ * Kernel scope: kernel code is saved once every event is open and every BPF
+ * object of the session (the gate) is loaded and attached, so that the
+ * copies hold the kernel as the trace will find it: first the watch for
+ * what changes from then on (record/bpf_images.h: KSYMBOL, BPF_EVENT and
+ * TEXT_POKE from every CPU, drained into the capture with the engine's
+ * rings, each program a BPF_EVENT announces saved then), then the code of
+ * every BPF program loaded (DIR/bpf_images), then kcore (DIR/kcore_dir).
+ *
  * Not here: the loop (session.c), the engine's or the gate's own work.
  */
 #define RV_LOG_DOMAIN "record"
@@ -33,6 +41,7 @@
 
 #include "capture/marks.h"
 #include "capture/perf_data.h"
+#include "record/bpf_images.h"
 #include "record/pt_plan.h"
 #include "session/backend.h"
 #include "util/log.h"
@@ -52,6 +61,7 @@ struct rv_backend_state {
 	struct rv_perf_writer *capture;
 	struct rv_gate_site *gate_sites;
 	size_t nr_gate_sites;
+	struct rv_bpf_saver *bpf; /* kernel scope: BPF programs and text changes */
 	/* --filter windows and --trigger hits become marks in the capture */
 	bool marks;
 	int64_t clock_offset; /* CLOCK_MONOTONIC + this = the capture's clock */
@@ -88,6 +98,20 @@ static int pt_describe(struct rv_session *s, const char *exe, pid_t pid,
 	}
 	if (!ret)
 		ret = rv_pt_plan_describe(&b->plan, &b->slots, sites, pid, dp, err);
+	for (int cpu = 0; !ret && b->plan.scope != RV_SCOPE_USER && cpu < s->machine.nr_cpus;
+	     cpu++) {
+		/* the watch of save_kernel_code */
+		struct rv_dry_run_event ev = {
+			.label = "BPF programs and kernel text changes (KSYMBOL, BPF_EVENT, "
+				 "TEXT_POKE), every task",
+			.group = -1,
+			.cpu = cpu,
+			.pid = -1,
+		};
+
+		rv_bpf_watch_attr(&b->plan.sideband, &ev.attr);
+		ret = rv_dry_run_add_event(dp, &ev, err);
+	}
 	free(b);
 	return ret;
 }
@@ -260,6 +284,48 @@ static int prepare_marks(struct rv_backend_state *b, struct rv_error *err)
 	return ret;
 }
 
+/* ---- kernel code, as the trace will find it ---- */
+
+static int write_record(void *ctx, const struct perf_event_header *rec, struct rv_error *err)
+{
+	struct rv_backend_state *b = ctx;
+
+	return rv_perf_writer_write(b->capture, rec, err);
+}
+
+/* The watch, the BPF programs loaded now, then kcore: after the gate is
+ * attached (see the top of this file). */
+static int save_kernel_code(struct rv_backend_state *b, struct rv_error *err)
+{
+	const struct rv_session *s = b->s;
+	int nr_cpus = (int)s->machine.nr_cpus;
+	struct perf_event_attr attr;
+	uint64_t *ids = calloc(nr_cpus > 0 ? (size_t)nr_cpus : 1, sizeof(*ids));
+	size_t nr_ids = 0;
+	int ret;
+
+	if (!ids)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	ret = rv_bpf_saver_open(&b->bpf, s->capture_dir, err);
+	if (!ret)
+		ret = rv_bpf_saver_watch(b->bpf, &b->plan.sideband, nr_cpus, &attr, ids, err);
+	for (int i = 0; !ret && i < nr_cpus; i++)
+		if (ids[i])
+			ids[nr_ids++] = ids[i];
+	if (!ret)
+		ret = rv_perf_writer_add_attr(b->capture, &attr, "dummy:k", ids, nr_ids, err);
+	free(ids);
+	if (!ret)
+		ret = rv_bpf_saver_save_loaded(b->bpf, err);
+	if (!ret)
+		ret = rv_pt_engine_copy_kernel_files(NULL, s->capture_dir, err);
+	if (!ret && access("/proc/kcore", F_OK))
+		rv_note("this kernel has no /proc/kcore, so the capture keeps no copy of its code "
+			"(only BPF programs'); its kernel trace decodes only with --vmlinux (the "
+			"running kernel's ELF image)");
+	return ret;
+}
+
 /* ---- the interface ---- */
 
 static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gating *gating,
@@ -317,10 +383,10 @@ static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 
 		ret = rv_pt_engine_open(&b->engine, &config, err);
 	}
-	if (!ret && plan->scope != RV_SCOPE_USER)
-		ret = rv_pt_engine_copy_kernel_files(NULL, s->capture_dir, err);
 	if (!ret && plan->nr_gate)
 		ret = attach_gate(b, err);
+	if (!ret && plan->scope != RV_SCOPE_USER)
+		ret = save_kernel_code(b, err);
 	if (!ret && target->nr_pids)
 		ret = save_vdso(target->pids[0], s->capture_dir, err);
 	return ret;
@@ -351,7 +417,11 @@ static size_t pt_pollfds(const struct rv_backend_state *b, struct pollfd *fds, s
 
 static int pt_poll(struct rv_backend_state *b, struct rv_error *err)
 {
-	return rv_pt_engine_drain(b->engine, err);
+	int ret = rv_pt_engine_drain(b->engine, err);
+
+	if (!ret && b->bpf)
+		ret = rv_bpf_saver_drain(b->bpf, write_record, b, err);
+	return ret;
 }
 
 /* A window the gate closed (with --min-duration only the longer ones) or a
@@ -391,6 +461,20 @@ static int pt_stop(struct rv_backend_state *b, bool keep_rest, struct rv_error *
 {
 	int ret = rv_pt_engine_stop(b->engine, keep_rest, err);
 
+	if (!ret && b->bpf) {
+		struct rv_bpf_saver_stats st;
+
+		ret = rv_bpf_saver_drain(b->bpf, write_record, b, err);
+		rv_bpf_saver_stats(b->bpf, &st);
+		rv_debug("BPF programs: %llu saved (%llu functions, %llu bytes of code), %llu "
+			 "without JIT code, %llu gone before they could be saved; %llu KSYMBOL, "
+			 "BPF_EVENT and TEXT_POKE records",
+			 (unsigned long long)st.programs, (unsigned long long)st.functions,
+			 (unsigned long long)st.bytes, (unsigned long long)st.not_jited,
+			 (unsigned long long)st.lost, (unsigned long long)st.records);
+		rv_bpf_saver_free(b->bpf);
+		b->bpf = NULL;
+	}
 	if (b->marks)
 		rv_debug("%llu --filter windows and --trigger hits written into the capture",
 			 (unsigned long long)b->nr_marks);
@@ -447,6 +531,7 @@ static void pt_free(struct rv_backend_state *b)
 {
 	if (!b)
 		return;
+	rv_bpf_saver_free(b->bpf);
 	rv_pt_engine_free(b->engine);
 	rv_perf_writer_free(b->capture);
 	free(b->gate_sites);

@@ -141,6 +141,12 @@ struct rv_symbolizer {
 	size_t cap_cache, nr_cache;
 
 	struct rv_kernel_syms *kernel; /* NULL: no kernel names */
+	/* kernel code the capture named (BPF programs), before `kernel` */
+	struct kernel_extra {
+		uint64_t addr, size;
+		const char *name; /* pooled */
+	} * kextra;
+	size_t nr_kextra, cap_kextra;
 
 	/* Offline-style callbacks: we report modules ourselves, with their
 	 * biases; libdwfl finds separate debug information (debuginfo.h). */
@@ -805,6 +811,17 @@ static void resolve_kernel(struct rv_symbolizer *s, uint64_t addr, struct rv_sym
 
 	out->kernel = true;
 	out->module = s->kernel_module;
+	for (size_t i = s->nr_kextra; i-- > 0;) {
+		const struct kernel_extra *x = &s->kextra[i];
+
+		if (addr - x->addr < x->size) {
+			out->name = x->name;
+			out->start = x->addr;
+			out->size = x->size;
+			out->known = true;
+			return;
+		}
+	}
 	if (!s->kernel || !rv_kernel_syms_find(s->kernel, addr, &sym))
 		return name_raw_address(s, addr, out);
 	s->stats.kernel_symbols = rv_kernel_syms_count(s->kernel);
@@ -1003,6 +1020,18 @@ const char *rv_symbolizer_kernel_problems(struct rv_symbolizer *s)
 	return s->kernel ? rv_kernel_syms_problems(s->kernel) : NULL;
 }
 
+int rv_symbolizer_add_kernel_symbol(struct rv_symbolizer *s, uint64_t addr, uint64_t size,
+				    const char *name, struct rv_error *err)
+{
+	const char *pooled = rv_intern(&s->strings, name);
+
+	if (!pooled ||
+	    rv_array_grow(&s->kextra, &s->cap_kextra, s->nr_kextra, sizeof(*s->kextra), 8))
+		return rv_error_set(err, ENOMEM, "out of memory for kernel symbols");
+	s->kextra[s->nr_kextra++] = (struct kernel_extra){ addr, size, pooled };
+	return 0;
+}
+
 void rv_symbolizer_free(struct rv_symbolizer *s)
 {
 	if (!s)
@@ -1026,6 +1055,7 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 	rv_map_destroy(&s->files);
 	free(s->cache);
 	rv_kernel_syms_free(s->kernel);
+	free(s->kextra);
 	rv_debuginfo_destroy(&s->debuginfo);
 	rv_intern_destroy(&s->strings);
 	free(s);

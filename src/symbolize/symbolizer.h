@@ -81,6 +81,13 @@ void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid);
 int rv_symbolizer_fork(struct rv_symbolizer *s, uint32_t parent, uint32_t child,
 		       struct rv_error *err);
 
+/* Kernel code [addr, addr + size) is `name` (a BPF program's function, as
+ * PERF_RECORD_KSYMBOL names it), before the kernel's other sources; the
+ * latest added wins where they overlap. Add them before the first lookup
+ * (lookups are cached). Fails only on allocation failure. */
+int rv_symbolizer_add_kernel_symbol(struct rv_symbolizer *s, uint64_t addr, uint64_t size,
+				    const char *name, struct rv_error *err);
+
 /* Names addr in process pid. Kernel addresses (high half) use the kernel's
  * sources; module is then "[kernel.kallsyms]" or the module's "[name]". */
 void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,

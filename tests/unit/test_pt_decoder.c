@@ -1051,11 +1051,12 @@ struct resolve_ctx {
 };
 
 static int test_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
-			struct pt_image **image, struct rv_error *err)
+			struct pt_image **image, uint64_t *until, struct rv_error *err)
 {
 	struct resolve_ctx *c = ctx;
 
 	(void)time;
+	(void)until;
 	pthread_mutex_lock(&c->lock);
 	c->calls++;
 	pthread_mutex_unlock(&c->lock);
