@@ -55,6 +55,8 @@
 #include "capture/perf_data.h"
 #include "util/error.h"
 
+struct rv_kernel_btf;
+
 /* Bytes of user stack copied per sample in DWARF mode, by default (the
  * kernel copies at most 65528: cli/options.c checks --callgraph-mode). */
 #define RV_DWARF_STACK_BYTES 8192
@@ -76,6 +78,11 @@ struct rv_sample_config {
 	 * this keeps the registers and stack copy instead, for perf report
 	 * --call-graph dwarf on the capture. */
 	bool keep_raw_stacks;
+
+	/* The kernel's BTF and --btf (kernel_btf.h), borrowed; NULL: libbpf's
+	 * defaults. Without BTF the filter still loads, but switches have no
+	 * reason; follow_children needs the kernel's own BTF. */
+	const struct rv_kernel_btf *btf;
 
 	struct rv_perf_writer *capture;
 	/* --filter: the gate's window map (rv_gate_windows_fd); samples of

@@ -191,6 +191,8 @@ static int sample_open(struct rv_session *s, struct rv_target *target, struct rv
 	b->target = target;
 	config = rv_sample_plan_config(&s->sample, s->opts, target->pids, target->nr_pids);
 	config.gate_windows_fd = gating ? rv_gating_windows_fd(gating) : -1;
+	config.follow_children = config.follow_children && !s->follow_blocked;
+	config.btf = &s->kernel_btf;
 	ret = gating ? rv_gating_attach(gating, NULL, 0, err) : 0;
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
 	if (!ret)
@@ -339,7 +341,8 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		.not_unwound = stats->not_unwound,
 		.children_not_recorded = stats->children_not_followed + stats->children_unfollowed,
 		.children_not_recorded_why =
-			stats->children_not_followed ? "--no-follow"
+			stats->children_not_followed
+				? (b->s->follow_blocked ? "the kernel shows no BTF" : "--no-follow")
 			: stats->children_unfollowed
 				? "more alive at once than the filter's set holds"
 				: NULL,
