@@ -534,6 +534,8 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 		printf("rearview would record %s%s with %s:\n\n", exe,
 		       pid > 0 ? "" : " (started by rearview)", ops->description);
 		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
+		if (s->btf_note)
+			printf("\nnote: %s\n", s->btf_note);
 		fflush(stdout);
 	}
 	rv_dry_run_plan_destroy(&plan);
