@@ -40,16 +40,21 @@ static bool btf_enum_has(const struct btf *btf, const char *type, const char *va
 	return false;
 }
 
-bool rv_fn_uprobe_multi_supported(void)
+/* btf: the kernel's types, freed here; NULL or an error: none known. */
+static bool uprobe_multi_in(struct btf *btf)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
 	bool has;
 
-	if (libbpf_get_error(btf))
+	if (!btf || libbpf_get_error(btf))
 		return false;
 	has = btf_enum_has(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_MULTI");
 	btf__free(btf);
 	return has;
+}
+
+bool rv_fn_uprobe_multi_supported(void)
+{
+	return uprobe_multi_in(btf__load_vmlinux_btf());
 }
 
 /* Whether sched_switch's tracepoint passes prev_state (Linux 5.18+): its
@@ -284,7 +289,9 @@ int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_confi
 			return ret;
 		}
 	}
-	e->report.multi_available = rv_fn_uprobe_multi_supported();
+	/* --btf describes this kernel where it shows no BTF of its own */
+	e->report.multi_available = config->btf ? uprobe_multi_in(rv_kernel_btf_load(config->btf))
+						: rv_fn_uprobe_multi_supported();
 	e->multi = e->report.multi_available && !config->no_uprobe_multi;
 	e->skel = rv_fn_skel_open(config, switch_has_prev_state(config));
 	if (!e->skel) {
