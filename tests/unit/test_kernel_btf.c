@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/options.h"
 #include "functions.skel.h"
 #include "gate.skel.h"
 #include "probe_cost.skel.h"
@@ -233,4 +234,26 @@ Test(kernel_btf, btf_option_must_name_a_kernels_btf)
 			     err.message);
 		cr_assert_str_eq(kb.custom_path, RV_KERNEL_BTF_PATH);
 	}
+}
+
+Test(kernel_btf, btf_option_is_for_run_and_attach)
+{
+	const char *run[] = {
+		"rearview", "run", "--btf", "/x.btf", "-btf", "/y.btf", "true", NULL
+	};
+	const char *attach[] = { "rearview", "attach", "--btf", "/x.btf", "-p", "1", NULL };
+	const char *decode[] = { "rearview", "decode", "--btf", "/x.btf", "perf.data", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_options_parse(&o, 7, (char **)run, &err), 0, "%s", err.message);
+	cr_assert_str_eq(o.btf, "/y.btf", "the last one given counts");
+	rv_options_destroy(&o);
+	cr_assert_eq(rv_options_parse(&o, 6, (char **)attach, &err), 0, "%s", err.message);
+	cr_assert_str_eq(o.btf, "/x.btf");
+	rv_options_destroy(&o);
+	cr_assert_lt(rv_options_parse(&o, 5, (char **)decode, &err), 0);
+	cr_assert(strstr(err.message, "--btf is for 'rearview run' and 'rearview attach'"), "%s",
+		  err.message);
+	rv_options_destroy(&o);
 }
