@@ -129,14 +129,14 @@ struct functions_bpf *rv_fn_skel_open(const struct rv_fn_engine_config *c, bool 
 	struct functions_bpf *skel;
 	size_t relos = 0, size;
 	const void *elf = functions_bpf__elf_bytes(&size);
+	size_t nr_kfuncs = rv_fn_has_kfuncs(c) ? c->kfuncs->count : 0;
+	uint32_t slots = c->recorder_slots ? c->recorder_slots : 1;
 
 	/* rv_fn_engine_check_btf has said whether BTF is there. */
 	if (c->btf && c->btf->custom_path && !rv_bpf_core_relo_count(elf, size, &relos, NULL) &&
 	    relos)
 		opts.btf_custom_path = c->btf->custom_path;
 	skel = functions_bpf__open_opts(&opts);
-	size_t nr_kfuncs = rv_fn_has_kfuncs(c) ? c->kfuncs->count : 0;
-	uint32_t slots = c->recorder_slots ? c->recorder_slots : 1;
 
 	if (!skel)
 		return NULL;
