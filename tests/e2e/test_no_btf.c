@@ -2,8 +2,8 @@
  * made in a child with a private mount namespace in which an empty file is
  * bind-mounted over /sys/kernel/btf/vmlinux, as a kernel built without
  * CONFIG_DEBUG_INFO_BTF looks to libbpf; nothing of it leaks out of the
- * child. Then --filter on the sampling backend keeps exactly what it keeps
- * with BTF (the gate and the sample filter carry no CO-RE relocation), the
+ * child. Then --filter and --trigger on the sampling backend keep exactly
+ * what they keep with BTF (the gate and the sample filter carry no CO-RE relocation), the
  * uprobe backend refuses in one line naming --btf, and --btf with a copy of
  * the kernel's BTF (made before hiding it) makes it work again.
  *
@@ -29,6 +29,7 @@
 
 #define KERNEL_BTF "/sys/kernel/btf/vmlinux"
 #define WINDOW	   "[window request_begin]"
+#define SNAPSHOT   "[snapshot at on_trigger]"
 
 /* What the child says when it could not hide the BTF (exit codes of its own). */
 #define HIDE_FAILED   200
@@ -58,10 +59,10 @@ static int hide_kernel_btf(const char *empty)
 	return kernel_btf_visible() ? STILL_VISIBLE : 0;
 }
 
-/* `rearview run OPTIONS... -o DIR/t.fxt -- gated windows N` with the
- * kernel's BTF hidden; the result in *r (which a forked child fills through
- * shared memory). Asserts that the hiding worked and did not leak. */
-static void run_hidden(const char *dir, const char *const *options, const char *n,
+/* `rearview run OPTIONS... -o DIR/t.fxt -- gated MODE N` with the kernel's
+ * BTF hidden; the result in *r (which a forked child fills through shared
+ * memory). Asserts that the hiding worked and did not leak. */
+static void run_hidden(const char *dir, const char *const *options, const char *mode, const char *n,
 		       struct proc_result *r)
 {
 	bool visible_before = kernel_btf_visible();
@@ -89,7 +90,7 @@ static void run_hidden(const char *dir, const char *const *options, const char *
 	argv[a++] = out;
 	argv[a++] = "--";
 	argv[a++] = (char *)build_path("tests/targets/gated");
-	argv[a++] = "windows";
+	argv[a++] = (char *)mode;
 	argv[a++] = (char *)n;
 	argv[a] = NULL;
 
@@ -151,7 +152,7 @@ Test(no_btf, filter_on_the_sampling_backend_keeps_only_windows, .timeout = 180)
 
 	require_root("no_btf");
 	make_test_dir(dir, sizeof(dir));
-	run_hidden(dir, options, "12", &r);
+	run_hidden(dir, options, "windows", "12", &r);
 	cr_assert_eq(r.exit_code, 0, "rearview failed without BTF:\n%s", r.err);
 	cr_assert(strstr(r.out, "windows=12 slow=3"), "%s", r.out);
 	assert_no_libbpf_lines(r.err);
@@ -175,6 +176,33 @@ Test(no_btf, filter_on_the_sampling_backend_keeps_only_windows, .timeout = 180)
 	cleanup_dir(dir);
 }
 
+Test(no_btf, trigger_on_the_sampling_backend_keeps_what_came_before, .timeout = 180)
+{
+	const char *options[] = { "--backend", "sample", "--trigger", "on_trigger", NULL };
+	const struct fxt_instant *hit;
+	char dir[64];
+	struct proc_result r;
+	struct fxt_trace *t;
+
+	require_root("no_btf");
+	make_test_dir(dir, sizeof(dir));
+	run_hidden(dir, options, "trigger", "4", &r);
+	cr_assert_eq(r.exit_code, 0, "rearview failed without BTF:\n%s", r.err);
+	cr_assert(strstr(r.out, "triggers=4"), "%s", r.out);
+	assert_no_libbpf_lines(r.err);
+	t = read_trace(dir);
+	cr_assert_eq(fxt_count_instants(t, FXT_ANY, FXT_ANY, SNAPSHOT), 1, "%s", r.err);
+	hit = fxt_find_instant(t, FXT_ANY, FXT_ANY, SNAPSHOT, 0);
+	cr_assert_gt(fxt_count_spans(t, FXT_ANY, FXT_ANY, "before_trigger"), 0);
+	/* 30 ms of CPU right after the first hit, none of it kept */
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "after_first_trigger"), 0);
+	for (size_t i = 0; i < t->nr_spans; i++)
+		cr_assert_leq(t->spans[i].end_ns, hit->ts_ns, "%s ends after the snapshot",
+			      t->spans[i].name);
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+}
+
 Test(no_btf, uprobe_backend_refuses_in_one_line_naming_btf, .timeout = 120)
 {
 	const char *options[] = { "--backend", "uprobe", "--functions", "*_work", NULL };
@@ -183,7 +211,7 @@ Test(no_btf, uprobe_backend_refuses_in_one_line_naming_btf, .timeout = 120)
 
 	require_root("no_btf");
 	make_test_dir(dir, sizeof(dir));
-	run_hidden(dir, options, "4", &r);
+	run_hidden(dir, options, "windows", "4", &r);
 	cr_assert_neq(r.exit_code, 0, "the uprobe backend ran without BTF:\n%s", r.err);
 	cr_assert_eq(count_lines(r.err), 1, "not one line:\n%s", r.err);
 	cr_assert(!strncmp(r.err, "rearview: error: ", 17), "%s", r.err);
@@ -211,7 +239,7 @@ Test(no_btf, uprobe_backend_works_with_btf_file, .timeout = 180)
 	snprintf(copy, sizeof(copy), "%s/vmlinux.btf", dir);
 	snprintf(command, sizeof(command), "cp %s %s", KERNEL_BTF, copy);
 	cr_assert_eq(system(command), 0, "%s failed", command);
-	run_hidden(dir, options, "12", &r);
+	run_hidden(dir, options, "windows", "12", &r);
 	cr_assert_eq(r.exit_code, 0, "rearview --btf failed:\n%s", r.err);
 	cr_assert(strstr(r.out, "windows=12 slow=3"), "%s", r.out);
 	assert_no_libbpf_lines(r.err);
