@@ -16,6 +16,10 @@
  * order nobody promises; the first run of a hit changes the state and stores
  * every role's decision, the others read theirs (see struct pending).
  *
+ * The object carries no CO-RE relocation, so that it loads on kernels without
+ * BTF (src/record/kernel_btf.h): its only look at a kernel struct is the
+ * uprobe's registers, read at their fixed place (struct user_regs below).
+ *
  * Not here: which probes exist or what the events carry (user side), and any
  * notion of sampling or PT.
  */
@@ -31,6 +35,16 @@ const volatile __u64 min_duration_ns = 0;
 const volatile bool multi_snapshot = false;
 
 RV_GATE_WINDOWS_MAP(gate_windows);
+
+/* A uprobe's context: the user registers as x86-64's struct pt_regs lays them
+ * out, which ptrace shows user space and so never changes. vmlinux.h's struct
+ * pt_regs is the same, but marked preserve_access_index: reading a field of
+ * it would be a CO-RE relocation, and the object would need the kernel's BTF
+ * to load. The names are the kernel's, which PT_REGS_SP uses with vmlinux.h. */
+struct user_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
 
 /* The hit a thread is in the middle of: which probe (and at which user stack
  * pointer, as a consistency check), how many runs of it are still to come, and
@@ -197,7 +211,7 @@ static __always_inline u32 apply_hit(u32 tid, u32 tgid, u32 probe, u32 roles)
 }
 
 SEC("uprobe")
-int gate_hit(struct pt_regs *ctx)
+int gate_hit(struct user_regs *ctx)
 {
 	u64 cookie = bpf_get_attach_cookie(ctx);
 	u32 probe = RV_GATE_COOKIE_PROBE(cookie), role = RV_GATE_COOKIE_ROLE(cookie);

@@ -9,28 +9,17 @@
  * thread is the process's main thread) and drops every other sample before it
  * is written. Returning 0 from a perf_event program suppresses the sample.
  *
- * Unless --no-follow, it also follows the targets' children: a program on the
- * sched_process_fork tracepoint (tp_btf, which hands it the parent's and the
- * child's task_struct) adds a new process to the target set when its parent
- * is in it, in the fork itself, before the child runs, so the child's first
- * samples are kept. New threads (same tgid) need nothing: the set is by tgid.
- * A child leaves the set when it exits, into a small map of recent exits that
- * user space asks about the sideband it reads late.
- *
  * With --filter it also drops the samples of threads outside every window:
  * the gate (gate.bpf.c) keeps, per thread, whether one is open, in a map this
  * object shares. Not here: deciding windows.
  *
- * switch_state, on the sched_switch raw tracepoint, says why a target thread
- * that was not preempted left the CPU (the events' PERF_RECORD_SWITCH records
- * say when, and whether it was preempted): a struct rv_switch_state into its
- * CPU's bpf-output event, which shares that CPU's ring with the sampling
- * event, just before the kernel writes the switch record.
+ * The object reads no kernel struct, so it carries no CO-RE relocation and
+ * loads on kernels without BTF. What needs the kernel's BTF (following the
+ * targets' children, why threads leave the CPU) is sample_tasks.bpf.c, which
+ * shares this object's maps.
  */
 #include "vmlinux.h"
-#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
 
 #include "gate.h"
 #include "sample_filter.h"
@@ -88,85 +77,13 @@ int filter_sample(struct bpf_perf_event_data *ctx)
 	return 1;
 }
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(u32));
-	__uint(value_size, sizeof(u32));
-} switch_states SEC(".maps");
-
-/* raw_tp/sched_switch's arguments: preempt, prev, next, prev_state (Linux
- * 5.18+; an older kernel refuses the attach, and switches then have no
- * reason). It runs in prev's context, before the switch. */
-SEC("raw_tp/sched_switch")
-int switch_state(struct bpf_raw_tracepoint_args *ctx)
-{
-	struct task_struct *prev = (struct task_struct *)ctx->args[1];
-	u64 pid_tgid = bpf_get_current_pid_tgid();
-	u32 tgid = pid_tgid >> 32;
-	u32 tid = (u32)pid_tgid;
-	struct rv_switch_state rec = { 0 };
-
-	if (ctx->args[0] || !bpf_map_lookup_elem(&target_processes, &tgid))
-		return 0; /* preempted: the switch record says so */
-	if (!all_threads && tid != tgid)
-		return 0;
-	if (gated && !bpf_map_lookup_elem(&gate_windows, &tid))
-		return 0;
-	rec.pid = tgid;
-	rec.tid = tid;
-	rec.state = ((u32)ctx->args[3] & 0xff) | (u32)BPF_CORE_READ(prev, exit_state);
-	bpf_perf_event_output(ctx, &switch_states, BPF_F_CURRENT_CPU, &rec, sizeof(rec));
-	return 0;
-}
-
 /* Processes of the set that exited lately, for user space: their sideband
- * may be read after they left the set. */
+ * may be read after they left the set (sample_tasks.bpf.c moves them here). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, RV_FILTER_MAX_PROCESSES);
 	__type(key, u32);  /* tgid */
 	__type(value, u8); /* unused */
 } recent_exits SEC(".maps");
-
-/* Attached only when children are followed: a new process whose parent is in
- * the set joins it. A child the full set cannot take is counted
- * (RV_FILTER_UNFOLLOWED), and its samples are dropped. */
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(follow_fork, struct task_struct *parent, struct task_struct *child)
-{
-	u32 parent_tgid = parent->tgid;
-	u32 child_tgid = child->tgid;
-	u8 kind = RV_FILTER_CHILD;
-
-	if (child_tgid == parent_tgid)
-		return 0; /* a thread */
-	if (!bpf_map_lookup_elem(&target_processes, &parent_tgid))
-		return 0;
-	bpf_map_delete_elem(&recent_exits, &child_tgid); /* a pid used again */
-	if (bpf_map_update_elem(&target_processes, &child_tgid, &kind, BPF_ANY))
-		count(RV_FILTER_UNFOLLOWED);
-	else
-		count(RV_FILTER_FOLLOWED);
-	return 0;
-}
-
-/* A followed child whose last thread exits leaves the set (so that the set
- * holds the children alive, and a pid used again is not taken for one). The
- * targets themselves stay: recording ends with them. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(follow_exit, struct task_struct *task, bool group_dead)
-{
-	u32 tgid = task->tgid;
-	u8 *kind, one = 1;
-
-	if (!group_dead)
-		return 0;
-	kind = bpf_map_lookup_elem(&target_processes, &tgid);
-	if (!kind || *kind != RV_FILTER_CHILD)
-		return 0;
-	bpf_map_update_elem(&recent_exits, &tgid, &one, BPF_ANY);
-	bpf_map_delete_elem(&target_processes, &tgid);
-	return 0;
-}
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

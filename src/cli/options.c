@@ -43,6 +43,7 @@ enum {
 	OPT_KERNEL_FUNCTIONS,
 	OPT_EXCLUDE,
 	OPT_EXITS,
+	OPT_BTF,
 };
 
 static const struct option long_options[] = {
@@ -77,6 +78,7 @@ static const struct option long_options[] = {
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "perf-script", required_argument, NULL, OPT_PERF_SCRIPT },
 	{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
+	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -180,6 +182,15 @@ static const char record_options_help[] =
 	"                             uprobe: default 64M (48 bytes a record, two\n"
 	"                             records a call)\n"
 	"      --full-execution       keep everything from start to end instead\n"
+	"      --btf FILE             the kernel's BTF, for a kernel without\n"
+	"                             /sys/kernel/btf/vmlinux (built without\n"
+	"                             CONFIG_DEBUG_INFO_BTF): a BTF file for this very\n"
+	"                             kernel (btfhub, or pahole --btf_encode_detached).\n"
+	"                             Only --backend uprobe needs one. Without BTF,\n"
+	"                             sampling and --filter/--trigger work, but\n"
+	"                             off-CPU spans say only preempted or blocked, and\n"
+	"                             run does not follow COMMAND's children (which\n"
+	"                             needs the kernel's own BTF, not --btf's)\n"
 	"\n"
 	"Functions (--backend uprobe):\n"
 	"      --functions PAT[,PAT...]\n"
@@ -851,6 +862,10 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 		return rv_error_set(err, EINVAL,
 				    "unexpected argument '%s': 'rearview decode' takes one capture",
 				    opts->argv[1]);
+	if (opts->btf)
+		return rv_error_set(err, EINVAL,
+				    "--btf is for 'rearview run' and 'rearview attach', which load "
+				    "BPF programs; decoding needs no BTF");
 	if (inputs == 0)
 		return rv_error_set(err, EINVAL,
 				    "nothing to decode: give a capture (perf.data or its "
@@ -1128,6 +1143,9 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			break;
 		case OPT_VMLINUX:
 			opts->vmlinux = optarg;
+			break;
+		case OPT_BTF:
+			opts->btf = optarg;
 			break;
 		case 'j': {
 			uint64_t jobs;

@@ -81,7 +81,8 @@ struct rv_options {
 	bool full_execution;
 	uint64_t snapshot_size_bytes; /* 0: the engine's default; else a power-of-two of pages */
 	const char *working_directory;
-	bool dry_run; /* --dry-run: print what would be set up, and exit */
+	bool dry_run;	 /* --dry-run: print what would be set up, and exit */
+	const char *btf; /* --btf FILE: the kernel's BTF for CO-RE (run, attach); NULL: none */
 
 	/* The gate: probe sites as given (SYMBOL, LIB:SYMBOL, 0xADDR or
 	 * FILE:LINE, checked when the target's binaries are known). */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "record/kernel_btf.h"
 #include "util/bpf_log.h"
 #include "util/bpf_map.h"
 
@@ -39,28 +40,34 @@ static bool btf_enum_has(const struct btf *btf, const char *type, const char *va
 	return false;
 }
 
-bool rv_fn_uprobe_multi_supported(void)
+/* btf: the kernel's types, freed here; NULL or an error: none known. */
+static bool uprobe_multi_in(struct btf *btf)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
 	bool has;
 
-	if (libbpf_get_error(btf))
+	if (!btf || libbpf_get_error(btf))
 		return false;
 	has = btf_enum_has(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_MULTI");
 	btf__free(btf);
 	return has;
 }
 
-/* Whether sched_switch's tracepoint passes prev_state (Linux 5.18+): its
- * btf_trace_ typedef has five parameters then. */
-static bool switch_has_prev_state(void)
+bool rv_fn_uprobe_multi_supported(void)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
+	return uprobe_multi_in(btf__load_vmlinux_btf());
+}
+
+/* Whether sched_switch's tracepoint passes prev_state (Linux 5.18+): its
+ * btf_trace_ typedef has five parameters then. Asked of --btf's file where
+ * given. */
+static bool switch_has_prev_state(const struct rv_fn_engine_config *c)
+{
+	struct btf *btf = c->btf ? rv_kernel_btf_load(c->btf) : btf__load_vmlinux_btf();
 	const struct btf_type *t;
 	bool has = true;
 	int id;
 
-	if (libbpf_get_error(btf))
+	if (libbpf_get_error(btf) || !btf)
 		return true;
 	id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
@@ -96,11 +103,40 @@ size_t rv_fn_event_programs(struct functions_bpf *skel, unsigned groups,
 	return n;
 }
 
+int rv_fn_engine_check_btf(const struct rv_kernel_btf *btf, bool follow_children,
+			   struct rv_error *err)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	size_t size;
+	const void *elf = functions_bpf__elf_bytes(&size);
+	int ret = rv_kernel_btf_open_opts(btf,
+					  "--backend uprobe (its BPF programs read kernel "
+					  "structs through CO-RE)",
+					  elf, size, &opts, err);
+
+	if (ret || btf->kernel || !follow_children)
+		return ret;
+	return rv_error_set(err, ENOENT,
+			    "following the target's children needs the kernel's own BTF "
+			    "(tp_btf programs), and this kernel shows none (no %s); record "
+			    "with --no-follow",
+			    RV_KERNEL_BTF_PATH);
+}
+
 struct functions_bpf *rv_fn_skel_open(const struct rv_fn_engine_config *c, bool prev_state)
 {
-	struct functions_bpf *skel = functions_bpf__open();
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	struct functions_bpf *skel;
+	size_t relos = 0, size;
+	const void *elf = functions_bpf__elf_bytes(&size);
 	size_t nr_kfuncs = rv_fn_has_kfuncs(c) ? c->kfuncs->count : 0;
 	uint32_t slots = c->recorder_slots ? c->recorder_slots : 1;
+
+	/* rv_fn_engine_check_btf has said whether BTF is there. */
+	if (c->btf && c->btf->custom_path && !rv_bpf_core_relo_count(elf, size, &relos, NULL) &&
+	    relos)
+		opts.btf_custom_path = c->btf->custom_path;
+	skel = functions_bpf__open_opts(&opts);
 
 	if (!skel)
 		return NULL;
@@ -245,10 +281,19 @@ int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_confi
 		return rv_error_set(err, ENOMEM, "out of memory");
 	}
 	e->config = *config;
-	e->report.multi_available = rv_fn_uprobe_multi_supported();
-	e->multi = e->report.multi_available && !config->no_uprobe_multi;
 	rv_bpf_log_setup();
-	e->skel = rv_fn_skel_open(config, switch_has_prev_state());
+	if (config->btf) {
+		ret = rv_fn_engine_check_btf(config->btf, config->follow_children, err);
+		if (ret) {
+			rv_fn_engine_free(e);
+			return ret;
+		}
+	}
+	/* --btf describes this kernel where it shows no BTF of its own */
+	e->report.multi_available = config->btf ? uprobe_multi_in(rv_kernel_btf_load(config->btf))
+						: rv_fn_uprobe_multi_supported();
+	e->multi = e->report.multi_available && !config->no_uprobe_multi;
+	e->skel = rv_fn_skel_open(config, switch_has_prev_state(config));
 	if (!e->skel) {
 		ret = errno;
 		rv_fn_engine_free(e);

@@ -83,6 +83,10 @@ struct rv_fn_engine_config {
 	 * runs a probed function takes the probe's trap and a BPF run that
 	 * returns at once. */
 	bool follow_children;
+	/* The kernel's BTF and --btf (kernel_btf.h), borrowed; NULL: libbpf's
+	 * defaults. The object's CO-RE relocations need one or the other;
+	 * follow_children and fentry the kernel's own. */
+	const struct rv_kernel_btf *btf;
 	int gate_windows_fd;  /* --filter: the gate's window map; -1: none */
 	bool no_uprobe_multi; /* one perf link per function regardless */
 	/* Ring buffers: one per CPU, of ring_bytes each (0: the default,
@@ -116,6 +120,12 @@ struct rv_fn_engine;
 /* Whether this kernel has uprobe_multi links (vmlinux BTF knows
  * BPF_TRACE_UPROBE_MULTI). */
 bool rv_fn_uprobe_multi_supported(void);
+
+/* Whether the tracer's object can load with this BTF (kernel_btf.h): its
+ * CO-RE relocations need the kernel's BTF or --btf; following children the
+ * kernel's own. Before anything is set up; err says what to do. */
+int rv_fn_engine_check_btf(const struct rv_kernel_btf *btf, bool follow_children,
+			   struct rv_error *err);
 
 /* Loads the programs (only those config needs) and fills the bpf-output map.
  * Errors say which permission or feature is missing. */

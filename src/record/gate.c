@@ -15,6 +15,7 @@
 
 #include "gate.skel.h"
 #include "record/dry_run.h"
+#include "record/kernel_btf.h"
 #include "util/bpf_log.h"
 #include "util/bpf_map.h"
 #include "util/log.h"
@@ -147,6 +148,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 int rv_gate_open(struct rv_gate **out, const struct rv_gate_config *config, struct rv_error *err)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
 	struct rv_gate *g = calloc(1, sizeof(*g));
 	int ret;
 
@@ -155,7 +157,17 @@ int rv_gate_open(struct rv_gate **out, const struct rv_gate_config *config, stru
 		return rv_error_set(err, ENOMEM, "out of memory");
 	g->config = *config;
 	rv_bpf_log_setup();
-	g->skel = gate_bpf__open();
+	if (config->btf) {
+		size_t size;
+		const void *elf = gate_bpf__elf_bytes(&size);
+
+		ret = rv_kernel_btf_open_opts(config->btf, "the BPF gate", elf, size, &opts, err);
+		if (ret) {
+			free(g);
+			return ret;
+		}
+	}
+	g->skel = gate_bpf__open_opts(&opts);
 	if (!g->skel) {
 		ret = errno;
 		free(g);

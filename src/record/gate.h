@@ -36,10 +36,15 @@
 #include "../../bpf/gate.h" /* bpf/gate.h: enum rv_gate_role and the shared layouts */
 #include "util/error.h"
 
+struct rv_kernel_btf;
+
 struct rv_gate_config {
 	pid_t pid;		  /* the target process (tgid); the gate ignores others */
 	uint64_t min_duration_ns; /* STOP_SAMPLE fires for windows longer than this */
 	bool multi_snapshot;	  /* snapshot roles fire on every hit, not only the first */
+	/* The kernel's BTF and --btf (kernel_btf.h), borrowed; NULL: libbpf's
+	 * defaults. The gate's object needs none: it loads without BTF. */
+	const struct rv_kernel_btf *btf;
 };
 
 struct rv_gate_site {

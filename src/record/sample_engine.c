@@ -37,12 +37,14 @@
 #include "symbolize/unwind.h"
 #include "record/flight_recorder.h"
 #include "record/online_unwind.h"
+#include "record/kernel_btf.h"
 #include "record/perf_attr_ext.h"
 #include "record/perf_ring.h"
 #include "record/proc_synth.h"
 #include "record/reorder.h"
 #include "sample_filter.h"
 #include "sample_filter.skel.h"
+#include "sample_tasks.skel.h"
 #include "util/array.h"
 #include "util/bpf_log.h"
 #include "util/bpf_map.h"
@@ -106,6 +108,9 @@ struct rv_sample_engine {
 	size_t nr_rings;
 	size_t page_size;
 	struct sample_filter_bpf *filter;
+	/* switch_state and the follow programs, sharing the filter's maps;
+	 * NULL where the kernel's BTF they need is missing */
+	struct sample_tasks_bpf *tasks;
 	struct bpf_link *switch_link; /* switch_state on sched_switch, or NULL */
 	struct perf_event_attr switch_attr;
 	size_t nr_switch_events;
@@ -341,8 +346,7 @@ static int open_rings(struct rv_sample_engine *e, struct rv_error *err)
  * theirs is born unseen. */
 static int attach_follow(struct rv_sample_engine *e, struct rv_error *err)
 {
-	struct bpf_program *progs[2] = { e->filter->progs.follow_fork,
-					 e->filter->progs.follow_exit };
+	struct bpf_program *progs[2] = { e->tasks->progs.follow_fork, e->tasks->progs.follow_exit };
 
 	if (!e->config.follow_children)
 		return 0;
@@ -364,13 +368,81 @@ static int attach_follow(struct rv_sample_engine *e, struct rv_error *err)
 	return 0;
 }
 
+/* The programs that need the kernel's BTF (sample_tasks.bpf.c), on the
+ * filter's maps. Following children needs the kernel's own BTF (tp_btf);
+ * switch reasons only CO-RE (--btf will do). Without BTF and without
+ * following, they are left out: switches then have no reason. */
+static int load_tasks(struct rv_sample_engine *e, struct rv_error *err)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	const struct rv_kernel_btf *btf = e->config.btf;
+	struct sample_tasks_bpf *t;
+	struct bpf_map *shared[4][2];
+	size_t size;
+	const void *elf = sample_tasks_bpf__elf_bytes(&size);
+	int ret;
+
+	if (btf && !btf->kernel && e->config.follow_children)
+		return rv_error_set(err, ENOENT,
+				    "following the target's children needs the kernel's own BTF "
+				    "(tp_btf programs), and this kernel shows none (no %s); "
+				    "record with --no-follow",
+				    RV_KERNEL_BTF_PATH);
+	if (btf && rv_kernel_btf_none(btf)) {
+		rv_debug("no switch reasons: no kernel BTF for switch_state");
+		return 0;
+	}
+	if (btf) {
+		ret = rv_kernel_btf_open_opts(btf, "the sampling engine's task programs", elf, size,
+					      &opts, err);
+		if (ret)
+			return ret;
+	}
+	t = e->tasks = sample_tasks_bpf__open_opts(&opts);
+	if (!t)
+		return rv_error_set(err, errno, "cannot open the BPF task programs: %s",
+				    strerror(errno));
+	t->rodata->all_threads = e->config.all_threads;
+	t->rodata->gated = e->config.gate_windows_fd >= 0;
+	shared[0][0] = t->maps.target_processes, shared[0][1] = e->filter->maps.target_processes;
+	shared[1][0] = t->maps.recent_exits, shared[1][1] = e->filter->maps.recent_exits;
+	shared[2][0] = t->maps.filter_stats, shared[2][1] = e->filter->maps.filter_stats;
+	shared[3][0] = t->maps.gate_windows, shared[3][1] = e->filter->maps.gate_windows;
+	for (size_t i = 0; i < 4; i++) {
+		ret = bpf_map__reuse_fd(shared[i][0], bpf_map__fd(shared[i][1]));
+		if (ret)
+			return rv_error_set(err, -ret,
+					    "cannot share the sample filter's map %s with its "
+					    "task programs: %s",
+					    bpf_map__name(shared[i][1]), strerror(-ret));
+	}
+	if (!e->config.follow_children) {
+		bpf_program__set_autoload(t->progs.follow_fork, false);
+		bpf_program__set_autoload(t->progs.follow_exit, false);
+	}
+	ret = sample_tasks_bpf__load(t);
+	if (ret)
+		return rv_bpf_load_error(err, ret, "the BPF task programs of the sampling engine");
+	return attach_follow(e, err);
+}
+
 static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
 	int ret, prog_fd;
 	uint8_t one = RV_FILTER_TARGET;
 
 	rv_bpf_log_setup();
-	e->filter = sample_filter_bpf__open();
+	if (e->config.btf) {
+		size_t size;
+		const void *elf = sample_filter_bpf__elf_bytes(&size);
+
+		ret = rv_kernel_btf_open_opts(e->config.btf, "the BPF sample filter", elf, size,
+					      &opts, err);
+		if (ret)
+			return ret;
+	}
+	e->filter = sample_filter_bpf__open_opts(&opts);
 	if (!e->filter)
 		return rv_error_set(err, errno, "cannot open the BPF sample filter: %s",
 				    strerror(errno));
@@ -385,10 +457,6 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 				    "cannot share the gate's window map with the "
 				    "sample filter: %s",
 				    strerror(-ret));
-	if (!e->config.follow_children) {
-		bpf_program__set_autoload(e->filter->progs.follow_fork, false);
-		bpf_program__set_autoload(e->filter->progs.follow_exit, false);
-	}
 	ret = sample_filter_bpf__load(e->filter);
 	if (ret)
 		return rv_bpf_load_error(err, ret, "the BPF sample filter");
@@ -402,7 +470,7 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 					    "cannot add process %u to the BPF filter: %s", pid,
 					    strerror(-ret));
 	}
-	ret = attach_follow(e, err);
+	ret = load_tasks(e, err);
 	if (ret)
 		return ret;
 	prog_fd = bpf_program__fd(e->filter->progs.filter_sample);
@@ -440,6 +508,8 @@ static int open_switch_events(struct rv_sample_engine *e, struct rv_error *err)
 {
 	struct perf_event_attr *a = &e->switch_attr;
 
+	if (!e->tasks)
+		return 0; /* no BTF: load_tasks said why */
 	rv_sample_engine_switch_attr(a);
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		struct ring *r = &e->rings[i];
@@ -453,7 +523,7 @@ static int open_switch_events(struct rv_sample_engine *e, struct rv_error *err)
 		}
 		if (ioctl(fd, PERF_EVENT_IOC_ID, &r->switch_id) ||
 		    ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) ||
-		    bpf_map__update_elem(e->filter->maps.switch_states, &key, sizeof(key), &fd,
+		    bpf_map__update_elem(e->tasks->maps.switch_states, &key, sizeof(key), &fd,
 					 sizeof(fd), BPF_ANY)) {
 			rv_debug("no switch reasons: CPU %d's event: %s", r->cpu, strerror(errno));
 			close(fd);
@@ -463,7 +533,7 @@ static int open_switch_events(struct rv_sample_engine *e, struct rv_error *err)
 		e->nr_switch_events++;
 	}
 	e->switch_link =
-		bpf_program__attach_raw_tracepoint(e->filter->progs.switch_state, "sched_switch");
+		bpf_program__attach_raw_tracepoint(e->tasks->progs.switch_state, "sched_switch");
 	if (!e->switch_link) {
 		rv_debug("no switch reasons: cannot attach to sched_switch: %s", strerror(errno));
 		e->nr_switch_events = 0;
@@ -1508,6 +1578,7 @@ void rv_sample_engine_free(struct rv_sample_engine *e)
 	for (size_t i = 0; i < 2; i++)
 		bpf_link__destroy(e->follow_links[i]);
 	rv_map_destroy(&e->children);
+	sample_tasks_bpf__destroy(e->tasks);
 	sample_filter_bpf__destroy(e->filter);
 	rv_reorder_destroy(&e->reorder);
 	rv_flight_recorder_destroy(&e->flight);

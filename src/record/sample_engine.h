@@ -19,16 +19,18 @@
  * samples are kept stay, with the samples: in the flight recorder, aging out
  * with them and taken by snapshots by thread and time, or in time order into
  * the capture). Why a thread left comes from a BPF program on sched_switch
- * (bpf/sample_filter.bpf.c) writing into a bpf-output event per CPU, named
+ * (bpf/sample_tasks.bpf.c) writing into a bpf-output event per CPU, named
  * RV_SWITCH_STATE_EVENT (decode/off_cpu.h), whose output goes to the CPU's
- * sampling ring; where the kernel refuses it, switches have no reason.
+ * sampling ring; where the kernel refuses it, or there is no BTF for its
+ * CO-RE read (btf below), switches have no reason.
  * Sideband (MMAP2, COMM, FORK, EXIT) of the target is always kept whole, and
  * the target's existing threads and mappings are synthesized from /proc at
  * start, as perf does, so that nothing mapped before recording is unknown.
  *
  * With follow_children, the processes the targets fork (and their children,
  * and what they exec) are recorded too, from their first instant: the BPF
- * filter adds each to its target set at the fork, and the engine keeps their
+ * filter's companion programs (bpf/sample_tasks.bpf.c, tp_btf: the kernel's
+ * own BTF) add each to its target set at the fork, and the engine keeps their
  * sideband as the targets'. Without it, the targets' new children are only
  * counted (from the FORK records the per-CPU events see anyway).
  *
@@ -55,6 +57,8 @@
 #include "capture/perf_data.h"
 #include "util/error.h"
 
+struct rv_kernel_btf;
+
 /* Bytes of user stack copied per sample in DWARF mode, by default (the
  * kernel copies at most 65528: cli/options.c checks --callgraph-mode). */
 #define RV_DWARF_STACK_BYTES 8192
@@ -76,6 +80,11 @@ struct rv_sample_config {
 	 * this keeps the registers and stack copy instead, for perf report
 	 * --call-graph dwarf on the capture. */
 	bool keep_raw_stacks;
+
+	/* The kernel's BTF and --btf (kernel_btf.h), borrowed; NULL: libbpf's
+	 * defaults. Without BTF the filter still loads, but switches have no
+	 * reason; follow_children needs the kernel's own BTF. */
+	const struct rv_kernel_btf *btf;
 
 	struct rv_perf_writer *capture;
 	/* --filter: the gate's window map (rv_gate_windows_fd); samples of

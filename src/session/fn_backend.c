@@ -138,12 +138,20 @@ static uint32_t ring_bytes(void)
 	return (uint32_t)n;
 }
 
+/* run follows COMMAND's children unless --no-follow, or unless the kernel
+ * lacks the BTF their programs attach by (session.h's follow_blocked). */
+static bool follows(const struct rv_session *s)
+{
+	return rv_fn_plan_follows(s->opts) && !s->follow_blocked;
+}
+
 static int fn_check(struct rv_session *s, struct rv_error *err)
 {
 	struct rv_kfunc_ops ops;
+	int ret = rv_fn_engine_check_btf(&s->kernel_btf, follows(s), err);
 
-	if (!s->opts->nr_kernel_functions)
-		return 0;
+	if (ret || !s->opts->nr_kernel_functions)
+		return ret;
 	if (geteuid() != 0)
 		return rv_error_set(err, EPERM,
 				    "--kernel-functions needs root: only root may attach programs "
@@ -296,6 +304,8 @@ static struct rv_sample_config engine_config(const struct rv_session *s,
 
 	if (c.full_execution)
 		c.nr_output_streams = nr_rings();
+	c.follow_children = follows(s);
+	c.btf = &s->kernel_btf;
 	return c;
 }
 
@@ -308,7 +318,8 @@ static struct rv_fn_engine_config tracer_config(const struct rv_session *s,
 		.kfuncs = run->kfuncs.count ? &run->kfuncs : NULL,
 		.kernel_events = rv_fn_plan_kernel_events(s->opts),
 		.all_threads = s->opts->multi_thread,
-		.follow_children = rv_fn_plan_follows(s->opts),
+		.follow_children = follows(s),
+		.btf = &s->kernel_btf,
 		.gate_windows_fd = run->gating ? rv_gating_windows_fd(run->gating) : -1,
 		.no_uprobe_multi = no_uprobe_multi(),
 		.recorder_slots = rv_fn_plan_recorder_slots(s->opts, run->nr_processes),
@@ -353,7 +364,7 @@ static const char *method_text(const struct rv_fn_attach_report *r, char *buf, s
  * it: say so once, naming the library, and how to keep them on the target. */
 static void note_shared_probes(const struct rv_session *s, const struct rv_backend_state *run)
 {
-	for (size_t i = 0; rv_fn_plan_follows(s->opts) && i < run->funcs.count; i++) {
+	for (size_t i = 0; follows(s) && i < run->funcs.count; i++) {
 		const char *path = run->funcs.items[i].path;
 		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 
@@ -847,7 +858,7 @@ static void report_children(struct rv_backend_state *run, const pid_t *running, 
 	uint64_t counts[RV_FN_NR_STATS];
 	struct rv_error err = { 0 };
 
-	if (!rv_fn_plan_follows(run->s->opts) || rv_fn_engine_stats(run->tracer, counts, &err))
+	if (!follows(run->s) || rv_fn_engine_stats(run->tracer, counts, &err))
 		return;
 	if (counts[RV_FN_STAT_EXEC])
 		rv_note("%" PRIu64 " child process%s exec'd another program: the uprobe backend "
@@ -944,7 +955,9 @@ static int fn_finish(struct rv_backend_state *run, struct rv_render_options *out
 		.skipped = run->skips,
 		.nr_skipped = run->skips ? run->funcs.nr_skipped : 0,
 		.children_not_recorded = run->children_not_followed,
-		.children_not_recorded_why = run->children_not_followed ? "--no-follow" : NULL,
+		.children_not_recorded_why = !run->children_not_followed ? NULL
+					     : run->s->follow_blocked	 ? "the kernel shows no BTF"
+									 : "--no-follow",
 	};
 	/* The tracer's maps and the engine's rings are not needed to render. */
 	if (!run->tracer_releasing)

@@ -125,13 +125,15 @@ int rv_gating_describe(const struct rv_gate_sites *sites, pid_t pid, struct rv_d
 }
 
 int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
-		  const struct rv_gate_sites *sites, pid_t pid, struct rv_error *err)
+		  const struct rv_kernel_btf *btf, const struct rv_gate_sites *sites, pid_t pid,
+		  struct rv_error *err)
 {
 	struct rv_gating *g = calloc(1, sizeof(*g));
 	struct rv_gate_config config = {
 		.pid = pid,
 		.min_duration_ns = opts->min_duration_ns,
 		.multi_snapshot = opts->multi_snapshot,
+		.btf = btf,
 	};
 	int ret;
 

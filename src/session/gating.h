@@ -58,7 +58,8 @@ struct rv_gating;
  * map can be shared (rv_gating_windows_fd) before the backend's own BPF
  * objects load. */
 int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
-		  const struct rv_gate_sites *sites, pid_t pid, struct rv_error *err);
+		  const struct rv_kernel_btf *btf, const struct rv_gate_sites *sites, pid_t pid,
+		  struct rv_error *err);
 
 /* Sets the gate's uprobes: the backend's events (Intel PT's, in its groups),
  * or with sites NULL one plain per-process event per site. Call once. */

@@ -144,6 +144,7 @@ static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 	int ret;
 
 	(void)exe;
+	config.follow_children = config.follow_children && !s->follow_blocked;
 	if (config.dwarf)
 		snprintf(note, sizeof(note), "; dwarf,%u: %s", config.dwarf_stack_bytes,
 			 config.keep_raw_stacks ? "raw stacks kept"
@@ -158,19 +159,21 @@ static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 						 : "keeps the target's samples",
 					 err);
 	if (!ret)
-		ret = rv_dry_run_add_bpf(plan, "map", "target_processes", "hash",
-					 config.follow_children
-						 ? "the processes recorded: the target, and the "
-						   "children it forks while they live"
-						 : "the processes recorded (--no-follow: the "
-						   "target alone)",
-					 err);
+		ret = rv_dry_run_add_bpf(
+			plan, "map", "target_processes", "hash",
+			config.follow_children ? "the processes recorded: the target, and the "
+						 "children it forks while they live"
+			: s->follow_blocked    ? "the processes recorded (no kernel BTF to "
+						 "follow children with: the target alone)"
+					       : "the processes recorded (--no-follow: the "
+						 "target alone)",
+			err);
 	if (!ret && config.follow_children)
 		ret = describe_follow(plan, err);
 	if (!ret && sites && sites->filter)
 		ret = rv_dry_run_add_bpf(plan, "map", "gate_windows", "hash",
 					 "the gate's window map, shared", err);
-	if (!ret)
+	if (!ret && !rv_kernel_btf_none(&s->kernel_btf))
 		ret = describe_switch_reasons(s, plan, err);
 	if (!ret && sites)
 		ret = rv_gating_describe(sites, pid, plan, err);
@@ -191,6 +194,8 @@ static int sample_open(struct rv_session *s, struct rv_target *target, struct rv
 	b->target = target;
 	config = rv_sample_plan_config(&s->sample, s->opts, target->pids, target->nr_pids);
 	config.gate_windows_fd = gating ? rv_gating_windows_fd(gating) : -1;
+	config.follow_children = config.follow_children && !s->follow_blocked;
+	config.btf = &s->kernel_btf;
 	ret = gating ? rv_gating_attach(gating, NULL, 0, err) : 0;
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
 	if (!ret)
@@ -340,7 +345,8 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		.not_unwound = stats->not_unwound,
 		.children_not_recorded = stats->children_not_followed + stats->children_unfollowed,
 		.children_not_recorded_why =
-			stats->children_not_followed ? "--no-follow"
+			stats->children_not_followed
+				? (b->s->follow_blocked ? "the kernel shows no BTF" : "--no-follow")
 			: stats->children_unfollowed
 				? "more alive at once than the filter's set holds"
 				: NULL,

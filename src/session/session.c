@@ -134,6 +134,39 @@ static int make_capture_dir(struct rv_session *s, struct rv_error *err)
 	return 0;
 }
 
+/* Before any BPF object is opened: where the kernel's BTF is, and what the
+ * engine loses without it. The gate and the sample filter need none; the
+ * programs that follow a run's children attach by the kernel's own BTF
+ * (tp_btf), which --btf cannot stand in for; the uprobe backend's object
+ * needs BTF for its CO-RE relocations (fn_check refuses it without). */
+static int check_btf(struct rv_session *s, struct rv_error *err)
+{
+	const struct rv_options *opts = s->opts;
+	int ret = rv_kernel_btf_probe(&s->kernel_btf, opts->btf, err);
+
+	if (ret || s->kernel_btf.kernel || s->engine == RV_ENGINE_PT)
+		return ret;
+	if (opts->command == RV_CMD_RUN && !opts->no_follow) {
+		s->follow_blocked = true;
+		s->btf_note = s->engine == RV_ENGINE_SAMPLE && !opts->btf
+				      ? "no kernel BTF (" RV_KERNEL_BTF_PATH
+					", CONFIG_DEBUG_INFO_BTF): COMMAND's children are not "
+					"followed, and off-CPU spans say only preempted or "
+					"blocked; --btf FILE gives the reasons, --no-follow "
+					"records COMMAND alone without this note"
+				      : "no kernel BTF (" RV_KERNEL_BTF_PATH
+					", CONFIG_DEBUG_INFO_BTF), which following COMMAND's "
+					"children needs (--btf cannot stand in for it): they are "
+					"not followed; --no-follow records COMMAND alone without "
+					"this note";
+	} else if (s->engine == RV_ENGINE_SAMPLE && !opts->btf) {
+		s->btf_note = "no kernel BTF (" RV_KERNEL_BTF_PATH
+			      ", CONFIG_DEBUG_INFO_BTF): off-CPU spans say only preempted or "
+			      "blocked; --btf FILE gives the reasons";
+	}
+	return 0;
+}
+
 int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err)
 {
 	const char *root = getenv(RV_SYSFS_ROOT_ENV);
@@ -165,6 +198,8 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 		ret = rv_error_set(err, EINVAL,
 				   "--trace-kernel-only traces the kernel with Intel PT, which "
 				   "this machine lacks; --trace-include-kernel samples both");
+	if (!ret)
+		ret = check_btf(s, err);
 	backend = backend_of(s);
 	if (!ret && backend->check)
 		ret = backend->check(s, err);
@@ -334,7 +369,7 @@ static int open_gating(struct rv_session *s, struct rv_target *target, struct rv
 	if (!ret)
 		ret = rv_gating_resolve(s->opts, exe, target->pids[0], sites, err);
 	if (!ret)
-		ret = rv_gating_new(out, s->opts, sites, target->pids[0], err);
+		ret = rv_gating_new(out, s->opts, &s->kernel_btf, sites, target->pids[0], err);
 	free(sites);
 	return ret;
 }
@@ -431,6 +466,8 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 	ret = open_gating(s, target, &r.gating, err);
 	if (!ret && s->backend_note)
 		rv_note("%s", s->backend_note);
+	if (!ret && s->btf_note)
+		rv_note("%s", s->btf_note);
 	if (!ret)
 		ret = r.ops->open(s, target, r.gating, &r.backend, err);
 	if (!ret)
@@ -506,6 +543,8 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 		printf("rearview would record %s%s with %s:\n\n", exe,
 		       pid > 0 ? "" : " (started by rearview)", ops->description);
 		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
+		if (s->btf_note)
+			printf("\nnote: %s\n", s->btf_note);
 		fflush(stdout);
 	}
 	rv_dry_run_plan_destroy(&plan);

@@ -21,6 +21,7 @@
 
 #include "cli/options.h"
 #include "record/fn_engine.h"
+#include "record/kernel_btf.h"
 #include "record/machine.h"
 #include "record/pt_engine.h"
 #include "record/pt_pmu.h"
@@ -59,6 +60,13 @@ struct rv_session {
 	 * trace is not written, rearview ends at once. */
 	bool interrupted_again;
 	enum rv_kfunc_method kfunc_method; /* --kernel-functions: what this kernel allows */
+	/* The kernel's BTF and --btf, found before any BPF object is opened. */
+	struct rv_kernel_btf kernel_btf;
+	/* run would follow COMMAND's children (sampling, uprobe), but cannot:
+	 * the programs that follow them attach by the kernel's own BTF, which
+	 * it lacks. Said once (btf_note) as recording starts. */
+	bool follow_blocked;
+	const char *btf_note;
 	/* Intel PT's kernel (tests: a simulated one); NULL: the real one. The
 	 * gate needs the real kernel. */
 	const struct rv_pt_ops *pt_ops;

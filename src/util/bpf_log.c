@@ -19,7 +19,8 @@ static int print_debug(enum libbpf_print_level level, const char *fmt, va_list a
 		return 0;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
-	rv_debug2("libbpf: %s", line);
+	/* most of libbpf's messages name it already */
+	rv_debug2("%s%s", strncmp(line, "libbpf: ", 8) ? "libbpf: " : "", line);
 	return 0;
 }
 
