@@ -697,6 +697,147 @@ Test(pt_capture_bpf, bpf_program_from_its_saved_image, .timeout = 60)
 	remove_tree(dir);
 }
 
+/* One address, two programs: P loaded, unloaded, then R loaded where P was,
+ * with other code (R jumps to a second helper). The kernel's loop calls the
+ * program and jumps back through a register (a TIP); between P's turns and
+ * R's it runs another loop that calls no program, during which P goes and R
+ * comes: the decoder's time passes both changes in the middle of the trace.
+ * The turns through P decode with P's image, those through R with R's. */
+#define R_NAME	  "bpf_prog_0011223344556677_reused"
+#define K_HELPER2 0xa0
+#define K_IDLE	  0x40 /* the other loop: call K_HELPER, jmp *%rax */
+
+static void ksymbol(struct syn *s, uint64_t time, uint32_t len, const char *name, bool unregister)
+{
+	uint8_t rec[1024];
+	struct rv_synth_id id = sid(time);
+	struct rv_perf_ksymbol ks = {
+		.addr = BPF_BASE,
+		.len = len,
+		.ksym_type = PERF_RECORD_KSYMBOL_TYPE_BPF,
+		.unregister = unregister,
+		.name = name,
+	};
+
+	syn_write(s, rec, rv_synth_ksymbol(&s->synth, rec, sizeof(rec), &ks, &id));
+}
+
+Test(pt_capture_bpf, one_address_two_programs, .timeout = 60)
+{
+	char dir[PATH_MAX];
+	uint8_t code[K_SIZE], p[0x20], r[0x50];
+	struct ptgen *g = gen_new();
+	struct syn s;
+	struct seen seen = { 0 };
+	struct rv_pt_stats st;
+	uint64_t tsc = 10000;
+	size_t helper = 0, helper2 = 0;
+
+	make_temp_dir(dir, sizeof(dir), "rv-ptbpf");
+	memset(code, 0xcc, sizeof(code));
+	code[0x00] = 0xe8;
+	int32_t rel = (int32_t)(BPF_BASE - (KBASE + 5));
+	memcpy(code + 1, &rel, 4);
+	code[0x05] = 0xff; /* jmp *%rax */
+	code[0x06] = 0xe0;
+	put_rel(code, K_IDLE, 0xe8, K_HELPER);
+	code[K_IDLE + 5] = 0xff;
+	code[K_IDLE + 6] = 0xe0;
+	code[K_HELPER] = code[K_HELPER2] = 0xc3;
+	write_kcore(dir, KBASE, code, K_SIZE);
+	bpf_program_code(p, sizeof(p), BPF_BASE, KBASE + K_HELPER);
+	memset(r, 0xcc, sizeof(r));
+	r[0] = 0xe9; /* jmp 0x40 */
+	rel = 0x40 - 5;
+	memcpy(r + 1, &rel, 4);
+	r[0x40] = 0xe8; /* call the second helper */
+	rel = (int32_t)(KBASE + K_HELPER2 - (BPF_BASE + 0x45));
+	memcpy(r + 0x41, &rel, 4);
+	r[0x45] = 0xc3;
+	save_image(dir, 42, BPF_BASE, P_NAME, p, sizeof(p), true);
+	save_image(dir, 43, BPF_BASE, R_NAME, r, sizeof(r), false);
+
+	syn_open(&s, dir);
+	syn_comm(&s, 100);
+	ksymbol(&s, BPF_TIME, sizeof(p), P_NAME, false);
+	ksymbol(&s, 25000, sizeof(p), P_NAME, true);
+	ksymbol(&s, 26000, sizeof(r), R_NAME, false);
+	cr_assert_eq(ptgen_enable(g, KBASE, tsc), 0);
+	for (int turn = 0; turn < 2 * TURNS; turn++) {
+		uint64_t b = BPF_BASE;
+
+		if (turn == TURNS) {
+			/* the other loop, from 15000 to 29000 */
+			for (uint64_t t = 15000; t < 30000; t += 2000) {
+				tsc = t;
+				cr_assert_eq(ptgen_insn(g, KBASE + K_IDLE, 5, PTGEN_CALL,
+							KBASE + K_HELPER, ++tsc),
+					     0);
+				cr_assert_eq(ptgen_insn(g, KBASE + K_HELPER, 1, PTGEN_RET,
+							KBASE + K_IDLE + 5, ++tsc),
+					     0);
+				cr_assert_eq(ptgen_insn(g, KBASE + K_IDLE + 5, 2, PTGEN_JMP_IND,
+							KBASE + (t + 2000 < 30000 ? K_IDLE : 0),
+							++tsc),
+					     0);
+			}
+			tsc = 30000;
+		}
+		cr_assert_eq(ptgen_insn(g, KBASE, 5, PTGEN_CALL, b, ++tsc), 0);
+		if (turn < TURNS) {
+			cr_assert_eq(ptgen_insn(g, b, 5, PTGEN_OTHER, b + 5, ++tsc), 0);
+			cr_assert_eq(ptgen_insn(g, b + 5, 1, PTGEN_OTHER, b + 6, ++tsc), 0);
+			cr_assert_eq(ptgen_insn(g, b + 6, 3, PTGEN_OTHER, b + 9, ++tsc), 0);
+			for (uint64_t n = 9; n < 0x10; n++)
+				cr_assert_eq(ptgen_insn(g, b + n, 1, PTGEN_OTHER, b + n + 1, ++tsc),
+					     0);
+			cr_assert_eq(
+				ptgen_insn(g, b + 0x10, 5, PTGEN_CALL, KBASE + K_HELPER, ++tsc), 0);
+			cr_assert_eq(ptgen_insn(g, KBASE + K_HELPER, 1, PTGEN_RET, b + 0x15, ++tsc),
+				     0);
+			cr_assert_eq(ptgen_insn(g, b + 0x15, 1, PTGEN_OTHER, b + 0x16, ++tsc), 0);
+			cr_assert_eq(ptgen_insn(g, b + 0x16, 1, PTGEN_RET, KBASE + 5, ++tsc), 0);
+		} else {
+			cr_assert_eq(ptgen_insn(g, b, 5, PTGEN_JMP, b + 0x40, ++tsc), 0);
+			cr_assert_eq(
+				ptgen_insn(g, b + 0x40, 5, PTGEN_CALL, KBASE + K_HELPER2, ++tsc),
+				0);
+			cr_assert_eq(
+				ptgen_insn(g, KBASE + K_HELPER2, 1, PTGEN_RET, b + 0x45, ++tsc), 0);
+			cr_assert_eq(ptgen_insn(g, b + 0x45, 1, PTGEN_RET, KBASE + 5, ++tsc), 0);
+		}
+		cr_assert_eq(ptgen_insn(g, KBASE + 5, 2, PTGEN_JMP_IND,
+					KBASE + (turn == TURNS - 1 ? K_IDLE : 0), ++tsc),
+			     0);
+	}
+	cr_assert_eq(ptgen_async_disable(g, KBASE, ++tsc), 0);
+	syn_trace_and_finish(&s, g);
+
+	cr_assert_eq(decode(dir, 2, NULL, &seen, &st), 0, "nothing missing");
+	cr_assert_eq(seen.errors, 0, "%" PRIu64 " decode errors", seen.errors);
+	cr_assert_eq(seen.nr_calls, 4 * TURNS + 8);
+	for (size_t i = 0; i < seen.nr_calls; i++) {
+		if (seen.calls[i].to == KBASE + K_HELPER) {
+			helper++; /* from P, or from the other loop */
+		} else if (seen.calls[i].to == KBASE + K_HELPER2) {
+			helper2++;
+			cr_assert_gt(seen.calls[i].time, 26000);
+		} else {
+			cr_assert_eq(seen.calls[i].to, BPF_BASE);
+		}
+	}
+	cr_assert_eq(helper, TURNS + 8);
+	cr_assert_eq(helper2, TURNS);
+	for (size_t i = 0; i < seen.nr_calls; i++)
+		if (seen.calls[i].to == BPF_BASE && seen.calls[i].time > 25000)
+			cr_assert_eq(seen.calls[i + 1].to, KBASE + K_HELPER2,
+				     "R's code after 26000");
+		else if (seen.calls[i].to == BPF_BASE)
+			cr_assert_eq(seen.calls[i + 1].to, KBASE + K_HELPER,
+				     "P's code before 25000");
+	remove_tree(dir);
+}
+
 /* Without the saved images the programs are missing, named and counted. */
 Test(pt_capture_bpf, bpf_program_without_its_image_is_missing, .timeout = 60)
 {
