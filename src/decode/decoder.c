@@ -353,16 +353,18 @@ int rv_decoder_open(struct rv_decoder **out, const struct rv_decoder_options *op
 /* ---- decoding ---- */
 
 /* Without kernel scope a sample keeps its user frames only (the kernel's,
- * leaf first, come before them); false when it has none (a kernel
- * thread's). */
+ * leaf first, come before them); false when it had kernel frames and
+ * nothing else (a kernel thread's). */
 static bool user_part(struct rv_event *ev)
 {
+	size_t before = ev->stack.nr_frames;
+
 	while (ev->stack.nr_frames && ev->stack.frames[0].kernel) {
 		ev->stack.frames++;
 		ev->stack.nr_frames--;
 		ev->stack.caller_unseen = false;
 	}
-	return ev->stack.nr_frames > 0;
+	return ev->stack.nr_frames || !before;
 }
 
 /* The decoders that are read record by record: a damaged capture ends the

@@ -686,7 +686,9 @@ int rv_kernel_syms_add_mapping(struct rv_kernel_syms *ks, uint64_t start, uint64
 		ks->ref_addr = pgoff;
 		return ks->ref_sym ? 0 : -ENOMEM;
 	}
-	if (name[0] == '[' || strstr(name, ".ko"))
+	/* a module: its .ko's path, or "[name]" when perf knew no path; BPF
+	 * programs ("[bpf_prog]") are not modules */
+	if ((name[0] == '[' && strncmp(name, "[bpf", 4)) || strstr(name, ".ko"))
 		return add_module(ks, name, name[0] == '/' ? name : NULL, start, len);
 	return 0;
 }
