@@ -32,4 +32,25 @@ struct rv_switch_state {
 	unsigned int reserved;
 };
 
+#ifdef __bpf__
+/* The maps the filter's object and the task programs' object share (the
+ * second object's are bpf_map__reuse_fd()'d onto the first's): the target
+ * set, and the per-CPU statistics. */
+#define RV_FILTER_TARGETS_MAP(name)                                                                \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_HASH);                                                   \
+		__uint(max_entries, RV_FILTER_MAX_PROCESSES);                                      \
+		__type(key, u32);  /* tgid */                                                      \
+		__type(value, u8); /* RV_FILTER_TARGET or RV_FILTER_CHILD */                       \
+	} name SEC(".maps")
+
+#define RV_FILTER_STATS_MAP(name)                                                                  \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                           \
+		__uint(max_entries, RV_FILTER_NR_STATS);                                           \
+		__type(key, u32);                                                                  \
+		__type(value, u64);                                                                \
+	} name SEC(".maps")
+#endif
+
 #endif

@@ -38,19 +38,8 @@ const volatile bool gated = false;
 /* The filter's maps (reused). */
 RV_GATE_WINDOWS_MAP(gate_windows);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RV_FILTER_MAX_PROCESSES);
-	__type(key, u32);  /* tgid */
-	__type(value, u8); /* RV_FILTER_TARGET or RV_FILTER_CHILD */
-} target_processes SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, RV_FILTER_NR_STATS);
-	__type(key, u32);
-	__type(value, u64);
-} filter_stats SEC(".maps");
+RV_FILTER_TARGETS_MAP(target_processes);
+RV_FILTER_STATS_MAP(filter_stats);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

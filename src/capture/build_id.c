@@ -12,6 +12,7 @@
 #include "capture/perf_data_internal.h"
 #include "capture/synth.h"
 #include "util/array.h"
+#include "util/elf.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BUILD_ID_MAX	20
+#define BUILD_ID_MAX	RV_BUILD_ID_MAX
 #define HOST_KERNEL_PID (-1)
 
 /* HEADER_BUILD_ID's entries say how many bytes of build_id are the id. */
@@ -43,56 +44,9 @@ _Static_assert(sizeof(struct build_id_entry_header) == 36, "build_id_event is 36
 #define MMAP2_BUILD_ID_SIZE_OFFSET 40
 #define MMAP2_BUILD_ID_OFFSET	   44
 
-/* Finds NT_GNU_BUILD_ID in a block of ELF notes; returns its size or 0. */
-static size_t build_id_from_notes(const uint8_t *notes, size_t size, uint8_t *id)
-{
-	size_t pos = 0;
-
-	while (size - pos >= 12) {
-		uint32_t namesz = rv_load_u32(notes + pos);
-		uint32_t descsz = rv_load_u32(notes + pos + 4);
-		uint32_t type = rv_load_u32(notes + pos + 8);
-		uint64_t name_at = pos + 12;
-		uint64_t desc_at = name_at + pd_align_up(namesz, 4);
-		uint64_t next = desc_at + pd_align_up(descsz, 4);
-
-		if (next > size)
-			return 0;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 &&
-		    memcmp(notes + name_at, "GNU", 4) == 0 && descsz > 0) {
-			size_t n = descsz < BUILD_ID_MAX ? descsz : BUILD_ID_MAX;
-
-			memcpy(id, notes + desc_at, n);
-			return n;
-		}
-		pos = (size_t)next;
-	}
-	return 0;
-}
-
-static size_t build_id_from_elf_data(Elf_Data *data, uint8_t *id)
-{
-	GElf_Nhdr nhdr;
-	size_t offset = 0, name_offset, desc_offset, next;
-
-	while ((next = gelf_getnote(data, offset, &nhdr, &name_offset, &desc_offset)) > 0) {
-		if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
-		    memcmp((const char *)data->d_buf + name_offset, "GNU", 4) == 0 &&
-		    nhdr.n_descsz > 0) {
-			size_t n = nhdr.n_descsz < BUILD_ID_MAX ? nhdr.n_descsz : BUILD_ID_MAX;
-
-			memcpy(id, (const char *)data->d_buf + desc_offset, n);
-			return n;
-		}
-		offset = next;
-	}
-	return 0;
-}
-
 /* The GNU build id of an ELF file, or 0 when it has none or is not ELF. */
 static size_t build_id_of_file(const char *path, uint8_t *id)
 {
-	Elf_Scn *scn = NULL;
 	size_t found = 0;
 	Elf *elf;
 	int fd;
@@ -103,61 +57,12 @@ static size_t build_id_of_file(const char *path, uint8_t *id)
 	if (fd < 0)
 		return 0;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (elf && elf_kind(elf) == ELF_K_ELF) {
-		while (!found && (scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr shdr;
-			Elf_Data *data;
-
-			if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE)
-				continue;
-			data = elf_getdata(scn, NULL);
-			if (data && data->d_buf)
-				found = build_id_from_elf_data(data, id);
-		}
-		if (!found) {
-			size_t phnum = 0;
-
-			if (elf_getphdrnum(elf, &phnum) != 0)
-				phnum = 0;
-			for (size_t i = 0; i < phnum && !found; i++) {
-				GElf_Phdr phdr;
-				Elf_Data *data;
-
-				if (!gelf_getphdr(elf, (int)i, &phdr) || phdr.p_type != PT_NOTE)
-					continue;
-				data = elf_getdata_rawchunk(elf, (int64_t)phdr.p_offset,
-							    phdr.p_filesz, ELF_T_NHDR);
-				if (data && data->d_buf)
-					found = build_id_from_elf_data(data, id);
-			}
-		}
-	}
+	if (elf && elf_kind(elf) == ELF_K_ELF)
+		found = rv_elf_build_id(elf, id);
 	if (elf)
 		elf_end(elf);
 	close(fd);
 	return found;
-}
-
-/* The running kernel's build id, from its notes in sysfs. */
-static size_t build_id_of_kernel(uint8_t *id)
-{
-	uint8_t notes[4096];
-	size_t len = 0;
-	int fd = open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	while (len < sizeof(notes)) {
-		ssize_t n = read(fd, notes + len, sizeof(notes) - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	return build_id_from_notes(notes, len, id);
 }
 
 /* ---- the table of mapped files ---- */
@@ -273,7 +178,7 @@ void pd_build_ids_note_mapping(struct pd_build_ids *t, const struct perf_event_h
 		file->build_id_size = size < BUILD_ID_MAX ? size : BUILD_ID_MAX;
 		memcpy(file->build_id, bytes + MMAP2_BUILD_ID_OFFSET, file->build_id_size);
 	} else if (name[0] == '[') {
-		file->build_id_size = (uint8_t)build_id_of_kernel(file->build_id);
+		file->build_id_size = (uint8_t)rv_kernel_running_build_id(file->build_id);
 	} else {
 		file->build_id_size = (uint8_t)build_id_of_file(name, file->build_id);
 	}

@@ -1219,9 +1219,9 @@ int rv_pt_engine_copy_kernel_files(const char *root, const char *dir, struct rv_
 	}
 	snprintf(from, sizeof(from), "%s/proc/kcore", r);
 	if (access(from, F_OK)) {
-		rv_note("%s is not there: the kernel's code is not copied into the capture, so "
-			"its part of the trace decodes only with --vmlinux (the running kernel's "
-			"vmlinux)",
+		rv_note("%s is not there: the kernel's code is not copied into the capture (only "
+			"BPF programs' code is), so its part of the trace decodes only with "
+			"--vmlinux (the running kernel's vmlinux)",
 			from);
 		return 0;
 	}

@@ -319,10 +319,6 @@ static int save_kernel_code(struct rv_backend_state *b, struct rv_error *err)
 		ret = rv_bpf_saver_save_loaded(b->bpf, err);
 	if (!ret)
 		ret = rv_pt_engine_copy_kernel_files(NULL, s->capture_dir, err);
-	if (!ret && access("/proc/kcore", F_OK))
-		rv_note("this kernel has no /proc/kcore, so the capture keeps no copy of its code "
-			"(only BPF programs'); its kernel trace decodes only with --vmlinux (the "
-			"running kernel's ELF image)");
 	return ret;
 }
 

@@ -33,7 +33,6 @@
 
 #define KERNEL_NAME "[kernel.kallsyms]"
 /* /sys/kernel/notes is a few hundred bytes. */
-#define NOTES_MAX 4096
 
 struct module_sym {
 	uint64_t addr, size;
@@ -763,97 +762,6 @@ void rv_kernel_syms_free(struct rv_kernel_syms *ks)
 	free(ks);
 }
 
-/* ---- build ids ---- */
-
-static uint32_t load_u32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* NT_GNU_BUILD_ID in a block of ELF notes (4-byte aligned, as the kernel's
- * and x86-64 ELF notes are): its size, or 0. */
-static size_t build_id_in_notes(const uint8_t *notes, size_t size, uint8_t id[RV_BUILD_ID_MAX])
-{
-	size_t pos = 0;
-
-	while (size - pos >= 12) {
-		uint32_t namesz = load_u32(notes + pos), descsz = load_u32(notes + pos + 4);
-		uint32_t type = load_u32(notes + pos + 8);
-		size_t name_at = pos + 12, desc_at, next;
-
-		if (namesz > size || descsz > size)
-			return 0;
-		desc_at = name_at + ((namesz + 3u) & ~3u);
-		next = desc_at + ((descsz + 3u) & ~3u);
-		if (desc_at > size || next > size || desc_at + descsz > size)
-			return 0;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(notes + name_at, "GNU", 4) &&
-		    descsz) {
-			size_t n = descsz < RV_BUILD_ID_MAX ? descsz : RV_BUILD_ID_MAX;
-
-			memcpy(id, notes + desc_at, n);
-			return n;
-		}
-		pos = next;
-	}
-	return 0;
-}
-
-size_t rv_kernel_running_build_id(uint8_t id[RV_BUILD_ID_MAX])
-{
-	uint8_t notes[NOTES_MAX];
-	size_t len = 0;
-	int fd = open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	while (len < sizeof(notes)) {
-		ssize_t n = read(fd, notes + len, sizeof(notes) - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fd);
-	return build_id_in_notes(notes, len, id);
-}
-
-/* The GNU build id of an ELF file, from its note sections, else its note
- * segments: its size, or 0. */
-static size_t elf_build_id(Elf *elf, uint8_t id[RV_BUILD_ID_MAX])
-{
-	Elf_Scn *scn = NULL;
-	size_t n;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		size_t got;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
-		    (data = elf_getdata(scn, NULL)) && data->d_buf &&
-		    (got = build_id_in_notes(data->d_buf, data->d_size, id)))
-			return got;
-	}
-	for (size_t i = 0; !elf_getphdrnum(elf, &n) && i < n; i++) {
-		GElf_Phdr ph;
-		Elf_Data *data;
-		size_t got;
-
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_NOTE &&
-		    (data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-						 ELF_T_BYTE)) &&
-		    (got = build_id_in_notes(data->d_buf, data->d_size, id)))
-			return got;
-	}
-	return 0;
-}
-
 static void hex(const uint8_t *id, size_t size, char *out)
 {
 	for (size_t i = 0; i < size; i++)
@@ -880,7 +788,7 @@ int rv_vmlinux_check(const char *path, const uint8_t *expected, size_t expected_
 			path);
 	if (ret)
 		return rv_error_prefix(err, "--vmlinux");
-	size = elf_build_id(f.elf, id);
+	size = rv_elf_build_id(f.elf, id);
 	rv_symtab_file_close(&f);
 	if (!expected_size)
 		return 0;

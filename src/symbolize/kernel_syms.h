@@ -40,10 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/elf.h" /* RV_BUILD_ID_MAX, rv_kernel_running_build_id */
 #include "util/error.h"
-
-/* GNU build ids are 20 bytes (SHA-1) at most, as perf keeps them. */
-#define RV_BUILD_ID_MAX 20
 
 struct rv_kernel_syms_options {
 	const char *vmlinux;	 /* --vmlinux, or NULL */
@@ -89,10 +87,6 @@ const char *rv_kernel_syms_problems(struct rv_kernel_syms *ks);
 void rv_kernel_syms_free(struct rv_kernel_syms *ks);
 
 /* ---- --vmlinux: is it the kernel it is given for ---- */
-
-/* The running kernel's GNU build id (/sys/kernel/notes): its size, 0 when
- * it cannot be read. */
-size_t rv_kernel_running_build_id(uint8_t id[RV_BUILD_ID_MAX]);
 
 /* Checks that path is an ELF file and, when expected_size is not 0, that its
  * GNU build id is `expected`, the build id of `whose` ("the running kernel",
