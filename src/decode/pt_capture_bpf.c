@@ -401,7 +401,8 @@ int ptc_kcode_load(struct rv_pt_capture *c, struct rv_error *err)
 	k = kcode_get(c);
 	if (!k)
 		return ptc_nomem(err);
-	qsort(k->records, k->nr, sizeof(*k->records), compare_records);
+	if (k->nr)
+		qsort(k->records, k->nr, sizeof(*k->records), compare_records);
 	if (programs_from_ksymbols(k))
 		return ptc_nomem(err);
 	ret = pair_images(c, k, err);
