@@ -43,6 +43,7 @@
 #include "render/render.h"
 #include "symbolize/kernel_syms.h"
 #include "symbolize/symbolizer.h"
+#include "test_elf.h"
 #include "test_env.h"
 #include "test_files.h"
 
@@ -811,88 +812,10 @@ static struct ptgen *gen_new(void)
  * (ET_EXEC, with _stext and _text in its symbol table) or a kcore (ET_CORE). */
 static void write_elf(const char *path, bool core, uint64_t vaddr, const uint8_t *code, size_t size)
 {
-	static const char shstr[] = "\0.text\0.strtab\0.symtab\0.shstrtab";
-	static const char strtab[] = "\0_stext\0_text";
-	Elf64_Sym syms[3];
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	const struct test_elf_symbol text_symbols[] = { { "_stext", vaddr, 0, STT_NOTYPE },
+							{ "_text", vaddr, 0, STT_NOTYPE } };
 
-	cr_assert_geq(fd, 0);
-	cr_assert_neq(elf_version(EV_CURRENT), EV_NONE);
-	Elf *e = elf_begin(fd, ELF_C_WRITE, NULL);
-	cr_assert_not_null(e);
-	Elf64_Ehdr *eh = elf64_newehdr(e);
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_machine = EM_X86_64;
-	eh->e_type = core ? ET_CORE : ET_EXEC;
-	eh->e_version = EV_CURRENT;
-	Elf64_Phdr *ph = elf64_newphdr(e, 1);
-	cr_assert_not_null(ph);
-
-	Elf_Scn *text = elf_newscn(e);
-	Elf_Data *d = elf_newdata(text);
-	d->d_buf = (void *)code;
-	d->d_size = size;
-	d->d_type = ELF_T_BYTE;
-	d->d_align = 16;
-	Elf64_Shdr *sh = elf64_getshdr(text);
-	sh->sh_name = 1;
-	sh->sh_type = SHT_PROGBITS;
-	sh->sh_flags = SHF_ALLOC | SHF_EXECINSTR;
-	sh->sh_addr = vaddr;
-
-	Elf_Scn *str = elf_newscn(e);
-	d = elf_newdata(str);
-	d->d_buf = (void *)strtab;
-	d->d_size = sizeof(strtab);
-	d->d_type = ELF_T_BYTE;
-	d->d_align = 1;
-	sh = elf64_getshdr(str);
-	sh->sh_name = 7;
-	sh->sh_type = SHT_STRTAB;
-
-	memset(syms, 0, sizeof(syms));
-	for (int i = 1; i < 3; i++) {
-		syms[i].st_name = i == 1 ? 1 : 8;
-		syms[i].st_value = vaddr;
-		syms[i].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE);
-		syms[i].st_shndx = (Elf64_Section)elf_ndxscn(text);
-	}
-	Elf_Scn *sym = elf_newscn(e);
-	d = elf_newdata(sym);
-	d->d_buf = syms;
-	d->d_size = sizeof(syms);
-	d->d_type = ELF_T_SYM;
-	d->d_align = 8;
-	sh = elf64_getshdr(sym);
-	sh->sh_name = 15;
-	sh->sh_type = SHT_SYMTAB;
-	sh->sh_link = (Elf64_Word)elf_ndxscn(str);
-	sh->sh_info = 1;
-	sh->sh_entsize = sizeof(Elf64_Sym);
-
-	Elf_Scn *shs = elf_newscn(e);
-	d = elf_newdata(shs);
-	d->d_buf = (void *)shstr;
-	d->d_size = sizeof(shstr);
-	d->d_type = ELF_T_BYTE;
-	d->d_align = 1;
-	sh = elf64_getshdr(shs);
-	sh->sh_name = 23;
-	sh->sh_type = SHT_STRTAB;
-	eh->e_shstrndx = (Elf64_Half)elf_ndxscn(shs);
-
-	cr_assert_geq(elf_update(e, ELF_C_NULL), 0, "%s", elf_errmsg(-1));
-	ph = elf64_getphdr(e);
-	ph->p_type = PT_LOAD;
-	ph->p_offset = elf64_getshdr(text)->sh_offset;
-	ph->p_vaddr = ph->p_paddr = vaddr;
-	ph->p_filesz = ph->p_memsz = size;
-	ph->p_flags = PF_R | PF_X;
-	ph->p_align = 16;
-	elf_flagphdr(e, ELF_C_SET, ELF_F_DIRTY);
-	cr_assert_geq(elf_update(e, ELF_C_WRITE), 0, "%s", elf_errmsg(-1));
-	elf_end(e);
-	close(fd);
+	test_elf_write(path, core ? ET_CORE : ET_EXEC, vaddr, code, size, text_symbols, 2);
 }
 
 struct syn {

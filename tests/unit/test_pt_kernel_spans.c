@@ -36,6 +36,7 @@
 #include "capture/perf_data.h"
 #include "capture/synth.h"
 #include "decode/decoder.h"
+#include "test_elf.h"
 #include "test_files.h"
 
 #define PMU_TYPE 8
@@ -110,110 +111,6 @@ static void kernel_code(struct image *k)
 	PUT(k, KERNEL_BASE, K_IRQ_C, 0x90, 0x90, 0xc3);
 }
 
-struct symbol {
-	const char *name;
-	uint64_t value, size;
-};
-
-/* An ELF file with one executable PT_LOAD of code at vaddr and the given
- * function symbols (ET_EXEC), or a kcore (ET_CORE, no symbols). Returns
- * the code's offset in the file. */
-static uint64_t write_elf(const char *path, bool core, uint64_t vaddr, const uint8_t *code,
-			  size_t size, const struct symbol *symbols, size_t nr)
-{
-	static const char shstr[] = "\0.text\0.strtab\0.symtab\0.shstrtab";
-	char strtab[256] = "";
-	size_t strtab_len = 1;
-	Elf64_Sym syms[8];
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-
-	cr_assert_geq(fd, 0);
-	cr_assert_lt(nr, 8);
-	cr_assert_neq(elf_version(EV_CURRENT), EV_NONE);
-	Elf *e = elf_begin(fd, ELF_C_WRITE, NULL);
-	cr_assert_not_null(e);
-	Elf64_Ehdr *eh = elf64_newehdr(e);
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_machine = EM_X86_64;
-	eh->e_type = core ? ET_CORE : ET_EXEC;
-	eh->e_version = EV_CURRENT;
-	cr_assert_not_null(elf64_newphdr(e, 1));
-
-	Elf_Scn *text = elf_newscn(e);
-	Elf_Data *d = elf_newdata(text);
-	d->d_buf = (void *)code;
-	d->d_size = size;
-	d->d_type = ELF_T_BYTE;
-	d->d_align = 16;
-	Elf64_Shdr *sh = elf64_getshdr(text);
-	sh->sh_name = 1;
-	sh->sh_type = SHT_PROGBITS;
-	sh->sh_flags = SHF_ALLOC | SHF_EXECINSTR;
-	sh->sh_addr = vaddr;
-
-	memset(syms, 0, sizeof(syms));
-	for (size_t i = 0; i < nr; i++) {
-		size_t len = strlen(symbols[i].name) + 1;
-
-		cr_assert_leq(strtab_len + len, sizeof(strtab));
-		memcpy(strtab + strtab_len, symbols[i].name, len);
-		syms[i + 1].st_name = (Elf64_Word)strtab_len;
-		syms[i + 1].st_value = symbols[i].value;
-		syms[i + 1].st_size = symbols[i].size;
-		syms[i + 1].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC);
-		syms[i + 1].st_shndx = (Elf64_Section)elf_ndxscn(text);
-		strtab_len += len;
-	}
-	Elf_Scn *str = elf_newscn(e);
-	d = elf_newdata(str);
-	d->d_buf = strtab;
-	d->d_size = strtab_len;
-	d->d_type = ELF_T_BYTE;
-	d->d_align = 1;
-	sh = elf64_getshdr(str);
-	sh->sh_name = 7;
-	sh->sh_type = SHT_STRTAB;
-
-	Elf_Scn *sym = elf_newscn(e);
-	d = elf_newdata(sym);
-	d->d_buf = syms;
-	d->d_size = (nr + 1) * sizeof(Elf64_Sym);
-	d->d_type = ELF_T_SYM;
-	d->d_align = 8;
-	sh = elf64_getshdr(sym);
-	sh->sh_name = 15;
-	sh->sh_type = SHT_SYMTAB;
-	sh->sh_link = (Elf64_Word)elf_ndxscn(str);
-	sh->sh_info = 1;
-	sh->sh_entsize = sizeof(Elf64_Sym);
-
-	Elf_Scn *shs = elf_newscn(e);
-	d = elf_newdata(shs);
-	d->d_buf = (void *)shstr;
-	d->d_size = sizeof(shstr);
-	d->d_type = ELF_T_BYTE;
-	d->d_align = 1;
-	sh = elf64_getshdr(shs);
-	sh->sh_name = 23;
-	sh->sh_type = SHT_STRTAB;
-	eh->e_shstrndx = (Elf64_Half)elf_ndxscn(shs);
-
-	cr_assert_geq(elf_update(e, ELF_C_NULL), 0, "%s", elf_errmsg(-1));
-	Elf64_Phdr *ph = elf64_getphdr(e);
-	ph->p_type = PT_LOAD;
-	ph->p_offset = elf64_getshdr(text)->sh_offset;
-	ph->p_vaddr = ph->p_paddr = vaddr;
-	ph->p_filesz = ph->p_memsz = size;
-	ph->p_flags = PF_R | PF_X;
-	ph->p_align = 16;
-	elf_flagphdr(e, ELF_C_SET, ELF_F_DIRTY);
-	cr_assert_geq(elf_update(e, ELF_C_WRITE), 0, "%s", elf_errmsg(-1));
-	uint64_t offset = ph->p_offset;
-	elf_end(e);
-	close(fd);
-	return offset;
-}
-
 /* ---- the capture ---- */
 
 struct capture {
@@ -269,11 +166,11 @@ static void capture_open(struct capture *c, bool kernel)
 	make_temp_dir(c->dir, sizeof(c->dir), "rv-ptkernel");
 	user_code(&u);
 	snprintf(c->user, sizeof(c->user), "%s/user.elf", c->dir);
-	const struct symbol user_symbols[] = { { "main", MAIN, 0x100 },
-					       { "do_read", DO_READ, 0x10 } };
+	const struct test_elf_symbol user_symbols[] = { { "main", MAIN, 0x100, STT_FUNC },
+							{ "do_read", DO_READ, 0x10, STT_FUNC } };
 	/* mapped from the file's start, as the loader maps it */
-	c->code_offset =
-		write_elf(c->user, false, USER_BASE, u.code, sizeof(u.code), user_symbols, 2);
+	c->code_offset = test_elf_write(c->user, ET_EXEC, USER_BASE, u.code, sizeof(u.code),
+					user_symbols, 2);
 	if (kernel) {
 		static const char kallsyms[] = "ffffffff83e00000 T _text\n"
 					       "ffffffff83e00000 T _stext\n"
@@ -291,7 +188,7 @@ static void capture_open(struct capture *c, bool kernel)
 		snprintf(path, sizeof(path), "%s/kcore_dir/kallsyms", c->dir);
 		write_file(path, kallsyms, strlen(kallsyms));
 		snprintf(path, sizeof(path), "%s/kcore_dir/kcore", c->dir);
-		write_elf(path, true, KERNEL_BASE, k.code, sizeof(k.code), NULL, 0);
+		test_elf_write(path, ET_CORE, KERNEL_BASE, k.code, sizeof(k.code), NULL, 0);
 	}
 
 	snprintf(path, sizeof(path), "%s/perf.data", c->dir);
