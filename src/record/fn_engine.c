@@ -40,34 +40,39 @@ static bool btf_enum_has(const struct btf *btf, const char *type, const char *va
 	return false;
 }
 
-/* btf: the kernel's types, freed here; NULL or an error: none known. */
-static bool uprobe_multi_in(struct btf *btf)
+/* The kernel's types (btf__load_vmlinux_btf, or --btf's file), or NULL when
+ * none can be read. */
+static struct btf *kernel_types(const struct rv_kernel_btf *kb)
 {
-	bool has;
+	struct btf *btf = kb ? rv_kernel_btf_load(kb) : btf__load_vmlinux_btf();
 
-	if (!btf || libbpf_get_error(btf))
-		return false;
-	has = btf_enum_has(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_MULTI");
-	btf__free(btf);
-	return has;
+	return !btf || libbpf_get_error(btf) ? NULL : btf;
+}
+
+/* btf: the kernel's types; NULL: none known. */
+static bool uprobe_multi_in(const struct btf *btf)
+{
+	return btf && btf_enum_has(btf, "bpf_attach_type", "BPF_TRACE_UPROBE_MULTI");
 }
 
 bool rv_fn_uprobe_multi_supported(void)
 {
-	return uprobe_multi_in(btf__load_vmlinux_btf());
+	struct btf *btf = kernel_types(NULL);
+	bool has = uprobe_multi_in(btf);
+
+	btf__free(btf);
+	return has;
 }
 
 /* Whether sched_switch's tracepoint passes prev_state (Linux 5.18+): its
- * btf_trace_ typedef has five parameters then. Asked of --btf's file where
- * given. */
-static bool switch_has_prev_state(const struct rv_fn_engine_config *c)
+ * btf_trace_ typedef has five parameters then; assumed so without BTF. */
+static bool switch_has_prev_state(const struct btf *btf)
 {
-	struct btf *btf = c->btf ? rv_kernel_btf_load(c->btf) : btf__load_vmlinux_btf();
 	const struct btf_type *t;
 	bool has = true;
 	int id;
 
-	if (libbpf_get_error(btf) || !btf)
+	if (!btf)
 		return true;
 	id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
 	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
@@ -77,7 +82,6 @@ static bool switch_has_prev_state(const struct rv_fn_engine_config *c)
 		t = btf__type_by_id(btf, t->type);
 	if (t && btf_kind(t) == BTF_KIND_FUNC_PROTO)
 		has = btf_vlen(t) >= 5;
-	btf__free(btf);
 	return has;
 }
 
@@ -260,6 +264,8 @@ int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_confi
 		      struct rv_error *err)
 {
 	struct rv_fn_engine *e = calloc(1, sizeof(*e));
+	struct btf *kernel;
+	bool prev_state;
 	int ret;
 
 	*out = NULL;
@@ -289,11 +295,14 @@ int rv_fn_engine_open(struct rv_fn_engine **out, const struct rv_fn_engine_confi
 			return ret;
 		}
 	}
-	/* --btf describes this kernel where it shows no BTF of its own */
-	e->report.multi_available = config->btf ? uprobe_multi_in(rv_kernel_btf_load(config->btf))
-						: rv_fn_uprobe_multi_supported();
+	/* the kernel's types, read once (--btf's file describes this kernel
+	 * where it shows no BTF of its own) */
+	kernel = kernel_types(config->btf);
+	e->report.multi_available = uprobe_multi_in(kernel);
 	e->multi = e->report.multi_available && !config->no_uprobe_multi;
-	e->skel = rv_fn_skel_open(config, switch_has_prev_state(config));
+	prev_state = switch_has_prev_state(kernel);
+	btf__free(kernel);
+	e->skel = rv_fn_skel_open(config, prev_state);
 	if (!e->skel) {
 		ret = errno;
 		rv_fn_engine_free(e);
