@@ -33,6 +33,11 @@
 const volatile __u32 target_tgid = 0; /* 0: any process */
 const volatile __u64 min_duration_ns = 0;
 const volatile bool multi_snapshot = false;
+/* Intel PT with aux_pause: every window's STOP pauses, a slow one is kept
+ * (the record's FIRED flag) without a STOP_SAMPLE event */
+const volatile bool keep_slow_windows = false;
+/* a fired snapshot sets the hold (gate.h) until user space clears it */
+const volatile bool hold_after_snapshot = false;
 
 RV_GATE_WINDOWS_MAP(gate_windows);
 
@@ -86,6 +91,14 @@ struct {
 	__type(value, u64);
 } gate_snapshot_taken SEC(".maps");
 
+/* The hold (gate.h): one u64 (BPF's compare-and-swap is 64-bit), RV_GATE_HOLD_*. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, u64);
+} gate_hold SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, RV_GATE_RING_BYTES);
@@ -118,7 +131,7 @@ static __always_inline void emit(u32 type, u32 flags, u64 now, u64 duration, u32
 	e->pid = pid;
 	e->tid = tid;
 	e->probe = probe;
-	e->reserved = 0;
+	e->cpu = bpf_get_smp_processor_id();
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -128,14 +141,34 @@ static __always_inline bool take_snapshot(void)
 {
 	u32 zero = 0;
 	u64 *taken;
+	u64 *hold;
 
 	if (!multi_snapshot) {
 		taken = bpf_map_lookup_elem(&gate_snapshot_taken, &zero);
 		if (!taken || __sync_val_compare_and_swap(taken, 0, 1) != 0)
 			return false;
 	}
+	if (hold_after_snapshot) {
+		/* one snapshot at a time: the first to take the hold wins */
+		hold = bpf_map_lookup_elem(&gate_hold, &zero);
+		if (!hold || __sync_val_compare_and_swap(hold, RV_GATE_HOLD_FREE,
+							 RV_GATE_HOLD_HELD) != RV_GATE_HOLD_FREE)
+			return false;
+	}
 	count(RV_GATE_STAT_SNAPSHOTS);
 	return true;
+}
+
+/* Whether user space still copies a snapshot (the hold is set). */
+static __always_inline bool held(void)
+{
+	u32 zero = 0;
+	u64 *hold;
+
+	if (!hold_after_snapshot)
+		return false;
+	hold = bpf_map_lookup_elem(&gate_hold, &zero);
+	return hold && *hold != RV_GATE_HOLD_FREE;
 }
 
 static __always_inline u32 start_hit(u32 tid, u32 tgid, u32 probe, u64 now)
@@ -146,6 +179,11 @@ static __always_inline u32 start_hit(u32 tid, u32 tgid, u32 probe, u64 now)
 	if (w) {
 		w->depth += 1;
 		count(RV_GATE_STAT_NESTED_STARTS);
+		return 0;
+	}
+	if (held()) {
+		/* resuming now would overwrite the window being copied */
+		count(RV_GATE_STAT_HELD);
 		return 0;
 	}
 	if (bpf_map_update_elem(&gate_windows, &tid, &fresh, BPF_NOEXIST)) {
@@ -176,7 +214,8 @@ static __always_inline u32 stop_hit(u32 tid, u32 tgid, u32 probe, u32 roles, u64
 	if (duration > min_duration_ns) {
 		count(RV_GATE_STAT_SLOW_WINDOWS);
 		flags |= RV_GATE_REC_FLAG_SLOW;
-		if ((roles & ROLE_BIT(RV_GATE_STOP_SAMPLE)) && take_snapshot()) {
+		if ((keep_slow_windows || (roles & ROLE_BIT(RV_GATE_STOP_SAMPLE))) &&
+		    take_snapshot()) {
 			decisions |= ROLE_BIT(RV_GATE_STOP_SAMPLE);
 			flags |= RV_GATE_REC_FLAG_FIRED;
 		}
@@ -187,7 +226,16 @@ static __always_inline u32 stop_hit(u32 tid, u32 tgid, u32 probe, u32 roles, u64
 
 static __always_inline u32 trigger_hit(u32 tid, u32 tgid, u32 probe, u64 now)
 {
-	bool fired = take_snapshot();
+	bool fired;
+
+	if (held()) {
+		/* PT is paused for the copy: this hit would keep nothing new */
+		count(RV_GATE_STAT_HELD);
+		emit(RV_GATE_REC_TRIGGER, 0, now, 0, tgid, tid, probe);
+		count(RV_GATE_STAT_TRIGGERS);
+		return 0;
+	}
+	fired = take_snapshot();
 
 	count(RV_GATE_STAT_TRIGGERS);
 	emit(RV_GATE_REC_TRIGGER, fired ? RV_GATE_REC_FLAG_FIRED : 0, now, 0, tgid, tid, probe);

@@ -74,6 +74,7 @@ enum rv_gate_stat {
 	RV_GATE_STAT_RECORD_DROPS,    /* records lost: the ring buffer was full */
 	RV_GATE_STAT_WINDOW_MAP_FULL, /* START hits that found the window map full */
 	RV_GATE_STAT_RUN_MISMATCH,    /* runs that did not fit the expected runs per hit */
+	RV_GATE_STAT_HELD,	      /* START and trigger hits refused while a copy was held */
 	RV_GATE_NR_STATS,
 };
 
@@ -94,8 +95,16 @@ struct rv_gate_event {
 	rv_gate_u32 flags;	 /* RV_GATE_REC_FLAG_* */
 	rv_gate_u32 pid, tid;
 	rv_gate_u32 probe; /* index of the probe that was hit */
-	rv_gate_u32 reserved;
+	rv_gate_u32 cpu;   /* bpf_get_smp_processor_id() of the hit */
 };
+
+/* The hold (hold_after_snapshot, Intel PT with aux_pause): set by the
+ * program when a snapshot role fires, cleared by user space when it has
+ * copied the AUX area (and, for a trigger, PT ran again). While it is set,
+ * START and trigger hits are refused: a START would resume PT over the
+ * trace being copied, a trigger would pause nothing new. */
+#define RV_GATE_HOLD_FREE 0
+#define RV_GATE_HOLD_HELD 1
 
 #ifdef __bpf__
 /* The window-state map, for any BPF object that must know whether a thread is

@@ -135,6 +135,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	r.pid = e->pid;
 	r.tid = e->tid;
 	r.probe = e->probe;
+	r.cpu = e->cpu;
 	r.slow = e->flags & RV_GATE_REC_FLAG_SLOW;
 	r.fired = e->flags & RV_GATE_REC_FLAG_FIRED;
 	g->delivered++;
@@ -176,6 +177,8 @@ int rv_gate_open(struct rv_gate **out, const struct rv_gate_config *config, stru
 	g->skel->rodata->target_tgid = config->pid > 0 ? (uint32_t)config->pid : 0;
 	g->skel->rodata->min_duration_ns = config->min_duration_ns;
 	g->skel->rodata->multi_snapshot = config->multi_snapshot;
+	g->skel->rodata->keep_slow_windows = config->keep_slow_windows;
+	g->skel->rodata->hold_after_snapshot = config->hold_after_snapshot;
 	ret = gate_bpf__load(g->skel);
 	if (ret) {
 		rv_gate_free(g);
@@ -422,6 +425,20 @@ int rv_gate_counts(const struct rv_gate *g, struct rv_gate_counts *out, struct r
 	out->record_drops = totals[RV_GATE_STAT_RECORD_DROPS];
 	out->window_map_full = totals[RV_GATE_STAT_WINDOW_MAP_FULL];
 	out->run_mismatch = totals[RV_GATE_STAT_RUN_MISMATCH];
+	out->held = totals[RV_GATE_STAT_HELD];
+	return 0;
+}
+
+int rv_gate_release(struct rv_gate *g, struct rv_error *err)
+{
+	uint32_t zero = 0;
+	uint64_t free_ = RV_GATE_HOLD_FREE;
+	int ret = bpf_map__update_elem(g->skel->maps.gate_hold, &zero, sizeof(zero), &free_,
+				       sizeof(free_), BPF_ANY);
+
+	if (ret)
+		return rv_error_set(err, -ret, "cannot let the BPF gate take snapshots again: %s",
+				    strerror(-ret));
 	return 0;
 }
 

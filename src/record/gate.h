@@ -42,6 +42,12 @@ struct rv_gate_config {
 	pid_t pid;		  /* the target process (tgid); the gate ignores others */
 	uint64_t min_duration_ns; /* STOP_SAMPLE fires for windows longer than this */
 	bool multi_snapshot;	  /* snapshot roles fire on every hit, not only the first */
+	/* Intel PT with aux_pause: a slow window is kept (FIRED) at its STOP
+	 * without a STOP_SAMPLE event */
+	bool keep_slow_windows;
+	/* a fired snapshot holds START and trigger hits off until
+	 * rv_gate_release (bpf/gate.h: the hold) */
+	bool hold_after_snapshot;
 	/* The kernel's BTF and --btf (kernel_btf.h), borrowed; NULL: libbpf's
 	 * defaults. The gate's object needs none: it loads without BTF. */
 	const struct rv_kernel_btf *btf;
@@ -68,6 +74,7 @@ struct rv_gate_record {
 	uint64_t duration_ns; /* WINDOW_END: from the outermost START */
 	uint32_t pid, tid;
 	uint32_t probe; /* index of the probe hit: rv_gate_site_probe() of its sites */
+	uint32_t cpu;	/* the CPU the hit ran on */
 	bool slow;	/* WINDOW_END: longer than min_duration_ns */
 	bool fired;	/* a snapshot role (STOP_SAMPLE, TRIGGER) fired on this hit */
 };
@@ -91,6 +98,7 @@ struct rv_gate_counts {
 	uint64_t record_drops;	  /* records lost to a full ring buffer */
 	uint64_t window_map_full; /* windows not opened: too many threads inside one */
 	uint64_t run_mismatch;	  /* hits whose runs did not match the site's events */
+	uint64_t held;		  /* START and trigger hits refused while a copy was held */
 };
 
 struct rv_gate;
@@ -142,6 +150,10 @@ int rv_gate_records_fd(const struct rv_gate *g);
  * to fn. Returns the number of records passed, or a negative error. */
 int rv_gate_poll(struct rv_gate *g, int timeout_ms, rv_gate_record_fn fn, void *ctx,
 		 struct rv_error *err);
+
+/* Clears the hold (hold_after_snapshot): the snapshot is copied, START and
+ * trigger hits may fire again. */
+int rv_gate_release(struct rv_gate *g, struct rv_error *err);
 
 /* Sums the program's per-CPU counts. */
 int rv_gate_counts(const struct rv_gate *g, struct rv_gate_counts *out, struct rv_error *err);

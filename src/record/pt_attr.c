@@ -626,3 +626,19 @@ int rv_pt_address_filters_fit(const struct rv_pt_pmu *pmu, size_t count, struct 
 			    "(caps/num_address_ranges); use fewer",
 			    count, ranges, ranges == 1 ? "" : "s");
 }
+
+void rv_pt_resume_attr(struct perf_event_attr *attr, enum rv_trace_scope scope, bool inherit)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->type = PERF_TYPE_SOFTWARE;
+	attr->size = sizeof(*attr);
+	attr->config = PERF_COUNT_SW_CPU_CLOCK;
+	attr->sample_period = RV_PT_RESUME_PERIOD_NS;
+	attr->sample_type = RV_PT_SAMPLE_TYPE;
+	attr->sample_id_all = 1;
+	attr->disabled = 1;
+	attr->exclude_hv = 1;
+	attr->exclude_kernel = scope == RV_SCOPE_USER;
+	attr->inherit = inherit;
+	rv_attr_set_aux_action(attr, RV_AUX_RESUME);
+}

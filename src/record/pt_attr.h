@@ -141,6 +141,18 @@ struct rv_uprobe_request {
 int rv_uprobe_attr(struct perf_event_attr *attr, const struct rv_uprobe_pmu *pmu,
 		   const struct rv_uprobe_request *req, struct rv_error *err);
 
+/* The resume sibling's period: cpu-clock nanoseconds of the traced thread
+ * between the arming of the event and the resume (pt_engine.h). */
+#define RV_PT_RESUME_PERIOD_NS 100000ull
+
+/* The resume sibling of a PT group (record/pt_engine.h): a cpu-clock
+ * software event with aux_resume, sample_period RV_PT_RESUME_PERIOD_NS,
+ * RV_PT_SAMPLE_TYPE, sample_id_all, disabled, exclude_hv, exclude_kernel
+ * for a user-only scope, inherit as asked (a per-CPU group's members must
+ * all inherit). Only a sampling event's overflow resumes; user space arms
+ * it, never the target. */
+void rv_pt_resume_attr(struct perf_event_attr *attr, enum rv_trace_scope scope, bool inherit);
+
 /* perf_event_open's AUX rules (kernel-interfaces §1, §2) on one event whose
  * group leader is `leader` (NULL: it leads or is alone); pmu may be NULL when
  * there is no intel_pt. Refused: aux_pause with aux_resume (EINVAL); aux_output

@@ -130,12 +130,16 @@ struct slot {
 	void *aux;
 	struct rv_aux_snapshot_state snap;
 	uint64_t aux_tail; /* full mode: what was drained */
+	int resume_fd;	   /* the cpu-clock sibling with aux_resume, or -1 */
+	uint64_t resume_id;
+	pid_t resume_tid;  /* armed: the thread whose PT a resume sample frees; 0 */
+	bool resume_armed;
 };
 
 struct rv_pt_engine {
 	struct rv_pt_engine_config config;
 	const struct rv_pt_ops *ops;
-	struct perf_event_attr pt_attr, sb_attr;
+	struct perf_event_attr pt_attr, sb_attr, resume_attr;
 	struct perf_event_attr *sib_attrs;
 	struct slot *slots;
 	size_t nr_slots;
@@ -147,13 +151,16 @@ struct rv_pt_engine {
 	struct rv_perf_time_conv time_conv;
 	bool running;
 	bool round_pending; /* records written since the last FINISHED_ROUND */
+	/* resumes done and not yet taken (rv_pt_engine_take_resume) */
+	struct rv_pt_resume done[RV_PT_MAX_PENDING_RESUMES];
+	size_t nr_done;
 	struct rv_pt_record_stats stats;
 };
 
 static void init_slot(struct slot *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->pt_fd = s->sb_fd = -1;
+	s->pt_fd = s->sb_fd = s->resume_fd = -1;
 }
 
 /* ---- errors in the user's words ---- */
@@ -383,6 +390,9 @@ static int open_slot(struct rv_pt_engine *e, size_t index, struct rv_error *err)
 		ret = open_event(e, &e->sib_attrs[i], s, s->pt_fd, name, &s->sib_fds[i],
 				 &s->sib_ids[i], err);
 	}
+	if (!ret && c->resume_attr)
+		ret = open_event(e, &e->resume_attr, s, s->pt_fd, "cpu-clock (aux_resume)",
+				 &s->resume_fd, &s->resume_id, err);
 	if (!ret)
 		ret = open_event(e, &e->sb_attr, s, -1, "sideband", &s->sb_fd, &s->sb_id, err);
 	if (!ret)
@@ -393,6 +403,8 @@ static int open_slot(struct rv_pt_engine *e, size_t index, struct rv_error *err)
 		ret = redirect(e, s->sb_fd, s, index, err);
 	for (size_t i = 0; !ret && i < c->nr_siblings; i++)
 		ret = redirect(e, s->sib_fds[i], s, index, err);
+	if (!ret && s->resume_fd >= 0)
+		ret = redirect(e, s->resume_fd, s, index, err);
 	for (size_t i = 0; !ret && i < c->nr_siblings; i++)
 		ret = c->attach(c->attach_ctx, s->sib_fds[i], i, err);
 	return ret;
@@ -420,9 +432,13 @@ int rv_pt_engine_open(struct rv_pt_engine **out, const struct rv_pt_engine_confi
 	e->pt_attr.disabled = 1;
 	e->sb_attr = *config->sideband_attr;
 	e->sb_attr.disabled = 1;
+	if (config->resume_attr) {
+		e->resume_attr = *config->resume_attr;
+		e->resume_attr.disabled = 1;
+	}
 	nr_slots = config->nr_tids ? config->nr_tids : config->nr_cpus;
 	e->slots = calloc(nr_slots, sizeof(*e->slots));
-	e->rings = calloc(nr_slots * (2 + config->nr_siblings), sizeof(*e->rings));
+	e->rings = calloc(nr_slots * (3 + config->nr_siblings), sizeof(*e->rings));
 	e->sib_attrs = calloc(config->nr_siblings ? config->nr_siblings : 1, sizeof(*e->sib_attrs));
 	e->record_copy = malloc(RV_PERF_RING_MAX_RECORD);
 	e->aux_copy = malloc(config->aux_bytes);
@@ -609,9 +625,13 @@ static int enable_all(struct rv_pt_engine *e, struct rv_error *err)
 		struct slot *s = &e->slots[i];
 		int ret = o->ioctl(o->ctx, s->sb_fd, PERF_EVENT_IOC_ENABLE, 0);
 
+		/* the siblings one by one and the leader alone, not with
+		 * PERF_IOC_FLAG_GROUP, which would enable the resume sibling
+		 * too; the gate's siblings, opened enabled, run with it */
+		for (size_t k = 0; !ret && k < e->config.nr_siblings; k++)
+			ret = o->ioctl(o->ctx, s->sib_fds[k], PERF_EVENT_IOC_ENABLE, 0);
 		if (!ret)
-			ret = o->ioctl(o->ctx, s->pt_fd, PERF_EVENT_IOC_ENABLE,
-				       PERF_IOC_FLAG_GROUP);
+			ret = o->ioctl(o->ctx, s->pt_fd, PERF_EVENT_IOC_ENABLE, 0);
 		if (ret)
 			return rv_error_set(err, -ret, "cannot enable Intel PT: %s",
 					    strerror(-ret));
@@ -720,10 +740,58 @@ static void account(struct rv_pt_engine *e, const struct perf_event_header *rec)
 	e->stats.sideband_records++;
 }
 
+/* A sample of a slot's resume sibling: {id, ip, pid/tid, time, cpu}
+ * (RV_PT_SAMPLE_TYPE). It is the engine's bookkeeping, not written to the
+ * capture: the overflow that wrote it resumed the PT event of its thread
+ * (__perf_event_overflow's aux_resume comes after the sample). Returns
+ * whether rec was one. */
+static bool resume_sample(struct rv_pt_engine *e, const struct perf_event_header *rec,
+			  struct rv_error *err, int *ret)
+{
+	const uint8_t *bytes = (const uint8_t *)rec;
+	const struct rv_pt_ops *o = e->ops;
+	uint64_t id, tids, time;
+	struct slot *s = NULL;
+	size_t i;
+
+	*ret = 0;
+	if (!e->config.resume_attr || rec->type != PERF_RECORD_SAMPLE || rec->size < 40)
+		return false;
+	memcpy(&id, bytes + 8, sizeof(id));
+	for (i = 0; i < e->nr_slots && !s; i++)
+		if (e->slots[i].resume_fd >= 0 && e->slots[i].resume_id == id)
+			s = &e->slots[i];
+	if (!s)
+		return false;
+	memcpy(&tids, bytes + 24, sizeof(tids));
+	memcpy(&time, bytes + 32, sizeof(time));
+	e->stats.resume_samples++;
+	if (!s->resume_armed || (s->resume_tid && (pid_t)(tids >> 32) != s->resume_tid))
+		return true; /* another thread's event: it was not paused */
+	s->resume_armed = false;
+	if (e->resume_attr.inherit) {
+		/* enabled for every thread, not refreshed: off again */
+		*ret = o->ioctl(o->ctx, s->resume_fd, PERF_EVENT_IOC_DISABLE, 0);
+		if (*ret) {
+			*ret = rv_error_set(err, -*ret, "cannot stop the Intel PT resume event: %s",
+					    strerror(-*ret));
+			return true;
+		}
+	}
+	if (e->nr_done < RV_PT_MAX_PENDING_RESUMES)
+		e->done[e->nr_done++] = (struct rv_pt_resume){
+			.slot = i - 1, .tid = (pid_t)(tids >> 32), .time = time
+		};
+	return true;
+}
+
 static int drained(void *ctx, const struct perf_event_header *rec, struct rv_error *err)
 {
 	struct rv_pt_engine *e = ctx;
+	int ret;
 
+	if (resume_sample(e, rec, err, &ret))
+		return ret;
 	account(e, rec);
 	return write_record(e, rec, err);
 }
@@ -898,6 +966,52 @@ int rv_pt_engine_snapshot(struct rv_pt_engine *e, struct rv_error *err)
 	return ret;
 }
 
+size_t rv_pt_engine_slot_of(const struct rv_pt_engine *e, pid_t tid, int cpu)
+{
+	for (size_t i = 0; i < e->nr_slots; i++) {
+		const struct slot *s = &e->slots[i];
+
+		if (s->cpu >= 0 ? s->cpu == cpu : s->tid == tid)
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+int rv_pt_engine_resume(struct rv_pt_engine *e, size_t slot, pid_t tid, struct rv_error *err)
+{
+	const struct rv_pt_ops *o = e->ops;
+	struct slot *s;
+	int ret;
+
+	if (slot >= e->nr_slots || e->slots[slot].resume_fd < 0)
+		return rv_error_set(err, EINVAL,
+				    "no Intel PT resume event in slot %zu (the plan has none)", slot);
+	s = &e->slots[slot];
+	/* _perf_event_refresh refuses inherited events: those are enabled,
+	 * and disabled again at the sample of the thread (resume_sample) */
+	ret = e->resume_attr.inherit
+		      ? o->ioctl(o->ctx, s->resume_fd, PERF_EVENT_IOC_ENABLE, 0)
+		      : o->ioctl(o->ctx, s->resume_fd, PERF_EVENT_IOC_REFRESH, 1);
+	if (ret)
+		return rv_error_set(err, -ret,
+				    "cannot arm the event that resumes Intel PT after a "
+				    "snapshot: %s",
+				    strerror(-ret));
+	s->resume_tid = s->cpu >= 0 ? tid : 0;
+	s->resume_armed = true;
+	return 0;
+}
+
+bool rv_pt_engine_take_resume(struct rv_pt_engine *e, struct rv_pt_resume *out)
+{
+	if (!e->nr_done)
+		return false;
+	*out = e->done[0];
+	memmove(&e->done[0], &e->done[1], (e->nr_done - 1) * sizeof(e->done[0]));
+	e->nr_done--;
+	return true;
+}
+
 int rv_pt_engine_stop(struct rv_pt_engine *e, bool snapshot, struct rv_error *err)
 {
 	const struct rv_pt_ops *o = e->ops;
@@ -958,6 +1072,8 @@ void rv_pt_engine_free(struct rv_pt_engine *e)
 		for (size_t k = 0; s->sib_fds && k < e->config.nr_siblings; k++)
 			if (s->sib_fds[k] >= 0)
 				o->close(o->ctx, s->sib_fds[k]);
+		if (s->resume_fd >= 0)
+			o->close(o->ctx, s->resume_fd);
 		if (s->sb_fd >= 0)
 			o->close(o->ctx, s->sb_fd);
 		if (s->pt_fd >= 0)

@@ -28,6 +28,44 @@
  * modules} (and kcore's kernel text segments when ROOT/proc/kcore exists),
  * mode 0600.
  *
+ * Pausing and resuming (Linux 6.13+), as the kernel does it (read in
+ * kernel/events/core.c and arch/x86/events/intel/pt.c; the simulated kernel,
+ * tests/support/fake_kernel.h, models exactly this):
+ *   - a sibling with aux_pause pauses the PT event at its overflow, before
+ *     the BPF-perf-event check; one with aux_resume resumes it at the end of
+ *     the overflow (__perf_event_overflow). A uprobe's BPF program that
+ *     returns 0 stops the hit before any of that, so the gate decides both.
+ *     __perf_event_aux_pause changes hw.aux_paused and calls the driver's
+ *     stop(PERF_EF_PAUSE) / start(PERF_EF_RESUME) only when the state
+ *     changes.
+ *   - A pause does NOT publish aux_head: pt_event_stop's PERF_EF_PAUSE path
+ *     only clears TraceEn (pt_config_stop). Disabling does: DISABLE ->
+ *     event_sched_out -> pt_event_del -> pt_event_stop(PERF_EF_UPDATE) ->
+ *     perf_aux_output_end, which in overwrite (snapshot) mode sets aux_head
+ *     to the hardware's position. So user space reads a paused event's
+ *     trace by disabling it (as perf's own snapshot mode does).
+ *   - hw.aux_paused is kept across DISABLE/ENABLE: ENABLE -> pt_event_start
+ *     -> pt_config -> pt_config_start returns while hw.aux_paused; only
+ *     __perf_event_aux_pause (and perf_event_alloc, for aux_start_paused)
+ *     writes it. So a paused event re-enabled after the copy stays paused.
+ *   - The only way to resume it is the overflow of an aux_resume sibling in
+ *     the traced task's context (the driver resumes this CPU's PT). User
+ *     space cannot overflow a uprobe, but it can arm a cpu-clock sibling
+ *     with aux_resume: PERF_EVENT_IOC_REFRESH 1 enables it for exactly one
+ *     overflow (the one that takes event_limit to 0 disables it again, and
+ *     still resumes). _perf_event_refresh refuses inherited events (EINVAL),
+ *     so a per-CPU (inherit) group's resume event is ENABLEd instead and
+ *     DISABLEd by the engine when the sample of the paused thread comes
+ *     (its sample precedes its resume in the same overflow). Closing and
+ *     reopening the group would also start PT afresh, but loses the AUX
+ *     area and the gate's attachments.
+ *   - A per-CPU (inherit) group pauses per thread and CPU: each inherited
+ *     child is an event of its own (inherit_event -> perf_event_alloc with
+ *     the parent's attr, so a child starts paused only with
+ *     aux_start_paused), and the trigger pauses the child of the thread
+ *     that hit it, on the CPU it ran on. Its resume must come from that
+ *     thread on that CPU: rv_pt_engine_resume takes both.
+ *
  * Not here: attribute construction (pt_attr.h), the gate (gate.h), the
  * command line, decoding.
  */
@@ -90,6 +128,10 @@ struct rv_pt_engine_config {
 	/* Called for every sibling of every slot after it is opened. */
 	int (*attach)(void *ctx, int perf_fd, size_t sibling_index, struct rv_error *err);
 	void *attach_ctx;
+	/* NULL, or the resume sibling (rv_pt_resume_attr): one per slot, in
+	 * the PT group, opened disabled, its samples into the slot's ring; see
+	 * rv_pt_engine_resume. */
+	const struct perf_event_attr *resume_attr;
 
 	/* Where: per-thread slots (tids) or per-CPU slots (cpus, tracing cpu_pid,
 	 * -1 for every task). Exactly one of nr_tids and nr_cpus is non-zero. */
@@ -128,7 +170,19 @@ struct rv_pt_record_stats {
 	uint64_t lapped;	   /* snapshots whose area had been overwritten past the last */
 	uint64_t lost_records;	   /* sideband records the kernel dropped (LOST) */
 	uint64_t sideband_records; /* kernel records written */
+	uint64_t resume_samples;   /* samples of the resume siblings (not written) */
 };
+
+/* A resume done: the sample of slot's resume sibling for thread tid, at
+ * perf time `time` (the capture's clock); PT of that thread ran again from
+ * then. */
+struct rv_pt_resume {
+	size_t slot;
+	pid_t tid;
+	uint64_t time;
+};
+
+#define RV_PT_MAX_PENDING_RESUMES 16
 
 struct rv_pt_engine;
 
@@ -151,9 +205,27 @@ int rv_pt_engine_poll(struct rv_pt_engine *e, int timeout_ms, struct rv_error *e
 /* Drains every data ring once (and in full mode every AUX area). */
 int rv_pt_engine_drain(struct rv_pt_engine *e, struct rv_error *err);
 
-/* Snapshot mode: disables the PT events, writes what is new in each AUX
- * area as an AUXTRACE record, and enables them again if the engine runs. */
+/* Snapshot mode: disables the PT events (which publishes aux_head), writes
+ * what is new in each AUX area as an AUXTRACE record (the whole area when
+ * it went round; snapshot_max_bytes caps it), and enables them again if the
+ * engine runs. A PT event paused by an aux_pause sibling stays paused (see
+ * the top). */
 int rv_pt_engine_snapshot(struct rv_pt_engine *e, struct rv_error *err);
+
+/* The slot that traces thread tid (per-thread slots) or CPU cpu (per-CPU
+ * slots); SIZE_MAX when none does. */
+size_t rv_pt_engine_slot_of(const struct rv_pt_engine *e, pid_t tid, int cpu);
+
+/* Arms slot's resume sibling (config.resume_attr) so that the next
+ * overflow of it in thread tid resumes that thread's paused PT event:
+ * PERF_EVENT_IOC_REFRESH 1 on a per-thread slot (the kernel disables it
+ * after that one overflow), PERF_EVENT_IOC_ENABLE on a per-CPU (inherit)
+ * slot (disabled again when tid's sample is drained). The resume is seen in
+ * a later drain: rv_pt_engine_take_resume. EINVAL without a resume event. */
+int rv_pt_engine_resume(struct rv_pt_engine *e, size_t slot, pid_t tid, struct rv_error *err);
+
+/* The oldest resume seen by a drain and not yet taken: true and *out. */
+bool rv_pt_engine_take_resume(struct rv_pt_engine *e, struct rv_pt_resume *out);
 
 /* Disables everything and drains what is left; with snapshot (snapshot mode
  * only) takes a last snapshot first. The caller then finishes the capture. */

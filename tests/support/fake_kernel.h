@@ -12,6 +12,36 @@
  * Criterion tests only. As the kernel, it refuses (EINVAL) to map a per-task
  * event (cpu -1) that children inherit.
  *
+ * Pausing and resuming Intel PT is modelled as Linux 6.13+ does it (read in
+ * kernel/events/core.c and arch/x86/events/intel/pt.c):
+ *   - an intel_pt event opened with aux_start_paused starts paused
+ *     (perf_event_alloc sets hw.aux_paused);
+ *   - a sibling's overflow (fake_kernel_overflow: a gate uprobe hit the BPF
+ *     program let through, or a cpu-clock period) pauses the group's PT
+ *     event when the sibling has aux_pause and resumes it when it has
+ *     aux_resume (__perf_event_overflow: pause before the sample, resume
+ *     after it; __perf_event_aux_pause changes hw.aux_paused and calls the
+ *     driver only when the state changes), and only while the group is
+ *     scheduled in (both enabled): a sibling of a disabled group does not
+ *     fire;
+ *   - nothing else resumes it: PERF_EVENT_IOC_DISABLE then ENABLE leaves a
+ *     paused event paused (pt_config_start returns at hw.aux_paused, which
+ *     only __perf_event_aux_pause clears);
+ *   - a paused or disabled PT event's hardware writes nothing
+ *     (fake_kernel_trace drops the bytes and says so);
+ *   - in snapshot mode aux_head is published only when the event is
+ *     stopped with PERF_EF_UPDATE, that is at DISABLE (pt_event_del ->
+ *     pt_event_stop -> perf_aux_output_end), never at a pause (the
+ *     PERF_EF_PAUSE path of pt_event_stop only clears TraceEn); in full
+ *     mode the PMI publishes as the hardware goes, as before;
+ *   - PERF_EVENT_IOC_REFRESH n adds n to the event's limit and enables it,
+ *     and is refused (EINVAL) for an inherited or non-sampling event
+ *     (_perf_event_refresh); the overflow that takes the limit to 0
+ *     disables the event (perf_event_disable_inatomic) and still pauses or
+ *     resumes.
+ * Not modelled: the PERF_RECORD_AUX the kernel writes at each sched-out
+ * (tests write their own), context switches, several CPUs.
+ *
  * Also a fake /proc for one process (fake_proc_write), which the engine reads
  * to synthesize threads and mappings.
  *
@@ -47,6 +77,10 @@ struct fake_event {
 	size_t aux_bytes;
 	int aux_prot;	      /* PROT_WRITE: full mode (aux_tail bounds the hardware) */
 	uint64_t aux_written; /* the hardware's free-running count */
+	bool paused;	      /* intel_pt: hw.aux_paused */
+	int event_limit;      /* PERF_EVENT_IOC_REFRESH's count; 0: none */
+	uint64_t overflows;   /* fake_kernel_overflow calls that fired */
+	uint64_t dropped;     /* trace bytes not written: paused or disabled */
 };
 
 struct fake_kernel {
@@ -69,7 +103,8 @@ struct fake_kernel {
 	struct fake_event ev[FAKE_MAX];
 	int nr;	   /* events opened */
 	int opens; /* perf_event_open calls counted while fail_errno is set */
-	int enables, disables, set_outputs;
+	int enables, disables, set_outputs, refreshes;
+	int pauses, resumes; /* state changes of PT events (hw.aux_paused) */
 };
 
 /* The ops table whose ctx is k. */
@@ -82,10 +117,20 @@ struct fake_event *fake_kernel_event(struct fake_kernel *k, int fd);
  * fails the test when the ring is full. */
 void fake_kernel_record(struct fake_event *ev, const void *rec);
 
-/* The hardware writes n bytes of trace round ev's AUX area. Snapshot mode:
- * round and round, aux_head is the position within the area (as the PT driver
- * reports it). Full mode: free-running, never past aux_tail (fails the test). */
-void fake_kernel_trace(struct fake_event *ev, const uint8_t *bytes, size_t n);
+/* The hardware writes n bytes of trace round ev's AUX area, when ev is
+ * enabled and not paused (else it writes nothing and returns 0). Snapshot
+ * mode: round and round, aux_head (the position within the area, as the PT
+ * driver reports it) published at the next DISABLE. Full mode:
+ * free-running, never past aux_tail (fails the test), published at once.
+ * Returns the bytes written. */
+size_t fake_kernel_trace(struct fake_event *ev, const uint8_t *bytes, size_t n);
+
+/* A group sibling (fd) overflows in the traced task's context, thread tid,
+ * at perf time `time`: if it and its leader are enabled, its aux_pause or
+ * aux_resume acts on the leader, its refresh limit counts down, and a
+ * sample ({id, ip, pid/tid, time, cpu}, for RV_PT_SAMPLE_TYPE) goes to its
+ * ring (or SET_OUTPUT's). Returns whether it fired. */
+bool fake_kernel_overflow(struct fake_kernel *k, int fd, pid_t tid, uint64_t time);
 
 /* Writes text to path, failing the test when it cannot. */
 void fake_write_text(const char *path, const char *text);
