@@ -39,6 +39,12 @@ enum rv_mark_kind {
 /* window: the recording ran ungated (Intel PT without aux_pause), so decoding
  * keeps only what ran inside the windows */
 #define RV_MARK_FLAG_APPLY 4u
+/* window: the time Intel PT stayed paused after a snapshot (a gap in the
+ * trace, not a --filter window): from the trigger's hit to the resume */
+#define RV_MARK_FLAG_PAUSED 8u
+/* The name a PAUSED window carries (the trace shows "[window NAME]"). */
+#define RV_MARK_PAUSED_NAME "Intel PT paused: snapshot copy"
+
 
 /* The raw data's fixed part, in the byte order of the machine that recorded. */
 struct rv_mark_raw {

@@ -20,6 +20,7 @@ void rv_dry_run_plan_destroy(struct rv_dry_run_plan *plan)
 	free(plan->events);
 	free(plan->bpf);
 	free(plan->probes);
+	free(plan->snapshots);
 	rv_intern_destroy(&plan->text);
 	rv_dry_run_plan_init(plan);
 }
@@ -107,6 +108,42 @@ int rv_dry_run_add_probe(struct rv_dry_run_plan *plan, const char *kind, const c
 		return plan_out_of_memory(err);
 	plan->probes[plan->nr_probes++] = p;
 	return 0;
+}
+
+int rv_dry_run_add_snapshot(struct rv_dry_run_plan *plan, const char *what, uint64_t bytes,
+			    const char *how, struct rv_error *err)
+{
+	struct rv_dry_run_snapshot sn;
+	bool failed = false;
+
+	if (rv_array_grow(&plan->snapshots, &plan->snapshots_capacity, plan->nr_snapshots,
+			  sizeof(*plan->snapshots), 4))
+		return plan_out_of_memory(err);
+	sn = (struct rv_dry_run_snapshot){ keep_text(plan, what, &failed), bytes,
+					   keep_text(plan, how, &failed) };
+	if (failed)
+		return plan_out_of_memory(err);
+	plan->snapshots[plan->nr_snapshots++] = sn;
+	return 0;
+}
+
+/* PLANNED SNAPSHOT SIZES: "  --trigger: 4194304 bytes (4 MiB) per buffer: how". */
+static void print_snapshots(FILE *out, const struct rv_dry_run_plan *plan)
+{
+	if (plan->nr_snapshots)
+		fprintf(out, "\nplanned snapshot sizes:\n");
+	for (size_t i = 0; i < plan->nr_snapshots; i++) {
+		const struct rv_dry_run_snapshot *sn = &plan->snapshots[i];
+
+		if (!sn->bytes)
+			fprintf(out, "  %s: unbounded: %s\n", sn->what, sn->how);
+		else if (sn->bytes >= (1u << 20) && !(sn->bytes & ((1u << 20) - 1)))
+			fprintf(out, "  %s: %" PRIu64 " bytes (%" PRIu64 " MiB) per buffer: %s\n",
+				sn->what, sn->bytes, sn->bytes >> 20, sn->how);
+		else
+			fprintf(out, "  %s: %" PRIu64 " bytes (%.1f KiB) per buffer: %s\n",
+				sn->what, sn->bytes, (double)sn->bytes / 1024, sn->how);
+	}
 }
 
 void rv_dry_run_set_uprobe_pmu(struct rv_dry_run_plan *plan, const struct rv_uprobe_pmu *pmu)
@@ -494,4 +531,5 @@ void rv_dry_run_print(FILE *out, const struct rv_dry_run_plan *plan, const struc
 		fprintf(out, "  %s %s (%s)%s%s\n", b->kind, b->name, b->type, b->detail ? ": " : "",
 			b->detail ? b->detail : "");
 	}
+	print_snapshots(out, plan);
 }

@@ -56,6 +56,13 @@ struct rv_dry_run_probe {
 	const char *detail; /* NULL or e.g. "main: fn_enter_multi (uprobe_multi link)" */
 };
 
+/* PLANNED SNAPSHOT SIZES: what one snapshot keeps. */
+struct rv_dry_run_snapshot {
+	const char *what;   /* "--trigger", "--min-duration window", "the end of the run" */
+	uint64_t bytes;	    /* per Intel PT buffer; 0: not bounded (full execution) */
+	const char *how;    /* how it is taken */
+};
+
 struct rv_dry_run_plan {
 	struct rv_dry_run_event *events;
 	size_t nr_events, events_capacity;
@@ -66,6 +73,8 @@ struct rv_dry_run_plan {
 	struct rv_uprobe_pmu uprobe_pmu; /* names uprobe events and their config bits */
 	bool has_uprobe_pmu;
 	struct rv_intern text; /* every string of the plan */
+	struct rv_dry_run_snapshot *snapshots;
+	size_t nr_snapshots, snapshots_capacity;
 };
 
 void rv_dry_run_plan_init(struct rv_dry_run_plan *plan);
@@ -85,6 +94,10 @@ int rv_dry_run_add_probe(struct rv_dry_run_plan *plan, const char *kind, const c
 			 const char *detail, struct rv_error *err);
 
 /* Lets the printer name uprobe events and their config bits. */
+/* Adds a planned snapshot size (printed under "planned snapshot sizes"). */
+int rv_dry_run_add_snapshot(struct rv_dry_run_plan *plan, const char *what, uint64_t bytes,
+			    const char *how, struct rv_error *err);
+
 void rv_dry_run_set_uprobe_pmu(struct rv_dry_run_plan *plan, const struct rv_uprobe_pmu *pmu);
 
 /* Prints the plan. pmu (may be NULL) names intel_pt events and their config

@@ -90,6 +90,15 @@ int rv_pt_plan_build(struct rv_pt_plan *plan, const struct rv_options *opts,
 	plan->start_paused = filter && pause;
 	plan->ungated = filter && !pause;
 	plan->trigger_snapshot = trigger && !pause && plan->mode == RV_PT_SNAPSHOT;
+	/* The PERF_SAMPLE_AUX path (one sample of at most RV_AUX_SAMPLE_MAX
+	 * bytes at the hit) is not planned where PT can be paused: pausing and
+	 * copying keeps --snapshot-size whatever it is, and a sample could
+	 * never hold more than 60 KiB. It stays for --min-duration on kernels
+	 * that cannot pause. */
+	plan->pause_snapshots = (trigger || (filter && opts->min_duration_ns)) && pause &&
+				plan->mode == RV_PT_SNAPSHOT;
+	plan->resume = plan->pause_snapshots && trigger && opts->multi_snapshot;
+	plan->snapshot_bytes = plan->aux_bytes;
 
 	req.timing = plan->timing;
 	req.custom_terms = opts->timer_custom;
@@ -118,12 +127,21 @@ int rv_pt_plan_build(struct rv_pt_plan *plan, const struct rv_options *opts,
 	if (!ret && filter)
 		ret = add_gate(plan, pmu, RV_GATE_STOP, &sites->stop, pause, RV_UPROBE_AUX_PAUSE,
 			       err);
-	if (!ret && filter && opts->min_duration_ns)
+	if (!ret && filter && opts->min_duration_ns && !plan->pause_snapshots) {
 		ret = add_gate(plan, pmu, RV_GATE_STOP_SAMPLE, &sites->stop, true,
 			       RV_UPROBE_SAMPLE_AUX, err);
+		/* rv_uprobe_attr's clamp, as the kernel will apply it */
+		if (!ret)
+			plan->snapshot_bytes = plan->gate[plan->nr_gate - 1].attr.aux_sample_size;
+	}
 	if (!ret && trigger)
 		ret = add_gate(plan, pmu, RV_GATE_TRIGGER, &sites->at, !plan->trigger_snapshot,
-			       RV_UPROBE_SAMPLE_AUX, err);
+			       plan->pause_snapshots ? RV_UPROBE_AUX_PAUSE : RV_UPROBE_SAMPLE_AUX,
+			       err);
+	if (!ret && trigger && !plan->pause_snapshots && !plan->trigger_snapshot)
+		plan->snapshot_bytes = plan->gate[plan->nr_gate - 1].attr.aux_sample_size;
+	if (!ret && plan->resume)
+		rv_pt_resume_attr(&plan->resume_attr, plan->scope, plan->per_cpu);
 	return ret;
 }
 
@@ -234,6 +252,52 @@ static int describe_gate_event(struct rv_dry_run_plan *dp, const struct rv_pt_pl
 	return rv_dry_run_add_event(dp, &ev, err);
 }
 
+/* The sizes the snapshots keep, in the dry run's words. */
+static int describe_snapshots(const struct rv_pt_plan *p, const struct rv_pt_slots *slots,
+			      struct rv_dry_run_plan *dp, struct rv_error *err)
+{
+	bool trigger = false, windows = false;
+	size_t nr = rv_pt_slots_count(slots);
+	char how[320];
+
+	for (size_t k = 0; k < p->nr_gate; k++) {
+		trigger |= p->gate[k].role == RV_GATE_TRIGGER;
+		windows |= p->gate[k].role == RV_GATE_STOP_SAMPLE;
+	}
+	windows |= p->pause_snapshots && !trigger;
+	if (p->mode == RV_PT_FULL)
+		return rv_dry_run_add_snapshot(dp, "the whole run (--full-execution)", 0,
+					       "every byte, drained as it is written", err);
+	if (p->pause_snapshots) {
+		snprintf(how, sizeof(how),
+			 "the whole AUX area of each of the %zu Intel PT buffer%s, ending where "
+			 "the kernel paused Intel PT (aux_pause on the %s uprobe), copied in "
+			 "user space%s",
+			 nr, nr == 1 ? "" : "s", trigger ? "trigger" : "STOP",
+			 p->resume ? "; PT resumes after each copy (a gap in the trace)"
+				   : trigger ? "" : "; the next window's START resumes it");
+		return rv_dry_run_add_snapshot(dp, trigger ? "--trigger" : "--min-duration window",
+					       p->snapshot_bytes, how, err);
+	}
+	if (p->trigger_snapshot)
+		return rv_dry_run_add_snapshot(
+			dp, "--trigger", p->snapshot_bytes,
+			"the whole AUX area, copied in user space when the gate's record "
+			"arrives (this kernel cannot pause Intel PT: the copy ends up to a "
+			"poll interval after the hit)",
+			err);
+	if (trigger || windows) {
+		snprintf(how, sizeof(how),
+			 "one PERF_SAMPLE_AUX sample in the kernel (at most %u bytes: a record's "
+			 "size is 16 bits)",
+			 RV_AUX_SAMPLE_MAX);
+		return rv_dry_run_add_snapshot(dp, trigger ? "--trigger" : "--min-duration window",
+					       p->snapshot_bytes, how, err);
+	}
+	return rv_dry_run_add_snapshot(dp, "the end of the run", p->aux_bytes,
+				       "the whole AUX area of each buffer", err);
+}
+
 int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *slots,
 			const struct rv_gate_sites *sites, pid_t pid, struct rv_dry_run_plan *dp,
 			struct rv_error *err)
@@ -287,6 +351,21 @@ int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *sl
 		 * its children's windows are not seen */
 		ret = describe_gate_event(dp, &p->gate[k], &attr, -1, -1, pid > 0 ? pid : -1, err);
 	}
+	if (!ret && p->resume) {
+		/* one per slot, in its group: listed once, for the first */
+		struct rv_dry_run_event ev = {
+			.label = "resume after each snapshot copy (cpu-clock, aux_resume), one in "
+				 "each Intel PT group",
+			.group = 0,
+			.cpu = rv_pt_slot_cpu(slots, 0),
+			.pid = rv_pt_slot_pid(slots, 0) > 0 ? rv_pt_slot_pid(slots, 0) : 0,
+			.attr = p->resume_attr,
+		};
+
+		ret = rv_dry_run_add_event(dp, &ev, err);
+	}
+	if (!ret)
+		ret = describe_snapshots(p, slots, dp, err);
 	if (!ret && p->nr_gate)
 		ret = rv_gate_describe_bpf(dp, sites->filter,
 					   "decides per hit whether the event fires (and so "

@@ -58,6 +58,18 @@ struct rv_pt_plan {
 	bool start_paused;     /* --filter with aux pause: PT runs only inside windows */
 	bool ungated;	       /* --filter asked, but the kernel cannot pause PT */
 	bool trigger_snapshot; /* --trigger without aux pause: user space snapshots */
+	/* Linux 6.13+, snapshot mode: --trigger's uprobe pauses PT at the hit
+	 * (aux_pause) and --min-duration's STOP pauses it at every window's
+	 * end; user space then copies the whole AUX area (snapshot_bytes per
+	 * slot) and the gate holds START and trigger hits off meanwhile. */
+	bool pause_snapshots;
+	/* pause_snapshots with --trigger --multi-snapshot: a cpu-clock sibling
+	 * with aux_resume (resume_attr) resumes PT after each copy */
+	bool resume;
+	struct perf_event_attr resume_attr;
+	/* Bytes of trace one snapshot keeps, per slot: the whole AUX area, or
+	 * the PERF_SAMPLE_AUX sample's size where the kernel samples it */
+	uint64_t snapshot_bytes;
 	struct rv_pt_plan_gate gate[RV_PT_PLAN_MAX_GATE];
 	size_t nr_gate;
 	struct rv_uprobe_pmu uprobe; /* valid when nr_gate */
@@ -95,7 +107,8 @@ pid_t rv_pt_slot_pid(const struct rv_pt_slots *slots, size_t i);
 int rv_pt_slot_cpu(const struct rv_pt_slots *slots, size_t i);
 
 /* Adds every event, uprobe and BPF program of the plan to a --dry-run plan
- * (pid: the process, 0 when the program is not started). */
+ * (pid: the process, 0 when the program is not started), and the sizes the
+ * snapshots will keep. */
 int rv_pt_plan_describe(const struct rv_pt_plan *plan, const struct rv_pt_slots *slots,
 			const struct rv_gate_sites *sites, pid_t pid, struct rv_dry_run_plan *dp,
 			struct rv_error *err);

@@ -21,6 +21,8 @@ struct rv_gating {
 	size_t nr_queue, cap_queue;
 	uint64_t windows, slow_windows, kept_windows, triggers, snapshots, snapshot_samples;
 	uint64_t last_snapshot; /* the time of the last --trigger snapshot */
+	uint64_t held_back;	/* slow windows the gate did not keep (a copy was held) */
+	bool pt_pause;		/* see rv_gating_new */
 	bool done;
 };
 
@@ -126,13 +128,15 @@ int rv_gating_describe(const struct rv_gate_sites *sites, pid_t pid, struct rv_d
 
 int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
 		  const struct rv_kernel_btf *btf, const struct rv_gate_sites *sites, pid_t pid,
-		  struct rv_error *err)
+		  bool pt_pause, struct rv_error *err)
 {
 	struct rv_gating *g = calloc(1, sizeof(*g));
 	struct rv_gate_config config = {
 		.pid = pid,
 		.min_duration_ns = opts->min_duration_ns,
 		.multi_snapshot = opts->multi_snapshot,
+		.keep_slow_windows = pt_pause && opts->min_duration_ns,
+		.hold_after_snapshot = pt_pause,
 		.btf = btf,
 	};
 	int ret;
@@ -142,6 +146,7 @@ int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
 		return rv_error_set(err, ENOMEM, "out of memory");
 	g->opts = opts;
 	g->sites = *sites;
+	g->pt_pause = pt_pause;
 	ret = rv_gate_open(&g->gate, &config, err);
 	if (ret) {
 		rv_gating_free(g);
@@ -245,6 +250,9 @@ static int on_window_end(struct rv_gating *g, const struct rv_gating_actions *a,
 								    : 0,
 			       .until = r->time_ns,
 			       .tid = r->tid },
+		.tid = (pid_t)r->tid,
+		.cpu = r->cpu,
+		.time_ns = r->time_ns,
 	};
 	int ret;
 
@@ -252,6 +260,14 @@ static int on_window_end(struct rv_gating *g, const struct rv_gating_actions *a,
 	g->slow_windows += r->slow;
 	if (o->min_duration_ns && !r->slow)
 		return 0; /* what ran in it is not kept */
+	if (o->min_duration_ns && g->pt_pause) {
+		if (!r->fired) {
+			/* the gate held it back: another window's copy was made */
+			g->held_back++;
+			return 0;
+		}
+		mark.flags |= RV_MARK_FLAG_SNAPSHOT;
+	}
 	ret = a->mark(a->ctx, &mark, err);
 	if (ret || !o->min_duration_ns)
 		return ret;
@@ -280,6 +296,9 @@ static int on_trigger(struct rv_gating *g, const struct rv_gating_actions *a,
 		.trigger = true,
 		.selection = { .since = g->last_snapshot ? g->last_snapshot + 1 : 0,
 			       .until = r->time_ns },
+		.tid = (pid_t)r->tid,
+		.cpu = r->cpu,
+		.time_ns = r->time_ns,
 	};
 	int ret;
 
@@ -351,6 +370,11 @@ void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 	else if (g->sites.filter)
 		rv_note("--filter: %" PRIu64 " window%s; %s", g->windows,
 			g->windows == 1 ? "" : "s", what_outside);
+	if (g->held_back)
+		rv_note("--min-duration: %" PRIu64 " slow window%s not kept: %s closed while "
+			"another window's trace was being copied",
+			g->held_back, g->held_back == 1 ? "" : "s",
+			g->held_back == 1 ? "it" : "they");
 	if (o->min_duration_ns && !g->kept_windows)
 		rv_warn("no window lasted longer than %s, so the trace holds nothing; lower "
 			"--min-duration",
@@ -372,6 +396,10 @@ void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 			rv_warn("%" PRIu64 " windows were not opened: more threads were inside "
 				"one at once than the gate can follow (%u)",
 				counts.window_map_full, RV_GATE_MAX_WINDOWS);
+		if (counts.held)
+			rv_note("the gate refused %" PRIu64 " START or trigger hit%s while Intel "
+				"PT was paused for a snapshot copy",
+				counts.held, counts.held == 1 ? "" : "s");
 		rv_debug("gate: %" PRIu64 " hits, %" PRIu64 " nested starts, %" PRIu64
 			 " unmatched stops",
 			 counts.hits, counts.nested_starts, counts.unmatched_stops);

@@ -56,10 +56,14 @@ struct rv_gating;
 
 /* Loads the gate for process pid (nothing is probed yet), so that its window
  * map can be shared (rv_gating_windows_fd) before the backend's own BPF
- * objects load. */
+ * objects load. pt_pause: Intel PT snapshots taken by pausing PT in the
+ * kernel (record/pt_plan.h pause_snapshots): STOP keeps slow windows, and
+ * each snapshot holds the gate until the backend copied it (the backend
+ * calls rv_gate_release on rv_gating_gate); only the windows the gate kept
+ * (fired) are snapshots, each marked RV_MARK_FLAG_SNAPSHOT. */
 int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
 		  const struct rv_kernel_btf *btf, const struct rv_gate_sites *sites, pid_t pid,
-		  struct rv_error *err);
+		  bool pt_pause, struct rv_error *err);
 
 /* Sets the gate's uprobes: the backend's events (Intel PT's, in its groups),
  * or with sites NULL one plain per-process event per site. Call once. */
@@ -86,6 +90,9 @@ int rv_gating_collect(struct rv_gating *g, struct rv_error *err);
 struct rv_gating_snapshot {
 	bool trigger; /* a --trigger hit; else a --min-duration window */
 	struct rv_sample_selection selection;
+	pid_t tid;	  /* the thread that hit the trigger or closed the window */
+	uint32_t cpu;	  /* the CPU it ran on */
+	uint64_t time_ns; /* CLOCK_MONOTONIC of the hit */
 };
 
 /* What the backend does with the gate's decisions. */

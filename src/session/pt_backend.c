@@ -19,6 +19,23 @@
  * capture's the TSC through the perf mmap page's conversion: the offset
  * between them is measured once, before the target runs.
  *
+ * Snapshots on Linux 6.13+ (plan pause_snapshots): the trigger's uprobe,
+ * or every window's STOP, pauses Intel PT in the kernel at the hit, and the
+ * gate holds START and trigger hits off (bpf/gate.h: the hold). When its
+ * record arrives the engine disables the PT events, which publishes where
+ * the trace ends, copies each AUX area whole and enables them again: the
+ * paused one stays paused (record/pt_engine.h says why). A --min-duration
+ * window's copy then releases the gate, and the next START resumes PT. A
+ * --trigger with --multi-snapshot arms the slot's resume event for the
+ * thread that hit it; the drain that sees it fire writes the time PT stayed
+ * paused as a mark (RV_MARK_FLAG_PAUSED) and releases the gate. The copy
+ * holds everything written since the previous one: decoding keeps only the
+ * kept windows (their marks carry RV_MARK_FLAG_APPLY).
+ *
+ * Before Linux 6.13 a trigger's snapshot is the same copy, but of a PT that
+ * kept running: it is taken when the gate's record reaches user space, and
+ * the run says how late each one was.
+ *
  * Kernel scope: kernel code is saved once every event is open and every BPF
  * object of the session (the gate) is loaded and attached, so that the
  * copies hold the kernel as the trace will find it: first the watch for
@@ -37,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capture/marks.h"
@@ -66,6 +84,12 @@ struct rv_backend_state {
 	bool marks;
 	int64_t clock_offset; /* CLOCK_MONOTONIC + this = the capture's clock */
 	uint64_t nr_marks;
+	/* pause_snapshots with a resume: the trigger's time (CLOCK_MONOTONIC)
+	 * while PT waits to be resumed */
+	bool resuming;
+	uint64_t paused_at;
+	uint64_t gaps, gap_ns_max;
+	uint64_t late_ns_max; /* before 6.13: the latest user-space snapshot */
 	struct rv_pt_record_stats stats;
 	char capture_path[PATH_MAX + 32];
 	char note[160];
@@ -78,6 +102,13 @@ static void warn_about_plan(const struct rv_pt_plan *plan)
 	if (plan->ungated)
 		rv_note("--filter: this kernel cannot pause Intel PT (aux_pause needs Linux "
 			"6.13); recording everything, the windows are applied while decoding");
+	if (plan->trigger_snapshot)
+		rv_note("--trigger: this kernel cannot pause Intel PT at the hit (aux_pause needs "
+			"Linux 6.13), so the snapshot is taken in user space when the gate's "
+			"record wakes rearview: it ends that late after the hit (usually well "
+			"under a millisecond; a loaded machine can delay it by a scheduling "
+			"period or more) and holds what ran in between; the run says how late "
+			"each one was");
 }
 
 static int pt_describe(struct rv_session *s, const char *exe, pid_t pid,
@@ -375,6 +406,7 @@ static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 			.max_nonturbo_ratio = s->pt_pmu.max_nonturbo_ratio,
 			.capture = b->capture,
 			.ops = s->pt_ops,
+			.resume_attr = plan->resume ? &plan->resume_attr : NULL,
 		};
 
 		ret = rv_pt_engine_open(&b->engine, &config, err);
@@ -411,10 +443,48 @@ static size_t pt_pollfds(const struct rv_backend_state *b, struct pollfd *fds, s
 	return rv_pt_engine_pollfds(b->engine, fds, max);
 }
 
+/* The resume a drain saw: the time PT stayed paused becomes a mark (in the
+ * capture's clock: the resume sample's time is perf's), and the gate may
+ * take the next snapshot. */
+static int resumed(struct rv_backend_state *b, struct rv_error *err)
+{
+	uint64_t record[RV_MARK_MAX_RECORD / 8];
+	struct rv_pt_resume r;
+	int ret = 0;
+
+	while (!ret && rv_pt_engine_take_resume(b->engine, &r)) {
+		uint64_t from = rv_pt_clock_from_monotonic(b->paused_at, b->clock_offset);
+		struct rv_mark gap = {
+			.kind = RV_MARK_WINDOW,
+			.flags = RV_MARK_FLAG_PAUSED,
+			.pid = b->target->nr_pids ? (uint32_t)b->target->pids[0] : 0,
+			.tid = (uint32_t)r.tid,
+			.time = r.time,
+			.duration_ns = r.time > from ? r.time - from : 0,
+			.name = RV_MARK_PAUSED_NAME,
+		};
+
+		b->resuming = false;
+		b->gaps++;
+		if (gap.duration_ns > b->gap_ns_max)
+			b->gap_ns_max = gap.duration_ns;
+		if (b->marks) {
+			rv_mark_record(record, &gap);
+			b->nr_marks++;
+			ret = rv_perf_writer_write(b->capture, (const void *)record, err);
+		}
+		if (!ret)
+			ret = rv_gate_release(rv_gating_gate(b->gating), err);
+	}
+	return ret;
+}
+
 static int pt_poll(struct rv_backend_state *b, struct rv_error *err)
 {
 	int ret = rv_pt_engine_drain(b->engine, err);
 
+	if (!ret && b->resuming)
+		ret = resumed(b, err);
 	if (!ret && b->bpf)
 		ret = rv_bpf_saver_drain(b->bpf, write_record, b, err);
 	return ret;
@@ -431,23 +501,72 @@ static int pt_mark(struct rv_backend_state *b, const struct rv_mark *mark, struc
 	if (!b->marks)
 		return 0;
 	in_capture.time = rv_pt_clock_from_monotonic(mark->time, b->clock_offset);
-	if (mark->kind == RV_MARK_WINDOW && b->plan.ungated)
+	if (mark->kind == RV_MARK_WINDOW &&
+	    (b->plan.ungated ||
+	     (b->plan.pause_snapshots && (mark->flags & RV_MARK_FLAG_SNAPSHOT))))
 		in_capture.flags |= RV_MARK_FLAG_APPLY;
 	rv_mark_record(record, &in_capture);
 	b->nr_marks++;
 	return rv_perf_writer_write(b->capture, (const void *)record, err);
 }
 
-/* A slow window's or a trigger's snapshot is the kernel's AUX sample, but
- * for a trigger on a kernel that cannot pause PT: then the AUX area is
- * copied now. */
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The copy of a PT the kernel paused (see the top), then its resume or the
+ * gate's release. */
+static int paused_snapshot(struct rv_backend_state *b, const struct rv_gating_snapshot *what,
+			   struct rv_error *err)
+{
+	struct rv_gate *gate = rv_gating_gate(b->gating);
+	size_t slot;
+	int ret = rv_pt_engine_snapshot(b->engine, err);
+
+	if (ret)
+		return ret;
+	if (!what->trigger || !b->plan.resume)
+		return rv_gate_release(gate, err);
+	slot = rv_pt_engine_slot_of(b->engine, what->tid, (int)what->cpu);
+	if (slot == SIZE_MAX) {
+		rv_warn("--trigger: thread %d hit the trigger outside the threads traced; its "
+			"Intel PT cannot be resumed",
+			(int)what->tid);
+		return rv_gate_release(gate, err);
+	}
+	b->paused_at = what->time_ns;
+	b->resuming = true;
+	return rv_pt_engine_resume(b->engine, slot, what->tid, err);
+}
+
+/* A trigger's or a kept window's snapshot: the copy of a PT the kernel
+ * paused (Linux 6.13+), the copy of a running PT (a trigger before 6.13),
+ * or the kernel's AUX sample (a window before 6.13). */
 static int pt_snapshot(struct rv_backend_state *b, const struct rv_gating_snapshot *what,
 		       size_t *taken, struct rv_error *err)
 {
+	int ret;
+
 	*taken = 0;
 	rv_debug("gate: %s", what->trigger ? "trigger" : "slow window");
-	if (what->trigger && b->plan.trigger_snapshot)
-		return rv_pt_engine_snapshot(b->engine, err);
+	if (b->plan.pause_snapshots) {
+		ret = paused_snapshot(b, what, err);
+		*taken = !ret;
+		return ret;
+	}
+	if (what->trigger && b->plan.trigger_snapshot) {
+		uint64_t now = monotonic_ns();
+
+		ret = rv_pt_engine_snapshot(b->engine, err);
+		if (!ret && now > what->time_ns && now - what->time_ns > b->late_ns_max)
+			b->late_ns_max = now - what->time_ns;
+		*taken = !ret;
+		return ret;
+	}
 	return 0;
 }
 
@@ -474,6 +593,17 @@ static int pt_stop(struct rv_backend_state *b, bool keep_rest, struct rv_error *
 	if (b->marks)
 		rv_debug("%llu --filter windows and --trigger hits written into the capture",
 			 (unsigned long long)b->nr_marks);
+	if (b->gaps)
+		rv_note("Intel PT resumed %llu time%s after a snapshot copy; it stayed paused "
+			"at most %.3f ms (marked in the trace)",
+			(unsigned long long)b->gaps, b->gaps == 1 ? "" : "s",
+			(double)b->gap_ns_max / 1e6);
+	if (b->resuming)
+		rv_note("--multi-snapshot: the thread that hit the last trigger did not run "
+			"again before the end, so Intel PT stayed paused after its snapshot");
+	if (b->late_ns_max)
+		rv_note("--trigger: the user-space snapshots ended up to %.3f ms after their hit",
+			(double)b->late_ns_max / 1e6);
 	rv_pt_engine_stats(b->engine, &b->stats);
 	return ret;
 }

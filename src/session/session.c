@@ -369,7 +369,10 @@ static int open_gating(struct rv_session *s, struct rv_target *target, struct rv
 	if (!ret)
 		ret = rv_gating_resolve(s->opts, exe, target->pids[0], sites, err);
 	if (!ret)
-		ret = rv_gating_new(out, s->opts, &s->kernel_btf, sites, target->pids[0], err);
+		ret = rv_gating_new(out, s->opts, &s->kernel_btf, sites, target->pids[0],
+				    s->engine == RV_ENGINE_PT && !s->opts->full_execution &&
+					    rv_pt_pmu_has_aux_pause(&s->pt_pmu),
+				    err);
 	free(sites);
 	return ret;
 }
