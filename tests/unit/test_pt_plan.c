@@ -140,7 +140,10 @@ Test(pt_plan, filter_on_613_pauses_pt_and_resumes_it_in_windows)
 	cr_assert_eq(rv_aux_rules_check(&stop->attr, &w.plan.pt, &w.pmu, &w.err), 0);
 }
 
-Test(pt_plan, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_limit)
+/* Linux 6.13+: every window's STOP pauses PT, and a slow one's snapshot is
+ * the whole AUX area, copied; no AUX sample, whose 16-bit record would cap
+ * it at 60 KiB. */
+Test(pt_plan, min_duration_keeps_the_whole_area_by_pausing_at_stop)
 {
 	struct world w;
 	const struct rv_pt_plan_gate *g;
@@ -148,7 +151,26 @@ Test(pt_plan, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_limi
 	world_init(&w, "icelake");
 	w.opts.min_duration_ns = 300000;
 	build(&w, true, false);
-	cr_assert_eq(w.plan.nr_gate, 3);
+	cr_assert_eq(w.plan.nr_gate, 2, "START and STOP, no STOP sample");
+	cr_assert_null(role(&w.plan, RV_GATE_STOP_SAMPLE));
+	g = role(&w.plan, RV_GATE_STOP);
+	cr_assert(g && g->in_group && g->uprobe_role == RV_UPROBE_AUX_PAUSE);
+	cr_assert(!(g->attr.sample_type & PERF_SAMPLE_AUX));
+	cr_assert(w.plan.pause_snapshots && !w.plan.resume);
+	cr_assert_eq(w.plan.snapshot_bytes, 4u << 20, "--snapshot-size, not 60 KiB");
+}
+
+/* Before 6.13 nothing pauses: the STOP sample is the kernel's AUX sample,
+ * capped as the kernel caps it. */
+Test(pt_plan, min_duration_before_613_samples_aux_capped_by_the_kernels_limit)
+{
+	struct world w;
+	const struct rv_pt_plan_gate *g;
+
+	world_init(&w, "kernel-6.1");
+	w.opts.min_duration_ns = 300000;
+	build(&w, true, false);
+	cr_assert(!w.plan.pause_snapshots);
 	g = role(&w.plan, RV_GATE_STOP_SAMPLE);
 	cr_assert_not_null(g);
 	cr_assert(g->in_group);
@@ -156,10 +178,11 @@ Test(pt_plan, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_limi
 	cr_assert_eq(g->attr.config2, 0x1190, "on the STOP site");
 	cr_assert(g->attr.sample_type & PERF_SAMPLE_AUX);
 	cr_assert_eq(g->attr.aux_sample_size, RV_AUX_SAMPLE_MAX, "4 MiB capped at 60 KiB");
+	cr_assert_eq(w.plan.snapshot_bytes, RV_AUX_SAMPLE_MAX);
 	cr_assert_eq(rv_attr_aux_action(&g->attr), 0);
 
 	/* a smaller AUX area caps it instead */
-	world_init(&w, "icelake");
+	world_init(&w, "kernel-6.1");
 	w.opts.min_duration_ns = 300000;
 	w.opts.snapshot_size_bytes = 16384;
 	build(&w, true, false);
@@ -168,25 +191,42 @@ Test(pt_plan, min_duration_adds_an_aux_sample_on_stop_capped_by_the_kernels_limi
 	cr_assert_eq(g->attr.aux_sample_size, 16384);
 }
 
-Test(pt_plan, trigger_samples_aux_in_kernel_on_613_and_snapshots_in_user_space_before)
+Test(pt_plan, trigger_pauses_in_kernel_on_613_and_snapshots_in_user_space_before)
 {
 	struct world w;
 	const struct rv_pt_plan_gate *g;
 
 	world_init(&w, "icelake");
+	w.opts.snapshot_size_bytes = 16u << 20;
 	build(&w, false, true);
 	cr_assert_eq(w.plan.nr_gate, 1);
 	g = role(&w.plan, RV_GATE_TRIGGER);
 	cr_assert(g && g->in_group && !w.plan.trigger_snapshot);
-	cr_assert(g->attr.sample_type & PERF_SAMPLE_AUX);
+	cr_assert_eq(g->uprobe_role, RV_UPROBE_AUX_PAUSE);
+	cr_assert(rv_attr_aux_pause(&g->attr));
+	cr_assert(!(g->attr.sample_type & PERF_SAMPLE_AUX), "no 60 KiB sample");
 	cr_assert_eq(g->attr.config2, 0x1200);
+	cr_assert(w.plan.pause_snapshots && !w.plan.resume, "one snapshot: nothing resumes");
+	cr_assert_eq(w.plan.snapshot_bytes, 16u << 20, "what --snapshot-size asked");
 	cr_assert(!rv_attr_aux_start_paused(&w.plan.pt), "--trigger alone records everything");
+
+	/* --multi-snapshot: a cpu-clock sibling resumes after each copy */
+	world_init(&w, "icelake");
+	w.opts.multi_snapshot = true;
+	build(&w, false, true);
+	cr_assert(w.plan.resume);
+	cr_assert_eq(w.plan.resume_attr.type, PERF_TYPE_SOFTWARE);
+	cr_assert_eq(w.plan.resume_attr.config, PERF_COUNT_SW_CPU_CLOCK);
+	cr_assert(rv_attr_aux_resume(&w.plan.resume_attr) && w.plan.resume_attr.disabled);
+	cr_assert_eq(w.plan.resume_attr.inherit, w.plan.per_cpu);
+	cr_assert_eq(w.plan.resume_attr.sample_type, RV_PT_SAMPLE_TYPE);
 
 	world_init(&w, "kernel-6.1");
 	build(&w, false, true);
 	g = role(&w.plan, RV_GATE_TRIGGER);
-	cr_assert(g && !g->in_group && w.plan.trigger_snapshot);
+	cr_assert(g && !g->in_group && w.plan.trigger_snapshot && !w.plan.pause_snapshots);
 	cr_assert_eq(rv_attr_aux_action(&w.plan.pt), 0);
+	cr_assert_eq(w.plan.snapshot_bytes, 4u << 20);
 
 	/* full mode has no snapshots to take */
 	world_init(&w, "kernel-6.1");
@@ -302,19 +342,22 @@ Test(pt_plan, describe_lists_the_group_per_thread_and_the_bpf_program)
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
 	cr_assert_eq(ret, 0, "%s", w.err.message);
-	/* a process of one thread: PT, START, STOP, STOP sample, sideband */
-	cr_assert_eq(dp.nr_events, 5);
+	/* a process of one thread: PT, START, STOP (which pauses), sideband */
+	cr_assert_eq(dp.nr_events, 4);
 	cr_assert_eq(dp.events[0].group, -1);
 	cr_assert_eq(dp.events[0].pid, child);
-	for (size_t i = 1; i < 4; i++) {
+	for (size_t i = 1; i < 3; i++) {
 		cr_assert_eq(dp.events[i].group, 0);
 		cr_assert_str_eq(dp.events[i].uprobe_path, "/usr/bin/server");
 		cr_assert_str_eq(dp.events[i].bpf_program, "gate_hit");
 	}
 	cr_assert_eq(dp.events[1].uprobe_offset, 0x1130);
 	cr_assert_eq(dp.events[2].uprobe_offset, 0x1190);
-	cr_assert_eq(dp.events[4].group, -1);
-	cr_assert_eq(dp.events[4].attr.type, PERF_TYPE_SOFTWARE);
+	cr_assert_eq(dp.events[3].group, -1);
+	cr_assert_eq(dp.events[3].attr.type, PERF_TYPE_SOFTWARE);
+	cr_assert_eq(dp.nr_snapshots, 1);
+	cr_assert_str_eq(dp.snapshots[0].what, "--min-duration window");
+	cr_assert_eq(dp.snapshots[0].bytes, 4u << 20);
 	cr_assert_eq(dp.nr_bpf, 3);
 	cr_assert_str_eq(dp.bpf[0].name, "gate_hit");
 	rv_dry_run_plan_destroy(&dp);
