@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -429,4 +430,101 @@ Test(gate, start_and_stop_on_one_instruction_is_refused)
 	cr_expect_eq(rv_gate_attach(g, sites, 2, &err), -EINVAL);
 	cr_expect(strstr(err.message, "cannot both start and stop"), "%s", err.message);
 	rv_gate_free(g);
+}
+
+/* The hold of Intel PT snapshots (bpf/gate.h), on the program's windows: a
+ * slow window or a trigger that fires takes the hold, and until user space
+ * releases it (its copy of the AUX area is made) no START opens a window
+ * (it would resume PT over the trace being copied) and no trigger fires.
+ * The test copies for HOLD_MS after each fired record, then releases. */
+#define HOLD_MS 30
+
+struct held {
+	struct collected c;
+	struct rv_gate *g;
+	uint64_t held_from[256], held_until[256]; /* CLOCK_MONOTONIC */
+	size_t nr_holds;
+	uint64_t begins[4096];
+	size_t nr_begins;
+};
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int collect_held(const struct rv_gate_record *r, void *ctx)
+{
+	struct held *h = ctx;
+	struct rv_error err = { 0 };
+
+	collect(r, &h->c);
+	if (r->type == RV_GATE_REC_WINDOW_BEGIN && h->nr_begins < 4096)
+		h->begins[h->nr_begins++] = r->time_ns;
+	if (!r->fired)
+		return 0;
+	cr_assert_lt(h->nr_holds, 256);
+	h->held_from[h->nr_holds] = r->time_ns;
+	/* the copy */
+	usleep(HOLD_MS * 1000);
+	h->held_until[h->nr_holds++] = monotonic_ns();
+	cr_assert_eq(rv_gate_release(h->g, &err), 0, "%s", err.message);
+	return 0;
+}
+
+Test(gate, a_snapshot_holds_starts_and_triggers_off_until_released, .timeout = 60)
+{
+	struct rv_gate_site sites[3];
+	struct rv_gate_config config = { .min_duration_ns = THRESHOLD_US * 1000ull,
+					 .multi_snapshot = true,
+					 .keep_slow_windows = true,
+					 .hold_after_snapshot = true };
+	struct held *h = calloc(1, sizeof(*h));
+	struct program_counts p;
+	struct rv_gate_counts n;
+	struct rv_error err = { 0 };
+	struct rv_target t;
+	FILE *out;
+	int rounds = 0;
+
+	cr_assert_not_null(h);
+	prepare();
+	/* no STOP_SAMPLE event: keep_slow_windows decides at STOP */
+	sites[0] = site(RV_GATE_START, &begin_site);
+	sites[1] = site(RV_GATE_STOP, &end_site);
+	sites[2] = site(RV_GATE_TRIGGER, &trigger_site);
+	h->g = gate_on_windows(&config, sites, 3, "3", "40", &t, &out);
+	h->c.pid = (uint32_t)t.pids[0];
+	cr_assert_eq(rv_target_release(&t, &err), 0, "%s", err.message);
+	while (!rv_target_poll_exit(&t)) {
+		cr_assert_geq(rv_gate_poll(h->g, 50, collect_held, h, &err), 0, "%s", err.message);
+		cr_assert_lt(++rounds, 1200, "windows did not finish within 60 s");
+	}
+	while (rv_gate_poll(h->g, 0, collect_held, h, &err) > 0)
+		;
+	cr_assert_eq(t.exit_status, 0, "windows failed (status 0x%x)", t.exit_status);
+	read_program_counts(out, &p);
+	cr_assert_eq(rv_gate_counts(h->g, &n, &err), 0, "%s", err.message);
+
+	cr_assert_gt(h->nr_holds, 1, "snapshots are taken again after a release");
+	cr_expect_eq(n.snapshots, h->nr_holds);
+	cr_expect_eq(h->c.fired_ends + h->c.fired_triggers, h->nr_holds);
+	cr_expect_gt(n.held, 0, "%d ms holds refused no START or trigger hit", HOLD_MS);
+	cr_expect_lt(n.fired[RV_GATE_START], p.windows, "refused STARTs open no window");
+	/* no window began while a copy was held (the race of a START resuming PT
+	 * over a window being copied) */
+	for (size_t i = 0; i < h->nr_begins; i++)
+		for (size_t k = 0; k < h->nr_holds; k++)
+			cr_expect(h->begins[i] <= h->held_from[k] ||
+					  h->begins[i] >= h->held_until[k],
+				  "a window began %llu ns into a hold",
+				  (unsigned long long)(h->begins[i] - h->held_from[k]));
+	/* every STOP of an opened window still fired (it pauses PT) */
+	cr_expect_eq(n.fired[RV_GATE_STOP], n.windows);
+	cr_expect_eq(n.run_mismatch, 0);
+	rv_gate_free(h->g);
+	free(h);
 }
