@@ -15,6 +15,14 @@
  * Linux perf (`perf script --itrace=cr`) must read the snapshot and full
  * captures without a complaint and print the same branches as for softpt's.
  *
+ * And snapshots of a PT the kernel paused (Linux 6.13's aux_pause, as the
+ * simulated kernel models it): (4) a 4 MiB snapshot at a trigger, written
+ * whole (4 MiB, not a 60 KiB AUX sample), ending at the hit, and (5)
+ * --multi-snapshot: the run's trace in two snapshots with PT paused between
+ * them until the armed resume event fired; the time it stayed paused,
+ * marked as the backend marks it, is a gap the decoded trace shows, and
+ * the two snapshots decode to the truth.
+ *
  * Not here: the engine's own bookkeeping (test_pt_engine.c), the decoder
  * on softpt's captures (test_pt_capture.c).
  */
@@ -35,10 +43,13 @@
 #include <intel-pt.h>
 
 #include "capture/auxtrace.h"
+#include "capture/marks.h"
 #include "capture/perf_data.h"
 #include "capture/synth.h"
 #include "decode/pt_capture.h"
 #include "fake_kernel.h"
+#include "record/perf_attr_ext.h"
+#include "record/pt_attr.h"
 #include "record/pt_engine.h"
 #include "test_env.h"
 #include "test_files.h"
@@ -193,7 +204,36 @@ static int attach_nothing(void *ctx, int perf_fd, size_t sibling, struct rv_erro
 	return 0;
 }
 
-enum how { SNAPSHOT, FULL_PIECES, FULL_MID_PACKET, AUX_SAMPLE };
+enum how { SNAPSHOT, FULL_PIECES, FULL_MID_PACKET, AUX_SAMPLE, TRIGGER_4MIB, MULTI_SNAPSHOT };
+
+#define GAP_NS 2500000 /* how long PT stays paused in MULTI_SNAPSHOT */
+
+/* PSB, PSBEND: a PSB+ with tracing off, then PAD (zeros) up to the run's
+ * trace in TRIGGER_4MIB's filler, so that the area decodes from its first
+ * byte. */
+static const uint8_t psb_plus[] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02,
+				    0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x23 };
+
+/* The gap as the backend writes it (pt_backend.c, resumed). */
+static void write_gap_mark(struct rv_perf_writer *w, pid_t tid, uint64_t resumed_at)
+{
+	uint64_t record[RV_MARK_MAX_RECORD / 8], id = RV_MARK_ID;
+	struct perf_event_attr attr;
+	struct rv_error err = { 0 };
+	struct rv_mark gap = { .kind = RV_MARK_WINDOW,
+			       .flags = RV_MARK_FLAG_PAUSED,
+			       .pid = (uint32_t)tid,
+			       .tid = (uint32_t)tid,
+			       .time = resumed_at,
+			       .duration_ns = GAP_NS,
+			       .name = RV_MARK_PAUSED_NAME };
+
+	rv_mark_attr(&attr, false, 0);
+	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, RV_MARK_EVENT_NAME, &id, 1, &err), 0, "%s",
+		     err.message);
+	rv_mark_record(record, &gap);
+	cr_assert_eq(rv_perf_writer_write(w, (const void *)record, &err), 0, "%s", err.message);
+}
 
 static void engine_capture(const struct reference *ref, enum how how, const char *dir)
 {
@@ -222,7 +262,19 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 				       .sample_id_all = 1,
 				       .aux_sample_size = 65536 - 4096 };
 	struct rv_pt_sibling sibling = { .attr = &sib, .name = "probe:stop" };
-	uint64_t aux_bytes = 64 * 1024;
+	uint64_t aux_bytes = how == TRIGGER_4MIB ? 4u << 20 : 64 * 1024;
+	/* the gate's trigger uprobe, as the plan makes it on 6.13+: aux_pause */
+	struct perf_event_attr trig = { .type = PERF_TYPE_SOFTWARE,
+					.size = sizeof(trig),
+					.config = PERF_COUNT_SW_DUMMY,
+					.sample_period = 1,
+					.sample_type = RV_PT_SAMPLE_TYPE,
+					.exclude_kernel = 1,
+					.exclude_hv = 1,
+					.sample_id_all = 1 };
+	struct rv_pt_sibling trigger = { .attr = &trig, .name = "uprobe:trigger" };
+	struct perf_event_attr resume;
+	uint64_t hit = ref->tc.time_zero + 1000000;
 
 	cr_assert_lt(ref->trace_size, aux_bytes / 2, "the run's trace is larger than expected");
 	mkdir(dir, 0700);
@@ -256,6 +308,16 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 		config.siblings = &sibling;
 		config.nr_siblings = 1;
 		config.attach = attach_nothing;
+	}
+	if (how == TRIGGER_4MIB || how == MULTI_SNAPSHOT) {
+		rv_attr_set_aux_action(&trig, RV_AUX_PAUSE);
+		config.siblings = &trigger;
+		config.nr_siblings = 1;
+		config.attach = attach_nothing;
+	}
+	if (how == MULTI_SNAPSHOT) {
+		rv_pt_resume_attr(&resume, RV_SCOPE_USER, false);
+		config.resume_attr = &resume;
 	}
 	cr_assert_eq(rv_pt_engine_open(&e, &config, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_pt_engine_start(e, &err), 0, "%s", err.message);
@@ -311,6 +373,61 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 		pt_pkt_free_decoder(d);
 		break;
 	}
+	case TRIGGER_4MIB: {
+		/* PAD until the run's trace ends the area exactly: 4 MiB in all */
+		size_t filler = aux_bytes - ref->trace_size;
+		uint8_t *pad = calloc(1, filler);
+		uint8_t after[4096];
+		int trig_fd = FAKE_FD0 + 1;
+
+		cr_assert_not_null(pad);
+		memcpy(pad, psb_plus, sizeof(psb_plus));
+		cr_assert_eq(fake_kernel_trace(pt, pad, filler), filler);
+		free(pad);
+		cr_assert_eq(fake_kernel_trace(pt, ref->trace, ref->trace_size), ref->trace_size);
+		/* the trigger hit: its uprobe's overflow pauses PT in the kernel */
+		cr_assert(fake_kernel_overflow(&fake, trig_fd, tid, hit));
+		cr_assert(pt->paused);
+		memset(after, 0xa5, sizeof(after));
+		cr_assert_eq(fake_kernel_trace(pt, after, sizeof(after)), 0,
+			     "the hardware writes nothing after the trigger");
+		cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
+		cr_assert(pt->enabled && pt->paused, "re-enabled after the copy, still paused");
+		cr_assert_eq(fake.resumes, 0);
+		break;
+	}
+	case MULTI_SNAPSHOT: {
+		/* the run twice, one snapshot each (its trace has one PSB: it
+		 * cannot be cut in two that decode alone) */
+		size_t cut = ref->trace_size;
+		int trig_fd = FAKE_FD0 + 1, resume_fd = FAKE_FD0 + 2;
+		struct rv_pt_resume r;
+
+		cr_assert(fake.ev[2].attr.type == PERF_TYPE_SOFTWARE &&
+			  rv_attr_aux_resume(&fake.ev[2].attr));
+		cr_assert_eq(fake_kernel_trace(pt, ref->trace, cut), cut);
+		cr_assert(fake_kernel_overflow(&fake, trig_fd, tid, hit));
+		cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
+		/* paused: the resume event is off until armed */
+		cr_assert(!fake_kernel_overflow(&fake, resume_fd, tid, hit + 1));
+		cr_assert_eq(fake_kernel_trace(pt, ref->trace, 64), 0);
+		cr_assert_eq(rv_pt_engine_resume(e, 0, tid, &err), 0, "%s", err.message);
+		cr_assert_eq(fake.refreshes, 1, "a per-thread slot is refreshed once");
+		cr_assert(fake_kernel_overflow(&fake, resume_fd, tid, hit + GAP_NS));
+		cr_assert(!pt->paused && !fake.ev[2].enabled,
+			  "one overflow resumed PT and disabled the event again");
+		cr_assert(!fake_kernel_overflow(&fake, resume_fd, tid, hit + GAP_NS + 1));
+		cr_assert_eq(rv_pt_engine_drain(e, &err), 0, "%s", err.message);
+		cr_assert(rv_pt_engine_take_resume(e, &r));
+		cr_assert_eq(r.tid, tid);
+		cr_assert_eq(r.time, hit + GAP_NS);
+		cr_assert(!rv_pt_engine_take_resume(e, &r));
+		write_gap_mark(w, tid, hit + GAP_NS);
+		cr_assert_eq(fake_kernel_trace(pt, ref->trace, ref->trace_size), ref->trace_size);
+		cr_assert(fake_kernel_overflow(&fake, trig_fd, tid, hit + 2 * GAP_NS));
+		cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
+		break;
+	}
 	case AUX_SAMPLE: {
 		/* {id}{ip}{pid,tid}{time}{cpu,res}{size}{data} */
 		size_t data = (ref->trace_size + 7) & ~(size_t)7;
@@ -341,6 +458,14 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 	if (how == AUX_SAMPLE) {
 		cr_assert_eq(stats.aux_samples, 1);
 		cr_assert_eq(stats.snapshots, 0, "the sample is the only trace");
+	} else if (how == TRIGGER_4MIB) {
+		cr_assert_eq(stats.snapshots, 1);
+		cr_assert_eq(stats.aux_bytes, 4u << 20, "the whole 4 MiB, not %llu bytes",
+			     (unsigned long long)stats.aux_bytes);
+	} else if (how == MULTI_SNAPSHOT) {
+		cr_assert_eq(stats.snapshots, 2);
+		cr_assert_eq(stats.aux_bytes, 2 * ref->trace_size, "each snapshot whole, once");
+		cr_assert_eq(stats.resume_samples, 1);
 	} else {
 		cr_assert_geq(stats.aux_bytes, ref->trace_size);
 		if (how != SNAPSHOT)
@@ -359,6 +484,7 @@ static void engine_capture(const struct reference *ref, enum how how, const char
 
 struct counts {
 	uint64_t calls, returns, errors;
+	uint64_t paused, paused_ns; /* WINDOW events of RV_MARK_PAUSED_NAME */
 	struct rv_pt_stats stats;
 	struct rv_pt_capture_info info;
 };
@@ -373,6 +499,11 @@ static int count(void *ctx, const struct rv_event *ev, struct rv_error *err)
 		c->returns++;
 	if (ev->kind == RV_EVENT_TRACE_ERROR)
 		c->errors++;
+	if (ev->kind == RV_EVENT_WINDOW && ev->gate.name &&
+	    !strcmp(ev->gate.name, RV_MARK_PAUSED_NAME)) {
+		c->paused++;
+		c->paused_ns += ev->gate.duration_ns;
+	}
 	return 0;
 }
 
@@ -476,10 +607,28 @@ static void check(enum how how, const char *name)
 	decode_lib(ref->dir, &want);
 	cr_assert_eq(want.calls, ref->truth_calls, "softpt's own capture");
 	decode_lib(dir, &got);
-	cr_assert_eq(got.info.buffers, 1, "%s: one stretch of trace", name);
-	cr_assert_eq(got.info.snapshot, how == SNAPSHOT || how == AUX_SAMPLE);
+	cr_assert_eq(got.info.buffers, how == MULTI_SNAPSHOT ? 2 : 1, "%s: stretches of trace",
+		     name);
+	cr_assert_eq(got.info.snapshot, how != FULL_PIECES && how != FULL_MID_PACKET);
+	if (how == MULTI_SNAPSHOT) {
+		cr_assert_eq(got.paused, 1, "%s: the gap is in the trace", name);
+		cr_assert_eq(got.paused_ns, GAP_NS);
+	} else {
+		cr_assert_eq(got.paused, 0);
+	}
 	cr_assert_eq(got.errors, 0, "%s: %" PRIu64 " errors", name, got.errors);
 	cr_assert_eq(got.stats.skipped_bytes, 0, "%s: bytes skipped", name);
+	if (how == MULTI_SNAPSHOT) {
+		/* the run twice: each snapshot whole */
+		cr_assert_eq(got.calls, 2 * ref->truth_calls, "%s: %" PRIu64 " calls, the truth %" PRIu64 " twice", name,
+			     got.calls, ref->truth_calls);
+		cr_assert_eq(got.returns, 2 * want.returns);
+		cr_assert_eq(got.stats.insns, 2 * want.stats.insns);
+		remove_tree(ref->dir);
+		free(ref->trace);
+		free(ref);
+		return;
+	}
 	cr_assert_eq(got.calls, ref->truth_calls, "%s: %" PRIu64 " calls, the truth %" PRIu64, name,
 		     got.calls, ref->truth_calls);
 	cr_assert_eq(got.returns, want.returns, "%s: %" PRIu64 " returns, softpt's %" PRIu64, name,
@@ -501,7 +650,7 @@ static void check(enum how how, const char *name)
 		/* perf 6.1 reads it (it attributes the sample's trace to no
 		 * task without the group in the header); only no complaint */
 		perf_branches(dir, name);
-	} else if (how == SNAPSHOT || how == FULL_PIECES) {
+	} else if (how == SNAPSHOT || how == FULL_PIECES || how == TRIGGER_4MIB) {
 		size_t perf_want = perf_branches(ref->dir, "softpt");
 		size_t perf_got = perf_branches(dir, name);
 
@@ -536,4 +685,16 @@ Test(pt_engine_decode, full_mode_cut_mid_packet, .timeout = 300)
 Test(pt_engine_decode, aux_sample, .timeout = 300)
 {
 	check(AUX_SAMPLE, "sample");
+}
+
+/* A trigger's snapshot is as large as --snapshot-size: 4 MiB, ending at the
+ * hit, where the kernel paused PT. */
+Test(pt_engine_decode, trigger_snapshot_of_4_mib, .timeout = 300)
+{
+	check(TRIGGER_4MIB, "trigger");
+}
+
+Test(pt_engine_decode, multi_snapshot_with_the_paused_gap, .timeout = 300)
+{
+	check(MULTI_SNAPSHOT, "multi");
 }
