@@ -25,6 +25,8 @@
 #include "capture/perf_data.h"
 #include "capture/synth.h"
 #include "fake_kernel.h"
+#include "record/perf_attr_ext.h"
+#include "record/pt_attr.h"
 #include "record/pt_engine.h"
 #include "test_env.h"
 #include "test_files.h"
@@ -642,5 +644,170 @@ Test(pt_engine, kernel_files_are_private_copies)
 	fseek(f, (long)oph.p_offset, SEEK_SET);
 	cr_assert_eq(fgetc(f), 2, "the text's bytes, from its second page");
 	fclose(f);
+	world_destroy(&w);
+}
+
+/* ---- pausing and resuming (Linux 6.13's aux_pause, as fake_kernel.h models it) ---- */
+
+static int attach_none(void *ctx, int perf_fd, size_t index, struct rv_error *err)
+{
+	return 0;
+}
+
+/* The trigger's uprobe (here a software event: the fake does not care) with
+ * aux_pause, and the resume sibling, in world w's PT group. */
+static void add_pause_and_resume(struct world *w, struct perf_event_attr *resume, bool inherit)
+{
+	static struct rv_pt_sibling trigger;
+
+	w->sib = (struct perf_event_attr){ .type = PERF_TYPE_SOFTWARE,
+					   .size = sizeof(w->sib),
+					   .config = PERF_COUNT_SW_DUMMY,
+					   .sample_period = 1,
+					   .sample_type = RV_PT_SAMPLE_TYPE,
+					   .sample_id_all = 1,
+					   .inherit = inherit };
+	rv_attr_set_aux_action(&w->sib, RV_AUX_PAUSE);
+	trigger = (struct rv_pt_sibling){ .attr = &w->sib, .name = "uprobe:trigger" };
+	w->config.siblings = &trigger;
+	w->config.nr_siblings = 1;
+	w->config.attach = attach_none;
+	rv_pt_resume_attr(resume, RV_SCOPE_USER, inherit);
+	w->config.resume_attr = resume;
+}
+
+Test(pt_engine, a_paused_pt_is_read_by_disabling_and_resumes_only_when_armed)
+{
+	struct world w;
+	struct perf_event_attr resume;
+	struct rv_pt_engine *e;
+	struct rv_error err = { 0 };
+	struct rv_pt_record_stats st;
+	struct rv_pt_resume r;
+	uint8_t bytes[1000];
+	struct fake_event *pt, *trig, *res;
+	struct perf_event_mmap_page *pg;
+
+	world_init(&w, RV_PT_SNAPSHOT, 65536);
+	add_pause_and_resume(&w, &resume, false);
+	cr_assert_eq(rv_pt_engine_open(&e, &w.config, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_engine_start(e, &err), 0, "%s", err.message);
+	pt = &w.fake.ev[0];
+	trig = &w.fake.ev[1];
+	res = &w.fake.ev[2];
+	pg = pt->ring;
+	cr_assert(pt->enabled && trig->enabled && !res->enabled,
+		  "the resume event stays off when the group is enabled");
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (uint8_t)(i * 7 + 1);
+
+	/* snapshot mode: the hardware's position is not published as it goes */
+	cr_assert_eq(fake_kernel_trace(pt, bytes, sizeof(bytes)), sizeof(bytes));
+	cr_assert_eq(pg->aux_head, 0);
+	/* the trigger's overflow pauses; a pause publishes nothing */
+	cr_assert(fake_kernel_overflow(&w.fake, FAKE_FD0 + 1, w.tid, 5000));
+	cr_assert(pt->paused);
+	cr_assert_eq(pg->aux_head, 0);
+	cr_assert_eq(fake_kernel_trace(pt, bytes, 100), 0, "paused: nothing written");
+	/* the copy: disabling publishes aux_head; re-enabled, PT stays paused */
+	cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
+	cr_assert_eq(pg->aux_head, sizeof(bytes));
+	cr_assert(pt->enabled && pt->paused);
+	rv_pt_engine_stats(e, &st);
+	cr_assert_eq(st.aux_bytes, sizeof(bytes));
+	cr_assert_eq(st.snapshots, 1);
+	/* DISABLE then ENABLE by hand: still paused (pt_config_start) */
+	cr_assert_eq(w.ops.ioctl(w.ops.ctx, FAKE_FD0, PERF_EVENT_IOC_DISABLE, 0), 0);
+	cr_assert_eq(w.ops.ioctl(w.ops.ctx, FAKE_FD0, PERF_EVENT_IOC_ENABLE, 0), 0);
+	cr_assert(pt->paused);
+	cr_assert_eq(fake_kernel_trace(pt, bytes, 100), 0);
+	/* the resume event fires only once armed, once */
+	cr_assert(!fake_kernel_overflow(&w.fake, FAKE_FD0 + 2, w.tid, 6000));
+	cr_assert_eq(rv_pt_engine_resume(e, 0, w.tid, &err), 0, "%s", err.message);
+	cr_assert_eq(w.fake.refreshes, 1);
+	cr_assert(res->enabled);
+	cr_assert(!rv_pt_engine_take_resume(e, &r), "nothing until a drain sees it");
+	cr_assert(fake_kernel_overflow(&w.fake, FAKE_FD0 + 2, w.tid, 7000));
+	cr_assert(!pt->paused && !res->enabled, "resumed, and the limit disabled it");
+	cr_assert(!fake_kernel_overflow(&w.fake, FAKE_FD0 + 2, w.tid, 8000));
+	cr_assert_eq(w.fake.resumes, 1);
+	cr_assert_eq(fake_kernel_trace(pt, bytes, 100), 100, "tracing again");
+	cr_assert_eq(rv_pt_engine_drain(e, &err), 0, "%s", err.message);
+	cr_assert(rv_pt_engine_take_resume(e, &r));
+	cr_assert_eq(r.slot, 0);
+	cr_assert_eq(r.tid, w.tid);
+	cr_assert_eq(r.time, 7000);
+	cr_assert(!rv_pt_engine_take_resume(e, &r));
+	rv_pt_engine_stats(e, &st);
+	cr_assert_eq(st.resume_samples, 1);
+
+	/* a stopped group's siblings do not fire */
+	cr_assert_eq(rv_pt_engine_stop(e, false, &err), 0, "%s", err.message);
+	cr_assert(!fake_kernel_overflow(&w.fake, FAKE_FD0 + 1, w.tid, 9000));
+	cr_assert(!pt->paused);
+	rv_pt_engine_free(e);
+	world_finish(&w);
+	world_destroy(&w);
+}
+
+/* Per CPU, the group is inherited: the kernel refuses PERF_EVENT_IOC_REFRESH
+ * (_perf_event_refresh), so the engine enables the resume event and
+ * disables it at the sample of the thread that was paused. (The fake has
+ * one event per CPU, not one per inherited thread.) */
+Test(pt_engine, an_inherited_group_is_resumed_by_enabling_until_the_thread_fires)
+{
+	static const int cpus[] = { 0, 1 };
+	struct world w;
+	struct perf_event_attr resume;
+	struct rv_pt_engine *e;
+	struct rv_error err = { 0 };
+	struct rv_pt_resume r;
+	struct fake_event *pt1, *res1;
+	int res1_fd = -1;
+
+	world_init(&w, RV_PT_SNAPSHOT, 65536);
+	w.pt.inherit = 1;
+	w.sb.inherit = 1;
+	w.config.tids = NULL;
+	w.config.nr_tids = 0;
+	w.config.cpus = cpus;
+	w.config.nr_cpus = 2;
+	w.config.cpu_pid = 4242;
+	add_pause_and_resume(&w, &resume, true);
+	cr_assert_eq(rv_pt_engine_open(&e, &w.config, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_engine_start(e, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_engine_slot_of(e, 4243, 1), 1);
+	pt1 = fake_kernel_event(&w.fake, rv_pt_engine_pt_fd(e, 1));
+	for (int i = 0; i < w.fake.nr; i++)
+		if (w.fake.ev[i].cpu == 1 && rv_attr_aux_resume(&w.fake.ev[i].attr))
+			res1_fd = FAKE_FD0 + i;
+	cr_assert_geq(res1_fd, 0);
+	res1 = fake_kernel_event(&w.fake, res1_fd);
+	cr_assert_eq(w.ops.ioctl(w.ops.ctx, res1_fd, PERF_EVENT_IOC_REFRESH, 1), -EINVAL,
+		     "the kernel refuses to refresh an inherited event");
+
+	/* thread 4243 hits the trigger on CPU 1 */
+	cr_assert(fake_kernel_overflow(&w.fake, rv_pt_engine_pt_fd(e, 1) + 1, 4243, 100));
+	cr_assert(pt1->paused);
+	cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_engine_resume(e, 1, 4243, &err), 0, "%s", err.message);
+	cr_assert_eq(w.fake.refreshes, 0);
+	cr_assert(res1->enabled);
+	/* another thread's overflow on that CPU: not the paused one's */
+	cr_assert(fake_kernel_overflow(&w.fake, res1_fd, 4244, 200));
+	cr_assert_eq(rv_pt_engine_drain(e, &err), 0, "%s", err.message);
+	cr_assert(!rv_pt_engine_take_resume(e, &r));
+	cr_assert(res1->enabled, "still armed for thread 4243");
+	cr_assert(fake_kernel_overflow(&w.fake, res1_fd, 4243, 300));
+	cr_assert_eq(rv_pt_engine_drain(e, &err), 0, "%s", err.message);
+	cr_assert(rv_pt_engine_take_resume(e, &r));
+	cr_assert_eq(r.slot, 1);
+	cr_assert_eq(r.tid, 4243);
+	cr_assert_eq(r.time, 300);
+	cr_assert(!res1->enabled, "disabled by the engine once the thread fired");
+
+	cr_assert_eq(rv_pt_engine_stop(e, false, &err), 0, "%s", err.message);
+	rv_pt_engine_free(e);
+	world_finish(&w);
 	world_destroy(&w);
 }
