@@ -45,7 +45,6 @@ enum rv_mark_kind {
 /* The name a PAUSED window carries (the trace shows "[window NAME]"). */
 #define RV_MARK_PAUSED_NAME "Intel PT paused: snapshot copy"
 
-
 /* The raw data's fixed part, in the byte order of the machine that recorded. */
 struct rv_mark_raw {
 	uint32_t kind;	/* enum rv_mark_kind */

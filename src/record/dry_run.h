@@ -58,9 +58,9 @@ struct rv_dry_run_probe {
 
 /* PLANNED SNAPSHOT SIZES: what one snapshot keeps. */
 struct rv_dry_run_snapshot {
-	const char *what;   /* "--trigger", "--min-duration window", "the end of the run" */
-	uint64_t bytes;	    /* per Intel PT buffer; 0: not bounded (full execution) */
-	const char *how;    /* how it is taken */
+	const char *what; /* "--trigger", "--min-duration window", "the end of the run" */
+	uint64_t bytes;	  /* per Intel PT buffer; 0: not bounded (full execution) */
+	const char *how;  /* how it is taken */
 };
 
 struct rv_dry_run_plan {

@@ -132,7 +132,7 @@ struct slot {
 	uint64_t aux_tail; /* full mode: what was drained */
 	int resume_fd;	   /* the cpu-clock sibling with aux_resume, or -1 */
 	uint64_t resume_id;
-	pid_t resume_tid;  /* armed: the thread whose PT a resume sample frees; 0 */
+	pid_t resume_tid; /* armed: the thread whose PT a resume sample frees; 0 */
 	bool resume_armed;
 };
 
@@ -779,9 +779,9 @@ static bool resume_sample(struct rv_pt_engine *e, const struct perf_event_header
 		}
 	}
 	if (e->nr_done < RV_PT_MAX_PENDING_RESUMES)
-		e->done[e->nr_done++] = (struct rv_pt_resume){
-			.slot = i - 1, .tid = (pid_t)(tids >> 32), .time = time
-		};
+		e->done[e->nr_done++] = (struct rv_pt_resume){ .slot = i - 1,
+							       .tid = (pid_t)(tids >> 32),
+							       .time = time };
 	return true;
 }
 
@@ -985,13 +985,13 @@ int rv_pt_engine_resume(struct rv_pt_engine *e, size_t slot, pid_t tid, struct r
 
 	if (slot >= e->nr_slots || e->slots[slot].resume_fd < 0)
 		return rv_error_set(err, EINVAL,
-				    "no Intel PT resume event in slot %zu (the plan has none)", slot);
+				    "no Intel PT resume event in slot %zu (the plan has none)",
+				    slot);
 	s = &e->slots[slot];
 	/* _perf_event_refresh refuses inherited events: those are enabled,
 	 * and disabled again at the sample of the thread (resume_sample) */
-	ret = e->resume_attr.inherit
-		      ? o->ioctl(o->ctx, s->resume_fd, PERF_EVENT_IOC_ENABLE, 0)
-		      : o->ioctl(o->ctx, s->resume_fd, PERF_EVENT_IOC_REFRESH, 1);
+	ret = e->resume_attr.inherit ? o->ioctl(o->ctx, s->resume_fd, PERF_EVENT_IOC_ENABLE, 0)
+				     : o->ioctl(o->ctx, s->resume_fd, PERF_EVENT_IOC_REFRESH, 1);
 	if (ret)
 		return rv_error_set(err, -ret,
 				    "cannot arm the event that resumes Intel PT after a "

@@ -275,16 +275,17 @@ static int describe_snapshots(const struct rv_pt_plan *p, const struct rv_pt_slo
 			 "user space%s",
 			 nr, nr == 1 ? "" : "s", trigger ? "trigger" : "STOP",
 			 p->resume ? "; PT resumes after each copy (a gap in the trace)"
-				   : trigger ? "" : "; the next window's START resumes it");
+			 : trigger ? ""
+				   : "; the next window's START resumes it");
 		return rv_dry_run_add_snapshot(dp, trigger ? "--trigger" : "--min-duration window",
 					       p->snapshot_bytes, how, err);
 	}
 	if (p->trigger_snapshot)
 		return rv_dry_run_add_snapshot(
 			dp, "--trigger", p->snapshot_bytes,
-			"the whole AUX area, copied in user space when the gate's record "
-			"arrives (this kernel cannot pause Intel PT: the copy ends up to a "
-			"poll interval after the hit)",
+			"the whole AUX area, copied in user space once rearview has read the "
+			"gate's record (this kernel cannot pause Intel PT: the copy ends that "
+			"late after the hit, usually well under a millisecond)",
 			err);
 	if (trigger || windows) {
 		snprintf(how, sizeof(how),
@@ -332,6 +333,15 @@ int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *sl
 			if (p->gate[k].in_group)
 				ret = describe_gate_event(dp, &p->gate[k], &p->gate[k].attr, leader,
 							  cpu, who, err);
+		if (!ret && p->resume) {
+			struct rv_dry_run_event res = ev;
+
+			res.label = "resume after each snapshot copy (cpu-clock, aux_resume; "
+				    "armed by rearview)";
+			res.group = leader;
+			res.attr = p->resume_attr;
+			ret = rv_dry_run_add_event(dp, &res, err);
+		}
 		if (!ret) {
 			snprintf(label, sizeof(label), "sideband (%s)",
 				 cpu >= 0 ? "mmaps, comms, tasks, context switches"
@@ -350,19 +360,6 @@ int rv_pt_plan_describe(const struct rv_pt_plan *p, const struct rv_pt_slots *sl
 		/* the gate's own uprobes are on the target's process alone:
 		 * its children's windows are not seen */
 		ret = describe_gate_event(dp, &p->gate[k], &attr, -1, -1, pid > 0 ? pid : -1, err);
-	}
-	if (!ret && p->resume) {
-		/* one per slot, in its group: listed once, for the first */
-		struct rv_dry_run_event ev = {
-			.label = "resume after each snapshot copy (cpu-clock, aux_resume), one in "
-				 "each Intel PT group",
-			.group = 0,
-			.cpu = rv_pt_slot_cpu(slots, 0),
-			.pid = rv_pt_slot_pid(slots, 0) > 0 ? rv_pt_slot_pid(slots, 0) : 0,
-			.attr = p->resume_attr,
-		};
-
-		ret = rv_dry_run_add_event(dp, &ev, err);
 	}
 	if (!ret)
 		ret = describe_snapshots(p, slots, dp, err);

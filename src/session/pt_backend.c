@@ -502,8 +502,7 @@ static int pt_mark(struct rv_backend_state *b, const struct rv_mark *mark, struc
 		return 0;
 	in_capture.time = rv_pt_clock_from_monotonic(mark->time, b->clock_offset);
 	if (mark->kind == RV_MARK_WINDOW &&
-	    (b->plan.ungated ||
-	     (b->plan.pause_snapshots && (mark->flags & RV_MARK_FLAG_SNAPSHOT))))
+	    (b->plan.ungated || (b->plan.pause_snapshots && (mark->flags & RV_MARK_FLAG_SNAPSHOT))))
 		in_capture.flags |= RV_MARK_FLAG_APPLY;
 	rv_mark_record(record, &in_capture);
 	b->nr_marks++;

@@ -33,17 +33,19 @@ static int fake_open(void *ctx, struct perf_event_attr *attr, pid_t pid, int cpu
 		return -k->fail_errno;
 	cr_assert_lt(k->nr, FAKE_MAX);
 	cr_assert(attr->disabled, "the engine opens events disabled");
-	k->ev[k->nr] = (struct fake_event){ .open = true,
-					    .attr = *attr,
-					    .pid = pid,
-					    .cpu = cpu,
-					    .group_fd = group_fd,
-					    .output_fd = -1,
-					    .id = FAKE_ID0 + (uint64_t)k->nr,
-					    /* perf_event_alloc: aux_start_paused sets hw.aux_paused */
-					    .paused = rv_attr_aux_start_paused(attr) };
+	k->ev[k->nr] =
+		(struct fake_event){ .open = true,
+				     .attr = *attr,
+				     .pid = pid,
+				     .cpu = cpu,
+				     .group_fd = group_fd,
+				     .output_fd = -1,
+				     .id = FAKE_ID0 + (uint64_t)k->nr,
+				     /* perf_event_alloc: aux_start_paused sets hw.aux_paused */
+				     .paused = rv_attr_aux_start_paused(attr) };
 	if (rv_attr_aux_pause(attr) || rv_attr_aux_resume(attr))
-		cr_assert(group_fd >= 0, "aux_pause/aux_resume outside a group (the kernel: EINVAL)");
+		cr_assert(group_fd >= 0,
+			  "aux_pause/aux_resume outside a group (the kernel: EINVAL)");
 	return FAKE_FD0 + k->nr++;
 }
 

@@ -1,6 +1,8 @@
 /* test_dry_run.c: --dry-run's text for the PT group that --filter START,STOP
  * with --min-duration sets up on the fake Ice Lake (tests/data/sysfs/icelake),
- * compared line by line with text written by hand. */
+ * compared line by line with text written by hand. And the planned snapshot
+ * sizes of --trigger and --min-duration on every fake sysfs tree
+ * (record/pt_plan.h's plan, printed). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
+#include "cli/options.h"
 #include "record/dry_run.h"
+#include "record/pt_plan.h"
 #include "sysfs_root.h"
 
 static char *print_plan(const struct rv_dry_run_plan *plan, const struct rv_pt_pmu *pmu)
@@ -398,4 +404,107 @@ Test(dry_run, plan_owns_its_strings)
 	cr_assert_null(strstr(text, "XXX"));
 	free(text);
 	rv_dry_run_plan_destroy(&plan);
+}
+
+/* ---- PLANNED SNAPSHOT SIZES on every tree ---- */
+
+/* The dry run's text of rv_pt_plan for --snapshot-size 16M and --trigger
+ * (or --filter with --min-duration) on tree; NULL when the tree has no
+ * usable intel_pt (then recording samples, and no PT snapshot is planned). */
+static char *snapshot_plan(const char *tree, bool trigger)
+{
+	struct rv_options opts = { .command = RV_CMD_RUN,
+				   .timer = RV_TIMER_LOW,
+				   .snapshot_size_bytes = 16u << 20,
+				   .min_duration_ns = trigger ? 0 : 300000 };
+	struct rv_gate_sites sites = { .filter = !trigger, .trigger = trigger };
+	struct rv_pt_pmu pmu;
+	struct rv_pt_plan plan;
+	struct rv_pt_slots slots;
+	struct rv_dry_run_plan dp;
+	struct rv_error err = { 0 };
+	char *text;
+
+	if (rv_pt_pmu_discover(&pmu, sysfs_tree(tree), &err))
+		return NULL;
+	snprintf(sites.start.path, sizeof(sites.start.path), "/usr/bin/server");
+	sites.start.offset = 0x1130;
+	sites.stop = sites.start;
+	sites.stop.offset = 0x1190;
+	sites.at = sites.start;
+	sites.at.offset = 0x1200;
+	cr_assert_eq(rv_pt_plan_build(&plan, &opts, &pmu, sysfs_tree(tree), &sites, &err), 0,
+		     "%s: %s", tree, err.message);
+	cr_assert_eq(rv_pt_slots_build(&slots, &plan, 2, NULL, 0, &err), 0, "%s", err.message);
+	rv_dry_run_plan_init(&dp);
+	cr_assert_eq(rv_pt_plan_describe(&plan, &slots, &sites, 0, &dp, &err), 0, "%s: %s", tree,
+		     err.message);
+	text = print_plan(&dp, &pmu);
+	rv_dry_run_plan_destroy(&dp);
+	return text;
+}
+
+static void expect_text(const char *text, const char *what, const char *tree)
+{
+	cr_assert_not_null(strstr(text, what), "%s: expected '%s' in:\n%s", tree, what, text);
+}
+
+Test(dry_run, planned_snapshot_sizes_on_every_fake_tree)
+{
+	const char *root = sysfs_tree("");
+	DIR *d = opendir(root);
+	struct dirent *de;
+	size_t pt_trees = 0, pause_trees = 0;
+
+	cr_assert_not_null(d, "no fake sysfs trees at %s", root);
+	while ((de = readdir(d))) {
+		char name[256], *trig, *win;
+		struct rv_pt_pmu pmu;
+		struct rv_error err = { 0 };
+		bool pause;
+
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "README"))
+			continue;
+		snprintf(name, sizeof(name), "%s", de->d_name);
+		trig = snapshot_plan(name, true);
+		if (!trig) {
+			cr_assert(!strncmp(name, "broken-", 7) || !strcmp(name, "no-pt"),
+				  "%s: no usable intel_pt", name);
+			continue;
+		}
+		pt_trees++;
+		cr_assert_eq(rv_pt_pmu_discover(&pmu, sysfs_tree(name), &err), 0);
+		pause = rv_pt_pmu_has_aux_pause(&pmu);
+		pause_trees += pause;
+		win = snapshot_plan(name, false);
+		expect_text(trig, "\nplanned snapshot sizes:\n", name);
+		/* the trigger keeps what --snapshot-size asked, on every kernel */
+		expect_text(trig, "  --trigger: 16777216 bytes (16 MiB) per buffer: ", name);
+		if (pause) {
+			expect_text(trig,
+				    "ending where the kernel paused Intel PT (aux_pause on the "
+				    "trigger uprobe)",
+				    name);
+			expect_text(win,
+				    "  --min-duration window: 16777216 bytes (16 MiB) per "
+				    "buffer: ",
+				    name);
+			cr_assert_null(strstr(win, "PERF_SAMPLE_AUX"), "%s: no AUX sample", name);
+		} else {
+			expect_text(trig,
+				    "copied in user space once rearview has read the gate's "
+				    "record",
+				    name);
+			/* before 6.13 a window is still the kernel's 60 KiB sample */
+			expect_text(win,
+				    "  --min-duration window: 61440 bytes (60.0 KiB) per "
+				    "buffer: one PERF_SAMPLE_AUX sample",
+				    name);
+		}
+		free(trig);
+		free(win);
+	}
+	closedir(d);
+	cr_assert_geq(pt_trees, 5, "every tree with intel_pt was planned");
+	cr_assert_eq(pause_trees, 1, "icelake is the one tree with aux pause");
 }

@@ -620,8 +620,9 @@ static void check(enum how how, const char *name)
 	cr_assert_eq(got.stats.skipped_bytes, 0, "%s: bytes skipped", name);
 	if (how == MULTI_SNAPSHOT) {
 		/* the run twice: each snapshot whole */
-		cr_assert_eq(got.calls, 2 * ref->truth_calls, "%s: %" PRIu64 " calls, the truth %" PRIu64 " twice", name,
-			     got.calls, ref->truth_calls);
+		cr_assert_eq(got.calls, 2 * ref->truth_calls,
+			     "%s: %" PRIu64 " calls, the truth %" PRIu64 " twice", name, got.calls,
+			     ref->truth_calls);
 		cr_assert_eq(got.returns, 2 * want.returns);
 		cr_assert_eq(got.stats.insns, 2 * want.stats.insns);
 		remove_tree(ref->dir);
