@@ -181,6 +181,8 @@ static const char record_options_help[] =
 	"                             Sampling: default 4M with fp, 64M with dwarf;\n"
 	"                             uprobe: default 64M (48 bytes a record, two\n"
 	"                             records a call)\n"
+	"                             Intel PT: default 4M per buffer; a --trigger or\n"
+	"                             --min-duration snapshot keeps all of it\n"
 	"      --full-execution       keep everything from start to end instead\n"
 	"      --btf FILE             the kernel's BTF, for a kernel without\n"
 	"                             /sys/kernel/btf/vmlinux (built without\n"
