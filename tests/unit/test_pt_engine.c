@@ -811,3 +811,96 @@ Test(pt_engine, an_inherited_group_is_resumed_by_enabling_until_the_thread_fires
 	world_finish(&w);
 	world_destroy(&w);
 }
+
+/* --min-duration on the simulated kernel: PT opens paused, START (aux_resume)
+ * and STOP (aux_pause) are the gate's uprobes; the gate's decisions are
+ * played by the test (a hit it refuses is no overflow). A fast window is
+ * dropped (no copy: the next START resumes over it), a slow one is copied
+ * with what came since the last copy; while the copy is held, a START is
+ * refused and PT stays paused, so the copy ends at the slow window's STOP.
+ * Had that START fired (no hold), PT would have run on into the copy. */
+static uint64_t window(struct world *w, int start_fd, int stop_fd, const uint8_t *bytes, size_t n)
+{
+	struct fake_event *pt = &w->fake.ev[0];
+	size_t written;
+
+	cr_assert(fake_kernel_overflow(&w->fake, start_fd, w->tid, 1));
+	cr_assert(!pt->paused, "START resumed");
+	written = fake_kernel_trace(pt, bytes, n);
+	cr_assert(fake_kernel_overflow(&w->fake, stop_fd, w->tid, 2));
+	cr_assert(pt->paused, "STOP paused");
+	return written;
+}
+
+static void min_duration_run(bool hold, uint64_t *copied)
+{
+	struct world w;
+	static struct rv_pt_sibling sibs[2];
+	struct perf_event_attr start, stop;
+	struct rv_pt_engine *e;
+	struct rv_error err = { 0 };
+	struct rv_pt_record_stats st;
+	uint8_t fast[300], slow[2000], after[500];
+	struct fake_event *pt;
+
+	world_init(&w, RV_PT_SNAPSHOT, 65536);
+	rv_attr_set_aux_action(&w.pt, RV_AUX_START_PAUSED);
+	start = (struct perf_event_attr){ .type = PERF_TYPE_SOFTWARE,
+					  .size = sizeof(start),
+					  .config = PERF_COUNT_SW_DUMMY,
+					  .sample_period = 1,
+					  .sample_id_all = 1 };
+	stop = start;
+	rv_attr_set_aux_action(&start, RV_AUX_RESUME);
+	rv_attr_set_aux_action(&stop, RV_AUX_PAUSE);
+	sibs[0] = (struct rv_pt_sibling){ .attr = &start, .name = "uprobe:start" };
+	sibs[1] = (struct rv_pt_sibling){ .attr = &stop, .name = "uprobe:stop" };
+	w.config.siblings = sibs;
+	w.config.nr_siblings = 2;
+	w.config.attach = attach_none;
+	memset(fast, 0x11, sizeof(fast));
+	memset(slow, 0x22, sizeof(slow));
+	memset(after, 0x33, sizeof(after));
+	cr_assert_eq(rv_pt_engine_open(&e, &w.config, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_engine_start(e, &err), 0, "%s", err.message);
+	pt = &w.fake.ev[0];
+	cr_assert(pt->enabled && pt->paused, "aux_start_paused: nothing before a window");
+	cr_assert_eq(fake_kernel_trace(pt, after, 100), 0);
+
+	/* a fast window: dropped, nothing copied */
+	cr_assert_eq(window(&w, FAKE_FD0 + 1, FAKE_FD0 + 2, fast, sizeof(fast)), sizeof(fast));
+	/* a slow one: the gate keeps it; another thread's START comes before
+	 * the copy */
+	cr_assert_eq(window(&w, FAKE_FD0 + 1, FAKE_FD0 + 2, slow, sizeof(slow)), sizeof(slow));
+	if (!hold)
+		cr_assert(fake_kernel_overflow(&w.fake, FAKE_FD0 + 1, w.tid + 1, 3));
+	cr_assert_eq(fake_kernel_trace(pt, after, sizeof(after)), hold ? 0 : sizeof(after));
+	cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
+	rv_pt_engine_stats(e, &st);
+	*copied = st.aux_bytes;
+	cr_assert_eq(st.snapshots, 1);
+	if (hold) {
+		/* released: the next window runs and is copied alone */
+		cr_assert(pt->paused, "still paused after the copy");
+		cr_assert_eq(window(&w, FAKE_FD0 + 1, FAKE_FD0 + 2, slow, sizeof(slow)),
+			     sizeof(slow));
+		cr_assert_eq(rv_pt_engine_snapshot(e, &err), 0, "%s", err.message);
+		rv_pt_engine_stats(e, &st);
+		cr_assert_eq(st.snapshots, 2);
+		cr_assert_eq(st.aux_bytes - *copied, sizeof(slow), "only what is new");
+	}
+	cr_assert_eq(rv_pt_engine_stop(e, false, &err), 0, "%s", err.message);
+	rv_pt_engine_free(e);
+	world_finish(&w);
+	world_destroy(&w);
+}
+
+Test(pt_engine, min_duration_copies_end_at_the_stop_while_the_gate_holds_starts_off)
+{
+	uint64_t held, raced;
+
+	min_duration_run(true, &held);
+	cr_assert_eq(held, 300 + 2000, "the fast and the slow window, nothing after the STOP");
+	min_duration_run(false, &raced);
+	cr_assert_eq(raced, 300 + 2000 + 500, "without the hold, PT ran on into the copy");
+}
