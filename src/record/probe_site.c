@@ -410,13 +410,29 @@ static int resolve_symbol(struct module *m, const char *want, bool in_executable
 
 /* ---- FILE:LINE ---- */
 
+/* Whether list ("2, 11") holds number. */
+static bool has_number(const char *list, int number)
+{
+	const char *p = list;
+	char *end;
+
+	while (*p) {
+		if (strtol(p, &end, 10) == number && end != p)
+			return true;
+		if (end == p)
+			return false;
+		p = end + strspn(end, ", ");
+	}
+	return false;
+}
+
 static int resolve_line(struct module *m, const char *file, int line, int column,
 			struct rv_probe_site *out, struct rv_error *err)
 {
 	Dwarf_Addr dwarf_bias;
 	Dwfl_Line **lines = NULL;
 	size_t nr_lines = 0;
-	uint64_t best = UINT64_MAX, offset;
+	uint64_t best = UINT64_MAX, best_any = UINT64_MAX, offset;
 	int nearest = 0;
 	char columns[128] = ""; /* the columns the line has, when COL matches none */
 	size_t used = 0;
@@ -445,21 +461,28 @@ static int resolve_line(struct module *m, const char *file, int line, int column
 				nearest = lineno;
 			continue;
 		}
-		if (dl && dwarf_linebeginstatement(dl, &is_stmt) == 0 && !is_stmt)
-			continue;
 		if (column && col != column) {
 			char one[16];
 
 			snprintf(one, sizeof(one), "%d", col);
-			if (used < sizeof(columns) - 1 && !strstr(columns, one))
+			if (col > 0 && used < sizeof(columns) - 1 && !has_number(columns, col))
 				used += (size_t)snprintf(columns + used, sizeof(columns) - used,
 							 "%s%s", used ? ", " : "", one);
+			continue;
+		}
+		if (dl && dwarf_linebeginstatement(dl, &is_stmt) == 0 && !is_stmt) {
+			/* a column names its row even when it starts no statement
+			 * (a second call on the line) */
+			if (column && addr - m->bias < best_any)
+				best_any = addr - m->bias;
 			continue;
 		}
 		if (addr - m->bias < best)
 			best = addr - m->bias;
 	}
 	free(lines);
+	if (best == UINT64_MAX)
+		best = best_any;
 	if (best == UINT64_MAX && column && columns[0])
 		return rv_error_set(err, ENOENT,
 				    "line %d of '%s' has no code at column %d in '%s'; its "
@@ -495,7 +518,7 @@ static int resolve_stop_indicator(struct module *m, pid_t pid, struct rv_probe_s
 			return resolve_symbol(m, names[i], true, pid, "", out, err);
 	}
 	return rv_error_set(err, ENOENT,
-			    "'--trigger .' stops at the program's stop indicator, and '%s' "
+			    "'.' is the program's stop indicator, and '%s' "
 			    "defines neither %s nor %s; define one (an empty noinline function "
 			    "the program calls where the trace should end) or name the site",
 			    m->path, RV_STOP_INDICATOR, RV_STOP_INDICATOR_OWN);
@@ -595,7 +618,8 @@ static int list_functions(struct module *m, struct rv_probe_choice **list, size_
 			continue; /* an alias of a function listed already */
 		seen[nr_seen++] = link_addr;
 		demangled = rv_demangle(name);
-		snprintf(label, sizeof(label), "%.*s", (int)strcspn(demangled ? demangled : name, "@"),
+		snprintf(label, sizeof(label), "%.*s",
+			 (int)strcspn(demangled ? demangled : name, "@"),
 			 demangled ? demangled : name);
 		free(demangled);
 		snprintf(spec, sizeof(spec), "addr:0x%llx", (unsigned long long)link_addr);
@@ -669,7 +693,8 @@ static int list_lines(struct module *m, struct rv_probe_choice **list, size_t *n
 		const char *function;
 		char label[PATH_MAX + 320], spec[PATH_MAX + 32];
 
-		if (i && rows[i].line == rows[i - 1].line && !strcmp(rows[i].file, rows[i - 1].file))
+		if (i && rows[i].line == rows[i - 1].line &&
+		    !strcmp(rows[i].file, rows[i - 1].file))
 			continue; /* the line's first address is the one resolved */
 		function = dwfl_module_addrname(m->mod, rows[i].address + m->bias);
 		snprintf(label, sizeof(label), "%s:%d%s%s%s", rows[i].file, rows[i].line,

@@ -56,7 +56,7 @@ struct rv_gate_sites {
 	struct rv_probe_site start, stop, at; /* at: the trigger */
 };
 
-#define RV_STOP_INDICATOR "magic_trace_stop_indicator"
+#define RV_STOP_INDICATOR     "magic_trace_stop_indicator"
 #define RV_STOP_INDICATOR_OWN "rearview_stop_indicator"
 
 enum rv_probe_spec_kind {

@@ -10,6 +10,7 @@
 
 #include "capture/marks.h"
 #include "record/gate.h"
+#include "record/picker.h"
 #include "util/array.h"
 #include "util/log.h"
 
@@ -29,15 +30,59 @@ bool rv_gating_wanted(const struct rv_options *opts)
 	return opts->filter_start || opts->trigger;
 }
 
-static int resolve_one(const char *what, const char *spec, const char *exe, pid_t pid,
+/* The user's choice for a '?' site: what resolves it, resolved into out. */
+static int pick_one(const char *what, const char *spec, const char *exe, pid_t pid, int stop_fd,
+		    struct rv_probe_site *out, struct rv_error *err)
+{
+	struct rv_probe_spec *parsed = malloc(sizeof(*parsed));
+	struct rv_probe_choice *choices = NULL;
+	struct rv_pick_question question = { .otherwise = "name the site instead" };
+	const char **labels = NULL;
+	char prompt[64], text[96];
+	size_t nr = 0, chosen = 0;
+	int ret;
+
+	if (!parsed)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	ret = rv_probe_spec_parse(spec, parsed, err);
+	if (!ret)
+		ret = rv_probe_site_choices(parsed->kind, exe, pid, &choices, &nr, err);
+	if (!ret) {
+		bool line = parsed->kind == RV_PROBE_PICK_LINE;
+
+		question.noun = line ? "source line" : "function";
+		snprintf(text, sizeof(text), "%s at which %s?", what, question.noun);
+		snprintf(prompt, sizeof(prompt), "%s %s> ", what, question.noun);
+		question.question = text;
+		question.fzf_prompt = prompt;
+		labels = malloc(nr * sizeof(*labels));
+		if (!labels)
+			ret = rv_error_set(err, ENOMEM, "out of memory");
+		for (size_t i = 0; !ret && i < nr; i++)
+			labels[i] = choices[i].label;
+	}
+	if (!ret)
+		ret = rv_pick(&question, labels, nr, stop_fd, &chosen, err);
+	if (!ret) {
+		rv_note("%s: %s (%s)", what, choices[chosen].label, choices[chosen].spec);
+		ret = rv_probe_site_resolve(choices[chosen].spec, exe, pid, out, err);
+	}
+	free(labels);
+	rv_probe_choices_free(choices, nr);
+	free(parsed);
+	return ret;
+}
+
+static int resolve_one(const char *what, const char *spec, const char *exe, pid_t pid, int stop_fd,
 		       struct rv_probe_site *out, struct rv_error *err)
 {
-	int ret = rv_probe_site_resolve(spec, exe, pid, out, err);
+	int ret = rv_probe_spec_is_pick(spec) ? pick_one(what, spec, exe, pid, stop_fd, out, err)
+					      : rv_probe_site_resolve(spec, exe, pid, out, err);
 
 	return ret ? rv_error_prefix(err, what) : 0;
 }
 
-int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
+int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid, int stop_fd,
 		      struct rv_gate_sites *out, struct rv_error *err)
 {
 	int ret = 0;
@@ -45,10 +90,11 @@ int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
 	memset(out, 0, sizeof(*out));
 	if (opts->filter_start) {
 		out->filter = true;
-		ret = resolve_one("--filter START", opts->filter_start, exe, pid, &out->start, err);
+		ret = resolve_one("--filter START", opts->filter_start, exe, pid, stop_fd,
+				  &out->start, err);
 		if (!ret)
-			ret = resolve_one("--filter STOP", opts->filter_stop, exe, pid, &out->stop,
-					  err);
+			ret = resolve_one("--filter STOP", opts->filter_stop, exe, pid, stop_fd,
+					  &out->stop, err);
 		if (!ret && out->start.offset == out->stop.offset &&
 		    !strcmp(out->start.path, out->stop.path))
 			return rv_error_set(
@@ -60,7 +106,7 @@ int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
 	}
 	if (!ret && opts->trigger) {
 		out->trigger = true;
-		ret = resolve_one("--trigger", opts->trigger, exe, pid, &out->at, err);
+		ret = resolve_one("--trigger", opts->trigger, exe, pid, stop_fd, &out->at, err);
 	}
 	return ret;
 }
