@@ -381,6 +381,17 @@ static void format_duration(uint64_t ns, char *buf, size_t size)
 		snprintf(buf, size, "%" PRIu64 " ns", ns);
 }
 
+/* The trigger as the user named it, or the function picked or found for
+ * '?' and '.'. */
+static const char *trigger_name(const struct rv_gating *g)
+{
+	const char *spec = g->opts->trigger;
+
+	if ((rv_probe_spec_is_pick(spec) || !strcmp(spec, ".")) && g->sites.at.function[0])
+		return g->sites.at.function;
+	return spec;
+}
+
 void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 {
 	const struct rv_options *o = g->opts;
@@ -404,9 +415,9 @@ void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 	if (g->sites.trigger && !g->triggers)
 		rv_note("--trigger %s never ran: the trace holds the end of the recording, as "
 			"without a trigger",
-			o->trigger);
+			trigger_name(g));
 	else if (g->sites.trigger)
-		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s", o->trigger,
+		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s", trigger_name(g),
 			g->triggers, g->triggers == 1 ? "" : "s", g->snapshots,
 			g->snapshots == 1 ? "" : "s");
 	if (!rv_gate_counts(g->gate, &counts, &err)) {
