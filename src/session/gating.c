@@ -273,6 +273,15 @@ static int snapshot(struct rv_gating *g, const struct rv_gating_actions *a,
 	return 0;
 }
 
+/* A site as the user named it, or, for '?' and '.', the function chosen or
+ * found (marks and notes name it). */
+static const char *site_name(const char *spec, const struct rv_probe_site *site)
+{
+	if ((rv_probe_spec_is_pick(spec) || !strcmp(spec, ".")) && site->function[0])
+		return site->function;
+	return spec;
+}
+
 static int on_window_end(struct rv_gating *g, const struct rv_gating_actions *a,
 			 const struct rv_gate_record *r, struct rv_error *err)
 {
@@ -284,7 +293,7 @@ static int on_window_end(struct rv_gating *g, const struct rv_gating_actions *a,
 		.tid = r->tid,
 		.time = r->time_ns,
 		.duration_ns = r->duration_ns,
-		.name = o->filter_start,
+		.name = site_name(o->filter_start, &g->sites.start),
 	};
 	struct rv_gating_snapshot own = {
 		.selection = { .since = r->time_ns > r->duration_ns ? r->time_ns - r->duration_ns
@@ -319,7 +328,7 @@ static int on_trigger(struct rv_gating *g, const struct rv_gating_actions *a,
 		.pid = r->pid,
 		.tid = r->tid,
 		.time = r->time_ns,
-		.name = o->trigger,
+		.name = site_name(o->trigger, &g->sites.at),
 	};
 	/* What came before the hit, since the last snapshot. */
 	struct rv_gating_snapshot before = {
@@ -381,17 +390,6 @@ static void format_duration(uint64_t ns, char *buf, size_t size)
 		snprintf(buf, size, "%" PRIu64 " ns", ns);
 }
 
-/* The trigger as the user named it, or the function picked or found for
- * '?' and '.'. */
-static const char *trigger_name(const struct rv_gating *g)
-{
-	const char *spec = g->opts->trigger;
-
-	if ((rv_probe_spec_is_pick(spec) || !strcmp(spec, ".")) && g->sites.at.function[0])
-		return g->sites.at.function;
-	return spec;
-}
-
 void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 {
 	const struct rv_options *o = g->opts;
@@ -415,11 +413,11 @@ void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 	if (g->sites.trigger && !g->triggers)
 		rv_note("--trigger %s never ran: the trace holds the end of the recording, as "
 			"without a trigger",
-			trigger_name(g));
+			site_name(g->opts->trigger, &g->sites.at));
 	else if (g->sites.trigger)
-		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s", trigger_name(g),
-			g->triggers, g->triggers == 1 ? "" : "s", g->snapshots,
-			g->snapshots == 1 ? "" : "s");
+		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s",
+			site_name(g->opts->trigger, &g->sites.at), g->triggers,
+			g->triggers == 1 ? "" : "s", g->snapshots, g->snapshots == 1 ? "" : "s");
 	if (!rv_gate_counts(g->gate, &counts, &err)) {
 		if (counts.record_drops)
 			rv_warn("the gate lost %" PRIu64 " of its records (its ring buffer was "
