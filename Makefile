@@ -131,6 +131,9 @@ $(BUILD)/tests/targets/%: tests/targets/%.cpp
 	@mkdir -p $(@D)
 	$(CXX) $(TARGET_CFLAGS) -o $@ $<
 
+# The stop indicator targets share their body.
+$(BUILD)/tests/targets/stop_magic $(BUILD)/tests/targets/stop_own: tests/targets/stop_indicator.h
+
 $(BUILD)/tests/targets/%.stripped: $(BUILD)/tests/targets/%
 	strip -o $@ $<
 

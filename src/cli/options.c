@@ -236,10 +236,21 @@ static const char record_options_help[] =
 	"      process that maps the probed files, and others running a probed\n"
 	"      function pay its trap (--no-follow keeps them on COMMAND alone).\n"
 	"\n"
-	"When (the gate, decided in the kernel by BPF on uprobes; a SITE is a\n"
-	"symbol, LIB:SYMBOL, 0xADDR or FILE:LINE of the program):\n"
+	"When (the gate, decided in the kernel by BPF on uprobes). A SITE is a place in\n"
+	"the program (run: COMMAND; attach: the first PID's executable):\n"
+	"      FUNCTION, symbol:FUNCTION   a function (C++ names demangled or not)\n"
+	"      LIB:FUNCTION                a function of a library (libc.so.6:malloc)\n"
+	"      0xADDR, addr:0xADDR         a link-time code address (as nm shows it)\n"
+	"      FILE:LINE[:COL], line:FILE:LINE[:COL]\n"
+	"                                  a source line (DWARF); COL picks the line\n"
+	"                                  table's row of that column\n"
+	"      ?, symbol:?, line:?         choose a function or source line from a list\n"
+	"                                  (fzf when installed; needs a terminal)\n"
+	"      .                           the program's magic_trace_stop_indicator or\n"
+	"                                  rearview_stop_indicator function\n"
 	"      --filter START,STOP    record only between a call of START and the next\n"
 	"                             call of STOP, per thread; each window is a span\n"
+	"                             (--filter ?,? asks for both)\n"
 	"      --min-duration DUR     with --filter: keep only windows longer than DUR\n"
 	"                             (300us, 2ms): the first one ends the recording\n"
 	"      --trigger SITE         take the snapshot when SITE runs: the trace holds\n"
@@ -248,7 +259,8 @@ static const char record_options_help[] =
 	"                             longer than --min-duration), each a segment of the\n"
 	"                             trace; recording goes on\n"
 	"      --dry-run              print the perf events, uprobes and BPF programs\n"
-	"                             that would be set up, and exit\n"
+	"                             that would be set up, and the gate's thresholds\n"
+	"                             (which hits fire, --min-duration), and exit\n"
 	"\n"
 	"General:\n"
 	"  -v, --verbose              more detail on stderr (repeat for more)\n"
@@ -711,7 +723,7 @@ int rv_parse_filter(const char *text, char **start, char **stop, struct rv_error
 	if (split >= end || split == text)
 		return rv_error_set(err, EINVAL,
 				    "invalid --filter '%s': give two sites, START,STOP (a symbol, "
-				    "LIB:SYMBOL, 0xADDR or FILE:LINE each), e.g. "
+				    "LIB:SYMBOL, 0xADDR, FILE:LINE[:COL] or '?' each), e.g. "
 				    "request_begin,request_end",
 				    text);
 	*start = copy_trimmed(text, split);
@@ -936,9 +948,26 @@ static int check_uprobe(const struct rv_options *opts, struct rv_error *err)
 	return 0;
 }
 
+/* "?", "symbol:?", "line:?": a site the user picks from a list (probe_site.h). */
+static bool site_is_pick(const char *site)
+{
+	return site && (!strcmp(site, "?") || !strcmp(site, "symbol:?") || !strcmp(site, "line:?"));
+}
+
 /* The gate's options, among themselves and with the others. */
 static int check_gate(const struct rv_options *opts, struct rv_error *err)
 {
+	const char *pick = site_is_pick(opts->trigger)	      ? "--trigger"
+			   : site_is_pick(opts->filter_start) ? "--filter START"
+			   : site_is_pick(opts->filter_stop)  ? "--filter STOP"
+							      : NULL;
+
+	if (pick && !(isatty(STDIN_FILENO) && isatty(STDERR_FILENO)))
+		return rv_error_set(err, EINVAL,
+				    "%s '?' chooses the site from a list, which needs a terminal "
+				    "(standard input and error); without one, name the site: a "
+				    "function, LIB:SYMBOL, addr:0xADDR or FILE:LINE[:COL]",
+				    pick);
 	if (opts->min_duration_ns && !opts->filter_start)
 		return rv_error_set(
 			err, EINVAL,
@@ -1055,7 +1084,7 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			if (!*optarg || strlen(optarg) >= RV_MAX_PROBE_SPEC)
 				return rv_error_set(err, EINVAL,
 						    "--trigger needs a site: a symbol, LIB:SYMBOL, "
-						    "0xADDR or FILE:LINE");
+						    "0xADDR, FILE:LINE[:COL], '.' or '?'");
 			opts->trigger = optarg;
 			break;
 		case OPT_MIN_DURATION:

@@ -533,3 +533,61 @@ void rv_dry_run_print(FILE *out, const struct rv_dry_run_plan *plan, const struc
 	}
 	print_snapshots(out, plan);
 }
+
+/* ---- the gate's thresholds ---- */
+
+/* ns in the largest unit that divides it: "300us", "2ms", "1500ns". */
+static void format_duration(char *out, size_t size, uint64_t ns)
+{
+	static const struct {
+		uint64_t scale;
+		const char *unit;
+	} units[] = { { 1000000000ull, "s" }, { 1000000ull, "ms" }, { 1000ull, "us" } };
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns % units[i].scale == 0) {
+			snprintf(out, size, "%" PRIu64 "%s", ns / units[i].scale, units[i].unit);
+			return;
+		}
+	}
+	snprintf(out, size, "%" PRIu64 "ns", ns);
+}
+
+void rv_dry_run_print_gate(FILE *out, const struct rv_dry_run_gate *gate)
+{
+	char dur[32];
+	const char *ends = gate->multi_snapshot ? "recording goes on (--multi-snapshot)"
+						: "recording ends there";
+	const char *which = gate->multi_snapshot ? "every" : "the first";
+	const char *only = gate->multi_snapshot ? "" : " (only that one in the whole recording)";
+
+	fprintf(out, "\ngate (BPF gate_hit decides each hit in the kernel):\n");
+	if (gate->start) {
+		fprintf(out,
+			"  START at %s: fires on a thread's hit outside a window, which opens "
+			"the thread's window; a hit inside it only nests\n",
+			gate->start[0] ? gate->start : "?");
+		fprintf(out,
+			"  STOP at %s: fires on the hit that closes the thread's outermost "
+			"window (the window lasts from its first START to this STOP); a hit "
+			"outside any window is ignored\n",
+			gate->stop && gate->stop[0] ? gate->stop : "?");
+	}
+	if (gate->start && gate->min_duration_ns) {
+		format_duration(dur, sizeof(dur), gate->min_duration_ns);
+		fprintf(out, "  min_duration = %" PRIu64 " ns (%s)\n", gate->min_duration_ns, dur);
+		fprintf(out,
+			"  STOP (--min-duration sample): fires when the window it closes lasted "
+			"more than %" PRIu64 " ns (%s), on %s such window%s: that window is a "
+			"snapshot, and %s; windows of %s or less are dropped\n",
+			gate->min_duration_ns, dur, which, only, ends, dur);
+	} else if (gate->start) {
+		fprintf(out,
+			"  min_duration = 0 (none): every window is kept, whatever its length\n");
+	}
+	if (gate->trigger)
+		fprintf(out,
+			"  TRIGGER at %s: fires on %s hit%s, by any thread of the program: a "
+			"snapshot of what came before it, and %s\n",
+			gate->trigger[0] ? gate->trigger : "?", which, only, ends);
+}

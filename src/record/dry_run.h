@@ -100,6 +100,19 @@ int rv_dry_run_add_snapshot(struct rv_dry_run_plan *plan, const char *what, uint
 
 void rv_dry_run_set_uprobe_pmu(struct rv_dry_run_plan *plan, const struct rv_uprobe_pmu *pmu);
 
+/* The gate's thresholds (record/gate.h, bpf/gate.bpf.c), for --dry-run: which
+ * hits of each site fire and what --min-duration keeps. */
+struct rv_dry_run_gate {
+	/* The functions at the sites ("" when not known); NULL: no such site. */
+	const char *start, *stop, *trigger;
+	uint64_t min_duration_ns; /* 0: none */
+	bool multi_snapshot;
+};
+
+/* Prints the gate's section: "gate:" then one line per role and threshold,
+ * each in numbers ("min_duration = 300000 ns (300us)") and in words. */
+void rv_dry_run_print_gate(FILE *out, const struct rv_dry_run_gate *gate);
+
 /* Prints the plan. pmu (may be NULL) names intel_pt events and their config
  * bits, and heads the output with what the PMU can do. */
 void rv_dry_run_print(FILE *out, const struct rv_dry_run_plan *plan, const struct rv_pt_pmu *pmu);

@@ -124,6 +124,23 @@ static void fill_site(struct rv_probe_site *out, struct module *m, uint64_t addr
 	snprintf(out->function, sizeof(out->function), "%s", function ? function : "");
 }
 
+static int resolve_executable(const char *exe, pid_t pid, char *path, size_t size,
+			      struct rv_error *err)
+{
+	if (exe) {
+		if (!strchr(exe, '/')) {
+			/* A bare name: the caller resolved PATH already or means ./exe. */
+			snprintf(path, size, "./%s", exe);
+		} else {
+			snprintf(path, size, "%s", exe);
+		}
+		return 0;
+	}
+	if (pid <= 0)
+		return rv_error_set(err, EINVAL, "no executable to resolve probes in");
+	return rv_proc_exe(pid, path, size, err);
+}
+
 /* ---- symbols ---- */
 
 /* name without its symbol version ("malloc@@GLIBC_2.2.5"), compared to want. */
@@ -393,14 +410,32 @@ static int resolve_symbol(struct module *m, const char *want, bool in_executable
 
 /* ---- FILE:LINE ---- */
 
-static int resolve_line(struct module *m, const char *file, int line, struct rv_probe_site *out,
-			struct rv_error *err)
+/* Whether list ("2, 11") holds number. */
+static bool has_number(const char *list, int number)
+{
+	const char *p = list;
+	char *end;
+
+	while (*p) {
+		if (strtol(p, &end, 10) == number && end != p)
+			return true;
+		if (end == p)
+			return false;
+		p = end + strspn(end, ", ");
+	}
+	return false;
+}
+
+static int resolve_line(struct module *m, const char *file, int line, int column,
+			struct rv_probe_site *out, struct rv_error *err)
 {
 	Dwarf_Addr dwarf_bias;
 	Dwfl_Line **lines = NULL;
 	size_t nr_lines = 0;
-	uint64_t best = UINT64_MAX, offset;
+	uint64_t best = UINT64_MAX, best_any = UINT64_MAX, offset;
 	int nearest = 0;
+	char columns[128] = ""; /* the columns the line has, when COL matches none */
+	size_t used = 0;
 
 	if (!dwfl_module_getdwarf(m->mod, &dwarf_bias))
 		return rv_error_set(err, ENODATA,
@@ -414,24 +449,45 @@ static int resolve_line(struct module *m, const char *file, int line, struct rv_
 				    file, line, m->path);
 	for (size_t i = 0; i < nr_lines; i++) {
 		Dwarf_Addr addr;
-		int lineno = 0;
+		int lineno = 0, col = 0;
 		bool is_stmt = false;
 		Dwarf_Addr line_bias;
 		Dwarf_Line *dl = dwfl_dwarf_line(lines[i], &line_bias);
 
-		if (!dwfl_lineinfo(lines[i], &addr, &lineno, NULL, NULL, NULL))
+		if (!dwfl_lineinfo(lines[i], &addr, &lineno, &col, NULL, NULL))
 			continue;
 		if (lineno != line) {
 			if (!nearest || lineno < nearest)
 				nearest = lineno;
 			continue;
 		}
-		if (dl && dwarf_linebeginstatement(dl, &is_stmt) == 0 && !is_stmt)
+		if (column && col != column) {
+			char one[16];
+
+			snprintf(one, sizeof(one), "%d", col);
+			if (col > 0 && used < sizeof(columns) - 1 && !has_number(columns, col))
+				used += (size_t)snprintf(columns + used, sizeof(columns) - used,
+							 "%s%s", used ? ", " : "", one);
 			continue;
+		}
+		if (dl && dwarf_linebeginstatement(dl, &is_stmt) == 0 && !is_stmt) {
+			/* a column names its row even when it starts no statement
+			 * (a second call on the line) */
+			if (column && addr - m->bias < best_any)
+				best_any = addr - m->bias;
+			continue;
+		}
 		if (addr - m->bias < best)
 			best = addr - m->bias;
 	}
 	free(lines);
+	if (best == UINT64_MAX)
+		best = best_any;
+	if (best == UINT64_MAX && column && columns[0])
+		return rv_error_set(err, ENOENT,
+				    "line %d of '%s' has no code at column %d in '%s'; its "
+				    "columns with code are %s (or give %s:%d without a column)",
+				    line, file, column, m->path, columns, file, line);
 	if (best == UINT64_MAX) {
 		if (nearest)
 			return rv_error_set(err, ENOENT,
@@ -447,13 +503,251 @@ static int resolve_line(struct module *m, const char *file, int line, struct rv_
 	return 0;
 }
 
+/* ---- the stop indicator ---- */
+
+/* magic_trace_stop_indicator, else rearview_stop_indicator, in the executable. */
+static int resolve_stop_indicator(struct module *m, pid_t pid, struct rv_probe_site *out,
+				  struct rv_error *err)
+{
+	static const char *const names[] = { RV_STOP_INDICATOR, RV_STOP_INDICATOR_OWN };
+	struct symbol_search s;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		search_symbols(m, names[i], &s);
+		if (s.nr_addrs || s.ifunc || s.non_function)
+			return resolve_symbol(m, names[i], true, pid, "", out, err);
+	}
+	return rv_error_set(err, ENOENT,
+			    "'.' is the program's stop indicator, and '%s' "
+			    "defines neither %s nor %s; define one (an empty noinline function "
+			    "the program calls where the trace should end) or name the site",
+			    m->path, RV_STOP_INDICATOR, RV_STOP_INDICATOR_OWN);
+}
+
+/* ---- what the user may pick ---- */
+
+struct line_row {
+	const char *file; /* libdwfl's, valid while the module is open */
+	int line;
+	uint64_t address; /* link-time */
+};
+
+static int compare_rows(const void *a, const void *b)
+{
+	const struct line_row *x = a, *y = b;
+	int c = strcmp(x->file, y->file);
+
+	if (c)
+		return c;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->address < y->address ? -1 : x->address > y->address;
+}
+
+static int compare_choices(const void *a, const void *b)
+{
+	const struct rv_probe_choice *x = a, *y = b;
+
+	return strcmp(x->label, y->label);
+}
+
+static int add_choice(struct rv_probe_choice **list, size_t *nr, size_t *cap, const char *label,
+		      const char *spec)
+{
+	if (*nr == *cap) {
+		size_t grown_cap = *cap ? *cap * 2 : 256;
+		struct rv_probe_choice *grown = realloc(*list, grown_cap * sizeof(**list));
+
+		if (!grown)
+			return -ENOMEM;
+		*list = grown;
+		*cap = grown_cap;
+	}
+	(*list)[*nr].label = strdup(label);
+	(*list)[*nr].spec = strdup(spec);
+	if (!(*list)[*nr].label || !(*list)[*nr].spec) {
+		free((*list)[*nr].label);
+		free((*list)[*nr].spec);
+		return -ENOMEM;
+	}
+	(*nr)++;
+	return 0;
+}
+
+void rv_probe_choices_free(struct rv_probe_choice *list, size_t nr)
+{
+	for (size_t i = 0; list && i < nr; i++) {
+		free(list[i].label);
+		free(list[i].spec);
+	}
+	free(list);
+}
+
+static int list_functions(struct module *m, struct rv_probe_choice **list, size_t *nr,
+			  struct rv_error *err)
+{
+	int nr_syms = dwfl_module_getsymtab(m->mod);
+	uint64_t *seen = NULL;
+	size_t nr_seen = 0, cap = 0;
+	int ret = 0;
+
+	seen = calloc(nr_syms > 0 ? (size_t)nr_syms : 1, sizeof(*seen));
+	if (!seen)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	for (int i = 1; i < nr_syms && !ret; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf = NULL;
+		Dwarf_Addr sym_bias = 0;
+		const char *name =
+			dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, &elf, &sym_bias);
+		char label[320], spec[64], *demangled;
+		uint64_t link_addr, offset;
+		size_t k;
+
+		if (!name || !name[0] || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+		    shndx == SHN_UNDEF)
+			continue;
+		link_addr = addr - m->bias;
+		if (!rv_elf_code_offset(m->elf, link_addr, &offset))
+			continue;
+		for (k = 0; k < nr_seen && seen[k] != link_addr; k++)
+			;
+		if (k < nr_seen)
+			continue; /* an alias of a function listed already */
+		seen[nr_seen++] = link_addr;
+		demangled = rv_demangle(name);
+		snprintf(label, sizeof(label), "%.*s",
+			 (int)strcspn(demangled ? demangled : name, "@"),
+			 demangled ? demangled : name);
+		free(demangled);
+		snprintf(spec, sizeof(spec), "addr:0x%llx", (unsigned long long)link_addr);
+		if (add_choice(list, nr, &cap, label, spec))
+			ret = rv_error_set(err, ENOMEM, "out of memory");
+	}
+	free(seen);
+	if (!ret && *nr == 0)
+		ret = rv_error_set(err, ENOENT,
+				   "'%s' has no function symbols to choose from (it is stripped); "
+				   "give the site as 0xADDR",
+				   m->path);
+	if (!ret)
+		qsort(*list, *nr, sizeof(**list), compare_choices);
+	return ret;
+}
+
+static int list_lines(struct module *m, struct rv_probe_choice **list, size_t *nr,
+		      struct rv_error *err)
+{
+	struct line_row *rows = NULL;
+	size_t nr_rows = 0, cap_rows = 0, cap = 0;
+	Dwarf_Addr cu_bias, dwarf_bias;
+	Dwarf_Die *cu = NULL;
+	int ret = 0;
+
+	if (!dwfl_module_getdwarf(m->mod, &dwarf_bias))
+		return rv_error_set(err, ENODATA,
+				    "'%s' has no debug information, so it has no source lines to "
+				    "choose from; build it with -g or install its debug symbols",
+				    m->path);
+	while ((cu = dwfl_module_nextcu(m->mod, cu, &cu_bias)) && !ret) {
+		size_t n = 0;
+
+		if (dwfl_getsrclines(cu, &n))
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			Dwfl_Line *line = dwfl_onesrcline(cu, i);
+			Dwarf_Addr addr, line_bias;
+			Dwarf_Line *dl = line ? dwfl_dwarf_line(line, &line_bias) : NULL;
+			bool is_stmt = false, end = false;
+			int lineno = 0;
+			const char *file;
+			uint64_t offset;
+
+			if (!line || !dl)
+				continue;
+			file = dwfl_lineinfo(line, &addr, &lineno, NULL, NULL, NULL);
+			if (!file || lineno <= 0 || dwarf_linebeginstatement(dl, &is_stmt) ||
+			    !is_stmt || dwarf_lineendsequence(dl, &end) || end)
+				continue;
+			if (!rv_elf_code_offset(m->elf, addr - m->bias, &offset))
+				continue;
+			if (nr_rows == cap_rows) {
+				size_t grown_cap = cap_rows ? cap_rows * 2 : 1024;
+				struct line_row *grown = realloc(rows, grown_cap * sizeof(*rows));
+
+				if (!grown) {
+					ret = rv_error_set(err, ENOMEM, "out of memory");
+					break;
+				}
+				rows = grown;
+				cap_rows = grown_cap;
+			}
+			rows[nr_rows++] = (struct line_row){ file, lineno, addr - m->bias };
+		}
+	}
+	if (!ret && nr_rows)
+		qsort(rows, nr_rows, sizeof(*rows), compare_rows);
+	for (size_t i = 0; !ret && i < nr_rows; i++) {
+		const char *function;
+		char label[PATH_MAX + 320], spec[PATH_MAX + 32];
+
+		if (i && rows[i].line == rows[i - 1].line &&
+		    !strcmp(rows[i].file, rows[i - 1].file))
+			continue; /* the line's first address is the one resolved */
+		function = dwfl_module_addrname(m->mod, rows[i].address + m->bias);
+		snprintf(label, sizeof(label), "%s:%d%s%s%s", rows[i].file, rows[i].line,
+			 function ? "  (" : "", function ? function : "", function ? ")" : "");
+		snprintf(spec, sizeof(spec), "line:%s:%d", rows[i].file, rows[i].line);
+		if (add_choice(list, nr, &cap, label, spec))
+			ret = rv_error_set(err, ENOMEM, "out of memory");
+	}
+	free(rows);
+	if (!ret && *nr == 0)
+		ret = rv_error_set(err, ENOENT,
+				   "the debug information of '%s' has no source lines with code "
+				   "to choose from; give the site as a function or 0xADDR",
+				   m->path);
+	return ret;
+}
+
+int rv_probe_site_choices(enum rv_probe_spec_kind kind, const char *exe, pid_t pid,
+			  struct rv_probe_choice **out, size_t *nr, struct rv_error *err)
+{
+	char exe_path[PATH_MAX];
+	struct module m;
+	int ret;
+
+	*out = NULL;
+	*nr = 0;
+	if (kind != RV_PROBE_PICK_FUNCTION && kind != RV_PROBE_PICK_LINE)
+		return rv_error_set(err, EINVAL, "not a spec to pick");
+	ret = resolve_executable(exe, pid, exe_path, sizeof(exe_path), err);
+	if (!ret)
+		ret = open_module(&m, exe_path, err);
+	if (ret)
+		return ret;
+	if (kind == RV_PROBE_PICK_FUNCTION)
+		ret = list_functions(&m, out, nr, err);
+	else
+		ret = list_lines(&m, out, nr, err);
+	close_module(&m);
+	if (ret) {
+		rv_probe_choices_free(*out, *nr);
+		*out = NULL;
+		*nr = 0;
+	}
+	return ret;
+}
+
 /* ---- specs ---- */
 
-static bool all_digits(const char *s)
+static bool all_digits(const char *s, const char *end)
 {
-	if (!*s)
+	if (s >= end)
 		return false;
-	for (; *s; s++)
+	for (; s < end; s++)
 		if (!isdigit((unsigned char)*s))
 			return false;
 	return true;
@@ -474,93 +768,200 @@ static const char *library_separator(const char *spec)
 	return NULL;
 }
 
-static int resolve_executable(const char *exe, pid_t pid, char *path, size_t size,
-			      struct rv_error *err)
+/* The last single ':' before end (not part of "::"), or NULL. */
+static const char *last_colon(const char *begin, const char *end)
 {
-	if (exe) {
-		if (!strchr(exe, '/')) {
-			/* A bare name: the caller resolved PATH already or means ./exe. */
-			snprintf(path, size, "./%s", exe);
-		} else {
-			snprintf(path, size, "%s", exe);
-		}
-		return 0;
-	}
-	if (pid <= 0)
-		return rv_error_set(err, EINVAL, "no executable to resolve probes in");
-	return rv_proc_exe(pid, path, size, err);
+	for (const char *p = end; p-- > begin;)
+		if (*p == ':' && (p == begin || p[-1] != ':') && p[1] != ':')
+			return p;
+	return NULL;
 }
 
-int rv_probe_site_resolve(const char *spec, const char *exe, pid_t pid, struct rv_probe_site *out,
-			  struct rv_error *err)
+static int read_number(const char *begin, const char *end, int *out)
 {
-	char exe_path[PATH_MAX], lib_path[PATH_MAX], prefix[PATH_MAX];
-	const char *colon, *sep, *symbol = spec, *module_path = exe_path;
-	struct module m;
-	int ret;
+	long value = 0;
+
+	for (const char *p = begin; p < end; p++) {
+		value = value * 10 + (*p - '0');
+		if (value > INT_MAX)
+			return -1;
+	}
+	if (value <= 0)
+		return -1;
+	*out = (int)value;
+	return 0;
+}
+
+/* FILE:LINE or FILE:LINE:COL: 1 when text is one (filled in), 0 when it is
+ * not, -1 when its numbers are out of range. */
+static int split_line_spec(const char *text, struct rv_probe_spec *out)
+{
+	const char *end = text + strlen(text);
+	const char *last = last_colon(text, end), *before;
+
+	if (!last || last == text || !all_digits(last + 1, end))
+		return 0;
+	before = last_colon(text, last);
+	out->kind = RV_PROBE_LINE;
+	out->column = 0;
+	if (before && before > text && all_digits(before + 1, last)) {
+		if (read_number(before + 1, last, &out->line) ||
+		    read_number(last + 1, end, &out->column))
+			return -1;
+		last = before;
+	} else if (read_number(last + 1, end, &out->line)) {
+		return -1;
+	}
+	if ((size_t)(last - text) >= sizeof(out->name))
+		return -1;
+	snprintf(out->name, sizeof(out->name), "%.*s", (int)(last - text), text);
+	return 1;
+}
+
+static int parse_address(const char *text, const char *spec, struct rv_probe_spec *out,
+			 struct rv_error *err)
+{
+	const char *digits = text;
+	char *end;
+
+	if (digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X'))
+		digits += 2;
+	errno = 0;
+	out->address = strtoull(digits, &end, 16);
+	if (errno || end == digits || *end || !isxdigit((unsigned char)digits[0]))
+		return rv_error_set(err, EINVAL,
+				    "cannot read '%s' as an address; write 0x then hex digits "
+				    "(addr:0x401234)",
+				    spec);
+	out->kind = RV_PROBE_ADDRESS;
+	return 0;
+}
+
+static int parse_symbol(const char *text, const char *spec, struct rv_probe_spec *out,
+			struct rv_error *err)
+{
+	const char *sep = library_separator(text);
+
+	out->kind = RV_PROBE_SYMBOL;
+	if (sep) {
+		if ((size_t)(sep - text) >= sizeof(out->library) || !sep[1])
+			return rv_error_set(err, EINVAL, "cannot read '%s' as LIBRARY:SYMBOL",
+					    spec);
+		snprintf(out->library, sizeof(out->library), "%.*s", (int)(sep - text), text);
+		text = sep + 1;
+	}
+	if (!text[0] || strlen(text) >= sizeof(out->name))
+		return rv_error_set(err, EINVAL, "cannot read '%s' as a function name", spec);
+	snprintf(out->name, sizeof(out->name), "%s", text);
+	return 0;
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool rv_probe_spec_is_pick(const char *spec)
+{
+	return spec && (!strcmp(spec, "?") || !strcmp(spec, "symbol:?") || !strcmp(spec, "line:?"));
+}
+
+int rv_probe_spec_parse(const char *spec, struct rv_probe_spec *out, struct rv_error *err)
+{
+	int line;
 
 	memset(out, 0, sizeof(*out));
 	if (!spec || !spec[0])
 		return rv_error_set(err, EINVAL,
 				    "empty probe; give a function, 0xADDR or FILE:LINE");
-	ret = resolve_executable(exe, pid, exe_path, sizeof(exe_path), err);
-	if (ret)
-		return ret;
-
-	if (spec[0] == '0' && (spec[1] == 'x' || spec[1] == 'X')) {
-		char *end;
-		uint64_t addr;
-
-		errno = 0;
-		addr = strtoull(spec + 2, &end, 16);
-		if (errno || end == spec + 2 || *end)
+	if (!strcmp(spec, "?") || !strcmp(spec, "symbol:?")) {
+		out->kind = RV_PROBE_PICK_FUNCTION;
+		return 0;
+	}
+	if (!strcmp(spec, "line:?")) {
+		out->kind = RV_PROBE_PICK_LINE;
+		return 0;
+	}
+	if (!strcmp(spec, ".")) {
+		out->kind = RV_PROBE_STOP_INDICATOR;
+		return 0;
+	}
+	if (has_prefix(spec, "addr:"))
+		return parse_address(spec + 5, spec, out, err);
+	if (has_prefix(spec, "symbol:"))
+		return parse_symbol(spec + 7, spec, out, err);
+	if (has_prefix(spec, "line:")) {
+		line = split_line_spec(spec + 5, out);
+		if (line <= 0)
 			return rv_error_set(err, EINVAL,
-					    "cannot read '%s' as an address; write 0x then hex "
-					    "digits",
+					    "cannot read '%s' as line:FILE:LINE or "
+					    "line:FILE:LINE:COL (lines and columns count from 1)",
 					    spec);
-		ret = open_module(&m, exe_path, err);
-		if (ret)
-			return ret;
-		if (!rv_elf_code_offset(m.elf, addr, &out->offset))
-			ret = outside_error(err, exe_path, addr);
-		else
-			fill_site(out, &m, addr, out->offset, NULL);
-		close_module(&m);
-		return ret;
+		return 0;
 	}
+	if (spec[0] == '0' && (spec[1] == 'x' || spec[1] == 'X'))
+		return parse_address(spec, spec, out, err);
+	line = split_line_spec(spec, out);
+	if (line < 0)
+		return rv_error_set(err, EINVAL,
+				    "cannot read '%s' as FILE:LINE or FILE:LINE:COL (lines and "
+				    "columns count from 1)",
+				    spec);
+	if (line > 0)
+		return 0;
+	return parse_symbol(spec, spec, out, err);
+}
 
-	colon = strrchr(spec, ':');
-	if (colon && colon > spec && colon[-1] != ':' && all_digits(colon + 1)) {
-		long line = strtol(colon + 1, NULL, 10);
+int rv_probe_site_resolve(const char *spec_text, const char *exe, pid_t pid,
+			  struct rv_probe_site *out, struct rv_error *err)
+{
+	char exe_path[PATH_MAX], lib_path[PATH_MAX];
+	struct rv_probe_spec *spec = malloc(sizeof(*spec));
+	const char *module_path = exe_path;
+	struct module m;
+	int ret;
 
-		if ((size_t)(colon - spec) >= sizeof(prefix) || line <= 0 || line > INT_MAX)
-			return rv_error_set(err, EINVAL, "cannot read '%s' as FILE:LINE", spec);
-		snprintf(prefix, sizeof(prefix), "%.*s", (int)(colon - spec), spec);
-		ret = open_module(&m, exe_path, err);
-		if (ret)
-			return ret;
-		ret = resolve_line(&m, prefix, (int)line, out, err);
-		close_module(&m);
-		return ret;
-	}
-
-	sep = library_separator(spec);
-	if (sep) {
-		if ((size_t)(sep - spec) >= sizeof(prefix) || !sep[1])
-			return rv_error_set(err, EINVAL, "cannot read '%s' as LIBRARY:SYMBOL",
-					    spec);
-		snprintf(prefix, sizeof(prefix), "%.*s", (int)(sep - spec), spec);
-		ret = rv_find_library(prefix, exe_path, pid, NULL, "SYMBOL", lib_path,
+	memset(out, 0, sizeof(*out));
+	if (!spec)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	ret = rv_probe_spec_parse(spec_text, spec, err);
+	if (!ret && (spec->kind == RV_PROBE_PICK_FUNCTION || spec->kind == RV_PROBE_PICK_LINE))
+		ret = rv_error_set(err, EINVAL,
+				   "'%s' asks to choose the site from a list, which needs a "
+				   "terminal; name the site instead",
+				   spec_text);
+	if (!ret)
+		ret = resolve_executable(exe, pid, exe_path, sizeof(exe_path), err);
+	if (!ret && spec->kind == RV_PROBE_SYMBOL && spec->library[0]) {
+		ret = rv_find_library(spec->library, exe_path, pid, NULL, "SYMBOL", lib_path,
 				      sizeof(lib_path), err);
-		if (ret)
-			return ret;
-		symbol = sep + 1;
 		module_path = lib_path;
 	}
-	ret = open_module(&m, module_path, err);
-	if (ret)
+	if (!ret)
+		ret = open_module(&m, module_path, err);
+	if (ret) {
+		free(spec);
 		return ret;
-	ret = resolve_symbol(&m, symbol, !sep, pid, sep ? prefix : "", out, err);
+	}
+	switch (spec->kind) {
+	case RV_PROBE_ADDRESS:
+		if (!rv_elf_code_offset(m.elf, spec->address, &out->offset))
+			ret = outside_error(err, exe_path, spec->address);
+		else
+			fill_site(out, &m, spec->address, out->offset, NULL);
+		break;
+	case RV_PROBE_LINE:
+		ret = resolve_line(&m, spec->name, spec->line, spec->column, out, err);
+		break;
+	case RV_PROBE_STOP_INDICATOR:
+		ret = resolve_stop_indicator(&m, pid, out, err);
+		break;
+	default:
+		ret = resolve_symbol(&m, spec->name, !spec->library[0], pid, spec->library, out,
+				     err);
+		break;
+	}
 	close_module(&m);
+	free(spec);
 	return ret;
 }

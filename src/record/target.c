@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "record/picker.h"
 #include "util/log.h"
 #include "util/program.h"
 
@@ -345,84 +345,17 @@ static int list_processes(struct process_line **out, size_t *count)
 	return 0;
 }
 
-static bool have_fzf(void)
-{
-	return system("command -v fzf >/dev/null 2>&1") == 0;
-}
-
-static int pick_with_fzf(const struct process_line *lines, size_t n, pid_t *pid,
-			 struct rv_error *err)
-{
-	char tmpl[] = "/tmp/rearview-pick-XXXXXX", command[128], answer[300];
-	int fd = mkstemp(tmpl);
-	FILE *f, *result;
-	long chosen;
-
-	if (fd < 0)
-		return rv_error_set(err, errno, "cannot create a temporary file: %s",
-				    strerror(errno));
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmpl);
-		return rv_error_set(err, errno, "cannot write a temporary file");
-	}
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s\n", lines[i].text);
-	fclose(f);
-	snprintf(command, sizeof(command), "fzf --prompt='process to record> ' < %s", tmpl);
-	result = popen(command, "r");
-	if (!result || !fgets(answer, sizeof(answer), result)) {
-		if (result)
-			pclose(result);
-		unlink(tmpl);
-		return rv_error_set(err, ECANCELED, "no process chosen");
-	}
-	pclose(result);
-	unlink(tmpl);
-	chosen = strtol(answer, NULL, 10);
-	if (chosen <= 0)
-		return rv_error_set(err, ECANCELED, "no process chosen");
-	*pid = (pid_t)chosen;
-	return 0;
-}
-
-static int pick_from_list(const struct process_line *lines, size_t n, int stop_fd, pid_t *pid,
-			  struct rv_error *err)
-{
-	struct pollfd fds[2] = { { .fd = STDIN_FILENO, .events = POLLIN },
-				 { .fd = stop_fd, .events = POLLIN } };
-	char answer[64];
-	char *end;
-	long choice;
-
-	for (size_t i = 0; i < n; i++)
-		fprintf(stderr, "%4zu) %s\n", i + 1, lines[i].text);
-	fprintf(stderr, "Record which process? Enter its number (1-%zu): ", n);
-	fflush(stderr);
-	/* the stop signals are blocked (the session waits for them on
-	 * stop_fd): one ends the question */
-	while (stop_fd >= 0 && poll(fds, 2, -1) < 0 && errno == EINTR)
-		;
-	if (stop_fd >= 0 && (fds[1].revents & POLLIN)) {
-		fprintf(stderr, "\n");
-		return rv_error_set(err, ECANCELED, "interrupted: no process chosen");
-	}
-	if (!fgets(answer, sizeof(answer), stdin))
-		return rv_error_set(err, ECANCELED,
-				    "no process chosen (standard input closed); use -p PID");
-	choice = strtol(answer, &end, 10);
-	if (end == answer || (*end && *end != '\n') || choice < 1 || (size_t)choice > n)
-		return rv_error_set(err, EINVAL, "'%.*s' is not a number between 1 and %zu",
-				    (int)strcspn(answer, "\n"), answer, n);
-	*pid = lines[choice - 1].pid;
-	return 0;
-}
-
 int rv_target_pick(pid_t *pid, int stop_fd, struct rv_error *err)
 {
+	static const struct rv_pick_question question = {
+		.noun = "process",
+		.question = "Record which process?",
+		.fzf_prompt = "process to record> ",
+		.otherwise = "use -p PID",
+	};
 	struct process_line *lines = NULL;
-	size_t n = 0;
+	const char **texts;
+	size_t n = 0, chosen;
 	int ret = list_processes(&lines, &n);
 
 	if (ret)
@@ -431,10 +364,17 @@ int rv_target_pick(pid_t *pid, int stop_fd, struct rv_error *err)
 		free(lines);
 		return rv_error_set(err, ESRCH, "no processes to record");
 	}
-	if (isatty(STDIN_FILENO) && isatty(STDERR_FILENO) && have_fzf())
-		ret = pick_with_fzf(lines, n, pid, err);
-	else
-		ret = pick_from_list(lines, n, stop_fd, pid, err);
+	texts = malloc(n * sizeof(*texts));
+	if (!texts) {
+		free(lines);
+		return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++)
+		texts[i] = lines[i].text;
+	ret = rv_pick(&question, texts, n, stop_fd, &chosen, err);
+	if (!ret)
+		*pid = lines[chosen].pid;
+	free(texts);
 	free(lines);
 	return ret;
 }

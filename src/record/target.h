@@ -45,10 +45,10 @@ void rv_target_kill(struct rv_target *t);
  * their exit. */
 int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids, struct rv_error *err);
 
-/* Lets the user choose a process: through fzf when it is installed and both
- * stdin and stderr are terminals, else as a numbered list on stderr read from
- * stdin. stop_fd (a signalfd of the stop signals, or -1) readable while the
- * list waits for an answer ends it: ECANCELED. */
+/* Lets the user choose a running process (picker.h: fzf when it is installed
+ * and both stdin and stderr are terminals, else a numbered list on stderr read
+ * from stdin). A stop signal on stop_fd (a signalfd of the stop signals, or
+ * -1) while the list waits for an answer ends it: ECANCELED. */
 int rv_target_pick(pid_t *pid, int stop_fd, struct rv_error *err);
 
 /* Non-blocking check: returns true once every target process has exited

@@ -10,6 +10,7 @@
 
 #include "capture/marks.h"
 #include "record/gate.h"
+#include "record/picker.h"
 #include "util/array.h"
 #include "util/log.h"
 
@@ -31,15 +32,59 @@ bool rv_gating_wanted(const struct rv_options *opts)
 	return opts->filter_start || opts->trigger;
 }
 
-static int resolve_one(const char *what, const char *spec, const char *exe, pid_t pid,
+/* The user's choice for a '?' site: what resolves it, resolved into out. */
+static int pick_one(const char *what, const char *spec, const char *exe, pid_t pid, int stop_fd,
+		    struct rv_probe_site *out, struct rv_error *err)
+{
+	struct rv_probe_spec *parsed = malloc(sizeof(*parsed));
+	struct rv_probe_choice *choices = NULL;
+	struct rv_pick_question question = { .otherwise = "name the site instead" };
+	const char **labels = NULL;
+	char prompt[64], text[96];
+	size_t nr = 0, chosen = 0;
+	int ret;
+
+	if (!parsed)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	ret = rv_probe_spec_parse(spec, parsed, err);
+	if (!ret)
+		ret = rv_probe_site_choices(parsed->kind, exe, pid, &choices, &nr, err);
+	if (!ret) {
+		bool line = parsed->kind == RV_PROBE_PICK_LINE;
+
+		question.noun = line ? "source line" : "function";
+		snprintf(text, sizeof(text), "%s at which %s?", what, question.noun);
+		snprintf(prompt, sizeof(prompt), "%s %s> ", what, question.noun);
+		question.question = text;
+		question.fzf_prompt = prompt;
+		labels = malloc(nr * sizeof(*labels));
+		if (!labels)
+			ret = rv_error_set(err, ENOMEM, "out of memory");
+		for (size_t i = 0; !ret && i < nr; i++)
+			labels[i] = choices[i].label;
+	}
+	if (!ret)
+		ret = rv_pick(&question, labels, nr, stop_fd, &chosen, err);
+	if (!ret) {
+		rv_note("%s: %s (%s)", what, choices[chosen].label, choices[chosen].spec);
+		ret = rv_probe_site_resolve(choices[chosen].spec, exe, pid, out, err);
+	}
+	free(labels);
+	rv_probe_choices_free(choices, nr);
+	free(parsed);
+	return ret;
+}
+
+static int resolve_one(const char *what, const char *spec, const char *exe, pid_t pid, int stop_fd,
 		       struct rv_probe_site *out, struct rv_error *err)
 {
-	int ret = rv_probe_site_resolve(spec, exe, pid, out, err);
+	int ret = rv_probe_spec_is_pick(spec) ? pick_one(what, spec, exe, pid, stop_fd, out, err)
+					      : rv_probe_site_resolve(spec, exe, pid, out, err);
 
 	return ret ? rv_error_prefix(err, what) : 0;
 }
 
-int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
+int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid, int stop_fd,
 		      struct rv_gate_sites *out, struct rv_error *err)
 {
 	int ret = 0;
@@ -47,10 +92,11 @@ int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
 	memset(out, 0, sizeof(*out));
 	if (opts->filter_start) {
 		out->filter = true;
-		ret = resolve_one("--filter START", opts->filter_start, exe, pid, &out->start, err);
+		ret = resolve_one("--filter START", opts->filter_start, exe, pid, stop_fd,
+				  &out->start, err);
 		if (!ret)
-			ret = resolve_one("--filter STOP", opts->filter_stop, exe, pid, &out->stop,
-					  err);
+			ret = resolve_one("--filter STOP", opts->filter_stop, exe, pid, stop_fd,
+					  &out->stop, err);
 		if (!ret && out->start.offset == out->stop.offset &&
 		    !strcmp(out->start.path, out->stop.path))
 			return rv_error_set(
@@ -62,7 +108,7 @@ int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
 	}
 	if (!ret && opts->trigger) {
 		out->trigger = true;
-		ret = resolve_one("--trigger", opts->trigger, exe, pid, &out->at, err);
+		ret = resolve_one("--trigger", opts->trigger, exe, pid, stop_fd, &out->at, err);
 	}
 	return ret;
 }
@@ -232,6 +278,15 @@ static int snapshot(struct rv_gating *g, const struct rv_gating_actions *a,
 	return 0;
 }
 
+/* A site as the user named it, or, for '?' and '.', the function chosen or
+ * found (marks and notes name it). */
+static const char *site_name(const char *spec, const struct rv_probe_site *site)
+{
+	if ((rv_probe_spec_is_pick(spec) || !strcmp(spec, ".")) && site->function[0])
+		return site->function;
+	return spec;
+}
+
 static int on_window_end(struct rv_gating *g, const struct rv_gating_actions *a,
 			 const struct rv_gate_record *r, struct rv_error *err)
 {
@@ -243,7 +298,7 @@ static int on_window_end(struct rv_gating *g, const struct rv_gating_actions *a,
 		.tid = r->tid,
 		.time = r->time_ns,
 		.duration_ns = r->duration_ns,
-		.name = o->filter_start,
+		.name = site_name(o->filter_start, &g->sites.start),
 	};
 	struct rv_gating_snapshot own = {
 		.selection = { .since = r->time_ns > r->duration_ns ? r->time_ns - r->duration_ns
@@ -289,7 +344,7 @@ static int on_trigger(struct rv_gating *g, const struct rv_gating_actions *a,
 		.pid = r->pid,
 		.tid = r->tid,
 		.time = r->time_ns,
-		.name = o->trigger,
+		.name = site_name(o->trigger, &g->sites.at),
 	};
 	/* What came before the hit, since the last snapshot. */
 	struct rv_gating_snapshot before = {
@@ -382,11 +437,11 @@ void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 	if (g->sites.trigger && !g->triggers)
 		rv_note("--trigger %s never ran: the trace holds the end of the recording, as "
 			"without a trigger",
-			o->trigger);
+			site_name(g->opts->trigger, &g->sites.at));
 	else if (g->sites.trigger)
-		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s", o->trigger,
-			g->triggers, g->triggers == 1 ? "" : "s", g->snapshots,
-			g->snapshots == 1 ? "" : "s");
+		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s",
+			site_name(g->opts->trigger, &g->sites.at), g->triggers,
+			g->triggers == 1 ? "" : "s", g->snapshots, g->snapshots == 1 ? "" : "s");
 	if (!rv_gate_counts(g->gate, &counts, &err)) {
 		if (counts.record_drops)
 			rv_warn("the gate lost %" PRIu64 " of its records (its ring buffer was "

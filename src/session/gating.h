@@ -43,8 +43,11 @@
 bool rv_gating_wanted(const struct rv_options *opts);
 
 /* Resolves the options' sites in exe (the target's executable; pid, when it
- * runs, for the libraries it has mapped). Nothing to resolve is not an error. */
-int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid,
+ * runs, for the libraries it has mapped). Nothing to resolve is not an error.
+ * A '?' site (probe_site.h) is first chosen by the user from exe's functions
+ * or source lines (record/picker.h; stop_fd as there), and the choice said on
+ * stderr; options.c refused it already when there is no terminal. */
+int rv_gating_resolve(const struct rv_options *opts, const char *exe, pid_t pid, int stop_fd,
 		      struct rv_gate_sites *out, struct rv_error *err);
 
 /* The gate's plain uprobe events and its program for --dry-run (the sampling

@@ -367,7 +367,7 @@ static int open_gating(struct rv_session *s, struct rv_target *target, struct rv
 		return rv_error_set(err, ENOMEM, "out of memory");
 	ret = rv_proc_exe(target->pids[0], exe, sizeof(exe), err);
 	if (!ret)
-		ret = rv_gating_resolve(s->opts, exe, target->pids[0], sites, err);
+		ret = rv_gating_resolve(s->opts, exe, target->pids[0], s->signal_fd, sites, err);
 	if (!ret)
 		ret = rv_gating_new(out, s->opts, &s->kernel_btf, sites, target->pids[0],
 				    s->engine == RV_ENGINE_PT && !s->opts->full_execution &&
@@ -510,6 +510,20 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 
 /* ---- --dry-run ---- */
 
+/* The gate's thresholds under the plan (record/dry_run.h). */
+static void print_gate(const struct rv_options *opts, const struct rv_gate_sites *sites)
+{
+	struct rv_dry_run_gate gate = {
+		.start = sites->filter ? sites->start.function : NULL,
+		.stop = sites->filter ? sites->stop.function : NULL,
+		.trigger = sites->trigger ? sites->at.function : NULL,
+		.min_duration_ns = opts->min_duration_ns,
+		.multi_snapshot = opts->multi_snapshot,
+	};
+
+	rv_dry_run_print_gate(stdout, &gate);
+}
+
 int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct rv_error *err)
 {
 	const struct rv_backend_ops *ops = backend_of(s);
@@ -537,7 +551,7 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 	}
 	if (rv_gating_wanted(s->opts)) {
 		sites = malloc(sizeof(*sites));
-		ret = sites ? rv_gating_resolve(s->opts, exe, pid, sites, err)
+		ret = sites ? rv_gating_resolve(s->opts, exe, pid, s->signal_fd, sites, err)
 			    : rv_error_set(err, ENOMEM, "out of memory");
 	}
 	if (!ret)
@@ -546,6 +560,8 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 		printf("rearview would record %s%s with %s:\n\n", exe,
 		       pid > 0 ? "" : " (started by rearview)", ops->description);
 		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
+		if (sites)
+			print_gate(s->opts, sites);
 		if (s->btf_note)
 			printf("\nnote: %s\n", s->btf_note);
 		fflush(stdout);

@@ -252,3 +252,261 @@ Test(probe_site, file_offset_of_address)
 	cr_expect_eq(rv_probe_site_file_offset(exe, 0, &offset, &err), -EFAULT);
 	cr_expect_eq(rv_probe_site_file_offset("/nonexistent", 0, &offset, &err), -ENOENT);
 }
+
+/* ---- the spec grammar (magic-trace's prefixes, '.', '?') ---- */
+
+Test(probe_spec, reads_each_form)
+{
+	static struct rv_probe_spec spec;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_probe_spec_parse("main", &spec, &err), 0, "%s", err.message);
+	cr_expect_eq(spec.kind, RV_PROBE_SYMBOL);
+	cr_expect_str_eq(spec.name, "main");
+	cr_expect_str_eq(spec.library, "");
+
+	cr_assert_eq(rv_probe_spec_parse("ns::Widget::frob(double)", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_SYMBOL);
+	cr_expect_str_eq(spec.name, "ns::Widget::frob(double)");
+	cr_expect_str_eq(spec.library, "");
+
+	cr_assert_eq(rv_probe_spec_parse("libc.so.6:malloc", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_SYMBOL);
+	cr_expect_str_eq(spec.library, "libc.so.6");
+	cr_expect_str_eq(spec.name, "malloc");
+
+	/* symbol: never reads an address or a line */
+	cr_assert_eq(rv_probe_spec_parse("symbol:0x10", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_SYMBOL);
+	cr_expect_str_eq(spec.name, "0x10");
+	cr_assert_eq(rv_probe_spec_parse("symbol:libfoo.so:ns::f", &spec, &err), 0);
+	cr_expect_str_eq(spec.library, "libfoo.so");
+	cr_expect_str_eq(spec.name, "ns::f");
+
+	cr_assert_eq(rv_probe_spec_parse("0x401234", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_ADDRESS);
+	cr_expect_eq(spec.address, 0x401234);
+	cr_assert_eq(rv_probe_spec_parse("addr:0x401234", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_ADDRESS);
+	cr_expect_eq(spec.address, 0x401234);
+	cr_assert_eq(rv_probe_spec_parse("addr:1f", &spec, &err), 0);
+	cr_expect_eq(spec.address, 0x1f);
+
+	cr_assert_eq(rv_probe_spec_parse("src/a.c:12", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_LINE);
+	cr_expect_str_eq(spec.name, "src/a.c");
+	cr_expect_eq(spec.line, 12);
+	cr_expect_eq(spec.column, 0);
+	cr_assert_eq(rv_probe_spec_parse("src/a.c:12:7", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_LINE);
+	cr_expect_str_eq(spec.name, "src/a.c");
+	cr_expect_eq(spec.line, 12);
+	cr_expect_eq(spec.column, 7);
+	cr_assert_eq(rv_probe_spec_parse("line:/abs/b.cc:3:1", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_LINE);
+	cr_expect_str_eq(spec.name, "/abs/b.cc");
+	cr_expect_eq(spec.line, 3);
+	cr_expect_eq(spec.column, 1);
+	cr_assert_eq(rv_probe_spec_parse("line:b.c:9", &spec, &err), 0);
+	cr_expect_eq(spec.line, 9);
+	cr_expect_eq(spec.column, 0);
+
+	cr_assert_eq(rv_probe_spec_parse(".", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_STOP_INDICATOR);
+	cr_assert_eq(rv_probe_spec_parse("?", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_PICK_FUNCTION);
+	cr_assert_eq(rv_probe_spec_parse("symbol:?", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_PICK_FUNCTION);
+	cr_assert_eq(rv_probe_spec_parse("line:?", &spec, &err), 0);
+	cr_expect_eq(spec.kind, RV_PROBE_PICK_LINE);
+
+	cr_expect(rv_probe_spec_is_pick("?"));
+	cr_expect(rv_probe_spec_is_pick("symbol:?"));
+	cr_expect(rv_probe_spec_is_pick("line:?"));
+	cr_expect_not(rv_probe_spec_is_pick("."));
+	cr_expect_not(rv_probe_spec_is_pick("a?"));
+	cr_expect_not(rv_probe_spec_is_pick(NULL));
+}
+
+Test(probe_spec, refuses_what_it_cannot_read)
+{
+	static const char *const bad[] = {
+		"",	   "addr:",	      "addr:0x",  "addr:xyz",	"addr:0x12g", "0xzz",
+		"symbol:", "line:",	      "line:a.c", "line:a.c:x", "line:a.c:0", "a.c:0",
+		"a.c:1:0", "a.c:99999999999", "line::5",  "libfoo.so:",
+	};
+	static struct rv_probe_spec spec;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rv_error err = { 0 };
+
+		cr_expect_eq(rv_probe_spec_parse(bad[i], &spec, &err), -EINVAL, "'%s' was read",
+			     bad[i]);
+		cr_expect(err.message[0], "no message for '%s'", bad[i]);
+	}
+}
+
+/* ---- resolving the new forms ---- */
+
+Test(probe_site, prefixes_resolve_as_the_bare_forms)
+{
+	const char *exe = built_target("windows");
+	struct rv_probe_site bare, prefixed;
+	struct rv_error err = { 0 };
+	int line = line_of("tests/targets/windows.c", "mine->triggers++;");
+	char spec[64];
+
+	cr_assert_eq(rv_probe_site_resolve("on_trigger", exe, 0, &bare, &err), 0, "%s",
+		     err.message);
+	cr_assert_eq(rv_probe_site_resolve("symbol:on_trigger", exe, 0, &prefixed, &err), 0, "%s",
+		     err.message);
+	cr_expect_eq(prefixed.offset, bare.offset);
+	snprintf(spec, sizeof(spec), "addr:0x%llx",
+		 (unsigned long long)nm_symbol(exe, "on_trigger", NULL));
+	cr_assert_eq(rv_probe_site_resolve(spec, exe, 0, &prefixed, &err), 0, "%s", err.message);
+	cr_expect_eq(prefixed.offset, bare.offset);
+	cr_expect_str_eq(prefixed.function, "on_trigger");
+
+	snprintf(spec, sizeof(spec), "windows.c:%d", line);
+	cr_assert_eq(rv_probe_site_resolve(spec, exe, 0, &bare, &err), 0, "%s", err.message);
+	snprintf(spec, sizeof(spec), "line:windows.c:%d", line);
+	cr_assert_eq(rv_probe_site_resolve(spec, exe, 0, &prefixed, &err), 0, "%s", err.message);
+	cr_expect_eq(prefixed.offset, bare.offset);
+
+	/* a '?' is for the caller to ask the user, never resolved here */
+	cr_expect_eq(rv_probe_site_resolve("?", exe, 0, &prefixed, &err), -EINVAL);
+	cr_expect(strstr(err.message, "name the site"), "%s", err.message);
+}
+
+/* The instruction objdump shows at addr in exe. */
+static void instruction_at(const char *exe, uint64_t addr, char *out, size_t size)
+{
+	char cmd[1024], line[512];
+	FILE *p;
+
+	require_tool("objdump", "binutils");
+	snprintf(cmd, sizeof(cmd), "objdump -d --start-address=0x%llx --stop-address=0x%llx '%s'",
+		 (unsigned long long)addr, (unsigned long long)addr + 16, exe);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	out[0] = '\0';
+	while (fgets(line, sizeof(line), p))
+		if (!out[0] && strtoull(line, NULL, 16) == addr && strchr(line, '\t'))
+			snprintf(out, size, "%s", line);
+	pclose(p);
+	cr_assert(out[0], "objdump shows no instruction at 0x%llx", (unsigned long long)addr);
+}
+
+/* Two calls on one line: each column names its call. */
+Test(probe_site, file_line_column_picks_the_row_of_that_column)
+{
+	const char *exe = built_target("stop_own");
+	const char *source = "tests/targets/stop_indicator.h";
+	struct rv_probe_site site;
+	struct rv_error err = { 0 };
+	int line = line_of(source, "/* COLUMNS */");
+	char text[512], spec[128], insn[512];
+	FILE *f = fopen(source, "r");
+	int first_col, second_col;
+
+	cr_assert_not_null(f);
+	for (int n = 1; fgets(text, sizeof(text), f) && n < line; n++)
+		;
+	fclose(f);
+	first_col = (int)(strstr(text, "first_call") - text) + 1;
+	second_col = (int)(strstr(text, "second_call") - text) + 1;
+
+	snprintf(spec, sizeof(spec), "stop_indicator.h:%d:%d", line, first_col);
+	cr_assert_eq(rv_probe_site_resolve(spec, exe, 0, &site, &err), 0, "%s", err.message);
+	instruction_at(exe, site.address, insn, sizeof(insn));
+	cr_expect(strstr(insn, "call") && strstr(insn, "<first_call>"), "%s: %s", spec, insn);
+
+	snprintf(spec, sizeof(spec), "line:stop_indicator.h:%d:%d", line, second_col);
+	cr_assert_eq(rv_probe_site_resolve(spec, exe, 0, &site, &err), 0, "%s", err.message);
+	instruction_at(exe, site.address, insn, sizeof(insn));
+	cr_expect(strstr(insn, "call") && strstr(insn, "<second_call>"), "%s: %s", spec, insn);
+
+	/* a column no row has: refused, with the columns there are */
+	snprintf(spec, sizeof(spec), "stop_indicator.h:%d:%d", line, second_col + 50);
+	cr_expect_eq(rv_probe_site_resolve(spec, exe, 0, &site, &err), -ENOENT);
+	snprintf(spec, sizeof(spec), "columns with code are %d, %d", first_col, second_col);
+	cr_expect(strstr(err.message, spec), "%s", err.message);
+}
+
+Test(probe_site, dot_is_the_stop_indicator)
+{
+	struct rv_probe_site site;
+	struct rv_error err = { 0 };
+	const char *exe = built_target("stop_magic");
+
+	/* magic-trace's name first, when both are there */
+	cr_assert_eq(rv_probe_site_resolve(".", exe, 0, &site, &err), 0, "%s", err.message);
+	cr_expect_str_eq(site.function, "magic_trace_stop_indicator");
+	cr_expect_eq(site.offset, perf_offset(exe, "magic_trace_stop_indicator"));
+
+	exe = built_target("stop_own");
+	cr_assert_eq(rv_probe_site_resolve(".", exe, 0, &site, &err), 0, "%s", err.message);
+	cr_expect_str_eq(site.function, "rearview_stop_indicator");
+	cr_expect_eq(site.offset, perf_offset(exe, "rearview_stop_indicator"));
+
+	exe = built_target("windows");
+	cr_expect_eq(rv_probe_site_resolve(".", exe, 0, &site, &err), -ENOENT);
+	cr_expect(strstr(err.message, "magic_trace_stop_indicator") &&
+			  strstr(err.message, "rearview_stop_indicator"),
+		  "%s", err.message);
+}
+
+/* What '?' offers: the executable's functions and its source lines, each with
+ * a spec that resolves to it. */
+Test(probe_site, choices_resolve_to_what_they_show)
+{
+	const char *exe = built_target("windows");
+	struct rv_probe_choice *choices;
+	struct rv_probe_site site, expected;
+	struct rv_error err = { 0 };
+	int line = line_of("tests/targets/windows.c", "mine->triggers++;");
+	char want[64];
+	size_t nr, found = 0;
+
+	cr_assert_eq(rv_probe_site_choices(RV_PROBE_PICK_FUNCTION, exe, 0, &choices, &nr, &err), 0,
+		     "%s", err.message);
+	for (size_t i = 0; i < nr; i++) {
+		cr_expect_neq(strcmp(choices[i].label, "pthread_create"), 0, "an import is listed");
+		if (i)
+			cr_expect_leq(strcmp(choices[i - 1].label, choices[i].label), 0,
+				      "unsorted");
+		if (strcmp(choices[i].label, "on_trigger") && strcmp(choices[i].label, "main"))
+			continue;
+		found++;
+		cr_assert_eq(rv_probe_site_resolve(choices[i].spec, exe, 0, &site, &err), 0, "%s",
+			     err.message);
+		cr_expect_str_eq(site.function, choices[i].label);
+		cr_expect_eq(site.offset, perf_offset(exe, choices[i].label));
+	}
+	cr_expect_eq(found, 2, "on_trigger and main are not both listed");
+	rv_probe_choices_free(choices, nr);
+
+	cr_assert_eq(rv_probe_site_choices(RV_PROBE_PICK_LINE, exe, 0, &choices, &nr, &err), 0,
+		     "%s", err.message);
+	snprintf(want, sizeof(want), "windows.c:%d  (on_trigger)", line);
+	found = 0;
+	for (size_t i = 0; i < nr; i++) {
+		if (!strstr(choices[i].label, want))
+			continue;
+		found++;
+		cr_assert_eq(rv_probe_site_resolve(choices[i].spec, exe, 0, &site, &err), 0, "%s",
+			     err.message);
+		snprintf(want, sizeof(want), "windows.c:%d", line);
+		cr_assert_eq(rv_probe_site_resolve(want, exe, 0, &expected, &err), 0);
+		cr_expect_eq(site.offset, expected.offset);
+		break;
+	}
+	cr_expect_eq(found, 1, "no choice '%s' among %zu lines", want, nr);
+	rv_probe_choices_free(choices, nr);
+
+	/* a stripped file has neither names nor lines to offer */
+	exe = built_target("windows.stripped");
+	cr_expect_eq(rv_probe_site_choices(RV_PROBE_PICK_LINE, exe, 0, &choices, &nr, &err),
+		     -ENODATA);
+	cr_expect(strstr(err.message, "no debug information"), "%s", err.message);
+}
