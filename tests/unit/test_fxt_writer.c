@@ -1352,33 +1352,39 @@ Test(fxt_writer, chooses_the_format_by_extension)
 		const char *path;
 		int ok;
 		enum rv_trace_format format;
-		bool gzip;
+		enum rv_trace_compression compression;
 	} cases[] = {
-		{ "trace.fxt", 1, RV_TRACE_FXT, false },
-		{ "dir.d/trace.fxt.gz", 1, RV_TRACE_FXT, true },
-		{ "trace.json", 1, RV_TRACE_JSON, false },
-		{ "/tmp/x.json.gz", 1, RV_TRACE_JSON, true },
-		{ "trace.txt", 0, RV_TRACE_FXT, false },
-		{ "trace", 0, RV_TRACE_FXT, false },
-		{ "trace.gz", 0, RV_TRACE_FXT, false },
-		{ "trace.fxt.bz2", 0, RV_TRACE_FXT, false },
-		{ "trace.fxt.json.txt", 0, RV_TRACE_FXT, false },
-		{ "fxt", 0, RV_TRACE_FXT, false },
+		{ "trace.fxt", 1, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "dir.d/trace.fxt.gz", 1, RV_TRACE_FXT, RV_TRACE_GZIP },
+		{ "trace.fxt.zst", 1, RV_TRACE_FXT, RV_TRACE_ZSTD },
+		{ "trace.json", 1, RV_TRACE_JSON, RV_TRACE_PLAIN },
+		{ "/tmp/x.json.gz", 1, RV_TRACE_JSON, RV_TRACE_GZIP },
+		{ "/tmp/x.json.zst", 1, RV_TRACE_JSON, RV_TRACE_ZSTD },
+		{ "-", 1, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.txt", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.gz", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.zst", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.fxt.bz2", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.fxt.json.txt", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "fxt", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "--", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		enum rv_trace_format format = (enum rv_trace_format)99;
+		enum rv_trace_compression compression = (enum rv_trace_compression)99;
 		struct rv_error err = { 0 };
-		bool gzip = !cases[i].gzip;
-		int ret = rv_trace_format_from_path(cases[i].path, &format, &gzip, &err);
+		int ret = rv_trace_format_from_path(cases[i].path, &format, &compression, &err);
 
 		if (cases[i].ok) {
 			cr_assert_eq(ret, 0, "%s: %s", cases[i].path, err.message);
 			cr_assert_eq(format, cases[i].format, "%s", cases[i].path);
-			cr_assert_eq(gzip, cases[i].gzip, "%s", cases[i].path);
+			cr_assert_eq(compression, cases[i].compression, "%s", cases[i].path);
 		} else {
 			cr_assert_lt(ret, 0, "%s was accepted", cases[i].path);
-			cr_assert(strstr(err.message, ".fxt") && strstr(err.message, ".json"),
+			cr_assert(strstr(err.message, ".fxt") && strstr(err.message, ".json") &&
+					  strstr(err.message, ".zst"),
 				  "message for %s does not name the accepted endings: %s",
 				  cases[i].path, err.message);
 		}
