@@ -1367,6 +1367,27 @@ Test(fxt_writer, writes_to_standard_output)
 	cr_assert_lt(ret, 0);
 	cr_assert(strstr(err.message, "reading only"), "%s", err.message);
 	cr_assert_null(w);
+
+	/* a terminal: the binary trace would land on the screen */
+	{
+		int master = posix_openpt(O_RDWR | O_NOCTTY), slave;
+
+		cr_assert_geq(master, 0);
+		cr_assert_eq(grantpt(master), 0);
+		cr_assert_eq(unlockpt(master), 0);
+		slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+		cr_assert_geq(slave, 0);
+		dup2(slave, STDOUT_FILENO);
+		w = NULL;
+		ret = rv_trace_writer_open(&w, "-", &err);
+		dup2(saved, STDOUT_FILENO);
+		close(slave);
+		close(master);
+		cr_assert_lt(ret, 0);
+		cr_assert(strstr(err.message, "terminal") && strstr(err.message, "-o FILE"), "%s",
+			  err.message);
+		cr_assert_null(w);
+	}
 	close(saved);
 }
 
