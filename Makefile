@@ -24,9 +24,10 @@ VERSION := 0.1.0
 #   libipt         src/decode (Intel PT packets, the block decoder, images)
 #   Zydis          src/decode/pt_code (instructions at the end of a block)
 #   zlib           src/write (.gz traces)
+#   libzstd        src/write (.zst traces)
 #   libstdc++      src/symbolize/demangle (__cxa_demangle)
 #   pthread        src/decode (parallel PT decoding)
-PKGS := libbpf libelf libdw zlib
+PKGS := libbpf libelf libdw zlib libzstd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 DECODE_LIBS := -lipt -lZydis # Debian ships no pkg-config files for them

@@ -44,6 +44,7 @@ enum {
 	OPT_EXCLUDE,
 	OPT_EXITS,
 	OPT_BTF,
+	OPT_DURATION,
 };
 
 static const struct option long_options[] = {
@@ -79,6 +80,7 @@ static const struct option long_options[] = {
 	{ "perf-script", required_argument, NULL, OPT_PERF_SCRIPT },
 	{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
 	{ "btf", required_argument, NULL, OPT_BTF },
+	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -111,7 +113,8 @@ static const char overview_help[] =
 	"Commands:\n"
 	"  run [OPTIONS] -- COMMAND [ARGS...]   start COMMAND and record it\n"
 	"  attach [OPTIONS] [-p PID[,PID...]]   record running processes until Ctrl-C\n"
-	"                                       or until they exit\n"
+	"                                       or until they exit (-- COMMAND: while\n"
+	"                                       COMMAND runs)\n"
 	"  decode [OPTIONS] CAPTURE             turn a capture (Intel PT, samples or\n"
 	"                                       function records: perf.data or a\n"
 	"                                       capture directory) into a trace\n"
@@ -123,8 +126,11 @@ static const char overview_help[] =
 
 static const char record_options_help[] =
 	"Output:\n"
-	"  -o, --output FILE          the trace: FILE.fxt (default trace.fxt), .fxt.gz,\n"
-	"                             .json or .json.gz; an existing file is replaced\n"
+	"  -o, --output FILE          the trace: FILE.fxt (default trace.fxt), .json,\n"
+	"                             compressed by the ending .gz or .zst (.fxt.zst,\n"
+	"                             .json.gz); an existing file is replaced. -o -\n"
+	"                             writes FXT to standard output, for a pipe (not\n"
+	"                             with a COMMAND, whose output it is too)\n"
 	"      --working-directory DIR\n"
 	"                             keep the capture (DIR/perf.data, which perf report\n"
 	"                             opens) there; by default it goes to a temporary\n"
@@ -184,6 +190,10 @@ static const char record_options_help[] =
 	"                             Intel PT: default 4M per buffer; a --trigger or\n"
 	"                             --min-duration snapshot keeps all of it\n"
 	"      --full-execution       keep everything from start to end instead\n"
+	"      --duration DUR         stop recording after DUR (500ms, 5s, 1.5s) and\n"
+	"                             write the trace; the program runs on (run waits\n"
+	"                             for it and exits with its status). Exit and Ctrl-C\n"
+	"                             still end it sooner\n"
 	"      --btf FILE             the kernel's BTF, for a kernel without\n"
 	"                             /sys/kernel/btf/vmlinux (built without\n"
 	"                             CONFIG_DEBUG_INFO_BTF): a BTF file for this very\n"
@@ -267,24 +277,37 @@ static const char record_options_help[] =
 	"      --help                 this text\n";
 
 static const char run_help[] =
-	"Usage: rearview run [OPTIONS] [--] COMMAND [ARGS...]\n"
+	"Usage: rearview run [OPTIONS] -- COMMAND [ARGS...]\n"
+	"       rearview run [OPTIONS] COMMAND [ARGS...] [-- ARGS...]\n"
 	"\n"
 	"Starts COMMAND stopped before its first instruction, sets up recording, lets it\n"
 	"run, and writes the trace when it exits or at Ctrl-C. COMMAND's standard input\n"
 	"and output are its own; rearview exits with COMMAND's exit status. The\n"
 	"processes COMMAND starts are recorded too, each on its own process track\n"
 	"(--no-follow: COMMAND's process alone).\n"
+	"\n"
+	"rearview's options end at the first -- or at COMMAND, the first argument that\n"
+	"is not an option. After -- every argument following COMMAND is passed to it\n"
+	"unchanged, a later -- included (run -- echo -- x prints \"-- x\"). Without a\n"
+	"-- before COMMAND, the first -- after it only separates COMMAND's arguments,\n"
+	"as in magic-trace, and is not passed (run echo -- hello prints \"hello\").\n"
 	"\n";
 
 static const char attach_help[] =
-	"Usage: rearview attach [OPTIONS] [-p PID[,PID...]]\n"
+	"Usage: rearview attach [OPTIONS] [-p PID[,PID...]] [-- COMMAND [ARGS...]]\n"
 	"\n"
 	"Records running processes until Ctrl-C or until they all exit, then writes the\n"
 	"trace; the processes keep running, unharmed. Without -p, offers the running\n"
 	"processes to choose from (through fzf where it is installed, else as a\n"
 	"numbered list).\n"
 	"\n"
-	"  -p, --pid PID[,PID...]     the processes to record\n"
+	"With -- COMMAND, starts COMMAND once recording is set up (COMMAND itself is not\n"
+	"recorded) and records the processes while it runs: the trace is written when\n"
+	"COMMAND exits (or sooner: the processes exit, Ctrl-C, --duration), then\n"
+	"rearview waits for COMMAND and exits with its exit status (1 when recording\n"
+	"failed). COMMAND's standard input and output are its own.\n"
+	"\n"
+	"  -p, --pid PID[,PID...]     the processes to record, each once\n"
 	"\n";
 
 static const char decode_help[] =
@@ -305,8 +328,10 @@ static const char decode_help[] =
 	"tracer's records decodes too, told apart by the events it declares.\n"
 	"\n"
 	"Output:\n"
-	"  -o, --output FILE          the trace: FILE.fxt (default trace.fxt), .fxt.gz,\n"
-	"                             .json or .json.gz; an existing file is replaced\n"
+	"  -o, --output FILE          the trace: FILE.fxt (default trace.fxt), .json,\n"
+	"                             compressed by the ending .gz or .zst (.fxt.zst,\n"
+	"                             .json.gz); an existing file is replaced. -o -\n"
+	"                             writes FXT to standard output, for a pipe\n"
 	"      --stats                print what was decoded: packets, instructions,\n"
 	"                             blocks, calls, returns, errors with their offsets,\n"
 	"                             the time the trace covers and the decoding speed\n"
@@ -362,6 +387,8 @@ void rv_options_destroy(struct rv_options *opts)
 	free_list(&opts->functions, &opts->nr_functions);
 	free_list(&opts->exclude, &opts->nr_exclude);
 	free_list(&opts->kernel_functions, &opts->nr_kernel_functions);
+	free(opts->owned_argv);
+	opts->owned_argv = NULL;
 }
 
 int rv_parse_patterns(const char *text, const char *option, char ***list, size_t *count,
@@ -606,6 +633,12 @@ int rv_parse_pid_list(const char *text, pid_t *pids, size_t max, size_t *count,
 			goto bad;
 		if (*count == max)
 			return rv_error_set(err, E2BIG, "too many PIDs (at most %zu)", max);
+		for (size_t i = 0; i < *count; i++)
+			if (pids[i] == (pid_t)value)
+				return rv_error_set(err, EINVAL,
+						    "PID %ld is given twice in '-p %s': give each "
+						    "process once",
+						    value, text);
 		pids[(*count)++] = (pid_t)value;
 		p = end;
 		if (*p == ',')
@@ -990,8 +1023,81 @@ static int check_gate(const struct rv_options *opts, struct rv_error *err)
 	return 0;
 }
 
+/* run's and attach's COMMAND, from the arguments left after the options
+ * (args, n); separated: a `--` ended the options, so COMMAND is args[0]
+ * with every argument after it unchanged. Without that `--`, the first
+ * `--` after COMMAND is magic-trace's separator of the program's arguments
+ * and is dropped (run only; attach wants its command after `--`). */
+static int take_command(struct rv_options *opts, char **args, int n, bool separated,
+			struct rv_error *err)
+{
+	int dash = 0;
+
+	opts->argv = args;
+	opts->argc = n;
+	if (opts->command == RV_CMD_ATTACH) {
+		if (n > 0 && !separated)
+			return rv_error_set(err, EINVAL,
+					    "unexpected argument '%s': 'rearview attach' takes "
+					    "processes with -p PID[,PID...], and a command to run "
+					    "while recording after --: rearview attach -p PID -- "
+					    "COMMAND [ARGS...]",
+					    args[0]);
+		if (n == 0 && separated)
+			return rv_error_set(err, EINVAL,
+					    "no command after --: use 'rearview attach -p PID -- "
+					    "COMMAND [ARGS...]', or leave -- out to record until "
+					    "Ctrl-C");
+		return 0;
+	}
+	if (n == 0)
+		return rv_error_set(err, EINVAL,
+				    "no command to run: use 'rearview run [OPTIONS] -- COMMAND "
+				    "[ARGS...]'");
+	if (separated)
+		return 0;
+	for (int i = 1; i < n && !dash; i++)
+		if (!strcmp(args[i], "--"))
+			dash = i;
+	if (!dash)
+		return 0;
+	opts->owned_argv = calloc((size_t)n, sizeof(*opts->owned_argv));
+	if (!opts->owned_argv)
+		return rv_error_set(err, ENOMEM, "out of memory");
+	memcpy(opts->owned_argv, args, (size_t)dash * sizeof(*args));
+	memcpy(opts->owned_argv + dash, args + dash + 1, (size_t)(n - dash - 1) * sizeof(*args));
+	opts->argv = opts->owned_argv;
+	opts->argc = n - 1;
+	return 0;
+}
+
+/* `-o -` (the trace on standard output) beside a command whose standard
+ * output is its own, and nothing of ours besides the trace. */
+static int check_output(const struct rv_options *opts, struct rv_error *err)
+{
+	if (strcmp(opts->output, "-"))
+		return 0;
+	if (opts->dry_run)
+		return rv_error_set(err, EINVAL,
+				    "--dry-run prints its plan on standard output and writes no "
+				    "trace: leave out -o -");
+	if (opts->command == RV_CMD_RUN || (opts->command == RV_CMD_ATTACH && opts->argc > 0))
+		return rv_error_set(err, EINVAL,
+				    "-o - writes the trace to standard output, which COMMAND "
+				    "writes to as well: write the trace to a file (-o FILE), or "
+				    "send COMMAND's output elsewhere through a shell (-- sh -c "
+				    "'COMMAND > FILE')");
+	if (opts->stats)
+		return rv_error_set(err, EINVAL,
+				    "--stats prints on standard output, where -o - writes the "
+				    "trace: write the trace to a file (-o FILE)");
+	return 0;
+}
+
 int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_error *err)
 {
+	const char *last_optarg = NULL;
+	bool separated;
 	int c, ret;
 
 	memset(opts, 0, sizeof(*opts));
@@ -1018,6 +1124,7 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 	while ((c = getopt_long_only(argc, argv,
 				     opts->command == RV_CMD_DECODE ? ":o:p:j:vh" : "+:o:p:j:vh",
 				     long_options, NULL)) != -1) {
+		last_optarg = optarg;
 		switch (c) {
 		case 'o':
 			if (!*optarg)
@@ -1178,6 +1285,16 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 		case OPT_BTF:
 			opts->btf = optarg;
 			break;
+		case OPT_DURATION:
+			if (opts->command == RV_CMD_DECODE)
+				return rv_error_set(
+					err, EINVAL,
+					"--duration is for 'rearview run' and 'rearview "
+					"attach': it says how long to record");
+			ret = rv_parse_duration(optarg, &opts->duration_ns, err);
+			if (ret)
+				return rv_error_prefix(err, "--duration");
+			break;
 		case 'j': {
 			uint64_t jobs;
 
@@ -1212,17 +1329,21 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 	if (opts->help || opts->version)
 		return 0;
 
-	opts->argv = argv + optind;
-	opts->argc = argc - optind;
-	if (opts->command == RV_CMD_RUN && opts->argc == 0)
-		return rv_error_set(err, EINVAL,
-				    "no command to run: use 'rearview run [OPTIONS] -- COMMAND "
-				    "[ARGS...]'");
-	if (opts->command == RV_CMD_ATTACH && opts->argc > 0)
-		return rv_error_set(err, EINVAL,
-				    "unexpected argument '%s': 'rearview attach' takes processes "
-				    "with -p PID[,PID...]",
-				    opts->argv[0]);
+	/* getopt consumed a `--` that ended the options (not an option's value
+	 * that happens to be "--") */
+	separated = optind > 1 && optind <= argc && argv[optind - 1] != last_optarg &&
+		    !strcmp(argv[optind - 1], "--");
+	if (opts->command == RV_CMD_DECODE) {
+		opts->argv = argv + optind;
+		opts->argc = argc - optind;
+	} else {
+		ret = take_command(opts, argv + optind, argc - optind, separated, err);
+		if (ret)
+			return ret;
+	}
+	ret = check_output(opts, err);
+	if (ret)
+		return ret;
 	if (opts->command == RV_CMD_ATTACH && opts->no_follow)
 		return rv_error_set(err, EINVAL,
 				    "--no-follow is for 'rearview run': 'rearview attach' records "

@@ -66,7 +66,9 @@ enum rv_timer_kind {
 
 struct rv_options {
 	enum rv_command command;
-	const char *output; /* never NULL after parsing */
+	/* never NULL after parsing; "-" is standard output (FXT; refused with
+	 * run's COMMAND and attach's, whose standard output is their own) */
+	const char *output;
 	enum rv_backend backend;
 	enum rv_timer_kind timer;
 	uint64_t sample_hz;	  /* RV_TIMER_SAMPLE only */
@@ -126,9 +128,21 @@ struct rv_options {
 	unsigned jobs;		 /* --jobs N; 0: one per online CPU */
 	uint64_t chunk_bytes;	 /* --chunk-size SIZE; 0: the decoder's default */
 
-	/* run: the command and its arguments, NULL-terminated; decode: the capture */
+	/* run: the command and its arguments, NULL-terminated; attach: the
+	 * command given after `--` (argc 0: none), run while recording;
+	 * decode: the capture. run's rule for `--`: the options end at the
+	 * first `--` or the first argument that is not an option (COMMAND).
+	 * When `--` came first, every argument after COMMAND is its own, a
+	 * later `--` included; otherwise the first `--` after COMMAND
+	 * (magic-trace's `run PROG -- ARGS`) is dropped. attach takes its
+	 * command only after `--`. */
 	char **argv;
 	int argc;
+	char **owned_argv; /* argv when a `--` was dropped (rv_options_destroy) */
+
+	/* run, attach: stop recording after this long (--duration DUR); 0: at
+	 * the target's exit or Ctrl-C */
+	uint64_t duration_ns;
 };
 
 /* Parses argv (argv[0] is the program, argv[1] the command). On a bad command

@@ -302,7 +302,13 @@ static void summary_written(const struct rv_trace_writer *w)
 	char size_text[32], cwd[4096];
 
 	rv_trace_writer_stats(w, &ws);
-	human_bytes(ws.bytes, size_text, sizeof(size_text));
+	/* the file's size, compressed as it is */
+	human_bytes(ws.file_bytes, size_text, sizeof(size_text));
+	if (!strcmp(path, RV_TRACE_STDOUT)) {
+		fprintf(stderr, "rearview: wrote the trace to standard output (%s, %llu spans)\n",
+			size_text, (unsigned long long)ws.spans);
+		return;
+	}
 	if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
 		fprintf(stderr, "rearview: wrote %s/%s (%s, %llu spans)\n", cwd, path, size_text,
 			(unsigned long long)ws.spans);

@@ -294,8 +294,9 @@ static int act_snapshot(void *ctx, const struct rv_gating_snapshot *what, size_t
 	return r->ops->snapshot(r->backend, what, taken, err);
 }
 
-/* Polls until the target exits, a stop signal comes (s->stop_signal) or a
- * snapshot ends the recording (s->snapshot_ended). Each round reads the
+/* Polls until the target exits, a stop signal comes (s->stop_signal), a
+ * snapshot ends the recording (s->snapshot_ended), --duration elapses
+ * (s->duration_ended) or attach's COMMAND exits (s->command_ended). Each round reads the
  * gate's records first: what ran before them is then in the rings, and the
  * drain brings it in before they are acted on. After the end, one more
  * round takes what the gate said last. */
@@ -304,6 +305,7 @@ static int record_loop(struct rv_session *s, struct recording *r, struct rv_targ
 {
 	struct pollfd *fds = calloc(MAX_POLL_FDS, sizeof(*fds));
 	struct rv_gating_actions actions = { .ctx = r, .mark = act_mark, .snapshot = act_snapshot };
+	unsigned long long deadline_ms = 0;
 	size_t n;
 	int ret = 0;
 
@@ -317,10 +319,20 @@ static int record_loop(struct rv_session *s, struct recording *r, struct rv_targ
 	for (size_t i = 0; i < target->nr_pids; i++)
 		if (target->pidfds[i] >= 0)
 			fds[n++] = (struct pollfd){ .fd = target->pidfds[i], .events = POLLIN };
+	if (s->opts->duration_ns)
+		deadline_ms = now_ms() + (s->opts->duration_ns + 999999) / 1000000;
 	for (bool last = false;;) {
+		int timeout_ms = POLL_MS;
 		bool done = false;
 
-		if (!last && poll(fds, n, POLL_MS) < 0 && errno != EINTR) {
+		if (deadline_ms) {
+			unsigned long long now = now_ms();
+
+			timeout_ms = now >= deadline_ms		   ? 0
+				     : deadline_ms - now < POLL_MS ? (int)(deadline_ms - now)
+								   : POLL_MS;
+		}
+		if (!last && poll(fds, n, timeout_ms) < 0 && errno != EINTR) {
 			ret = rv_error_set(err, errno, "poll: %s", strerror(errno));
 			break;
 		}
@@ -338,6 +350,16 @@ static int record_loop(struct rv_session *s, struct recording *r, struct rv_targ
 			target->stop_signal_ms = now_ms();
 			if (r->ops->disarm)
 				r->ops->disarm(r->backend);
+			last = true;
+		}
+		if (!last && deadline_ms && now_ms() >= deadline_ms) {
+			s->duration_ended = true;
+			if (r->ops->disarm)
+				r->ops->disarm(r->backend);
+			last = true;
+		}
+		if (!last && s->command && rv_target_poll_exit(s->command)) {
+			s->command_ended = true;
 			last = true;
 		}
 		last = last || rv_target_poll_exit(target);
@@ -477,12 +499,20 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 		ret = r.ops->start(r.backend, err);
 	if (!ret)
 		ret = rv_target_release(target, err);
+	if (!ret && s->command)
+		ret = rv_target_release(s->command, err);
 	if (!ret)
 		ret = record_loop(s, &r, target, err);
 	if (!ret) {
 		if (s->stop_signal)
 			rv_note("%s: stopping the recording and writing the trace",
 				strsignal(s->stop_signal));
+		else if (s->duration_ended)
+			rv_note("--duration is up: stopping the recording and writing the trace%s",
+				target->spawned ? "; the program runs on" : "");
+		else if (s->command_ended)
+			rv_note("the command exited: stopping the recording and writing the "
+				"trace");
 		else if (s->snapshot_ended)
 			rv_note("snapshot taken: stopping the recording and writing the trace%s",
 				target->spawned ? "; the program runs on" : "");

@@ -56,6 +56,12 @@ struct rv_session {
 	const char *backend_note; /* said once recording starts, e.g. why we sample */
 	int stop_signal;     /* the signal that ended the recording, 0 if the target ended it */
 	bool snapshot_ended; /* a --trigger or --min-duration snapshot ended it */
+	bool duration_ended; /* --duration elapsed */
+	/* attach -- COMMAND: spawned stopped by the caller, released once
+	 * recording is set up (after the target); its exit ends the recording
+	 * (command_ended). NULL: none. Never recorded itself. */
+	struct rv_target *command;
+	bool command_ended;
 	/* A second stop signal came while the probes were being released: the
 	 * trace is not written, rearview ends at once. */
 	bool interrupted_again;
@@ -78,8 +84,10 @@ struct rv_session {
 int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err);
 
 /* Records the target (a spawned child is released once recording is set
- * up), then writes the capture and the trace. Returns 0 or a negative code
- * with err set. */
+ * up, then s->command), until the target exits, a stop signal, a snapshot
+ * that ends it, s->command's exit or --duration (counted from the release;
+ * the loop wakes at least every 100 ms, and at the deadline), then writes
+ * the capture and the trace. Returns 0 or a negative code with err set. */
 int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_error *err);
 
 /* --dry-run: prints every event, filter, uprobe and BPF program the session

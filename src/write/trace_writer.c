@@ -4,9 +4,12 @@
  *
  * The output is a temporary file next to the final path, written through a
  * buffer of our own (no system call per event) and, for ".gz" paths, through
- * zlib's deflate with a gzip wrapper. Commit renames it into place; abort
- * removes it. A failed write (a full disk) is remembered, and every later call
- * reports the same error, so the caller may check as often as it likes.
+ * zlib's deflate with a gzip wrapper, for ".zst" paths through libzstd's
+ * streaming compressor. Commit renames it into place; abort removes it.
+ * "-" is a duplicate of standard output, with SIGPIPE held back while it is
+ * written (a reader that went away is an error to report, not the end of
+ * rearview with its probes and temporary files left). A failed write (a full disk) is remembered,
+ * and every later call reports the same error, so the caller may check as often as it likes.
  *
  * This is not an encoder: record layouts live in fxt.c and json.c.
  */
@@ -17,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +36,9 @@
 /* Trace records repeat a lot, so fast levels already shrink them well; the
  * higher levels cost several times the time of writing the trace. */
 #define GZIP_LEVEL 3
+/* zstd's default level, magic-trace's too: several times faster than gzip's
+ * level 3 for a smaller file. */
+#define ZSTD_LEVEL 3
 #define MAX_ARGS   15
 
 enum writer_state {
@@ -54,6 +61,7 @@ struct rv_trace_writer {
 	bool failed;
 	struct rv_error failure; /* the first output failure, repeated to later calls */
 	bool private_file;	 /* 0600: the trace shows kernel data */
+	bool to_stdout;		 /* path "-": out.fd is a duplicate of standard output */
 };
 
 static bool ends_with(const char *s, size_t length, const char *suffix)
@@ -64,36 +72,45 @@ static bool ends_with(const char *s, size_t length, const char *suffix)
 	       !memcmp(s + length - suffix_length, suffix, suffix_length);
 }
 
-int rv_trace_format_from_path(const char *path, enum rv_trace_format *format, bool *gzip,
-			      struct rv_error *err)
+#define ACCEPTED_ENDINGS                                                                           \
+	".fxt, .json, either followed by .gz or .zst to compress it (.fxt.zst), or - for "         \
+	"standard output"
+
+int rv_trace_format_from_path(const char *path, enum rv_trace_format *format,
+			      enum rv_trace_compression *compression, struct rv_error *err)
 {
 	static const struct {
 		const char *suffix;
 		enum rv_trace_format format;
-		bool gzip;
+		enum rv_trace_compression compression;
 	} endings[] = {
-		{ ".fxt", RV_TRACE_FXT, false },
-		{ ".fxt.gz", RV_TRACE_FXT, true },
-		{ ".json", RV_TRACE_JSON, false },
-		{ ".json.gz", RV_TRACE_JSON, true },
+		{ ".fxt", RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ ".fxt.gz", RV_TRACE_FXT, RV_TRACE_GZIP },
+		{ ".fxt.zst", RV_TRACE_FXT, RV_TRACE_ZSTD },
+		{ ".json", RV_TRACE_JSON, RV_TRACE_PLAIN },
+		{ ".json.gz", RV_TRACE_JSON, RV_TRACE_GZIP },
+		{ ".json.zst", RV_TRACE_JSON, RV_TRACE_ZSTD },
 	};
 	size_t length, i;
 
 	if (!path || !*path)
 		return rv_error_set(err, EINVAL,
-				    "no trace path given: use a name ending in .fxt, .fxt.gz, "
-				    ".json or .json.gz");
+				    "no trace path given: use a name ending in " ACCEPTED_ENDINGS);
+	if (!strcmp(path, RV_TRACE_STDOUT)) {
+		*format = RV_TRACE_FXT;
+		*compression = RV_TRACE_PLAIN;
+		return 0;
+	}
 	length = strlen(path);
 	for (i = 0; i < sizeof(endings) / sizeof(endings[0]); i++) {
 		if (ends_with(path, length, endings[i].suffix)) {
 			*format = endings[i].format;
-			*gzip = endings[i].gzip;
+			*compression = endings[i].compression;
 			return 0;
 		}
 	}
 	return rv_error_set(err, EINVAL,
-			    "unknown trace format for '%s': use a name ending in .fxt, .fxt.gz, "
-			    ".json or .json.gz",
+			    "unknown trace format for '%s': use a name ending in " ACCEPTED_ENDINGS,
 			    path);
 }
 
@@ -115,6 +132,60 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
+/* write_all to the output, counted. Standard output may be a pipe whose
+ * reader is gone: SIGPIPE is held back for the write (and taken if it came),
+ * so that it fails with EPIPE instead of ending rearview. */
+static int out_write(struct rv_out *out, const unsigned char *p, size_t n)
+{
+	sigset_t pipe_only, before, pending;
+	struct timespec now = { 0, 0 };
+	bool was_pending;
+	int r;
+
+	if (out->fd != out->stdout_fd) {
+		r = write_all(out->fd, p, n);
+		if (!r)
+			out->written += n;
+		return r;
+	}
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_only, &before);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
+	r = write_all(out->fd, p, n);
+	if (r == -EPIPE && !was_pending && !sigismember(&before, SIGPIPE))
+		sigtimedwait(&pipe_only, NULL, &now);
+	pthread_sigmask(SIG_SETMASK, &before, NULL);
+	if (!r)
+		out->written += n;
+	return r;
+}
+
+static int zstd_and_write(struct rv_out *out, const unsigned char *data, size_t n,
+			  ZSTD_EndDirective mode)
+{
+	ZSTD_inBuffer in = { data, n, 0 };
+
+	for (;;) {
+		ZSTD_outBuffer zout = { out->zbuf, GZIP_BUFFER_SIZE, 0 };
+		size_t left = ZSTD_compressStream2(out->zstd, &zout, &in, mode);
+		int r;
+
+		if (ZSTD_isError(left))
+			return -EIO;
+		if (zout.pos) {
+			r = out_write(out, out->zbuf, zout.pos);
+			if (r < 0)
+				return r;
+		}
+		/* continue: done once the input is taken; end: once the frame
+		 * is flushed whole */
+		if (mode == ZSTD_e_end ? left == 0 : in.pos == in.size)
+			return 0;
+	}
+}
+
 static int deflate_and_write(struct rv_out *out, const unsigned char *data, size_t n, int flush)
 {
 	z_stream *z = &out->zstream;
@@ -132,7 +203,7 @@ static int deflate_and_write(struct rv_out *out, const unsigned char *data, size
 			return -EIO;
 		produced = GZIP_BUFFER_SIZE - z->avail_out;
 		if (produced) {
-			r = write_all(out->fd, out->zbuf, produced);
+			r = out_write(out, out->zbuf, produced);
 			if (r < 0)
 				return r;
 		}
@@ -153,10 +224,12 @@ int rv_out_flush(struct rv_out *out)
 	}
 	if (!out->used)
 		return 0;
-	if (out->gzip)
+	if (out->compression == RV_TRACE_GZIP)
 		r = deflate_and_write(out, out->buf, out->used, Z_NO_FLUSH);
+	else if (out->compression == RV_TRACE_ZSTD)
+		r = zstd_and_write(out, out->buf, out->used, ZSTD_e_continue);
 	else
-		r = write_all(out->fd, out->buf, out->used);
+		r = out_write(out, out->buf, out->used);
 	out->flushed += out->used;
 	out->used = 0;
 	if (r < 0)
@@ -170,11 +243,12 @@ static int out_finish(struct rv_out *out)
 
 	if (r < 0)
 		return r;
-	if (out->gzip) {
+	if (out->compression == RV_TRACE_GZIP)
 		r = deflate_and_write(out, NULL, 0, Z_FINISH);
-		if (r < 0)
-			out->error = -r;
-	}
+	else if (out->compression == RV_TRACE_ZSTD)
+		r = zstd_and_write(out, NULL, 0, ZSTD_e_end);
+	if (r < 0)
+		out->error = -r;
 	return r;
 }
 
@@ -183,6 +257,8 @@ static void out_release(struct rv_out *out)
 	if (out->zstream_ready)
 		deflateEnd(&out->zstream);
 	out->zstream_ready = false;
+	ZSTD_freeCStream(out->zstd);
+	out->zstd = NULL;
 	free(out->buf);
 	free(out->zbuf);
 	out->buf = NULL;
@@ -195,7 +271,12 @@ static void out_release(struct rv_out *out)
 /* Remembers an output failure so that every later call repeats it. */
 static int fail(struct rv_trace_writer *w, int code, struct rv_error *err)
 {
-	if (code == ENOSPC)
+	if (w->to_stdout)
+		rv_error_set(&w->failure, code, "cannot write the trace to standard output: %s%s",
+			     strerror(code),
+			     code == EPIPE ? " (the program reading it ended before the trace)"
+					   : "");
+	else if (code == ENOSPC)
 		rv_error_set(
 			&w->failure, code,
 			"cannot write the trace to '%s': %s; free some space or choose another "
@@ -292,19 +373,60 @@ static int create_temp_file(struct rv_trace_writer *w, struct rv_error *err)
 	return 0;
 }
 
-static int init_output(struct rv_trace_writer *w, bool gzip, struct rv_error *err)
+/* "-": a duplicate of standard output (closed at commit like a file, and
+ * never mistaken for another descriptor), checked before anything records. */
+static int open_stdout(struct rv_trace_writer *w, struct rv_error *err)
+{
+	int flags = fcntl(STDOUT_FILENO, F_GETFL);
+
+	if (flags < 0)
+		return rv_error_set(err, EBADF,
+				    "-o -: standard output is closed; give it a pipe or a file "
+				    "(rearview ... -o - | gzip > trace.fxt.gz)");
+	if ((flags & O_ACCMODE) == O_RDONLY)
+		return rv_error_set(
+			err, EBADF,
+			"-o -: standard output is open for reading only; give it a pipe "
+			"or a file");
+	if (isatty(STDOUT_FILENO))
+		return rv_error_set(
+			err, ENOTTY,
+			"-o - writes the binary trace to standard output, which is a "
+			"terminal: pipe it (rearview ... -o - | gzip > trace.fxt.gz) or "
+			"use -o FILE");
+	w->out.fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (w->out.fd < 0)
+		return rv_error_set(err, errno, "-o -: cannot use standard output: %s",
+				    strerror(errno));
+	w->out.stdout_fd = w->out.fd;
+	w->to_stdout = true;
+	return 0;
+}
+
+static int init_output(struct rv_trace_writer *w, enum rv_trace_compression compression,
+		       struct rv_error *err)
 {
 	struct rv_out *out = &w->out;
 
-	out->gzip = gzip;
+	out->compression = compression;
 	out->buf = malloc(RV_OUT_BUFFER_SIZE);
 	if (!out->buf)
 		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
-	if (!gzip)
+	if (compression == RV_TRACE_PLAIN)
 		return 0;
 	out->zbuf = malloc(GZIP_BUFFER_SIZE);
 	if (!out->zbuf)
 		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
+	if (compression == RV_TRACE_ZSTD) {
+		out->zstd = ZSTD_createCStream();
+		if (!out->zstd ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(out->zstd, ZSTD_c_compressionLevel,
+							ZSTD_LEVEL)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(out->zstd, ZSTD_c_checksumFlag, 1)))
+			return rv_error_set(err, ENOMEM, "cannot start zstd compression for '%s'",
+					    w->path);
+		return 0;
+	}
 	if (deflateInit2(&out->zstream, GZIP_LEVEL, Z_DEFLATED, GZIP_WINDOW_BITS, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK)
 		return rv_error_set(err, ENOMEM, "cannot start gzip compression for '%s'", w->path);
@@ -314,8 +436,9 @@ static int init_output(struct rv_trace_writer *w, bool gzip, struct rv_error *er
 
 int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct rv_error *err)
 {
+	static const char *const compression_names[] = { "", " (gzip)", " (zstd)" };
 	struct rv_trace_writer *w;
-	bool gzip;
+	enum rv_trace_compression compression;
 	int r;
 
 	if (!out)
@@ -325,8 +448,9 @@ int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct 
 	if (!w)
 		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
 	w->out.fd = -1;
+	w->out.stdout_fd = -1;
 	w->state = WRITER_OPEN;
-	r = rv_trace_format_from_path(path, &w->format, &gzip, err);
+	r = rv_trace_format_from_path(path, &w->format, &compression, err);
 	if (r < 0)
 		goto fail;
 	w->path = strdup(path);
@@ -334,10 +458,10 @@ int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct 
 		r = rv_error_set(err, ENOMEM, "out of memory for the trace writer");
 		goto fail;
 	}
-	r = create_temp_file(w, err);
+	r = strcmp(path, RV_TRACE_STDOUT) ? create_temp_file(w, err) : open_stdout(w, err);
 	if (r < 0)
 		goto fail;
-	r = init_output(w, gzip, err);
+	r = init_output(w, compression, err);
 	if (r < 0)
 		goto fail;
 	if (w->format == RV_TRACE_FXT) {
@@ -348,8 +472,8 @@ int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct 
 		rv_json_open(&w->json, &w->out);
 	}
 	rv_debug("writing %s trace%s to '%s' through '%s'",
-		 w->format == RV_TRACE_FXT ? "FXT" : "JSON", gzip ? " (gzip)" : "", w->path,
-		 w->temp_path);
+		 w->format == RV_TRACE_FXT ? "FXT" : "JSON", compression_names[compression],
+		 w->path, w->to_stdout ? "standard output" : w->temp_path);
 	*out = w;
 	return 0;
 
@@ -466,6 +590,18 @@ int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err)
 		remove_temp_file(w);
 		return r;
 	}
+	if (w->to_stdout) {
+		code = close(w->out.fd) < 0 ? errno : 0;
+		w->out.fd = -1;
+		if (code)
+			return fail(w, code, err);
+		out_release(&w->out);
+		w->state = WRITER_COMMITTED;
+		rv_debug("wrote the trace to standard output: %" PRIu64 " spans, %" PRIu64
+			 " instants, %" PRIu64 " bytes",
+			 w->spans, w->instants, w->out.written);
+		return 0;
+	}
 	/* mkstemp made it 0600; a trace is meant to be shared. */
 	if (fchmod(w->out.fd, w->private_file ? 0600 : 0644) < 0)
 		rv_debug("cannot make '%s' readable by others: %s", w->temp_path, strerror(errno));
@@ -490,8 +626,9 @@ int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err)
 	}
 	out_release(&w->out);
 	w->state = WRITER_COMMITTED;
-	rv_debug("wrote '%s': %" PRIu64 " spans, %" PRIu64 " instants, %" PRIu64 " bytes", w->path,
-		 w->spans, w->instants, w->out.flushed);
+	rv_debug("wrote '%s': %" PRIu64 " spans, %" PRIu64 " instants, %" PRIu64 " bytes (%" PRIu64
+		 " before compression)",
+		 w->path, w->spans, w->instants, w->out.written, w->out.flushed);
 	return 0;
 }
 
@@ -527,6 +664,7 @@ void rv_trace_writer_stats(const struct rv_trace_writer *w, struct rv_trace_writ
 	out->spans = w->spans;
 	out->instants = w->instants;
 	out->bytes = w->out.flushed + w->out.used;
+	out->file_bytes = w->out.written;
 	if (w->fxt)
 		rv_fxt_stats(w->fxt, out);
 }

@@ -3,13 +3,18 @@
  *
  * The format comes from the output path: ".fxt" (Fuchsia trace format, the
  * default), ".json" (Chrome trace event format), and either of them followed
- * by ".gz" for gzip. Anything else is refused by rv_trace_writer_open with a
- * message listing the accepted endings.
+ * by ".gz" for gzip (zlib, level 3) or ".zst" for zstd (libzstd, level 3,
+ * one frame with its content checksum). Anything else is refused by
+ * rv_trace_writer_open with a message listing the accepted endings. The path
+ * "-" (RV_TRACE_STDOUT) is standard output, written as FXT, uncompressed.
  *
  * Nothing half-written is ever left at the output path: the writer works on a
  * temporary file in the same directory (so an unwritable directory fails at
  * open, before any recording starts) and renames it into place on commit.
- * rv_trace_writer_abort removes the temporary file.
+ * rv_trace_writer_abort removes the temporary file. Standard output has no
+ * temporary file: open refuses a terminal and a descriptor that is closed
+ * or read-only, the trace goes out as the buffer fills (256 KiB at a time),
+ * and after an abort the reader has a stream cut short (what was flushed).
  *
  * Timestamps are nanoseconds from the start of the trace. The caller (the
  * trace builder) is responsible for nesting: spans of one thread are either
@@ -33,10 +38,20 @@ enum rv_trace_format {
 	RV_TRACE_JSON,
 };
 
-/* Parses the output path's ending; returns 0 and sets *format and *gzip, or a
- * negative code with a message naming the accepted endings. */
-int rv_trace_format_from_path(const char *path, enum rv_trace_format *format, bool *gzip,
-			      struct rv_error *err);
+enum rv_trace_compression {
+	RV_TRACE_PLAIN,
+	RV_TRACE_GZIP,
+	RV_TRACE_ZSTD,
+};
+
+/* The output path that means standard output. */
+#define RV_TRACE_STDOUT "-"
+
+/* Parses the output path's ending ("-": FXT, plain); returns 0 and sets
+ * *format and *compression, or a negative code with a message naming the
+ * accepted endings. */
+int rv_trace_format_from_path(const char *path, enum rv_trace_format *format,
+			      enum rv_trace_compression *compression, struct rv_error *err);
 
 enum rv_arg_kind {
 	RV_ARG_INT,	/* int64 */
@@ -57,8 +72,9 @@ struct rv_arg {
 
 struct rv_trace_writer;
 
-/* Creates the temporary file next to `path` and writes the file's preamble
- * (FXT: magic record, initialization record with 1e9 ticks per second). */
+/* Creates the temporary file next to `path` (or checks that standard output
+ * can take the trace) and writes the file's preamble (FXT: magic record,
+ * initialization record with 1e9 ticks per second). */
 int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct rv_error *err);
 
 /* Names a process (FXT: kernel object of type process, koid = pid). */
@@ -94,8 +110,9 @@ int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t ti
 			    uint64_t ts_ns, const struct rv_arg *args, size_t nr_args,
 			    struct rv_error *err);
 
-/* Flushes, closes and renames the temporary file to the output path. The
- * writer stays valid for the getters below until rv_trace_writer_free. */
+/* Flushes, closes and renames the temporary file to the output path
+ * (standard output: flushes it, and leaves it open). The writer stays valid
+ * for the getters below until rv_trace_writer_free. */
 int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err);
 
 /* Removes the temporary file; nothing appears at the output path. */
@@ -112,6 +129,8 @@ struct rv_trace_writer_stats {
 	uint64_t spans;		   /* span calls */
 	uint64_t instants;	   /* instant calls */
 	uint64_t bytes;		   /* bytes of trace written, before compression */
+	uint64_t file_bytes;	   /* bytes written to the file (after compression):
+				    * its size once committed */
 	uint64_t strings;	   /* distinct strings interned (FXT) */
 	uint64_t inline_strings;   /* strings written inline because the table was full */
 	uint64_t thread_evictions; /* thread-table slots reused (FXT, >255 threads) */

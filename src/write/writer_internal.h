@@ -1,7 +1,8 @@
 /* writer_internal.h: what the trace writer's pieces share inside src/write/.
  *
- * trace_writer.c owns the output (a buffered, optionally gzip-compressed file
- * descriptor) and dispatches each call to an encoder: fxt.c or json.c. The
+ * trace_writer.c owns the output (a buffered file descriptor, optionally
+ * through gzip or zstd) and dispatches each call to an encoder: fxt.c or
+ * json.c. The
  * encoders build records directly in the output buffer, so that a span costs
  * no allocation and no system call.
  *
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include <zlib.h>
+#include <zstd.h>
 
 #include "util/error.h"
 #include "write/trace_writer.h"
@@ -26,17 +28,20 @@
 
 struct rv_out {
 	int fd;
-	bool gzip;
+	int stdout_fd; /* fd when it is standard output's duplicate, else -1 */
+	enum rv_trace_compression compression;
 	bool zstream_ready;
 	z_stream zstream;
-	unsigned char *zbuf;
+	ZSTD_CStream *zstd;  /* RV_TRACE_ZSTD */
+	unsigned char *zbuf; /* compressed bytes on their way to fd */
 	unsigned char *buf;
 	size_t used;
-	uint64_t flushed; /* bytes handed to write() or deflate() so far */
+	uint64_t flushed; /* bytes handed to write() or the compressor so far */
+	uint64_t written; /* bytes written to fd: the file's size once finished */
 	int error;	  /* first errno of a failed write, sticky; 0 when fine */
 };
 
-/* Hands the buffered bytes to the file (through deflate for gzip). On failure
+/* Hands the buffered bytes to the file (through the compressor). On failure
  * it records out->error, drops the buffered bytes and returns -errno; later
  * writes go to the buffer and are dropped again, so that encoders need not
  * check every step: the caller checks out->error once per call. */

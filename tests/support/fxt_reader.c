@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <zlib.h>
+#include <zstd.h>
 
 #define FXT_MAGIC_WORD	    0x0016547846040010ull
 #define MAX_STRING_INDEX    0x7fff
@@ -1650,6 +1651,69 @@ static int gunzip(const unsigned char *in, size_t in_size, unsigned char **out, 
 	return 0;
 }
 
+/* zstd frames (one or more, one after the other), whatever their header
+ * says of the content's size: rearview streams them without it. */
+static int unzstd(const unsigned char *in, size_t in_size, unsigned char **out, size_t *out_size,
+		  char *err, size_t err_len)
+{
+	ZSTD_DStream *zs = ZSTD_createDStream();
+	ZSTD_inBuffer zin = { in, in_size, 0 };
+	size_t cap = in_size < (SIZE_MAX / 8) ? in_size * 4 + 4096 : in_size;
+	size_t produced = 0, left = 1;
+	unsigned char *buf = malloc(cap);
+	int ret = 0;
+
+	*out = NULL;
+	if (!buf || !zs) {
+		free(buf);
+		ZSTD_freeDStream(zs);
+		set_error(err, err_len, "out of memory starting zstd decompression");
+		return -ENOMEM;
+	}
+	while (zin.pos < zin.size || left) {
+		ZSTD_outBuffer zout;
+		size_t before = zin.pos, made;
+
+		if (produced == cap) {
+			unsigned char *nbuf = realloc(buf, cap * 2);
+
+			if (!nbuf) {
+				set_error(err, err_len, "out of memory decompressing the trace");
+				ret = -ENOMEM;
+				break;
+			}
+			buf = nbuf;
+			cap *= 2;
+		}
+		zout = (ZSTD_outBuffer){ buf + produced, cap - produced, 0 };
+		left = ZSTD_decompressStream(zs, &zout, &zin);
+		if (ZSTD_isError(left)) {
+			set_error(err, err_len, "zstd: corrupt compressed data near offset %zu: %s",
+				  zin.pos, ZSTD_getErrorName(left));
+			ret = -EINVAL;
+			break;
+		}
+		made = zout.pos;
+		produced += made;
+		if (left && zin.pos == zin.size && made == 0 && before == zin.pos) {
+			set_error(err, err_len,
+				  "zstd: the compressed stream is truncated (%zu bytes read, %zu "
+				  "decompressed)",
+				  in_size, produced);
+			ret = -EINVAL;
+			break;
+		}
+	}
+	ZSTD_freeDStream(zs);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	*out = buf;
+	*out_size = produced;
+	return 0;
+}
+
 int fxt_read_buffer(const void *data, size_t size, struct fxt_trace **out, char *err,
 		    size_t err_len)
 {
@@ -1661,6 +1725,16 @@ int fxt_read_buffer(const void *data, size_t size, struct fxt_trace **out, char 
 	*out = NULL;
 	if (size >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) {
 		ret = gunzip(bytes, size, &plain, &plain_size, err, err_len);
+		if (ret)
+			return ret;
+		ret = parse_fxt(plain, plain_size, true, out, err, err_len);
+		free(plain);
+		return ret;
+	}
+	/* zstd's frame magic, 0xFD2FB528 little-endian */
+	if (size >= 4 && bytes[0] == 0x28 && bytes[1] == 0xb5 && bytes[2] == 0x2f &&
+	    bytes[3] == 0xfd) {
+		ret = unzstd(bytes, size, &plain, &plain_size, err, err_len);
 		if (ret)
 			return ret;
 		ret = parse_fxt(plain, plain_size, true, out, err, err_len);
@@ -1956,7 +2030,7 @@ void fxt_trace_dump(const struct fxt_trace *trace, FILE *out)
 	size_t nr_roots = 0;
 
 	fprintf(out, "FXT trace: %zu bytes%s, %llu ticks/s, %zu records, %zu spans, %zu instants\n",
-		trace->size, trace->compressed ? " (gzip)" : "",
+		trace->size, trace->compressed ? " (compressed)" : "",
 		(unsigned long long)trace->ticks_per_second, trace->stats.records, trace->nr_spans,
 		trace->nr_instants);
 	for (size_t i = 0; i < trace->nr_processes; i++)

@@ -177,7 +177,7 @@ struct fxt_arena;
 
 struct fxt_trace {
 	uint64_t ticks_per_second; /* from the initialization record */
-	bool compressed;	   /* the file was gzip */
+	bool compressed;	   /* the file was gzip or zstd */
 	size_t size;		   /* bytes of FXT, after decompression */
 
 	struct fxt_event *events; /* every event record, in file order */
@@ -202,9 +202,9 @@ struct fxt_trace {
 	struct fxt_arena *arena; /* private: owns every string and argument */
 };
 
-/* Reads a whole FXT file, plain or gzip-compressed (detected by its first two
- * bytes, 1f 8b). Returns 0 and sets *out, to be freed with fxt_trace_free;
- * or a negative errno code with a message in err (which may be NULL). */
+/* Reads a whole FXT file, plain, gzip-compressed (detected by its first two
+ * bytes, 1f 8b) or zstd-compressed (its first four, 28 b5 2f fd). Returns 0 and sets *out, to be
+ * freed with fxt_trace_free; or a negative errno code with a message in err (which may be NULL). */
 int fxt_read_file(const char *path, struct fxt_trace **out, char *err, size_t err_len);
 
 /* Same, from memory; data is not referenced after the call.

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <zlib.h>
+#include <zstd.h>
 
 #include "test_files.h"
 #include "write/trace_writer.h"
@@ -212,6 +213,30 @@ static void gzip_bytes(const unsigned char *in, size_t len, struct fxt_buf *out)
 }
 
 /* ---- the reader on hand-made vectors ---- */
+
+Test(fxt_reader, reads_zstd_and_refuses_a_truncated_one)
+{
+	struct fxt_buf b = { 0 }, z = { 0 };
+	struct fxt_trace *t;
+	size_t bound, n;
+
+	preamble(&b);
+	rec_complete(&b, 1, 2, 5, 10);
+	bound = ZSTD_compressBound(b.len);
+	z.bytes = malloc(bound);
+	n = ZSTD_compress(z.bytes, bound, b.bytes, b.len, 3);
+	cr_assert(!ZSTD_isError(n), "%s", ZSTD_getErrorName(n));
+	z.len = n;
+	t = read_ok(&z);
+	cr_assert(t->compressed);
+	cr_assert_eq(t->size, b.len);
+	cr_assert_eq(fxt_count_spans(t, 10, 11, "main"), 1);
+	fxt_trace_free(t);
+	z.len -= 5;
+	read_fails(&z, "zstd", NULL);
+	free(b.bytes);
+	free(z.bytes);
+}
 
 Test(fxt_reader, reads_a_valid_vector_into_the_model)
 {
@@ -1244,6 +1269,128 @@ Test(fxt_writer, writes_gzip_for_fxt_gz)
 	free_temp_dir(dir);
 }
 
+/* .gz and .zst: what the file holds is compressed, the reader gets the
+ * spans back, and stats.file_bytes is the file's size where stats.bytes
+ * is the FXT's. */
+Test(fxt_writer, writes_zstd_for_fxt_zst_and_counts_the_file_bytes)
+{
+	static const char *const names[] = { "t.fxt.zst", "t.fxt.gz", "t.fxt" };
+	char *dir = new_temp_dir("rv-fxt-writer");
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *path = path_join(dir, names[i]);
+		struct rv_trace_writer *w = open_writer(path);
+		struct rv_trace_writer_stats stats;
+		struct fxt_trace *t;
+		struct fxt_buf b;
+
+		name_thread(w, 1, 2, "t");
+		for (unsigned k = 0; k < 5000; k++)
+			span(w, 1, 2, k % 2 ? "odd" : "even", 10ull * k, 10ull * k + 5);
+		commit(w);
+		rv_trace_writer_stats(w, &stats);
+		rv_trace_writer_free(w);
+
+		b = slurp(path);
+		cr_assert_eq(stats.file_bytes, b.len, "%s: file_bytes %" PRIu64 ", file %zu",
+			     names[i], stats.file_bytes, b.len);
+		t = read_back(path);
+		cr_assert_eq(stats.bytes, t->size, "%s", names[i]);
+		if (i == 0)
+			cr_assert(b.len > 4 && !memcmp(b.bytes, "\x28\xb5\x2f\xfd", 4),
+				  "not a zstd frame");
+		if (i < 2)
+			cr_assert_lt(b.len, t->size / 4, "%s: %zu of %zu bytes", names[i], b.len,
+				     t->size);
+		else
+			cr_assert_eq(b.len, t->size);
+		cr_assert_eq(t->compressed, i < 2);
+		cr_assert_eq(fxt_count_spans(t, 1, 2, "odd"), 2500);
+		fxt_trace_free(t);
+		free(b.bytes);
+		free(path);
+	}
+	free_temp_dir(dir);
+}
+
+/* "-": standard output (here a pipe), whole; refused read-only; a reader
+ * gone is an error, not the end of the process by SIGPIPE. */
+Test(fxt_writer, writes_to_standard_output)
+{
+	struct rv_trace_writer *w = NULL;
+	struct rv_trace_writer_stats stats;
+	struct rv_error err = { 0 };
+	struct fxt_trace *t = NULL;
+	int saved = dup(STDOUT_FILENO), fds[2], ret;
+	static unsigned char got[65536];
+	char msg[256];
+	ssize_t n;
+
+	cr_assert_eq(pipe(fds), 0);
+	dup2(fds[1], STDOUT_FILENO);
+	close(fds[1]);
+	cr_assert_eq(rv_trace_writer_open(&w, "-", &err), 0, "%s", err.message);
+	name_thread(w, 1, 2, "t");
+	span(w, 1, 2, "piped", 10, 20);
+	commit(w);
+	rv_trace_writer_stats(w, &stats);
+	cr_assert_null(rv_trace_writer_temp_path(w));
+	rv_trace_writer_free(w);
+	dup2(saved, STDOUT_FILENO);
+	n = read(fds[0], got, sizeof(got));
+	cr_assert_gt(n, 0);
+	cr_assert_eq((uint64_t)n, stats.file_bytes);
+	cr_assert_eq(fxt_read_buffer(got, (size_t)n, &t, msg, sizeof(msg)), 0, "%s", msg);
+	cr_assert_eq(fxt_count_spans(t, 1, 2, "piped"), 1);
+	fxt_trace_free(t);
+
+	/* the reader is gone: EPIPE, reported; this process lives on */
+	cr_assert_eq(pipe(fds), 0);
+	dup2(fds[1], STDOUT_FILENO);
+	close(fds[1]);
+	close(fds[0]);
+	w = NULL;
+	cr_assert_eq(rv_trace_writer_open(&w, "-", &err), 0, "%s", err.message);
+	span(w, 1, 2, "lost", 10, 20);
+	ret = rv_trace_writer_commit(w, &err);
+	rv_trace_writer_free(w);
+	dup2(saved, STDOUT_FILENO);
+	cr_assert_eq(ret, -EPIPE);
+	cr_assert(strstr(err.message, "standard output") && strstr(err.message, "ended"), "%s",
+		  err.message);
+
+	/* read-only */
+	dup2(open("/dev/null", O_RDONLY | O_CLOEXEC), STDOUT_FILENO);
+	w = NULL;
+	ret = rv_trace_writer_open(&w, "-", &err);
+	dup2(saved, STDOUT_FILENO);
+	cr_assert_lt(ret, 0);
+	cr_assert(strstr(err.message, "reading only"), "%s", err.message);
+	cr_assert_null(w);
+
+	/* a terminal: the binary trace would land on the screen */
+	{
+		int master = posix_openpt(O_RDWR | O_NOCTTY), slave;
+
+		cr_assert_geq(master, 0);
+		cr_assert_eq(grantpt(master), 0);
+		cr_assert_eq(unlockpt(master), 0);
+		slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+		cr_assert_geq(slave, 0);
+		dup2(slave, STDOUT_FILENO);
+		w = NULL;
+		ret = rv_trace_writer_open(&w, "-", &err);
+		dup2(saved, STDOUT_FILENO);
+		close(slave);
+		close(master);
+		cr_assert_lt(ret, 0);
+		cr_assert(strstr(err.message, "terminal") && strstr(err.message, "-o FILE"), "%s",
+			  err.message);
+		cr_assert_null(w);
+	}
+	close(saved);
+}
+
 Test(fxt_writer, leaves_nothing_at_the_path_before_commit_or_after_abort)
 {
 	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
@@ -1352,33 +1499,39 @@ Test(fxt_writer, chooses_the_format_by_extension)
 		const char *path;
 		int ok;
 		enum rv_trace_format format;
-		bool gzip;
+		enum rv_trace_compression compression;
 	} cases[] = {
-		{ "trace.fxt", 1, RV_TRACE_FXT, false },
-		{ "dir.d/trace.fxt.gz", 1, RV_TRACE_FXT, true },
-		{ "trace.json", 1, RV_TRACE_JSON, false },
-		{ "/tmp/x.json.gz", 1, RV_TRACE_JSON, true },
-		{ "trace.txt", 0, RV_TRACE_FXT, false },
-		{ "trace", 0, RV_TRACE_FXT, false },
-		{ "trace.gz", 0, RV_TRACE_FXT, false },
-		{ "trace.fxt.bz2", 0, RV_TRACE_FXT, false },
-		{ "trace.fxt.json.txt", 0, RV_TRACE_FXT, false },
-		{ "fxt", 0, RV_TRACE_FXT, false },
+		{ "trace.fxt", 1, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "dir.d/trace.fxt.gz", 1, RV_TRACE_FXT, RV_TRACE_GZIP },
+		{ "trace.fxt.zst", 1, RV_TRACE_FXT, RV_TRACE_ZSTD },
+		{ "trace.json", 1, RV_TRACE_JSON, RV_TRACE_PLAIN },
+		{ "/tmp/x.json.gz", 1, RV_TRACE_JSON, RV_TRACE_GZIP },
+		{ "/tmp/x.json.zst", 1, RV_TRACE_JSON, RV_TRACE_ZSTD },
+		{ "-", 1, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.txt", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.gz", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.zst", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.fxt.bz2", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "trace.fxt.json.txt", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "fxt", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
+		{ "--", 0, RV_TRACE_FXT, RV_TRACE_PLAIN },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		enum rv_trace_format format = (enum rv_trace_format)99;
+		enum rv_trace_compression compression = (enum rv_trace_compression)99;
 		struct rv_error err = { 0 };
-		bool gzip = !cases[i].gzip;
-		int ret = rv_trace_format_from_path(cases[i].path, &format, &gzip, &err);
+		int ret = rv_trace_format_from_path(cases[i].path, &format, &compression, &err);
 
 		if (cases[i].ok) {
 			cr_assert_eq(ret, 0, "%s: %s", cases[i].path, err.message);
 			cr_assert_eq(format, cases[i].format, "%s", cases[i].path);
-			cr_assert_eq(gzip, cases[i].gzip, "%s", cases[i].path);
+			cr_assert_eq(compression, cases[i].compression, "%s", cases[i].path);
 		} else {
 			cr_assert_lt(ret, 0, "%s was accepted", cases[i].path);
-			cr_assert(strstr(err.message, ".fxt") && strstr(err.message, ".json"),
+			cr_assert(strstr(err.message, ".fxt") && strstr(err.message, ".json") &&
+					  strstr(err.message, ".zst"),
 				  "message for %s does not name the accepted endings: %s",
 				  cases[i].path, err.message);
 		}

@@ -128,7 +128,8 @@ Test(options, bad_values_are_refused_with_a_useful_message)
 		struct rv_options o;
 		struct rv_error err = { 0 };
 
-		cr_assert_neq(parse(&o, &err, cases[i].argc, cases[i].argv), 0, "case %zu", i);
+		cr_assert_neq(parse(&o, &err, cases[i].argc, (const char **)cases[i].argv), 0,
+			      "case %zu", i);
 		cr_assert(strstr(err.message, cases[i].says), "case %zu: '%s' lacks '%s'", i,
 			  err.message, cases[i].says);
 	}
@@ -401,4 +402,152 @@ Test(options, decode_capture_and_mistakes)
 	cr_assert_neq(parse(&o, &err, 6, not_decode), 0);
 	cr_assert(strstr(err.message, "belong to 'rearview decode'"), "%s", err.message);
 	rv_options_destroy(&o);
+}
+
+/* run's `--`: before COMMAND it ends rearview's options and every later
+ * argument is COMMAND's; after COMMAND (magic-trace's form) the first one
+ * only separates COMMAND's arguments and is dropped. */
+Test(options, run_double_dash_rules)
+{
+	static const struct {
+		const char *argv[10];
+		int argc;
+		const char *want[6]; /* COMMAND's argv, NULL-terminated */
+	} cases[] = {
+		{ { "rearview", "run", "echo", "--", "hello", "world" },
+		  6,
+		  { "echo", "hello", "world" } },
+		{ { "rearview", "run", "--", "echo", "--", "x" }, 6, { "echo", "--", "x" } },
+		{ { "rearview", "run", "-v", "echo", "a", "--", "b", "--", "c" },
+		  9,
+		  { "echo", "a", "b", "--", "c" } },
+		{ { "rearview", "run", "echo", "--" }, 4, { "echo" } },
+		{ { "rearview", "run", "--", "echo", "--" }, 5, { "echo", "--" } },
+		/* an option's value "--" is not the separator */
+		{ { "rearview", "run", "-o", "--", "echo", "--", "x" }, 7, { "echo", "x" } },
+		{ { "rearview", "run", "ls", "-l" }, 4, { "ls", "-l" } },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rv_options o;
+		struct rv_error err = { 0 };
+		int n = 0;
+
+		cr_assert_eq(parse(&o, &err, cases[i].argc, (const char **)cases[i].argv), 0,
+			     "case %zu: %s", i, err.message);
+		while (cases[i].want[n])
+			n++;
+		cr_assert_eq(o.argc, n, "case %zu: %d arguments", i, o.argc);
+		for (int a = 0; a < n; a++)
+			cr_assert_str_eq(o.argv[a], cases[i].want[a], "case %zu, argument %d", i,
+					 a);
+		cr_assert_null(o.argv[n], "case %zu: argv is NULL-terminated", i);
+		rv_options_destroy(&o);
+	}
+}
+
+Test(options, attach_command_after_double_dash)
+{
+	const char *argv[] = {
+		"rearview", "attach", "-p", "12", "--", "prog", "-x", "--", "y", NULL
+	};
+	const char *bare[] = { "rearview", "attach", "-p", "12", "prog", NULL };
+	const char *empty[] = { "rearview", "attach", "-p", "12", "--", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse(&o, &err, 9, argv), 0, "%s", err.message);
+	cr_assert_eq(o.argc, 4);
+	cr_assert_str_eq(o.argv[0], "prog");
+	cr_assert_str_eq(o.argv[2], "--", "COMMAND's own -- is passed");
+	rv_options_destroy(&o);
+	cr_assert_eq(parse(&o, &err, 4, (const char *[]){ "rearview", "attach", "-p", "12", NULL }),
+		     0);
+	cr_assert_eq(o.argc, 0, "no command");
+	rv_options_destroy(&o);
+	cr_assert_neq(parse(&o, &err, 5, bare), 0);
+	cr_assert(strstr(err.message, "after --"), "%s", err.message);
+	rv_options_destroy(&o);
+	cr_assert_neq(parse(&o, &err, 5, empty), 0);
+	cr_assert(strstr(err.message, "no command after --"), "%s", err.message);
+	rv_options_destroy(&o);
+}
+
+Test(options, duplicate_pids_are_refused)
+{
+	const char *argv[] = { "rearview", "attach", "-p", "12,34,12", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_neq(parse(&o, &err, 4, argv), 0);
+	cr_assert(strstr(err.message, "PID 12 is given twice"), "%s", err.message);
+	rv_options_destroy(&o);
+}
+
+Test(options, duration_for_run_and_attach)
+{
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(
+		parse(&o, &err, 5,
+		      (const char *[]){ "rearview", "run", "--duration", "1.5s", "true", NULL }),
+		0, "%s", err.message);
+	cr_assert_eq(o.duration_ns, 1500000000ull);
+	rv_options_destroy(&o);
+	cr_assert_eq(parse(&o, &err, 6,
+			   (const char *[]){ "rearview", "attach", "-p", "12", "-duration", "5s",
+					     NULL }),
+		     0, "%s", err.message);
+	cr_assert_eq(o.duration_ns, 5000000000ull);
+	rv_options_destroy(&o);
+	cr_assert_eq(parse(&o, &err, 3, (const char *[]){ "rearview", "run", "true", NULL }), 0);
+	cr_assert_eq(o.duration_ns, 0, "no duration by default");
+	rv_options_destroy(&o);
+	cr_assert_neq(parse(&o, &err, 5,
+			    (const char *[]){ "rearview", "run", "--duration", "5", "true", NULL }),
+		      0);
+	cr_assert(strstr(err.message, "--duration") && strstr(err.message, "unit"), "%s",
+		  err.message);
+	rv_options_destroy(&o);
+	cr_assert_neq(
+		parse(&o, &err, 5,
+		      (const char *[]){ "rearview", "decode", "--duration", "5s", "x.data", NULL }),
+		0);
+	cr_assert(strstr(err.message, "how long to record"), "%s", err.message);
+	rv_options_destroy(&o);
+}
+
+Test(options, output_to_standard_output)
+{
+	static const struct {
+		const char *argv[9];
+		int argc;
+		const char *refused; /* NULL: accepted */
+	} cases[] = {
+		{ { "rearview", "attach", "-p", "12", "-o", "-" }, 6, NULL },
+		{ { "rearview", "decode", "-o", "-", "perf.data" }, 5, NULL },
+		{ { "rearview", "run", "-o", "-", "true" }, 5, "COMMAND writes to as well" },
+		{ { "rearview", "attach", "-p", "12", "-o", "-", "--", "true" },
+		  8,
+		  "COMMAND writes to as well" },
+		{ { "rearview", "decode", "-o", "-", "--stats", "perf.data" }, 6, "--stats" },
+		{ { "rearview", "attach", "-p", "12", "--dry-run", "-o", "-" }, 7, "--dry-run" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rv_options o;
+		struct rv_error err = { 0 };
+		int ret = parse(&o, &err, cases[i].argc, (const char **)cases[i].argv);
+
+		if (!cases[i].refused) {
+			cr_assert_eq(ret, 0, "case %zu: %s", i, err.message);
+			cr_assert_str_eq(o.output, "-");
+		} else {
+			cr_assert_neq(ret, 0, "case %zu accepted", i);
+			cr_assert(strstr(err.message, cases[i].refused), "case %zu: %s", i,
+				  err.message);
+		}
+		rv_options_destroy(&o);
+	}
 }
