@@ -82,8 +82,18 @@ static int pick_from_list(const struct rv_pick_question *q, const char *const *l
 	char *end;
 	long choice;
 
-	for (size_t i = 0; i < nr; i++)
-		fprintf(stderr, "%4zu) %s\n", i + 1, lines[i]);
+	char *list = NULL;
+	size_t list_size = 0;
+	FILE *f = open_memstream(&list, &list_size);
+
+	/* in one write, not one per line (stderr is unbuffered, and a list of
+	 * source lines can have tens of thousands) */
+	for (size_t i = 0; f && i < nr; i++)
+		fprintf(f, "%4zu) %s\n", i + 1, lines[i]);
+	if (!f || fclose(f))
+		return rv_error_set(err, ENOMEM, "out of memory");
+	fwrite(list, 1, list_size, stderr);
+	free(list);
 	fprintf(stderr, "%s Enter its number (1-%zu): ", q->question, nr);
 	fflush(stderr);
 	/* the stop signals are blocked (the session waits for them on
