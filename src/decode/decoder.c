@@ -195,8 +195,7 @@ static uint64_t capture_kernel_text(struct rv_perf_reader *r)
 		if (h->size < at + sizeof(name) - 1)
 			continue;
 		memcpy(&pid, (const uint8_t *)h + sizeof(*h), sizeof(pid));
-		if (pid == UINT32_MAX &&
-		    !memcmp((const uint8_t *)h + at, name, sizeof(name) - 1))
+		if (pid == UINT32_MAX && !memcmp((const uint8_t *)h + at, name, sizeof(name) - 1))
 			memcpy(&text, (const uint8_t *)h + sizeof(*h) + 8, sizeof(text));
 	}
 	rv_perf_reader_rewind(r);

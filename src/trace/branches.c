@@ -292,6 +292,7 @@ static int on_return(struct step *s, struct target *from, struct target *to, boo
 		const struct function *fn = resolve(s, from);
 		struct pending_span span = {
 			.name = fn->name,
+			.addr = fn->start,
 			.begin = active_segment(t)->create_time,
 			.end = s->now,
 			.inferred = true,

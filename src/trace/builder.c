@@ -17,6 +17,8 @@
  * running thread is sampled every interval; a VM's timer may be a few late):
  * its stack ends one interval after its last sample. */
 #define OFF_CPU_GAP_INTERVALS 4
+/* A function span's arguments: address, file, line, col */
+#define FUNCTION_ARGS 4
 
 static size_t hash_u64(uint64_t v)
 {
@@ -211,12 +213,33 @@ int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv
 	return 0;
 }
 
+/* magic-trace's arguments of a function's span: its address, and where it
+ * is in the source when DWARF says. The strings are the symbolizer's (the
+ * FXT writer interns them: a file's name is written once). */
+static size_t function_args(struct rv_builder *b, const struct thread_state *t,
+			    const struct pending_span *span, struct rv_arg *args)
+{
+	struct rv_source src;
+	size_t n = 0;
+
+	args[n++] = (struct rv_arg){ .name = "address", .kind = RV_ARG_POINTER, .u = span->addr };
+	if (!rv_symbolizer_source(b->symbolizer, t->pid, span->addr, &src))
+		return n;
+	args[n++] = (struct rv_arg){ .name = "file", .kind = RV_ARG_STRING, .s = src.file };
+	args[n++] = (struct rv_arg){ .name = "line", .kind = RV_ARG_INT, .i = src.line };
+	if (src.column)
+		args[n++] = (struct rv_arg){ .name = "col", .kind = RV_ARG_INT, .i = src.column };
+	return n;
+}
+
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err)
 {
-	struct rv_arg args[1 + SPAN_MAX_ARGS];
+	struct rv_arg args[1 + FUNCTION_ARGS + SPAN_MAX_ARGS];
 	size_t n = 0;
 
+	if (span->addr)
+		n += function_args(b, t, span, args);
 	if (span->inferred)
 		args[n++] = (struct rv_arg){ .name = "inferred_start_time",
 					     .kind = RV_ARG_STRING,
@@ -306,6 +329,7 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	/* Filled field by field: the argument arrays stay untouched (the hot
 	 * path of branches has none). */
 	span.name = f->name;
+	span.addr = f->addr;
 	span.begin = f->begin;
 	span.end = end;
 	span.inferred = f->flags & FRAME_INFERRED;
@@ -328,6 +352,7 @@ int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end
 int builder_push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin)
 {
 	struct open_frame *f;
+	uint32_t cut;
 
 	if (t->depth == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 32;
@@ -344,6 +369,7 @@ int builder_push_frame(struct thread_state *t, uint64_t identity, const char *na
 	f->name = name;
 	f->begin = begin;
 	f->lo = f->hi = 0;
+	f->addr = rv_stack_cut_parse(identity, &cut) ? 0 : identity;
 	/* a sampled kernel frame (the identity is its address or start) */
 	f->flags = identity >= BUILDER_KERNEL_START ? FRAME_KERNEL : 0;
 	f->nr_held = 0;
