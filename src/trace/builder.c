@@ -17,8 +17,8 @@
  * running thread is sampled every interval; a VM's timer may be a few late):
  * its stack ends one interval after its last sample. */
 #define OFF_CPU_GAP_INTERVALS 4
-/* A function span's arguments: address, file, line, col */
-#define FUNCTION_ARGS 4
+/* A function span's arguments: address, file, line */
+#define FUNCTION_ARGS 3
 
 static size_t hash_u64(uint64_t v)
 {
@@ -214,8 +214,10 @@ int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv
 }
 
 /* magic-trace's arguments of a function's span: its address, and where it
- * is in the source when DWARF says. The strings are the symbolizer's (the
- * FXT writer interns them: a file's name is written once). */
+ * is in the source when DWARF says (not magic-trace's "col": the column of
+ * a function's first instruction is its opening brace's, and would cost
+ * every span 8 more bytes). The strings are the symbolizer's (the FXT
+ * writer interns them: a file's name is written once). */
 static size_t function_args(struct rv_builder *b, const struct thread_state *t,
 			    const struct pending_span *span, struct rv_arg *args)
 {
@@ -227,8 +229,6 @@ static size_t function_args(struct rv_builder *b, const struct thread_state *t,
 		return n;
 	args[n++] = (struct rv_arg){ .name = "file", .kind = RV_ARG_STRING, .s = src.file };
 	args[n++] = (struct rv_arg){ .name = "line", .kind = RV_ARG_INT, .i = src.line };
-	if (src.column)
-		args[n++] = (struct rv_arg){ .name = "col", .kind = RV_ARG_INT, .i = src.column };
 	return n;
 }
 

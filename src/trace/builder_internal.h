@@ -262,7 +262,7 @@ int builder_mark_kernel(struct rv_builder *b, const char *name);
 
 /* Writes one span now (no nesting bookkeeping); inferred spans get the
  * argument inferred_start_time; a span with an address gets "address" and,
- * where DWARF has them, "file", "line" and "col" (rv_symbolizer_source:
+ * where DWARF has them, "file" and "line" (rv_symbolizer_source:
  * looked up once per function). */
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err);
