@@ -142,9 +142,9 @@
  * (a sample's frame) or entered at (an exact call); and, for user code whose
  * file has DWARF line information (its own or a separate debug file),
  * "file" and "line": the line-table row of that address (for a function's
- * start, the line of its opening, which clang and gcc put at the brace or
- * the signature). Looked up when the span is written, once per function and
- * process (rv_symbolizer_source caches them). Not there: on placeholders,
+ * start, the line of its opening brace, where clang and gcc put it). Looked
+ * up when the span is written, once per function and process
+ * (rv_symbolizer_source caches them). Not there: on placeholders,
  * gaps, windows, off-CPU and other kernel spans of exact calls, and branch
  * frames of code no symbol covers (they are one unknown function);
  * magic-trace's "symbol" (the span's name already) and "col".
