@@ -157,13 +157,18 @@ static void top_functions(const char *err, char *out, size_t size)
 	cr_assert_neq(out[0], '\0', "no top function lines in:\n%s", err);
 }
 
-static struct fxt_trace *decode(const char *input, const char *output, struct proc_result *r)
+static struct fxt_trace *decode_with(const char *option, const char *input, const char *output,
+				     struct proc_result *r)
 {
 	char err[512];
 	struct fxt_trace *t = NULL;
-	char *argv[] = {
-		(char *)build_path("rearview"), "decode", (char *)input, "-o", (char *)output, NULL
-	};
+	char *argv[] = { (char *)build_path("rearview"),
+			 "decode",
+			 (char *)input,
+			 "-o",
+			 (char *)output,
+			 (char *)option,
+			 NULL };
 
 	run_process(argv, 120, r);
 	cr_assert_eq(r->exit_code, 0, "rearview decode %s failed:\n%s", input, r->err);
@@ -171,6 +176,11 @@ static struct fxt_trace *decode(const char *input, const char *output, struct pr
 		return NULL;
 	cr_assert_eq(fxt_read_file(output, &t, err, sizeof(err)), 0, "%s", err);
 	return t;
+}
+
+static struct fxt_trace *decode(const char *input, const char *output, struct proc_result *r)
+{
+	return decode_with(NULL, input, output, r);
 }
 
 static void kept_capture(const char *backend, const char *const *args)
@@ -248,4 +258,35 @@ Test(decode_kept, uprobe_capture, .timeout = 300)
 
 	require_root("decode_kept");
 	kept_capture("uprobe", args);
+}
+
+/* With the kernel: a capture recorded in this boot names kernel code as the
+ * run did (by /proc/kallsyms), so the decode's kernel frames are the run's. */
+Test(decode_kept, sampling_capture_with_the_kernel, .timeout = 300)
+{
+	struct proc_result *r = calloc(1, sizeof(*r));
+	const char *args[] = { "--only", "reads,sleeps", NULL };
+	char dir[64], kept[128], out[160];
+	struct fxt_trace *run, *again;
+	size_t kernel = 0;
+
+	require_root("decode_kept");
+	cr_assert_not_null(r);
+	make_test_dir(dir, sizeof(dir));
+	snprintf(kept, sizeof(kept), "%s/kept", dir);
+	const char *options[] = { "--backend",		 "sample", "--trace-include-kernel",
+				  "--working-directory", kept,	   NULL };
+
+	run = rearview_run(dir, options, NULL, TARGET, args, 120, r);
+	for (size_t i = 0; i < run->nr_spans; i++)
+		kernel += !strcmp(run->spans[i].category, "kernel") &&
+			  strncmp(run->spans[i].name, "0x", 2);
+	cr_assert_gt(kernel, 0, "no named kernel frames in the run's trace");
+	snprintf(out, sizeof(out), "%s/again.fxt", dir);
+	again = decode_with("--trace-include-kernel", kept, out, r);
+	expect_same_events(run, again, "run, then decode --trace-include-kernel DIR");
+	fxt_trace_free(run);
+	fxt_trace_free(again);
+	cleanup_dir(dir);
+	free(r);
 }
