@@ -170,6 +170,39 @@ static char *modules_dir_of(const char *release)
 	return NULL;
 }
 
+/* The build id HEADER_BUILD_ID gives the kernel ("[kernel.kallsyms]"): its
+ * size, or 0. Entries: perf's build_id_event (a header, pid, 20 bytes of id,
+ * their size, 3 reserved) and a NUL-terminated name, header.size long. */
+static size_t capture_kernel_build_id(const struct rv_perf_reader *r, uint8_t *id)
+{
+	uint64_t size = 0, pos = 0;
+	const uint8_t *p = rv_perf_reader_feature_data(r, RV_FEAT_BUILD_ID, &size);
+
+	while (p && size - pos >= 36) {
+		struct perf_event_header h;
+		size_t name_len;
+
+		memcpy(&h, p + pos, sizeof(h));
+		if (h.size < 36 || h.size > size - pos)
+			break;
+		name_len = strnlen((const char *)p + pos + 36, h.size - 36u);
+		if (name_len < h.size - 36u &&
+		    !strncmp((const char *)p + pos + 36, "[kernel.kallsyms]", 17)) {
+			/* the id's size is there when misc says so; else 20 */
+			size_t n = (h.misc & (1 << 15)) ? p[pos + 32] : RV_BUILD_ID_MAX;
+
+			if (n > RV_BUILD_ID_MAX)
+				n = RV_BUILD_ID_MAX;
+			memcpy(id, p + pos + 12, n);
+			while (n && !(h.misc & (1 << 15)) && !id[n - 1])
+				n--;
+			return n;
+		}
+		pos += h.size;
+	}
+	return 0;
+}
+
 /* Where the capture's kernel text began: the address of perf's kernel
  * MMAP ("[kernel.kallsyms]_text", pid -1), among its first records (then
  * back to the first); 0 when it has none. MMAP: pid, tid, addr, len, pgoff,
@@ -223,8 +256,6 @@ static uint64_t running_kernel_text(void)
 	return text;
 }
 
-static size_t capture_kernel_build_id(const struct rv_perf_reader *r, uint8_t *id);
-
 /* A capture recorded on this machine in this boot (a sampling or uprobe
  * capture kept with --working-directory, decoded later): its build-id list
  * gives the running kernel's, and its kernel text is where the running
@@ -260,39 +291,6 @@ static int kernel_sources(const struct rv_decoder_options *o, struct rv_perf_rea
 	} else if (r) {
 		k->modules_dir =
 			modules_dir_of(rv_perf_reader_feature_string(r, RV_FEAT_OSRELEASE));
-	}
-	return 0;
-}
-
-/* The build id HEADER_BUILD_ID gives the kernel ("[kernel.kallsyms]"): its
- * size, or 0. Entries: perf's build_id_event (a header, pid, 20 bytes of id,
- * their size, 3 reserved) and a NUL-terminated name, header.size long. */
-static size_t capture_kernel_build_id(const struct rv_perf_reader *r, uint8_t *id)
-{
-	uint64_t size = 0, pos = 0;
-	const uint8_t *p = rv_perf_reader_feature_data(r, RV_FEAT_BUILD_ID, &size);
-
-	while (p && size - pos >= 36) {
-		struct perf_event_header h;
-		size_t name_len;
-
-		memcpy(&h, p + pos, sizeof(h));
-		if (h.size < 36 || h.size > size - pos)
-			break;
-		name_len = strnlen((const char *)p + pos + 36, h.size - 36u);
-		if (name_len < h.size - 36u &&
-		    !strncmp((const char *)p + pos + 36, "[kernel.kallsyms]", 17)) {
-			/* the id's size is there when misc says so; else 20 */
-			size_t n = (h.misc & (1 << 15)) ? p[pos + 32] : RV_BUILD_ID_MAX;
-
-			if (n > RV_BUILD_ID_MAX)
-				n = RV_BUILD_ID_MAX;
-			memcpy(id, p + pos + 12, n);
-			while (n && !(h.misc & (1 << 15)) && !id[n - 1])
-				n--;
-			return n;
-		}
-		pos += h.size;
 	}
 	return 0;
 }

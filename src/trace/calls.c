@@ -80,7 +80,7 @@ static struct call_frame *push(struct step *s, uint64_t identity, const char *na
 
 	if (account(s))
 		return NULL;
-	if (builder_push_frame(t, identity, name, s->now)) {
+	if (builder_push_frame(s->b, t, identity, name, s->now)) {
 		builder_out_of_memory(s->err);
 		return NULL;
 	}
@@ -180,6 +180,7 @@ static int infer_span(struct step *s, const char *name, uint64_t addr, const str
 		span.begin = t->stack[pos - 1].begin;
 	span.inferred = true;
 	span.kernel = kernel;
+	builder_source(s->b, t, &span);
 	if (args)
 		span.args = *args;
 	if (pos == seg->base && span.begin == seg->create_time) {
