@@ -143,8 +143,9 @@
  * file has DWARF line information (its own or a separate debug file),
  * "file" and "line": the line-table row of that address (for a function's
  * start, the line of its opening brace, where clang and gcc put it). Looked
- * up when the span is written, once per function and process
- * (rv_symbolizer_source caches them). Not there: on placeholders,
+ * up when the frame is pushed (while the process's mappings are those it
+ * ran with), once per function and process (rv_symbolizer_source caches
+ * them). Not there: on placeholders,
  * gaps, windows, off-CPU and other kernel spans of exact calls, and branch
  * frames of code no symbol covers (they are one unknown function);
  * magic-trace's "symbol" (the span's name already) and "col".
