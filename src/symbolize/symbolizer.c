@@ -104,6 +104,7 @@ struct process {
 	uint32_t pid;
 	uint64_t generation;
 	bool cached;	      /* the cache may hold entries of this generation */
+	bool sourced;	      /* so may the source table (rv_symbolizer_source) */
 	struct mapping *maps; /* sorted by start, not overlapping */
 	size_t nr_maps, cap_maps;
 	struct module **modules;
@@ -508,9 +509,10 @@ int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t st
 	p->maps[at] = m;
 	p->nr_maps++;
 	p->unresolved = true;
-	if (p->cached) {
+	if (p->cached || p->sourced) {
 		p->generation = s->next_generation++;
 		p->cached = false;
+		p->sourced = false;
 	}
 	return 0;
 }
@@ -1064,7 +1066,6 @@ bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 		}
 	}
 	resolve_source(s, p, addr, out);
-	/* sync_process may have begun a new generation: key by the current one */
 	if (sources_make_room(s)) {
 		for (at = cache_slot(p->generation, addr, s->cap_sources);
 		     s->sources[at].generation; at = (at + 1) & (s->cap_sources - 1))
@@ -1072,6 +1073,7 @@ bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 		s->sources[at] = (struct source_entry){ addr, p->generation, out->file, out->line,
 							out->column };
 		s->nr_sources++;
+		p->sourced = true;
 	}
 	return out->file != NULL;
 }
