@@ -21,6 +21,9 @@
 /* Records read ahead, at most, for an AUXTRACE_INFO that says a pipe-mode
  * capture without names is Intel PT's: perf writes it among the first. */
 #define PT_SNIFF_RECORDS 256
+/* Records read ahead, at most, for the kernel's MMAP: synthesized before
+ * the first sample. */
+#define KERNEL_MMAP_RECORDS 4096
 
 struct rv_decoder {
 	struct rv_decoder_options options;
@@ -167,28 +170,6 @@ static char *modules_dir_of(const char *release)
 	return NULL;
 }
 
-static int kernel_sources(const struct rv_decoder_options *o, const struct rv_perf_reader *r,
-			  struct kernel_sources *k)
-{
-	memset(k, 0, sizeof(*k));
-	if (!o->include_kernel || o->kind == RV_CAPTURE_PERF_SCRIPT || o->kind == RV_CAPTURE_RAW_PT)
-		return 0;
-	k->kallsyms = rv_pt_capture_probe_kallsyms(o->path);
-	k->modules = modules_beside(k->kallsyms);
-	if (o->live) {
-		if (!k->kallsyms && !(k->kallsyms = strdup("/proc/kallsyms")))
-			return -ENOMEM;
-		if (!k->modules && access("/proc/modules", R_OK) == 0 &&
-		    !(k->modules = strdup("/proc/modules")))
-			return -ENOMEM;
-		k->modules_dir = modules_dir_of(NULL);
-	} else if (r) {
-		k->modules_dir =
-			modules_dir_of(rv_perf_reader_feature_string(r, RV_FEAT_OSRELEASE));
-	}
-	return 0;
-}
-
 /* The build id HEADER_BUILD_ID gives the kernel ("[kernel.kallsyms]"): its
  * size, or 0. Entries: perf's build_id_event (a header, pid, 20 bytes of id,
  * their size, 3 reserved) and a NUL-terminated name, header.size long. */
@@ -218,6 +199,98 @@ static size_t capture_kernel_build_id(const struct rv_perf_reader *r, uint8_t *i
 			return n;
 		}
 		pos += h.size;
+	}
+	return 0;
+}
+
+/* Where the capture's kernel text began: the address of perf's kernel
+ * MMAP ("[kernel.kallsyms]_text", pid -1), among its first records (then
+ * back to the first); 0 when it has none. MMAP: pid, tid, addr, len, pgoff,
+ * name; MMAP2 has 32 more bytes before the name. */
+static uint64_t capture_kernel_text(struct rv_perf_reader *r)
+{
+	static const char name[] = "[kernel.kallsyms]";
+	struct rv_perf_record rec;
+	struct rv_error ignored = { 0 };
+	uint64_t text = 0;
+
+	for (int i = 0; !text && i < KERNEL_MMAP_RECORDS; i++) {
+		const struct perf_event_header *h;
+		size_t at;
+		uint32_t pid;
+
+		if (rv_perf_reader_next(r, &rec, &ignored) <= 0)
+			break;
+		h = rec.header;
+		if (h->type != PERF_RECORD_MMAP && h->type != PERF_RECORD_MMAP2)
+			continue;
+		at = sizeof(*h) + (h->type == PERF_RECORD_MMAP ? 32 : 64);
+		if (h->size < at + sizeof(name) - 1)
+			continue;
+		memcpy(&pid, (const uint8_t *)h + sizeof(*h), sizeof(pid));
+		if (pid == UINT32_MAX && !memcmp((const uint8_t *)h + at, name, sizeof(name) - 1))
+			memcpy(&text, (const uint8_t *)h + sizeof(*h) + 8, sizeof(text));
+	}
+	rv_perf_reader_rewind(r);
+	return text;
+}
+
+/* _text in this machine's /proc/kallsyms; 0 when it hides addresses. */
+static uint64_t running_kernel_text(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	uint64_t text = 0;
+	char line[512];
+
+	if (!f)
+		return 0;
+	while (!text && fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, symbol[64];
+
+		if (sscanf(line, "%llx %c %63s", &addr, &type, symbol) == 3 &&
+		    !strcmp(symbol, "_text"))
+			text = addr;
+	}
+	fclose(f);
+	return text;
+}
+
+/* A capture recorded on this machine in this boot (a sampling or uprobe
+ * capture kept with --working-directory, decoded later): its build-id list
+ * gives the running kernel's, and its kernel text is where the running
+ * kernel's is (KASLR places it anew at each boot). Its kernel is then
+ * named by /proc/kallsyms, as the run that recorded it named it. */
+static bool recorded_in_this_boot(struct rv_perf_reader *r)
+{
+	uint8_t id[RV_BUILD_ID_MAX], running[RV_BUILD_ID_MAX];
+	size_t size = capture_kernel_build_id(r, id);
+	uint64_t text;
+
+	if (!size || rv_kernel_running_build_id(running) != size || memcmp(id, running, size))
+		return false;
+	text = capture_kernel_text(r);
+	return text && text == running_kernel_text();
+}
+
+static int kernel_sources(const struct rv_decoder_options *o, struct rv_perf_reader *r,
+			  struct kernel_sources *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (!o->include_kernel || o->kind == RV_CAPTURE_PERF_SCRIPT || o->kind == RV_CAPTURE_RAW_PT)
+		return 0;
+	k->kallsyms = rv_pt_capture_probe_kallsyms(o->path);
+	k->modules = modules_beside(k->kallsyms);
+	if (o->live || (!k->kallsyms && r && recorded_in_this_boot(r))) {
+		if (!k->kallsyms && !(k->kallsyms = strdup("/proc/kallsyms")))
+			return -ENOMEM;
+		if (!k->modules && access("/proc/modules", R_OK) == 0 &&
+		    !(k->modules = strdup("/proc/modules")))
+			return -ENOMEM;
+		k->modules_dir = modules_dir_of(NULL);
+	} else if (r) {
+		k->modules_dir =
+			modules_dir_of(rv_perf_reader_feature_string(r, RV_FEAT_OSRELEASE));
 	}
 	return 0;
 }

@@ -27,9 +27,11 @@
  * Kernel names (symbolize/kernel_syms.h), with include_kernel: the
  * capture's own kallsyms and module list (DIR/kcore_dir/{kallsyms,modules})
  * when it has them, else, for a capture this process has just recorded on
- * this machine (live), /proc/kallsyms and /proc/modules; modules' .ko files
- * under /lib/modules/RELEASE (this machine's release when live, else the
- * capture's, where this machine has that directory); vmlinux.
+ * this machine (live) or one recorded in this boot (its build-id list gives
+ * the running kernel's, and its kernel MMAP starts at the running _text),
+ * /proc/kallsyms and /proc/modules; modules' .ko files under
+ * /lib/modules/RELEASE (this machine's release when live or in this boot,
+ * else the capture's, where this machine has that directory); vmlinux.
  * Without include_kernel nothing at a kernel address reaches the sink: a
  * sample keeps its user frames (one with none is dropped), and PT's kernel
  * part is untraced time (pt_capture.h).

@@ -379,8 +379,10 @@ static int refuse_not_pt(struct rv_pt_capture *c, const struct scan *s, struct r
 {
 	if (s->samples)
 		return rv_error_set(err, ENOTSUP,
-				    "'%s' holds %" PRIu64 " %s samples and no Intel PT trace: "
-				    "decode it with rearview's sampling path",
+				    "'%s' holds %" PRIu64 " %s samples and no Intel PT trace "
+				    "(no AUXTRACE_INFO record): nothing of Intel PT to decode; "
+				    "record it again with Intel PT (rearview decode reads a "
+				    "capture that names no Intel PT event as samples)",
 				    c->path, s->samples,
 				    s->sample_event ? s->sample_event : "event");
 	return rv_error_set(

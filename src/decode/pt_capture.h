@@ -105,8 +105,10 @@ struct rv_pt_capture;
 /* Reads the capture's sideband, builds the images and reports every
  * executable mapping to the symbolizer (which may be NULL: no symbols).
  * Fails with a clear message when the file is not a perf.data, holds no
- * Intel PT trace (-ENOTSUP, naming what it holds instead, e.g. samples for
- * the sampling path), or is damaged before its first AUXTRACE record. */
+ * Intel PT trace (-ENOTSUP, naming what it holds instead, e.g. samples;
+ * decode/decoder.h sends a capture that names no Intel PT event to the
+ * sample or function decoder before this), or is damaged before its first
+ * AUXTRACE record. */
 int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_options *options,
 		       struct rv_symbolizer *symbolizer, struct rv_error *err);
 

@@ -109,15 +109,15 @@ static void summary_processes(const struct rv_builder *b, const struct rv_render
 }
 
 /* A sampled recording: what the trace holds of it (the flight recorder keeps
- * the last of it), and the stacks it could not show whole. */
+ * the last of it), and the stacks it could not show whole (also in a
+ * decode of a kept capture, which shows them the same). */
 static void print_coverage(const struct rv_render_options *ro, const struct rv_builder_stats *bs,
 			   uint64_t covered)
 {
 	char held[32], recorded[32], count[32];
 
-	if (!ro->recorded)
-		return;
-	if (ro->recording_ns) {
+	/* what the capture shows (a decode of a kept one says it too) */
+	if (ro->recorded && ro->recording_ns) {
 		human_time(covered, held, sizeof(held));
 		human_time(ro->recording_ns, recorded, sizeof(recorded));
 		if (ro->aged_out)

@@ -104,6 +104,7 @@ struct process {
 	uint32_t pid;
 	uint64_t generation;
 	bool cached;	      /* the cache may hold entries of this generation */
+	bool sourced;	      /* so may the source table (rv_symbolizer_source) */
 	struct mapping *maps; /* sorted by start, not overlapping */
 	size_t nr_maps, cap_maps;
 	struct module **modules;
@@ -139,6 +140,15 @@ struct rv_symbolizer {
 
 	struct cache_entry *cache;
 	size_t cap_cache, nr_cache;
+
+	/* rv_symbolizer_source's answers, by (generation, address) */
+	struct source_entry {
+		uint64_t addr;
+		uint64_t generation; /* GENERATION_EMPTY: free slot */
+		const char *file;    /* pooled; NULL: DWARF does not say */
+		int32_t line, column;
+	} * sources;
+	size_t cap_sources, nr_sources;
 
 	struct rv_kernel_syms *kernel; /* NULL: no kernel names */
 	/* kernel code the capture named (BPF programs), before `kernel` */
@@ -499,9 +509,10 @@ int rv_symbolizer_add_mapping(struct rv_symbolizer *s, uint32_t pid, uint64_t st
 	p->maps[at] = m;
 	p->nr_maps++;
 	p->unresolved = true;
-	if (p->cached) {
+	if (p->cached || p->sourced) {
 		p->generation = s->next_generation++;
 		p->cached = false;
+		p->sourced = false;
 	}
 	return 0;
 }
@@ -719,7 +730,8 @@ static bool name_by_fde(struct rv_symbolizer *s, const struct mapping *m, struct
 /* dwfl_module_getsrc finds the compile unit through .debug_aranges, which
  * clang does not emit; elfutils 0.188 then fails on DWARF 5 units ("address
  * out of range"). This walks the units' own address ranges instead. */
-static const char *source_line_by_unit_ranges(Dwfl_Module *dwmod, uint64_t addr, int *lineno)
+static const char *source_line_by_unit_ranges(Dwfl_Module *dwmod, uint64_t addr, int *lineno,
+					      int *column)
 {
 	Dwarf_Addr bias;
 	Dwarf *dwarf = dwfl_module_getdwarf(dwmod, &bias);
@@ -743,6 +755,8 @@ static const char *source_line_by_unit_ranges(Dwfl_Module *dwmod, uint64_t addr,
 				line = dwarf_getsrc_die(&unit, addr);
 				if (!line || dwarf_lineno(line, lineno))
 					return NULL;
+				if (dwarf_linecol(line, column))
+					*column = 0;
 				return dwarf_linesrc(line, NULL, NULL);
 			}
 		}
@@ -751,17 +765,26 @@ static const char *source_line_by_unit_ranges(Dwfl_Module *dwmod, uint64_t addr,
 	return NULL;
 }
 
+/* The line table's row for addr in dwmod: its file (libdw's string, valid
+ * while the module is), line and column (0 when not recorded); NULL when
+ * DWARF does not cover addr. */
+static const char *source_line(Dwfl_Module *dwmod, uint64_t addr, int *lineno, int *column)
+{
+	Dwfl_Line *line = dwfl_module_getsrc(dwmod, addr);
+
+	*lineno = 0;
+	*column = 0;
+	if (line)
+		return dwfl_lineinfo(line, NULL, lineno, column, NULL, NULL);
+	return source_line_by_unit_ranges(dwmod, addr, lineno, column);
+}
+
 static void add_source_line(struct rv_symbolizer *s, Dwfl_Module *dwmod, uint64_t addr,
 			    struct rv_symbol *out)
 {
-	Dwfl_Line *line = dwfl_module_getsrc(dwmod, addr);
-	const char *file = NULL;
-	int lineno = 0;
+	int lineno, column;
+	const char *file = source_line(dwmod, addr, &lineno, &column);
 
-	if (line)
-		file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-	else
-		file = source_line_by_unit_ranges(dwmod, addr, &lineno);
 	if (!file)
 		return;
 	out->file = rv_intern(&s->strings, file);
@@ -967,6 +990,94 @@ void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 	cache_insert(s, generation, addr, out);
 }
 
+/* ---- source lines of functions ---- */
+
+/* Like the cache, at most CACHE_MAX_SLOTS, then it starts again empty. */
+static bool sources_make_room(struct rv_symbolizer *s)
+{
+	struct source_entry *fresh;
+	size_t cap;
+
+	if ((s->nr_sources + 1) * 2 <= s->cap_sources)
+		return true;
+	if (s->cap_sources >= CACHE_MAX_SLOTS) {
+		memset(s->sources, 0, s->cap_sources * sizeof(*s->sources));
+		s->nr_sources = 0;
+		return true;
+	}
+	cap = s->cap_sources ? s->cap_sources * 2 : CACHE_MIN_SLOTS;
+	fresh = calloc(cap, sizeof(*fresh));
+	if (!fresh)
+		return false;
+	for (size_t i = 0; i < s->cap_sources; i++) {
+		const struct source_entry *e = &s->sources[i];
+		size_t at;
+
+		if (!e->generation)
+			continue;
+		for (at = cache_slot(e->generation, e->addr, cap); fresh[at].generation;
+		     at = (at + 1) & (cap - 1))
+			;
+		fresh[at] = *e;
+	}
+	free(s->sources);
+	s->sources = fresh;
+	s->cap_sources = cap;
+	return true;
+}
+
+static void resolve_source(struct rv_symbolizer *s, struct process *p, uint64_t addr,
+			   struct rv_source *out)
+{
+	const char *file;
+	struct mapping *m;
+	int line, column;
+
+	sync_process(s, p);
+	m = find_mapping(p, addr);
+	if (!m || m->kind != MAP_FILE || !m->module || !m->module->dwmod)
+		return;
+	file = source_line(m->module->dwmod, addr, &line, &column);
+	if (!file || !*file)
+		return;
+	out->file = pool(s, file);
+	out->line = line;
+	out->column = column;
+}
+
+bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
+			  struct rv_source *out)
+{
+	struct process *p;
+	size_t at;
+
+	*out = (struct rv_source){ 0 };
+	if (addr >= KERNEL_START || !(p = find_process(s, pid)) || !p->nr_maps)
+		return false;
+	if (s->cap_sources) {
+		for (at = cache_slot(p->generation, addr, s->cap_sources);
+		     s->sources[at].generation; at = (at + 1) & (s->cap_sources - 1)) {
+			const struct source_entry *e = &s->sources[at];
+
+			if (e->addr == addr && e->generation == p->generation) {
+				*out = (struct rv_source){ e->file, e->line, e->column };
+				return out->file != NULL;
+			}
+		}
+	}
+	resolve_source(s, p, addr, out);
+	if (sources_make_room(s)) {
+		for (at = cache_slot(p->generation, addr, s->cap_sources);
+		     s->sources[at].generation; at = (at + 1) & (s->cap_sources - 1))
+			;
+		s->sources[at] = (struct source_entry){ addr, p->generation, out->file, out->line,
+							out->column };
+		s->nr_sources++;
+		p->sourced = true;
+	}
+	return out->file != NULL;
+}
+
 /* ---- life cycle ---- */
 
 int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_options *options,
@@ -1054,6 +1165,7 @@ void rv_symbolizer_free(struct rv_symbolizer *s)
 	}
 	rv_map_destroy(&s->files);
 	free(s->cache);
+	free(s->sources);
 	rv_kernel_syms_free(s->kernel);
 	free(s->kextra);
 	rv_debuginfo_destroy(&s->debuginfo);

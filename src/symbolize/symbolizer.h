@@ -93,6 +93,22 @@ int rv_symbolizer_add_kernel_symbol(struct rv_symbolizer *s, uint64_t addr, uint
 void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 			  struct rv_symbol *out);
 
+/* Where code is in its source, from DWARF's line table: for a span's
+ * arguments (the trace builder asks it of each function's first byte). */
+struct rv_source {
+	const char *file; /* as DWARF names it (usually absolute); owned by the symbolizer */
+	int line;	  /* 1-based */
+	int column;	  /* 1-based; 0 when DWARF does not record it */
+};
+
+/* The source file, line and column of user code at addr in process pid,
+ * whatever want_lines says; false (and *out zeroed) for kernel addresses,
+ * unmapped ones and files without DWARF (a separate debug file found as
+ * debuginfo.h says counts). Answers are cached by (pid's mappings,
+ * address), failures too: each address costs libdw's line lookup once. */
+bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
+			  struct rv_source *out);
+
 /* The libdwfl session holding process pid's modules (created on first use),
  * for the DWARF unwinder; NULL when pid has no mappings. */
 Dwfl *rv_symbolizer_dwfl(struct rv_symbolizer *s, uint32_t pid);

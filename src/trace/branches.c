@@ -180,7 +180,7 @@ static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsi
 
 	if (ret)
 		return ret;
-	if (builder_push_frame(t, lo, name, begin) ||
+	if (builder_push_frame(s->b, t, lo, name, begin) ||
 	    ((flags & (FRAME_KERNEL | FRAME_PLACEHOLDER)) == FRAME_KERNEL &&
 	     builder_mark_kernel(s->b, name)))
 		return builder_out_of_memory(s->err);
@@ -292,11 +292,14 @@ static int on_return(struct step *s, struct target *from, struct target *to, boo
 		const struct function *fn = resolve(s, from);
 		struct pending_span span = {
 			.name = fn->name,
+			.addr = fn->start,
 			.begin = active_segment(t)->create_time,
 			.end = s->now,
 			.inferred = true,
 			.kernel = from->ip >= KERNEL_START,
 		};
+
+		builder_source(s->b, t, &span);
 
 		s->b->stats.inferred++;
 		ret = builder_settle(s->b, t, &span, NULL, 0, t->depth, s->err);

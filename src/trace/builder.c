@@ -17,6 +17,8 @@
  * running thread is sampled every interval; a VM's timer may be a few late):
  * its stack ends one interval after its last sample. */
 #define OFF_CPU_GAP_INTERVALS 4
+/* A function span's arguments: address, file, line */
+#define FUNCTION_ARGS 3
 
 static size_t hash_u64(uint64_t v)
 {
@@ -211,12 +213,31 @@ int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv
 	return 0;
 }
 
+/* magic-trace's arguments of a function's span: its address, and where it
+ * is in the source when DWARF says (not magic-trace's "col": the column of
+ * a function's first instruction is its opening brace's, and would cost
+ * every span 8 more bytes). The strings are the symbolizer's (the FXT
+ * writer interns them: a file's name is written once). */
+static size_t function_args(const struct pending_span *span, struct rv_arg *args)
+{
+	size_t n = 0;
+
+	args[n++] = (struct rv_arg){ .name = "address", .kind = RV_ARG_POINTER, .u = span->addr };
+	if (!span->file)
+		return n;
+	args[n++] = (struct rv_arg){ .name = "file", .kind = RV_ARG_STRING, .s = span->file };
+	args[n++] = (struct rv_arg){ .name = "line", .kind = RV_ARG_INT, .i = span->line };
+	return n;
+}
+
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err)
 {
-	struct rv_arg args[1 + SPAN_MAX_ARGS];
+	struct rv_arg args[1 + FUNCTION_ARGS + SPAN_MAX_ARGS];
 	size_t n = 0;
 
+	if (span->addr)
+		n += function_args(span, args);
 	if (span->inferred)
 		args[n++] = (struct rv_arg){ .name = "inferred_start_time",
 					     .kind = RV_ARG_STRING,
@@ -306,6 +327,9 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	/* Filled field by field: the argument arrays stay untouched (the hot
 	 * path of branches has none). */
 	span.name = f->name;
+	span.addr = f->addr;
+	span.file = f->file;
+	span.line = f->line;
 	span.begin = f->begin;
 	span.end = end;
 	span.inferred = f->flags & FRAME_INFERRED;
@@ -325,9 +349,24 @@ int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end
 	return builder_close_top_args(b, t, end, NULL, err);
 }
 
-int builder_push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin)
+void builder_source(struct rv_builder *b, const struct thread_state *t, struct pending_span *span)
+{
+	struct rv_source src;
+
+	span->file = NULL;
+	span->line = 0;
+	if (span->addr && rv_symbolizer_source(b->symbolizer, t->pid, span->addr, &src)) {
+		span->file = src.file;
+		span->line = src.line;
+	}
+}
+
+int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t identity,
+		       const char *name, uint64_t begin)
 {
 	struct open_frame *f;
+	struct rv_source src;
+	uint32_t cut;
 
 	if (t->depth == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 32;
@@ -344,6 +383,13 @@ int builder_push_frame(struct thread_state *t, uint64_t identity, const char *na
 	f->name = name;
 	f->begin = begin;
 	f->lo = f->hi = 0;
+	f->addr = rv_stack_cut_parse(identity, &cut) ? 0 : identity;
+	f->file = NULL;
+	f->line = 0;
+	if (f->addr && rv_symbolizer_source(b->symbolizer, t->pid, f->addr, &src)) {
+		f->file = src.file;
+		f->line = src.line;
+	}
 	/* a sampled kernel frame (the identity is its address or start) */
 	f->flags = identity >= BUILDER_KERNEL_START ? FRAME_KERNEL : 0;
 	f->nr_held = 0;
@@ -585,7 +631,7 @@ static int resume_stack(struct rv_builder *b, struct thread_state *t, const stru
 		same++;
 	t->nr_left = 0;
 	for (size_t i = 0; i < same; i++)
-		if (builder_push_frame(t, b->path[i].identity, b->path[i].name, back))
+		if (builder_push_frame(b, t, b->path[i].identity, b->path[i].name, back))
 			return rv_error_set(err, ENOMEM, "out of memory");
 	if (elapsed > 2 * ev->stack.interval_ns)
 		elapsed = ev->stack.interval_ns;
@@ -802,7 +848,7 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		common = t->depth;
 	}
 	for (size_t i = common; i < n; i++) {
-		if (builder_push_frame(t, b->path[i].identity, b->path[i].name, ev->time))
+		if (builder_push_frame(b, t, b->path[i].identity, b->path[i].name, ev->time))
 			return rv_error_set(err, ENOMEM, "out of memory");
 	}
 	if (account_previous(b, t, ev->time))

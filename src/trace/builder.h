@@ -81,7 +81,7 @@
  * - Whenever a stack is empty and `to` must be on it, `to`'s function is
  *   pushed with an inferred begin at the stack's create_time (the thread's
  *   first event, or the kernel entry): such spans carry one argument,
- *   inferred_start_time = "true"; no other span has arguments.
+ *   inferred_start_time = "true" (besides a function's arguments, below).
  * - A trace error writes an instant "[overflow]" or "[decode error: MSG]",
  *   ends every frame (set-aside stacks too) and a span "[trace gap]" runs to
  *   the thread's next event, which starts afresh; an event at the error's
@@ -135,6 +135,20 @@
  * - INSTANT writes an instant event with its arguments.
  * - The thread's exit, a --filter window's end, a snapshot and
  *   rv_builder_finish end what is open; the next event starts afresh.
+ *
+ * Span arguments of functions (magic-trace's; Perfetto shows them in the
+ * slice's details), in every kind of trace: "address", a pointer, the
+ * function's start when a symbol covers it, else the address it was seen at
+ * (a sample's frame) or entered at (an exact call); and, for user code whose
+ * file has DWARF line information (its own or a separate debug file),
+ * "file" and "line": the line-table row of that address (for a function's
+ * start, the line of its opening brace, where clang and gcc put it). Looked
+ * up when the frame is pushed (while the process's mappings are those it
+ * ran with), once per function and process (rv_symbolizer_source caches
+ * them). Not there: on placeholders,
+ * gaps, windows, off-CPU and other kernel spans of exact calls, and branch
+ * frames of code no symbol covers (they are one unknown function);
+ * magic-trace's "symbol" (the span's name already) and "col".
  *
  * Spans of kernel code (branch frames at kernel addresses, sampled kernel
  * frames, exact calls' kernel spans but off-CPU ones) and the kernel's

@@ -36,6 +36,11 @@ struct span_args {
 struct pending_span {
 	const char *name;
 	uint64_t begin, end;
+	/* the function's address and source (open_frame's), for the span's
+	 * arguments; addr 0: none */
+	uint64_t addr;
+	const char *file; /* the symbolizer's; NULL: DWARF does not say */
+	int32_t line;
 	bool inferred; /* its begin is a guess: it was running when the trace began */
 	bool kernel;   /* kernel code or a kernel placeholder: category "kernel" */
 	struct span_args args;
@@ -57,6 +62,17 @@ struct open_frame {
 	/* Branches: the function is [lo, hi); hi is 0 when its size is unknown,
 	 * and then lo (the start) is compared. */
 	uint64_t lo, hi;
+	/* The function's address, which the span shows with its source line
+	 * (builder_write_span): its start when a symbol covers it, else
+	 * where it was seen (samples) or entered (exact calls); 0 for
+	 * placeholders, kernel spans of exact calls and unknown code of
+	 * branches (builder_push_frame sets it to the identity) */
+	uint64_t addr;
+	/* Where addr is in the source (rv_symbolizer_source), looked up when
+	 * the frame is pushed, while the process's mappings are those it ran
+	 * with (an exec may replace them before the span ends); NULL: unknown */
+	const char *file;
+	int32_t line;
 	unsigned flags; /* FRAME_* */
 	/* Closed descendants that began when this frame did, in the order they
 	 * must be written after it. */
@@ -252,13 +268,21 @@ int builder_count_call(struct rv_builder *b, const char *name);
 int builder_mark_kernel(struct rv_builder *b, const char *name);
 
 /* Writes one span now (no nesting bookkeeping); inferred spans get the
- * argument inferred_start_time. */
+ * argument inferred_start_time; a span with an address gets "address" and,
+ * where DWARF has them, "file" and "line". */
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err);
 
 /* Pushes a frame (no range; flags FRAME_KERNEL for an identity at a kernel
- * address, else 0); -ENOMEM on allocation failure. */
-int builder_push_frame(struct thread_state *t, uint64_t identity, const char *name, uint64_t begin);
+ * address, else 0; addr the identity, but 0 for a stack-cut marker, and its
+ * source line); -ENOMEM on allocation failure. */
+int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t identity,
+		       const char *name, uint64_t begin);
+
+/* Fills span's file and line from its addr, in t's process (a span made
+ * without a frame: an inferred one). rv_symbolizer_source caches them, so a
+ * function costs one line lookup per process. */
+void builder_source(struct rv_builder *b, const struct thread_state *t, struct pending_span *span);
 
 /* Ends the top frame of t at `end`: writes it, or holds it for a frame that
  * must be written first (see settle in builder.c). */

@@ -80,7 +80,7 @@ static struct call_frame *push(struct step *s, uint64_t identity, const char *na
 
 	if (account(s))
 		return NULL;
-	if (builder_push_frame(t, identity, name, s->now)) {
+	if (builder_push_frame(s->b, t, identity, name, s->now)) {
 		builder_out_of_memory(s->err);
 		return NULL;
 	}
@@ -163,12 +163,15 @@ static void add_args(struct span_args *to, const struct rv_event_arg *args, size
  * from the stack's create_time, or from the begin of the frame it runs in.
  * It is the parent of the spans that began then and have ended (the
  * stack's orphans, or those its frame holds), so they are written after it. */
-static int infer_span(struct step *s, const char *name, const struct span_args *args, bool kernel)
+static int infer_span(struct step *s, const char *name, uint64_t addr, const struct span_args *args,
+		      bool kernel)
 {
 	struct thread_state *t = s->t;
 	struct segment *seg = &t->br.segs[0];
 	size_t pos = t->depth;
-	struct pending_span span = { .name = name, .begin = seg->create_time, .end = s->now };
+	struct pending_span span = {
+		.name = name, .addr = addr, .begin = seg->create_time, .end = s->now
+	};
 	struct pending_span *held = NULL;
 	size_t nr_held = 0;
 	int ret;
@@ -177,6 +180,7 @@ static int infer_span(struct step *s, const char *name, const struct span_args *
 		span.begin = t->stack[pos - 1].begin;
 	span.inferred = true;
 	span.kernel = kernel;
+	builder_source(s->b, t, &span);
 	if (args)
 		span.args = *args;
 	if (pos == seg->base && span.begin == seg->create_time) {
@@ -310,7 +314,7 @@ static int infer_call(struct step *s, const struct rv_event *ev)
 		rv_symbolizer_lookup(s->b->symbolizer, ev->pid, ev->call.addr, &sym);
 		name = sym.name;
 	}
-	return infer_span(s, name ? name : NAME_UNKNOWN, NULL, false);
+	return infer_span(s, name ? name : NAME_UNKNOWN, ev->call.addr, NULL, false);
 }
 
 static int on_call_exit(struct step *s, const struct rv_event *ev)
@@ -403,7 +407,7 @@ static int on_kernel_end(struct step *s, const struct rv_event *ev)
 		/* Began before the stack did. */
 		add_args(&args, ev->kernel.args, ev->kernel.nr_args);
 		s->b->stats.kernel_spans++;
-		return infer_span(s, ev->kernel.name ? ev->kernel.name : NAME_UNKNOWN, &args,
+		return infer_span(s, ev->kernel.name ? ev->kernel.name : NAME_UNKNOWN, 0, &args,
 				  ev->kernel.kind != RV_KERNEL_OFF_CPU);
 	}
 	ret = end_above(s, k);

@@ -35,7 +35,7 @@ __attribute__((noinline, noclone)) static int inner_static(int x)
 }
 
 __attribute__((noinline, noclone)) int sym_c_middle(int x)
-{
+{ /* LINE:middle_start */
 	int r = inner_static(x + 2);
 
 	sym_c_sink += r;

@@ -136,8 +136,12 @@ static bool inferred(const struct fxt_trace *t, const char *name, size_t nth)
 {
 	const struct fxt_span *s = trace_span(t, name, nth);
 	const struct fxt_arg *arg = fxt_find_arg(s->args, s->nr_args, "inferred_start_time");
+	const struct fxt_arg *addr = fxt_find_arg(s->args, s->nr_args, "address");
 
-	cr_assert_leq(s->nr_args, 1, "only inferred spans have an argument");
+	/* a function's address (no DWARF here: no file), and for an inferred
+	 * one that it is */
+	cr_assert_eq(s->nr_args, (addr != NULL) + (arg != NULL), "%s #%zu: other arguments", name,
+		     nth);
 	if (!arg)
 		return false;
 	cr_assert_eq(arg->type, FXT_ARG_STRING);
@@ -1001,7 +1005,9 @@ Test(builder_branch, unknown_code_from_perf_script_is_one_function)
 	builder_fixture_close(&f, t);
 }
 
-Test(builder_branch, spans_are_small_without_arguments)
+/* A function's span costs its 24 bytes and its address's 16 (a pointer
+ * argument); placeholders have none. */
+Test(builder_branch, spans_are_small_with_their_address)
 {
 	struct builder_fixture f;
 	struct fxt_trace *t;
@@ -1019,11 +1025,19 @@ Test(builder_branch, spans_are_small_without_arguments)
 	t = builder_fixture_finish(&f);
 	rv_trace_writer_stats(f.w, &ws);
 	cr_assert_eq(t->nr_spans, 10001);
-	cr_assert_leq((ws.bytes - before) / 10000, 24, "%llu bytes per call",
+	cr_assert_leq((ws.bytes - before) / 10000, 24 + 16, "%llu bytes per call",
 		      (unsigned long long)((ws.bytes - before) / 10000));
-	for (size_t i = 0; i < t->nr_spans; i++)
-		if (strcmp(t->spans[i].name, "main"))
-			cr_assert_eq(t->spans[i].nr_args, 0);
+	for (size_t i = 0; i < t->nr_spans; i++) {
+		const struct fxt_span *sp = &t->spans[i];
+
+		if (!strcmp(sp->name, "main"))
+			continue;
+		cr_assert_eq(sp->nr_args, 1, "%s has %zu arguments", sp->name, sp->nr_args);
+		cr_assert_str_eq(sp->args[0].name, "address");
+		cr_assert_eq(sp->args[0].type, FXT_ARG_POINTER);
+		cr_assert_eq(sp->args[0].u, at(sp->name, 0).ip, "%s at %#llx", sp->name,
+			     (unsigned long long)sp->args[0].u);
+	}
 	builder_fixture_close(&f, t);
 }
 
@@ -1126,6 +1140,76 @@ Test(builder_branch, addresses_only_are_named_by_the_symbolizer)
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "0x7f0000010000"), 0);
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "[unknown]"), 0);
 	cr_assert_eq(t->nr_spans, 6);
+	builder_fixture_close(&f, t);
+}
+
+/* The line of the opening brace of the definition whose signature line holds
+ * `signature`, in tests/targets/SOURCE. */
+static int brace_line(const char *source, const char *signature)
+{
+	char path[256], line[512];
+	int n = 0, at = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "tests/targets/%s", source);
+	f = fopen(path, "r");
+	cr_assert(f, "cannot read %s (run the tests from the repository root)", path);
+	while (fgets(line, sizeof(line), f)) {
+		n++;
+		if (at) {
+			cr_assert_eq(line[0], '{', "%s:%d is not the brace", path, n);
+			break;
+		}
+		if (strstr(line, signature) && !strchr(line, ';'))
+			at = n;
+	}
+	fclose(f);
+	cr_assert(at, "no %s in %s", signature, path);
+	return n;
+}
+
+static void expect_source(const struct fxt_span *sp, uint64_t addr, const char *signature)
+{
+	const struct fxt_arg *a = fxt_find_arg(sp->args, sp->nr_args, "address");
+	const struct fxt_arg *file = fxt_find_arg(sp->args, sp->nr_args, "file");
+	const struct fxt_arg *line = fxt_find_arg(sp->args, sp->nr_args, "line");
+	size_t len;
+
+	cr_assert(a && a->type == FXT_ARG_POINTER, "%s has no address", sp->name);
+	cr_assert_eq(a->u, addr, "%s at %#llx, not %#llx", sp->name, (unsigned long long)a->u,
+		     (unsigned long long)addr);
+	cr_assert(file && file->type == FXT_ARG_STRING, "%s has no file", sp->name);
+	len = strlen(file->s);
+	cr_assert(len >= 7 && !strcmp(file->s + len - 7, "ratio.c"), "%s is in %s", sp->name,
+		  file->s);
+	cr_assert(line && line->type == FXT_ARG_INT32, "%s has no line", sp->name);
+	cr_assert_eq(line->i, brace_line("ratio.c", signature), "%s at line %lld", sp->name,
+		     (long long)line->i);
+}
+
+/* PT's function spans show the function's address and, from the binary's
+ * DWARF, its file and the line of its opening brace; a placeholder shows
+ * nothing. */
+Test(builder_branch, function_spans_show_their_address_and_source_line)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct real_function m, l, s;
+
+	builder_fixture_open(&f);
+	map_ratio(&f, &m, &l, &s);
+	trace_begin(&f, 0, in(&m, 4));
+	call(&f, 10, in(&m, 8), in(&l, 0));
+	call(&f, 20, in(&l, 4), in(&s, 0));
+	ret(&f, 30, in(&s, s.size - 1), in(&l, 9));
+	branch(&f, 35, RV_BRANCH_SYSCALL, RV_BRANCH_TRACE_END, in(&l, 10), nowhere);
+	trace_begin(&f, 36, in(&l, 10));
+	ret(&f, 40, in(&l, 12), in(&m, 12));
+	t = builder_fixture_finish(&f);
+	expect_source(trace_span(t, "work_long", 0), l.start, "void work_long(");
+	expect_source(trace_span(t, "spin", 0), s.start, "static void spin(");
+	expect_source(trace_span(t, "main", 0), m.start, "int main(");
+	cr_assert_eq(trace_span(t, "[syscall]", 0)->nr_args, 0, "a placeholder shows nothing");
 	builder_fixture_close(&f, t);
 }
 

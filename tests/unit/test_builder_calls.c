@@ -128,7 +128,15 @@ Test(builder_calls, calls_nest_by_entry_and_exit)
 	expect_span(t, "b", 0, 20, 30, "a");
 	expect_span(t, "c", 0, 40, 50, "a");
 	cr_assert_not(inferred(trace_span(t, "main", 0)));
-	cr_assert_eq(trace_span(t, "main", 0)->nr_args, 0, "a call's span has no arguments");
+	{
+		const struct fxt_span *m = trace_span(t, "main", 0);
+
+		/* its entry (no mapping here, so no source line) */
+		cr_assert_eq(m->nr_args, 1, "a call's span has its address alone");
+		cr_assert_str_eq(m->args[0].name, "address");
+		cr_assert_eq(m->args[0].type, FXT_ARG_POINTER);
+		cr_assert_eq(m->args[0].u, addr_of("main"));
+	}
 	builder_fixture_close(&f, t);
 }
 

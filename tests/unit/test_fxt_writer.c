@@ -1012,6 +1012,57 @@ Test(fxt_writer, writes_all_four_argument_kinds)
 	free_temp_dir(dir);
 }
 
+/* A function span's arguments as the trace builder gives them (address,
+ * file, line): the file's name is a string record once, then a reference;
+ * each span costs its 24 bytes and 32 for the arguments. */
+Test(fxt_writer, function_span_arguments_cost_32_bytes)
+{
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
+	struct rv_trace_writer *w = open_writer(path);
+	struct rv_arg args[] = {
+		{ .name = "address", .kind = RV_ARG_POINTER, .u = 0x55d0c0de1130ull },
+		{ .name = "file", .kind = RV_ARG_STRING, .s = "/src/project/lib/parse.c" },
+		{ .name = "line", .kind = RV_ARG_INT, .i = 1234 },
+	};
+	struct rv_trace_writer_stats ws;
+	struct rv_error err = { 0 };
+	struct fxt_trace *t;
+	uint64_t before, strings;
+
+	/* the first span defines the strings */
+	cr_assert_eq(rv_trace_writer_span(w, 1, 2, "parse", 0, 1, args, 3, &err), 0, "%s",
+		     err.message);
+	rv_trace_writer_stats(w, &ws);
+	before = ws.bytes;
+	strings = ws.strings;
+	for (uint64_t i = 1; i <= 1000; i++)
+		cr_assert_eq(
+			rv_trace_writer_span(w, 1, 2, "parse", 2 * i, 2 * i + 1, args, 3, &err), 0,
+			"%s", err.message);
+	rv_trace_writer_stats(w, &ws);
+	cr_assert_eq(ws.strings, strings, "no string written again");
+	cr_assert_eq((ws.bytes - before) / 1000, 24 + 32, "%llu bytes a span",
+		     (unsigned long long)((ws.bytes - before) / 1000));
+	commit(w);
+	rv_trace_writer_free(w);
+
+	t = read_back(path);
+	cr_assert_eq(t->nr_spans, 1001);
+	for (size_t k = 0; k < t->nr_spans; k += 500) {
+		const struct fxt_span *s = &t->spans[k];
+		const struct fxt_arg *a = fxt_find_arg(s->args, s->nr_args, "address");
+
+		cr_assert(a && a->type == FXT_ARG_POINTER && a->u == 0x55d0c0de1130ull);
+		a = fxt_find_arg(s->args, s->nr_args, "file");
+		cr_assert(a && a->type == FXT_ARG_STRING);
+		cr_assert_str_eq(a->s, "/src/project/lib/parse.c");
+		check_int_arg(s, "line", 1234);
+	}
+	fxt_trace_free(t);
+	free(path);
+	free_temp_dir(dir);
+}
+
 Test(fxt_writer, takes_fifteen_arguments_and_refuses_sixteen)
 {
 	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");

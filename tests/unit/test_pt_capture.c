@@ -1606,7 +1606,7 @@ Test(pt_capture, refuses_what_is_not_pt, .timeout = 120)
 			 "-o", out,   "--",	    "/bin/true",	   NULL };
 	cr_assert_eq(run(argv, -1), 0, "rearview run --sampling failed");
 	expect_refusal(path, ENOTSUP, "cpu-clock samples");
-	expect_refusal(path, ENOTSUP, "sampling path");
+	expect_refusal(path, ENOTSUP, "record it again with Intel PT");
 	remove_tree(dir);
 }
 

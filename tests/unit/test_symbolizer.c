@@ -316,6 +316,37 @@ Test(symbolizer, finds_dwarf_file_and_line)
 	rv_symbolizer_free(s);
 }
 
+/* rv_symbolizer_source, what a span's arguments show: the line-table row of
+ * a function's first byte (gcc puts it at the opening brace), with or without
+ * want_lines, cached; nothing for kernel and unmapped addresses. */
+Test(symbolizer, source_line_of_a_function_start)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_source src, again;
+	struct target t;
+	char path[256];
+	int expected_line = marked_line("sym_c.c", "middle_start");
+
+	target_path(path, sizeof(path), "sym_c");
+	start_target(&t, path);
+	report_maps(s, t.pid);
+	cr_assert(rv_symbolizer_source(s, (uint32_t)t.pid, truth_of(&t, "sym_c_middle"), &src));
+	cr_assert(ends_with(src.file, "sym_c.c"), "file is '%s'", src.file);
+	cr_assert_eq(src.line, expected_line, "line %d, the source has it at %d", src.line,
+		     expected_line);
+	cr_assert(rv_symbolizer_source(s, (uint32_t)t.pid, truth_of(&t, "sym_c_middle"), &again));
+	cr_assert_eq(again.file, src.file, "the same string, kept once");
+	cr_assert_eq(again.line, src.line);
+	cr_assert_eq(again.column, src.column);
+	cr_assert_not(rv_symbolizer_source(s, (uint32_t)t.pid, 0xffffffff81000000ull, &src));
+	cr_assert_null(src.file);
+	cr_assert_not(rv_symbolizer_source(s, (uint32_t)t.pid, 0x1000, &src), "unmapped");
+	cr_assert_not(rv_symbolizer_source(s, (uint32_t)t.pid + 1000000, 0x1000, &src),
+		      "no such process");
+	stop_target(&t);
+	rv_symbolizer_free(s);
+}
+
 Test(symbolizer, without_lines_gives_no_file)
 {
 	struct rv_symbolizer *s = new_symbolizer(false, NULL);
