@@ -44,6 +44,7 @@ enum {
 	OPT_EXCLUDE,
 	OPT_EXITS,
 	OPT_BTF,
+	OPT_EVENTS,
 };
 
 static const struct option long_options[] = {
@@ -79,6 +80,7 @@ static const struct option long_options[] = {
 	{ "perf-script", required_argument, NULL, OPT_PERF_SCRIPT },
 	{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
 	{ "btf", required_argument, NULL, OPT_BTF },
+	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -182,6 +184,15 @@ static const char record_options_help[] =
 	"                             uprobe: default 64M (48 bytes a record, two\n"
 	"                             records a call)\n"
 	"      --full-execution       keep everything from start to end instead\n"
+	"      --events LIST          also record these perf events and draw each as an\n"
+	"                             instant on the thread that took it, named after\n"
+	"                             the event, with its ip, symbol, count and addr:\n"
+	"                             page-faults, minor-faults, major-faults,\n"
+	"                             context-switches, cpu-migrations, any tracepoint\n"
+	"                             SUBSYS:NAME (sched:sched_switch), and where the CPU\n"
+	"                             has a PMU branch-misses (every 50th) and\n"
+	"                             cache-misses; NAME/period=N samples every N-th.\n"
+	"                             Comma-separated; sampling and uprobe backends\n"
 	"      --btf FILE             the kernel's BTF, for a kernel without\n"
 	"                             /sys/kernel/btf/vmlinux (built without\n"
 	"                             CONFIG_DEBUG_INFO_BTF): a BTF file for this very\n"
@@ -890,7 +901,7 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 	    opts->filter_start || opts->trigger || opts->min_duration_ns || opts->multi_snapshot ||
 	    opts->dry_run || opts->kernel_only || opts->timer != RV_TIMER_NORMAL ||
 	    opts->nr_functions || opts->kernel_events || opts->nr_kernel_functions ||
-	    opts->nr_exclude || opts->exits_given)
+	    opts->nr_exclude || opts->exits_given || opts->events.nr)
 		return rv_error_set(err, EINVAL,
 				    "recording options have no effect on 'rearview decode' (see "
 				    "rearview decode --help)");
@@ -1146,6 +1157,11 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			break;
 		case OPT_BTF:
 			opts->btf = optarg;
+			break;
+		case OPT_EVENTS:
+			ret = rv_extra_events_parse(optarg, &opts->events, err);
+			if (ret)
+				return ret;
 			break;
 		case 'j': {
 			uint64_t jobs;

@@ -196,6 +196,7 @@ static int sample_open(struct rv_session *s, struct rv_target *target, struct rv
 	config.gate_windows_fd = gating ? rv_gating_windows_fd(gating) : -1;
 	config.follow_children = config.follow_children && !s->follow_blocked;
 	config.btf = &s->kernel_btf;
+	config.extra_events = &s->extra_events;
 	ret = gating ? rv_gating_attach(gating, NULL, 0, err) : 0;
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
 	if (!ret)

@@ -167,6 +167,22 @@ static int check_btf(struct rv_session *s, struct rv_error *err)
 	return 0;
 }
 
+/* --events: refused where the engine cannot carry them, and checked against
+ * the machine (hardware events need a CPU PMU, tracepoints their ids). */
+static int prepare_extra_events(struct rv_session *s, const struct rv_options *opts,
+				struct rv_error *err)
+{
+	if (!opts->events.nr)
+		return 0;
+	if (s->engine == RV_ENGINE_PT)
+		return rv_error_set(err, EOPNOTSUPP,
+				    "--events is recorded by the sampling and uprobe backends; "
+				    "Intel PT does not carry them yet: add --backend sample or "
+				    "--backend uprobe");
+	s->extra_events = opts->events;
+	return rv_extra_events_resolve(&s->extra_events, s->root, s->machine.has_cpu_pmu, err);
+}
+
 int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err)
 {
 	const char *root = getenv(RV_SYSFS_ROOT_ENV);
@@ -200,6 +216,8 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 				   "this machine lacks; --trace-include-kernel samples both");
 	if (!ret)
 		ret = check_btf(s, err);
+	if (!ret)
+		ret = prepare_extra_events(s, opts, err);
 	backend = backend_of(s);
 	if (!ret && backend->check)
 		ret = backend->check(s, err);
