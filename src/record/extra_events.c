@@ -193,6 +193,14 @@ int rv_extra_events_parse(const char *list, struct rv_extra_events *set, struct 
 	return 0;
 }
 
+/* root and "sys/..." joined by one slash ("/" and a fake tree alike). */
+static const char *root_sep(const char *root)
+{
+	size_t len = strlen(root);
+
+	return len && root[len - 1] == '/' ? "" : "/";
+}
+
 /* The PMUs the machine lists, for the message refusing a hardware event. */
 static void list_pmus(const char *root, char *buf, size_t size)
 {
@@ -202,7 +210,7 @@ static void list_pmus(const char *root, char *buf, size_t size)
 	DIR *dir;
 
 	buf[0] = '\0';
-	snprintf(path, sizeof(path), "%s/sys/bus/event_source/devices", root);
+	snprintf(path, sizeof(path), "%s%ssys/bus/event_source/devices", root, root_sep(root));
 	dir = opendir(path);
 	if (!dir) {
 		snprintf(buf, size, "none listed");
@@ -237,8 +245,8 @@ static int read_tracepoint_id(const char *root, const char *name, uint64_t *id,
 		char *end;
 		unsigned long long v;
 
-		snprintf(path, sizeof(path), "%s/%s/events/%.*s/%s/id", root, bases[i],
-			 (int)sys_len, name, colon + 1);
+		snprintf(path, sizeof(path), "%s%s%s/events/%.*s/%s/id", root, root_sep(root),
+			 bases[i], (int)sys_len, name, colon + 1);
 		f = fopen(path, "re");
 		if (!f) {
 			if (errno == EACCES || errno == EPERM)
@@ -259,7 +267,8 @@ static int read_tracepoint_id(const char *root, const char *name, uint64_t *id,
 		*id = v;
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/sys/kernel/tracing/events/%.*s", root, (int)sys_len, name);
+	snprintf(path, sizeof(path), "%s%ssys/kernel/tracing/events/%.*s", root, root_sep(root),
+		 (int)sys_len, name);
 	return rv_error_set(err, ENOENT,
 			    "no tracepoint '%s' on this kernel (no %s/%s/id); the subsystem's "
 			    "are listed in %s (perf list tracepoint lists them all)",

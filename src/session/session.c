@@ -525,6 +525,58 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 
 /* ---- --dry-run ---- */
 
+/* --events: each event on the target's process (inherit) per CPU, its
+ * records sent to that CPU's ring of the engine's event. */
+static int describe_extra_events(const struct rv_session *s, pid_t pid,
+				 struct rv_dry_run_plan *plan, struct rv_error *err)
+{
+	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < s->extra_events.nr; i++) {
+		for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
+			char label[RV_EXTRA_NAME_MAX + 128];
+			struct rv_dry_run_event ev = {
+				.label = label, .group = -1, .cpu = cpu, .pid = pid > 0 ? pid : 0
+			};
+
+			snprintf(label, sizeof(label),
+				 "--events %s, %s, CPU %d, output to its ring of the engine's event",
+				 s->extra_events.events[i].name,
+				 pid > 0 ? "the process and the threads it makes"
+					 : "the command's process (pid 0 here) and what it makes",
+				 cpu);
+			rv_extra_event_attr(&s->extra_events.events[i], s->opts->include_kernel,
+					    &ev.attr);
+			ret = rv_dry_run_add_event(plan, &ev, err);
+		}
+	}
+	return ret;
+}
+
+/* The --events section: what each becomes in the trace. */
+static void print_extra_events(const struct rv_session *s)
+{
+	char list[1024];
+
+	if (!s->extra_events.nr)
+		return;
+	rv_extra_events_describe(&s->extra_events, list, sizeof(list));
+	printf("\nextra events (--events): %s\n", list);
+	for (size_t i = 0; i < s->extra_events.nr; i++) {
+		const struct rv_extra_event *ev = &s->extra_events.events[i];
+
+		printf("  %s: %s, %s; a sample every %llu, drawn as an instant \"%s\" on the "
+		       "thread that took it\n",
+		       ev->name,
+		       ev->kind == RV_EXTRA_TRACEPOINT ? "tracepoint"
+		       : ev->kind == RV_EXTRA_HARDWARE ? "hardware event"
+						       : "software event",
+		       ev->kind == RV_EXTRA_TRACEPOINT ? "id from tracefs" : "counted per thread",
+		       (unsigned long long)ev->period, ev->name);
+	}
+}
+
 int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct rv_error *err)
 {
 	const struct rv_backend_ops *ops = backend_of(s);
@@ -557,12 +609,15 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 	}
 	if (!ret)
 		ret = ops->describe(s, exe, pid, sites, &plan, err);
+	if (!ret)
+		ret = describe_extra_events(s, pid, &plan, err);
 	if (!ret) {
 		printf("rearview would record %s%s with %s:\n\n", exe,
 		       pid > 0 ? "" : " (started by rearview)", ops->description);
 		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
 		if (s->btf_note)
 			printf("\nnote: %s\n", s->btf_note);
+		print_extra_events(s);
 		fflush(stdout);
 	}
 	rv_dry_run_plan_destroy(&plan);
