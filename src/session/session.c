@@ -540,12 +540,13 @@ static int describe_extra_events(const struct rv_session *s, pid_t pid,
 				.label = label, .group = -1, .cpu = cpu, .pid = pid > 0 ? pid : 0
 			};
 
-			snprintf(label, sizeof(label),
-				 "--events %s, %s, CPU %d, output to its ring of the engine's event",
-				 s->extra_events.events[i].name,
-				 pid > 0 ? "the process and the threads it makes"
-					 : "the command's process (pid 0 here) and what it makes",
-				 cpu);
+			snprintf(
+				label, sizeof(label),
+				"--events %s, %s, CPU %d, output to its ring of the engine's event",
+				s->extra_events.events[i].name,
+				pid > 0 ? "the process and the threads it makes"
+					: "the command's process (pid 0 here) and what it makes",
+				cpu);
 			rv_extra_event_attr(&s->extra_events.events[i], s->opts->include_kernel,
 					    &ev.attr);
 			ret = rv_dry_run_add_event(plan, &ev, err);
