@@ -323,6 +323,15 @@ void rv_extra_event_attr(const struct rv_extra_event *ev, bool include_kernel,
 	a->exclude_kernel = ev->kind == RV_EXTRA_HARDWARE && !include_kernel;
 }
 
+void rv_extra_event_attr_in_group(const struct rv_extra_event *ev, bool include_kernel,
+				  const struct perf_event_attr *leader, struct perf_event_attr *a)
+{
+	rv_extra_event_attr(ev, include_kernel, a);
+	a->use_clockid = leader->use_clockid;
+	a->clockid = leader->use_clockid ? leader->clockid : 0;
+	a->inherit = leader->inherit;
+}
+
 bool rv_extra_event_attr_is_extra(const struct perf_event_attr *a)
 {
 	const uint64_t not_extra = PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_STACK_USER |

@@ -96,6 +96,14 @@ int rv_extra_events_resolve(struct rv_extra_events *set, const char *root, bool 
 void rv_extra_event_attr(const struct rv_extra_event *ev, bool include_kernel,
 			 struct perf_event_attr *attr);
 
+/* The same for a sibling in the group of leader whose ring it writes into
+ * (Intel PT: record/pt_engine.h's siblings): the leader's clock (use_clockid,
+ * clockid) and inherit, which the kernel requires of events sharing a ring
+ * and of an inherited group. */
+void rv_extra_event_attr_in_group(const struct rv_extra_event *ev, bool include_kernel,
+				  const struct perf_event_attr *leader,
+				  struct perf_event_attr *attr);
+
 /* Whether an attribute of a capture is an extra event's (see the top). */
 bool rv_extra_event_attr_is_extra(const struct perf_event_attr *attr);
 

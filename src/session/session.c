@@ -167,18 +167,13 @@ static int check_btf(struct rv_session *s, struct rv_error *err)
 	return 0;
 }
 
-/* --events: refused where the engine cannot carry them, and checked against
- * the machine (hardware events need a CPU PMU, tracepoints their ids). */
+/* --events: checked against the machine (hardware events need a CPU PMU,
+ * tracepoints their ids). */
 static int prepare_extra_events(struct rv_session *s, const struct rv_options *opts,
 				struct rv_error *err)
 {
 	if (!opts->events.nr)
 		return 0;
-	if (s->engine == RV_ENGINE_PT)
-		return rv_error_set(err, EOPNOTSUPP,
-				    "--events is recorded by the sampling and uprobe backends; "
-				    "Intel PT does not carry them yet: add --backend sample or "
-				    "--backend uprobe");
 	s->extra_events = opts->events;
 	return rv_extra_events_resolve(&s->extra_events, s->root, s->machine.has_cpu_pmu, err);
 }
@@ -533,6 +528,8 @@ static int describe_extra_events(const struct rv_session *s, pid_t pid,
 	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
 	int ret = 0;
 
+	if (s->engine == RV_ENGINE_PT)
+		return 0; /* the PT backend's siblings: pt_backend.c says */
 	for (size_t i = 0; !ret && i < s->extra_events.nr; i++) {
 		for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
 			char label[RV_EXTRA_NAME_MAX + 128];
