@@ -16,17 +16,18 @@
  *   does have named.
  * At most RV_MAX_EXTRA_EVENTS names; a name given twice is refused.
  *
- * Each is opened per CPU for each recorded thread (inherit: the threads and
- * processes they make later are counted too, and the engine keeps the records
- * of the threads it records), disabled, its records going to the ring of the
- * CPU's own event (PERF_EVENT_IOC_SET_OUTPUT), so that they share that ring's
+ * For the sampling and uprobe engines (rv_extra_events_open) each is opened
+ * per CPU for each recorded thread (inherit: the threads and processes they
+ * make later are counted too, and the engine keeps the records of the
+ * threads it records), disabled, its records going to the ring of the CPU's
+ * own event (PERF_EVENT_IOC_SET_OUTPUT), so that they share that ring's
  * order, flight recorder and snapshots with the samples: they age out with
- * the trace. Samples carry RV_EXTRA_SAMPLE_TYPE (56 bytes each:
- * header, id, ip, pid/tid, time, addr, cpu/res) and sample_id_all.
- * Software events and tracepoints count in the kernel as well as in user
- * space (a tracepoint fires in the kernel; exclude_kernel would drop every
- * sample), so a sample's ip may be a kernel address; hardware events count
- * user space only unless the kernel is traced.
+ * the trace. For Intel PT (rv_extra_event_attr_in_group) the PT engine opens
+ * each as a sibling in every slot's PT group, writing into the slot's ring. Samples carry
+ * RV_EXTRA_SAMPLE_TYPE (56 bytes each: header, id, ip, pid/tid, time, addr, cpu/res) and
+ * sample_id_all. Software events and tracepoints count in the kernel as well as in user space (a
+ * tracepoint fires in the kernel; exclude_kernel would drop every sample), so a sample's ip may be
+ * a kernel address; hardware events count user space only unless the kernel is traced.
  *
  * In a capture, an extra event's attribute is named as given ("page-faults",
  * "sched:sched_switch"), and is told from the sampling clock by

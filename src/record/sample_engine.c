@@ -13,7 +13,9 @@
  * records are kept with the samples (their thread and time in the trailer),
  * and so are the switch-state samples of the bpf-output events that share
  * the sampling rings (IDENTIFIER|IP|TID|TIME|CPU|RAW: tid and time where a
- * sample has them).
+ * sample has them). --events samples share the rings too
+ * (RV_EXTRA_SAMPLE_TYPE, record/extra_events.h: tid and time at the same
+ * offsets), told apart by their ids.
  */
 #define RV_LOG_DOMAIN "sample"
 #include "record/sample_engine.h"
