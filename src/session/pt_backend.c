@@ -560,7 +560,9 @@ static int pt_finish(struct rv_backend_state *b, struct rv_render_options *out,
 	if (stats->lapped)
 		rv_debug("%llu snapshots found the buffer overwritten since the one before",
 			 (unsigned long long)stats->lapped);
-	if (stats->aux_bytes + stats->aux_sample_bytes == 0 && stats->aux_samples == 0)
+	/* (the engine counts --events samples with the gate's AUX samples) */
+	if (stats->aux_bytes + stats->aux_sample_bytes == 0 &&
+	    (stats->aux_samples == 0 || b->s->extra_events.nr))
 		return rv_error_set(err, ENODATA,
 				    "Intel PT recorded no trace (%s); nothing to write",
 				    min_duration ? "no window lasted longer than --min-duration"

@@ -251,3 +251,28 @@ Test(events, hardware_events_need_the_pmu_this_machine_may_lack, .timeout = 60)
 	expect_refusal("branch-misses", "--events branch-misses is a hardware event");
 	expect_refusal("cache-misses", "no CPU PMU");
 }
+
+Test(events, dry_run_lists_them_and_opens_nothing, .timeout = 60)
+{
+	struct proc_result r;
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "--sampling",
+			 "--dry-run",
+			 "--events",
+			 "page-faults,sched:sched_switch/period=3",
+			 "--",
+			 (char *)built_target("touchpages"),
+			 NULL };
+
+	run_process(argv, 30, &r);
+	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_assert(strstr(r.out, "--events page-faults, the command's process"), "%s", r.out);
+	cr_assert(strstr(r.out, "--events sched:sched_switch, the command's process"), "%s", r.out);
+	cr_assert(strstr(r.out, "config = 0x2 (page-faults)"), "%s", r.out);
+	cr_assert(strstr(r.out, "sample_period = 3"), "%s", r.out);
+	cr_assert(
+		strstr(r.out, "extra events (--events): page-faults, sched:sched_switch/period=3"),
+		"%s", r.out);
+	cr_assert(!strstr(r.out, "main_tid"), "the program never ran: %s", r.out);
+}

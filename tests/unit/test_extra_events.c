@@ -13,6 +13,7 @@
 
 #include "builder_fixture.h"
 #include "capture/perf_data.h"
+#include "cli/options.h"
 #include "decode/sample_decoder.h"
 #include "record/extra_events.h"
 #include "record/sample_engine.h"
@@ -486,4 +487,50 @@ Test(extra_events, json_traces_show_them_as_thread_instants)
 	rv_trace_writer_free(w);
 	rv_symbolizer_free(sym);
 	unlink(path);
+}
+
+/* ---- the command line ---- */
+
+static int parse_args(struct rv_options *o, struct rv_error *err, const char **argv)
+{
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	return rv_options_parse(o, argc, (char **)argv, err);
+}
+
+Test(extra_events, run_and_attach_take_events_in_either_spelling)
+{
+	const char *run[] = { "rearview",    "run",	"--events",
+			      "page-faults", "-events", "sched:sched_switch/period=2",
+			      "--",	     "prog",	NULL };
+	const char *attach[] = { "rearview", "attach", "-p", "1", "--events", "cs", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(parse_args(&o, &err, run), 0, "%s", err.message);
+	cr_assert_eq(o.events.nr, 2, "repeated, the lists add up");
+	cr_assert_str_eq(o.events.events[1].name, "sched:sched_switch");
+	cr_assert_eq(o.events.events[1].period, 2);
+	rv_options_destroy(&o);
+	cr_assert_eq(parse_args(&o, &err, attach), 0, "%s", err.message);
+	cr_assert_eq(o.events.nr, 1);
+	cr_assert_str_eq(o.events.events[0].name, "context-switches");
+	rv_options_destroy(&o);
+}
+
+Test(extra_events, the_command_line_refuses_bad_lists_and_decode)
+{
+	const char *bad[] = { "rearview", "run", "--events", "page-faults,bogus", "prog", NULL };
+	const char *decode[] = { "rearview", "decode", "--events", "page-faults", "cap", NULL };
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_lt(parse_args(&o, &err, bad), 0);
+	cr_assert(strstr(err.message, "unknown --events event 'bogus'"), "%s", err.message);
+	rv_options_destroy(&o);
+	cr_assert_lt(parse_args(&o, &err, decode), 0);
+	cr_assert(strstr(err.message, "no effect on 'rearview decode'"), "%s", err.message);
+	rv_options_destroy(&o);
 }
