@@ -583,20 +583,30 @@ static bool is_counted_sample(const struct rv_sample_engine *e, const struct per
 /* --events on the targets' threads, per CPU, into the CPU's ring. */
 static int open_extra(struct rv_sample_engine *e, struct rv_error *err)
 {
-	int cpus[1024], fds[1024];
-	size_t n = 0;
+	int *cpus, *fds;
+	int ret;
 
 	if (!e->config.extra_events || !e->config.extra_events->nr)
 		return 0;
 	e->extra_set = *e->config.extra_events;
 	e->config.extra_events = &e->extra_set;
-	for (size_t i = 0; i < e->nr_rings && n < sizeof(cpus) / sizeof(cpus[0]); i++, n++) {
-		cpus[n] = e->rings[i].cpu;
-		fds[n] = e->rings[i].fd;
+	cpus = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*cpus));
+	fds = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*fds));
+	if (!cpus || !fds) {
+		free(cpus);
+		free(fds);
+		return rv_error_set(err, ENOMEM, "out of memory");
 	}
-	return rv_extra_events_open(&e->extra, &e->extra_set, e->config.pids, e->config.nr_pids,
-				    e->config.all_threads, e->config.include_kernel, cpus, fds, n,
-				    err);
+	for (size_t i = 0; i < e->nr_rings; i++) {
+		cpus[i] = e->rings[i].cpu;
+		fds[i] = e->rings[i].fd;
+	}
+	ret = rv_extra_events_open(&e->extra, &e->extra_set, e->config.pids, e->config.nr_pids,
+				   e->config.all_threads, e->config.include_kernel, cpus, fds,
+				   e->nr_rings, err);
+	free(cpus);
+	free(fds);
+	return ret;
 }
 
 int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_config *config,

@@ -276,3 +276,50 @@ Test(events, dry_run_lists_them_and_opens_nothing, .timeout = 60)
 		"%s", r.out);
 	cr_assert(!strstr(r.out, "main_tid"), "the program never ran: %s", r.out);
 }
+
+/* The pid forkexec printed for process NAME ("process NAME PID"). */
+static uint64_t process_pid(const char *out, const char *name)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "process %s", name);
+	return (uint64_t)output_value(out, key);
+}
+
+static size_t process_instants(const struct fxt_trace *t, uint64_t pid, const char *name)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->nr_instants; i++)
+		n += t->instants[i].pid == pid && !strcmp(t->instants[i].name, name);
+	return n;
+}
+
+Test(events, children_inherit_them_when_followed_and_not_otherwise, .timeout = 150)
+{
+	char dir[64];
+	const char *const follow[] = { "--sampling", "--events", "page-faults", NULL };
+	const char *const no_follow[] = { "--sampling", "--no-follow", "--events", "page-faults",
+					  NULL };
+	struct proc_result r;
+	struct fxt_trace *t;
+
+	require_root("events");
+	make_test_dir(dir, sizeof(dir));
+	t = rearview_run(dir, NULL, follow, "tests/targets/forkexec", NULL, 90, &r);
+	cr_assert_gt(process_instants(t, process_pid(r.out, "fe-parent"), "page-faults"), 0);
+	cr_assert_gt(process_instants(t, process_pid(r.out, "fe-child-a"), "page-faults"), 0,
+		     "a child's faults: it inherits the event");
+	cr_assert_gt(process_instants(t, process_pid(r.out, "fe-child-b"), "page-faults"), 0);
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+
+	make_test_dir(dir, sizeof(dir));
+	t = rearview_run(dir, NULL, no_follow, "tests/targets/forkexec", NULL, 90, &r);
+	cr_assert_gt(process_instants(t, process_pid(r.out, "fe-parent"), "page-faults"), 0);
+	cr_assert_eq(process_instants(t, process_pid(r.out, "fe-child-a"), "page-faults"), 0,
+		     "--no-follow: the children's samples are not kept");
+	cr_assert_eq(process_instants(t, process_pid(r.out, "fe-child-b"), "page-faults"), 0);
+	fxt_trace_free(t);
+	cleanup_dir(dir);
+}

@@ -3,9 +3,9 @@
  *
  * "pages N" (default): maps N fresh anonymous pages (no huge pages, so that
  * each page is a fault of its own), writes a byte to each in touch_pages(),
- * and prints "touched_pages N" and "touch_faults F", the minor faults
+ * and prints "touched_pages N", "touch_faults F", the minor faults
  * getrusage counted during the touching (F is N give or take what the
- * kernel did around it).
+ * kernel did around it), and "touch_ns T", how long the touching took.
  * "sleeps K": sleeps 1 ms K times in nap() and prints "naps K" and "main_tid T".
  * Either way it first prints "main_tid T" (its thread id).
  */
@@ -55,6 +55,7 @@ int main(int argc, char **argv)
 		char *pages = mmap(NULL, (size_t)count * page, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		long before, after;
+		struct timespec t0, t1;
 
 		if (pages == MAP_FAILED) {
 			perror("touchpages: mmap");
@@ -62,9 +63,14 @@ int main(int argc, char **argv)
 		}
 		madvise(pages, (size_t)count * page, MADV_NOHUGEPAGE);
 		before = minor_faults();
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		touch_pages(pages, (size_t)count, page);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 		after = minor_faults();
-		printf("touched_pages %ld\ntouch_faults %ld\n", count, after - before);
+		printf("touched_pages %ld\ntouch_faults %ld\ntouch_ns %lld\n", count,
+		       after - before,
+		       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000ll +
+			       (t1.tv_nsec - t0.tv_nsec));
 		munmap(pages, (size_t)count * page);
 	} else if (!strcmp(mode, "sleeps")) {
 		for (long i = 0; i < count; i++)
