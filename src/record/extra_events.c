@@ -303,6 +303,166 @@ int rv_extra_events_resolve(struct rv_extra_events *set, const char *root, bool 
 	return 0;
 }
 
+/* ---- perf's tracing data ---- */
+
+struct blob {
+	uint8_t *data;
+	size_t used, cap;
+	bool failed;
+};
+
+static void blob_put(struct blob *b, const void *bytes, size_t n)
+{
+	if (b->failed || rv_array_reserve(&b->data, &b->cap, b->used + n, 1, 4096)) {
+		b->failed = true;
+		return;
+	}
+	memcpy(b->data + b->used, bytes, n);
+	b->used += n;
+}
+
+static void blob_u32(struct blob *b, uint32_t v)
+{
+	blob_put(b, &v, sizeof(v));
+}
+
+static void blob_u64(struct blob *b, uint64_t v)
+{
+	blob_put(b, &v, sizeof(v));
+}
+
+/* A tracefs file under the first base that has it: malloc'd, *size its bytes
+ * (files in tracefs report size 0, so it is read to its end). */
+static void *read_tracefs(const char *root, const char *rel, size_t *size)
+{
+	static const char *const bases[] = { "sys/kernel/tracing", "sys/kernel/debug/tracing" };
+
+	for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		char path[4096];
+		struct blob b = { 0 };
+		char chunk[4096];
+		size_t n;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s%s%s/%s", root, root_sep(root), bases[i], rel);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.used < (16u << 20))
+			blob_put(&b, chunk, n);
+		fclose(f);
+		if (b.failed) {
+			free(b.data);
+			return NULL;
+		}
+		*size = b.used;
+		return b.data ? b.data : calloc(1, 1);
+	}
+	return NULL;
+}
+
+/* A tracefs file as perf's tracing data holds it: its size (size_bytes
+ * wide), then its bytes. */
+static int put_file(struct blob *b, const char *root, const char *rel, size_t size_bytes,
+		    struct rv_error *err)
+{
+	size_t size = 0;
+	void *data = read_tracefs(root, rel, &size);
+
+	if (!data)
+		return rv_error_set(err, errno ? errno : EIO,
+				    "cannot read %s from tracefs under %s, which perf script needs "
+				    "for the tracepoints' samples",
+				    rel, root);
+	if (size_bytes == 8)
+		blob_u64(b, size);
+	else
+		blob_u32(b, (uint32_t)size);
+	blob_put(b, data, size);
+	free(data);
+	return 0;
+}
+
+int rv_extra_events_tracing_data(const struct rv_extra_events *set, const char *root, void **out,
+				 size_t *size, struct rv_error *err)
+{
+	static const uint8_t magic[] = { 0x17, 0x08, 0x44, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
+	const char *systems[RV_MAX_EXTRA_EVENTS];
+	size_t nr_systems = 0, lens[RV_MAX_EXTRA_EVENTS];
+	struct blob b = { 0 };
+	int ret = 0;
+
+	*out = NULL;
+	*size = 0;
+	for (size_t i = 0; i < set->nr; i++) {
+		const char *name = set->events[i].name;
+		size_t len = strcspn(name, ":");
+		bool seen = false;
+
+		if (set->events[i].kind != RV_EXTRA_TRACEPOINT)
+			continue;
+		for (size_t k = 0; k < nr_systems && !seen; k++)
+			seen = lens[k] == len && !strncmp(systems[k], name, len);
+		if (!seen) {
+			systems[nr_systems] = name;
+			lens[nr_systems++] = len;
+		}
+	}
+	if (!nr_systems)
+		return 0;
+	blob_put(&b, magic, sizeof(magic));
+	blob_put(&b, "0.6", 4);
+	blob_put(&b, &(uint8_t){ 0 }, 1);		    /* little endian */
+	blob_put(&b, &(uint8_t){ sizeof(long) }, 1);	    /* long size */
+	blob_u32(&b, (uint32_t)sysconf(_SC_PAGESIZE));	    /* page size */
+	blob_put(&b, "header_page", sizeof("header_page")); /* with its NUL */
+	ret = put_file(&b, root, "events/header_page", 8, err);
+	if (!ret) {
+		blob_put(&b, "header_event", sizeof("header_event"));
+		ret = put_file(&b, root, "events/header_event", 8, err);
+	}
+	if (!ret)
+		blob_u32(&b, 0); /* ftrace formats */
+	if (!ret)
+		blob_u32(&b, (uint32_t)nr_systems);
+	for (size_t k = 0; !ret && k < nr_systems; k++) {
+		uint32_t count = 0;
+
+		blob_put(&b, systems[k], lens[k]);
+		blob_put(&b, "", 1);
+		for (size_t i = 0; i < set->nr; i++)
+			count += set->events[i].kind == RV_EXTRA_TRACEPOINT &&
+				 !strncmp(set->events[i].name, systems[k], lens[k]) &&
+				 set->events[i].name[lens[k]] == ':';
+		blob_u32(&b, count);
+		for (size_t i = 0; !ret && i < set->nr; i++) {
+			const char *name = set->events[i].name;
+			char rel[RV_EXTRA_NAME_MAX + 32];
+
+			if (set->events[i].kind != RV_EXTRA_TRACEPOINT ||
+			    strncmp(name, systems[k], lens[k]) || name[lens[k]] != ':')
+				continue;
+			snprintf(rel, sizeof(rel), "events/%.*s/%s/format", (int)lens[k], name,
+				 name + lens[k] + 1);
+			ret = put_file(&b, root, rel, 8, err);
+		}
+	}
+	if (!ret) {
+		blob_u32(&b, 0); /* kallsyms */
+		blob_u32(&b, 0); /* printk formats */
+		blob_u64(&b, 0); /* saved command lines */
+	}
+	if (!ret && b.failed)
+		ret = rv_error_set(err, ENOMEM, "out of memory");
+	if (ret) {
+		free(b.data);
+		return ret;
+	}
+	*out = b.data;
+	*size = b.used;
+	return 0;
+}
+
 void rv_extra_event_attr(const struct rv_extra_event *ev, bool include_kernel,
 			 struct perf_event_attr *a)
 {

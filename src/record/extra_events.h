@@ -112,6 +112,15 @@ bool rv_extra_event_attr_is_extra(const struct perf_event_attr *attr);
  * the summary). */
 void rv_extra_events_describe(const struct rv_extra_events *set, char *buf, size_t size);
 
+/* perf's tracing data (HEADER_TRACING_DATA, version 0.6: tracefs's
+ * header_page and header_event, and the format file of each tracepoint in
+ * the set, by subsystem; no ftrace formats, kallsyms, printk formats or
+ * saved command lines), read under root, for the capture's rv_perf_meta:
+ * perf script reads a tracepoint's samples only with it. *out is malloc'd
+ * (NULL, size 0 when the set has no tracepoint). */
+int rv_extra_events_tracing_data(const struct rv_extra_events *set, const char *root, void **out,
+				 size_t *size, struct rv_error *err);
+
 /* The events as opened for a recording. */
 struct rv_extra_open;
 

@@ -52,8 +52,17 @@ int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer 
 		.argv = argv,
 		.clockid = clockid,
 	};
+	void *tracing = NULL;
+	int ret;
 
-	return rv_perf_writer_finish(capture, &meta, err);
+	/* --events tracepoints: their formats, for perf script */
+	ret = rv_extra_events_tracing_data(&s->extra_events, s->root, &tracing,
+					   &meta.tracing_data_size, err);
+	meta.tracing_data = tracing;
+	if (!ret)
+		ret = rv_perf_writer_finish(capture, &meta, err);
+	free(tracing);
+	return ret;
 }
 
 int rv_session_describe_engine(const struct rv_session *s, const struct rv_sample_config *config,

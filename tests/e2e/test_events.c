@@ -323,3 +323,32 @@ Test(events, children_inherit_them_when_followed_and_not_otherwise, .timeout = 1
 	fxt_trace_free(t);
 	cleanup_dir(dir);
 }
+
+Test(events, perf_script_reads_a_capture_with_a_tracepoint, .timeout = 120)
+{
+	char dir[64], work[96];
+	const char *const options[] = { "--sampling",
+					"--working-directory",
+					work,
+					"--events",
+					"sched:sched_switch,page-faults",
+					NULL };
+	const char *const args[] = { "sleeps", "5", NULL };
+	struct proc_result r;
+	struct fxt_trace *t;
+	char *out;
+	int status;
+
+	require_root("events");
+	require_tool("perf", "linux-perf");
+	make_test_dir(dir, sizeof(dir));
+	snprintf(work, sizeof(work), "%s/capture", dir);
+	t = rearview_run(dir, NULL, options, "tests/targets/touchpages", args, 60, &r);
+	fxt_trace_free(t);
+	out = run_command(&status, NULL, "perf script -i %s/perf.data 2>&1", work);
+	cr_assert_eq(status, 0, "perf script: %s", out);
+	cr_assert(strstr(out, "sched:sched_switch:"), "perf script shows the tracepoint: %s", out);
+	cr_assert(strstr(out, "page-faults:"), "and the software event: %s", out);
+	free(out);
+	cleanup_dir(dir);
+}

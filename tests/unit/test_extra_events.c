@@ -534,3 +534,45 @@ Test(extra_events, the_command_line_refuses_bad_lists_and_decode)
 	cr_assert(strstr(err.message, "no effect on 'rearview decode'"), "%s", err.message);
 	rv_options_destroy(&o);
 }
+
+Test(extra_events, tracing_data_holds_the_tracepoints_formats_as_perf_reads_them)
+{
+	char *root = fake_root(false, false);
+	struct rv_extra_events set = parse_ok("page-faults,sched:sched_switch");
+	struct rv_error err = { 0 };
+	char path[4096];
+	const char format[] = "name: sched_switch\nID: 317\nformat:\n";
+	uint8_t *data;
+	size_t size;
+	uint64_t len;
+
+	snprintf(path, sizeof(path), "%s/sys/kernel/tracing/events/header_page", root);
+	write_file(path, "hp", 2);
+	snprintf(path, sizeof(path), "%s/sys/kernel/tracing/events/header_event", root);
+	write_file(path, "hev", 3);
+	snprintf(path, sizeof(path), "%s/sys/kernel/tracing/events/sched/sched_switch/format",
+		 root);
+	write_file(path, format, sizeof(format) - 1);
+	cr_assert_eq(rv_extra_events_tracing_data(&set, root, (void **)&data, &size, &err), 0, "%s",
+		     err.message);
+	cr_assert(data);
+	cr_assert_eq(memcmp(data, "\x17\x08\x44tracing0.6", 14), 0);
+	cr_assert_eq(data[14], 0, "little endian");
+	cr_assert_eq(data[15], sizeof(long));
+	cr_assert_eq(memcmp(data + 20, "header_page", 12), 0);
+	memcpy(&len, data + 32, 8);
+	cr_assert_eq(len, 2);
+	cr_assert_eq(memcmp(data + 40, "hp", 2), 0);
+	cr_assert_eq(memcmp(data + 42, "header_event", 13), 0);
+	/* 42 + 13 + 8 + 3: no ftrace formats, one system */
+	cr_assert_eq(memcmp(data + 66, "\0\0\0\0\1\0\0\0sched", 14), 0);
+	cr_assert(memmem(data, size, format, sizeof(format) - 1), "the format file is in it");
+	cr_assert_eq(size, 66 + 8 + 6 + 4 + 8 + (sizeof(format) - 1) + 4 + 4 + 8);
+	free(data);
+
+	set = parse_ok("page-faults");
+	cr_assert_eq(rv_extra_events_tracing_data(&set, root, (void **)&data, &size, &err), 0);
+	cr_assert_null(data, "no tracepoint, no tracing data");
+	cr_assert_eq(size, 0);
+	free_temp_dir(root);
+}
