@@ -563,7 +563,6 @@ static bool is_switch_state(const struct rv_sample_engine *e, const struct perf_
 	return false;
 }
 
-/* A sample the capture counts as one: a stack, or a bpf-output record. */
 /* A sample of an --events event (never a stack: those carry another id). */
 static bool is_extra(const struct rv_sample_engine *e, const struct perf_event_header *rec)
 {
@@ -575,6 +574,7 @@ static bool is_extra(const struct rv_sample_engine *e, const struct perf_event_h
 	return rv_extra_open_find(e->extra, id) >= 0;
 }
 
+/* A sample the capture counts as one: a stack, or a bpf-output record. */
 static bool is_counted_sample(const struct rv_sample_engine *e, const struct perf_event_header *rec)
 {
 	return rec->type == PERF_RECORD_SAMPLE && !is_switch_state(e, rec) && !is_extra(e, rec);

@@ -318,6 +318,9 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 			"--timer-resolution to lose fewer",
 			(unsigned long long)stats->lost);
 	note_children(b);
+	if (b->s->extra_events.nr)
+		rv_debug("--events: %llu samples of the recorded threads read",
+			 (unsigned long long)stats->extra_samples);
 	if (!b->s->opts->full_execution && stats->evicted)
 		rv_debug("the flight recorder kept the last %llu samples (%llu older ones "
 			 "aged out)",
