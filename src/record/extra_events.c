@@ -501,19 +501,14 @@ bool rv_extra_event_attr_is_extra(const struct perf_event_attr *a)
 		return false;
 	if (!(a->sample_type & PERF_SAMPLE_TID) || !(a->sample_type & PERF_SAMPLE_TIME))
 		return false;
-	switch (a->type) {
-	case PERF_TYPE_TRACEPOINT:
+	if (a->type == PERF_TYPE_TRACEPOINT)
 		return true;
-	case PERF_TYPE_HARDWARE:
-		return a->config != PERF_COUNT_HW_CPU_CYCLES &&
-		       a->config != PERF_COUNT_HW_REF_CPU_CYCLES;
-	case PERF_TYPE_SOFTWARE:
-		return a->config != PERF_COUNT_SW_CPU_CLOCK &&
-		       a->config != PERF_COUNT_SW_TASK_CLOCK &&
-		       a->config != PERF_COUNT_SW_BPF_OUTPUT && a->config != PERF_COUNT_SW_DUMMY;
-	default:
-		return false;
-	}
+	/* the events --events names, and no other: a profile taken every N
+	 * instructions or cycles stays a profile */
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (known[i].type == a->type && known[i].config == a->config)
+			return true;
+	return false;
 }
 
 void rv_extra_events_describe(const struct rv_extra_events *set, char *buf, size_t size)

@@ -31,9 +31,10 @@
  *
  * In a capture, an extra event's attribute is named as given ("page-faults",
  * "sched:sched_switch"), and is told from the sampling clock by
- * rv_extra_event_attr_is_extra: a fixed period (never freq) and no call
- * chain, stack, registers or raw data. So `perf record -c 1 -e page-faults`
- * captures (no -g) decode the same way.
+ * rv_extra_event_attr_is_extra: one of the events above or a tracepoint,
+ * with a fixed period (never freq) and no call chain, stack, registers or
+ * raw data. So `perf record -c 1 -e page-faults` captures (no -g) decode the
+ * same way, and a profile every N instructions stays a profile.
  *
  * Not here: what the engines do with the records (record/sample_engine.c),
  * or how they are drawn (trace/extra.c).

@@ -216,6 +216,12 @@ Test(extra_events, attributes_sample_each_event_at_its_period_and_are_told_from_
 	config.bpf_output = true;
 	rv_sample_engine_attr(&config, false, &a);
 	cr_assert(!rv_extra_event_attr_is_extra(&a));
+	/* perf record -c 100000 -e instructions: a profile, not instants */
+	rv_extra_event_attr(&set.events[0], false, &a);
+	a.type = PERF_TYPE_HARDWARE;
+	a.config = PERF_COUNT_HW_INSTRUCTIONS;
+	a.sample_period = 100000;
+	cr_assert(!rv_extra_event_attr_is_extra(&a));
 	/* perf record -g -e page-faults: stacks, not instants */
 	rv_extra_event_attr(&set.events[0], false, &a);
 	a.sample_type |= PERF_SAMPLE_CALLCHAIN;
