@@ -119,6 +119,11 @@ struct rv_perf_meta {
 	 * AUXTRACE_INFO names, replacing any entry of that type. */
 	const struct rv_perf_pmu_mapping *pmu_mappings;
 	size_t nr_pmu_mappings;
+	/* HEADER_TRACING_DATA as perf writes it (the tracepoints' format files,
+	 * which perf script needs to read their samples: extra_events.h makes
+	 * it), copied as it is; NULL: omitted. */
+	const void *tracing_data;
+	size_t tracing_data_size;
 };
 
 struct rv_perf_writer;

@@ -652,6 +652,11 @@ static void build_features(const struct rv_perf_writer *w, const struct rv_perf_
 		}                                                                                  \
 	} while (0)
 
+	if (meta->tracing_data && meta->tracing_data_size) {
+		rv_bytes_put(&body[RV_FEAT_TRACING_DATA], meta->tracing_data,
+			     meta->tracing_data_size);
+		pd_feature_set(bitmap, RV_FEAT_TRACING_DATA);
+	}
 	pd_build_ids_put_feature(&w->build_ids, &body[RV_FEAT_BUILD_ID]);
 	if (body[RV_FEAT_BUILD_ID].len)
 		pd_feature_set(bitmap, RV_FEAT_BUILD_ID);

@@ -45,6 +45,7 @@ enum {
 	OPT_EXITS,
 	OPT_BTF,
 	OPT_DURATION,
+	OPT_EVENTS,
 };
 
 static const struct option long_options[] = {
@@ -81,6 +82,7 @@ static const struct option long_options[] = {
 	{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
 	{ "btf", required_argument, NULL, OPT_BTF },
 	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -194,6 +196,17 @@ static const char record_options_help[] =
 	"                             write the trace; the program runs on (run waits\n"
 	"                             for it and exits with its status). Exit and Ctrl-C\n"
 	"                             still end it sooner\n"
+	"      --events LIST          also record these perf events and draw each as an\n"
+	"                             instant on the thread that took it, named after\n"
+	"                             the event, with its ip, symbol, count and addr:\n"
+	"                             page-faults, minor-faults, major-faults,\n"
+	"                             context-switches, cpu-migrations, any tracepoint\n"
+	"                             SUBSYS:NAME (sched:sched_switch), and where the CPU\n"
+	"                             has a PMU branch-misses (every 50th) and\n"
+	"                             cache-misses; NAME/period=N samples every N-th.\n"
+	"                             Comma-separated; every backend. Hardware events\n"
+	"                             are refused on a machine without a CPU PMU (most\n"
+	"                             VMs)\n"
 	"      --btf FILE             the kernel's BTF, for a kernel without\n"
 	"                             /sys/kernel/btf/vmlinux (built without\n"
 	"                             CONFIG_DEBUG_INFO_BTF): a BTF file for this very\n"
@@ -937,7 +950,7 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 	    opts->filter_start || opts->trigger || opts->min_duration_ns || opts->multi_snapshot ||
 	    opts->dry_run || opts->kernel_only || opts->timer != RV_TIMER_NORMAL ||
 	    opts->nr_functions || opts->kernel_events || opts->nr_kernel_functions ||
-	    opts->nr_exclude || opts->exits_given)
+	    opts->nr_exclude || opts->exits_given || opts->events.nr)
 		return rv_error_set(err, EINVAL,
 				    "recording options have no effect on 'rearview decode' (see "
 				    "rearview decode --help)");
@@ -1294,6 +1307,11 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			ret = rv_parse_duration(optarg, &opts->duration_ns, err);
 			if (ret)
 				return rv_error_prefix(err, "--duration");
+			break;
+		case OPT_EVENTS:
+			ret = rv_extra_events_parse(optarg, &opts->events, err);
+			if (ret)
+				return ret;
 			break;
 		case 'j': {
 			uint64_t jobs;

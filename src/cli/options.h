@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "record/extra_events.h"
 #include "util/error.h"
 
 enum rv_command {
@@ -99,9 +100,12 @@ struct rv_options {
 	size_t nr_functions;
 	char **exclude; /* --exclude PAT[,PAT...]; none: nothing excluded */
 	size_t nr_exclude;
-	bool exits_uretprobe;	 /* --exits uretprobe; default: return-sites */
-	bool exits_given;	 /* --exits was given */
-	unsigned kernel_events;	 /* --kernel-events LIST: RV_KERNEL_EVENTS_* bits */
+	bool exits_uretprobe;	/* --exits uretprobe; default: return-sites */
+	bool exits_given;	/* --exits was given */
+	unsigned kernel_events; /* --kernel-events LIST: RV_KERNEL_EVENTS_* bits */
+	/* --events LIST (run, attach; repeatable): names checked, not yet
+	 * against the machine (rv_extra_events_resolve does that) */
+	struct rv_extra_events events;
 	char **kernel_functions; /* --kernel-functions PAT[,PAT...] */
 	size_t nr_kernel_functions;
 

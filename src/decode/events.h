@@ -27,6 +27,7 @@ enum rv_event_kind {
 	RV_EVENT_KERNEL_END,   /* ... and ended it */
 	RV_EVENT_INSTANT,      /* a point event on the thread's track (a page fault) */
 	RV_EVENT_THREAD_START, /* a thread (or process) was made (FORK): pid, tid */
+	RV_EVENT_EXTRA,	       /* a sample of an --events event (a page fault, a tracepoint) */
 };
 
 /* What a kernel span (RV_EVENT_KERNEL_BEGIN/END) stands for. */
@@ -182,6 +183,25 @@ struct rv_event {
 			const struct rv_event_arg *args; /* "address", "ip", "error_code" */
 			size_t nr_args;
 		} instant;
+		struct {
+			/* A sample of an --events event (record/extra_events.h)
+			 * on the thread that took it: pid, tid, time. The
+			 * event's name as the capture names it ("page-faults",
+			 * "sched:sched_switch"); lives as long as the producer. */
+			const char *name;
+			/* where the thread was when it happened (the faulting
+			 * instruction; in the kernel for a tracepoint); 0 when
+			 * unknown */
+			uint64_t ip;
+			bool kernel; /* ip is in the kernel */
+			/* the sample's data address (a page fault's faulting
+			 * address); 0: none */
+			uint64_t addr;
+			/* the events this sample stands for (its period): 1
+			 * unless the event was sampled every N-th (/period=N) */
+			uint64_t count;
+			uint32_t cpu; /* the CPU it happened on */
+		} extra;
 		struct {
 			const char *message; /* "overflow", "no memory mapped at 0x...", ... */
 			uint64_t offset;     /* in the trace buffer; UINT64_MAX if unknown */

@@ -12,6 +12,7 @@
 
 #include "capture/marks.h"
 #include "capture/perf_data.h"
+#include "decode/extra.h"
 #include "decode/off_cpu.h"
 #include "decode/sideband.h"
 #include "decode/syscall_names.h"
@@ -235,6 +236,11 @@ static int on_sample(struct rv_fn_decoder *d, const struct rv_perf_record *rec, 
 		return rv_error_prefix(err, "at offset %#" PRIx64, rec->file_offset);
 	if (ret) {
 		d->stats.marks++;
+		return 1;
+	}
+	if (rv_extra_is_sample(&s)) {
+		rv_extra_event_from_sample(&s, rec->header, ev);
+		d->stats.extra++;
 		return 1;
 	}
 	if (!is_functions_attr(s.attr)) {

@@ -21,6 +21,8 @@
  *   (kallsyms) at the record's addr;
  * - RV_FN_PAGE_FAULT: an instant "[page fault]" with arguments "address",
  *   "ip" and "error_code".
+ * Samples of an --events event (record/extra_events.h) become RV_EVENT_EXTRA
+ * as in the sample decoder (decode/extra.h).
  * Records without RV_FN_FLAG_IN_WINDOW (made while the thread was outside
  * every --filter window) and records of a type this decoder does not know are
  * skipped and counted. The sideband makes the events the sample decoder
@@ -58,6 +60,7 @@ struct rv_fn_decoder_stats {
 	uint64_t unknown_types;			 /* function records of another type: skipped */
 	uint64_t outside_windows;		 /* without RV_FN_FLAG_IN_WINDOW: skipped */
 	uint64_t other_samples;			 /* samples of other events: skipped */
+	uint64_t extra;				 /* --events samples (RV_EVENT_EXTRA) */
 	uint64_t lost;				 /* records the kernel could not deliver */
 	uint64_t marks;				 /* the gate's windows and triggers */
 	uint64_t first_time, last_time;		 /* of function records; 0 when none */

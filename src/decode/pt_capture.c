@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "capture/marks.h"
+#include "decode/extra.h"
 #include "decode/pt_capture_internal.h"
 #include "util/array.h"
 #include "util/log.h"
@@ -302,6 +303,34 @@ static int add_window(struct rv_pt_capture *c, const struct rv_perf_sample *samp
 	return 0;
 }
 
+/* An --events sample, kept for the decode with the thread's marks. */
+static int add_extra(struct rv_pt_capture *c, const struct rv_perf_sample *sample,
+		     const struct perf_event_header *h, struct rv_error *err)
+{
+	struct rv_event ev;
+	struct ptc_window *w;
+
+	rv_extra_event_from_sample(sample, h, &ev);
+	if (rv_array_reserve(&c->windows, &c->cap_windows, c->nr_windows + 1, sizeof(*c->windows),
+			     8))
+		return ptc_nomem(err);
+	w = &c->windows[c->nr_windows];
+	*w = (struct ptc_window){
+		.pid = ev.pid,
+		.tid = ev.tid,
+		.begin = ev.time,
+		.end = ev.time,
+		.extra = true,
+		.name = ptc_arena_strndup(&c->arena, ev.extra.name, strlen(ev.extra.name)),
+		.sample = { ev.extra.ip, ev.extra.addr, ev.extra.count, ev.extra.cpu,
+			    ev.extra.kernel },
+	};
+	if (!w->name)
+		return ptc_nomem(err);
+	c->nr_windows++;
+	return 0;
+}
+
 static int note_sample(struct rv_pt_capture *c, struct scan *s, const struct perf_event_header *h,
 		       struct rv_error *err)
 {
@@ -313,6 +342,8 @@ static int note_sample(struct rv_pt_capture *c, struct scan *s, const struct per
 		return 0; /* a sample that cannot be parsed holds nothing to decode */
 	if (rv_sample_is_mark(&sample))
 		return add_window(c, &sample, err);
+	if (rv_extra_is_sample(&sample))
+		return add_extra(c, &sample, h, err);
 	if (!s->sample_event && sample.attr && sample.attr->name)
 		s->sample_event =
 			ptc_arena_strndup(&c->arena, sample.attr->name, strlen(sample.attr->name));
@@ -760,7 +791,7 @@ void rv_pt_capture_info(const struct rv_pt_capture *c, struct rv_pt_capture_info
 	out->first_time = ptc_trace_start(c);
 	/* the trace's zero is no later than the first window's begin */
 	for (size_t i = 0; i < c->nr_windows; i++)
-		if (out->first_time && !c->windows[i].trigger &&
+		if (out->first_time && !c->windows[i].trigger && !c->windows[i].extra &&
 		    c->windows[i].begin < out->first_time)
 			out->first_time = c->windows[i].begin;
 }

@@ -469,6 +469,21 @@ static int windows_until(struct capture_decode *r, struct ptc_thread *t, uint64_
 		if (w->end > time)
 			break;
 		t->win_next++;
+		if (w->extra) {
+			ev.kind = RV_EVENT_EXTRA;
+			ev.extra.name = w->name;
+			ev.extra.ip = w->sample.ip;
+			ev.extra.addr = w->sample.addr;
+			ev.extra.count = w->sample.count;
+			ev.extra.cpu = w->sample.cpu;
+			ev.extra.kernel = w->sample.kernel;
+			ret = name_thread(r, t, w->pid, w->tid, w->end, err);
+			if (!ret)
+				ret = emit(r, &ev, err);
+			if (ret)
+				return ret;
+			continue;
+		}
 		ev.gate.name = w->name;
 		ev.gate.duration_ns = w->end - w->begin;
 		ev.gate.slow = w->flags & RV_MARK_FLAG_SLOW;
@@ -501,7 +516,7 @@ static int window_keeps(struct capture_decode *r, const struct rv_event *ev, boo
 	/* the next window to end (trigger hits in between do not count) */
 	for (size_t i = t->win_next; i < t->win_nr; i++) {
 		w = &r->c->windows[t->win_first + i];
-		if (!w->trigger) {
+		if (!w->trigger && !w->extra) {
 			*keep = ev->time > w->begin; /* and before w->end, not yet come */
 			break;
 		}

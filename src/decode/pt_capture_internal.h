@@ -118,6 +118,16 @@ struct ptc_window {
 	uint32_t flags;	     /* RV_MARK_FLAG_* */
 	bool trigger;	     /* a --trigger hit, not a window */
 	const char *name;    /* in the arena */
+	/* An --events sample (not a window: begin == end, its time), handed
+	 * on as RV_EVENT_EXTRA in time order with the thread's events, like a
+	 * trigger hit; those before the trace are left out with the windows.
+	 * name: the event's. */
+	bool extra;
+	struct {
+		uint64_t ip, addr, count;
+		uint32_t cpu;
+		bool kernel;
+	} sample;
 };
 
 /* From `time` on, task pid/tid runs on the CPU. */

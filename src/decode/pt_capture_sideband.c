@@ -709,22 +709,29 @@ static int compare_windows(const void *a, const void *b)
 	return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
-/* The window and trigger marks, per thread in time order: those that ended
- * before any trace are left out (a snapshot holds the end of the recording
- * only), and a window that begins before the thread's previous one ended
+/* The window and trigger marks and --events samples, per thread in time
+ * order: those that ended before any trace are left out (a snapshot holds the
+ * end of the recording only), and a window that begins before the thread's previous one ended
  * begins at that end, so that the windows of a thread never overlap. */
 static int prepare_windows(struct rv_pt_capture *c, struct rv_error *err)
 {
 	uint64_t start;
-	size_t kept = 0;
+	size_t kept = 0, extras_before = 0;
 
 	if (!c->nr_windows)
 		return 0;
 	start = ptc_trace_start(c);
-	for (size_t i = 0; i < c->nr_windows; i++)
+	for (size_t i = 0; i < c->nr_windows; i++) {
 		if (!start || c->windows[i].end > start)
 			c->windows[kept++] = c->windows[i];
-	c->windows_before_trace = c->nr_windows - kept;
+		else
+			extras_before += c->windows[i].extra;
+	}
+	c->windows_before_trace = c->nr_windows - kept - extras_before;
+	if (extras_before)
+		rv_debug("%zu --events samples came before the trace begins (aged out of it); "
+			 "left out",
+			 extras_before);
 	c->nr_windows = kept;
 	qsort(c->windows, c->nr_windows, sizeof(*c->windows), compare_windows);
 	for (size_t i = 0; i < c->nr_windows;) {
@@ -736,7 +743,7 @@ static int prepare_windows(struct rv_pt_capture *c, struct rv_error *err)
 		for (j = i; j < c->nr_windows && c->windows[j].tid == c->windows[i].tid; j++) {
 			struct ptc_window *w = &c->windows[j];
 
-			if (w->trigger)
+			if (w->trigger || w->extra)
 				continue;
 			if (w->begin < last_end)
 				w->begin = last_end;

@@ -9,6 +9,7 @@
 #include "capture/callchain.h"
 #include "capture/marks.h"
 #include "capture/perf_data.h"
+#include "decode/extra.h"
 #include "decode/off_cpu.h"
 #include "decode/sideband.h"
 #include "symbolize/unwind.h"
@@ -263,6 +264,11 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 		return ret;
 	if (ret) {
 		d->stats.marks++;
+		return 1;
+	}
+	if (rv_extra_is_sample(&s)) {
+		rv_extra_event_from_sample(&s, h, ev);
+		d->stats.extra++;
 		return 1;
 	}
 	if (!(s.sample_type & PERF_SAMPLE_TID) || !(s.sample_type & PERF_SAMPLE_TIME))

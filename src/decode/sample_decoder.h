@@ -23,6 +23,10 @@
  * ends it. Those samples make no event of their own. Stack samples say
  * whether their attribute records switches (stack.switches_recorded).
  *
+ * Samples of an --events event (an attribute rv_extra_event_attr_is_extra
+ * says is one: record/extra_events.h) become RV_EVENT_EXTRA, named after
+ * their attribute.
+ *
  * Works for captures written by rearview and by `perf record -g` alike, as
  * long as samples carry TID and TIME. Records are taken in file order, which
  * rearview writes in time order.
@@ -51,6 +55,7 @@ struct rv_sample_decoder_stats {
 	uint64_t marks;			/* the gate's windows and triggers (capture/marks.h) */
 	uint64_t unwind_failures;	/* DWARF samples left with just their IP */
 	uint64_t switches;		/* context switch records read (off-CPU events) */
+	uint64_t extra;			/* --events samples (RV_EVENT_EXTRA) */
 	uint64_t first_time, last_time; /* of samples; 0 when none */
 };
 

@@ -13,7 +13,9 @@
  * records are kept with the samples (their thread and time in the trailer),
  * and so are the switch-state samples of the bpf-output events that share
  * the sampling rings (IDENTIFIER|IP|TID|TIME|CPU|RAW: tid and time where a
- * sample has them).
+ * sample has them). --events samples share the rings too
+ * (RV_EXTRA_SAMPLE_TYPE, record/extra_events.h: tid and time at the same
+ * offsets), told apart by their ids.
  */
 #define RV_LOG_DOMAIN "sample"
 #include "record/sample_engine.h"
@@ -135,6 +137,9 @@ struct rv_sample_engine {
 	 * CHILD_EXITED), and the links of the filter's fork and exit programs */
 	struct rv_map children;
 	struct bpf_link *follow_links[2];
+	/* --events, their records in the rings; NULL: none */
+	struct rv_extra_open *extra;
+	struct rv_extra_events extra_set;
 };
 
 #define CHILD_RUNNING ((void *)1)
@@ -558,10 +563,50 @@ static bool is_switch_state(const struct rv_sample_engine *e, const struct perf_
 	return false;
 }
 
+/* A sample of an --events event (never a stack: those carry another id). */
+static bool is_extra(const struct rv_sample_engine *e, const struct perf_event_header *rec)
+{
+	uint64_t id;
+
+	if (!e->extra || rec->type != PERF_RECORD_SAMPLE || rec->size != RV_EXTRA_SAMPLE_SIZE)
+		return false;
+	memcpy(&id, (const uint8_t *)rec + 8, sizeof(id));
+	return rv_extra_open_find(e->extra, id) >= 0;
+}
+
 /* A sample the capture counts as one: a stack, or a bpf-output record. */
 static bool is_counted_sample(const struct rv_sample_engine *e, const struct perf_event_header *rec)
 {
-	return rec->type == PERF_RECORD_SAMPLE && !is_switch_state(e, rec);
+	return rec->type == PERF_RECORD_SAMPLE && !is_switch_state(e, rec) && !is_extra(e, rec);
+}
+
+/* --events on the targets' threads, per CPU, into the CPU's ring. */
+static int open_extra(struct rv_sample_engine *e, struct rv_error *err)
+{
+	int *cpus, *fds;
+	int ret;
+
+	if (!e->config.extra_events || !e->config.extra_events->nr)
+		return 0;
+	e->extra_set = *e->config.extra_events;
+	e->config.extra_events = &e->extra_set;
+	cpus = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*cpus));
+	fds = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*fds));
+	if (!cpus || !fds) {
+		free(cpus);
+		free(fds);
+		return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < e->nr_rings; i++) {
+		cpus[i] = e->rings[i].cpu;
+		fds[i] = e->rings[i].fd;
+	}
+	ret = rv_extra_events_open(&e->extra, &e->extra_set, e->config.pids, e->config.nr_pids,
+				   e->config.all_threads, e->config.include_kernel, cpus, fds,
+				   e->nr_rings, err);
+	free(cpus);
+	free(fds);
+	return ret;
 }
 
 int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_config *config,
@@ -599,6 +644,8 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 		ret = load_filter(e, err);
 	if (!ret && !config->bpf_output)
 		ret = open_switch_events(e, err);
+	if (!ret)
+		ret = open_extra(e, err);
 	if (!ret && config->dwarf && !config->keep_raw_stacks && !config->bpf_output) {
 		struct rv_online_unwind_config uc = { .regs_mask = RV_UNWIND_X86_64_REGS_MASK };
 
@@ -696,7 +743,7 @@ static uint32_t sample_tid(const struct rv_sample_engine *e, const struct perf_e
 		return tid;
 	}
 	memcpy(&tid, bytes + e->tid_offset, sizeof(tid));
-	if (!e->config.bpf_output || rec->size < OUTPUT_RAW)
+	if (!e->config.bpf_output || rec->size < OUTPUT_RAW || is_extra(e, rec))
 		return tid;
 	memcpy(&raw_size, bytes + OUTPUT_RAW_SIZE, sizeof(raw_size));
 	if ((uint64_t)e->config.raw_tid_offset + sizeof(tid) <= raw_size &&
@@ -801,6 +848,25 @@ static int accept_switch(struct rv_sample_engine *e, const struct perf_event_hea
 	return rv_reorder_push(&e->reorder, e->draining, rec, trailer->time);
 }
 
+/* An --events sample: kept when it is about a thread whose samples are kept,
+ * as samples are (children the targets made inherit the events whether they
+ * are followed or not). */
+static int accept_extra(struct rv_sample_engine *e, const struct perf_event_header *rec)
+{
+	uint32_t pid, tid;
+
+	memcpy(&pid, (const uint8_t *)rec + SAMPLE_TID - 4, sizeof(pid));
+	memcpy(&tid, (const uint8_t *)rec + SAMPLE_TID, sizeof(tid));
+	if (!is_recorded(e, pid) || (!e->config.all_threads && tid != pid))
+		return 0;
+	e->stats.extra_samples++;
+	if (!e->config.full_execution) {
+		rv_flight_recorder_push(&e->flight, rec);
+		return 0;
+	}
+	return rv_reorder_push(&e->reorder, e->draining, rec, sample_time(e, rec));
+}
+
 /* Sideband and samples of the targets go on; other processes' sideband (per-CPU
  * events see every task) is dropped here. */
 static int accept_record(struct rv_sample_engine *e, const struct perf_event_header *rec)
@@ -810,6 +876,8 @@ static int accept_record(struct rv_sample_engine *e, const struct perf_event_hea
 
 	if (rec->size < sizeof(*rec) + sizeof(*trailer))
 		return 0;
+	if (rec->type == PERF_RECORD_SAMPLE && is_extra(e, rec))
+		return accept_extra(e, rec);
 	if (rec->type == PERF_RECORD_SAMPLE) {
 		if (is_switch_state(e, rec)) {
 			e->stats.switches++;
@@ -1084,6 +1152,7 @@ int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err)
 		if (e->rings[i].switch_fd >= 0)
 			ioctl(e->rings[i].switch_fd, PERF_EVENT_IOC_ENABLE, 0);
 	}
+	rv_extra_open_enable(e->extra, true);
 	e->started = true;
 	e->previous_pass_start = e->pass_before_previous_start = time;
 	if (e->config.include_kernel && synth_kernel_mmap(e, time))
@@ -1489,6 +1558,7 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 		if (e->rings[i].switch_fd >= 0)
 			ioctl(e->rings[i].switch_fd, PERF_EVENT_IOC_DISABLE, 0);
 	}
+	rv_extra_open_enable(e->extra, false);
 	ret = rv_sample_engine_drain(e, err);
 	if (!ret)
 		ret = take_unwound(e, true, err);
@@ -1532,6 +1602,15 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 	}
 	if (!ret && e->nr_switch_events)
 		ret = add_switch_attr(e, err);
+	for (size_t i = 0; !ret && e->extra && i < e->extra_set.nr; i++) {
+		const uint64_t *ids;
+		size_t nr_ids = rv_extra_open_ids(e->extra, i, &ids);
+
+		if (nr_ids)
+			ret = rv_perf_writer_add_attr(
+				e->config.capture, rv_extra_open_attr(e->extra, i),
+				e->extra_set.events[i].name, ids, nr_ids, err);
+	}
 	if (!ret && e->stats.marks) {
 		struct perf_event_attr attr;
 		uint64_t id = RV_MARK_ID;
@@ -1565,6 +1644,7 @@ void rv_sample_engine_free(struct rv_sample_engine *e)
 {
 	if (!e)
 		return;
+	rv_extra_open_free(e->extra); /* before the rings their records go to */
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		if (e->rings[i].base)
 			munmap(e->rings[i].base, e->rings[i].mmap_bytes);

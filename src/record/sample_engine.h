@@ -55,6 +55,7 @@
 #include <sys/types.h>
 
 #include "capture/perf_data.h"
+#include "record/extra_events.h"
 #include "util/error.h"
 
 struct rv_kernel_btf;
@@ -98,6 +99,12 @@ struct rv_sample_config {
 	 * naming the thread the record is about, which snapshots select by
 	 * (a BPF program may write about a thread other than the one running). */
 	uint32_t raw_tid_offset;
+	/* --events (record/extra_events.h), resolved; NULL or empty: none.
+	 * Opened on the targets' threads (inherit) per CPU, their records sent
+	 * to the CPU's ring: kept like samples (flight recorder, snapshots,
+	 * reorder), for the recorded threads only, and declared in the capture
+	 * under their names. Borrowed until rv_sample_engine_open returns. */
+	const struct rv_extra_events *extra_events;
 	/* bpf_output with full_execution: ordered streams of records the
 	 * caller pushes (rv_sample_engine_push_output), one per CPU, merged
 	 * with the engine's own in the reorder buffer. */
@@ -115,6 +122,7 @@ struct rv_sample_stats {
 	uint64_t snapshots;	/* rv_sample_engine_snapshot calls that took samples */
 	uint64_t marks;		/* rv_sample_engine_add_mark records */
 	uint64_t switches;	/* the kept threads' context switch records and reasons read */
+	uint64_t extra_samples; /* --events samples of recorded threads read */
 	/* children of recorded processes: recorded (follow_children), not
 	 * recorded (without it), and not recorded because the filter's set of
 	 * processes was full */

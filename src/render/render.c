@@ -294,6 +294,27 @@ static void summary_top_functions(const struct rv_builder *b, const struct rv_bu
 	}
 }
 
+/* The --events samples drawn, by event: "page-faults 1,024". */
+static void summary_extra_events(const struct rv_builder *b)
+{
+	struct rv_builder_extra_count counts[RV_BUILDER_MAX_EXTRA];
+	size_t n = rv_builder_extra_counts(b, counts, RV_BUILDER_MAX_EXTRA);
+
+	if (!n)
+		return;
+	fprintf(stderr, "rearview: events (instants on the threads that took them): ");
+	for (size_t i = 0; i < n && i < RV_BUILDER_MAX_EXTRA; i++) {
+		char samples[32], events[32];
+
+		fprintf(stderr, "%s%s %s", i ? ", " : "", counts[i].name,
+			rv_count_text(counts[i].samples, samples, sizeof(samples)));
+		if (counts[i].events != counts[i].samples)
+			fprintf(stderr, " (standing for %s)",
+				rv_count_text(counts[i].events, events, sizeof(events)));
+	}
+	fprintf(stderr, "\n");
+}
+
 /* Where the trace is, and how to open it. */
 static void summary_written(const struct rv_trace_writer *w)
 {
@@ -335,6 +356,7 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 	if (kind == TRACE_EXACT_CALLS && ro->recorded)
 		print_probe_cost(b, ro, &bs, covered);
 	summary_top_functions(b, &bs, ro, kind);
+	summary_extra_events(b);
 	summary_written(w);
 }
 

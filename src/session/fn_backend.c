@@ -306,6 +306,8 @@ static struct rv_sample_config engine_config(const struct rv_session *s,
 		c.nr_output_streams = nr_rings();
 	c.follow_children = follows(s);
 	c.btf = &s->kernel_btf;
+	c.extra_events = &s->extra_events;
+	c.all_threads = s->opts->multi_thread; /* which threads' --events are kept */
 	return c;
 }
 

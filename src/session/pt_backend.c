@@ -93,7 +93,58 @@ struct rv_backend_state {
 	struct rv_pt_record_stats stats;
 	char capture_path[PATH_MAX + 32];
 	char note[160];
+	/* --events: siblings in each slot's PT group, writing into its ring */
+	struct perf_event_attr extra_attrs[RV_MAX_EXTRA_EVENTS];
+	struct rv_pt_sibling extra[RV_MAX_EXTRA_EVENTS];
 };
+
+/* --events as the engine's siblings: in each slot's PT group (on its thread,
+ * or its CPU with the target's inheritance), on the PT event's clock, their
+ * samples written into the capture beside the sideband. */
+static size_t extra_siblings(struct rv_backend_state *b)
+{
+	const struct rv_extra_events *set = &b->s->extra_events;
+
+	for (size_t i = 0; i < set->nr; i++) {
+		rv_extra_event_attr_in_group(&set->events[i], b->s->opts->include_kernel,
+					     &b->plan.pt, &b->extra_attrs[i]);
+		b->extra[i] = (struct rv_pt_sibling){ .attr = &b->extra_attrs[i],
+						      .name = set->events[i].name };
+	}
+	return set->nr;
+}
+
+/* The engine's siblings are --events only (the gate opens its own probes). */
+static int attach_extra(void *ctx, int perf_fd, size_t sibling_index, struct rv_error *err)
+{
+	return 0;
+}
+
+/* --dry-run: the --events siblings of each slot. */
+static int describe_extra(const struct rv_session *s, const struct rv_pt_plan *plan,
+			  const struct rv_pt_slots *slots, struct rv_dry_run_plan *dp,
+			  struct rv_error *err)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < s->extra_events.nr; i++) {
+		for (size_t k = 0; !ret && k < rv_pt_slots_count(slots); k++) {
+			char label[RV_EXTRA_NAME_MAX + 96];
+			struct rv_dry_run_event ev = { .label = label,
+						       .group = -1,
+						       .cpu = rv_pt_slot_cpu(slots, k),
+						       .pid = rv_pt_slot_pid(slots, k) };
+
+			snprintf(label, sizeof(label),
+				 "--events %s, in slot %zu's intel_pt group, output to its ring",
+				 s->extra_events.events[i].name, k);
+			rv_extra_event_attr_in_group(&s->extra_events.events[i],
+						     s->opts->include_kernel, &plan->pt, &ev.attr);
+			ret = rv_dry_run_add_event(dp, &ev, err);
+		}
+	}
+	return ret;
+}
 
 static void warn_about_plan(const struct rv_pt_plan *plan)
 {
@@ -129,6 +180,8 @@ static int pt_describe(struct rv_session *s, const char *exe, pid_t pid,
 	}
 	if (!ret)
 		ret = rv_pt_plan_describe(&b->plan, &b->slots, sites, pid, dp, err);
+	if (!ret)
+		ret = describe_extra(s, &b->plan, &b->slots, dp, err);
 	for (int cpu = 0; !ret && b->plan.scope != RV_SCOPE_USER && cpu < s->machine.nr_cpus;
 	     cpu++) {
 		/* the watch of save_kernel_code */
@@ -409,6 +462,11 @@ static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 			.resume_attr = plan->resume ? &plan->resume_attr : NULL,
 		};
 
+		config.nr_siblings = extra_siblings(b);
+		if (config.nr_siblings) {
+			config.siblings = b->extra;
+			config.attach = attach_extra;
+		}
 		ret = rv_pt_engine_open(&b->engine, &config, err);
 	}
 	if (!ret && plan->nr_gate)
@@ -631,7 +689,9 @@ static int pt_finish(struct rv_backend_state *b, struct rv_render_options *out,
 	if (stats->lapped)
 		rv_debug("%llu snapshots found the buffer overwritten since the one before",
 			 (unsigned long long)stats->lapped);
-	if (stats->aux_bytes + stats->aux_sample_bytes == 0 && stats->aux_samples == 0)
+	/* (the engine counts --events samples with the gate's AUX samples) */
+	if (stats->aux_bytes + stats->aux_sample_bytes == 0 &&
+	    (stats->aux_samples == 0 || b->s->extra_events.nr))
 		return rv_error_set(err, ENODATA,
 				    "Intel PT recorded no trace (%s); nothing to write",
 				    min_duration ? "no window lasted longer than --min-duration"

@@ -52,8 +52,17 @@ int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer 
 		.argv = argv,
 		.clockid = clockid,
 	};
+	void *tracing = NULL;
+	int ret;
 
-	return rv_perf_writer_finish(capture, &meta, err);
+	/* --events tracepoints: their formats, for perf script */
+	ret = rv_extra_events_tracing_data(&s->extra_events, s->root, &tracing,
+					   &meta.tracing_data_size, err);
+	meta.tracing_data = tracing;
+	if (!ret)
+		ret = rv_perf_writer_finish(capture, &meta, err);
+	free(tracing);
+	return ret;
 }
 
 int rv_session_describe_engine(const struct rv_session *s, const struct rv_sample_config *config,
@@ -196,6 +205,7 @@ static int sample_open(struct rv_session *s, struct rv_target *target, struct rv
 	config.gate_windows_fd = gating ? rv_gating_windows_fd(gating) : -1;
 	config.follow_children = config.follow_children && !s->follow_blocked;
 	config.btf = &s->kernel_btf;
+	config.extra_events = &s->extra_events;
 	ret = gating ? rv_gating_attach(gating, NULL, 0, err) : 0;
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
 	if (!ret)
@@ -308,6 +318,9 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 			"--timer-resolution to lose fewer",
 			(unsigned long long)stats->lost);
 	note_children(b);
+	if (b->s->extra_events.nr)
+		rv_debug("--events: %llu samples of the recorded threads read",
+			 (unsigned long long)stats->extra_samples);
 	if (!b->s->opts->full_execution && stats->evicted)
 		rv_debug("the flight recorder kept the last %llu samples (%llu older ones "
 			 "aged out)",

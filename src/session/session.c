@@ -167,6 +167,17 @@ static int check_btf(struct rv_session *s, struct rv_error *err)
 	return 0;
 }
 
+/* --events: checked against the machine (hardware events need a CPU PMU,
+ * tracepoints their ids). */
+static int prepare_extra_events(struct rv_session *s, const struct rv_options *opts,
+				struct rv_error *err)
+{
+	if (!opts->events.nr)
+		return 0;
+	s->extra_events = opts->events;
+	return rv_extra_events_resolve(&s->extra_events, s->root, s->machine.has_cpu_pmu, err);
+}
+
 int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err)
 {
 	const char *root = getenv(RV_SYSFS_ROOT_ENV);
@@ -200,6 +211,8 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 				   "this machine lacks; --trace-include-kernel samples both");
 	if (!ret)
 		ret = check_btf(s, err);
+	if (!ret)
+		ret = prepare_extra_events(s, opts, err);
 	backend = backend_of(s);
 	if (!ret && backend->check)
 		ret = backend->check(s, err);
@@ -554,6 +567,61 @@ static void print_gate(const struct rv_options *opts, const struct rv_gate_sites
 	rv_dry_run_print_gate(stdout, &gate);
 }
 
+/* --events: each event on the target's process (inherit) per CPU, its
+ * records sent to that CPU's ring of the engine's event. */
+static int describe_extra_events(const struct rv_session *s, pid_t pid,
+				 struct rv_dry_run_plan *plan, struct rv_error *err)
+{
+	int nr_cpus = s->machine.nr_cpus > 0 ? s->machine.nr_cpus : 1;
+	int ret = 0;
+
+	if (s->engine == RV_ENGINE_PT)
+		return 0; /* the PT backend's siblings: pt_backend.c says */
+	for (size_t i = 0; !ret && i < s->extra_events.nr; i++) {
+		for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
+			char label[RV_EXTRA_NAME_MAX + 128];
+			struct rv_dry_run_event ev = {
+				.label = label, .group = -1, .cpu = cpu, .pid = pid > 0 ? pid : 0
+			};
+
+			snprintf(
+				label, sizeof(label),
+				"--events %s, %s, CPU %d, output to its ring of the engine's event",
+				s->extra_events.events[i].name,
+				pid > 0 ? "the process and the threads it makes"
+					: "the command's process (pid 0 here) and what it makes",
+				cpu);
+			rv_extra_event_attr(&s->extra_events.events[i], s->opts->include_kernel,
+					    &ev.attr);
+			ret = rv_dry_run_add_event(plan, &ev, err);
+		}
+	}
+	return ret;
+}
+
+/* The --events section: what each becomes in the trace. */
+static void print_extra_events(const struct rv_session *s)
+{
+	char list[1024];
+
+	if (!s->extra_events.nr)
+		return;
+	rv_extra_events_describe(&s->extra_events, list, sizeof(list));
+	printf("\nextra events (--events): %s\n", list);
+	for (size_t i = 0; i < s->extra_events.nr; i++) {
+		const struct rv_extra_event *ev = &s->extra_events.events[i];
+
+		printf("  %s: %s, %s; a sample every %llu, drawn as an instant \"%s\" on the "
+		       "thread that took it\n",
+		       ev->name,
+		       ev->kind == RV_EXTRA_TRACEPOINT ? "tracepoint"
+		       : ev->kind == RV_EXTRA_HARDWARE ? "hardware event"
+						       : "software event",
+		       ev->kind == RV_EXTRA_TRACEPOINT ? "id from tracefs" : "counted per thread",
+		       (unsigned long long)ev->period, ev->name);
+	}
+}
+
 int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct rv_error *err)
 {
 	const struct rv_backend_ops *ops = backend_of(s);
@@ -586,6 +654,8 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 	}
 	if (!ret)
 		ret = ops->describe(s, exe, pid, sites, &plan, err);
+	if (!ret)
+		ret = describe_extra_events(s, pid, &plan, err);
 	if (!ret) {
 		printf("rearview would record %s%s with %s:\n\n", exe,
 		       pid > 0 ? "" : " (started by rearview)", ops->description);
@@ -594,6 +664,7 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 			print_gate(s->opts, sites);
 		if (s->btf_note)
 			printf("\nnote: %s\n", s->btf_note);
+		print_extra_events(s);
 		fflush(stdout);
 	}
 	rv_dry_run_plan_destroy(&plan);

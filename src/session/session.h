@@ -76,6 +76,8 @@ struct rv_session {
 	/* Intel PT's kernel (tests: a simulated one); NULL: the real one. The
 	 * gate needs the real kernel. */
 	const struct rv_pt_ops *pt_ops;
+	/* --events, checked against the machine (tracepoint ids read) */
+	struct rv_extra_events extra_events;
 };
 
 /* Everything that can be refused before a target exists: option combinations

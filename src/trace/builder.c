@@ -1112,6 +1112,8 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 		return builder_add_call(b, ev, err);
 	case RV_EVENT_INSTANT:
 		return builder_add_call(b, ev, err);
+	case RV_EVENT_EXTRA:
+		return builder_add_extra(b, ev, err);
 	case RV_EVENT_THREAD_NAME:
 		t = builder_thread(b, ev->pid, ev->tid);
 		if (!t)

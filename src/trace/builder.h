@@ -150,6 +150,18 @@
  * frames of code no symbol covers (they are one unknown function);
  * magic-trace's "symbol" (the span's name already) and "col".
  *
+ * An --events sample (RV_EVENT_EXTRA, any kind of trace) is an instant on the
+ * track of the thread that took it, named after the event ("page-faults",
+ * "sched:sched_switch"), at its own time, with arguments: "ip" (a user
+ * address; kernel addresses are left out unless the kernel is in the trace,
+ * that is when the symbolizer names them), "symbol" (the function at ip, when
+ * one is known), "addr" (a page fault's address; only when not 0), "count"
+ * (the events it stands for: its period), "cpu" and "tid". An instant rather
+ * than a counter track: each sample is one occurrence at one place in the
+ * code (a fault, a switch), and the place is what the reader wants; a counter
+ * of ones would only draw the same times as steps. It touches no stack: the
+ * thread's spans go on as if it were not there.
+ *
  * Spans of kernel code (branch frames at kernel addresses, sampled kernel
  * frames, exact calls' kernel spans but off-CPU ones) and the kernel's
  * placeholders ("[syscall NAME]", "[kernel]", "[untraced]" in the kernel)
@@ -238,6 +250,7 @@ struct rv_builder_stats {
 	uint64_t exact_events; /* call, kernel and instant events taken */
 	uint64_t kernel_spans; /* kernel spans begun, or inferred from their end */
 	uint64_t instants;     /* instant events written (page faults) */
+	uint64_t extra_events; /* --events samples drawn (instants) */
 	/* the gate */
 	uint64_t windows;   /* --filter windows drawn */
 	uint64_t triggers;  /* --trigger hits marked */
@@ -252,6 +265,20 @@ size_t rv_builder_top_functions(const struct rv_builder *b, struct rv_top_functi
 
 /* The n functions with the most exact calls, most first (ties by name). */
 size_t rv_builder_most_called(const struct rv_builder *b, struct rv_top_function *out, size_t n);
+
+/* --events samples drawn, by event name, in the order the names came. */
+#define RV_BUILDER_MAX_EXTRA 16
+
+struct rv_builder_extra_count {
+	const char *name; /* lives as long as the builder */
+	uint64_t samples; /* instants drawn */
+	uint64_t events;  /* the events they stand for (their counts) */
+};
+
+/* Fills up to n, returns how many names there are. Names beyond
+ * RV_BUILDER_MAX_EXTRA are counted under the last ("other events"). */
+size_t rv_builder_extra_counts(const struct rv_builder *b, struct rv_builder_extra_count *out,
+			       size_t n);
 
 /* A process with a track in the trace, named as its main thread was last
  * (or as its first thread with a track when the main thread has none). */

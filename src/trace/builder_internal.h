@@ -227,6 +227,9 @@ struct rv_builder {
 	uint64_t base; /* the trace's zero on the capture clock */
 	bool have_base;
 	struct rv_builder_stats stats;
+	/* --events samples drawn, by name (trace/extra.c) */
+	struct rv_builder_extra_count extra[RV_BUILDER_MAX_EXTRA];
+	size_t nr_extra;
 	/* the current sample's functions, root first */
 	struct {
 		uint64_t identity;
@@ -334,6 +337,11 @@ void builder_free_syscall_sites(struct rv_builder *b);
 
 /* Takes an RV_EVENT_CALL_ENTER, CALL_EXIT, KERNEL_BEGIN, KERNEL_END or INSTANT. */
 int builder_add_call(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err);
+
+/* extra.c */
+
+/* An RV_EVENT_EXTRA: an instant on its thread's track (builder.h). */
+int builder_add_extra(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err);
 
 /* Ends every open frame of an exact-call thread at `end` (or its last event,
  * if later); the next event starts afresh. */
