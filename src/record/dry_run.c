@@ -576,11 +576,22 @@ void rv_dry_run_print_gate(FILE *out, const struct rv_dry_run_gate *gate)
 	if (gate->start && gate->min_duration_ns) {
 		format_duration(dur, sizeof(dur), gate->min_duration_ns);
 		fprintf(out, "  min_duration = %" PRIu64 " ns (%s)\n", gate->min_duration_ns, dur);
-		fprintf(out,
-			"  STOP (--min-duration sample): fires when the window it closes lasted "
-			"more than %" PRIu64 " ns (%s), on %s such window%s: that window is a "
-			"snapshot, and %s; windows of %s or less are dropped\n",
-			gate->min_duration_ns, dur, which, only, ends, dur);
+		if (gate->pt_pause)
+			fprintf(out,
+				"  STOP (--min-duration, Intel PT paused): pauses Intel PT at "
+				"every "
+				"window's close; a window that lasted more than %" PRIu64
+				" ns (%s) "
+				"is kept, on %s such window%s: its trace is copied whole while "
+				"START hits are held off, and %s; after a window of %s or less the "
+				"next START resumes over it\n",
+				gate->min_duration_ns, dur, which, only, ends, dur);
+		else
+			fprintf(out,
+				"  STOP (--min-duration sample): fires when the window it closes "
+				"lasted more than %" PRIu64 " ns (%s), on %s such window%s: that "
+				"window is a snapshot, and %s; windows of %s or less are dropped\n",
+				gate->min_duration_ns, dur, which, only, ends, dur);
 	} else if (gate->start) {
 		fprintf(out,
 			"  min_duration = 0 (none): every window is kept, whatever its length\n");
@@ -588,6 +599,9 @@ void rv_dry_run_print_gate(FILE *out, const struct rv_dry_run_gate *gate)
 	if (gate->trigger)
 		fprintf(out,
 			"  TRIGGER at %s: fires on %s hit%s, by any thread of the program: a "
-			"snapshot of what came before it, and %s\n",
-			gate->trigger[0] ? gate->trigger : "?", which, only, ends);
+			"snapshot of what came before it%s, and %s\n",
+			gate->trigger[0] ? gate->trigger : "?", which, only,
+			gate->pt_pause ? " (Intel PT paused at the hit, its buffer copied whole)"
+				       : "",
+			ends);
 }

@@ -107,6 +107,10 @@ struct rv_dry_run_gate {
 	const char *start, *stop, *trigger;
 	uint64_t min_duration_ns; /* 0: none */
 	bool multi_snapshot;
+	/* Intel PT snapshots pause PT in the kernel (record/pt_plan.h
+	 * pause_snapshots): STOP pauses on every window and the gate keeps the
+	 * slow ones, rather than an AUX sample at a slow window's STOP. */
+	bool pt_pause;
 };
 
 /* Prints the gate's section: "gate:" then one line per role and threshold,

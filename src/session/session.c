@@ -381,6 +381,15 @@ static int record_loop(struct rv_session *s, struct recording *r, struct rv_targ
 	return ret;
 }
 
+/* Whether Intel PT snapshots pause PT in the kernel at the hit and copy the
+ * whole AUX area (record/pt_plan.h pause_snapshots), as the gate and its
+ * dry-run description must know. */
+static bool pt_pauses(const struct rv_session *s)
+{
+	return s->engine == RV_ENGINE_PT && !s->opts->full_execution &&
+	       rv_pt_pmu_has_aux_pause(&s->pt_pmu);
+}
+
 /* The gate for a target of one process: its sites resolved in the process's
  * executable, the gate loaded (the backend attaches it). */
 static int open_gating(struct rv_session *s, struct rv_target *target, struct rv_gating **out,
@@ -405,9 +414,7 @@ static int open_gating(struct rv_session *s, struct rv_target *target, struct rv
 		ret = rv_gating_resolve(s->opts, exe, target->pids[0], s->signal_fd, sites, err);
 	if (!ret)
 		ret = rv_gating_new(out, s->opts, &s->kernel_btf, sites, target->pids[0],
-				    s->engine == RV_ENGINE_PT && !s->opts->full_execution &&
-					    rv_pt_pmu_has_aux_pause(&s->pt_pmu),
-				    err);
+				    pt_pauses(s), err);
 	free(sites);
 	return ret;
 }
@@ -554,9 +561,11 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 /* ---- --dry-run ---- */
 
 /* The gate's thresholds under the plan (record/dry_run.h). */
-static void print_gate(const struct rv_options *opts, const struct rv_gate_sites *sites)
+static void print_gate(const struct rv_session *s, const struct rv_gate_sites *sites)
 {
+	const struct rv_options *opts = s->opts;
 	struct rv_dry_run_gate gate = {
+		.pt_pause = pt_pauses(s),
 		.start = sites->filter ? sites->start.function : NULL,
 		.stop = sites->filter ? sites->stop.function : NULL,
 		.trigger = sites->trigger ? sites->at.function : NULL,
@@ -661,7 +670,7 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 		       pid > 0 ? "" : " (started by rearview)", ops->description);
 		rv_dry_run_print(stdout, &plan, s->engine == RV_ENGINE_PT ? &s->pt_pmu : NULL);
 		if (sites)
-			print_gate(s->opts, sites);
+			print_gate(s, sites);
 		if (s->btf_note)
 			printf("\nnote: %s\n", s->btf_note);
 		print_extra_events(s);

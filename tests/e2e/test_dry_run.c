@@ -107,6 +107,8 @@ Test(dry_run, pt_group_with_pause_resume_and_the_gate, .timeout = 60)
 	cr_assert_null(strstr(r->out, "--min-duration sample"), "no AUX sample:\n%s", r->out);
 	expect(r->out, "\nplanned snapshot sizes:\n  --min-duration window: 4194304 bytes "
 		       "(4 MiB) per buffer: the whole AUX area");
+	expect(r->out, "STOP (--min-duration, Intel PT paused): pauses Intel PT at every "
+		       "window's close");
 
 	block(r->out, ": sideband", b, sizeof(b));
 	expect(b, "mmap2");

@@ -85,3 +85,28 @@ Test(dry_run_gate, trigger_fires_on_the_first_hit_or_every_hit)
 	cr_expect(strstr(text, "recording goes on (--multi-snapshot)"), "%s", text);
 	free(text);
 }
+
+Test(dry_run_gate, intel_pt_paused_at_stop_and_at_the_trigger)
+{
+	struct rv_dry_run_gate gate = {
+		.start = "request_begin",
+		.stop = "request_end",
+		.min_duration_ns = 300000,
+		.pt_pause = true,
+	};
+	char *text = print_gate(&gate);
+
+	cr_expect_null(strstr(text, "--min-duration sample"), "no AUX sample:\n%s", text);
+	cr_expect(strstr(text, "pauses Intel PT at every window's close; a window that lasted "
+			       "more than 300000 ns (300us) is kept"),
+		  "%s", text);
+	cr_expect(strstr(text, "the next START resumes over it"), "%s", text);
+	free(text);
+
+	gate = (struct rv_dry_run_gate){ .trigger = "on_trigger", .pt_pause = true };
+	text = print_gate(&gate);
+	cr_expect(strstr(text, "a snapshot of what came before it (Intel PT paused at the hit, "
+			       "its buffer copied whole)"),
+		  "%s", text);
+	free(text);
+}
