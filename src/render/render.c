@@ -338,6 +338,9 @@ static void summary_written(const struct rv_trace_writer *w)
 			(unsigned long long)ws.spans);
 	fprintf(stderr, "rearview: open it in the Perfetto UI: https://ui.perfetto.dev, then "
 			"\"Open trace file\"\n");
+	if (strlen(path) > 4 && !strcmp(path + strlen(path) - 4, ".zst"))
+		fprintf(stderr, "rearview: (a Perfetto built without zstd refuses a .zst file: "
+				"zstd -d it first, or write .gz)\n");
 }
 
 static void print_summary(const struct rv_builder *b, const struct rv_trace_writer *w,
