@@ -188,6 +188,18 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 	s->opts = opts;
 	s->signal_fd = -1;
 	s->root = root && *root ? root : "/";
+	/* From here on a stop signal waits for the session (signal_fd, made
+	 * below): a Ctrl-C during the checks and set-up (loading the kernel's
+	 * BTF takes a while) stops the recording as soon as it starts, and
+	 * never ends rearview with a temporary file or directory left. A dry
+	 * run records nothing and keeps the default actions. */
+	sigemptyset(&s->waited_signals);
+	sigaddset(&s->waited_signals, SIGINT);
+	sigaddset(&s->waited_signals, SIGTERM);
+	sigaddset(&s->waited_signals, SIGHUP);
+	sigaddset(&s->waited_signals, SIGCHLD);
+	if (!opts->dry_run)
+		sigprocmask(SIG_BLOCK, &s->waited_signals, NULL);
 	rv_machine_probe(&s->machine, s->root);
 
 	if (opts->include_kernel && geteuid() != 0 && !opts->dry_run)
@@ -230,15 +242,6 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 				    "which need root (kernel.perf_event_paranoid is %d); run it as "
 				    "root",
 				    s->machine.perf_event_paranoid);
-
-	/* From here on a stop signal waits for the session (signal_fd): it
-	 * never ends rearview with a temporary file or directory left. */
-	sigemptyset(&s->waited_signals);
-	sigaddset(&s->waited_signals, SIGINT);
-	sigaddset(&s->waited_signals, SIGTERM);
-	sigaddset(&s->waited_signals, SIGHUP);
-	sigaddset(&s->waited_signals, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &s->waited_signals, NULL);
 
 	/* The output is checked (and its temporary file made) before anything runs. */
 	ret = rv_trace_writer_open(&s->writer, opts->output, err);

@@ -448,11 +448,37 @@ Test(run, ctrl_c_during_the_start_is_passed_to_the_program, .timeout = 120)
 	}
 }
 
+/* Waits (up to 10 s) until pid's blocked signals include SIGINT. */
+static bool blocks_sigint(pid_t pid)
+{
+	char path[64], line[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	for (int i = 0; i < 10000; i++) {
+		FILE *f = fopen(path, "r");
+		unsigned long long mask = 0;
+		bool found = false;
+
+		if (!f)
+			return false;
+		while (!found && fgets(line, sizeof(line), f))
+			found = sscanf(line, "SigBlk: %llx", &mask) == 1;
+		fclose(f);
+		if (found && (mask & (1ull << (SIGINT - 1))))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 Test(run, ctrl_c_mid_run_writes_a_valid_trace, .timeout = 60)
 {
-	/* Early: 60 ms in, rearview may still be starting (the timing is what
-	 * is tested). Late: once the program has run 100 ms under the
-	 * recording. */
+	/* Early: as soon as rearview blocks the stop signals (its set-up:
+	 * checks, BPF, perf events, still to come), which is the earliest a
+	 * Ctrl-C can be its own to handle (before that, the default action
+	 * ends any process; under ASan and load, start-up alone takes longer
+	 * than a fixed 60 ms). Late: once the program has run 100 ms under
+	 * the recording. */
 	for (int late = 0; late < 2; late++) {
 		char dir[64], out[128];
 		struct proc_result r;
@@ -474,7 +500,7 @@ Test(run, ctrl_c_mid_run_writes_a_valid_trace, .timeout = 60)
 			cr_assert(wait_for_cpu(target_ready(pid, out_fd), 100, 30),
 				  "the target did not run");
 		else
-			usleep(60 * 1000);
+			cr_assert(blocks_sigint(pid), "rearview never blocked SIGINT");
 		kill(-pid, SIGINT); /* as the terminal does: the whole process group */
 		finish_process(pid, out_fd, err_fd, 30, &r);
 		cr_assert(!r.timed_out, "rearview did not stop at Ctrl-C: %s", r.err);
