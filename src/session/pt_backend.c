@@ -630,6 +630,9 @@ static int pt_stop(struct rv_backend_state *b, bool keep_rest, struct rv_error *
 {
 	int ret = rv_pt_engine_stop(b->engine, keep_rest, err);
 
+	/* the end's drain may hold the last resume: its gap is marked too */
+	if (!ret && b->resuming)
+		ret = resumed(b, err);
 	if (!ret && b->bpf) {
 		struct rv_bpf_saver_stats st;
 

@@ -631,3 +631,36 @@ Test(pt_backend_snapshots, min_duration_keeps_a_slow_window_and_releases_after_t
 	free(slow);
 	world_free(&w);
 }
+
+/* --multi-snapshot: PT resumed after the last copy, its resume sample read
+ * only by the end's drain: the gap is marked all the same, and the end
+ * does not say that PT stayed paused. */
+Test(pt_backend_snapshots, a_resume_read_at_the_end_is_marked, .timeout = 120)
+{
+	struct world w;
+	struct kept k;
+	uint8_t *one = pattern(AREA, 7);
+	const uint64_t resumed_at = 3000000000;
+	const struct rv_mark *paused;
+	int resume_fd;
+
+	world_open(&w, "on_trigger", NULL, NULL, true, 0);
+	resume_event(&w, &resume_fd);
+	cr_assert_eq(fake_kernel_trace(w.pt, one, AREA), AREA);
+	cr_assert(hit_trigger(&w.fg, w.child, w.child, 1000000000, 2000000000));
+	cr_assert(!world_turn(&w));
+	cr_assert(fake_kernel_overflow(&w.fake, resume_fd, w.child, resumed_at));
+	world_close(&w);
+	cr_assert_null(strstr(w.stderr_text, "did not run again"), "%s", w.stderr_text);
+	cr_assert_not_null(strstr(w.stderr_text, "Intel PT resumed 1 time after a snapshot copy"),
+			   "%s", w.stderr_text);
+
+	read_capture(&w, &k);
+	cr_assert_eq(k.aux_size, AREA);
+	paused = find_mark(&k, RV_MARK_WINDOW, RV_MARK_FLAG_PAUSED, 0);
+	cr_assert_not_null(paused, "the gap marked (%zu marks)", k.nr_marks);
+	cr_assert_eq(paused->time, resumed_at);
+	free(k.aux);
+	free(one);
+	world_free(&w);
+}
