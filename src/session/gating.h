@@ -62,7 +62,7 @@ struct rv_gating;
  * objects load. pt_pause: Intel PT snapshots taken by pausing PT in the
  * kernel (record/pt_plan.h pause_snapshots): STOP keeps slow windows, and
  * each snapshot holds the gate until the backend copied it (the backend
- * calls rv_gate_release on rv_gating_gate); only the windows the gate kept
+ * calls rv_gating_release); only the windows the gate kept
  * (fired) are snapshots, each marked RV_MARK_FLAG_SNAPSHOT. */
 int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
 		  const struct rv_kernel_btf *btf, const struct rv_gate_sites *sites, pid_t pid,

@@ -17,7 +17,8 @@
  * for byte, ending at the hit; with --multi-snapshot the resume event is
  * armed after the copy, the gate stays held until the resume sample is read,
  * the paused time is marked from the trigger to the resume, and the second
- * snapshot is whole; a resume that never comes is said at the end; with
+ * snapshot is whole; a resume that never comes is said at the end, one
+ * that only the end's drain reads is marked all the same; with
  * --min-duration a kept window's mark has APPLY and the hold is released
  * once the area is copied.
  *
