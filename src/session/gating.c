@@ -17,7 +17,7 @@
 struct rv_gating {
 	const struct rv_options *opts;
 	struct rv_gate_sites sites;
-	struct rv_gate *gate;
+	struct rv_gating_gate_ops gate; /* NULL ctx: none (rv_gating_new failed) */
 	struct rv_gate_record *queue;
 	size_t nr_queue, cap_queue;
 	uint64_t windows, slow_windows, kept_windows, triggers, snapshots, snapshot_samples;
@@ -172,11 +172,75 @@ int rv_gating_describe(const struct rv_gate_sites *sites, pid_t pid, struct rv_d
 	return ret;
 }
 
+/* ---- the BPF gate (record/gate.h) as rv_gating_gate_ops ---- */
+
+static int real_attach(void *ctx, const struct rv_gate_site *sites, size_t nr_sites,
+		       struct rv_error *err)
+{
+	return rv_gate_attach(ctx, sites, nr_sites, err);
+}
+
+static int real_site_fd(const void *ctx, size_t i)
+{
+	return rv_gate_site_fd(ctx, i);
+}
+
+static int real_windows_fd(const void *ctx)
+{
+	return rv_gate_windows_fd(ctx);
+}
+
+static int real_records_fd(const void *ctx)
+{
+	return rv_gate_records_fd(ctx);
+}
+
+static int real_poll(void *ctx, int timeout_ms, rv_gate_record_fn fn, void *fn_ctx,
+		     struct rv_error *err)
+{
+	return rv_gate_poll(ctx, timeout_ms, fn, fn_ctx, err);
+}
+
+static int real_release(void *ctx, struct rv_error *err)
+{
+	return rv_gate_release(ctx, err);
+}
+
+static int real_counts(const void *ctx, struct rv_gate_counts *out, struct rv_error *err)
+{
+	return rv_gate_counts(ctx, out, err);
+}
+
+static void real_free(void *ctx)
+{
+	rv_gate_detach(ctx);
+	rv_gate_free(ctx);
+}
+
+int rv_gating_new_on(struct rv_gating **out, const struct rv_options *opts,
+		     const struct rv_gate_sites *sites, bool pt_pause,
+		     const struct rv_gating_gate_ops *gate, struct rv_error *err)
+{
+	struct rv_gating *g = calloc(1, sizeof(*g));
+
+	*out = NULL;
+	if (!g) {
+		gate->free(gate->ctx);
+		return rv_error_set(err, ENOMEM, "out of memory");
+	}
+	g->opts = opts;
+	g->sites = *sites;
+	g->pt_pause = pt_pause;
+	g->gate = *gate;
+	*out = g;
+	return 0;
+}
+
 int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
 		  const struct rv_kernel_btf *btf, const struct rv_gate_sites *sites, pid_t pid,
 		  bool pt_pause, struct rv_error *err)
 {
-	struct rv_gating *g = calloc(1, sizeof(*g));
+	struct rv_gate *gate;
 	struct rv_gate_config config = {
 		.pid = pid,
 		.min_duration_ns = opts->min_duration_ns,
@@ -185,21 +249,24 @@ int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
 		.hold_after_snapshot = pt_pause,
 		.btf = btf,
 	};
+	struct rv_gating_gate_ops ops = {
+		.attach = real_attach,
+		.site_fd = real_site_fd,
+		.windows_fd = real_windows_fd,
+		.records_fd = real_records_fd,
+		.poll = real_poll,
+		.release = real_release,
+		.counts = real_counts,
+		.free = real_free,
+	};
 	int ret;
 
 	*out = NULL;
-	if (!g)
-		return rv_error_set(err, ENOMEM, "out of memory");
-	g->opts = opts;
-	g->sites = *sites;
-	g->pt_pause = pt_pause;
-	ret = rv_gate_open(&g->gate, &config, err);
-	if (ret) {
-		rv_gating_free(g);
+	ret = rv_gate_open(&gate, &config, err);
+	if (ret)
 		return ret;
-	}
-	*out = g;
-	return 0;
+	ops.ctx = gate;
+	return rv_gating_new_on(out, opts, sites, pt_pause, &ops, err);
 }
 
 int rv_gating_attach(struct rv_gating *g, const struct rv_gate_site *sites, size_t nr_sites,
@@ -213,7 +280,7 @@ int rv_gating_attach(struct rv_gating *g, const struct rv_gate_site *sites, size
 		nr_sites = build_sites(&g->sites, plain);
 		sites = plain;
 	}
-	ret = rv_gate_attach(g->gate, sites, nr_sites, err);
+	ret = g->gate.attach(g->gate.ctx, sites, nr_sites, err);
 	if (ret)
 		return ret;
 	if (g->sites.filter)
@@ -231,19 +298,24 @@ const struct rv_gate_sites *rv_gating_sites(const struct rv_gating *g)
 	return &g->sites;
 }
 
-struct rv_gate *rv_gating_gate(struct rv_gating *g)
+int rv_gating_site_fd(const struct rv_gating *g, size_t i)
 {
-	return g->gate;
+	return g->gate.site_fd(g->gate.ctx, i);
+}
+
+int rv_gating_release(struct rv_gating *g, struct rv_error *err)
+{
+	return g->gate.release(g->gate.ctx, err);
 }
 
 int rv_gating_windows_fd(const struct rv_gating *g)
 {
-	return g && g->sites.filter ? rv_gate_windows_fd(g->gate) : -1;
+	return g && g->sites.filter ? g->gate.windows_fd(g->gate.ctx) : -1;
 }
 
 int rv_gating_fd(const struct rv_gating *g)
 {
-	return rv_gate_records_fd(g->gate);
+	return g->gate.records_fd(g->gate.ctx);
 }
 
 static int queue_record(const struct rv_gate_record *record, void *ctx)
@@ -258,7 +330,7 @@ static int queue_record(const struct rv_gate_record *record, void *ctx)
 
 int rv_gating_collect(struct rv_gating *g, struct rv_error *err)
 {
-	int ret = rv_gate_poll(g->gate, 0, queue_record, g, err);
+	int ret = g->gate.poll(g->gate.ctx, 0, queue_record, g, err);
 
 	if (ret == -ENOMEM)
 		return rv_error_set(err, ENOMEM, "out of memory keeping the gate's records");
@@ -442,7 +514,7 @@ void rv_gating_report(const struct rv_gating *g, const char *what_outside)
 		rv_note("--trigger %s: %" PRIu64 " hit%s, %" PRIu64 " snapshot%s",
 			site_name(g->opts->trigger, &g->sites.at), g->triggers,
 			g->triggers == 1 ? "" : "s", g->snapshots, g->snapshots == 1 ? "" : "s");
-	if (!rv_gate_counts(g->gate, &counts, &err)) {
+	if (!g->gate.counts(g->gate.ctx, &counts, &err)) {
 		if (counts.record_drops)
 			rv_warn("the gate lost %" PRIu64 " of its records (its ring buffer was "
 				"full): some windows or hits are missing from the trace",
@@ -465,10 +537,7 @@ void rv_gating_free(struct rv_gating *g)
 {
 	if (!g)
 		return;
-	if (g->gate) {
-		rv_gate_detach(g->gate);
-		rv_gate_free(g->gate);
-	}
+	g->gate.free(g->gate.ctx);
 	free(g->queue);
 	free(g);
 }

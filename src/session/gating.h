@@ -62,11 +62,36 @@ struct rv_gating;
  * objects load. pt_pause: Intel PT snapshots taken by pausing PT in the
  * kernel (record/pt_plan.h pause_snapshots): STOP keeps slow windows, and
  * each snapshot holds the gate until the backend copied it (the backend
- * calls rv_gate_release on rv_gating_gate); only the windows the gate kept
+ * calls rv_gating_release); only the windows the gate kept
  * (fired) are snapshots, each marked RV_MARK_FLAG_SNAPSHOT. */
 int rv_gating_new(struct rv_gating **out, const struct rv_options *opts,
 		  const struct rv_kernel_btf *btf, const struct rv_gate_sites *sites, pid_t pid,
 		  bool pt_pause, struct rv_error *err);
+
+/* The gate as gating drives it: record/gate.h's loader on the real kernel
+ * (rv_gating_new), or one that keeps the same contract on a simulated
+ * kernel (rv_gating_new_on: a test's, whose events are that kernel's and
+ * whose records the test writes). Each function is the record/gate.h one
+ * of the same name, ctx standing for the gate; free detaches and frees. */
+struct rv_gating_gate_ops {
+	void *ctx;
+	int (*attach)(void *ctx, const struct rv_gate_site *sites, size_t nr_sites,
+		      struct rv_error *err);
+	int (*site_fd)(const void *ctx, size_t i);
+	int (*windows_fd)(const void *ctx);
+	int (*records_fd)(const void *ctx);
+	int (*poll)(void *ctx, int timeout_ms, rv_gate_record_fn fn, void *fn_ctx,
+		    struct rv_error *err);
+	int (*release)(void *ctx, struct rv_error *err);
+	int (*counts)(const void *ctx, struct rv_gate_counts *out, struct rv_error *err);
+	void (*free)(void *ctx);
+};
+
+/* As rv_gating_new, with gate (copied; its free is called by
+ * rv_gating_free, also when this fails) instead of loading the BPF gate. */
+int rv_gating_new_on(struct rv_gating **out, const struct rv_options *opts,
+		     const struct rv_gate_sites *sites, bool pt_pause,
+		     const struct rv_gating_gate_ops *gate, struct rv_error *err);
 
 /* Sets the gate's uprobes: the backend's events (Intel PT's, in its groups),
  * or with sites NULL one plain per-process event per site. Call once. */
@@ -75,8 +100,13 @@ int rv_gating_attach(struct rv_gating *g, const struct rv_gate_site *sites, size
 
 const struct rv_gate_sites *rv_gating_sites(const struct rv_gating *g);
 
-/* The loaded gate, for a backend that reads its events' fds. */
-struct rv_gate *rv_gating_gate(struct rv_gating *g);
+/* The perf event fd of the gate's site i (rv_gating_attach's order, owned
+ * by the gate), or -1: for a backend that sends its samples elsewhere. */
+int rv_gating_site_fd(const struct rv_gating *g, size_t i);
+
+/* Clears the gate's hold (pt_pause): the snapshot is copied, START and
+ * trigger hits may fire again (rv_gate_release). */
+int rv_gating_release(struct rv_gating *g, struct rv_error *err);
 
 /* The gate's window map for the backend's BPF filter; -1 without --filter. */
 int rv_gating_windows_fd(const struct rv_gating *g);

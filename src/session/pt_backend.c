@@ -53,7 +53,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -282,11 +281,11 @@ static int attach_gate(struct rv_backend_state *b, struct rv_error *err)
 
 /* The uprobes that take AUX samples write into their slot's ring, and are
  * declared in the capture, so that their samples are kept and decoded. The
- * gate's events are the real kernel's (the gate needs it). */
+ * gate's in-group events are in the PT engine's kernel, as its groups are. */
 static int keep_aux_samples(struct rv_backend_state *b, struct rv_error *err)
 {
+	const struct rv_pt_ops *o = rv_pt_engine_ops(b->engine);
 	size_t nr_slots = rv_pt_slots_count(&b->slots);
-	struct rv_gate *gate = rv_gating_gate(b->gating);
 	uint64_t *ids = calloc(nr_slots, sizeof(*ids));
 	int ret = 0;
 
@@ -301,16 +300,17 @@ static int keep_aux_samples(struct rv_backend_state *b, struct rv_error *err)
 			continue;
 		}
 		for (size_t i = 0; !ret && i < nr_slots; i++, at++) {
-			int fd = rv_gate_site_fd(gate, at);
+			int fd = rv_gating_site_fd(b->gating, at);
 
 			if (at >= b->nr_gate_sites || fd < 0)
 				ret = rv_error_set(err, EIO, "the gate lost the event of site %zu",
 						   at);
-			if (!ret && g->uprobe_role == RV_UPROBE_SAMPLE_AUX &&
-			    ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, rv_pt_engine_pt_fd(b->engine, i)))
-				ret = errno;
-			if (!ret && ioctl(fd, PERF_EVENT_IOC_ID, &ids[nr_ids++]))
-				ret = errno;
+			if (!ret && g->uprobe_role == RV_UPROBE_SAMPLE_AUX)
+				ret = -o->ioctl(o->ctx, fd, PERF_EVENT_IOC_SET_OUTPUT,
+						(unsigned long)rv_pt_engine_pt_fd(b->engine, i));
+			if (!ret)
+				ret = -o->ioctl(o->ctx, fd, PERF_EVENT_IOC_ID,
+						(unsigned long)&ids[nr_ids++]);
 			if (ret > 0)
 				ret = rv_error_set(err, ret,
 						   "cannot send the %s uprobe's AUX samples to the "
@@ -424,8 +424,6 @@ static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 	plan = &b->plan;
 	ret = rv_pt_plan_build(&b->plan, s->opts, &s->pt_pmu, s->root,
 			       gating ? rv_gating_sites(gating) : NULL, err);
-	if (!ret && plan->nr_gate && s->pt_ops)
-		ret = rv_error_set(err, EINVAL, "the gate needs the real kernel");
 	if (!ret)
 		ret = rv_pt_slots_build(&b->slots, plan, s->machine.nr_cpus, target->pids,
 					target->nr_pids, err);
@@ -532,7 +530,7 @@ static int resumed(struct rv_backend_state *b, struct rv_error *err)
 			ret = rv_perf_writer_write(b->capture, (const void *)record, err);
 		}
 		if (!ret)
-			ret = rv_gate_release(rv_gating_gate(b->gating), err);
+			ret = rv_gating_release(b->gating, err);
 	}
 	return ret;
 }
@@ -580,20 +578,19 @@ static uint64_t monotonic_ns(void)
 static int paused_snapshot(struct rv_backend_state *b, const struct rv_gating_snapshot *what,
 			   struct rv_error *err)
 {
-	struct rv_gate *gate = rv_gating_gate(b->gating);
 	size_t slot;
 	int ret = rv_pt_engine_snapshot(b->engine, err);
 
 	if (ret)
 		return ret;
 	if (!what->trigger || !b->plan.resume)
-		return rv_gate_release(gate, err);
+		return rv_gating_release(b->gating, err);
 	slot = rv_pt_engine_slot_of(b->engine, what->tid, (int)what->cpu);
 	if (slot == SIZE_MAX) {
 		rv_warn("--trigger: thread %d hit the trigger outside the threads traced; its "
 			"Intel PT cannot be resumed",
 			(int)what->tid);
-		return rv_gate_release(gate, err);
+		return rv_gating_release(b->gating, err);
 	}
 	b->paused_at = what->time_ns;
 	b->resuming = true;
@@ -633,6 +630,9 @@ static int pt_stop(struct rv_backend_state *b, bool keep_rest, struct rv_error *
 {
 	int ret = rv_pt_engine_stop(b->engine, keep_rest, err);
 
+	/* the end's drain may hold the last resume: its gap is marked too */
+	if (!ret && b->resuming)
+		ret = resumed(b, err);
 	if (!ret && b->bpf) {
 		struct rv_bpf_saver_stats st;
 

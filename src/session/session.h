@@ -74,7 +74,8 @@ struct rv_session {
 	bool follow_blocked;
 	const char *btf_note;
 	/* Intel PT's kernel (tests: a simulated one); NULL: the real one. The
-	 * gate needs the real kernel. */
+	 * gate's in-group events are opened in it too, so a gate on a simulated
+	 * kernel is a simulated one (gating.h: rv_gating_new_on). */
 	const struct rv_pt_ops *pt_ops;
 	/* --events, checked against the machine (tracepoint ids read) */
 	struct rv_extra_events extra_events;
