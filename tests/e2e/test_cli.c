@@ -132,10 +132,11 @@ static char *unzstd_file(const char *path)
 
 /* How long after --duration rearview may take to write the trace and exit:
  * the issue's half second; under AddressSanitizer (make check-asan) the
- * unwinding and writing run several times slower, so the bound there is a
- * looser one that still catches a recording that went on. */
+ * DWARF unwinding of the samples still queued and the writing run many
+ * times slower (seen 1.6 to 3.7 s under load), so the bound there only
+ * catches a recording that went on. */
 #ifdef __SANITIZE_ADDRESS__
-#define WRITE_ALLOWANCE_S 2.5
+#define WRITE_ALLOWANCE_S 10.0
 #else
 #define WRITE_ALLOWANCE_S 0.5
 #endif
