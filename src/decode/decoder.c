@@ -4,6 +4,7 @@
 #include "decode/decoder.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "capture/marks.h"
 #include "capture/perf_data.h"
 #include "symbolize/kernel_syms.h"
+#include "util/count_text.h"
 #include "util/log.h"
 
 /* Records read ahead, at most, for an AUXTRACE_INFO that says a pipe-mode
@@ -38,6 +40,8 @@ struct rv_decoder {
 	uint64_t first_time;
 	struct rv_pt_stats pt_stats;
 	uint64_t packets;
+	struct rv_raw_pt_coverage coverage; /* raw PT */
+	char undecoded[sizeof(((struct rv_error *)0)->message)];
 	char damage[sizeof(((struct rv_error *)0)->message)];
 };
 
@@ -469,15 +473,105 @@ static int pull(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct r
 	return ret;
 }
 
+/* ---- how much did not decode (PT) ---- */
+
+/* More than this share of a trace not decoded is said in words. */
+#define UNDECODED_PERCENT_SAID 50
+
+/* "the image 'a' at 0x400000" or "the images 'a' at 0x400000 and 'b' at
+ * 0x7f0000": every --image, by path and address. */
+static void name_images(const struct rv_decoder_options *o, char *out, size_t size)
+{
+	size_t used = (size_t)snprintf(out, size, "the image%s", o->nr_images == 1 ? "" : "s");
+
+	for (size_t i = 0; i < o->nr_images && used < size; i++)
+		used += (size_t)snprintf(out + used, size - used, "%s'%s' at %#" PRIx64,
+					 i == 0			 ? " "
+					 : i + 1 == o->nr_images ? " and "
+								 : ", ",
+					 o->images[i].path, o->images[i].addr);
+}
+
+/* A raw trace: nothing decoded is an error (there is no trace worth
+ * writing), most of it not decoded a warning in the report; both name the
+ * images. */
+static int judge_raw_pt(struct rv_decoder *d, struct rv_error *err)
+{
+	const struct rv_decoder_options *o = &d->options;
+	const struct rv_pt_stats *s = &d->pt_stats;
+	const struct rv_raw_pt_coverage *c = &d->coverage;
+	char images[640], errors[32], lost[32], all[32];
+	unsigned percent;
+
+	if (!s->errors)
+		return 0;
+	name_images(o, images, sizeof(images));
+	rv_count_text(s->errors, errors, sizeof(errors));
+	if (!s->insns)
+		return rv_error_set(err, EINVAL,
+				    "nothing in '%s' decoded (%s decode error%s, %" PRIu64
+				    " for code outside the images): %s %s not fit the trace; "
+				    "check --image (the file, and the address it was loaded at)%s",
+				    o->path, errors, s->errors == 1 ? "" : "s", s->nomap, images,
+				    o->nr_images == 1 ? "does" : "do",
+				    o->cpu || o->addr_filter[1] ? ", --cpu and --addr-filter" : "");
+	if (!c->branch_packets)
+		return 0;
+	percent = (unsigned)(100 * c->undecoded_packets / c->branch_packets);
+	if (percent <= UNDECODED_PERCENT_SAID)
+		return 0;
+	snprintf(d->undecoded, sizeof(d->undecoded),
+		 "%u%% of the trace did not decode (%s of its %s branch packets, after %s "
+		 "decode error%s): %s %s not fit the trace; check --image (the file, and the "
+		 "address it was loaded at)",
+		 percent, rv_count_text(c->undecoded_packets, lost, sizeof(lost)),
+		 rv_count_text(c->branch_packets, all, sizeof(all)), errors,
+		 s->errors == 1 ? "" : "s", images, o->nr_images == 1 ? "does" : "do");
+	return 0;
+}
+
+/* A capture: the bytes skipped after decode errors, against all (its
+ * buffers hold no long runs of PSB+ alone: tracing that is off writes
+ * nothing). Said, never an error: its sideband and the gaps still show
+ * what ran when, and the missing files are named beside it. */
+static void judge_pt_capture(struct rv_decoder *d)
+{
+	const struct rv_pt_stats *s = &d->pt_stats;
+	char skipped[32], all[32], errors[32];
+	unsigned percent;
+
+	if (!s->errors || !s->bytes)
+		return;
+	percent = (unsigned)(100 * s->skipped_bytes / s->bytes);
+	if (percent <= UNDECODED_PERCENT_SAID)
+		return;
+	snprintf(d->undecoded, sizeof(d->undecoded),
+		 "%u%% of the trace did not decode (%s of its %s bytes skipped after %s decode "
+		 "error%s): %s",
+		 percent, rv_count_text(s->skipped_bytes, skipped, sizeof(skipped)),
+		 rv_count_text(s->bytes, all, sizeof(all)),
+		 rv_count_text(s->errors, errors, sizeof(errors)), s->errors == 1 ? "" : "s",
+		 s->nomap == s->errors
+			 ? "the code it ran is missing here"
+			 : "the binaries at the capture's paths are not the ones that ran "
+			   "(rebuilt or updated since?); decode on the machine that recorded it");
+}
+
 int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct rv_error *err)
 {
 	const struct rv_decoder_options *o = &d->options;
 
 	switch (d->kind) {
-	case RV_CAPTURE_PT:
+	case RV_CAPTURE_PT: {
+		int ret;
+
 		if (o->count_packets)
 			d->packets = rv_pt_capture_count_packets(d->pt);
-		return rv_pt_capture_decode(d->pt, sink, ctx, &d->pt_stats, err);
+		ret = rv_pt_capture_decode(d->pt, sink, ctx, &d->pt_stats, err);
+		if (!ret)
+			judge_pt_capture(d);
+		return ret;
+	}
 	case RV_CAPTURE_RAW_PT: {
 		struct rv_raw_pt_options ro = {
 			.path = o->path,
@@ -490,7 +584,10 @@ int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struc
 			.count_packets = o->count_packets,
 		};
 
-		return rv_raw_pt_decode(&ro, sink, ctx, &d->pt_stats, &d->packets, err);
+		int ret = rv_raw_pt_decode(&ro, sink, ctx, &d->pt_stats, &d->packets, &d->coverage,
+					   err);
+
+		return ret ? ret : judge_raw_pt(d, err);
 	}
 	default:
 		return pull(d, sink, ctx, err);
@@ -505,6 +602,7 @@ void rv_decoder_report(const struct rv_decoder *d, struct rv_decoder_report *out
 	out->pt = d->pt_stats;
 	out->packets = d->packets;
 	out->jumps_ignored = d->kind == RV_CAPTURE_RAW_PT;
+	out->undecoded = d->undecoded[0] ? d->undecoded : NULL;
 	out->kernel_names = d->symbolizer ? rv_symbolizer_kernel_problems(d->symbolizer) : NULL;
 	if (d->pt) {
 		struct rv_pt_capture_info info;

@@ -109,7 +109,10 @@ uint64_t rv_decoder_first_time(const struct rv_decoder *d);
 typedef int (*rv_event_sink_fn)(void *ctx, const struct rv_event *event, struct rv_error *err);
 
 /* Hands every event to sink. Returns 0 (damage included: see the report), or
- * the sink's error, or an error that stopped decoding before anything. */
+ * the sink's error, or an error that stopped decoding before anything, or,
+ * for a raw PT trace, an error when it met decode errors and not one
+ * instruction decoded (naming the images: they do not fit the trace); the
+ * events handed over then are not worth a trace. */
 int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct rv_error *err);
 
 /* What decoding found, for the caller to tell the user. */
@@ -128,6 +131,11 @@ struct rv_decoder_report {
 	const char *kernel_names;
 	/* raw PT: no symbols, so jumps were not looked at */
 	bool jumps_ignored;
+	/* PT and raw PT: when most of the trace did not decode, a sentence
+	 * saying how much, measured as raw_pt.h says (a capture: the bytes
+	 * skipped after decode errors, against all), and what to check;
+	 * else NULL */
+	const char *undecoded;
 	/* the kind's own counts: the one that matches kind is filled */
 	struct rv_pt_stats pt; /* PT, raw PT */
 	uint64_t packets;      /* with count_packets */

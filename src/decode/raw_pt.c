@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/array.h"
+
 /* IA32_RTIT_CTL.ADDR0_CFG: trace only inside [ADDR0_A, ADDR0_B] (libipt 2.0
  * has no name for the value). */
 #define ADDR_CFG_FILTER 1
@@ -21,10 +23,23 @@ struct mapped_file {
 	size_t size;
 };
 
+/* Why a file that exists cannot serve as an input, or NULL when it can. */
+static const char *file_problem(const struct stat *st)
+{
+	if (S_ISDIR(st->st_mode))
+		return "is a directory";
+	if (!S_ISREG(st->st_mode))
+		return "is not a regular file";
+	if (st->st_size == 0)
+		return "is empty";
+	return NULL;
+}
+
 static int map_file(const char *path, const char *what, struct mapped_file *out,
 		    struct rv_error *err)
 {
 	struct stat st;
+	const char *problem;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	out->data = NULL;
@@ -32,21 +47,26 @@ static int map_file(const char *path, const char *what, struct mapped_file *out,
 	if (fd < 0)
 		return rv_error_set(err, errno, "cannot open %s '%s': %s", what, path,
 				    strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st)) {
+		int e = errno;
+
 		close(fd);
-		return rv_error_set(err, EINVAL, "%s '%s' is not a regular file", what, path);
+		return rv_error_set(err, e, "cannot examine %s '%s': %s", what, path, strerror(e));
+	}
+	problem = file_problem(&st);
+	if (problem) {
+		close(fd);
+		return rv_error_set(err, EINVAL, "%s '%s' %s; give the file of raw PT packets",
+				    what, path, problem);
 	}
 	out->size = (size_t)st.st_size;
-	if (out->size) {
-		out->data = mmap(NULL, out->size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (out->data == MAP_FAILED) {
-			int e = errno;
+	out->data = mmap(NULL, out->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (out->data == MAP_FAILED) {
+		int e = errno;
 
-			close(fd);
-			out->data = NULL;
-			return rv_error_set(err, e, "cannot map %s '%s': %s", what, path,
-					    strerror(e));
-		}
+		close(fd);
+		out->data = NULL;
+		return rv_error_set(err, e, "cannot map %s '%s': %s", what, path, strerror(e));
 	}
 	close(fd);
 	return 0;
@@ -88,53 +108,205 @@ static int raw_populate(void *ctx, const struct pt_image *image, struct pt_image
 	return 0;
 }
 
-/* Loads every image; [*lowest, *highest) is their span. */
-static int load_images(const struct rv_raw_pt_options *o, struct pt_image *image,
-		       struct pt_image_section_cache *iscache, uint64_t *sizes, uint64_t *lowest,
-		       uint64_t *highest, struct rv_error *err)
+int rv_raw_pt_check_images(const struct rv_raw_pt_image *images, size_t nr_images, uint64_t *sizes,
+			   struct rv_error *err)
 {
-	*lowest = UINT64_MAX;
-	*highest = 0;
-	for (size_t i = 0; i < o->nr_images; i++) {
-		const struct rv_raw_pt_image *im = &o->images[i];
+	for (size_t i = 0; i < nr_images; i++) {
+		const struct rv_raw_pt_image *im = &images[i];
+		const char *problem;
 		struct stat st;
-		int status;
+		int fd = open(im->path, O_RDONLY | O_CLOEXEC);
 
-		errno = 0;
-		if (stat(im->path, &st) || !S_ISREG(st.st_mode) || st.st_size == 0)
-			return rv_error_set(err, ENOENT,
-					    "cannot read --image '%s': %s; give an existing, "
-					    "non-empty file",
-					    im->path, errno ? strerror(errno) : "empty");
-		status = pt_iscache_add_file(iscache, im->path, 0, (uint64_t)st.st_size, im->addr);
-		if (status >= 0)
-			status = pt_image_add_cached(image, iscache, status, NULL);
-		if (status < 0)
+		if (fd < 0 || fstat(fd, &st)) {
+			int e = errno;
+
+			if (fd >= 0)
+				close(fd);
+			return rv_error_set(err, e, "cannot read --image '%s': %s", im->path,
+					    strerror(e));
+		}
+		close(fd);
+		problem = file_problem(&st);
+		if (problem)
 			return rv_error_set(err, EINVAL,
-					    "cannot load --image '%s' at %#" PRIx64
-					    ": %s (do two images overlap?)",
-					    im->path, im->addr, rv_pt_strerror(status));
+					    "--image '%s' %s; give the file of the code's bytes as "
+					    "they were in memory",
+					    im->path, problem);
 		sizes[i] = (uint64_t)st.st_size;
-		if (im->addr < *lowest)
-			*lowest = im->addr;
-		if (im->addr + (uint64_t)st.st_size > *highest)
-			*highest = im->addr + (uint64_t)st.st_size;
+		if (sizes[i] - 1 > UINT64_MAX - im->addr)
+			return rv_error_set(
+				err, EINVAL,
+				"--image '%s' at %#" PRIx64 " would end past the top of "
+				"the address space (it is %" PRIu64 " bytes); check its "
+				"address",
+				im->path, im->addr, sizes[i]);
+		for (size_t j = 0; j < i; j++) {
+			const struct rv_raw_pt_image *other = &images[j];
+			uint64_t last = im->addr + (sizes[i] - 1);
+			uint64_t other_last = other->addr + (sizes[j] - 1);
+
+			if (im->addr <= other_last && other->addr <= last)
+				return rv_error_set(
+					err, EINVAL,
+					"--image '%s' at [%#" PRIx64 ", %#" PRIx64 "] overlaps "
+					"--image '%s' at [%#" PRIx64 ", %#" PRIx64 "]; give each "
+					"image the address it was loaded at",
+					im->path, im->addr, last, other->path, other->addr,
+					other_last);
+		}
 	}
 	return 0;
 }
 
+/* Loads every image (checked and measured first); [*lowest, *highest) is
+ * their span, *highest UINT64_MAX when the last byte is the top one. */
+static int load_images(const struct rv_raw_pt_options *o, struct pt_image *image,
+		       struct pt_image_section_cache *iscache, uint64_t *sizes, uint64_t *lowest,
+		       uint64_t *highest, struct rv_error *err)
+{
+	int ret = rv_raw_pt_check_images(o->images, o->nr_images, sizes, err);
+
+	*lowest = UINT64_MAX;
+	*highest = 0;
+	for (size_t i = 0; !ret && i < o->nr_images; i++) {
+		const struct rv_raw_pt_image *im = &o->images[i];
+		uint64_t last = im->addr + (sizes[i] - 1);
+		int status = pt_iscache_add_file(iscache, im->path, 0, sizes[i], im->addr);
+
+		if (status >= 0)
+			status = pt_image_add_cached(image, iscache, status, NULL);
+		if (status < 0)
+			return rv_error_set(err, EINVAL,
+					    "cannot load --image '%s' at %#" PRIx64 ": %s",
+					    im->path, im->addr, rv_pt_strerror(status));
+		if (im->addr < *lowest)
+			*lowest = im->addr;
+		if (last == UINT64_MAX)
+			*highest = UINT64_MAX;
+		else if (last + 1 > *highest)
+			*highest = last + 1;
+	}
+	return ret;
+}
+
+/* ---- what decoded ---- */
+
+/* The offsets of the decode errors, from the events on their way to the
+ * caller's sink (in buffer order). */
+struct error_offsets {
+	rv_pt_sink_fn sink;
+	void *ctx;
+	uint64_t *offsets;
+	size_t nr, cap;
+	bool nomem;
+};
+
+static int note_errors(void *ctx, const struct rv_event *ev, struct rv_error *err)
+{
+	struct error_offsets *e = ctx;
+
+	if (ev->kind == RV_EVENT_TRACE_ERROR && !ev->error.overflow &&
+	    ev->error.offset != UINT64_MAX) {
+		if (rv_array_grow(&e->offsets, &e->cap, e->nr, sizeof(*e->offsets), 64))
+			e->nomem = true;
+		else
+			e->offsets[e->nr++] = ev->error.offset;
+	}
+	return e->sink(e->ctx, ev, err);
+}
+
+static bool is_branch_packet(enum pt_packet_type type)
+{
+	switch (type) {
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+	case ppt_tip:
+	case ppt_tip_pge:
+	case ppt_tip_pgd:
+	case ppt_fup:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The branch packets, and those that did not decode: in a stretch of
+ * decoding that ended in an error (from where it began: the first PSB, a
+ * TIP.PGE, the PSB it resumed at after an error), and in the stretch skipped
+ * after it ([the error's offset, the next PSB)). A stretch that ends where
+ * tracing stops (TIP.PGD) or at an overflow decoded. */
+static void count_coverage(const uint8_t *buf, size_t size, const struct pt_config *config,
+			   const struct error_offsets *e, struct rv_raw_pt_coverage *out)
+{
+	struct pt_config c = *config;
+	struct pt_packet_decoder *dec;
+	size_t next = 0;
+	uint64_t skip_end = 0, pending = 0;
+	int status;
+
+	c.size = sizeof(c);
+	c.begin = (uint8_t *)buf;
+	c.end = (uint8_t *)buf + size;
+	dec = pt_pkt_alloc_decoder(&c);
+	if (!dec)
+		return;
+	status = pt_pkt_sync_forward(dec);
+	while (status != -pte_eos) {
+		struct pt_packet pkt;
+		uint64_t offset = 0;
+
+		if (status < 0) {
+			status = pt_pkt_sync_forward(dec);
+			continue;
+		}
+		(void)pt_pkt_get_offset(dec, &offset);
+		status = pt_pkt_next(dec, &pkt, sizeof(pkt));
+		if (status < 0)
+			continue;
+		/* errors before this packet: their stretch did not decode */
+		while (next < e->nr && e->offsets[next] <= offset) {
+			out->undecoded_packets += pending;
+			pending = 0;
+			skip_end = rv_pt_next_psb_pattern(buf, size, (size_t)e->offsets[next++]);
+		}
+		if (offset < skip_end) {
+			if (is_branch_packet(pkt.type)) {
+				out->branch_packets++;
+				out->undecoded_packets++;
+			}
+			continue;
+		}
+		if (pkt.type == ppt_tip_pge || pkt.type == ppt_ovf)
+			pending = 0; /* a stretch begins: the one before decoded */
+		if (is_branch_packet(pkt.type)) {
+			out->branch_packets++;
+			pending++;
+		}
+		if (pkt.type == ppt_tip_pgd)
+			pending = 0;
+	}
+	/* errors past the last packet */
+	if (next < e->nr)
+		out->undecoded_packets += pending;
+	pt_pkt_free_decoder(dec);
+}
+
 int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void *ctx,
-		     struct rv_pt_stats *stats, uint64_t *packets, struct rv_error *err)
+		     struct rv_pt_stats *stats, uint64_t *packets,
+		     struct rv_raw_pt_coverage *coverage, struct rv_error *err)
 {
 	struct rv_pt_decode_options d = { 0 };
 	struct mapped_file trace;
 	struct pt_image_section_cache *iscache;
 	struct pt_image *image;
 	struct raw_images loaded = { .options = o };
+	struct error_offsets errors = { .sink = sink, .ctx = ctx };
 	uint64_t lowest, highest;
 	int ret;
 
 	memset(stats, 0, sizeof(*stats));
+	if (coverage)
+		memset(coverage, 0, sizeof(*coverage));
 	ret = map_file(o->path, "raw PT trace", &trace, err);
 	if (ret)
 		return ret;
@@ -150,6 +322,12 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 		if (o->cpu)
 			ret = rv_pt_cpu_parse(o->cpu, &d.config, err);
 	}
+	if (!ret && rv_pt_next_psb_pattern(trace.data, trace.size, 0) >= trace.size)
+		ret = rv_error_set(err, EINVAL,
+				   "raw PT trace '%s' holds no PSB packet, where decoding could "
+				   "begin: it is not raw Intel PT (perf.data is decoded without "
+				   "--raw-pt), or it was cut before its first PSB",
+				   o->path);
 	if (!ret) {
 		/* Tracing was filtered to the code the images hold (TraceEn in
 		 * filter mode on IA32_RTIT_ADDR0), unless told otherwise. */
@@ -168,8 +346,13 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 		d.chunk_bytes = o->chunk_bytes;
 		if (o->count_packets && packets)
 			*packets = rv_pt_count_packets(trace.data, trace.size, &d.config);
-		ret = rv_pt_decode(trace.data, trace.size, &d, sink, ctx, stats, err);
+		ret = rv_pt_decode(trace.data, trace.size, &d, note_errors, &errors, stats, err);
 	}
+	if (!ret && errors.nomem)
+		ret = rv_error_set(err, ENOMEM, "out of memory");
+	if (!ret && coverage && errors.nr)
+		count_coverage(trace.data, trace.size, &d.config, &errors, coverage);
+	free(errors.offsets);
 	free(loaded.sizes);
 	pt_image_free(image);
 	pt_iscache_free(iscache);

@@ -8,8 +8,19 @@
  * Without symbols all code is one unknown function to the trace builder, so
  * no jump can change a stack: jumps are not looked at.
  *
+ * How much of the trace did not decode (a wrong image or load address
+ * makes most of it fail): counted in branch packets (TNT, TIP, TIP.PGE,
+ * TIP.PGD, FUP: what decoding turns into branches), not in bytes, because
+ * PSB+ headers and timing packets decode to nothing either way and a trace
+ * with long stretches of them (recorded in a VM, or filtered) would make a
+ * byte count look better than the decode was. A packet did not decode when
+ * it lies between a decode error and the PSB where decoding resumed (the
+ * stretch the decoder skipped); the packets decoded before an error in the
+ * same stretch count as decoded, so the share is a lower bound. Overflows
+ * are the hardware's loss, not the decode's, and are not counted.
+ *
  * Not here: the packet decoding (pt_decoder.h), perf.data captures
- * (pt_capture.h).
+ * (pt_capture.h), what is said to the user (decoder.c, render.c).
  */
 #ifndef RV_DECODE_RAW_PT_H
 #define RV_DECODE_RAW_PT_H
@@ -37,10 +48,27 @@ struct rv_raw_pt_options {
 	bool count_packets;	 /* count the packets first (for --stats) */
 };
 
-/* Decodes the dump into sink. Files that cannot be read, images that
- * overlap and a CPU that cannot be read are errors in words. stats is filled
- * (and *packets with count_packets) even when the sink fails. */
+/* What of the trace decoded (see the top of this file); counted only when
+ * decoding met an error (both 0 otherwise: nothing was skipped). */
+struct rv_raw_pt_coverage {
+	uint64_t branch_packets;    /* from the first PSB on */
+	uint64_t undecoded_packets; /* of those, in stretches skipped after an error */
+};
+
+/* Checks the images before anything is decoded, each refused in words
+ * naming it: a file that cannot be read, is empty or is not a regular file
+ * (a directory), an address whose end (address + size) wraps past 2^64,
+ * two images that overlap (both named). sizes[i] is image i's size. */
+int rv_raw_pt_check_images(const struct rv_raw_pt_image *images, size_t nr_images, uint64_t *sizes,
+			   struct rv_error *err);
+
+/* Decodes the dump into sink. Files that cannot be read (an empty or
+ * missing dump, bad images: rv_raw_pt_check_images), a dump without a
+ * single PSB (not raw Intel PT) and a CPU that cannot be read are errors in
+ * words. stats is filled (and *packets with count_packets, *coverage when
+ * not NULL) even when the sink fails. */
 int rv_raw_pt_decode(const struct rv_raw_pt_options *options, rv_pt_sink_fn sink, void *ctx,
-		     struct rv_pt_stats *stats, uint64_t *packets, struct rv_error *err);
+		     struct rv_pt_stats *stats, uint64_t *packets,
+		     struct rv_raw_pt_coverage *coverage, struct rv_error *err);
 
 #endif

@@ -393,6 +393,8 @@ static void warn_findings(const struct rv_decoder_report *r, const struct rv_bui
 	if (user_missing)
 		rv_warn("the trace has gaps where that code ran; decode on the machine that "
 			"recorded the capture, or copy the files to the same paths");
+	if (r->undecoded)
+		rv_warn("%s", r->undecoded);
 	if (r->kernel_names)
 		rv_note("kernel names: %s", r->kernel_names);
 	if (r->kind == RV_CAPTURE_FUNCTIONS) {
