@@ -14,10 +14,17 @@
  * PSB+ headers and timing packets decode to nothing either way and a trace
  * with long stretches of them (recorded in a VM, or filtered) would make a
  * byte count look better than the decode was. A packet did not decode when
- * it lies between a decode error and the PSB where decoding resumed (the
- * stretch the decoder skipped); the packets decoded before an error in the
- * same stretch count as decoded, so the share is a lower bound. Overflows
- * are the hardware's loss, not the decode's, and are not counted.
+ * it lies in a stretch of decoding that ended in a decode error, from where
+ * that stretch began (the first PSB, a TIP.PGE, or the PSB decoding resumed
+ * at after an earlier error), or in the stretch skipped after the error (up
+ * to the next PSB). Code that does not fit the trace decodes for a while
+ * before the decoder notices (a conditional branch takes any TNT bit), so
+ * what came before an error in its stretch is not trusted either; a stretch
+ * that ends where tracing stops (TIP.PGD) or at an overflow decoded. With
+ * the right images the errors of a damaged trace cost their stretches
+ * only: five flipped bytes in pt-corpus/mruby lose well under 1%; the wrong
+ * image or address loses 86-99% of every corpus trace. Overflows are the
+ * hardware's loss, not the decode's, and are not counted.
  *
  * Not here: the packet decoding (pt_decoder.h), perf.data captures
  * (pt_capture.h), what is said to the user (decoder.c, render.c).
