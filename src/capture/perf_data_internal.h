@@ -157,6 +157,7 @@ struct pd_stream {
 	uint64_t base_offset;  /* file offset of base */
 	uint64_t pos, end;     /* relative to base */
 	uint64_t declared_end; /* where the records should end; > end when truncated */
+	bool open_ended;       /* pipe mode: no end is declared, the stream's is the end */
 	int failure;	       /* sticky negative code after an error */
 	char failure_message[sizeof(((struct rv_error *)0)->message)];
 	uint8_t *bounce; /* aligned copy of a record that sits unaligned */

@@ -84,6 +84,7 @@ int pd_reader_parse_pipe(struct rv_perf_reader *r, struct rv_error *err)
 	struct pipe_name *names = NULL;
 	size_t nr_src = 0, src_cap = 0, nr_names = 0, names_cap = 0;
 	uint64_t pos = PD_PIPE_HEADER_SIZE;
+	bool cut = false;
 	int ret = 0;
 
 	r->pipe_mode = true;
@@ -91,6 +92,7 @@ int pd_reader_parse_pipe(struct rv_perf_reader *r, struct rv_error *err)
 	r->stream.base_offset = PD_PIPE_HEADER_SIZE;
 	r->stream.end = r->size - PD_PIPE_HEADER_SIZE;
 	r->stream.declared_end = r->stream.end;
+	r->stream.open_ended = true;
 
 	/* Stops quietly at the first record that does not fit: the walk reports
 	 * it when it gets there, after the good records. */
@@ -101,12 +103,20 @@ int pd_reader_parse_pipe(struct rv_perf_reader *r, struct rv_error *err)
 		unsigned int width;
 
 		memcpy(&h, p, sizeof(h));
-		if (h.size < sizeof(h) || h.size > r->size - pos)
+		if (h.size < sizeof(h))
+			break; /* corrupt: the walk says so */
+		if (h.size > r->size - pos) {
+			cut = true;
 			break;
-		if (pd_record_has_payload(h.type, &width) &&
-		    (pd_payload_size_field(p, h.size, width, &payload) ||
-		     payload > r->size - pos - h.size))
-			break;
+		}
+		if (pd_record_has_payload(h.type, &width)) {
+			if (pd_payload_size_field(p, h.size, width, &payload))
+				break;
+			if (payload > r->size - pos - h.size) {
+				cut = true;
+				break;
+			}
+		}
 		if (h.type == RV_PERF_RECORD_HEADER_ATTR) {
 			if (rv_array_grow(&src, &src_cap, nr_src, sizeof(*src), 8)) {
 				ret = rv_error_set(err, ENOMEM, "out of memory reading '%s'",
@@ -140,6 +150,13 @@ int pd_reader_parse_pipe(struct rv_perf_reader *r, struct rv_error *err)
 		}
 		pos += h.size + payload;
 	}
+	/* a stream that ends inside a record's header was cut short too */
+	cut |= pos < r->size && r->size - pos < sizeof(struct perf_event_header);
+	if (!ret && !nr_src && cut)
+		ret = rv_error_set(err, EINVAL,
+				   "'%s' was cut short: it ends inside the record at file offset "
+				   "%llu, before it declared any event; nothing to read",
+				   r->name, (unsigned long long)pos);
 	if (!ret)
 		ret = pd_reader_build_attrs(r, src, nr_src, err);
 	if (!ret) {

@@ -47,6 +47,24 @@ static int stream_fail(struct pd_stream *s, struct rv_error *err, const char *fm
 	return rv_error_set(err, EINVAL, "%s", s->failure_message);
 }
 
+/* Why a record runs past the end of the records: the file was cut short
+ * (its header declares more), a pipe-mode stream ended (it declares no end,
+ * so a capture cut short ends so), or the record's size is corrupt. */
+static const char *past_the_end(const struct pd_stream *s)
+{
+	if (s->declared_end > s->end)
+		return " (the file was truncated)";
+	if (s->open_ended)
+		return " (the stream ends inside it: the capture was cut short)";
+	return "; the file is corrupt";
+}
+
+/* Where the records are: a file's data section, or a pipe's stream. */
+static const char *records_name(const struct pd_stream *s)
+{
+	return s->open_ended ? "stream" : "data section";
+}
+
 static int stream_next(struct pd_stream *s, struct rv_perf_record *rec, struct rv_error *err)
 {
 	struct perf_event_header h;
@@ -71,8 +89,9 @@ static int stream_next(struct pd_stream *s, struct rv_perf_record *rec, struct r
 		return stream_fail(
 			s, err,
 			"truncated record header at file offset %llu: only %llu of its 8 "
-			"bytes are in the data section",
-			(unsigned long long)offset, (unsigned long long)left);
+			"bytes are in the %s%s",
+			(unsigned long long)offset, (unsigned long long)left, records_name(s),
+			s->open_ended ? " (the capture was cut short)" : "");
 	memcpy(&h, p, sizeof(h));
 	if (h.size < sizeof(h))
 		return stream_fail(s, err,
@@ -83,10 +102,9 @@ static int stream_next(struct pd_stream *s, struct rv_perf_record *rec, struct r
 		return stream_fail(
 			s, err,
 			"record at file offset %llu (type %u) is %u bytes long, but only "
-			"%llu bytes of the data section remain%s",
+			"%llu bytes of the %s remain%s",
 			(unsigned long long)offset, h.type, h.size, (unsigned long long)left,
-			s->declared_end > s->end ? " (the file was truncated)"
-						 : "; the file is corrupt");
+			records_name(s), past_the_end(s));
 	if (pd_record_has_payload(h.type, &width)) {
 		if (pd_payload_size_field(p, h.size, width, &payload_size))
 			return stream_fail(s, err,
@@ -97,12 +115,11 @@ static int stream_next(struct pd_stream *s, struct rv_perf_record *rec, struct r
 			return stream_fail(
 				s, err,
 				"record at file offset %llu (type %u) carries %llu bytes of data, "
-				"but only %llu bytes of the data section remain after it%s",
+				"but only %llu bytes of the %s remain after it%s",
 				(unsigned long long)offset, h.type,
 				(unsigned long long)payload_size,
-				(unsigned long long)(left - h.size),
-				s->declared_end > s->end ? " (the file was truncated)"
-							 : "; the file is corrupt");
+				(unsigned long long)(left - h.size), records_name(s),
+				past_the_end(s));
 		rec->payload = p + h.size;
 		rec->payload_size = payload_size;
 	}
@@ -451,12 +468,52 @@ static void locate_features(struct rv_perf_reader *r, const struct pd_file_heade
 	}
 }
 
+/* What a file that is not a perf.data looks like, by its first bytes, and
+ * what to do with it: "; it is gzip-compressed: ...", or "" when unknown.
+ * data holds at least 16 bytes. */
+static const char *what_it_is(const uint8_t *data, size_t size)
+{
+	static const uint8_t psb[] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82 };
+	static const uint8_t fxt[] = { 0x10, 0x00, 0x04, 0x46, 0x78, 0x54, 0x16, 0x00 };
+
+	if (data[0] == 0x1f && data[1] == 0x8b)
+		return "; it is gzip-compressed: decompress it first (zcat FILE | rearview "
+		       "decode -)";
+	if (!memcmp(data, "\x28\xb5\x2f\xfd", 4))
+		return "; it is zstd-compressed: decompress it first (zstdcat FILE | rearview "
+		       "decode -)";
+	if (!memcmp(data,
+		    "\x7f"
+		    "ELF",
+		    4))
+		return "; it is an ELF file (a program or a library), not a capture";
+	if (!memcmp(data, psb, sizeof(psb)))
+		return "; it starts with a PSB packet, like a raw Intel PT trace: decode that "
+		       "with --raw-pt FILE --image FILE@ADDR";
+	if (!memcmp(data, fxt, sizeof(fxt)))
+		return "; it is a Fuchsia trace (a trace already written): open it in the "
+		       "Perfetto UI";
+	for (size_t i = 0; i < size && i < 16; i++) {
+		if (data[i] == '{' || data[i] == '[')
+			return "; it looks like JSON text (a trace already written?)";
+		if (data[i] != ' ' && data[i] != '\n' && data[i] != '\t' && data[i] != '\r')
+			break;
+	}
+	if (!memcmp(data, "\0\0\0\0\0\0\0\0", 8))
+		return "; was the recording stopped before it finished?";
+	return "";
+}
+
 static int parse_file(struct rv_perf_reader *r, struct rv_error *err)
 {
 	struct pd_file_header h;
 	uint64_t data_end;
 	int ret;
 
+	if (r->size < 16 && r->size >= 8 && !memcmp(r->data, PD_MAGIC, 8))
+		return rv_error_set(err, EINVAL,
+				    "'%s' is truncated: it ends inside its header, after %zu bytes",
+				    r->name, r->size);
 	if (r->size < 16)
 		return rv_error_set(err, EINVAL,
 				    "'%s' is not a perf.data file: it is only %zu bytes long",
@@ -472,12 +529,10 @@ static int parse_file(struct rv_perf_reader *r, struct rv_error *err)
 				    "does not read",
 				    r->name);
 	if (memcmp(r->data, PD_MAGIC, 8) != 0)
-		return rv_error_set(
-			err, EINVAL,
-			"'%s' is not a perf.data file (it does not start with PERFILE2)%s", r->name,
-			memcmp(r->data, "\0\0\0\0\0\0\0\0", 8) == 0
-				? "; was the recording stopped before it finished?"
-				: "");
+		return rv_error_set(err, EINVAL,
+				    "'%s' is not a perf.data file (it does not start with "
+				    "PERFILE2)%s",
+				    r->name, what_it_is(r->data, r->size));
 	memset(&h, 0, sizeof(h));
 	memcpy(&h, r->data, r->size < sizeof(h) ? r->size : sizeof(h));
 	if (h.size == PD_PIPE_HEADER_SIZE)
@@ -623,6 +678,15 @@ int rv_perf_reader_open(struct rv_perf_reader **out, const char *path, struct rv
 						    path);
 		}
 		fd = open(dir_data, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT) {
+			ret = rv_error_set(err, ENOENT,
+					   "'%s' is a directory without a capture: it holds no "
+					   "perf.data (nor perf's DIR/data); give the directory a "
+					   "recording kept (--working-directory) or a perf.data file",
+					   path);
+			free(dir_data);
+			return ret;
+		}
 		name = dir_data;
 	}
 	if (fd < 0) {

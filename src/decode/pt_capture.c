@@ -350,11 +350,40 @@ static int note_sample(struct rv_pt_capture *c, struct scan *s, const struct per
 	return add_aux_sample(c, &sample, err);
 }
 
+/* One record of the capture: its part in the decode. Errors do not name
+ * the file (read_records does). */
+static int read_record(struct rv_pt_capture *c, struct scan *s, const struct rv_perf_record *rec,
+		       uint64_t order, struct rv_error *err)
+{
+	const struct perf_event_header *h = rec->header;
+	int ret = 0;
+
+	switch (h->type) {
+	case RV_PERF_RECORD_AUXTRACE_INFO:
+		if (s->have_info)
+			break; /* perf writes one; a second says nothing new */
+		ret = rv_intel_pt_info_parse(h, &c->info, err);
+		s->have_info = !ret;
+		break;
+	case RV_PERF_RECORD_TIME_CONV:
+		if (rv_perf_time_conv_parse(h, &c->time_conv, err) == 0)
+			c->have_time_conv = true;
+		rv_error_clear(err);
+		break;
+	case RV_PERF_RECORD_AUXTRACE:
+		return add_buffer(c, rec, err);
+	case PERF_RECORD_SAMPLE:
+		return note_sample(c, s, h, err);
+	default:
+		return ptc_sideband_add(c, &s->sb, h, order, err);
+	}
+	return ret;
+}
+
 static int read_records(struct rv_pt_capture *c, struct scan *s, struct rv_error *err)
 {
 	struct rv_perf_record rec;
 	uint64_t order = 0;
-	int ret;
 
 	for (;; order++) {
 		int got = rv_perf_reader_next(c->reader, &rec, err);
@@ -363,7 +392,7 @@ static int read_records(struct rv_pt_capture *c, struct scan *s, struct rv_error
 			return 0;
 		if (got < 0) {
 			if (!c->nr_buffers)
-				return got;
+				return got; /* the reader's message names the file */
 			/* Damage after some trace: keep what came before it. */
 			c->damage = strdup(err->message);
 			rv_error_clear(err);
@@ -371,37 +400,8 @@ static int read_records(struct rv_pt_capture *c, struct scan *s, struct rv_error
 				return ptc_nomem(err);
 			return 0;
 		}
-		const struct perf_event_header *h = rec.header;
-		switch (h->type) {
-		case RV_PERF_RECORD_AUXTRACE_INFO:
-			if (s->have_info)
-				break; /* perf writes one; a second says nothing new */
-			ret = rv_intel_pt_info_parse(h, &c->info, err);
-			if (ret)
-				return ret;
-			s->have_info = true;
-			break;
-		case RV_PERF_RECORD_TIME_CONV:
-			if (rv_perf_time_conv_parse(h, &c->time_conv, err) == 0)
-				c->have_time_conv = true;
-			rv_error_clear(err);
-			break;
-		case RV_PERF_RECORD_AUXTRACE:
-			ret = add_buffer(c, &rec, err);
-			if (ret)
-				return ret;
-			break;
-		case PERF_RECORD_SAMPLE:
-			ret = note_sample(c, s, h, err);
-			if (ret)
-				return ret;
-			break;
-		default:
-			ret = ptc_sideband_add(c, &s->sb, h, order, err);
-			if (ret)
-				return ret;
-			break;
-		}
+		if (read_record(c, s, &rec, order, err))
+			return rv_error_prefix(err, "reading '%s'", c->path);
 	}
 }
 
@@ -646,11 +646,8 @@ int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_op
 	}
 	if (!ret && !(c->path = strdup(rv_perf_reader_name(c->reader))))
 		ret = ptc_nomem(err);
-	if (!ret) {
+	if (!ret)
 		ret = read_records(c, &s, err);
-		if (ret)
-			rv_error_prefix(err, "reading '%s'", c->path);
-	}
 	if (!ret && !s.have_info)
 		ret = refuse_not_pt(c, &s, err);
 	if (!ret)
