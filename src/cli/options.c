@@ -470,28 +470,40 @@ int rv_parse_kernel_events(const char *text, unsigned *groups, struct rv_error *
 	}
 }
 
+/* A number as C writes it (decimal, 0x hex, 0 octal), digits only: no sign
+ * or space before it (strtoull would take both). -ERANGE when it does not
+ * fit in 64 bits, -EINVAL when it is not a number. */
 static int parse_u64(const char *text, uint64_t *out)
 {
 	char *end;
 
-	if (!*text || *text == '-')
-		return -1;
+	if (*text < '0' || *text > '9')
+		return -EINVAL;
 	errno = 0;
 	*out = strtoull(text, &end, 0);
+	if (errno == ERANGE)
+		return -ERANGE;
 	if (errno || *end)
-		return -1;
+		return -EINVAL;
 	return 0;
 }
 
 int rv_parse_image(const char *text, struct rv_raw_image *out, struct rv_error *err)
 {
 	const char *at = strrchr(text, '@');
+	int ret;
 
 	if (!at || at == text || !at[1])
 		return rv_error_set(
 			err, EINVAL,
 			"invalid --image '%s': use FILE@ADDRESS, e.g. image.bin@0x400000", text);
-	if (parse_u64(at + 1, &out->addr))
+	ret = parse_u64(at + 1, &out->addr);
+	if (ret == -ERANGE)
+		return rv_error_set(err, ERANGE,
+				    "invalid --image '%s': '%s' is past the top of the 64-bit "
+				    "address space",
+				    text, at + 1);
+	if (ret)
 		return rv_error_set(
 			err, EINVAL,
 			"invalid --image '%s': '%s' is not an address (decimal or 0x hex)", text,
