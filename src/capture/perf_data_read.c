@@ -679,11 +679,12 @@ int rv_perf_reader_open(struct rv_perf_reader **out, const char *path, struct rv
 		}
 		fd = open(dir_data, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 && errno == ENOENT) {
-			ret = rv_error_set(err, ENOENT,
-					   "'%s' is a directory without a capture: it holds no "
-					   "perf.data (nor perf's DIR/data); give the directory a "
-					   "recording kept (--working-directory) or a perf.data file",
-					   path);
+			ret = rv_error_set(
+				err, ENOENT,
+				"'%s' is a directory without a capture: it holds no "
+				"perf.data (nor perf's DIR/data); give the directory a "
+				"recording kept (--working-directory) or a perf.data file",
+				path);
 			free(dir_data);
 			return ret;
 		}

@@ -404,6 +404,39 @@ Test(options, decode_capture_and_mistakes)
 	rv_options_destroy(&o);
 }
 
+/* --image FILE@ADDRESS: each malformed spelling refused with its reason. */
+Test(options, image_address_syntax)
+{
+	static const struct {
+		const char *text, *says;
+	} bad[] = {
+		{ "i@", "invalid --image 'i@': use FILE@ADDRESS, e.g. image.bin@0x400000" },
+		{ "@0x1", "invalid --image '@0x1': use FILE@ADDRESS, e.g. image.bin@0x400000" },
+		{ "i", "invalid --image 'i': use FILE@ADDRESS, e.g. image.bin@0x400000" },
+		{ "i@0x", "invalid --image 'i@0x': '0x' is not an address (decimal or 0x hex)" },
+		{ "i@-1", "invalid --image 'i@-1': '-1' is not an address (decimal or 0x hex)" },
+		{ "i@+1", "invalid --image 'i@+1': '+1' is not an address (decimal or 0x hex)" },
+		{ "i@ 0x10",
+		  "invalid --image 'i@ 0x10': ' 0x10' is not an address (decimal or 0x hex)" },
+		{ "i@0x1g", "invalid --image 'i@0x1g': '0x1g' is not an address (decimal or 0x "
+			    "hex)" },
+		{ "i@0x10000000000000000", "invalid --image 'i@0x10000000000000000': "
+					   "'0x10000000000000000' is past the top of the "
+					   "64-bit address space" },
+	};
+	struct rv_raw_image image;
+	struct rv_error err = { 0 };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_neq(rv_parse_image(bad[i].text, &image, &err), 0, "%s", bad[i].text);
+		cr_assert_str_eq(err.message, bad[i].says);
+	}
+	cr_assert_eq(rv_parse_image("a@b@0xffffffffffffffff", &image, &err), 0, "%s", err.message);
+	cr_assert_str_eq(image.path, "a@b");
+	cr_assert_eq(image.addr, UINT64_MAX);
+	free(image.path);
+}
+
 /* run's `--`: before COMMAND it ends rearview's options and every later
  * argument is COMMAND's; after COMMAND (magic-trace's form) the first one
  * only separates COMMAND's arguments and is dropped. */
