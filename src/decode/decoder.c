@@ -537,9 +537,16 @@ static int judge_raw_pt(struct rv_decoder *d, struct rv_error *err)
 static void judge_pt_capture(struct rv_decoder *d)
 {
 	const struct rv_pt_stats *s = &d->pt_stats;
+	const struct rv_pt_missing *missing;
+	size_t nr_missing = rv_pt_capture_missing(d->pt, &missing);
+	const char *why = "the binaries at the capture's paths are not the ones that ran "
+			  "(rebuilt or updated since?); decode on the machine that recorded it";
 	char skipped[32], all[32], errors[32];
 	unsigned percent;
 
+	for (size_t i = 0; i < nr_missing; i++)
+		if (missing[i].errors || missing[i].skipped_bytes)
+			why = "the code it ran could not be read (the files named above)";
 	if (!s->errors || !s->bytes)
 		return;
 	percent = (unsigned)(100 * s->skipped_bytes / s->bytes);
@@ -550,11 +557,7 @@ static void judge_pt_capture(struct rv_decoder *d)
 		 "error%s): %s",
 		 percent, rv_count_text(s->skipped_bytes, skipped, sizeof(skipped)),
 		 rv_count_text(s->bytes, all, sizeof(all)),
-		 rv_count_text(s->errors, errors, sizeof(errors)), s->errors == 1 ? "" : "s",
-		 s->nomap == s->errors
-			 ? "the code it ran is missing here"
-			 : "the binaries at the capture's paths are not the ones that ran "
-			   "(rebuilt or updated since?); decode on the machine that recorded it");
+		 rv_count_text(s->errors, errors, sizeof(errors)), s->errors == 1 ? "" : "s", why);
 }
 
 int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct rv_error *err)

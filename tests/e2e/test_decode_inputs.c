@@ -18,6 +18,7 @@
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,18 +83,6 @@ static void expect_refused(struct decode_case *c, const char *message)
 	cr_assert(!file_exists(c->out), "a trace was written");
 }
 
-/* The stderr line that starts with `start`, or NULL. */
-static const char *line_starting(const char *text, const char *start)
-{
-	for (const char *line = text; line && *line; line = strchr(line, '\n')) {
-		if (*line == '\n')
-			line++;
-		if (!strncmp(line, start, strlen(start)))
-			return line;
-	}
-	return NULL;
-}
-
 /* ---- raw traces with the wrong image or address ---- */
 
 Test(decode_inputs, raw_wrong_address_decodes_nothing, .timeout = 120)
@@ -124,14 +113,21 @@ Test(decode_inputs, raw_wrong_address_decodes_nothing, .timeout = 120)
 	teardown(&c);
 }
 
-/* The percentage from "N% of the trace did not decode", or -1. */
+/* The percentage from the warning "N% of the trace did not decode", or -1
+ * when there is none. */
 static int undecoded_percent(const char *err)
 {
-	const char *line = line_starting(err, WARNING);
+	const char *p = strstr(err, "% of the trace did not decode (");
+	const char *digits;
 
-	while (line && !strstr(line, "% of the trace did not decode ("))
-		line = line_starting(strchr(line, '\n'), WARNING);
-	return line ? atoi(line + strlen(WARNING)) : -1;
+	if (!p)
+		return -1;
+	for (digits = p; digits > err && digits[-1] >= '0' && digits[-1] <= '9';)
+		digits--;
+	cr_assert(digits - err >= (ptrdiff_t)strlen(WARNING) &&
+			  !strncmp(digits - strlen(WARNING), WARNING, strlen(WARNING)),
+		  "not a warning of its own: %s", err);
+	return atoi(digits);
 }
 
 Test(decode_inputs, raw_wrong_address_decodes_little, .timeout = 120)
@@ -493,5 +489,69 @@ Test(decode_inputs, not_captures, .timeout = 120)
 		 "Fuchsia trace (a trace already written): open it in the Perfetto UI",
 		 fxt);
 	expect_refused(&c, want);
+	teardown(&c);
+}
+
+/* ---- PT captures whose code does not fit ---- */
+
+/* perf-4.14's binaries are not on this machine: nearly nothing decodes, the
+ * missing files are named, and so is what it cost the trace. */
+Test(decode_inputs, capture_without_its_code, .timeout = 120)
+{
+	static const char why[] = "): the code it ran could not be read (the files named above)\n";
+	struct decode_case c;
+	char capture[1100];
+	const char *line;
+
+	setup(&c);
+	snprintf(capture, sizeof(capture), "%s/perf-4.14/perf.data.intel_pt-4.14", c.corpus);
+	decode(&c, (const char *[]){ capture, NULL });
+	cr_assert_eq(c.r->exit_code, 0, "exit %d: %s", c.r->exit_code, c.r->err);
+	cr_assert_geq(undecoded_percent(c.r->err), 90, "%s", c.r->err);
+	line = strstr(c.r->err, "% of the trace did not decode (");
+	cr_assert(line && !strncmp(strchr(line, ')'), why, strlen(why)), "%s", c.r->err);
+	teardown(&c);
+}
+
+/* A softpt capture whose program was replaced by another after it was
+ * recorded: the binary at the capture's path is not the one that ran. */
+Test(decode_inputs, capture_of_a_replaced_binary, .timeout = 300)
+{
+	struct decode_case c;
+	char prog[128], capture[128];
+	const char *line;
+
+	setup(&c);
+	snprintf(prog, sizeof(prog), "%s/prog", c.dir);
+	snprintf(capture, sizeof(capture), "%s/capture", c.dir);
+	{
+		size_t size;
+		void *code = read_whole(build_path("tests/pt/recursion"), &size);
+
+		write_file(prog, code, size);
+		free(code);
+		cr_assert_eq(chmod(prog, 0755), 0);
+	}
+	char *softpt[] = {
+		(char *)build_path("softpt"), "-q", "-o", capture, "--", prog, "30", NULL
+	};
+	run_process(softpt, 240, c.r);
+	cr_assert_eq(c.r->exit_code, 0, "softpt: %s", c.r->err);
+	{
+		size_t size;
+		void *other = read_whole(build_path("tests/pt/fnptr"), &size);
+
+		write_file(prog, other, size);
+		free(other);
+	}
+	decode(&c, (const char *[]){ capture, NULL });
+	cr_assert_eq(c.r->exit_code, 0, "exit %d: %s", c.r->exit_code, c.r->err);
+	cr_assert_gt(undecoded_percent(c.r->err), 50, "%s", c.r->err);
+	line = strstr(c.r->err, "% of the trace did not decode (");
+	cr_assert(line && strstr(line, " bytes skipped after ") &&
+			  strstr(line, "): the binaries at the capture's paths are not the ones "
+				       "that ran (rebuilt or updated since?); decode on the "
+				       "machine that recorded it\n"),
+		  "%s", c.r->err);
 	teardown(&c);
 }
