@@ -158,8 +158,8 @@ int rv_raw_pt_check_images(const struct rv_raw_pt_image *images, size_t nr_image
 	return 0;
 }
 
-/* Loads every image (checked and measured first); [*lowest, *highest) is
- * their span, *highest UINT64_MAX when the last byte is the top one. */
+/* Loads every image (checked and measured first); [*lowest, *highest] is
+ * their span, both ends included (the last byte may be 2^64 - 1). */
 static int load_images(const struct rv_raw_pt_options *o, struct pt_image *image,
 		       struct pt_image_section_cache *iscache, uint64_t *sizes, uint64_t *lowest,
 		       uint64_t *highest, struct rv_error *err)
@@ -181,10 +181,8 @@ static int load_images(const struct rv_raw_pt_options *o, struct pt_image *image
 					    im->path, im->addr, rv_pt_strerror(status));
 		if (im->addr < *lowest)
 			*lowest = im->addr;
-		if (last == UINT64_MAX)
-			*highest = UINT64_MAX;
-		else if (last + 1 > *highest)
-			*highest = last + 1;
+		if (last > *highest)
+			*highest = last;
 	}
 	return ret;
 }
@@ -333,8 +331,7 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 		 * filter mode on IA32_RTIT_ADDR0), unless told otherwise. */
 		d.config.addr_filter.config.ctl.addr0_cfg = ADDR_CFG_FILTER;
 		d.config.addr_filter.addr0_a = o->addr_filter[1] ? o->addr_filter[0] : lowest;
-		d.config.addr_filter.addr0_b =
-			o->addr_filter[1] ? o->addr_filter[1] - 1 : highest - 1;
+		d.config.addr_filter.addr0_b = o->addr_filter[1] ? o->addr_filter[1] - 1 : highest;
 		d.image = image;
 		d.iscache = iscache;
 		d.populate = raw_populate;
