@@ -142,8 +142,8 @@ Test(decode_inputs, raw_wrong_address_decodes_little, .timeout = 120)
 	cr_assert_eq(c.r->exit_code, 0, "exit %d: %s", c.r->exit_code, c.r->err);
 	cr_assert_geq(undecoded_percent(c.r->err), 95, "%s", c.r->err);
 	snprintf(names, sizeof(names),
-		 "branch packets, after 16 decode errors): the image '%s/Unzip/image.bin' at "
-		 "0x401000 does not fit the trace; " CHECK_IMAGE "\n",
+		 " decode errors): the image '%s/Unzip/image.bin' at 0x401000 does not fit the "
+		 "trace; " CHECK_IMAGE "\n",
 		 c.corpus);
 	cr_assert(strstr(c.r->err, names), "%s", c.r->err);
 	cr_assert(file_exists(c.out), "some of it decoded: the trace is written");
