@@ -1082,7 +1082,7 @@ static int parse_line(struct rv_perf_script *p, const char *text, size_t len, st
 	if (take_word(&c, "instruction trace error") || take_word(&c, "unknown AUX error"))
 		return parse_trace_error(p, &c, ev);
 	if (*l.start == '\t')
-		return fail(p, "a sample's header line before its call chain");
+		return LINE_SKIP; /* the call chain of a sample drawn without it */
 	return parse_sample(p, &c, ev);
 }
 
