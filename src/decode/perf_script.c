@@ -421,8 +421,8 @@ static bool parse_time(struct cursor *c, uint64_t *ns, bool allow_zero)
 
 /* Whether the " =>" at `arrow` is followed by an address field and a
  * boundary: strict, perf's " %16" field exactly; else any spaces and hex
- * digits. */
-static bool address_follows(const char *arrow, const char *end, bool strict)
+ * digits (*spaces: how many). */
+static bool address_follows(const char *arrow, const char *end, bool strict, size_t *spaces)
 {
 	const char *at = arrow + 3, *digits;
 
@@ -441,6 +441,7 @@ static bool address_follows(const char *arrow, const char *end, bool strict)
 	}
 	while (at < end && *at == ' ')
 		at++;
+	*spaces = (size_t)(at - arrow - 3);
 	digits = at;
 	while (at < end && hex_value(*at) >= 0)
 		at++;
@@ -448,11 +449,11 @@ static bool address_follows(const char *arrow, const char *end, bool strict)
 }
 
 /* perf's separator between a branch's source and target: of the " =>" in
- * the rest of the line, the first followed by a %16 address field and
- * preceded by the source's "(DSO)", else the first followed by that field,
- * else the first followed by any address, preceded by ")" or not. A symbol
- * name that holds " => " ("operator=>", "{{closure}} => ...") is thereby
- * not split. NULL when there is none. */
+ * the rest of the line followed by an address, the first that is most like
+ * perf's: followed by the %16 address field, else by more than one space
+ * and an address, else by one; preceded by the source's "(DSO)" before
+ * one that is not. A symbol name that holds " => " ("operator=>",
+ * "{{closure}} => ...") is thereby not split. NULL when there is none. */
 static const char *find_arrow(const struct cursor *c)
 {
 	const char *best = NULL;
@@ -460,6 +461,7 @@ static const char *find_arrow(const struct cursor *c)
 
 	for (const char *at = c->p; at < c->end;) {
 		const char *eq = memchr(at, '=', (size_t)(c->end - at));
+		size_t spaces = 0;
 		int score;
 
 		if (!eq)
@@ -467,10 +469,10 @@ static const char *find_arrow(const struct cursor *c)
 		at = eq + 1;
 		if (eq == c->p || eq[-1] != ' ' || eq + 1 >= c->end || eq[1] != '>')
 			continue;
-		if (address_follows(eq - 1, c->end, true))
-			score = 3;
-		else if (address_follows(eq - 1, c->end, false))
-			score = 1;
+		if (address_follows(eq - 1, c->end, true, &spaces))
+			score = 6;
+		else if (address_follows(eq - 1, c->end, false, &spaces))
+			score = spaces > 1 ? 3 : 1;
 		else
 			continue;
 		if (eq - 1 > c->p && eq[-2] == ')')
