@@ -1144,10 +1144,9 @@ static int take_event(struct rv_perf_script *p, struct rv_event *ev, uint64_t li
 {
 	struct thread_time *t;
 
-	if (ev->kind != RV_EVENT_TRACE_ERROR || ev->time)
-		p->last_time = ev->time;
 	if (keep_order(p, ev, line, &t) < 0)
 		return fail_fatal(p, err, p->fatal.code);
+	p->last_time = ev->time;
 	if (comm && t->comm != comm) {
 		t->comm = comm;
 		p->queued = *ev;
@@ -1318,11 +1317,12 @@ int rv_perf_script_check_any(const struct rv_perf_script *p, struct rv_error *er
 			 s->nr_not_drawn_names == RV_PERF_SCRIPT_NAMES ? ", ..." : "");
 	return rv_error_set(
 		err, ENODATA,
-		"%s holds nothing rearview can draw: %" PRIu64 " lines: 0 branches, 0 samples, "
-		"0 other events, %" PRIu64 " lines of events rearview does not draw%s, %" PRIu64
-		" lines that could not be read%s. Give it the output of `perf script "
+		"%s holds nothing rearview can draw: %" PRIu64 " line%s: 0 branches, 0 samples, "
+		"0 other events, %" PRIu64 " line%s of events rearview does not draw%s, %" PRIu64
+		" line%s that could not be read%s. Give it the output of `perf script "
 		"--itrace=be -F pid,tid,time,flags,ip,addr,sym,symoff,dso` (Intel PT), or of "
 		"`perf script` for a `perf record -g` capture",
-		p->name, s->lines, s->not_drawn, names, s->bad + s->cut,
-		s->bad ? " (the first: see the warnings above)" : "");
+		p->name, s->lines, s->lines == 1 ? "" : "s", s->not_drawn,
+		s->not_drawn == 1 ? "" : "s", names, s->bad + s->cut,
+		s->bad + s->cut == 1 ? "" : "s", s->bad ? " (see the warnings above)" : "");
 }
