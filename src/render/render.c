@@ -405,11 +405,12 @@ static void warn_perf_script(const struct rv_perf_script_stats *s)
 	if (s->backwards)
 		rv_warn("%s: time goes back %" PRIu64 " time%s on a thread (line%s %s%s): the "
 			"text is not in perf script's order. Each such event was taken at its "
-			"thread's latest time; branches out of order give wrong call stacks. "
-			"Give perf script's output as it printed it",
+			"thread's latest time; %s. Give perf script's output as it printed it",
 			s->name, s->backwards, s->backwards == 1 ? "" : "s",
 			s->backwards == 1 ? "" : "s", where,
-			s->backwards > RV_PERF_SCRIPT_NOTED ? ", ..." : "");
+			s->backwards > RV_PERF_SCRIPT_NOTED ? ", ..." : "",
+			s->branches ? "branches out of order give wrong call stacks"
+				    : "the stacks before it last until then");
 	if (s->bad_offsets)
 		rv_debug("%" PRIu64 " symbol offsets were larger than their address (a perf "
 			 "bug): those functions are told apart by name only",
