@@ -605,7 +605,8 @@ static int parse_end(struct rv_perf_script *p, const char *s, const char *e, uin
 		return 0;
 	}
 
-	/* "+0x" and hex digits to the end: the offset into the symbol. */
+	/* "+0x" and hex digits to the end: the offset into the symbol;
+	 * without one (perf's default fields) the start is unknown */
 	off = e;
 	while (off > s && hex_value(off[-1]) >= 0)
 		off--;
@@ -615,11 +616,15 @@ static int parse_end(struct rv_perf_script *p, const char *s, const char *e, uin
 		if (!parse_hex(&c, &symoff))
 			return fail(p, "a symbol offset that fits 64 bits");
 		e = off - 3;
+	} else {
+		symoff = UINT64_MAX;
 	}
 	out->sym = intern(p, s, (size_t)(e - s));
 	if (!out->sym)
 		return out_of_memory(p);
-	if (symoff > ip) {
+	if (symoff == UINT64_MAX) {
+		out->sym_start = 0;
+	} else if (symoff > ip) {
 		/* perf's garbage offset ("memcpy@plt+0xffffffffff22f000"):
 		 * the function is known by name only */
 		p->stats.bad_offsets++;

@@ -35,7 +35,8 @@
  * perf's quirks, read as perf meant them:
  * - an offset larger than its address ("memcpy@plt+0xffffffffff22f000",
  *   perf's garbage-offset bug) is an unknown offset: sym is kept and
- *   sym_start is 0 (trace/builder.h then tells the function by its name);
+ *   sym_start is 0 (trace/builder.h then tells the function by its name),
+ *   as for a name printed without its offset;
  * - an "instruction trace error" without "time" (or with "time 0") takes the
  *   time of the last line before it that had one (0 when none had);
  * - a symbol name holding " => " (C++ operators, lambdas, Rust closures):
@@ -92,10 +93,11 @@ int rv_perf_script_open(struct rv_perf_script **out, FILE *in, const char *name,
  *   "tr end", "tr strt tr end" and "async" alone); branch.flags: "tr strt"
  *   TRACE_BEGIN, "tr end" TRACE_END, "async" and "hw int" ASYNC, "(x)" IN_TX.
  * - from = the ip side, to = the addr side. On each: ip; sym the name
- *   without "+0xOFF" and sym_start = ip - OFF (0: the offset was larger
- *   than ip, unknown); when the text says "[unknown]" or gives no offset,
- *   sym is that text ("[unknown]") and sym_start = ip; sym NULL and
- *   sym_start 0 when there is no symbol field. dso is the text in the
+ *   without "+0xOFF" and sym_start = ip - OFF; sym_start 0 (unknown: the
+ *   builder knows the function by its name) when the offset is larger than
+ *   ip or the text gives none (-F without symoff, perf's default); when the
+ *   text says "[unknown]", sym is "[unknown]" and sym_start = ip; sym NULL
+ *   and sym_start 0 when there is no symbol field. dso is the text in the
  *   final parentheses, NULL when absent or "[unknown]".
  * An error line gives pid, tid, time (see above), error.ip, error.message
  * (perf's text after "code N: "), error.offset UINT64_MAX, and

@@ -249,11 +249,11 @@ Test(perf_script, without_dso_offset_or_symbol)
 	assert_end(&ev.branch.to, 0x401100, "work", 0x401100, NULL, line);
 	import_close(&im);
 
-	/* -F without symoff: the start is not known, taken to be ip */
+	/* -F without symoff: the start is not known (0), the name is */
 	line = "1/2 3.000004:   call  401000 main (/bin/x) =>  401100 work (/bin/x)\n";
 	ev = one_event(&im, line);
-	assert_end(&ev.branch.from, 0x401000, "main", 0x401000, "/bin/x", line);
-	assert_end(&ev.branch.to, 0x401100, "work", 0x401100, "/bin/x", line);
+	assert_end(&ev.branch.from, 0x401000, "main", 0, "/bin/x", line);
+	assert_end(&ev.branch.to, 0x401100, "work", 0, "/bin/x", line);
 	import_close(&im);
 
 	/* -F without sym and dso */
@@ -287,7 +287,7 @@ Test(perf_script, symbols_with_spaces_and_parentheses)
 	ev = one_event(&im, "1/1 1.5:   call  401000 f(int)+0x4 =>  402000 "
 			    "(anonymous namespace)::g()\n");
 	assert_end(&ev.branch.from, 0x401000, "f(int)", 0x400ffc, NULL, "f(int)");
-	assert_end(&ev.branch.to, 0x402000, "(anonymous namespace)::g()", 0x402000, NULL, "g()");
+	assert_end(&ev.branch.to, 0x402000, "(anonymous namespace)::g()", 0, NULL, "g()");
 	import_close(&im);
 }
 
@@ -1576,4 +1576,40 @@ Test(perf_script, real_sampled_stacks)
 	cr_assert_eq(stats.bad, 0);
 	cr_assert_eq(stats.backwards, 0);
 	import_close(&im);
+}
+
+/* perf's default fields for Intel PT print names without offsets: each
+ * function is told by its name, so jumps inside it stay in its frame and
+ * calls and returns nest as with offsets. */
+Test(perf_script, names_without_offsets_nest_by_name)
+{
+	static const char text[] =
+		"app  1/1 [000] 1.000000000:  1 branches:u:   tr strt               0 [unknown] "
+		"([unknown]) =>           401000 main (/x)\n"
+		"app  1/1 [000] 1.000000010:  1 branches:u:   jcc              401004 main (/x) => "
+		"          401008 main (/x)\n"
+		"app  1/1 [000] 1.000000020:  1 branches:u:   call             401010 main (/x) => "
+		"          401100 work (/x)\n"
+		"app  1/1 [000] 1.000000030:  1 branches:u:   jmp              401104 work (/x) => "
+		"          401120 work (/x)\n"
+		"app  1/1 [000] 1.000000040:  1 branches:u:   call             401124 work (/x) => "
+		"          401200 leaf (/x)\n"
+		"app  1/1 [000] 1.000000050:  1 branches:u:   return           401204 leaf (/x) => "
+		"          401128 work (/x)\n"
+		"app  1/1 [000] 1.000000060:  1 branches:u:   return           401130 work (/x) => "
+		"          401015 main (/x)\n"
+		"app  1/1 [000] 1.000000070:  1 branches:u:   jmp              401018 main (/x) => "
+		"          401020 main (/x)\n"
+		"app  1/1 [000] 1.000000100:  1 branches:u:   tr end           401024 main (/x) => "
+		"               0 [unknown] ([unknown])\n";
+	struct builder_fixture f;
+	struct rv_perf_script_stats stats;
+	struct fxt_trace *t = build_text(&f, text, &stats);
+
+	cr_assert_eq(stats.branches, 9);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work"), 1);
+	expect_span(t, "work", 0, 20, 60, "main");
+	expect_span(t, "leaf", 0, 40, 50, "work");
+	builder_fixture_close(&f, t);
 }
