@@ -857,6 +857,8 @@ static uint64_t extra_ip(struct cursor c, bool *kernel)
 				   memmem(t.p, (size_t)(t.end - t.p), "([kernel.", 9));
 			return ip;
 		}
+		if (c.p == c.end)
+			return 0;
 		while (c.p < c.end && !is_space(*c.p))
 			c.p++;
 		if (c.p[-1] == ':')
