@@ -470,6 +470,10 @@ static int pull(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct r
 			continue;
 		ret = sink(ctx, &ev, err);
 	}
+	/* perf script text: lines it could not read were skipped (the report
+	 * says which); a text that gave no event at all is an error */
+	if (!ret && d->perf_script)
+		ret = rv_perf_script_check_any(d->perf_script, err);
 	return ret;
 }
 

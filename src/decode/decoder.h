@@ -66,7 +66,7 @@ enum rv_capture_kind {
 	RV_CAPTURE_SAMPLES,	/* stack samples */
 	RV_CAPTURE_FUNCTIONS,	/* the function tracer's records (--backend uprobe) */
 	RV_CAPTURE_PT,		/* Intel PT */
-	RV_CAPTURE_PERF_SCRIPT, /* `perf script --itrace=be` branch text */
+	RV_CAPTURE_PERF_SCRIPT, /* `perf script` text: branches, sampled stacks, events */
 	RV_CAPTURE_RAW_PT,	/* raw PT packets with flat code images */
 };
 

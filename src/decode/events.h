@@ -95,6 +95,11 @@ struct rv_frame {
 	 * kernel) rather than a return address; return addresses are looked up at
 	 * addr - 1 so that they land in the calling function. */
 	bool is_ip;
+	/* The function as the producer names it, when it does (perf script
+	 * text: its addresses are another machine's, so nothing is looked
+	 * up; "[unknown]" where perf knew no name); NULL: the builder names
+	 * addr with the symbolizer. Lives until rv_builder_add returns. */
+	const char *sym;
 };
 
 struct rv_event {

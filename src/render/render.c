@@ -65,6 +65,15 @@ static enum trace_kind trace_kind(enum rv_capture_kind kind)
 	}
 }
 
+/* perf script text that held sampled stacks and no branches is a sampling
+ * trace */
+static enum trace_kind report_kind(const struct rv_decoder_report *r)
+{
+	if (r->kind == RV_CAPTURE_PERF_SCRIPT && !r->perf_script.branches && r->perf_script.samples)
+		return TRACE_SAMPLES;
+	return trace_kind(r->kind);
+}
+
 static void print_probe_cost(const struct rv_builder *b, const struct rv_render_options *ro,
 			     const struct rv_builder_stats *bs, uint64_t covered)
 {
@@ -365,6 +374,58 @@ static void print_summary(const struct rv_builder *b, const struct rv_trace_writ
 
 /* ---- what decoding found ---- */
 
+/* What perf script text held that the trace does not show, or shows
+ * otherwise than the text says: said whether a trace was written or not. */
+static void warn_perf_script(const struct rv_perf_script_stats *s)
+{
+	char where[256];
+	size_t used = 0;
+
+	for (uint64_t i = 0; i < s->bad && i < RV_PERF_SCRIPT_NOTED && used < sizeof(where); i++)
+		used += (size_t)snprintf(where + used, sizeof(where) - used, "%sline %" PRIu64,
+					 i ? ", " : "", s->bad_at[i].line);
+	if (s->bad) {
+		rv_warn("%s: %" PRIu64 " line%s could not be read and %s skipped (%s%s)", s->name,
+			s->bad, s->bad == 1 ? "" : "s", s->bad == 1 ? "was" : "were", where,
+			s->bad > RV_PERF_SCRIPT_NOTED ? ", ..." : "");
+		for (uint64_t i = 0; i < s->bad && i < RV_PERF_SCRIPT_NOTED; i++)
+			rv_warn("  line %" PRIu64 ": expected %s", s->bad_at[i].line,
+				s->bad_at[i].expected);
+	}
+	if (s->cut)
+		rv_warn("%s: the last line (%" PRIu64 ") ends without a newline, cut short, and "
+			"was left out; was the text cut (a pipe closed early)?",
+			s->name, s->cut_line);
+	used = 0;
+	where[0] = '\0';
+	for (uint64_t i = 0; i < s->backwards && i < RV_PERF_SCRIPT_NOTED && used < sizeof(where);
+	     i++)
+		used += (size_t)snprintf(where + used, sizeof(where) - used, "%s%" PRIu64,
+					 i ? ", " : "", s->backwards_at[i]);
+	if (s->backwards)
+		rv_warn("%s: time goes back %" PRIu64 " time%s on a thread (line%s %s%s): the "
+			"text is not in perf script's order. Each such event was taken at its "
+			"thread's latest time; %s. Give perf script's output as it printed it",
+			s->name, s->backwards, s->backwards == 1 ? "" : "s",
+			s->backwards == 1 ? "" : "s", where,
+			s->backwards > RV_PERF_SCRIPT_NOTED ? ", ..." : "",
+			s->branches ? "branches out of order give wrong call stacks"
+				    : "the stacks before it last until then");
+	if (s->bad_offsets)
+		rv_debug("%" PRIu64 " symbol offsets were larger than their address (a perf "
+			 "bug): those functions are told apart by name only",
+			 s->bad_offsets);
+	if (s->untimed_errors)
+		rv_debug("%" PRIu64 " trace errors without a time took the time of the line "
+			 "before them",
+			 s->untimed_errors);
+	rv_debug("%" PRIu64 " lines: %" PRIu64 " branches, %" PRIu64 " errors, %" PRIu64
+		 " samples (%" PRIu64 " frames), %" PRIu64 " other events, %" PRIu64
+		 " not drawn, %" PRIu64 " blank or comments, %" PRIu64 " unreadable",
+		 s->lines, s->branches, s->errors, s->samples, s->frames, s->extra, s->not_drawn,
+		 s->skipped, s->bad + s->cut);
+}
+
 static void warn_findings(const struct rv_decoder_report *r, const struct rv_builder *b)
 {
 	struct rv_builder_stats bs;
@@ -413,10 +474,7 @@ static void warn_findings(const struct rv_decoder_report *r, const struct rv_bui
 				 ds->other_samples);
 	}
 	if (r->kind == RV_CAPTURE_PERF_SCRIPT)
-		rv_debug("%" PRIu64 " lines: %" PRIu64 " branches, %" PRIu64 " errors, %" PRIu64
-			 " skipped",
-			 r->perf_script.lines, r->perf_script.branches, r->perf_script.errors,
-			 r->perf_script.skipped);
+		warn_perf_script(&r->perf_script);
 	if (r->kind != RV_CAPTURE_SAMPLES)
 		return;
 	rv_builder_stats(b, &bs);
@@ -557,8 +615,14 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 		warn_findings(&report, builder);
 		if (ro->stats)
 			print_stats(&report, seconds);
-		print_summary(builder, writer, ro, trace_kind(report.kind));
+		print_summary(builder, writer, ro, report_kind(&report));
 	} else {
+		if (decoder && rv_decoder_kind(decoder) == RV_CAPTURE_PERF_SCRIPT) {
+			/* the lines skipped, before the error that says nothing
+			 * could be drawn */
+			rv_decoder_report(decoder, &report);
+			warn_perf_script(&report.perf_script);
+		}
 		rv_trace_writer_abort(writer);
 	}
 	rv_builder_free(builder);

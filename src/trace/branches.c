@@ -97,6 +97,9 @@ static const struct function *resolve(struct step *s, struct target *tg)
 			fn->name = tg->sym;
 			fn->start = tg->sym_start;
 			fn->known = true;
+			/* no start (perf's garbage offset): known by its name */
+			if (!fn->start)
+				fn->start = BUILDER_NAME_TAG | (uintptr_t)tg->sym;
 		}
 	} else if (tg->ip) {
 		struct rv_symbol sym;

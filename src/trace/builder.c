@@ -383,7 +383,7 @@ int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t id
 	f->name = name;
 	f->begin = begin;
 	f->lo = f->hi = 0;
-	f->addr = rv_stack_cut_parse(identity, &cut) ? 0 : identity;
+	f->addr = rv_stack_cut_parse(identity, &cut) || builder_is_named(identity) ? 0 : identity;
 	f->file = NULL;
 	f->line = 0;
 	if (f->addr && rv_symbolizer_source(b->symbolizer, t->pid, f->addr, &src)) {
@@ -391,7 +391,9 @@ int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t id
 		f->line = src.line;
 	}
 	/* a sampled kernel frame (the identity is its address or start) */
-	f->flags = identity >= BUILDER_KERNEL_START ? FRAME_KERNEL : 0;
+	f->flags = builder_is_named(identity) ? (identity & BUILDER_NAME_KERNEL ? FRAME_KERNEL : 0)
+		   : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
+						      : 0;
 	f->nr_held = 0;
 	return 0;
 }
@@ -806,6 +808,18 @@ static int on_stack(struct rv_builder *b, const struct rv_event *ev, struct rv_e
 		uint64_t lookup = f->is_ip || f->addr == 0 ? f->addr : f->addr - 1;
 		struct rv_symbol sym;
 
+		if (f->sym) {
+			/* named by the producer (text from another machine) */
+			const char *kept = rv_intern(&b->names, f->sym);
+
+			if (!kept)
+				return rv_error_set(err, ENOMEM, "out of memory");
+			b->path[i].identity = BUILDER_NAME_TAG | (uintptr_t)kept |
+					      (f->kernel ? BUILDER_NAME_KERNEL : 0);
+			b->path[i].name = kept;
+			b->path[i].known = strcmp(kept, "[unknown]") != 0;
+			continue;
+		}
 		rv_symbolizer_lookup(b->symbolizer, ev->pid, lookup, &sym);
 		b->path[i].identity = sym.known ? sym.start : f->addr;
 		b->path[i].name = sym.name;

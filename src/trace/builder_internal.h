@@ -20,6 +20,20 @@
 /* The lowest kernel address on x86-64 (the canonical high half). */
 #define BUILDER_KERNEL_START 0xffff800000000000ull
 
+/* The identity of a frame its producer names (a sample's frame.sym, a
+ * branch end's sym without a known start: perf script text): the builder's
+ * pooled copy of the name with a tag no canonical x86-64 address and no
+ * stack cut marker has (bits 47-62 are 0x8000), and bit 63 set for kernel
+ * code. Names are pooled once, so equal names give equal identities. */
+#define BUILDER_NAME_TAG    0x4000000000000000ull
+#define BUILDER_NAME_KERNEL 0x8000000000000000ull
+#define BUILDER_NAME_MASK   0x7fff800000000000ull
+
+static inline bool builder_is_named(uint64_t identity)
+{
+	return (identity & BUILDER_NAME_MASK) == BUILDER_NAME_TAG;
+}
+
 /* Arguments of a span (the kernel spans of exact calls: a syscall's "nr" and
  * "ret"), as the events gave them; names live as long as the producer. */
 #define SPAN_MAX_ARGS 2

@@ -16,7 +16,7 @@
 static void sample_fp(struct builder_fixture *f, uint32_t tid, uint64_t time,
 		      const uint64_t *root_first, size_t n, bool caller_unseen)
 {
-	struct rv_frame frames[32];
+	struct rv_frame frames[32] = { 0 };
 	struct rv_event ev = {
 		.kind = RV_EVENT_STACK_SAMPLE, .pid = 100, .tid = tid, .time = time
 	};

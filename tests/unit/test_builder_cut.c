@@ -14,7 +14,7 @@
 static void sample(struct builder_fixture *f, uint64_t time, const uint64_t *root_first, size_t n,
 		   uint32_t cut_bytes)
 {
-	struct rv_frame frames[32];
+	struct rv_frame frames[32] = { 0 };
 	struct rv_event ev = {
 		.kind = RV_EVENT_STACK_SAMPLE, .pid = 100, .tid = 100, .time = time
 	};
