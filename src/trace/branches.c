@@ -210,10 +210,24 @@ static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsi
 	return 0;
 }
 
+/* Whether execution lands on `tg`'s function's first byte: the function
+ * is entered there and then, whatever brought it there. */
+static bool at_entry(struct step *s, struct target *tg)
+{
+	const struct function *fn = resolve(s, tg);
+
+	return fn->known && tg->ip == fn->start;
+}
+
+/* Pushes `tg`'s function. A frame that would be inferred (the stack is
+ * empty) but lands on its function's first byte began now: nothing of it
+ * can have run before. */
 static int push_target(struct step *s, struct target *tg, unsigned flags)
 {
 	const struct function *fn = resolve(s, tg);
 
+	if ((flags & FRAME_INFERRED) && at_entry(s, tg))
+		flags &= ~FRAME_INFERRED;
 	if (tg->ip >= KERNEL_START)
 		flags |= FRAME_KERNEL;
 	return push(s, fn->name, fn->start, fn->end, flags | (fn->known ? FRAME_KNOWN : 0));
@@ -461,8 +475,11 @@ static int on_trace_begin(struct step *s, struct target *to)
 	/* resumed in the kernel under user code: a kernel entry */
 	if (to->ip >= KERNEL_START && !in_kernel(t) && !stack_empty(t))
 		return enter_kernel(s, to);
-	if (stack_empty(t))
+	if (stack_empty(t)) {
+		/* at a function's first byte (perf script's main+0x0): a call */
+		s->b->stats.calls += at_entry(s, to);
 		return push_target(s, to, t->br.fresh ? FRAME_INFERRED : 0);
+	}
 	return land(s, to, OTHERWISE_PUSH, false);
 }
 
@@ -678,20 +695,22 @@ static int take(struct rv_builder *b, struct thread_state *t, const struct batch
 	return handle(b, t, e, now, err);
 }
 
-/* Takes the batched events spread over [batch_time, next_time), and closes
- * the batch. The batch's first event, taken when it came, had the batch's
- * time, as it would now. */
-static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t next_time,
+/* The time over which the batch spreads when the next event comes at
+ * next_time. No later time to spread to (the thread's last batch, or one too
+ * long to hold): a nanosecond each keeps the order that nesting needs. */
+static uint64_t spread_until(const struct branch_state *br, uint64_t next_time)
+{
+	return next_time > br->batch_time ? next_time - br->batch_time : br->batch_calls;
+}
+
+/* Takes the batched events spread over [batch_time, batch_time + span), or
+ * all at batch_time when span is 0, and closes the batch. The batch's first
+ * event, taken when it came, had the batch's time, as it would now. */
+static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t span,
 		       struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
-	uint64_t span = next_time > br->batch_time ? next_time - br->batch_time : 0;
 	uint64_t ncalls = br->batch_calls;
-
-	/* No later time to spread to (the thread's last batch, or one too long
-	 * to hold): a nanosecond each keeps the order that nesting needs. */
-	if (span == 0)
-		span = ncalls;
 	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
 	uint64_t calls = br->taken_calls;
 	int ret = 0;
@@ -701,9 +720,7 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t ne
 		struct batched_event e = { .from_ip = p->from_ip,
 					   .to_ip = p->to_ip,
 					   .kind = p->kind,
-					   .flags = p->flags,
-					   .error = p->error,
-					   .overflow = p->overflow };
+					   .flags = p->flags };
 		uint64_t k;
 
 		if (p->extra) {
@@ -713,7 +730,6 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t ne
 			e.to_start = x->to_start;
 			e.from_sym = x->from_sym;
 			e.to_sym = x->to_sym;
-			e.message = x->message;
 		}
 		calls += takes_share();
 		k = calls ? calls - 1 : 0;
@@ -722,8 +738,6 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t ne
 			   br->batch_time + k * quotient + (ncalls ? k * remainder / ncalls : 0),
 			   err);
 	}
-	for (size_t i = 0; i < br->nr_extra; i++)
-		free(br->extra[i].message);
 	br->nr_extra = 0;
 	br->nr_batch = 0;
 	br->batch_open = false;
@@ -749,12 +763,11 @@ static void copy_event(struct batched_event *e, const struct rv_event *ev)
 	e->to_start = ev->branch.to.sym_start;
 }
 
-/* Keeps ev in the batch (packed); an error's message is copied, since the
- * producer's need not outlive the call. */
+/* Keeps the branch ev in the batch (packed). */
 static int batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error *err)
 {
+	const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
 	struct packed_event *p;
-	struct batched_extra x = { 0 };
 	bool extra;
 
 	if (br->nr_batch == br->cap_batch) {
@@ -767,43 +780,52 @@ static int batch_event(struct branch_state *br, const struct rv_event *ev, struc
 		br->cap_batch = cap;
 	}
 	p = &br->batch[br->nr_batch];
-	if (ev->kind == RV_EVENT_TRACE_ERROR) {
-		*p = (struct packed_event){ .error = true, .overflow = ev->error.overflow };
-		x.message = strdup(ev->error.message ? ev->error.message : "unknown error");
-		if (!x.message)
-			return builder_out_of_memory(err);
-		extra = true;
-	} else {
-		const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
-
-		*p = (struct packed_event){ .from_ip = from->ip,
-					    .to_ip = to->ip,
-					    .kind = (uint8_t)ev->branch.kind,
-					    .flags = (uint8_t)ev->branch.flags };
-		extra = from->sym || to->sym || from->sym_start || to->sym_start;
-		if (extra)
-			x = (struct batched_extra){ .from_start = from->sym_start,
-						    .to_start = to->sym_start,
-						    .from_sym = from->sym,
-						    .to_sym = to->sym };
-	}
+	*p = (struct packed_event){ .from_ip = from->ip,
+				    .to_ip = to->ip,
+				    .kind = (uint8_t)ev->branch.kind,
+				    .flags = (uint8_t)ev->branch.flags };
+	extra = from->sym || to->sym || from->sym_start || to->sym_start;
 	if (extra) {
 		if (br->nr_extra == br->cap_extra) {
 			size_t cap = br->cap_extra ? br->cap_extra * 2 : 16;
 			struct batched_extra *grown = realloc(br->extra, cap * sizeof(*grown));
 
-			if (!grown) {
-				free(x.message);
+			if (!grown)
 				return builder_out_of_memory(err);
-			}
 			br->extra = grown;
 			br->cap_extra = cap;
 		}
-		br->extra[br->nr_extra] = x;
+		br->extra[br->nr_extra] = (struct batched_extra){ .from_start = from->sym_start,
+								  .to_start = to->sym_start,
+								  .from_sym = from->sym,
+								  .to_sym = to->sym };
 		p->extra = (uint32_t)++br->nr_extra;
 	}
 	br->nr_batch++;
 	return 0;
+}
+
+/* A trace error is drawn at its own time, the last timing packet before it
+ * (all the input says): the batch before it spreads up to it, or, when they
+ * share their time, is taken at it with nothing to spread over, and the
+ * error ends the batch. What comes after it at its time begins 1 ns later
+ * (see builder_add_branch). */
+static int take_error(struct rv_builder *b, struct thread_state *t, const struct rv_event *ev,
+		      struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	struct batched_event e;
+	int ret;
+
+	if (br->batch_open) {
+		ret = flush_batch(b, t, ev->time > br->batch_time ? ev->time - br->batch_time : 0,
+				  err);
+		if (ret)
+			return ret;
+	}
+	copy_event(&e, ev);
+	/* out of order (which the caller must not do): at the last time */
+	return take(b, t, &e, ev->time > br->last_time ? ev->time : br->last_time, err);
 }
 
 int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
@@ -816,9 +838,11 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 
 	if (!t)
 		return builder_out_of_memory(err);
+	if (ev->kind == RV_EVENT_TRACE_ERROR)
+		return take_error(b, t, ev, err);
 	br = &t->br;
 	if (br->batch_open && time > br->batch_time) {
-		ret = flush_batch(b, t, time, err);
+		ret = flush_batch(b, t, spread_until(br, time), err);
 		if (ret)
 			return ret;
 	}
@@ -826,6 +850,11 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 		br->batch_open = true;
 		/* out of order (which the caller must not do): at the last time */
 		br->batch_time = time > br->last_time ? time : br->last_time;
+		/* after an error at this time: 1 ns after it, so that the gap
+		 * has a length (magic-trace #155), and the batch spreads from
+		 * there */
+		if (br->have_error && br->batch_time <= br->error_time)
+			br->batch_time = br->error_time + 1;
 		br->batch_calls = br->taken_calls = 0;
 	}
 	call = takes_share();
@@ -844,7 +873,7 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 		return ret;
 	br->batch_calls += call;
 	if (br->nr_batch >= MAX_BATCH) {
-		ret = flush_batch(b, t, br->batch_time, err);
+		ret = flush_batch(b, t, spread_until(br, br->batch_time), err);
 		/* the next event comes after the last nanosecond taken */
 		br->last_time++;
 		return ret;
@@ -854,7 +883,8 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 
 int builder_flush_branches(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
 {
-	return t->br.batch_open ? flush_batch(b, t, t->br.batch_time, err) : 0;
+	return t->br.batch_open ? flush_batch(b, t, spread_until(&t->br, t->br.batch_time), err)
+				: 0;
 }
 
 int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t end,
@@ -862,7 +892,7 @@ int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t 
 {
 	struct branch_state *br = &t->br;
 	struct step s = { .b = b, .t = t, .err = err };
-	int ret = br->batch_open ? flush_batch(b, t, end, err) : 0;
+	int ret = br->batch_open ? flush_batch(b, t, spread_until(br, end), err) : 0;
 
 	if (ret)
 		return ret;
@@ -894,8 +924,6 @@ int builder_begin_stack(struct rv_builder *b, struct thread_state *t, uint64_t n
 
 void builder_free_branches(struct branch_state *br)
 {
-	for (size_t i = 0; i < br->nr_extra; i++)
-		free(br->extra[i].message);
 	free(br->extra);
 	free(br->batch);
 	for (size_t i = 0; i < br->cap_segs; i++)

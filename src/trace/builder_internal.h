@@ -106,23 +106,21 @@ struct batched_event {
 	bool error, overflow;
 };
 
-/* What a batched_event keeps beyond the addresses: perf script's symbols, or
- * a trace error's message (an owned copy). Most events (Intel PT decoded
- * here) have none. */
+/* What a batched branch keeps beyond the addresses: perf script's symbols.
+ * Most events (Intel PT decoded here) have none. */
 struct batched_extra {
 	uint64_t from_start, to_start;
 	const char *from_sym, *to_sym;
-	char *message;
 };
 
-/* A batched_event waiting for its batch's time to be known, in a third of the
- * room: a batch without timing packets runs to MAX_BATCH events, and is
- * written once and read once. */
+/* A branch waiting for its batch's time to be known, in a third of the room:
+ * a batch without timing packets runs to MAX_BATCH events, and is written
+ * once and read once. Trace errors are never batched: each is taken at its
+ * own time. */
 struct packed_event {
 	uint64_t from_ip, to_ip;
 	uint32_t extra; /* 1 + index in branch_state.extra, or 0: none */
 	uint8_t kind, flags;
-	bool error, overflow;
 };
 
 struct branch_state {

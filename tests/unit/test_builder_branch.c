@@ -854,8 +854,8 @@ Test(builder_branch, overflow_and_decode_error_close_everything_and_restart_clea
 	call(&f, 20, at("foo", 0x20), at("bar", 0));
 	branch(&f, 25, RV_BRANCH_SYSCALL, 0, at("bar", 0x30), at("entry_SYSCALL_64", 0));
 	trace_error(&f, 30, "overflow", true);
-	/* resynchronised at the error's timestamp: the batch (the error, the
-	 * begin) spreads over [30, 40), the begin at 30 + 10 / 2 = 35 */
+	/* resynchronised at the error's timestamp: the begin 1 ns after the
+	 * error, at 31 (not spread with the error over [30, 40)) */
 	trace_begin(&f, 30, at("bar", 0x40));
 	ret(&f, 40, at("bar", 0x50), at("foo", 0x25));
 	trace_error(&f, 50, "no memory mapped at 0x1234", false);
@@ -877,10 +877,10 @@ Test(builder_branch, overflow_and_decode_error_close_everything_and_restart_clea
 	expect_span(t, "foo", 0, 10, 30, "main");
 	expect_span(t, "bar", 0, 20, 30, "foo");
 	expect_span(t, "entry_SYSCALL_64", 0, 25, 30, "bar");
-	expect_span(t, "[trace gap]", 0, 30, 35, NULL);
+	expect_span(t, "[trace gap]", 0, 30, 31, NULL);
 	/* restarted in bar, then returned above it into foo */
-	expect_span(t, "foo", 1, 35, 50, NULL);
-	expect_span(t, "bar", 1, 35, 40, "foo");
+	expect_span(t, "foo", 1, 31, 50, NULL);
+	expect_span(t, "bar", 1, 31, 40, "foo");
 	cr_assert(inferred(t, "bar", 1));
 	cr_assert(inferred(t, "foo", 1));
 	expect_span(t, "[trace gap]", 1, 50, 60, NULL);
@@ -917,6 +917,183 @@ Test(builder_branch, an_event_that_the_spreading_leaves_at_the_errors_time_moves
 	expect_span(t, "bar", 0, 21, 22, "foo");
 	cr_assert(inferred(t, "foo", 1));
 	cr_assert(inferred(t, "main", 1));
+	builder_fixture_close(&f, t);
+}
+
+/* issue 19: an error that shares its timestamp with the branches before it
+ * (PT: no timing packet between them; perf script prints them with one time)
+ * is drawn at that time. Spreading it with them over the time to the next
+ * event put it at 20 + (1000 - 20) / 3 * 2 = 673, and foo and main absorbed
+ * the time the error lost. */
+Test(builder_branch, an_error_is_drawn_at_its_time_not_spread_with_its_batch)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("foo", 0));
+	call(&f, 12, at("foo", 0x20), at("bar", 0));
+	call(&f, 14, at("bar", 0x20), at("baz", 0));
+	ret(&f, 20, at("baz", 0x10), at("bar", 0x25));
+	ret(&f, 20, at("bar", 0x30), at("foo", 0x25));
+	trace_error(&f, 20, "overflow", true);
+	trace_begin(&f, 1000, at("foo", 0x30));
+	ret(&f, 1010, at("foo", 0x40), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 20, "the overflow at %llu, not at 20",
+		     (unsigned long long)marker->ts_ns);
+	/* the returns before it, stamped 20, are at 20: nothing to spread over */
+	expect_span(t, "baz", 0, 14, 20, "bar");
+	expect_span(t, "bar", 0, 12, 20, "foo");
+	expect_span(t, "foo", 0, 10, 20, "main");
+	expect_span(t, "main", 0, 0, 20, NULL);
+	expect_span(t, "[trace gap]", 0, 20, 1000, NULL);
+	expect_span(t, "foo", 1, 1000, 1010, "main");
+	expect_span(t, "main", 1, 1000, 1010, NULL);
+	builder_fixture_close(&f, t);
+}
+
+/* The same for a decode error after a batch that time has not left yet,
+ * and for the branches after an error at its time: they begin 1 ns after it
+ * (the gap needs a length: magic-trace #155), not spread with it. */
+Test(builder_branch, the_events_after_an_error_at_its_time_begin_1ns_after_it)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 100, at("main", 0x20), at("foo", 0));
+	call(&f, 100, at("foo", 0x20), at("bar", 0));
+	ret(&f, 100, at("bar", 0x30), at("foo", 0x25));
+	trace_error(&f, 100, "no memory mapped at 0x1234", false);
+	/* resynchronised before the next timing packet: at 101, spread over
+	 * [101, 301): 101 and 201 */
+	trace_begin(&f, 100, at("foo", 0x40));
+	call(&f, 100, at("foo", 0x50), at("baz", 0));
+	ret(&f, 301, at("baz", 0x10), at("foo", 0x55));
+	ret(&f, 400, at("foo", 0x60), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[decode error: no memory mapped at 0x1234]",
+				  0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 100, "the error at %llu, not at 100",
+		     (unsigned long long)marker->ts_ns);
+	expect_span(t, "main", 0, 0, 100, NULL);
+	expect_span(t, "foo", 0, 100, 100, NULL);
+	expect_span(t, "[trace gap]", 0, 100, 101, NULL);
+	expect_span(t, "foo", 1, 101, 400, "main");
+	expect_span(t, "baz", 0, 201, 301, "foo");
+	cr_assert(inferred(t, "foo", 1));
+	builder_fixture_close(&f, t);
+}
+
+/* A PT decoder reports an error with the last timing packet's time, the
+ * batch it ends having come at an earlier one: the batch spreads up to the
+ * error, and the error is at its time. */
+Test(builder_branch, a_batch_before_an_error_spreads_up_to_it)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	/* 10, 20, 30 (the error's 40 - 10 = 30 over 3) */
+	call(&f, 10, at("main", 0x20), at("foo", 0));
+	call(&f, 10, at("foo", 0x20), at("bar", 0));
+	ret(&f, 10, at("bar", 0x30), at("foo", 0x25));
+	trace_error(&f, 40, "overflow", true);
+	trace_begin(&f, 90, at("main", 0x30));
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 40);
+	expect_span(t, "bar", 0, 20, 30, "foo");
+	expect_span(t, "foo", 0, 10, 40, "main");
+	expect_span(t, "main", 0, 0, 40, NULL);
+	expect_span(t, "[trace gap]", 0, 40, 90, NULL);
+	builder_fixture_close(&f, t);
+}
+
+/* issue 19: "tr strt" exactly at a function's first byte (perf script's
+ * _start+0x0, main+0x0) enters the function then: a call, at the trace
+ * begin's time, not a frame that was running before the trace began. */
+Test(builder_branch, a_trace_begin_at_a_functions_first_byte_is_a_call)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 100, at("main", 0));
+	call(&f, 110, at("main", 0x20), at("foo", 0));
+	ret(&f, 120, at("foo", 0x10), at("main", 0x25));
+	ret(&f, 130, at("main", 0x30), at("__libc_start_call_main", 0x7a));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	expect_span(t, "main", 0, 0, 30, "__libc_start_call_main");
+	cr_assert_not(inferred(t, "main", 0), "main was entered when the trace began");
+	/* its caller ran before: that one is a guess */
+	expect_span(t, "__libc_start_call_main", 0, 0, 30, NULL);
+	cr_assert(inferred(t, "__libc_start_call_main", 0));
+	cr_assert_eq(stats.calls, 2, "the trace begin at main's entry is a call");
+	cr_assert_eq(stats.inferred, 1);
+	builder_fixture_close(&f, t);
+}
+
+/* The same for a trace that resumes at a function's entry after a gap, and
+ * in the middle of one (inferred, as before). */
+Test(builder_branch, a_trace_begin_at_a_functions_first_byte_after_a_gap_is_a_call)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("foo", 0));
+	trace_error(&f, 20, "overflow", true);
+	trace_begin(&f, 50, at("bar", 0));
+	ret(&f, 60, at("bar", 0x10), at("foo", 0x30));
+	ret(&f, 70, at("foo", 0x40), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	cr_assert(inferred(t, "main", 0), "main ran before the trace began");
+	expect_span(t, "[trace gap]", 0, 20, 50, NULL);
+	expect_span(t, "bar", 0, 50, 60, "foo");
+	cr_assert_not(inferred(t, "bar", 0), "bar was entered when the trace resumed");
+	expect_span(t, "foo", 1, 50, 70, "main");
+	cr_assert(inferred(t, "foo", 1));
+	cr_assert(inferred(t, "main", 1));
+	cr_assert_eq(stats.calls, 2);
+	cr_assert_eq(stats.inferred, 3);
+	builder_fixture_close(&f, t);
+}
+
+/* A process's first instruction: the kernel's execve returns to _start's
+ * first byte, which begins then, however the trace shows it (a sysret out
+ * of a traced kernel, a trace that resumes there). */
+Test(builder_branch, user_code_entered_at_a_functions_first_byte_from_the_kernel_begins_then)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+
+	builder_fixture_open(&f);
+	ret(&f, 100, at("do_syscall_64", 0x60), at("entry_SYSCALL_64", 0x45));
+	branch(&f, 120, RV_BRANCH_SYSRET, 0, at("entry_SYSCALL_64", 0x90), at("main", 0));
+	call(&f, 130, at("main", 0x20), at("foo", 0));
+	ret(&f, 140, at("foo", 0x10), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	expect_span(t, "entry_SYSCALL_64", 0, 0, 20, NULL);
+	cr_assert(inferred(t, "entry_SYSCALL_64", 0));
+	expect_span(t, "main", 0, 20, 40, NULL);
+	cr_assert_not(inferred(t, "main", 0), "main begins where the kernel left for it");
 	builder_fixture_close(&f, t);
 }
 
