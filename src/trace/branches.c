@@ -220,14 +220,17 @@ static bool at_entry(struct step *s, struct target *tg)
 }
 
 /* Pushes `tg`'s function. A frame that would be inferred (the stack is
- * empty) but lands on its function's first byte began now: nothing of it
- * can have run before. */
+ * empty) but lands on its function's first byte is entered now, a call
+ * whose instruction the trace did not see (perf script's "tr strt" at
+ * main+0x0, execve's return to _start): nothing of it ran before. */
 static int push_target(struct step *s, struct target *tg, unsigned flags)
 {
 	const struct function *fn = resolve(s, tg);
 
-	if ((flags & FRAME_INFERRED) && at_entry(s, tg))
+	if ((flags & FRAME_INFERRED) && at_entry(s, tg)) {
 		flags &= ~FRAME_INFERRED;
+		s->b->stats.calls++;
+	}
 	if (tg->ip >= KERNEL_START)
 		flags |= FRAME_KERNEL;
 	return push(s, fn->name, fn->start, fn->end, flags | (fn->known ? FRAME_KNOWN : 0));
@@ -475,10 +478,11 @@ static int on_trace_begin(struct step *s, struct target *to)
 	/* resumed in the kernel under user code: a kernel entry */
 	if (to->ip >= KERNEL_START && !in_kernel(t) && !stack_empty(t))
 		return enter_kernel(s, to);
+	if (stack_empty(t) && t->br.fresh)
+		return push_target(s, to, FRAME_INFERRED); /* a call at a first byte */
 	if (stack_empty(t)) {
-		/* at a function's first byte (perf script's main+0x0): a call */
 		s->b->stats.calls += at_entry(s, to);
-		return push_target(s, to, t->br.fresh ? FRAME_INFERRED : 0);
+		return push_target(s, to, 0);
 	}
 	return land(s, to, OTHERWISE_PUSH, false);
 }
@@ -717,10 +721,9 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
 		const struct packed_event *p = &br->batch[i];
-		struct batched_event e = { .from_ip = p->from_ip,
-					   .to_ip = p->to_ip,
-					   .kind = p->kind,
-					   .flags = p->flags };
+		struct batched_event e = {
+			.from_ip = p->from_ip, .to_ip = p->to_ip, .kind = p->kind, .flags = p->flags
+		};
 		uint64_t k;
 
 		if (p->extra) {
@@ -805,27 +808,52 @@ static int batch_event(struct branch_state *br, const struct rv_event *ev, struc
 	return 0;
 }
 
+/* Notes the thread's clock: its stamps are times once two of them differ.
+ * A trace without timing packets (a raw trace from a VM) stamps every event
+ * alike, and its events only have an order. */
+static void note_stamp(struct branch_state *br, uint64_t time)
+{
+	if (!br->stamped) {
+		br->stamped = true;
+		br->first_stamp = time;
+	} else if (time != br->first_stamp) {
+		br->clock_runs = true;
+	}
+}
+
 /* A trace error is drawn at its own time, the last timing packet before it
  * (all the input says): the batch before it spreads up to it, or, when they
  * share their time, is taken at it with nothing to spread over, and the
  * error ends the batch. What comes after it at its time begins 1 ns later
- * (see builder_add_branch). */
+ * (see builder_add_branch). Without a time of its own (the clock never
+ * moved, or the batch was already moved past the stamp: a batch too long
+ * to hold, or an error before it) the batch takes 1 ns an event, as where
+ * no later time is known, and the error the next one. */
 static int take_error(struct rv_builder *b, struct thread_state *t, const struct rv_event *ev,
 		      struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
+	uint64_t now = ev->time;
 	struct batched_event e;
 	int ret;
 
+	note_stamp(br, ev->time);
 	if (br->batch_open) {
-		ret = flush_batch(b, t, ev->time > br->batch_time ? ev->time - br->batch_time : 0,
+		bool timed = br->clock_runs && ev->time >= br->batch_time;
+
+		ret = flush_batch(b, t,
+				  !timed		      ? spread_until(br, br->batch_time)
+				  : ev->time > br->batch_time ? ev->time - br->batch_time
+							      : 0,
 				  err);
 		if (ret)
 			return ret;
+		if (!timed)
+			now = br->last_time + 1;
 	}
 	copy_event(&e, ev);
 	/* out of order (which the caller must not do): at the last time */
-	return take(b, t, &e, ev->time > br->last_time ? ev->time : br->last_time, err);
+	return take(b, t, &e, now > br->last_time ? now : br->last_time, err);
 }
 
 int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
@@ -841,6 +869,7 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 	if (ev->kind == RV_EVENT_TRACE_ERROR)
 		return take_error(b, t, ev, err);
 	br = &t->br;
+	note_stamp(br, time);
 	if (br->batch_open && time > br->batch_time) {
 		ret = flush_batch(b, t, spread_until(br, time), err);
 		if (ret)

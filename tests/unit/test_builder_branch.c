@@ -995,8 +995,9 @@ Test(builder_branch, the_events_after_an_error_at_its_time_begin_1ns_after_it)
 
 /* A PT decoder reports an error with the last timing packet's time, the
  * batch it ends having come at an earlier one: the batch spreads up to the
- * error, and the error is at its time. */
-Test(builder_branch, a_batch_before_an_error_spreads_up_to_it)
+ * error, the error is at its time, and decoding resumes (a PSB whose TSC
+ * says no time passed) 1 ns after it, not halfway to the next time. */
+Test(builder_branch, a_batch_before_an_error_spreads_up_to_it_and_the_resume_follows_it)
 {
 	struct builder_fixture f;
 	struct fxt_trace *t;
@@ -1009,7 +1010,8 @@ Test(builder_branch, a_batch_before_an_error_spreads_up_to_it)
 	call(&f, 10, at("foo", 0x20), at("bar", 0));
 	ret(&f, 10, at("bar", 0x30), at("foo", 0x25));
 	trace_error(&f, 40, "overflow", true);
-	trace_begin(&f, 90, at("main", 0x30));
+	trace_begin(&f, 40, at("main", 0x30));
+	ret(&f, 90, at("main", 0x40), at("__libc_start_call_main", 0x7a));
 	t = builder_fixture_finish(&f);
 	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
 	cr_assert(marker);
@@ -1017,7 +1019,47 @@ Test(builder_branch, a_batch_before_an_error_spreads_up_to_it)
 	expect_span(t, "bar", 0, 20, 30, "foo");
 	expect_span(t, "foo", 0, 10, 40, "main");
 	expect_span(t, "main", 0, 0, 40, NULL);
-	expect_span(t, "[trace gap]", 0, 40, 90, NULL);
+	expect_span(t, "[trace gap]", 0, 40, 41, NULL);
+	expect_span(t, "main", 1, 41, 90, "__libc_start_call_main");
+	builder_fixture_close(&f, t);
+}
+
+/* A raw trace without timing packets stamps every event alike (0): its
+ * stamps say nothing but the order, each branch counts 1 ns, and an error
+ * takes the nanosecond after the branches before it rather than squeezing
+ * them into its stamp (zero-length spans in a trace without time). */
+Test(builder_branch, in_a_trace_without_timing_an_error_comes_after_its_branches)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 0, at("main", 0x20), at("foo", 0));
+	call(&f, 0, at("foo", 0x20), at("bar", 0));
+	trace_error(&f, 0, "no memory mapped at 0x1234", false);
+	trace_begin(&f, 0, at("foo", 0x40));
+	call(&f, 0, at("foo", 0x50), at("baz", 0));
+	ret(&f, 0, at("baz", 0x10), at("foo", 0x55));
+	trace_error(&f, 0, "overflow", true);
+	trace_begin(&f, 0, at("main", 0x30));
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[decode error: no memory mapped at 0x1234]",
+				  0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 3);
+	expect_span(t, "main", 0, 0, 3, NULL);
+	expect_span(t, "foo", 0, 1, 3, "main");
+	expect_span(t, "bar", 0, 2, 3, "foo");
+	expect_span(t, "[trace gap]", 0, 3, 4, NULL);
+	/* 4, 5, 6, and the overflow at 7 */
+	expect_span(t, "baz", 0, 5, 6, "foo");
+	expect_span(t, "foo", 1, 4, 7, NULL);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 7);
+	expect_span(t, "[trace gap]", 1, 7, 8, NULL);
 	builder_fixture_close(&f, t);
 }
 
@@ -1083,6 +1125,7 @@ Test(builder_branch, user_code_entered_at_a_functions_first_byte_from_the_kernel
 {
 	struct builder_fixture f;
 	struct fxt_trace *t;
+	struct rv_builder_stats stats;
 
 	builder_fixture_open(&f);
 	ret(&f, 100, at("do_syscall_64", 0x60), at("entry_SYSCALL_64", 0x45));
@@ -1090,10 +1133,36 @@ Test(builder_branch, user_code_entered_at_a_functions_first_byte_from_the_kernel
 	call(&f, 130, at("main", 0x20), at("foo", 0));
 	ret(&f, 140, at("foo", 0x10), at("main", 0x25));
 	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
 	expect_span(t, "entry_SYSCALL_64", 0, 0, 20, NULL);
 	cr_assert(inferred(t, "entry_SYSCALL_64", 0));
 	expect_span(t, "main", 0, 20, 40, NULL);
 	cr_assert_not(inferred(t, "main", 0), "main begins where the kernel left for it");
+	cr_assert_eq(stats.calls, 2, "main's entry and foo's call");
+	builder_fixture_close(&f, t);
+}
+
+/* A kernel-only trace resumes after untraced user time on an empty stack:
+ * at a function's first byte that is a call too. */
+Test(builder_branch, a_trace_begin_at_a_first_byte_on_an_emptied_stack_counts_as_a_call)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("ksys_read", 0x10));
+	ret(&f, 10, at("ksys_read", 0x30), at("do_syscall_64", 0x45));
+	branch(&f, 20, RV_BRANCH_SYSRET, RV_BRANCH_TRACE_END, at("do_syscall_64", 0x90), nowhere);
+	trace_begin(&f, 30, at("entry_SYSCALL_64", 0));
+	branch(&f, 40, RV_BRANCH_SYSRET, RV_BRANCH_TRACE_END, at("entry_SYSCALL_64", 0x90),
+	       nowhere);
+	trace_begin(&f, 50, at("entry_SYSCALL_64", 0x10));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	expect_span(t, "entry_SYSCALL_64", 0, 30, 40, NULL);
+	cr_assert_not(inferred(t, "entry_SYSCALL_64", 0));
+	cr_assert_eq(stats.calls, 1, "entry_SYSCALL_64 entered at 30, not at 50 (its middle)");
 	builder_fixture_close(&f, t);
 }
 
