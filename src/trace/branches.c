@@ -707,9 +707,34 @@ static uint64_t spread_until(const struct branch_state *br, uint64_t next_time)
 	return next_time > br->batch_time ? next_time - br->batch_time : br->batch_calls;
 }
 
-/* Takes the batched events spread over [batch_time, batch_time + span), or
- * all at batch_time when span is 0, and closes the batch. The batch's first
- * event, taken when it came, had the batch's time, as it would now. */
+/* The batch's ith waiting event. */
+static void unpack(const struct branch_state *br, size_t i, struct batched_event *e)
+{
+	const struct packed_event *p = &br->batch[i];
+
+	*e = (struct batched_event){
+		.from_ip = p->from_ip, .to_ip = p->to_ip, .kind = p->kind, .flags = p->flags
+	};
+	if (p->extra) {
+		const struct batched_extra *x = &br->extra[p->extra - 1];
+
+		e->from_start = x->from_start;
+		e->to_start = x->to_start;
+		e->from_sym = x->from_sym;
+		e->to_sym = x->to_sym;
+	}
+}
+
+static void close_batch(struct branch_state *br)
+{
+	br->nr_extra = 0;
+	br->nr_batch = 0;
+	br->batch_open = false;
+}
+
+/* Takes the batched events spread over [batch_time, batch_time + span), and
+ * closes the batch. The batch's first event, taken when it came, had the
+ * batch's time, as it would now. */
 static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t span,
 		       struct rv_error *err)
 {
@@ -720,20 +745,10 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 	int ret = 0;
 
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
-		const struct packed_event *p = &br->batch[i];
-		struct batched_event e = {
-			.from_ip = p->from_ip, .to_ip = p->to_ip, .kind = p->kind, .flags = p->flags
-		};
+		struct batched_event e;
 		uint64_t k;
 
-		if (p->extra) {
-			const struct batched_extra *x = &br->extra[p->extra - 1];
-
-			e.from_start = x->from_start;
-			e.to_start = x->to_start;
-			e.from_sym = x->from_sym;
-			e.to_sym = x->to_sym;
-		}
+		unpack(br, i, &e);
 		calls += takes_share();
 		k = calls ? calls - 1 : 0;
 		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
@@ -741,9 +756,37 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 			   br->batch_time + k * quotient + (ncalls ? k * remainder / ncalls : 0),
 			   err);
 	}
-	br->nr_extra = 0;
-	br->nr_batch = 0;
-	br->batch_open = false;
+	close_batch(br);
+	return ret;
+}
+
+/* Whether the top frame began at `now` (an event taken then entered it). */
+static bool entered_at(const struct thread_state *t, uint64_t now)
+{
+	return t->br.active && !stack_empty(t) && top_frame(t)->begin == now;
+}
+
+/* Takes the batched events at the batch's time, with nothing to spread
+ * over (a trace error stamped with them comes next), and closes the batch:
+ * an event that enters a frame moves the time on by 1 ns, so that no frame
+ * is left without a length, and the others share it. *end is the time after
+ * them: the batch's own when no frame began in it. */
+static int flush_batch_at_stamp(struct rv_builder *b, struct thread_state *t, uint64_t *end,
+				struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	uint64_t now = br->batch_time + entered_at(t, br->batch_time);
+	int ret = 0;
+
+	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
+		struct batched_event e;
+
+		unpack(br, i, &e);
+		ret = take(b, t, &e, now, err);
+		now += entered_at(t, now);
+	}
+	close_batch(br);
+	*end = now;
 	return ret;
 }
 
@@ -822,35 +865,33 @@ static void note_stamp(struct branch_state *br, uint64_t time)
 }
 
 /* A trace error is drawn at its own time, the last timing packet before it
- * (all the input says): the batch before it spreads up to it, or, when they
- * share their time, is taken at it with nothing to spread over, and the
- * error ends the batch. What comes after it at its time begins 1 ns later
- * (see builder_add_branch). Without a time of its own (the clock never
- * moved, or the batch was already moved past the stamp: a batch too long
- * to hold, or an error before it) the batch takes 1 ns an event, as where
- * no later time is known, and the error the next one. */
+ * (all the input says), and ends the batch: the batch before it spreads up
+ * to it, or, stamped with it, is taken at that time (with 1 ns for each
+ * frame entered there, and the error after them). What comes after it at
+ * its time begins 1 ns later (see builder_add_branch). Without a time of
+ * its own (the clock never moved, or the batch was already moved past the
+ * stamp: a batch too long to hold, or an error before it) the batch takes
+ * 1 ns an event, as where no later time is known, and the error the next
+ * one. */
 static int take_error(struct rv_builder *b, struct thread_state *t, const struct rv_event *ev,
 		      struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
 	uint64_t now = ev->time;
 	struct batched_event e;
-	int ret;
+	int ret = 0;
 
 	note_stamp(br, ev->time);
-	if (br->batch_open) {
-		bool timed = br->clock_runs && ev->time >= br->batch_time;
-
-		ret = flush_batch(b, t,
-				  !timed		      ? spread_until(br, br->batch_time)
-				  : ev->time > br->batch_time ? ev->time - br->batch_time
-							      : 0,
-				  err);
-		if (ret)
-			return ret;
-		if (!timed)
-			now = br->last_time + 1;
+	if (br->batch_open && br->clock_runs && ev->time > br->batch_time) {
+		ret = flush_batch(b, t, ev->time - br->batch_time, err);
+	} else if (br->batch_open && br->clock_runs && ev->time == br->batch_time) {
+		ret = flush_batch_at_stamp(b, t, &now, err);
+	} else if (br->batch_open) {
+		ret = flush_batch(b, t, spread_until(br, br->batch_time), err);
+		now = br->last_time + 1;
 	}
+	if (ret)
+		return ret;
 	copy_event(&e, ev);
 	/* out of order (which the caller must not do): at the last time */
 	return take(b, t, &e, now > br->last_time ? now : br->last_time, err);

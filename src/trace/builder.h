@@ -50,7 +50,11 @@
  *   events) each event takes 1 ns, so that the order survives. A trace error
  *   is no batch's member: it is taken at its own time (the last timing
  *   packet before it), the batch before it spreads up to it, or, stamped
- *   with it, is taken at that time with nothing to spread over.
+ *   with it, is taken at that time with nothing to spread over, but for
+ *   1 ns for each frame entered there (the error after them), so that every
+ *   frame keeps a length. In a thread whose stamps never differ (a raw
+ *   trace without timing packets) they are only an order: the batch before
+ *   an error takes 1 ns an event, and the error the nanosecond after it.
  * - CALL pushes `to`'s function ("[untraced]" when to.ip is 0). RETURN pops,
  *   then `to` must be in the new top's function; if it is in the middle of a
  *   deeper frame's function, the frames above that one end (longjmp,

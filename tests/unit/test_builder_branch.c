@@ -957,10 +957,12 @@ Test(builder_branch, an_error_is_drawn_at_its_time_not_spread_with_its_batch)
 	builder_fixture_close(&f, t);
 }
 
-/* The same for a decode error after a batch that time has not left yet,
- * and for the branches after an error at its time: they begin 1 ns after it
+/* Functions entered among the branches that share the error's stamp (a
+ * softpt overflow: the calls perf decodes up to the lost stretch) take 1 ns
+ * each, so that they keep a length and their nesting, and the error comes
+ * after them; the branches after the error at its time begin 1 ns after it
  * (the gap needs a length: magic-trace #155), not spread with it. */
-Test(builder_branch, the_events_after_an_error_at_its_time_begin_1ns_after_it)
+Test(builder_branch, functions_entered_at_an_errors_stamp_keep_a_length_before_it)
 {
 	struct builder_fixture f;
 	struct fxt_trace *t;
@@ -968,12 +970,13 @@ Test(builder_branch, the_events_after_an_error_at_its_time_begin_1ns_after_it)
 
 	builder_fixture_open(&f);
 	trace_begin(&f, 0, at("main", 0x10));
+	/* foo at 100, bar at 101, bar's return and the error at 102 */
 	call(&f, 100, at("main", 0x20), at("foo", 0));
 	call(&f, 100, at("foo", 0x20), at("bar", 0));
 	ret(&f, 100, at("bar", 0x30), at("foo", 0x25));
 	trace_error(&f, 100, "no memory mapped at 0x1234", false);
-	/* resynchronised before the next timing packet: at 101, spread over
-	 * [101, 301): 101 and 201 */
+	/* resynchronised before the next timing packet: at 103, spread over
+	 * [103, 301): 103 and 202 */
 	trace_begin(&f, 100, at("foo", 0x40));
 	call(&f, 100, at("foo", 0x50), at("baz", 0));
 	ret(&f, 301, at("baz", 0x10), at("foo", 0x55));
@@ -982,13 +985,14 @@ Test(builder_branch, the_events_after_an_error_at_its_time_begin_1ns_after_it)
 	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[decode error: no memory mapped at 0x1234]",
 				  0);
 	cr_assert(marker);
-	cr_assert_eq(marker->ts_ns, 100, "the error at %llu, not at 100",
+	cr_assert_eq(marker->ts_ns, 102, "the error at %llu, not at 102",
 		     (unsigned long long)marker->ts_ns);
-	expect_span(t, "main", 0, 0, 100, NULL);
-	expect_span(t, "foo", 0, 100, 100, NULL);
-	expect_span(t, "[trace gap]", 0, 100, 101, NULL);
-	expect_span(t, "foo", 1, 101, 400, "main");
-	expect_span(t, "baz", 0, 201, 301, "foo");
+	expect_span(t, "main", 0, 0, 102, NULL);
+	expect_span(t, "foo", 0, 100, 102, "main");
+	expect_span(t, "bar", 0, 101, 102, "foo");
+	expect_span(t, "[trace gap]", 0, 102, 103, NULL);
+	expect_span(t, "foo", 1, 103, 400, "main");
+	expect_span(t, "baz", 0, 202, 301, "foo");
 	cr_assert(inferred(t, "foo", 1));
 	builder_fixture_close(&f, t);
 }
