@@ -864,32 +864,45 @@ static void note_stamp(struct branch_state *br, uint64_t time)
 	}
 }
 
+/* Ends the batch before something at `time` that is no branch (a trace
+ * error, the thread's end); *after is when that comes. The batch spreads up
+ * to a later time; stamped with it, it is taken at that time, but for 1 ns
+ * for each frame entered there, and *after follows them. Without a time of
+ * its own (the thread's stamps never differ, or the batch was moved past
+ * the stamp: a batch too long to hold, an error before it) the batch takes
+ * 1 ns an event, as where no later time is known, and *after the
+ * nanosecond after its last. */
+static int flush_before(struct rv_builder *b, struct thread_state *t, uint64_t time,
+			uint64_t *after, struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	int ret;
+
+	*after = time;
+	if (!br->batch_open)
+		return 0;
+	if (br->clock_runs && time > br->batch_time)
+		return flush_batch(b, t, time - br->batch_time, err);
+	if (br->clock_runs && time == br->batch_time)
+		return flush_batch_at_stamp(b, t, after, err);
+	ret = flush_batch(b, t, spread_until(br, br->batch_time), err);
+	*after = br->last_time + 1;
+	return ret;
+}
+
 /* A trace error is drawn at its own time, the last timing packet before it
- * (all the input says), and ends the batch: the batch before it spreads up
- * to it, or, stamped with it, is taken at that time (with 1 ns for each
- * frame entered there, and the error after them). What comes after it at
- * its time begins 1 ns later (see builder_add_branch). Without a time of
- * its own (the clock never moved, or the batch was already moved past the
- * stamp: a batch too long to hold, or an error before it) the batch takes
- * 1 ns an event, as where no later time is known, and the error the next
- * one. */
+ * (all the input says), and ends the batch (flush_before). What comes after
+ * it at its time begins 1 ns later (see builder_add_branch). */
 static int take_error(struct rv_builder *b, struct thread_state *t, const struct rv_event *ev,
 		      struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
-	uint64_t now = ev->time;
+	uint64_t now;
 	struct batched_event e;
-	int ret = 0;
+	int ret;
 
 	note_stamp(br, ev->time);
-	if (br->batch_open && br->clock_runs && ev->time > br->batch_time) {
-		ret = flush_batch(b, t, ev->time - br->batch_time, err);
-	} else if (br->batch_open && br->clock_runs && ev->time == br->batch_time) {
-		ret = flush_batch_at_stamp(b, t, &now, err);
-	} else if (br->batch_open) {
-		ret = flush_batch(b, t, spread_until(br, br->batch_time), err);
-		now = br->last_time + 1;
-	}
+	ret = flush_before(b, t, ev->time, &now, err);
 	if (ret)
 		return ret;
 	copy_event(&e, ev);
@@ -953,8 +966,9 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 
 int builder_flush_branches(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
 {
-	return t->br.batch_open ? flush_batch(b, t, spread_until(&t->br, t->br.batch_time), err)
-				: 0;
+	uint64_t after;
+
+	return flush_before(b, t, t->br.batch_time, &after, err);
 }
 
 int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t end,
@@ -962,11 +976,12 @@ int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t 
 {
 	struct branch_state *br = &t->br;
 	struct step s = { .b = b, .t = t, .err = err };
-	int ret = br->batch_open ? flush_batch(b, t, spread_until(br, end), err) : 0;
+	uint64_t after;
+	int ret = flush_before(b, t, end, &after, err);
 
 	if (ret)
 		return ret;
-	s.now = end > br->last_time ? end : br->last_time;
+	s.now = after > br->last_time ? after : br->last_time;
 	if (s.now > b->stats.last_time)
 		b->stats.last_time = s.now;
 	if (br->in_gap) {

@@ -196,18 +196,17 @@ Test(builder_branch, calls_that_share_a_timestamp_are_spread_over_the_interval)
 	ret(&f, 2300, at("c", 0x40), at("b", 0x25));
 	ret(&f, 2300, at("b", 0x40), at("a", 0x25));
 	ret(&f, 2300, at("a", 0x40), at("main", 0x25));
-	/* the last batch: no later time, 1 ns each (3000, 3001); finish ends
-	 * what is open at the thread's last event, 3001 */
+	/* the last batch: no later time; each function entered takes 1 ns
+	 * (3000, 3001), and finish ends what is open after them, at 3002 */
 	call(&f, 3000, at("main", 0x30), at("d", 0));
 	call(&f, 3000, at("d", 0x30), at("e", 0));
 	t = builder_fixture_finish(&f);
 	expect_span(t, "a", 0, 1000, 1766, "main");
 	expect_span(t, "b", 0, 1100, 1533, "a");
 	expect_span(t, "c", 0, 1200, 1300, "b");
-	expect_span(t, "d", 0, 2000, 2001, "main");
-	/* (a zero-length span at main's end: the reader makes it a root) */
-	expect_span(t, "e", 0, 2001, 2001, NULL);
-	expect_span(t, "main", 0, 0, 2001, NULL);
+	expect_span(t, "d", 0, 2000, 2002, "main");
+	expect_span(t, "e", 0, 2001, 2002, "d");
+	expect_span(t, "main", 0, 0, 2002, NULL);
 	builder_fixture_close(&f, t);
 }
 
@@ -1067,6 +1066,35 @@ Test(builder_branch, in_a_trace_without_timing_an_error_comes_after_its_branches
 	builder_fixture_close(&f, t);
 }
 
+/* The thread's last branches share a stamp and no later time comes: they
+ * are at that stamp, and the trace ends there (a nanosecond for each would
+ * have run it on past the input by as many). */
+Test(builder_branch, the_trace_ends_at_its_last_stamp)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("foo", 0));
+	call(&f, 20, at("foo", 0x20), at("bar", 0));
+	call(&f, 30, at("bar", 0x20), at("baz", 0));
+	ret(&f, 100, at("baz", 0x10), at("bar", 0x25));
+	branch(&f, 100, RV_BRANCH_COND, 0, at("bar", 0x30), at("bar", 0x10));
+	ret(&f, 100, at("bar", 0x40), at("foo", 0x25));
+	ret(&f, 100, at("foo", 0x40), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	expect_span(t, "baz", 0, 30, 100, "bar");
+	expect_span(t, "bar", 0, 20, 100, "foo");
+	expect_span(t, "foo", 0, 10, 100, "main");
+	expect_span(t, "main", 0, 0, 100, NULL);
+	cr_assert_eq(stats.last_time - stats.first_time, 100, "the trace covers %llu ns",
+		     (unsigned long long)(stats.last_time - stats.first_time));
+	builder_fixture_close(&f, t);
+}
+
 /* issue 19: "tr strt" exactly at a function's first byte (perf script's
  * _start+0x0, main+0x0) enters the function then: a call, at the trace
  * begin's time, not a frame that was running before the trace began. */
@@ -1183,12 +1211,12 @@ Test(builder_branch, trace_begin_into_an_empty_stack)
 	trace_begin(&f, 170, at("main", 0x28));
 	call(&f, 180, at("main", 0x30), at("bar", 0));
 	t = builder_fixture_finish(&f);
-	expect_span(t, "main", 0, 0, 80, NULL);
+	/* bar, entered at the last event, takes its nanosecond */
+	expect_span(t, "main", 0, 0, 81, NULL);
 	expect_span(t, "foo", 0, 0, 50, "main");
 	/* an interrupt, untraced */
 	expect_span(t, "[kernel]", 0, 60, 70, "main");
-	cr_assert_eq(trace_span(t, "bar", 0)->begin_ns, 80);
-	cr_assert_eq(trace_span(t, "bar", 0)->end_ns, 80);
+	expect_span(t, "bar", 0, 80, 81, "main");
 	cr_assert(inferred(t, "foo", 0), "the thread's first event: foo was running");
 	cr_assert(inferred(t, "main", 0));
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
