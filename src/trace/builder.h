@@ -45,16 +45,16 @@
  * - Time: a thread's events that share a timestamp are a batch; when a later
  *   time t' comes the batch's events get t + i*(t'-t)/n, in order (magic-trace
  *   spreads calls only, which makes zero-length spans and frames that end when
- *   they begin). A thread's last batch spreads up to its exit's time; with no
- *   later time known (the end of the trace, or a batch of more than 65536
- *   events) each event takes 1 ns, so that the order survives. A trace error
- *   is no batch's member: it is taken at its own time (the last timing
- *   packet before it), the batch before it spreads up to it, or, stamped
- *   with it, is taken at that time with nothing to spread over, but for
- *   1 ns for each frame entered there (the error after them), so that every
- *   frame keeps a length. In a thread whose stamps never differ (a raw
- *   trace without timing packets) they are only an order: the batch before
- *   an error takes 1 ns an event, and the error the nanosecond after it.
+ *   they begin). A thread's last batch spreads up to its exit's time. A
+ *   trace error is no batch's member: it is taken at its own time (the last
+ *   timing packet before it), and the batch before it spreads up to it.
+ *   With nothing to spread over (the batch is stamped with the error, or it
+ *   is the thread's last at the end of the trace) the batch keeps its time,
+ *   but for 1 ns for each frame entered there, so that every frame keeps a
+ *   length; the error, or the end, follows them. A batch of more than 65536
+ *   events, and any batch in a thread whose stamps never differ (a raw trace
+ *   without timing packets: its stamps are only an order) take 1 ns an
+ *   event, and an error or the end the nanosecond after the last.
  * - CALL pushes `to`'s function ("[untraced]" when to.ip is 0). RETURN pops,
  *   then `to` must be in the new top's function; if it is in the middle of a
  *   deeper frame's function, the frames above that one end (longjmp,
