@@ -856,6 +856,8 @@ static int batch_event(struct branch_state *br, const struct rv_event *ev, struc
  * alike, and its events only have an order. */
 static void note_stamp(struct branch_state *br, uint64_t time)
 {
+	if (br->clock_runs)
+		return;
 	if (!br->stamped) {
 		br->stamped = true;
 		br->first_stamp = time;

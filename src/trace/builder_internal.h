@@ -124,17 +124,19 @@ struct packed_event {
 };
 
 struct branch_state {
-	bool active;	      /* segs[0] exists: the thread has a stack since create_time */
-	bool fresh;	      /* no event handled since the stack (re)started */
-	bool in_gap;	      /* after a trace error, until the next event */
-	bool have_error;      /* error_time is valid */
-	uint64_t gap_begin;   /* the error's time */
-	uint64_t error_time;  /* of the last error (magic-trace #155) */
+	bool active;	     /* segs[0] exists: the thread has a stack since create_time */
+	bool fresh;	     /* no event handled since the stack (re)started */
+	bool in_gap;	     /* after a trace error, until the next event */
+	bool have_error;     /* error_time is valid */
+	uint64_t gap_begin;  /* the error's time */
+	uint64_t error_time; /* of the last error (magic-trace #155) */
+	uint64_t last_time;  /* of the last event handled */
+	uint64_t since;	     /* when the top frame last changed, for self time */
+	/* Whether the thread's stamps are times: a trace without timing
+	 * packets stamps every event alike, and its stamps are only an order. */
 	bool stamped;	      /* first_stamp is valid */
-	bool clock_runs;      /* an event was stamped other than first_stamp: stamps are times */
+	bool clock_runs;      /* an event was stamped other than first_stamp */
 	uint64_t first_stamp; /* the time of the thread's first branch or error */
-	uint64_t last_time;   /* of the last event handled */
-	uint64_t since;	      /* when the top frame last changed, for self time */
 	struct segment *segs;
 	size_t nr_segs, cap_segs;
 	/* The events sharing batch_time: those up to the first call were taken
