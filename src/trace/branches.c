@@ -213,10 +213,27 @@ static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsi
 	return 0;
 }
 
+/* Whether execution lands on `tg`'s function's first byte: the function
+ * is entered there and then, whatever brought it there. */
+static bool at_entry(struct step *s, struct target *tg)
+{
+	const struct function *fn = resolve(s, tg);
+
+	return fn->known && tg->ip == fn->start;
+}
+
+/* Pushes `tg`'s function. A frame that would be inferred (the stack is
+ * empty) but lands on its function's first byte is entered now, a call
+ * whose instruction the trace did not see (perf script's "tr strt" at
+ * main+0x0, execve's return to _start): nothing of it ran before. */
 static int push_target(struct step *s, struct target *tg, unsigned flags)
 {
 	const struct function *fn = resolve(s, tg);
 
+	if ((flags & FRAME_INFERRED) && at_entry(s, tg)) {
+		flags &= ~FRAME_INFERRED;
+		s->b->stats.calls++;
+	}
 	if (tg->ip >= KERNEL_START)
 		flags |= FRAME_KERNEL;
 	return push(s, fn->name, fn->start, fn->end, flags | (fn->known ? FRAME_KNOWN : 0));
@@ -464,8 +481,12 @@ static int on_trace_begin(struct step *s, struct target *to)
 	/* resumed in the kernel under user code: a kernel entry */
 	if (to->ip >= KERNEL_START && !in_kernel(t) && !stack_empty(t))
 		return enter_kernel(s, to);
-	if (stack_empty(t))
-		return push_target(s, to, t->br.fresh ? FRAME_INFERRED : 0);
+	if (stack_empty(t) && t->br.fresh)
+		return push_target(s, to, FRAME_INFERRED); /* a call at a first byte */
+	if (stack_empty(t)) {
+		s->b->stats.calls += at_entry(s, to);
+		return push_target(s, to, 0);
+	}
 	return land(s, to, OTHERWISE_PUSH, false);
 }
 
@@ -681,43 +702,56 @@ static int take(struct rv_builder *b, struct thread_state *t, const struct batch
 	return handle(b, t, e, now, err);
 }
 
-/* Takes the batched events spread over [batch_time, next_time), and closes
- * the batch. The batch's first event, taken when it came, had the batch's
- * time, as it would now. */
-static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t next_time,
+/* The time over which the batch spreads when the next event comes at
+ * next_time. No later time to spread to (the thread's last batch, or one too
+ * long to hold): a nanosecond each keeps the order that nesting needs. */
+static uint64_t spread_until(const struct branch_state *br, uint64_t next_time)
+{
+	return next_time > br->batch_time ? next_time - br->batch_time : br->batch_calls;
+}
+
+/* The batch's ith waiting event. */
+static void unpack(const struct branch_state *br, size_t i, struct batched_event *e)
+{
+	const struct packed_event *p = &br->batch[i];
+
+	*e = (struct batched_event){
+		.from_ip = p->from_ip, .to_ip = p->to_ip, .kind = p->kind, .flags = p->flags
+	};
+	if (p->extra) {
+		const struct batched_extra *x = &br->extra[p->extra - 1];
+
+		e->from_start = x->from_start;
+		e->to_start = x->to_start;
+		e->from_sym = x->from_sym;
+		e->to_sym = x->to_sym;
+	}
+}
+
+static void close_batch(struct branch_state *br)
+{
+	br->nr_extra = 0;
+	br->nr_batch = 0;
+	br->batch_open = false;
+}
+
+/* Takes the batched events spread over [batch_time, batch_time + span), and
+ * closes the batch. The batch's first event, taken when it came, had the
+ * batch's time, as it would now. */
+static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t span,
 		       struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
-	uint64_t span = next_time > br->batch_time ? next_time - br->batch_time : 0;
 	uint64_t ncalls = br->batch_calls;
-
-	/* No later time to spread to (the thread's last batch, or one too long
-	 * to hold): a nanosecond each keeps the order that nesting needs. */
-	if (span == 0)
-		span = ncalls;
 	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
 	uint64_t calls = br->taken_calls;
 	int ret = 0;
 
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
-		const struct packed_event *p = &br->batch[i];
-		struct batched_event e = { .from_ip = p->from_ip,
-					   .to_ip = p->to_ip,
-					   .kind = p->kind,
-					   .flags = p->flags,
-					   .error = p->error,
-					   .overflow = p->overflow };
+		struct batched_event e;
 		uint64_t k;
 
-		if (p->extra) {
-			const struct batched_extra *x = &br->extra[p->extra - 1];
-
-			e.from_start = x->from_start;
-			e.to_start = x->to_start;
-			e.from_sym = x->from_sym;
-			e.to_sym = x->to_sym;
-			e.message = x->message;
-		}
+		unpack(br, i, &e);
 		calls += takes_share();
 		k = calls ? calls - 1 : 0;
 		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
@@ -725,11 +759,37 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t ne
 			   br->batch_time + k * quotient + (ncalls ? k * remainder / ncalls : 0),
 			   err);
 	}
-	for (size_t i = 0; i < br->nr_extra; i++)
-		free(br->extra[i].message);
-	br->nr_extra = 0;
-	br->nr_batch = 0;
-	br->batch_open = false;
+	close_batch(br);
+	return ret;
+}
+
+/* Whether the top frame began at `now` (an event taken then entered it). */
+static bool entered_at(const struct thread_state *t, uint64_t now)
+{
+	return t->br.active && !stack_empty(t) && top_frame(t)->begin == now;
+}
+
+/* Takes the batched events at the batch's time, with nothing to spread
+ * over (a trace error stamped with them comes next), and closes the batch:
+ * an event that enters a frame moves the time on by 1 ns, so that no frame
+ * is left without a length, and the others share it. *end is the time after
+ * them: the batch's own when no frame began in it. */
+static int flush_batch_at_stamp(struct rv_builder *b, struct thread_state *t, uint64_t *end,
+				struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	uint64_t now = br->batch_time + entered_at(t, br->batch_time);
+	int ret = 0;
+
+	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
+		struct batched_event e;
+
+		unpack(br, i, &e);
+		ret = take(b, t, &e, now, err);
+		now += entered_at(t, now);
+	}
+	close_batch(br);
+	*end = now;
 	return ret;
 }
 
@@ -752,12 +812,11 @@ static void copy_event(struct batched_event *e, const struct rv_event *ev)
 	e->to_start = ev->branch.to.sym_start;
 }
 
-/* Keeps ev in the batch (packed); an error's message is copied, since the
- * producer's need not outlive the call. */
+/* Keeps the branch ev in the batch (packed). */
 static int batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error *err)
 {
+	const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
 	struct packed_event *p;
-	struct batched_extra x = { 0 };
 	bool extra;
 
 	if (br->nr_batch == br->cap_batch) {
@@ -770,43 +829,90 @@ static int batch_event(struct branch_state *br, const struct rv_event *ev, struc
 		br->cap_batch = cap;
 	}
 	p = &br->batch[br->nr_batch];
-	if (ev->kind == RV_EVENT_TRACE_ERROR) {
-		*p = (struct packed_event){ .error = true, .overflow = ev->error.overflow };
-		x.message = strdup(ev->error.message ? ev->error.message : "unknown error");
-		if (!x.message)
-			return builder_out_of_memory(err);
-		extra = true;
-	} else {
-		const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
-
-		*p = (struct packed_event){ .from_ip = from->ip,
-					    .to_ip = to->ip,
-					    .kind = (uint8_t)ev->branch.kind,
-					    .flags = (uint8_t)ev->branch.flags };
-		extra = from->sym || to->sym || from->sym_start || to->sym_start;
-		if (extra)
-			x = (struct batched_extra){ .from_start = from->sym_start,
-						    .to_start = to->sym_start,
-						    .from_sym = from->sym,
-						    .to_sym = to->sym };
-	}
+	*p = (struct packed_event){ .from_ip = from->ip,
+				    .to_ip = to->ip,
+				    .kind = (uint8_t)ev->branch.kind,
+				    .flags = (uint8_t)ev->branch.flags };
+	extra = from->sym || to->sym || from->sym_start || to->sym_start;
 	if (extra) {
 		if (br->nr_extra == br->cap_extra) {
 			size_t cap = br->cap_extra ? br->cap_extra * 2 : 16;
 			struct batched_extra *grown = realloc(br->extra, cap * sizeof(*grown));
 
-			if (!grown) {
-				free(x.message);
+			if (!grown)
 				return builder_out_of_memory(err);
-			}
 			br->extra = grown;
 			br->cap_extra = cap;
 		}
-		br->extra[br->nr_extra] = x;
+		br->extra[br->nr_extra] = (struct batched_extra){ .from_start = from->sym_start,
+								  .to_start = to->sym_start,
+								  .from_sym = from->sym,
+								  .to_sym = to->sym };
 		p->extra = (uint32_t)++br->nr_extra;
 	}
 	br->nr_batch++;
 	return 0;
+}
+
+/* Notes the thread's clock: its stamps are times once two of them differ.
+ * A trace without timing packets (a raw trace from a VM) stamps every event
+ * alike, and its events only have an order. */
+static void note_stamp(struct branch_state *br, uint64_t time)
+{
+	if (br->clock_runs)
+		return;
+	if (!br->stamped) {
+		br->stamped = true;
+		br->first_stamp = time;
+	} else if (time != br->first_stamp) {
+		br->clock_runs = true;
+	}
+}
+
+/* Ends the batch before something at `time` that is no branch (a trace
+ * error, the thread's end); *after is when that comes. The batch spreads up
+ * to a later time; stamped with it, it is taken at that time, but for 1 ns
+ * for each frame entered there, and *after follows them. Without a time of
+ * its own (the thread's stamps never differ, or the batch was moved past
+ * the stamp: a batch too long to hold, an error before it) the batch takes
+ * 1 ns an event, as where no later time is known, and *after the
+ * nanosecond after its last. */
+static int flush_before(struct rv_builder *b, struct thread_state *t, uint64_t time,
+			uint64_t *after, struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	int ret;
+
+	*after = time;
+	if (!br->batch_open)
+		return 0;
+	if (br->clock_runs && time > br->batch_time)
+		return flush_batch(b, t, time - br->batch_time, err);
+	if (br->clock_runs && time == br->batch_time)
+		return flush_batch_at_stamp(b, t, after, err);
+	ret = flush_batch(b, t, spread_until(br, br->batch_time), err);
+	*after = br->last_time + 1;
+	return ret;
+}
+
+/* A trace error is drawn at its own time, the last timing packet before it
+ * (all the input says), and ends the batch (flush_before). What comes after
+ * it at its time begins 1 ns later (see builder_add_branch). */
+static int take_error(struct rv_builder *b, struct thread_state *t, const struct rv_event *ev,
+		      struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	uint64_t now;
+	struct batched_event e;
+	int ret;
+
+	note_stamp(br, ev->time);
+	ret = flush_before(b, t, ev->time, &now, err);
+	if (ret)
+		return ret;
+	copy_event(&e, ev);
+	/* out of order (which the caller must not do): at the last time */
+	return take(b, t, &e, now > br->last_time ? now : br->last_time, err);
 }
 
 int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
@@ -819,9 +925,12 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 
 	if (!t)
 		return builder_out_of_memory(err);
+	if (ev->kind == RV_EVENT_TRACE_ERROR)
+		return take_error(b, t, ev, err);
 	br = &t->br;
+	note_stamp(br, time);
 	if (br->batch_open && time > br->batch_time) {
-		ret = flush_batch(b, t, time, err);
+		ret = flush_batch(b, t, spread_until(br, time), err);
 		if (ret)
 			return ret;
 	}
@@ -829,6 +938,11 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 		br->batch_open = true;
 		/* out of order (which the caller must not do): at the last time */
 		br->batch_time = time > br->last_time ? time : br->last_time;
+		/* after an error at this time: 1 ns after it, so that the gap
+		 * has a length (magic-trace #155), and the batch spreads from
+		 * there */
+		if (br->have_error && br->batch_time <= br->error_time)
+			br->batch_time = br->error_time + 1;
 		br->batch_calls = br->taken_calls = 0;
 	}
 	call = takes_share();
@@ -847,7 +961,7 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 		return ret;
 	br->batch_calls += call;
 	if (br->nr_batch >= MAX_BATCH) {
-		ret = flush_batch(b, t, br->batch_time, err);
+		ret = flush_batch(b, t, spread_until(br, br->batch_time), err);
 		/* the next event comes after the last nanosecond taken */
 		br->last_time++;
 		return ret;
@@ -857,7 +971,9 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 
 int builder_flush_branches(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
 {
-	return t->br.batch_open ? flush_batch(b, t, t->br.batch_time, err) : 0;
+	uint64_t after;
+
+	return flush_before(b, t, t->br.batch_time, &after, err);
 }
 
 int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t end,
@@ -865,11 +981,12 @@ int builder_end_branches(struct rv_builder *b, struct thread_state *t, uint64_t 
 {
 	struct branch_state *br = &t->br;
 	struct step s = { .b = b, .t = t, .err = err };
-	int ret = br->batch_open ? flush_batch(b, t, end, err) : 0;
+	uint64_t after;
+	int ret = flush_before(b, t, end, &after, err);
 
 	if (ret)
 		return ret;
-	s.now = end > br->last_time ? end : br->last_time;
+	s.now = after > br->last_time ? after : br->last_time;
 	if (s.now > b->stats.last_time)
 		b->stats.last_time = s.now;
 	if (br->in_gap) {
@@ -897,8 +1014,6 @@ int builder_begin_stack(struct rv_builder *b, struct thread_state *t, uint64_t n
 
 void builder_free_branches(struct branch_state *br)
 {
-	for (size_t i = 0; i < br->nr_extra; i++)
-		free(br->extra[i].message);
 	free(br->extra);
 	free(br->batch);
 	for (size_t i = 0; i < br->cap_segs; i++)

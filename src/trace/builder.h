@@ -45,9 +45,16 @@
  * - Time: a thread's events that share a timestamp are a batch; when a later
  *   time t' comes the batch's events get t + i*(t'-t)/n, in order (magic-trace
  *   spreads calls only, which makes zero-length spans and frames that end when
- *   they begin). A thread's last batch spreads up to its exit's time; with no
- *   later time known (the end of the trace, or a batch of more than 65536
- *   events) each event takes 1 ns, so that the order survives.
+ *   they begin). A thread's last batch spreads up to its exit's time. A
+ *   trace error is no batch's member: it is taken at its own time (the last
+ *   timing packet before it), and the batch before it spreads up to it.
+ *   With nothing to spread over (the batch is stamped with the error, or it
+ *   is the thread's last at the end of the trace) the batch keeps its time,
+ *   but for 1 ns for each frame entered there, so that every frame keeps a
+ *   length; the error, or the end, follows them. A batch of more than 65536
+ *   events, and any batch in a thread whose stamps never differ (a raw trace
+ *   without timing packets: its stamps are only an order) take 1 ns an
+ *   event, and an error or the end the nanosecond after the last.
  * - CALL pushes `to`'s function ("[untraced]" when to.ip is 0). RETURN pops,
  *   then `to` must be in the new top's function; if it is in the middle of a
  *   deeper frame's function, the frames above that one end (longjmp,
@@ -82,10 +89,15 @@
  *   pushed with an inferred begin at the stack's create_time (the thread's
  *   first event, or the kernel entry): such spans carry one argument,
  *   inferred_start_time = "true" (besides a function's arguments, below).
- * - A trace error writes an instant "[overflow]" or "[decode error: MSG]",
- *   ends every frame (set-aside stacks too) and a span "[trace gap]" runs to
- *   the thread's next event, which starts afresh; an event at the error's
- *   exact time moves 1 ns later (magic-trace #155).
+ *   But a `to` at its function's first byte (a TRACE_BEGIN at perf script's
+ *   main+0x0, execve's return to _start) enters the function then: it
+ *   begins at the event's time, not inferred, and counts as a call in the
+ *   stats.
+ * - A trace error writes an instant "[overflow]" or "[decode error: MSG]" at
+ *   its time, ends every frame (set-aside stacks too) then, and a span
+ *   "[trace gap]" runs from then to the thread's next event, which starts
+ *   afresh; the events at the error's exact time that come after it move 1
+ *   ns later (magic-trace #155), and spread from there.
  * Self time goes to the top frame (placeholders excluded). TSX transactions
  * are not replayed: IN_TX branches are taken as they come. Because of the
  * batches, a thread's last events are in the spans, stats and self time only
@@ -240,7 +252,9 @@ struct rv_builder_stats {
 					 * [unwinding stopped] */
 	/* branches */
 	uint64_t branches;   /* RV_EVENT_BRANCH events taken */
-	uint64_t calls;	     /* CALL branches, or CALL_ENTER events */
+	uint64_t calls;	     /* CALL branches (and functions entered at their first
+			      * byte with no caller seen: a trace begin at main+0x0),
+			      * or CALL_ENTER events */
 	uint64_t returns;    /* RETURN branches, or CALL_EXIT events */
 	uint64_t inferred;   /* spans whose begin was inferred */
 	uint64_t errors;     /* trace errors (overflows included) */

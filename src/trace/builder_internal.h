@@ -120,23 +120,21 @@ struct batched_event {
 	bool error, overflow;
 };
 
-/* What a batched_event keeps beyond the addresses: perf script's symbols, or
- * a trace error's message (an owned copy). Most events (Intel PT decoded
- * here) have none. */
+/* What a batched branch keeps beyond the addresses: perf script's symbols.
+ * Most events (Intel PT decoded here) have none. */
 struct batched_extra {
 	uint64_t from_start, to_start;
 	const char *from_sym, *to_sym;
-	char *message;
 };
 
-/* A batched_event waiting for its batch's time to be known, in a third of the
- * room: a batch without timing packets runs to MAX_BATCH events, and is
- * written once and read once. */
+/* A branch waiting for its batch's time to be known, in a third of the room:
+ * a batch without timing packets runs to MAX_BATCH events, and is written
+ * once and read once. Trace errors are never batched: each is taken at its
+ * own time. */
 struct packed_event {
 	uint64_t from_ip, to_ip;
 	uint32_t extra; /* 1 + index in branch_state.extra, or 0: none */
 	uint8_t kind, flags;
-	bool error, overflow;
 };
 
 struct branch_state {
@@ -148,6 +146,11 @@ struct branch_state {
 	uint64_t error_time; /* of the last error (magic-trace #155) */
 	uint64_t last_time;  /* of the last event handled */
 	uint64_t since;	     /* when the top frame last changed, for self time */
+	/* Whether the thread's stamps are times: a trace without timing
+	 * packets stamps every event alike, and its stamps are only an order. */
+	bool stamped;	      /* first_stamp is valid */
+	bool clock_runs;      /* an event was stamped other than first_stamp */
+	uint64_t first_stamp; /* the time of the thread's first branch or error */
 	struct segment *segs;
 	size_t nr_segs, cap_segs;
 	/* The events sharing batch_time: those up to the first call were taken

@@ -196,18 +196,17 @@ Test(builder_branch, calls_that_share_a_timestamp_are_spread_over_the_interval)
 	ret(&f, 2300, at("c", 0x40), at("b", 0x25));
 	ret(&f, 2300, at("b", 0x40), at("a", 0x25));
 	ret(&f, 2300, at("a", 0x40), at("main", 0x25));
-	/* the last batch: no later time, 1 ns each (3000, 3001); finish ends
-	 * what is open at the thread's last event, 3001 */
+	/* the last batch: no later time; each function entered takes 1 ns
+	 * (3000, 3001), and finish ends what is open after them, at 3002 */
 	call(&f, 3000, at("main", 0x30), at("d", 0));
 	call(&f, 3000, at("d", 0x30), at("e", 0));
 	t = builder_fixture_finish(&f);
 	expect_span(t, "a", 0, 1000, 1766, "main");
 	expect_span(t, "b", 0, 1100, 1533, "a");
 	expect_span(t, "c", 0, 1200, 1300, "b");
-	expect_span(t, "d", 0, 2000, 2001, "main");
-	/* (a zero-length span at main's end: the reader makes it a root) */
-	expect_span(t, "e", 0, 2001, 2001, NULL);
-	expect_span(t, "main", 0, 0, 2001, NULL);
+	expect_span(t, "d", 0, 2000, 2002, "main");
+	expect_span(t, "e", 0, 2001, 2002, "d");
+	expect_span(t, "main", 0, 0, 2002, NULL);
 	builder_fixture_close(&f, t);
 }
 
@@ -854,8 +853,8 @@ Test(builder_branch, overflow_and_decode_error_close_everything_and_restart_clea
 	call(&f, 20, at("foo", 0x20), at("bar", 0));
 	branch(&f, 25, RV_BRANCH_SYSCALL, 0, at("bar", 0x30), at("entry_SYSCALL_64", 0));
 	trace_error(&f, 30, "overflow", true);
-	/* resynchronised at the error's timestamp: the batch (the error, the
-	 * begin) spreads over [30, 40), the begin at 30 + 10 / 2 = 35 */
+	/* resynchronised at the error's timestamp: the begin 1 ns after the
+	 * error, at 31 (not spread with the error over [30, 40)) */
 	trace_begin(&f, 30, at("bar", 0x40));
 	ret(&f, 40, at("bar", 0x50), at("foo", 0x25));
 	trace_error(&f, 50, "no memory mapped at 0x1234", false);
@@ -877,10 +876,10 @@ Test(builder_branch, overflow_and_decode_error_close_everything_and_restart_clea
 	expect_span(t, "foo", 0, 10, 30, "main");
 	expect_span(t, "bar", 0, 20, 30, "foo");
 	expect_span(t, "entry_SYSCALL_64", 0, 25, 30, "bar");
-	expect_span(t, "[trace gap]", 0, 30, 35, NULL);
+	expect_span(t, "[trace gap]", 0, 30, 31, NULL);
 	/* restarted in bar, then returned above it into foo */
-	expect_span(t, "foo", 1, 35, 50, NULL);
-	expect_span(t, "bar", 1, 35, 40, "foo");
+	expect_span(t, "foo", 1, 31, 50, NULL);
+	expect_span(t, "bar", 1, 31, 40, "foo");
 	cr_assert(inferred(t, "bar", 1));
 	cr_assert(inferred(t, "foo", 1));
 	expect_span(t, "[trace gap]", 1, 50, 60, NULL);
@@ -920,6 +919,285 @@ Test(builder_branch, an_event_that_the_spreading_leaves_at_the_errors_time_moves
 	builder_fixture_close(&f, t);
 }
 
+/* issue 19: an error that shares its timestamp with the branches before it
+ * (PT: no timing packet between them; perf script prints them with one time)
+ * is drawn at that time. Spreading it with them over the time to the next
+ * event put it at 20 + (1000 - 20) / 3 * 2 = 673, and foo and main absorbed
+ * the time the error lost. */
+Test(builder_branch, an_error_is_drawn_at_its_time_not_spread_with_its_batch)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("foo", 0));
+	call(&f, 12, at("foo", 0x20), at("bar", 0));
+	call(&f, 14, at("bar", 0x20), at("baz", 0));
+	ret(&f, 20, at("baz", 0x10), at("bar", 0x25));
+	ret(&f, 20, at("bar", 0x30), at("foo", 0x25));
+	trace_error(&f, 20, "overflow", true);
+	trace_begin(&f, 1000, at("foo", 0x30));
+	ret(&f, 1010, at("foo", 0x40), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 20, "the overflow at %llu, not at 20",
+		     (unsigned long long)marker->ts_ns);
+	/* the returns before it, stamped 20, are at 20: nothing to spread over */
+	expect_span(t, "baz", 0, 14, 20, "bar");
+	expect_span(t, "bar", 0, 12, 20, "foo");
+	expect_span(t, "foo", 0, 10, 20, "main");
+	expect_span(t, "main", 0, 0, 20, NULL);
+	expect_span(t, "[trace gap]", 0, 20, 1000, NULL);
+	expect_span(t, "foo", 1, 1000, 1010, "main");
+	expect_span(t, "main", 1, 1000, 1010, NULL);
+	builder_fixture_close(&f, t);
+}
+
+/* Functions entered among the branches that share the error's stamp (a
+ * softpt overflow: the calls perf decodes up to the lost stretch) take 1 ns
+ * each, so that they keep a length and their nesting, and the error comes
+ * after them; the branches after the error at its time begin 1 ns after it
+ * (the gap needs a length: magic-trace #155), not spread with it. */
+Test(builder_branch, functions_entered_at_an_errors_stamp_keep_a_length_before_it)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	/* foo at 100, bar at 101, bar's return and the error at 102 */
+	call(&f, 100, at("main", 0x20), at("foo", 0));
+	call(&f, 100, at("foo", 0x20), at("bar", 0));
+	ret(&f, 100, at("bar", 0x30), at("foo", 0x25));
+	trace_error(&f, 100, "no memory mapped at 0x1234", false);
+	/* resynchronised before the next timing packet: at 103, spread over
+	 * [103, 301): 103 and 202 */
+	trace_begin(&f, 100, at("foo", 0x40));
+	call(&f, 100, at("foo", 0x50), at("baz", 0));
+	ret(&f, 301, at("baz", 0x10), at("foo", 0x55));
+	ret(&f, 400, at("foo", 0x60), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[decode error: no memory mapped at 0x1234]",
+				  0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 102, "the error at %llu, not at 102",
+		     (unsigned long long)marker->ts_ns);
+	expect_span(t, "main", 0, 0, 102, NULL);
+	expect_span(t, "foo", 0, 100, 102, "main");
+	expect_span(t, "bar", 0, 101, 102, "foo");
+	expect_span(t, "[trace gap]", 0, 102, 103, NULL);
+	expect_span(t, "foo", 1, 103, 400, "main");
+	expect_span(t, "baz", 0, 202, 301, "foo");
+	cr_assert(inferred(t, "foo", 1));
+	builder_fixture_close(&f, t);
+}
+
+/* A PT decoder reports an error with the last timing packet's time, the
+ * batch it ends having come at an earlier one: the batch spreads up to the
+ * error, the error is at its time, and decoding resumes (a PSB whose TSC
+ * says no time passed) 1 ns after it, not halfway to the next time. */
+Test(builder_branch, a_batch_before_an_error_spreads_up_to_it_and_the_resume_follows_it)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	/* 10, 20, 30 (the error's 40 - 10 = 30 over 3) */
+	call(&f, 10, at("main", 0x20), at("foo", 0));
+	call(&f, 10, at("foo", 0x20), at("bar", 0));
+	ret(&f, 10, at("bar", 0x30), at("foo", 0x25));
+	trace_error(&f, 40, "overflow", true);
+	trace_begin(&f, 40, at("main", 0x30));
+	ret(&f, 90, at("main", 0x40), at("__libc_start_call_main", 0x7a));
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 40);
+	expect_span(t, "bar", 0, 20, 30, "foo");
+	expect_span(t, "foo", 0, 10, 40, "main");
+	expect_span(t, "main", 0, 0, 40, NULL);
+	expect_span(t, "[trace gap]", 0, 40, 41, NULL);
+	expect_span(t, "main", 1, 41, 90, "__libc_start_call_main");
+	builder_fixture_close(&f, t);
+}
+
+/* A raw trace without timing packets stamps every event alike (0): its
+ * stamps say nothing but the order, each branch counts 1 ns, and an error
+ * takes the nanosecond after the branches before it rather than squeezing
+ * them into its stamp (zero-length spans in a trace without time). */
+Test(builder_branch, in_a_trace_without_timing_an_error_comes_after_its_branches)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 0, at("main", 0x20), at("foo", 0));
+	call(&f, 0, at("foo", 0x20), at("bar", 0));
+	trace_error(&f, 0, "no memory mapped at 0x1234", false);
+	trace_begin(&f, 0, at("foo", 0x40));
+	call(&f, 0, at("foo", 0x50), at("baz", 0));
+	ret(&f, 0, at("baz", 0x10), at("foo", 0x55));
+	trace_error(&f, 0, "overflow", true);
+	trace_begin(&f, 0, at("main", 0x30));
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[decode error: no memory mapped at 0x1234]",
+				  0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 3);
+	expect_span(t, "main", 0, 0, 3, NULL);
+	expect_span(t, "foo", 0, 1, 3, "main");
+	expect_span(t, "bar", 0, 2, 3, "foo");
+	expect_span(t, "[trace gap]", 0, 3, 4, NULL);
+	/* 4, 5, 6, and the overflow at 7 */
+	expect_span(t, "baz", 0, 5, 6, "foo");
+	expect_span(t, "foo", 1, 4, 7, NULL);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[overflow]", 0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 7);
+	expect_span(t, "[trace gap]", 1, 7, 8, NULL);
+	builder_fixture_close(&f, t);
+}
+
+/* The thread's last branches share a stamp and no later time comes: they
+ * are at that stamp, and the trace ends there (a nanosecond for each would
+ * have run it on past the input by as many). */
+Test(builder_branch, the_trace_ends_at_its_last_stamp)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("foo", 0));
+	call(&f, 20, at("foo", 0x20), at("bar", 0));
+	call(&f, 30, at("bar", 0x20), at("baz", 0));
+	ret(&f, 100, at("baz", 0x10), at("bar", 0x25));
+	branch(&f, 100, RV_BRANCH_COND, 0, at("bar", 0x30), at("bar", 0x10));
+	ret(&f, 100, at("bar", 0x40), at("foo", 0x25));
+	ret(&f, 100, at("foo", 0x40), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	expect_span(t, "baz", 0, 30, 100, "bar");
+	expect_span(t, "bar", 0, 20, 100, "foo");
+	expect_span(t, "foo", 0, 10, 100, "main");
+	expect_span(t, "main", 0, 0, 100, NULL);
+	cr_assert_eq(stats.last_time - stats.first_time, 100, "the trace covers %llu ns",
+		     (unsigned long long)(stats.last_time - stats.first_time));
+	builder_fixture_close(&f, t);
+}
+
+/* issue 19: "tr strt" exactly at a function's first byte (perf script's
+ * _start+0x0, main+0x0) enters the function then: a call, at the trace
+ * begin's time, not a frame that was running before the trace began. */
+Test(builder_branch, a_trace_begin_at_a_functions_first_byte_is_a_call)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 100, at("main", 0));
+	call(&f, 110, at("main", 0x20), at("foo", 0));
+	ret(&f, 120, at("foo", 0x10), at("main", 0x25));
+	ret(&f, 130, at("main", 0x30), at("__libc_start_call_main", 0x7a));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	expect_span(t, "main", 0, 0, 30, "__libc_start_call_main");
+	cr_assert_not(inferred(t, "main", 0), "main was entered when the trace began");
+	/* its caller ran before: that one is a guess */
+	expect_span(t, "__libc_start_call_main", 0, 0, 30, NULL);
+	cr_assert(inferred(t, "__libc_start_call_main", 0));
+	cr_assert_eq(stats.calls, 2, "the trace begin at main's entry is a call");
+	cr_assert_eq(stats.inferred, 1);
+	builder_fixture_close(&f, t);
+}
+
+/* The same for a trace that resumes at a function's entry after a gap, and
+ * in the middle of one (inferred, as before). */
+Test(builder_branch, a_trace_begin_at_a_functions_first_byte_after_a_gap_is_a_call)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("foo", 0));
+	trace_error(&f, 20, "overflow", true);
+	trace_begin(&f, 50, at("bar", 0));
+	ret(&f, 60, at("bar", 0x10), at("foo", 0x30));
+	ret(&f, 70, at("foo", 0x40), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	cr_assert(inferred(t, "main", 0), "main ran before the trace began");
+	expect_span(t, "[trace gap]", 0, 20, 50, NULL);
+	expect_span(t, "bar", 0, 50, 60, "foo");
+	cr_assert_not(inferred(t, "bar", 0), "bar was entered when the trace resumed");
+	expect_span(t, "foo", 1, 50, 70, "main");
+	cr_assert(inferred(t, "foo", 1));
+	cr_assert(inferred(t, "main", 1));
+	cr_assert_eq(stats.calls, 2);
+	cr_assert_eq(stats.inferred, 3);
+	builder_fixture_close(&f, t);
+}
+
+/* A process's first instruction: the kernel's execve returns to _start's
+ * first byte, which begins then, however the trace shows it (a sysret out
+ * of a traced kernel, a trace that resumes there). */
+Test(builder_branch, user_code_entered_at_a_functions_first_byte_from_the_kernel_begins_then)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	ret(&f, 100, at("do_syscall_64", 0x60), at("entry_SYSCALL_64", 0x45));
+	branch(&f, 120, RV_BRANCH_SYSRET, 0, at("entry_SYSCALL_64", 0x90), at("main", 0));
+	call(&f, 130, at("main", 0x20), at("foo", 0));
+	ret(&f, 140, at("foo", 0x10), at("main", 0x25));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	expect_span(t, "entry_SYSCALL_64", 0, 0, 20, NULL);
+	cr_assert(inferred(t, "entry_SYSCALL_64", 0));
+	expect_span(t, "main", 0, 20, 40, NULL);
+	cr_assert_not(inferred(t, "main", 0), "main begins where the kernel left for it");
+	cr_assert_eq(stats.calls, 2, "main's entry and foo's call");
+	builder_fixture_close(&f, t);
+}
+
+/* A kernel-only trace resumes after untraced user time on an empty stack:
+ * at a function's first byte that is a call too. */
+Test(builder_branch, a_trace_begin_at_a_first_byte_on_an_emptied_stack_counts_as_a_call)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct rv_builder_stats stats;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("ksys_read", 0x10));
+	ret(&f, 10, at("ksys_read", 0x30), at("do_syscall_64", 0x45));
+	branch(&f, 20, RV_BRANCH_SYSRET, RV_BRANCH_TRACE_END, at("do_syscall_64", 0x90), nowhere);
+	trace_begin(&f, 30, at("entry_SYSCALL_64", 0));
+	branch(&f, 40, RV_BRANCH_SYSRET, RV_BRANCH_TRACE_END, at("entry_SYSCALL_64", 0x90),
+	       nowhere);
+	trace_begin(&f, 50, at("entry_SYSCALL_64", 0x10));
+	t = builder_fixture_finish(&f);
+	rv_builder_stats(f.b, &stats);
+	expect_span(t, "entry_SYSCALL_64", 0, 30, 40, NULL);
+	cr_assert_not(inferred(t, "entry_SYSCALL_64", 0));
+	cr_assert_eq(stats.calls, 1, "entry_SYSCALL_64 entered at 30, not at 50 (its middle)");
+	builder_fixture_close(&f, t);
+}
+
 Test(builder_branch, trace_begin_into_an_empty_stack)
 {
 	struct builder_fixture f;
@@ -933,12 +1211,12 @@ Test(builder_branch, trace_begin_into_an_empty_stack)
 	trace_begin(&f, 170, at("main", 0x28));
 	call(&f, 180, at("main", 0x30), at("bar", 0));
 	t = builder_fixture_finish(&f);
-	expect_span(t, "main", 0, 0, 80, NULL);
+	/* bar, entered at the last event, takes its nanosecond */
+	expect_span(t, "main", 0, 0, 81, NULL);
 	expect_span(t, "foo", 0, 0, 50, "main");
 	/* an interrupt, untraced */
 	expect_span(t, "[kernel]", 0, 60, 70, "main");
-	cr_assert_eq(trace_span(t, "bar", 0)->begin_ns, 80);
-	cr_assert_eq(trace_span(t, "bar", 0)->end_ns, 80);
+	expect_span(t, "bar", 0, 80, 81, "main");
 	cr_assert(inferred(t, "foo", 0), "the thread's first event: foo was running");
 	cr_assert(inferred(t, "main", 0));
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "main"), 1);
