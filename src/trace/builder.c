@@ -324,6 +324,13 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	struct pending_span span;
 	int ret;
 
+	/* A placeholder stands for untraced time; with none ("[returned]"
+	 * between two events at one time) it has nothing to show, and where
+	 * it would be drawn is not where it is: at its parent's end Perfetto
+	 * takes it for the parent's next sibling (builder.h). */
+	if ((f->flags & FRAME_PLACEHOLDER) && end == f->begin && !f->nr_held)
+		return 0;
+
 	/* Filled field by field: the argument arrays stay untouched (the hot
 	 * path of branches has none). */
 	span.name = f->name;
