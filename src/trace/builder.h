@@ -174,7 +174,9 @@
  * that keeps them nested for a reader that sorts by begin time: a child that
  * begins at the same time as its parent is held back until the parent has
  * been written (and a frame that began at its stack's create_time until no
- * inferred parent can come).
+ * inferred parent can come). Each goes with its depth (its stack position
+ * when it ended: rv_trace_writer_nested_span), which the JSON writer turns
+ * into sub-nanosecond order for equal times.
  *
  * Zero-length spans (begin == end: calls the spread left no time, a late
  * event taken at its thread's last time) are written like the others, so a

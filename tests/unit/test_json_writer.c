@@ -289,6 +289,64 @@ Test(json_writer, ends_that_are_equal_stay_equal_in_doubles)
 	free_temp_dir(dir);
 }
 
+/* Equal nanoseconds at different depths: a child that begins and ends with
+ * its parent is strictly inside it in a reader's doubles, and a span that
+ * begins as its sibling ends begins after that end; every time still reads
+ * as its nanosecond (Perfetto's truncation). */
+static void fill_depths(struct rv_trace_writer *w)
+{
+	struct rv_error err = { 0 };
+
+	json_span(w, 1, 2, "parent", 1000, 3000, NULL, 0);
+	cr_assert_eq(
+		rv_trace_writer_nested_span(w, 1, 2, NULL, "child", 1000, 3000, 1, NULL, 0, &err),
+		0, "%s", err.message);
+	cr_assert_eq(rv_trace_writer_nested_span(w, 1, 2, NULL, "grandchild", 1000, 2000, 2, NULL,
+						 0, &err),
+		     0, "%s", err.message);
+	cr_assert_eq(
+		rv_trace_writer_nested_span(w, 1, 2, NULL, "sibling", 2000, 3000, 2, NULL, 0, &err),
+		0, "%s", err.message);
+	cr_assert_eq(
+		rv_trace_writer_nested_span(w, 1, 2, NULL, "zero", 2000, 2000, 3, NULL, 0, &err), 0,
+		"%s", err.message);
+}
+
+Test(json_writer, equal_times_at_different_depths_nest_strictly)
+{
+	char *dir = new_temp_dir("rv-json-writer");
+	json_t *root = write_and_parse(dir, "t.json", fill_depths, 0);
+	json_t *events = events_of(root);
+	json_t *parent = find_event(events, "X", "parent", 0);
+	json_t *child = find_event(events, "X", "child", 0);
+	json_t *grandchild = find_event(events, "X", "grandchild", 0);
+	json_t *sibling = find_event(events, "X", "sibling", 0);
+	json_t *zero = find_event(events, "X", "zero", 0);
+	double ts_parent = json_number_value(json_object_get(parent, "ts"));
+	double ts_child = json_number_value(json_object_get(child, "ts"));
+
+	cr_assert_gt(ts_child, ts_parent);
+	cr_assert_lt(end_us(child), end_us(parent));
+	cr_assert_gt(json_number_value(json_object_get(grandchild, "ts")), ts_child);
+	cr_assert_lt(end_us(grandchild), json_number_value(json_object_get(sibling, "ts")),
+		     "the sibling begins after the grandchild's end");
+	cr_assert_lt(end_us(sibling), end_us(child));
+	cr_assert_gt(json_number_value(json_object_get(zero, "ts")),
+		     json_number_value(json_object_get(sibling, "ts")));
+	cr_assert_eq(json_number_value(json_object_get(zero, "dur")), 0);
+	check_us(parent, "ts", 1000);
+	check_us(child, "ts", 1000);
+	check_us(grandchild, "ts", 1000);
+	check_us(sibling, "ts", 2000);
+	check_us(zero, "ts", 2000);
+	check_end(parent, 3000);
+	check_end(child, 3000);
+	check_end(grandchild, 2000);
+	check_end(sibling, 3000);
+	json_decref(root);
+	free_temp_dir(dir);
+}
+
 static void fill_categories(struct rv_trace_writer *w)
 {
 	struct rv_error err = { 0 };
