@@ -3,7 +3,8 @@
 # make            build/rearview with its BPF objects and skeletons
 # make deps       install every Debian package the project needs (idempotent)
 # make example    build, then record the bundled example program
-# make test       the style check, unit tests (Criterion) and end-to-end tests
+# make test       the style check, unit tests (Criterion), end-to-end tests and
+#                 check-viewers (mk/viewers.mk) when its packages are installed
 # make format     reformat every C file in the kernel's style (.clang-format)
 # make check-asan the same tests under AddressSanitizer and UBSan (in build-asan/)
 # make bench      benchmarks, side by side with the reference tools
@@ -156,6 +157,7 @@ e2e: $(TEST_DEPS)
 test: $(TEST_DEPS) format-check
 	RV_BUILD=$(BUILD) tests/run-suite $(BUILD)/tests/unit-tests --jobs 2
 	RV_BUILD=$(BUILD) tests/run-suite $(BUILD)/tests/e2e-tests --jobs 1
+	$(MAKE) --no-print-directory check-viewers-if-ready
 
 check-asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ASAN_OPTIONS=detect_leaks=1 \

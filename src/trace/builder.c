@@ -260,10 +260,10 @@ int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		}
 	}
 	b->stats.spans++;
-	return rv_trace_writer_category_span(b->writer, t->pid, t->tid,
-					     span->kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
-					     span->name, builder_rel(b, span->begin),
-					     builder_rel(b, span->end), n ? args : NULL, n, err);
+	return rv_trace_writer_nested_span(
+		b->writer, t->pid, t->tid, span->kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
+		span->name, builder_rel(b, span->begin), builder_rel(b, span->end), span->depth,
+		n ? args : NULL, n, err);
 }
 
 static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
@@ -289,12 +289,16 @@ static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
  *   under it (a return above the first frame), and must be written first;
  * - a span that began with the frame below it is held by that frame;
  * - anything else is written now. */
-int builder_settle(struct rv_builder *b, struct thread_state *t, const struct pending_span *span,
+int builder_settle(struct rv_builder *b, struct thread_state *t, const struct pending_span *given,
 		   const struct pending_span *held, size_t nr_held, size_t pos,
 		   struct rv_error *err)
 {
 	struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
+	struct pending_span placed = *given;
+	const struct pending_span *span = &placed;
 	int ret = 0;
+
+	placed.depth = pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
 
 	if (seg && pos == seg->base && span->begin == seg->create_time) {
 		ret = append_pending(&seg->orphans, &seg->nr_orphans, &seg->cap_orphans, span);
@@ -323,6 +327,13 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	struct open_frame *f = &t->stack[--t->depth];
 	struct pending_span span;
 	int ret;
+
+	/* A placeholder stands for untraced time; with none ("[returned]"
+	 * between two events at one time) it has nothing to show, and where
+	 * it would be drawn is not where it is: at its parent's end Perfetto
+	 * takes it for the parent's next sibling (builder.h). */
+	if ((f->flags & FRAME_PLACEHOLDER) && end == f->begin && !f->nr_held)
+		return 0;
 
 	/* Filled field by field: the argument arrays stay untouched (the hot
 	 * path of branches has none). */

@@ -186,7 +186,19 @@
  * that keeps them nested for a reader that sorts by begin time: a child that
  * begins at the same time as its parent is held back until the parent has
  * been written (and a frame that began at its stack's create_time until no
- * inferred parent can come).
+ * inferred parent can come). Each goes with its depth (its stack position
+ * when it ended: rv_trace_writer_nested_span), which the JSON writer turns
+ * into sub-nanosecond order for equal times.
+ *
+ * Zero-length spans (begin == end: calls the spread left no time, a late
+ * event taken at its thread's last time) are written like the others, so a
+ * child that begins and ends with its parent comes after it. Readers place
+ * them by time: Perfetto nests one in what is open at its time but takes
+ * one at its parent's end for the parent's next sibling, and a second one
+ * at the same time for the first one's child. A zero-length placeholder
+ * (untraced time of none: "[returned]" where the trace resumes at the time
+ * it stopped) is not written: it shows nothing, and mostly sits at its
+ * parent's end.
  *
  * Names events bring (branch and call syms, kernel span and argument names,
  * thread names) are copied into the builder's own pool when it keeps them

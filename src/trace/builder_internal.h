@@ -58,6 +58,8 @@ struct pending_span {
 	bool inferred; /* its begin is a guess: it was running when the trace began */
 	bool kernel;   /* kernel code or a kernel placeholder: category "kernel" */
 	struct span_args args;
+	uint32_t depth; /* its place on the thread's stack when it ended (builder_settle
+			 * sets it; 0 elsewhere): the JSON writer's order of equal times */
 };
 
 enum {

@@ -523,6 +523,15 @@ int rv_trace_writer_category_span(struct rv_trace_writer *w, uint32_t pid, uint3
 				  uint64_t end_ns, const struct rv_arg *args, size_t nr_args,
 				  struct rv_error *err)
 {
+	return rv_trace_writer_nested_span(w, pid, tid, category, name, begin_ns, end_ns, 0, args,
+					   nr_args, err);
+}
+
+int rv_trace_writer_nested_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+				const char *category, const char *name, uint64_t begin_ns,
+				uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
+				size_t nr_args, struct rv_error *err)
+{
 	int r = check_usable(w, err);
 
 	if (r < 0)
@@ -541,7 +550,8 @@ int rv_trace_writer_category_span(struct rv_trace_writer *w, uint32_t pid, uint3
 		r = rv_fxt_span(w->fxt, pid, tid, category, name, begin_ns, end_ns, args, nr_args,
 				err);
 	else
-		rv_json_span(&w->json, pid, tid, category, name, begin_ns, end_ns, args, nr_args);
+		rv_json_span(&w->json, pid, tid, category, name, begin_ns, end_ns, depth, args,
+			     nr_args);
 	if (r == 0)
 		w->spans++;
 	return finish_call(w, r, err);

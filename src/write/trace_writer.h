@@ -104,6 +104,17 @@ int rv_trace_writer_category_span(struct rv_trace_writer *w, uint32_t pid, uint3
 				  uint64_t end_ns, const struct rv_arg *args, size_t nr_args,
 				  struct rv_error *err);
 
+/* The same span with its nesting depth on the thread's track (0: outermost;
+ * the trace builder's stack position). FXT ignores it; JSON uses it to
+ * order what the nanoseconds cannot: equal times are written a fraction of
+ * a nanosecond apart, a deeper span beginning later and ending earlier
+ * (json.c), so that readers that compute or tie-break times keep the
+ * nesting. rv_trace_writer_category_span is depth 0. */
+int rv_trace_writer_nested_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+				const char *category, const char *name, uint64_t begin_ns,
+				uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
+				size_t nr_args, struct rv_error *err);
+
 /* A zero-length marker on the thread's track (FXT: instant event, thread
  * scope; JSON: "i" event). */
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,

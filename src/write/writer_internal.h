@@ -152,9 +152,10 @@ void rv_json_open(struct rv_json *json, struct rv_out *out);
 void rv_json_process(struct rv_json *json, uint32_t pid, const char *name);
 void rv_json_thread(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name);
 /* category: NULL or "" for none (no "cat" field) */
+/* depth: trace_writer.h's rv_trace_writer_nested_span */
 void rv_json_span(struct rv_json *json, uint32_t pid, uint32_t tid, const char *category,
-		  const char *name, uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
-		  size_t nr_args);
+		  const char *name, uint64_t begin_ns, uint64_t end_ns, uint32_t depth,
+		  const struct rv_arg *args, size_t nr_args);
 void rv_json_instant(struct rv_json *json, uint32_t pid, uint32_t tid, const char *name,
 		     uint64_t ts_ns, const struct rv_arg *args, size_t nr_args);
 /* Writes what closes the document; nothing may be written after it. */

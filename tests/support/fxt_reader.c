@@ -1443,8 +1443,18 @@ static int check_nesting(struct reader *r)
 			depth = 0;
 			last_root = FXT_NONE;
 		}
-		while (depth > 0 && t->spans[stack[depth - 1]].end <= s->begin)
+		/* Perfetto's slice tracker: a slice that ended before the new
+		 * one begins is over, and so is one that ends as it begins,
+		 * unless both took no time (zero-length slices at one time
+		 * stack, each inside the one before it). */
+		while (depth > 0) {
+			const struct fxt_span *top = &t->spans[stack[depth - 1]];
+
+			if (top->end > s->begin ||
+			    (top->end == s->begin && top->begin == top->end && s->begin == s->end))
+				break;
 			depth--;
+		}
 		if (depth > 0) {
 			long pi = stack[depth - 1];
 			struct fxt_span *p = &t->spans[pi];

@@ -212,7 +212,9 @@ int fxt_read_file(const char *path, struct fxt_trace **out, char *err, size_t er
  * After the records, spans are checked the way Perfetto nests them: the spans
  * of each thread, in file order, are stable-sorted by begin time and pushed
  * on a stack; spans that ended at or before the new span's begin are popped
- * first; a span that begins while another is open must end no later than it.
+ * first (but a zero-length span is not popped by a zero-length span at its
+ * time: Perfetto stacks those, the later inside the earlier); a span that
+ * begins while another is open must end no later than it.
  * A violation ("improperly nested span") is an error. This also catches a
  * child written before its parent when both begin at the same time. */
 int fxt_read_buffer(const void *data, size_t size, struct fxt_trace **out, char *err,

@@ -210,6 +210,77 @@ Test(builder_branch, calls_that_share_a_timestamp_are_spread_over_the_interval)
 	builder_fixture_close(&f, t);
 }
 
+/* Untraced time of none (the trace resumes at the time it stopped, PT's
+ * "[returned]" between a return out of the filter and the next TIP.PGE at
+ * one timestamp) draws no placeholder: it would sit at its parent's end,
+ * where Perfetto takes it for the parent's sibling. Untraced time of some
+ * length still does. */
+Test(builder_branch, a_placeholder_of_no_time_is_not_written)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	call(&f, 10, at("main", 0x20), at("work", 0));
+	call(&f, 20, at("work", 0x20), at("foo", 0));
+	branch(&f, 30, RV_BRANCH_RETURN, RV_BRANCH_TRACE_END, at("foo", 0x10), nowhere);
+	trace_begin(&f, 30, at("work", 0x25));
+	ret(&f, 30, at("work", 0x50), at("main", 0x25));
+	/* three events at 30, the next at 31: all three at 30 */
+	call(&f, 31, at("main", 0x30), at("foo", 0));
+	branch(&f, 50, RV_BRANCH_RETURN, RV_BRANCH_TRACE_END, at("foo", 0x10), nowhere);
+	trace_begin(&f, 60, at("main", 0x35));
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "[returned]"), 1,
+		     "only the untraced 10 ns get a placeholder");
+	expect_span(t, "[returned]", 0, 50, 60, "main");
+	expect_span(t, "work", 0, 10, 30, "main");
+	expect_span(t, "foo", 0, 20, 30, "work");
+	builder_fixture_close(&f, t);
+}
+
+/* Calls that the spread gives no time (more events at one timestamp than
+ * nanoseconds to the next) are written, and one that begins and ends with
+ * its parent comes after the parent in the file: a reader that sorts by
+ * begin keeps it inside (the strict reader nests as Perfetto does). */
+Test(builder_branch, a_zero_length_call_comes_after_its_zero_length_parent)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const struct fxt_span *a, *b;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	/* five events at 100 and the next at 101: event i at 100 + i * 1 / 5,
+	 * so a, b and their returns, and c's call, all at 100 (a zero-length
+	 * sibling of a at 100 would read as b's child: Perfetto stacks
+	 * zero-length slices of one time) */
+	call(&f, 100, at("main", 0x20), at("a", 0));
+	call(&f, 100, at("a", 0x20), at("b", 0));
+	ret(&f, 100, at("b", 0x40), at("a", 0x25));
+	ret(&f, 100, at("a", 0x40), at("main", 0x25));
+	call(&f, 100, at("main", 0x30), at("c", 0));
+	call(&f, 101, at("c", 0x40), at("d", 0));
+	ret(&f, 110, at("d", 0x40), at("c", 0x45));
+	ret(&f, 120, at("c", 0x50), at("main", 0x45));
+	t = builder_fixture_finish(&f);
+	a = fxt_find_span(t, FXT_ANY, FXT_ANY, "a", 0);
+	b = fxt_find_span(t, FXT_ANY, FXT_ANY, "b", 0);
+	cr_assert(a && b);
+	cr_assert_eq(a->begin_ns, 100);
+	cr_assert_eq(a->end_ns, 100);
+	cr_assert_eq(b->begin_ns, 100);
+	cr_assert_eq(b->end_ns, 100);
+	cr_assert_lt(a->offset, b->offset,
+		     "a, b's parent with the same begin and end, is written first");
+	expect_span(t, "a", 0, 100, 100, "main");
+	expect_span(t, "b", 0, 100, 100, "a");
+	expect_span(t, "c", 0, 100, 120, "main");
+	expect_span(t, "d", 0, 101, 110, "c");
+	builder_fixture_close(&f, t);
+}
+
 Test(builder_branch, returns_and_jumps_in_a_batch_take_their_share_so_every_span_has_a_length)
 {
 	struct builder_fixture f;

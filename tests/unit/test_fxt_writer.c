@@ -576,6 +576,29 @@ Test(fxt_reader, refuses_a_child_written_before_its_parent_at_the_same_time)
 	free(b.bytes);
 }
 
+/* Zero-length spans the way Perfetto's slice tracker places them: inside
+ * what is open at their time; a second one at the same time inside the
+ * first (zero-length slices of one time stack); one at its enclosing span's
+ * end beside it (a slice that ends as the next begins is over). */
+Test(fxt_reader, places_zero_length_spans_as_perfetto_does)
+{
+	struct fxt_buf b = { 0 };
+	struct fxt_trace *t;
+
+	preamble(&b);
+	rec_complete(&b, 1, 2, 0, 10); /* main */
+	rec_complete(&b, 1, 3, 5, 5);  /* child */
+	rec_complete(&b, 1, 4, 5, 5);
+	rec_complete(&b, 1, 3, 10, 10);
+	t = read_ok(&b);
+	cr_assert_eq(fxt_find_span(t, 10, 11, "child", 0)->depth, 1);
+	cr_assert_eq(t->spans[fxt_find_span(t, 10, 11, "child", 0)->parent].begin, 0);
+	cr_assert_eq(fxt_find_span(t, 10, 11, "process", 0)->depth, 2, "stacked on the first");
+	cr_assert_eq(fxt_find_span(t, 10, 11, "child", 1)->depth, 0, "at main's end: beside it");
+	fxt_trace_free(t);
+	free(b.bytes);
+}
+
 Test(fxt_reader, nests_touching_spans_as_siblings_and_separates_threads)
 {
 	struct fxt_buf b = { 0 };

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include <jansson.h>
 #include <zlib.h>
 
@@ -135,17 +137,30 @@ static json_int_t int_field(json_t *event, const char *key)
 	return json_integer_value(v);
 }
 
-/* A time in microseconds must give back the nanoseconds it came from. */
+/* A time in microseconds must give back the nanoseconds it came from the way
+ * Perfetto reads it: the decimal digits, truncated to the nanosecond. */
 static void check_us(json_t *event, const char *key, uint64_t ns)
 {
 	json_t *v = json_object_get(event, key);
-	double us, diff;
+	double us;
 
 	cr_assert(json_is_number(v), "field %s is missing or not a number", key);
 	us = json_number_value(v);
-	diff = us * 1000.0 - (double)ns;
-	cr_assert(diff <= 0.5 && diff >= -0.5, "%s is %.6f us; %" PRIu64 " ns is %.3f us", key, us,
-		  ns, (double)ns / 1000);
+	cr_assert_eq((uint64_t)floor(us * 1000.0), ns, "%s is %.10f us; %" PRIu64 " ns is %.3f us",
+		     key, us, ns, (double)ns / 1000);
+}
+
+/* ts + dur, as a reader computes it in doubles. */
+static double end_us(json_t *event)
+{
+	return json_number_value(json_object_get(event, "ts")) +
+	       json_number_value(json_object_get(event, "dur"));
+}
+
+static void check_end(json_t *event, uint64_t ns)
+{
+	cr_assert_eq((uint64_t)floor(end_us(event) * 1000.0), ns,
+		     "ends at %.10f us, not %" PRIu64 " ns", end_us(event), ns);
 }
 
 static struct rv_trace_writer *json_open(const char *path)
@@ -214,21 +229,120 @@ Test(json_writer, writes_complete_events_in_microseconds)
 	e = find_event(events, "X", "outer", 0);
 	cr_assert_not_null(e);
 	check_us(e, "ts", 1234567);
-	check_us(e, "dur", 9876543 - 1234567);
+	check_end(e, 9876543);
 	cr_assert_eq(int_field(e, "pid"), 100);
 	cr_assert_eq(int_field(e, "tid"), 101);
 	e = find_event(events, "X", "inner", 0);
 	cr_assert_not_null(e);
 	check_us(e, "ts", 1234567);
-	check_us(e, "dur", 1);
+	check_end(e, 1234568);
 	e = find_event(events, "X", "late", 0);
 	cr_assert_not_null(e);
 	check_us(e, "ts", 1000000000123ull);
-	check_us(e, "dur", 4877);
+	check_end(e, 1000000005000ull);
 	cr_assert_eq(int_field(e, "tid"), 102);
 	e = find_event(events, "X", "zero", 0);
 	cr_assert_not_null(e);
-	check_us(e, "dur", 0);
+	cr_assert_eq(json_number_value(json_object_get(e, "dur")), 0);
+	json_decref(root);
+	free_temp_dir(dir);
+}
+
+/* Spans that end together, at every nanosecond offset: a reader's ts + dur
+ * in doubles (speedscope's, after it subtracts the first ts) gives bit for
+ * bit the same end for all of them, and distinct ends stay in order. With
+ * three decimals, 1.001 + 2.002 != 3.003 in doubles. */
+static void fill_equal_ends(struct rv_trace_writer *w)
+{
+	for (uint64_t i = 0; i < 2000; i++) {
+		uint64_t end = 1000000007ull + 7919 * i;
+
+		json_span(w, 1, 2, "child", end - 1001 - i % 997, end, NULL, 0);
+		json_span(w, 1, 2, "parent", end - 3003 - i % 1009, end, NULL, 0);
+	}
+}
+
+Test(json_writer, ends_that_are_equal_stay_equal_in_doubles)
+{
+	char *dir = new_temp_dir("rv-json-writer");
+	json_t *root = write_and_parse(dir, "t.json", fill_equal_ends, 0);
+	json_t *events = events_of(root);
+	double first =
+		json_number_value(json_object_get(find_event(events, "X", "parent", 0), "ts"));
+	double last_end = -1;
+
+	for (size_t i = 0; i < 2000; i++) {
+		json_t *child = find_event(events, "X", "child", i);
+		json_t *parent = find_event(events, "X", "parent", i);
+		double c = json_number_value(json_object_get(child, "ts")) - first +
+			   json_number_value(json_object_get(child, "dur"));
+		double p = json_number_value(json_object_get(parent, "ts")) - first +
+			   json_number_value(json_object_get(parent, "dur"));
+
+		cr_assert(c == p, "pair %zu: child ends at %.12f, parent at %.12f", i, c, p);
+		cr_assert_gt(p, last_end);
+		last_end = p;
+		check_end(parent, 1000000007ull + 7919 * i);
+		check_us(child, "ts", 1000000007ull + 7919 * i - 1001 - i % 997);
+	}
+	json_decref(root);
+	free_temp_dir(dir);
+}
+
+/* Equal nanoseconds at different depths: a child that begins and ends with
+ * its parent is strictly inside it in a reader's doubles, and a span that
+ * begins as its sibling ends begins after that end; every time still reads
+ * as its nanosecond (Perfetto's truncation). */
+static void fill_depths(struct rv_trace_writer *w)
+{
+	struct rv_error err = { 0 };
+
+	json_span(w, 1, 2, "parent", 1000, 3000, NULL, 0);
+	cr_assert_eq(
+		rv_trace_writer_nested_span(w, 1, 2, NULL, "child", 1000, 3000, 1, NULL, 0, &err),
+		0, "%s", err.message);
+	cr_assert_eq(rv_trace_writer_nested_span(w, 1, 2, NULL, "grandchild", 1000, 2000, 2, NULL,
+						 0, &err),
+		     0, "%s", err.message);
+	cr_assert_eq(
+		rv_trace_writer_nested_span(w, 1, 2, NULL, "sibling", 2000, 3000, 2, NULL, 0, &err),
+		0, "%s", err.message);
+	cr_assert_eq(
+		rv_trace_writer_nested_span(w, 1, 2, NULL, "zero", 2000, 2000, 3, NULL, 0, &err), 0,
+		"%s", err.message);
+}
+
+Test(json_writer, equal_times_at_different_depths_nest_strictly)
+{
+	char *dir = new_temp_dir("rv-json-writer");
+	json_t *root = write_and_parse(dir, "t.json", fill_depths, 0);
+	json_t *events = events_of(root);
+	json_t *parent = find_event(events, "X", "parent", 0);
+	json_t *child = find_event(events, "X", "child", 0);
+	json_t *grandchild = find_event(events, "X", "grandchild", 0);
+	json_t *sibling = find_event(events, "X", "sibling", 0);
+	json_t *zero = find_event(events, "X", "zero", 0);
+	double ts_parent = json_number_value(json_object_get(parent, "ts"));
+	double ts_child = json_number_value(json_object_get(child, "ts"));
+
+	cr_assert_gt(ts_child, ts_parent);
+	cr_assert_lt(end_us(child), end_us(parent));
+	cr_assert_gt(json_number_value(json_object_get(grandchild, "ts")), ts_child);
+	cr_assert_lt(end_us(grandchild), json_number_value(json_object_get(sibling, "ts")),
+		     "the sibling begins after the grandchild's end");
+	cr_assert_lt(end_us(sibling), end_us(child));
+	cr_assert_gt(json_number_value(json_object_get(zero, "ts")),
+		     json_number_value(json_object_get(sibling, "ts")));
+	cr_assert_eq(json_number_value(json_object_get(zero, "dur")), 0);
+	check_us(parent, "ts", 1000);
+	check_us(child, "ts", 1000);
+	check_us(grandchild, "ts", 1000);
+	check_us(sibling, "ts", 2000);
+	check_us(zero, "ts", 2000);
+	check_end(parent, 3000);
+	check_end(child, 3000);
+	check_end(grandchild, 2000);
+	check_end(sibling, 3000);
 	json_decref(root);
 	free_temp_dir(dir);
 }
