@@ -47,7 +47,7 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DRV_VERSION='"$(VERSION)"' $(OPT) -g $(WAR
 	-Isrc -I$(BUILD)/bpf -Ibpf $(PKG_CFLAGS) $(SAN_FLAGS) -MMD -MP $(CFLAGS)
 ALL_LDFLAGS := $(SAN_FLAGS) $(LDFLAGS)
 LIBS := $(PKG_LIBS) $(DECODE_LIBS) -lstdc++ -lpthread
-TEST_LIBS := -lcriterion -ljansson
+TEST_LIBS := -lcriterion -ljansson -lm
 
 # The tests' shared fixtures (tests/support) are for the tests alone.
 $(BUILD)/obj/tests/%.o: ALL_CFLAGS += -Itests/support

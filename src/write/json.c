@@ -10,7 +10,7 @@
  * speedscope 1.25.0 warned 1,888 times on a sampling trace and drew
  * impossible stacks); and the grid's spare points below a nanosecond put a
  * child that begins or ends with its parent strictly inside it (below).
- * Perfetto, which reads the digits as whole nanoseconds, gets the
+ * Perfetto, which rounds ts and dur to whole nanoseconds, gets the
  * nanoseconds given. Events come in the builder's order (a parent before a
  * child that begins with it). The encoder keeps no span and reorders
  * nothing: its memory does not grow with the trace.
@@ -70,35 +70,35 @@ static size_t format_i64(char *p, int64_t v)
  * the trace's start) is a double exactly, and so are the sums and
  * differences of two of them, so a reader that parses "ts" and "dur" into
  * doubles and computes ts + dur (speedscope, chrome://tracing) gets the end
- * exactly. A nanosecond x is written as a point of the 1048 or 1049 grid
- * points in [x, x + 1) ns: its middle, GRID_MIDDLE steps after the first,
- * so equal times stay equal and distinct ones keep their order; a reader
- * that turns the decimal digits into whole nanoseconds, truncating
- * (Perfetto), gets x back, whatever point of the range it was.
+ * exactly. A nanosecond x is the first grid point at or after it, less
+ * than a picosecond late, so equal times stay equal and distinct ones keep
+ * their order.
  *
- * The spare points order what the nanosecond cannot: a span at depth d on
- * its thread's track (the builder's stack position) begins d points after
- * its begin's middle point and ends d points before its end's (d below
- * GRID_MIDDLE; deeper ones as GRID_MIDDLE - 1), so a child that begins or
+ * The grid's spare points order what the nanosecond cannot: a span at depth
+ * d on its thread's track (the builder's stack position) begins d points
+ * after its begin's point and ends d points before its end's (d at most
+ * DEPTH_POINTS; deeper ones share that offset), so a child that begins or
  * ends with its parent begins after it and ends before it, and a span that
  * begins as a sibling ends begins after that end. Readers that break ties
  * of equal times by rules of their own (speedscope begins a span before it
  * ends another with the same name and arguments, and then ends the wrong
  * one of a chain of frames that began and end together, with a warning for
- * each) see them strictly nested instead. Perfetto still reads the
- * nanoseconds given. The cost is a longer number: up to twenty decimals. */
-#define GRID_BITS   20
-#define GRID_MIDDLE 512
+ * each) see them strictly nested instead.
+ *
+ * Perfetto rounds "ts" and "dur" each to the nearest nanosecond
+ * (llround(us * 1000)) and ends a span at ts + dur. A begin lies within
+ * DEPTH_POINTS points (0.244 ns) after its nanosecond and an end within as
+ * many before its own, so ts rounds to the nanosecond given and dur (off
+ * by less than 0.49 ns) to the span's length: Perfetto shows the
+ * nanoseconds the builder gave, at any depth. The cost is a longer number:
+ * up to twenty decimals. */
+#define GRID_BITS    20
+#define DEPTH_POINTS 255
 
 /* The first grid point at or after x ns: ceil(x * 2^20 / 1000). */
-static uint64_t grid_first(uint64_t ns)
-{
-	return (ns / 1000 << GRID_BITS) + ((ns % 1000 << GRID_BITS) + 999) / 1000;
-}
-
 static uint64_t grid_from_ns(uint64_t ns)
 {
-	return grid_first(ns) + GRID_MIDDLE;
+	return (ns / 1000 << GRID_BITS) + ((ns % 1000 << GRID_BITS) + 999) / 1000;
 }
 
 /* grid/2^20 us in decimal: the integer part, then the exact binary fraction
@@ -311,12 +311,14 @@ void rv_json_span(struct rv_json *json, uint32_t pid, uint32_t tid, const char *
 		  const char *name, uint64_t begin_ns, uint64_t end_ns, uint32_t depth,
 		  const struct rv_arg *args, size_t nr_args)
 {
-	uint64_t inner = depth < GRID_MIDDLE ? depth : GRID_MIDDLE - 1;
-	uint64_t begin = grid_from_ns(begin_ns) + inner, end = grid_from_ns(end_ns) - inner;
+	uint64_t inner = depth < DEPTH_POINTS ? depth : DEPTH_POINTS;
+	uint64_t begin = grid_from_ns(begin_ns) + inner, end = begin;
 
-	/* a zero-length span stays one, at its begin's point */
-	if (end_ns == begin_ns)
-		end = begin;
+	/* a zero-length span stays one, at its begin's point; a longer one
+	 * ends at least a nanosecond (1048 points) after its begin, so its
+	 * end stays after its begin */
+	if (end_ns > begin_ns)
+		end = grid_from_ns(end_ns) - inner;
 	begin_event(json);
 	put_literal(json->out, "{\"ph\":\"X\",\"name\":");
 	write_string(json->out, name);

@@ -137,17 +137,21 @@ static json_int_t int_field(json_t *event, const char *key)
 	return json_integer_value(v);
 }
 
-/* A time in microseconds must give back the nanoseconds it came from the way
- * Perfetto reads it: the decimal digits, truncated to the nanosecond. */
-static void check_us(json_t *event, const char *key, uint64_t ns)
+/* A time in microseconds read the way Perfetto's JSON tokenizer reads it:
+ * rounded to the nearest nanosecond, llround(us * 1000). */
+static uint64_t perfetto_ns(json_t *event, const char *key)
 {
 	json_t *v = json_object_get(event, key);
-	double us;
 
 	cr_assert(json_is_number(v), "field %s is missing or not a number", key);
-	us = json_number_value(v);
-	cr_assert_eq((uint64_t)floor(us * 1000.0), ns, "%s is %.10f us; %" PRIu64 " ns is %.3f us",
-		     key, us, ns, (double)ns / 1000);
+	return (uint64_t)llround(json_number_value(v) * 1000.0);
+}
+
+/* A time must give back the nanoseconds it came from, in Perfetto. */
+static void check_us(json_t *event, const char *key, uint64_t ns)
+{
+	cr_assert_eq(perfetto_ns(event, key), ns, "%s is %.10f us; %" PRIu64 " ns is %.3f us", key,
+		     json_number_value(json_object_get(event, key)), ns, (double)ns / 1000);
 }
 
 /* ts + dur, as a reader computes it in doubles. */
@@ -157,10 +161,13 @@ static double end_us(json_t *event)
 	       json_number_value(json_object_get(event, "dur"));
 }
 
+/* Perfetto ends a span at its rounded ts plus its rounded dur. */
 static void check_end(json_t *event, uint64_t ns)
 {
-	cr_assert_eq((uint64_t)floor(end_us(event) * 1000.0), ns,
-		     "ends at %.10f us, not %" PRIu64 " ns", end_us(event), ns);
+	uint64_t end = perfetto_ns(event, "ts") + perfetto_ns(event, "dur");
+
+	cr_assert_eq(end, ns, "ends at %" PRIu64 " ns in Perfetto (%.10f us), not %" PRIu64 " ns",
+		     end, end_us(event), ns);
 }
 
 static struct rv_trace_writer *json_open(const char *path)
@@ -292,7 +299,7 @@ Test(json_writer, ends_that_are_equal_stay_equal_in_doubles)
 /* Equal nanoseconds at different depths: a child that begins and ends with
  * its parent is strictly inside it in a reader's doubles, and a span that
  * begins as its sibling ends begins after that end; every time still reads
- * as its nanosecond (Perfetto's truncation). */
+ * as its nanosecond in Perfetto (rounded ts, and ts + rounded dur). */
 static void fill_depths(struct rv_trace_writer *w)
 {
 	struct rv_error err = { 0 };
@@ -310,6 +317,17 @@ static void fill_depths(struct rv_trace_writer *w)
 	cr_assert_eq(
 		rv_trace_writer_nested_span(w, 1, 2, NULL, "zero", 2000, 2000, 3, NULL, 0, &err), 0,
 		"%s", err.message);
+	/* deep stacks: the last depths with an offset of their own, and one
+	 * past them */
+	cr_assert_eq(
+		rv_trace_writer_nested_span(w, 1, 2, NULL, "deep", 5000, 5001, 254, NULL, 0, &err),
+		0, "%s", err.message);
+	cr_assert_eq(rv_trace_writer_nested_span(w, 1, 2, NULL, "deeper", 5000, 5001, 255, NULL, 0,
+						 &err),
+		     0, "%s", err.message);
+	cr_assert_eq(rv_trace_writer_nested_span(w, 1, 2, NULL, "deepest", 5000, 5001, 4000, NULL,
+						 0, &err),
+		     0, "%s", err.message);
 }
 
 Test(json_writer, equal_times_at_different_depths_nest_strictly)
@@ -343,6 +361,17 @@ Test(json_writer, equal_times_at_different_depths_nest_strictly)
 	check_end(child, 3000);
 	check_end(grandchild, 2000);
 	check_end(sibling, 3000);
+	/* at any depth, Perfetto's rounding gives the nanoseconds back, and a
+	 * 1 ns span keeps its length */
+	for (int i = 0; i < 3; i++) {
+		json_t *e = find_event(events, "X",
+				       (const char *[]){ "deep", "deeper", "deepest" }[i], 0);
+
+		check_us(e, "ts", 5000);
+		check_end(e, 5001);
+	}
+	cr_assert_gt(json_number_value(json_object_get(find_event(events, "X", "deeper", 0), "ts")),
+		     json_number_value(json_object_get(find_event(events, "X", "deep", 0), "ts")));
 	json_decref(root);
 	free_temp_dir(dir);
 }
