@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "util/intern.h"
+#include "util/map.h"
 
 #define READ_BLOCK    (1u << 20)
 #define MAX_LINE      (16u << 20)
@@ -55,9 +56,8 @@ enum line_result {
 };
 
 /* A thread's latest time, for keeping times from going back. */
+/* A thread's last time and name, in rv_perf_script.threads by tid. */
 struct thread_time {
-	uint32_t tid;
-	bool used;
 	uint64_t time;
 	const char *comm; /* the name it was last given (pooled), or NULL */
 };
@@ -98,8 +98,7 @@ struct rv_perf_script {
 	/* an event held back while its thread's new name is returned */
 	bool have_queued;
 	struct rv_event queued;
-	struct thread_time *threads;
-	size_t cap_threads, nr_threads; /* cap: 0 or a power of two */
+	struct rv_map threads; /* tid -> struct thread_time (owned) */
 	struct rv_perf_script_stats stats;
 };
 
@@ -140,7 +139,9 @@ void rv_perf_script_free(struct rv_perf_script *p)
 	if (!p)
 		return;
 	rv_intern_destroy(&p->pool);
-	free(p->threads);
+	for (size_t i = 0; i < p->threads.cap; i++)
+		free(p->threads.slots[i].value);
+	rv_map_destroy(&p->threads);
 	free(p->frames);
 	free(p->buf);
 	free(p->name);
@@ -1097,42 +1098,22 @@ static int parse_line(struct rv_perf_script *p, const char *text, size_t len, st
 
 /* ---- Time order per thread ---- */
 
-static struct thread_time *thread_slot(struct thread_time *table, size_t cap, uint32_t tid)
-{
-	size_t i = (tid * 2654435761u) & (cap - 1);
-
-	while (table[i].used && table[i].tid != tid)
-		i = (i + 1) & (cap - 1);
-	return &table[i];
-}
-
 /* Keeps the thread's times from going back: an event older than its
  * thread's last takes that time, and is counted. */
 static int keep_order(struct rv_perf_script *p, struct rv_event *ev, uint64_t line,
 		      struct thread_time **slot)
 {
-	struct thread_time *t;
+	struct thread_time *t = rv_map_get(&p->threads, ev->tid);
 
-	if (2 * (p->nr_threads + 1) > p->cap_threads) {
-		size_t cap = p->cap_threads ? 2 * p->cap_threads : 64;
-		struct thread_time *table = calloc(cap, sizeof(*table));
-
-		if (!table)
+	if (!t) {
+		t = calloc(1, sizeof(*t));
+		if (!t || rv_map_put(&p->threads, ev->tid, t) < 0) {
+			free(t);
 			return out_of_memory(p);
-		for (size_t i = 0; i < p->cap_threads; i++)
-			if (p->threads[i].used)
-				*thread_slot(table, cap, p->threads[i].tid) = p->threads[i];
-		free(p->threads);
-		p->threads = table;
-		p->cap_threads = cap;
+		}
+		t->time = ev->time;
 	}
-	t = thread_slot(p->threads, p->cap_threads, ev->tid);
 	*slot = t;
-	if (!t->used) {
-		*t = (struct thread_time){ .tid = ev->tid, .used = true, .time = ev->time };
-		p->nr_threads++;
-		return 0;
-	}
 	if (ev->time < t->time) {
 		if (p->stats.backwards < RV_PERF_SCRIPT_NOTED)
 			p->stats.backwards_at[p->stats.backwards] = line;
