@@ -118,9 +118,15 @@ struct process {
 	const char *jit_module;
 };
 
-struct cache_entry {
+/* What both caches (names, source lines) are keyed by; the first member
+ * of their entries, so that one probe and one rehash serve both. */
+struct cache_key {
 	uint64_t addr;
 	uint64_t generation; /* GENERATION_EMPTY: free slot */
+};
+
+struct cache_entry {
+	struct cache_key key;
 	const char *name, *module, *file;
 	uint64_t start, size;
 	int32_t line;
@@ -143,9 +149,8 @@ struct rv_symbolizer {
 
 	/* rv_symbolizer_source's answers, by (generation, address) */
 	struct source_entry {
-		uint64_t addr;
-		uint64_t generation; /* GENERATION_EMPTY: free slot */
-		const char *file;    /* pooled; NULL: DWARF does not say */
+		struct cache_key key;
+		const char *file; /* pooled; NULL: DWARF does not say */
 		int32_t line, column;
 	} * sources;
 	size_t cap_sources, nr_sources;
@@ -862,18 +867,49 @@ static size_t cache_slot(uint64_t generation, uint64_t addr, size_t cap)
 	return rv_mix64(addr ^ (generation * 0x9e3779b97f4a7c15ull)) & (cap - 1);
 }
 
-static struct cache_entry *cache_find(struct rv_symbolizer *s, uint64_t generation, uint64_t addr)
+/* The slot of (generation, addr) in a table of `cap` entries (a power of
+ * two, not 0) of `size` bytes, each beginning with its struct cache_key:
+ * the entry's own, or the free slot where it would go. */
+static size_t cache_probe(const void *table, size_t size, size_t cap, uint64_t generation,
+			  uint64_t addr)
 {
 	size_t at;
 
+	for (at = cache_slot(generation, addr, cap);; at = (at + 1) & (cap - 1)) {
+		const struct cache_key *k = (const void *)((const char *)table + at * size);
+
+		if (!k->generation || (k->addr == addr && k->generation == generation))
+			return at;
+	}
+}
+
+/* The entries of `table` (`cap` of `size` bytes, cap 0 or a power of two)
+ * in a new table of `new_cap`; NULL when out of memory (table unchanged). */
+static void *cache_rehash(const void *table, size_t size, size_t cap, size_t new_cap)
+{
+	char *fresh = calloc(new_cap, size);
+
+	if (!fresh)
+		return NULL;
+	for (size_t i = 0; i < cap; i++) {
+		const struct cache_key *k = (const void *)((const char *)table + i * size);
+
+		if (k->generation)
+			memcpy(fresh + cache_probe(fresh, size, new_cap, k->generation, k->addr) *
+					       size,
+			       k, size);
+	}
+	return fresh;
+}
+
+static struct cache_entry *cache_find(struct rv_symbolizer *s, uint64_t generation, uint64_t addr)
+{
+	struct cache_entry *e;
+
 	if (!s->cap_cache)
 		return NULL;
-	for (at = cache_slot(generation, addr, s->cap_cache); s->cache[at].generation;
-	     at = (at + 1) & (s->cap_cache - 1)) {
-		if (s->cache[at].addr == addr && s->cache[at].generation == generation)
-			return &s->cache[at];
-	}
-	return NULL;
+	e = &s->cache[cache_probe(s->cache, sizeof(*e), s->cap_cache, generation, addr)];
+	return e->key.generation ? e : NULL;
 }
 
 static void cache_clear(struct rv_symbolizer *s)
@@ -900,22 +936,11 @@ static bool cache_make_room(struct rv_symbolizer *s)
 		return true;
 	}
 	cap = s->cap_cache ? s->cap_cache * 2 : CACHE_MIN_SLOTS;
-	fresh = calloc(cap, sizeof(*fresh));
+	fresh = cache_rehash(s->cache, sizeof(*fresh), s->cap_cache, cap);
 	if (!fresh) {
 		if (s->cap_cache)
 			cache_clear(s);
 		return s->cap_cache != 0;
-	}
-	for (size_t i = 0; i < s->cap_cache; i++) {
-		const struct cache_entry *e = &s->cache[i];
-		size_t at;
-
-		if (!e->generation)
-			continue;
-		for (at = cache_slot(e->generation, e->addr, cap); fresh[at].generation;
-		     at = (at + 1) & (cap - 1))
-			;
-		fresh[at] = *e;
 	}
 	free(s->cache);
 	s->cache = fresh;
@@ -930,12 +955,9 @@ static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t 
 
 	if (!cache_make_room(s))
 		return;
-	for (at = cache_slot(generation, addr, s->cap_cache); s->cache[at].generation;
-	     at = (at + 1) & (s->cap_cache - 1))
-		;
+	at = cache_probe(s->cache, sizeof(*s->cache), s->cap_cache, generation, addr);
 	s->cache[at] = (struct cache_entry){
-		.addr = addr,
-		.generation = generation,
+		.key = { .addr = addr, .generation = generation },
 		.name = sym->name,
 		.module = sym->module,
 		.file = sym->file,
@@ -1006,20 +1028,9 @@ static bool sources_make_room(struct rv_symbolizer *s)
 		return true;
 	}
 	cap = s->cap_sources ? s->cap_sources * 2 : CACHE_MIN_SLOTS;
-	fresh = calloc(cap, sizeof(*fresh));
+	fresh = cache_rehash(s->sources, sizeof(*fresh), s->cap_sources, cap);
 	if (!fresh)
 		return false;
-	for (size_t i = 0; i < s->cap_sources; i++) {
-		const struct source_entry *e = &s->sources[i];
-		size_t at;
-
-		if (!e->generation)
-			continue;
-		for (at = cache_slot(e->generation, e->addr, cap); fresh[at].generation;
-		     at = (at + 1) & (cap - 1))
-			;
-		fresh[at] = *e;
-	}
 	free(s->sources);
 	s->sources = fresh;
 	s->cap_sources = cap;
@@ -1055,23 +1066,21 @@ bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 	if (addr >= KERNEL_START || !(p = find_process(s, pid)) || !p->nr_maps)
 		return false;
 	if (s->cap_sources) {
-		for (at = cache_slot(p->generation, addr, s->cap_sources);
-		     s->sources[at].generation; at = (at + 1) & (s->cap_sources - 1)) {
-			const struct source_entry *e = &s->sources[at];
+		const struct source_entry *e = &s->sources[cache_probe(
+			s->sources, sizeof(*e), s->cap_sources, p->generation, addr)];
 
-			if (e->addr == addr && e->generation == p->generation) {
-				*out = (struct rv_source){ e->file, e->line, e->column };
-				return out->file != NULL;
-			}
+		if (e->key.generation) {
+			*out = (struct rv_source){ e->file, e->line, e->column };
+			return out->file != NULL;
 		}
 	}
 	resolve_source(s, p, addr, out);
 	if (sources_make_room(s)) {
-		for (at = cache_slot(p->generation, addr, s->cap_sources);
-		     s->sources[at].generation; at = (at + 1) & (s->cap_sources - 1))
-			;
-		s->sources[at] = (struct source_entry){ addr, p->generation, out->file, out->line,
-							out->column };
+		at = cache_probe(s->sources, sizeof(*s->sources), s->cap_sources, p->generation,
+				 addr);
+		s->sources[at] = (struct source_entry){
+			{ addr, p->generation }, out->file, out->line, out->column
+		};
 		s->nr_sources++;
 		p->sourced = true;
 	}
