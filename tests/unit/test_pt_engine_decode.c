@@ -48,6 +48,7 @@
 #include "capture/synth.h"
 #include "decode/pt_capture.h"
 #include "fake_kernel.h"
+#include "softpt_reference.h"
 #include "record/perf_attr_ext.h"
 #include "record/pt_attr.h"
 #include "record/pt_engine.h"
@@ -104,96 +105,21 @@ static char *read_text(const char *path)
 
 /* ---- softpt's run: the reference ---- */
 
-struct reference {
-	char dir[PATH_MAX];
-	uint8_t *trace;
-	size_t trace_size;
-	uint32_t pid;
-	struct perf_event_attr pt_attr, sb_attr;
-	struct rv_intel_pt_info info;
-	struct rv_perf_time_conv tc;
-	char cpuid[64];
-	char maps[8192]; /* /proc/PID/maps lines from its MMAP2 records */
-	uint64_t truth_calls;
-};
-
-static void read_reference(struct reference *ref)
+/* The calls in softpt's ground truth of its run in dir. */
+static uint64_t truth_calls(const char *dir)
 {
 	char path[PATH_MAX + 32], line[512];
-	struct rv_perf_reader *r;
-	struct rv_perf_record rec;
-	struct rv_error err = { 0 };
-	size_t used = 0;
-	int got;
+	uint64_t calls = 0;
+	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/perf.data", ref->dir);
-	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
-	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
-		const struct rv_perf_attr *a = rv_perf_reader_attr(r, i);
-
-		if (a->attr.type == PERF_TYPE_SOFTWARE)
-			ref->sb_attr = a->attr;
-		else
-			ref->pt_attr = a->attr;
-	}
-	snprintf(ref->cpuid, sizeof(ref->cpuid), "%s",
-		 rv_perf_reader_feature_string(r, RV_FEAT_CPUID));
-	while ((got = rv_perf_reader_next(r, &rec, &err)) == 1) {
-		const struct perf_event_header *h = rec.header;
-		struct rv_perf_mmap m;
-		struct rv_perf_auxtrace a;
-
-		if (h->type == RV_PERF_RECORD_AUXTRACE_INFO) {
-			cr_assert_eq(rv_intel_pt_info_parse(h, &ref->info, &err), 0);
-		} else if (h->type == RV_PERF_RECORD_TIME_CONV) {
-			cr_assert_eq(rv_perf_time_conv_parse(h, &ref->tc, &err), 0);
-		} else if (h->type == RV_PERF_RECORD_AUXTRACE) {
-			cr_assert_eq(rv_perf_auxtrace_parse(h, &a, &err), 0);
-			cr_assert_null(ref->trace, "softpt writes one buffer per thread");
-			ref->trace = malloc(a.size);
-			memcpy(ref->trace, rec.payload, a.size);
-			ref->trace_size = a.size;
-			ref->pid = a.tid;
-		} else if (h->type == PERF_RECORD_MMAP2 && rv_perf_mmap_parse(h, &m) == 0 &&
-			   m.executable) {
-			int n = snprintf(ref->maps + used, sizeof(ref->maps) - used,
-					 "%08" PRIx64 "-%08" PRIx64 " r-xp %08" PRIx64
-					 " 00:00 0 %s\n",
-					 m.start, m.start + m.len, m.pgoff, m.filename);
-			cr_assert(n > 0 && (size_t)n < sizeof(ref->maps) - used);
-			used += (size_t)n;
-		}
-	}
-	cr_assert_eq(got, 0, "%s", err.message);
-	rv_perf_reader_free(r);
-	cr_assert_not_null(ref->trace, "softpt wrote no trace");
-	cr_assert(used > 0, "softpt wrote no mapping");
-
-	snprintf(path, sizeof(path), "%s/ground-truth.txt", ref->dir);
-	FILE *f = fopen(path, "re");
+	snprintf(path, sizeof(path), "%s/ground-truth.txt", dir);
+	f = fopen(path, "re");
 	cr_assert_not_null(f);
 	while (fgets(line, sizeof(line), f))
-		ref->truth_calls += !strncmp(line, "call ", 5);
+		calls += !strncmp(line, "call ", 5);
 	fclose(f);
-	cr_assert_gt(ref->truth_calls, 100);
-}
-
-static void make_reference(struct reference *ref)
-{
-	char exe[PATH_MAX], prog[PATH_MAX], out[PATH_MAX + 16], errp[PATH_MAX + 16];
-
-	memset(ref, 0, sizeof(*ref));
-	snprintf(ref->dir, sizeof(ref->dir), "/tmp/rv-ptdec-XXXXXX");
-	cr_assert_not_null(mkdtemp(ref->dir));
-	snprintf(exe, sizeof(exe), "%s/softpt", build_dir());
-	snprintf(prog, sizeof(prog), "%s/tests/pt/recursion", build_dir());
-	cr_assert_eq(access(exe, X_OK), 0, "%s is not built (make %s)", exe, exe);
-	cr_assert_eq(access(prog, X_OK), 0, "%s is not built (make %s)", prog, prog);
-	snprintf(out, sizeof(out), "%s/softpt.out", ref->dir);
-	snprintf(errp, sizeof(errp), "%s/softpt.err", ref->dir);
-	char *argv[] = { exe, "-q", "-o", ref->dir, "--", prog, NULL };
-	cr_assert_eq(run(argv, out, errp), 0, "softpt failed");
-	read_reference(ref);
+	cr_assert_gt(calls, 100);
+	return calls;
 }
 
 /* ---- one capture through the engine ---- */
@@ -235,7 +161,7 @@ static void write_gap_mark(struct rv_perf_writer *w, pid_t tid, uint64_t resumed
 	cr_assert_eq(rv_perf_writer_write(w, (const void *)record, &err), 0, "%s", err.message);
 }
 
-static void engine_capture(const struct reference *ref, enum how how, const char *dir)
+static void engine_capture(const struct softpt_reference *ref, enum how how, const char *dir)
 {
 	char path[PATH_MAX + 64], capture[PATH_MAX + 80];
 	/* softpt's clock, so that the sideband's times and the trace's agree;
@@ -594,18 +520,20 @@ static size_t perf_branches(const char *dir, const char *name)
 
 static void check(enum how how, const char *name)
 {
-	struct reference *ref = calloc(1, sizeof(*ref));
+	struct softpt_reference *ref = calloc(1, sizeof(*ref));
 	char dir[PATH_MAX + 16];
 	struct counts want, got;
 	struct cli_stats cli_want, cli_got;
+	uint64_t truth;
 
 	cr_assert_not_null(ref);
-	make_reference(ref);
+	softpt_reference_make(ref, "rv-ptdec");
+	truth = truth_calls(ref->dir);
 	snprintf(dir, sizeof(dir), "%s/%s", ref->dir, name);
 	engine_capture(ref, how, dir);
 
 	decode_lib(ref->dir, &want);
-	cr_assert_eq(want.calls, ref->truth_calls, "softpt's own capture");
+	cr_assert_eq(want.calls, truth, "softpt's own capture");
 	decode_lib(dir, &got);
 	cr_assert_eq(got.info.buffers, how == MULTI_SNAPSHOT ? 2 : 1, "%s: stretches of trace",
 		     name);
@@ -620,18 +548,17 @@ static void check(enum how how, const char *name)
 	cr_assert_eq(got.stats.skipped_bytes, 0, "%s: bytes skipped", name);
 	if (how == MULTI_SNAPSHOT) {
 		/* the run twice: each snapshot whole */
-		cr_assert_eq(got.calls, 2 * ref->truth_calls,
+		cr_assert_eq(got.calls, 2 * truth,
 			     "%s: %" PRIu64 " calls, the truth %" PRIu64 " twice", name, got.calls,
-			     ref->truth_calls);
+			     truth);
 		cr_assert_eq(got.returns, 2 * want.returns);
 		cr_assert_eq(got.stats.insns, 2 * want.stats.insns);
-		remove_tree(ref->dir);
-		free(ref->trace);
+		softpt_reference_free(ref);
 		free(ref);
 		return;
 	}
-	cr_assert_eq(got.calls, ref->truth_calls, "%s: %" PRIu64 " calls, the truth %" PRIu64, name,
-		     got.calls, ref->truth_calls);
+	cr_assert_eq(got.calls, truth, "%s: %" PRIu64 " calls, the truth %" PRIu64, name, got.calls,
+		     truth);
 	cr_assert_eq(got.returns, want.returns, "%s: %" PRIu64 " returns, softpt's %" PRIu64, name,
 		     got.returns, want.returns);
 	cr_assert_eq(got.stats.insns, want.stats.insns);
@@ -655,14 +582,13 @@ static void check(enum how how, const char *name)
 		size_t perf_want = perf_branches(ref->dir, "softpt");
 		size_t perf_got = perf_branches(dir, name);
 
-		cr_assert_gt(perf_want, 2 * ref->truth_calls);
+		cr_assert_gt(perf_want, 2 * truth);
 		cr_assert_eq(perf_got, perf_want,
 			     "%s: perf script prints %zu branches, %zu for "
 			     "softpt's capture",
 			     name, perf_got, perf_want);
 	}
-	remove_tree(ref->dir);
-	free(ref->trace);
+	softpt_reference_free(ref);
 	free(ref);
 }
 

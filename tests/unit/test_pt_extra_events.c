@@ -32,91 +32,11 @@
 #include "capture/synth.h"
 #include "decode/pt_capture.h"
 #include "fake_kernel.h"
+#include "softpt_reference.h"
 #include "record/extra_events.h"
 #include "record/pt_engine.h"
 #include "test_env.h"
 #include "test_files.h"
-
-struct reference {
-	char dir[PATH_MAX];
-	uint8_t *trace;
-	size_t trace_size;
-	uint32_t pid;
-	struct perf_event_attr pt_attr, sb_attr;
-	struct rv_intel_pt_info info;
-	struct rv_perf_time_conv tc;
-	char cpuid[64];
-	char maps[8192];
-};
-
-static void read_reference(struct reference *ref)
-{
-	char path[PATH_MAX + 32];
-	struct rv_perf_reader *r;
-	struct rv_perf_record rec;
-	struct rv_error err = { 0 };
-	size_t used = 0;
-	int got;
-
-	snprintf(path, sizeof(path), "%s/perf.data", ref->dir);
-	cr_assert_eq(rv_perf_reader_open(&r, path, &err), 0, "%s", err.message);
-	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
-		const struct rv_perf_attr *a = rv_perf_reader_attr(r, i);
-
-		if (a->attr.type == PERF_TYPE_SOFTWARE)
-			ref->sb_attr = a->attr;
-		else
-			ref->pt_attr = a->attr;
-	}
-	snprintf(ref->cpuid, sizeof(ref->cpuid), "%s",
-		 rv_perf_reader_feature_string(r, RV_FEAT_CPUID));
-	while ((got = rv_perf_reader_next(r, &rec, &err)) == 1) {
-		const struct perf_event_header *h = rec.header;
-		struct rv_perf_mmap m;
-		struct rv_perf_auxtrace a;
-
-		if (h->type == RV_PERF_RECORD_AUXTRACE_INFO) {
-			cr_assert_eq(rv_intel_pt_info_parse(h, &ref->info, &err), 0);
-		} else if (h->type == RV_PERF_RECORD_TIME_CONV) {
-			cr_assert_eq(rv_perf_time_conv_parse(h, &ref->tc, &err), 0);
-		} else if (h->type == RV_PERF_RECORD_AUXTRACE) {
-			cr_assert_eq(rv_perf_auxtrace_parse(h, &a, &err), 0);
-			cr_assert_null(ref->trace, "softpt writes one buffer per thread");
-			ref->trace = malloc(a.size);
-			memcpy(ref->trace, rec.payload, a.size);
-			ref->trace_size = a.size;
-			ref->pid = a.tid;
-		} else if (h->type == PERF_RECORD_MMAP2 && rv_perf_mmap_parse(h, &m) == 0 &&
-			   m.executable) {
-			int n = snprintf(ref->maps + used, sizeof(ref->maps) - used,
-					 "%08" PRIx64 "-%08" PRIx64 " r-xp %08" PRIx64
-					 " 00:00 0 %s\n",
-					 m.start, m.start + m.len, m.pgoff, m.filename);
-			cr_assert(n > 0 && (size_t)n < sizeof(ref->maps) - used);
-			used += (size_t)n;
-		}
-	}
-	cr_assert_eq(got, 0, "%s", err.message);
-	rv_perf_reader_free(r);
-	cr_assert_not_null(ref->trace, "softpt wrote no trace");
-}
-
-static void make_reference(struct reference *ref)
-{
-	char exe[PATH_MAX], prog[PATH_MAX], cmd[6 * PATH_MAX];
-
-	memset(ref, 0, sizeof(*ref));
-	snprintf(ref->dir, sizeof(ref->dir), "/tmp/rv-ptextra-XXXXXX");
-	cr_assert_not_null(mkdtemp(ref->dir));
-	snprintf(exe, sizeof(exe), "%s/softpt", build_dir());
-	snprintf(prog, sizeof(prog), "%s/tests/pt/recursion", build_dir());
-	cr_assert_eq(access(exe, X_OK), 0, "%s is not built (make %s)", exe, exe);
-	cr_assert_eq(access(prog, X_OK), 0, "%s is not built (make %s)", prog, prog);
-	snprintf(cmd, sizeof(cmd), "%s -q -o %s -- %s >%s/softpt.out 2>%s/softpt.err", exe,
-		 ref->dir, prog, ref->dir, ref->dir);
-	cr_assert_eq(system(cmd), 0, "softpt failed: %s", cmd);
-	read_reference(ref);
-}
 
 static int attach_nothing(void *ctx, int perf_fd, size_t sibling, struct rv_error *err)
 {
@@ -134,8 +54,8 @@ struct extra_sample {
 
 /* The run through the engine, with the page-faults sibling, and samples at
  * `times` (nr of them; none: the capture without samples). */
-static void engine_capture(const struct reference *ref, const char *dir, const uint64_t *times,
-			   size_t nr)
+static void engine_capture(const struct softpt_reference *ref, const char *dir,
+			   const uint64_t *times, size_t nr)
 {
 	char path[PATH_MAX + 64], capture[PATH_MAX + 80];
 	struct fake_kernel fake = { .time_shift = (uint16_t)ref->tc.time_shift,
@@ -286,7 +206,7 @@ static void decode(const char *dir, struct seen *s)
 Test(pt_extra_events, samples_of_a_sibling_come_in_time_order_and_age_out_with_the_snapshot,
      .timeout = 300)
 {
-	struct reference ref;
+	struct softpt_reference ref;
 	struct seen plain, with;
 	char dir[PATH_MAX + 16], dir2[PATH_MAX + 16], data[PATH_MAX + 64];
 	uint64_t times[4];
@@ -294,7 +214,7 @@ Test(pt_extra_events, samples_of_a_sibling_come_in_time_order_and_age_out_with_t
 	struct rv_error err = { 0 };
 	bool declared = false;
 
-	make_reference(&ref);
+	softpt_reference_make(&ref, "rv-ptextra");
 	snprintf(dir, sizeof(dir), "%s/plain", ref.dir);
 	engine_capture(&ref, dir, NULL, 0);
 	decode(dir, &plain);
@@ -339,6 +259,5 @@ Test(pt_extra_events, samples_of_a_sibling_come_in_time_order_and_age_out_with_t
 		cr_assert(with.before[i] > plain.first,
 			  "extra %zu comes among the branches, not before them", i);
 	}
-	remove_tree(ref.dir);
-	free(ref.trace);
+	softpt_reference_free(&ref);
 }
