@@ -125,10 +125,8 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int on_record(void *ctx, void *data, size_t size)
+int rv_fn_stream_take(struct rv_fn_stream *s, uint32_t cpu, const void *data, size_t size)
 {
-	struct ring_ctx *rc = ctx;
-	struct rv_fn_stream *s = rc->s;
 	const struct rv_fn_stream_config *c = &s->config;
 	struct rv_fn_record r;
 
@@ -146,14 +144,14 @@ static int on_record(void *ctx, void *data, size_t size)
 			(*c->calls_total)++;
 	}
 	if (!c->full_execution) {
-		rv_fn_flight_push(&s->flight, &r, rc->cpu);
+		rv_fn_flight_push(&s->flight, &r, cpu);
 		return 0;
 	}
 	{
 		struct rv_output_sample out = {
 			.time = r.time,
 			.ip = rv_fn_record_ip(&r),
-			.cpu = rc->cpu,
+			.cpu = cpu,
 			.pid = r.pid,
 			.tid = r.tid,
 			.raw = &r,
@@ -167,6 +165,13 @@ static int on_record(void *ctx, void *data, size_t size)
 		}
 	}
 	return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct ring_ctx *rc = ctx;
+
+	return rv_fn_stream_take(rc->s, rc->cpu, data, size);
 }
 
 int rv_fn_stream_open(struct rv_fn_stream **out, const struct rv_fn_stream_config *config,

@@ -100,6 +100,13 @@ int rv_fn_stream_drain(struct rv_fn_stream *s, struct rv_error *err);
  * source (the engine's stop then writes it). */
 int rv_fn_stream_finish(struct rv_fn_stream *s, struct rv_error *err);
 
+/* One record as a ring hands it over (its bytes and their length, unchecked)
+ * from CPU cpu's ring: what a drain does with each (length checked, counted,
+ * kept). Public for the fuzz harness (tests/fuzz), which has no ring.
+ * Returns 0, or with full_execution the engine's error (inside a drain,
+ * which holds the err it is reported in). */
+int rv_fn_stream_take(struct rv_fn_stream *s, uint32_t cpu, const void *data, size_t size);
+
 void rv_fn_stream_stats(const struct rv_fn_stream *s, struct rv_fn_stream_stats *out);
 
 void rv_fn_stream_free(struct rv_fn_stream *s);

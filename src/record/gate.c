@@ -118,26 +118,36 @@ void rv_gate_plain_attr(struct perf_event_attr *attr, uint32_t uprobe_type, cons
 	attr->disabled = 1;
 }
 
+int rv_gate_record_parse(const void *data, size_t size, struct rv_gate_record *out)
+{
+	struct rv_gate_event e;
+
+	if (size < sizeof(e))
+		return -EINVAL;
+	memcpy(&e, data, sizeof(e));
+	if (e.type < RV_GATE_REC_WINDOW_BEGIN || e.type > RV_GATE_REC_TRIGGER)
+		return -EINVAL;
+	out->type = (enum rv_gate_record_type)e.type;
+	out->time_ns = e.time_ns;
+	out->duration_ns = e.duration_ns;
+	out->pid = e.pid;
+	out->tid = e.tid;
+	out->probe = e.probe;
+	out->cpu = e.cpu;
+	out->slow = e.flags & RV_GATE_REC_FLAG_SLOW;
+	out->fired = e.flags & RV_GATE_REC_FLAG_FIRED;
+	return 0;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct rv_gate *g = ctx;
-	const struct rv_gate_event *e = data;
 	struct rv_gate_record r;
 
-	if (size < sizeof(*e) || e->type < RV_GATE_REC_WINDOW_BEGIN ||
-	    e->type > RV_GATE_REC_TRIGGER) {
+	if (rv_gate_record_parse(data, size, &r)) {
 		g->malformed = true;
 		return -EINVAL;
 	}
-	r.type = (enum rv_gate_record_type)e->type;
-	r.time_ns = e->time_ns;
-	r.duration_ns = e->duration_ns;
-	r.pid = e->pid;
-	r.tid = e->tid;
-	r.probe = e->probe;
-	r.cpu = e->cpu;
-	r.slow = e->flags & RV_GATE_REC_FLAG_SLOW;
-	r.fired = e->flags & RV_GATE_REC_FLAG_FIRED;
 	g->delivered++;
 	if (g->fn && g->fn(&r, g->fn_ctx)) {
 		/* libbpf stops only on a negative return; the record is consumed. */

@@ -79,6 +79,12 @@ struct rv_gate_record {
 	bool fired;	/* a snapshot role (STOP_SAMPLE, TRIGGER) fired on this hit */
 };
 
+/* A record as the ring hands it over (size bytes at data, unchecked):
+ * 0 and *out set, or -EINVAL when it is short or of no known type (the
+ * poll then stops, saying the ring is corrupt). Public for the fuzz
+ * harness (tests/fuzz), which has no ring. */
+int rv_gate_record_parse(const void *data, size_t size, struct rv_gate_record *out);
+
 /* Returns nonzero to stop polling (rv_gate_poll then returns what it has). */
 typedef int (*rv_gate_record_fn)(const struct rv_gate_record *record, void *ctx);
 

@@ -1,0 +1,59 @@
+# fuzz: libFuzzer harnesses (tests/fuzz/fuzz_NAME.c) for every reader of
+# outside bytes, built in their own tree (build-fuzz) by clang with
+# -fsanitize=fuzzer,address,undefined; the project's sources are rebuilt
+# there with the same sanitizers and -fsanitize=fuzzer-no-link, so the
+# normal build is untouched. Seeds are committed in tests/fuzz/corpus/NAME
+# (tools/fuzz-seeds makes them again); what a run finds goes into
+# build-fuzz/corpus/NAME, never into the seeds.
+#
+# make fuzz         every harness for FUZZ_SECONDS (default 60) each, one
+#                   after the other, then a table of execs, exec/s, cov and
+#                   ft; fails naming the crash file if any harness crashed
+# make fuzz-smoke   the same for 10 s each (part of make test)
+# make fuzz-build   the harnesses only
+
+FUZZ_BUILD := build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SUPPORT_SRC := $(filter-out tests/fuzz/fuzz_%.c,$(wildcard tests/fuzz/*.c))
+FUZZ_SUPPORT_OBJ := $(FUZZ_SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
+
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-harnesses clean-fuzz
+
+# Inside the fuzz tree's own make (SAN=fuzz, CC=clang): every object is
+# instrumented for coverage and checked by ASan and UBSan.
+ifeq ($(SAN),fuzz)
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+ALL_CFLAGS += -fsanitize=fuzzer-no-link $(FUZZ_SAN)
+ALL_LDFLAGS += $(FUZZ_SAN)
+endif
+
+$(BUILD)/obj/tests/fuzz/%.o: ALL_CFLAGS += -DRV_FUZZ_DIR='"$(CURDIR)/$(BUILD)/fuzz"'
+
+$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_SUPPORT_OBJ) $(BUILD)/librearview.a
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+
+# The raw PT harness's image: the code of a static PT target at its address.
+$(BUILD)/fuzz/raw_pt.image: $(BUILD)/tests/pt/recursion
+	@mkdir -p $(@D)
+	objcopy -O binary --only-section=.text $< $@
+	readelf -SW $< | awk '{ for (i = 1; i < NF; i++) if ($$i == ".text") print $$(i + 2) }' \
+		> $(BUILD)/fuzz/raw_pt.addr
+	test -s $(BUILD)/fuzz/raw_pt.addr
+
+fuzz-harnesses: $(FUZZ_NAMES:%=$(BUILD)/fuzz/%) $(BUILD)/fuzz/raw_pt.image
+
+fuzz-build:
+	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) SAN=fuzz CC=$(CLANG) fuzz-harnesses
+
+fuzz: fuzz-build
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+		tools/fuzz-run $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+fuzz-smoke:
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
+
+clean: clean-fuzz
+clean-fuzz:
+	rm -rf $(FUZZ_BUILD)
