@@ -7,6 +7,8 @@
 #                 check-viewers (mk/viewers.mk) when its packages are installed
 # make format     reformat every C file in the kernel's style (.clang-format)
 # make check-asan the same tests under AddressSanitizer and UBSan (in build-asan/)
+# make fuzz       each libFuzzer harness (tests/fuzz, in build-fuzz/) for FUZZ_SECONDS
+#                 (60), then their execs and coverage; make test runs them 10 s each
 # make bench      benchmarks, side by side with the reference tools
 # make install    PREFIX=/usr/local DESTDIR=
 
@@ -158,6 +160,7 @@ test: $(TEST_DEPS) format-check
 	RV_BUILD=$(BUILD) tests/run-suite $(BUILD)/tests/unit-tests --jobs 2
 	RV_BUILD=$(BUILD) tests/run-suite $(BUILD)/tests/e2e-tests --jobs 1
 	$(MAKE) --no-print-directory check-viewers-if-ready
+	$(MAKE) --no-print-directory fuzz-smoke
 
 check-asan:
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ASAN_OPTIONS=detect_leaks=1 \

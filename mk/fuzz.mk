@@ -51,8 +51,15 @@ fuzz: fuzz-build
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 		tools/fuzz-run $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
+# make check-asan runs make test again in build-asan: the harnesses already
+# ran under both sanitizers in the first make test.
+ifeq ($(SAN),1)
+fuzz-smoke:
+	@echo "fuzz-smoke: not again under check-asan (the harnesses always run with ASan and UBSan)"
+else
 fuzz-smoke:
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=10
+endif
 
 clean: clean-fuzz
 clean-fuzz:

@@ -17,9 +17,12 @@
 static inline size_t rv_sorted_upper(const void *items, size_t nr, size_t stride, size_t key_offset,
 				     uint64_t key)
 {
-	const char *base = (const char *)items + key_offset;
+	const char *base;
 	size_t lo = 0, hi = nr;
 
+	if (!nr)
+		return 0; /* items may be NULL: no pointer arithmetic on it */
+	base = (const char *)items + key_offset;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		uint64_t k;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "util/intern.h"
+#include "symbolize/sorted.h"
 #include "symbolize/symtab.h"
 #include "test_env.h"
 
@@ -111,6 +112,23 @@ Test(symtab_ranges, files_that_are_not_elf_add_nothing)
 	cr_assert_eq(f.nr, 0);
 	cr_assert(!same_function(&f, 0x1000, 0x1001));
 	rv_symtab_ranges_destroy(&f);
+}
+
+/* An empty table has no array (NULL): the search must not offset it (the
+ * fuzz harness of `rearview decode` found it, UBSan's pointer-overflow check
+ * under clang: "applying zero offset to null pointer"; make check-asan and
+ * make fuzz run this with UBSan). */
+Test(symtab_ranges, an_empty_set_is_searched_without_its_array)
+{
+	struct rv_symtab_ranges empty = { 0 };
+	uint64_t start = 1, end = 1;
+
+	cr_assert_eq(rv_sorted_upper(NULL, 0, sizeof(struct rv_symtab_range),
+				     offsetof(struct rv_symtab_range, end), 0x1000),
+		     0);
+	cr_assert_not(rv_symtab_around(&empty, 0x1000, &start, &end));
+	cr_assert_eq(start, 1);
+	cr_assert_eq(end, 1);
 }
 
 static int by_start_then_end(const void *a, const void *b)
