@@ -122,3 +122,40 @@ Test(fn_rings, ring_sizes_stay_within_the_machine)
 	c.ring_bytes = 1;
 	cr_assert_eq(rv_fn_ring_bytes(&c), 4096, "a page at least");
 }
+
+/* What a ring's drain does with each record (rv_fn_stream_take, which the
+ * fuzz harness also calls): a record of any other length than 48 bytes is
+ * counted as malformed and kept nowhere; the others are counted, their
+ * entries counted per function (an index past the table only in all), and
+ * held by the flight recorder, which keeps the newest. */
+Test(fn_stream, takes_records_of_48_bytes_and_counts_the_rest)
+{
+	uint64_t calls[2] = { 0 }, total = 0;
+	struct rv_fn_stream_config config = { .flight_bytes = 3 * sizeof(struct rv_fn_record),
+					      .calls = calls,
+					      .nr_funcs = 2,
+					      .calls_total = &total };
+	struct rv_fn_stream *s;
+	struct rv_fn_stream_stats stats;
+	struct rv_error err = { 0 };
+	uint8_t bytes[64] = { 0 };
+
+	cr_assert_eq(rv_fn_stream_open(&s, &config, &err), 0, "%s", err.message);
+	for (uint32_t i = 0; i < 4; i++) {
+		struct rv_fn_record r = rec(100 + i, i % 3);
+
+		cr_assert_eq(rv_fn_stream_take(s, i, &r, sizeof(r)), 0);
+	}
+	cr_assert_eq(rv_fn_stream_take(s, 0, bytes, 47), 0);
+	cr_assert_eq(rv_fn_stream_take(s, 0, bytes, 49), 0);
+	cr_assert_eq(rv_fn_stream_take(s, 0, bytes, 0), 0);
+	rv_fn_stream_stats(s, &stats);
+	cr_assert_eq(stats.records, 4);
+	cr_assert_eq(stats.malformed, 3);
+	cr_assert_eq(stats.kept, 3, "the flight recorder holds three");
+	cr_assert_eq(stats.evicted, 1);
+	cr_assert_eq(calls[0], 2, "arg 0 at records 0 and 3");
+	cr_assert_eq(calls[1], 1);
+	cr_assert_eq(total, 4, "arg 2 is past the table: counted in all only");
+	rv_fn_stream_free(s);
+}
