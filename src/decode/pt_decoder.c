@@ -61,7 +61,12 @@ int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options
 	d.config.flags.variant.block.enable_tick_events = d.config.mtc_freq || d.config.nom_freq ||
 							  d.config.cpuid_0x15_eax ||
 							  d.config.cpuid_0x15_ebx;
-	d.config.flags.variant.block.end_on_jump = !options->ignore_jumps;
+	/* Blocks end at every jump, also when jumps are ignored (the walker
+	 * drops them): libipt follows a direct jump inside a block by
+	 * recursing, once per jump, so a block through a loop of direct jumps
+	 * (`jmp .` reached by a trace that says nothing more) overflows the
+	 * stack (the raw PT fuzz harness found it). */
+	d.config.flags.variant.block.end_on_jump = 1;
 	d.config.begin = (uint8_t *)buf;
 	d.config.end = (uint8_t *)buf + size;
 	stats->bytes = size;

@@ -147,9 +147,10 @@ struct rv_pt_decode_options {
 	void *function_at_ctx;
 
 	/* No jump can change a call stack (code without symbols, which is all
-	 * one unknown function to the trace builder): blocks then run through
-	 * direct jumps, and no jump is looked at, handed to the sink or
-	 * counted in stats.jumps, except one that ends tracing. */
+	 * one unknown function to the trace builder): no jump is looked at,
+	 * handed to the sink or counted in stats.jumps, except one that ends
+	 * tracing. (Blocks still end at jumps: through a loop of direct jumps
+	 * libipt's block would recurse until the stack overflows.) */
 	bool ignore_jumps;
 
 	unsigned jobs;	    /* decoding threads, the calling one included; 0 or 1: it only */

@@ -29,8 +29,12 @@
 /* Blocks walked past a chunk's last packet without reaching the next PSB's
  * address: more means code that loops without trace (the end of a snapshot
  * in a spin loop), which would otherwise never end. */
-#define MAX_TAIL_BLOCKS	    (1u << 16)
-#define STALL_CHECK	    (1u << 8) /* blocks between two looks for a stall */
+#define MAX_TAIL_BLOCKS (1u << 16)
+#define STALL_CHECK	(1u << 8) /* blocks between two looks for a stall */
+/* Instructions walked without reading a packet, at most: libipt's block of a
+ * loop of direct jumps holds up to 65535 of them, so MAX_TAIL_BLOCKS blocks
+ * alone could take billions (minutes; the raw PT fuzz harness found it). */
+#define MAX_STALL_INSNS	    (1u << 22)
 #define MAX_RESYNC_FAILURES 64
 
 /* ---- what each decoding thread keeps ---- */
@@ -147,6 +151,7 @@ struct walker {
 	uint32_t tail_blocks;
 	uint64_t stall_offset; /* the decoder's offset, and blocks walked since it moved */
 	uint32_t stall_blocks, stall_tick;
+	uint64_t stall_insns;
 	uint64_t last_ip; /* where the decoder was last seen, for errors */
 	uint32_t pid;	  /* the task decoded, for options->function_at */
 	struct function_cache {
@@ -991,27 +996,29 @@ static int drain_events(struct walker *w, int status)
 	return status;
 }
 
-/* True when the decoder has walked MAX_TAIL_BLOCKS blocks without reading a
- * packet: code that loops with no branch to record, which real code does not
- * do for long; the image does not fit the trace (a binary mapped at another
- * place, or changed), and decoding it would never end. */
-static bool stalled(struct walker *w)
+/* True when the decoder has walked MAX_TAIL_BLOCKS blocks or
+ * MAX_STALL_INSNS instructions without reading a packet: code that loops with no branch to record,
+ * which real code does not do for long; the image does not fit the trace (a binary mapped at
+ * another place, or changed), and decoding it would never end. */
+static bool stalled(struct walker *w, uint32_t ninsn)
 {
 	uint64_t offset;
 
+	w->stall_insns += ninsn;
 	/* The offset only grows, so looking every STALL_CHECK blocks tells
 	 * as well whether it moved in between, at a fraction of the cost. */
-	if (++w->stall_tick % STALL_CHECK)
+	if (++w->stall_tick % STALL_CHECK && w->stall_insns <= MAX_STALL_INSNS)
 		return false;
 	if (pt_blk_get_offset(w->dec, &offset) < 0)
 		return false;
 	if (offset != w->stall_offset) {
 		w->stall_offset = offset;
 		w->stall_blocks = 0;
+		w->stall_insns = 0;
 		return false;
 	}
 	w->stall_blocks += STALL_CHECK;
-	return w->stall_blocks > MAX_TAIL_BLOCKS;
+	return w->stall_blocks > MAX_TAIL_BLOCKS || w->stall_insns > MAX_STALL_INSNS;
 }
 
 static void decode_chunk(struct walker *w)
@@ -1061,7 +1068,7 @@ static void decode_chunk(struct walker *w)
 		on_block(w, &block, status);
 		if (status >= 0 && (status & pts_eos))
 			w->at_eos = true;
-		if (status >= 0 && !w->at_eos && stalled(w))
+		if (status >= 0 && !w->at_eos && stalled(w, block.ninsn))
 			status = -pte_bad_query;
 		if (max_insns && d->insns_total + w->insns >= max_insns) {
 			d->stop = true;

@@ -7,6 +7,7 @@
  * message.
  */
 #include <criterion/criterion.h>
+#include <intel-pt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,5 +230,51 @@ Test(raw_pt, bad_inputs_refused_in_words)
 	}
 	free(empty);
 	free(text);
+	free_temp_dir(dir);
+}
+
+/* A trace that enters a loop of one direct jump (`jmp .`) and says nothing
+ * more: no packet will ever end the loop. libipt followed the jump by
+ * recursing inside one block, once per turn, until the stack overflowed
+ * (SIGSEGV: the raw PT fuzz harness found it; blocks now end at jumps),
+ * and the stall was counted in blocks only, so longer loops took minutes.
+ * Decoding stops it after a bounded number of instructions. */
+Test(raw_pt, a_loop_without_packets_stops_after_bounded_instructions, .timeout = 60)
+{
+	static const uint8_t jump_to_itself[16] = { 0xeb, 0xfe };
+	uint8_t trace[256];
+	struct pt_config config;
+	struct pt_encoder *enc;
+	struct pt_packet packets[4] = {
+		{ .type = ppt_psb },
+		{ .type = ppt_mode,
+		  .payload.mode = { .leaf = pt_mol_exec, .bits.exec = { .csl = 1 } } },
+		{ .type = ppt_psbend },
+		{ .type = ppt_tip_pge, .payload.ip = { .ipc = pt_ipc_sext_48, .ip = 0x1000 } },
+	};
+	char *dir = new_temp_dir("raw-pt-loop");
+	char *trace_path = path_join(dir, "loop.pt"), *image_path = path_join(dir, "loop.bin");
+	struct raw_run run;
+	uint64_t len;
+
+	memset(trace, 0, sizeof(trace));
+	pt_config_init(&config);
+	config.begin = trace;
+	config.end = trace + sizeof(trace);
+	enc = pt_alloc_encoder(&config);
+	cr_assert_not_null(enc);
+	for (size_t i = 0; i < 4; i++)
+		cr_assert_geq(pt_enc_next(enc, &packets[i]), 0, "packet %zu", i);
+	cr_assert_eq(pt_enc_get_offset(enc, &len), 0);
+	pt_free_encoder(enc);
+	write_file(trace_path, trace, len);
+	write_file(image_path, jump_to_itself, sizeof(jump_to_itself));
+
+	decode(trace_path, image_path, 0x1000, &run);
+	cr_assert_gt(run.stats.insns, 0, "the loop was decoded");
+	cr_assert_leq(run.stats.insns, 1u << 22, "and stopped within a bounded count: %" PRIu64,
+		      run.stats.insns);
+	free(trace_path);
+	free(image_path);
 	free_temp_dir(dir);
 }
