@@ -1,7 +1,9 @@
 /* common.c: the harnesses' scratch directory (common.h). */
 #include "common.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -24,13 +26,37 @@ static void remove_scratch(void)
 		nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A harness that crashed (ASan ends it with _exit, past atexit) left its
+ * directory: the next one removes those whose process is gone. */
+static void remove_stale(const char *tmp)
+{
+	DIR *dir = opendir(tmp);
+	struct dirent *e;
+
+	while (dir && (e = readdir(dir))) {
+		char path[PATH_MAX];
+		long pid;
+
+		if (sscanf(e->d_name, "rearview-fuzz-%ld-", &pid) != 1 || pid <= 0 ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", tmp, e->d_name) < (int)sizeof(path))
+			nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (dir)
+		closedir(dir);
+}
+
 const char *fuzz_scratch_dir(void)
 {
 	const char *tmp = getenv("TMPDIR");
 
 	if (scratch[0])
 		return scratch;
-	snprintf(scratch, sizeof(scratch), "%s/rearview-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	remove_stale(tmp);
+	snprintf(scratch, sizeof(scratch), "%s/rearview-fuzz-%ld-XXXXXX", tmp, (long)getpid());
 	if (!mkdtemp(scratch)) {
 		fprintf(stderr, "fuzz: cannot create %s: %s\n", scratch, strerror(errno));
 		abort();

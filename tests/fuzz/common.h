@@ -14,9 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The process's scratch directory (created on the first call, removed with
- * what is in it at exit). Aborts when it cannot be made: a harness without
- * it would test nothing. */
+/* The process's scratch directory, $TMPDIR/rearview-fuzz-PID-XXXXXX (created
+ * on the first call, removed with what is in it at exit; those of harnesses
+ * that crashed, whose PID is gone, are removed then too). Aborts when it cannot be made: a harness
+ * without it would test nothing. */
 const char *fuzz_scratch_dir(void);
 
 /* DIR/name in buf (size bytes); aborts when it does not fit. */
