@@ -184,8 +184,15 @@ Test(private, temporary_capture_and_partial_trace_are_private_while_recording, .
 static void run_in(const char *dir, const char *wd, struct proc_result *r)
 {
 	char out[PATH_MAX + 16];
-	char *argv[] = { (char *)build_path("rearview"), "run", "--working-directory", (char *)wd,
-			 "-o", out, "--", "/bin/true", NULL };
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "--working-directory",
+			 (char *)wd,
+			 "-o",
+			 out,
+			 "--",
+			 "/bin/true",
+			 NULL };
 
 	snprintf(out, sizeof(out), "%s/t.fxt", dir);
 	run_process(argv, 60, r);
@@ -232,8 +239,15 @@ Test(private, a_working_directory_others_may_write_is_refused, .timeout = 120)
 /* Whether uid 65534 can read path (setpriv drops every privilege). */
 static bool nobody_reads(const char *path)
 {
-	char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-			 "/usr/bin/head", "-c", "1", (char *)path, NULL };
+	char *argv[] = { "/usr/bin/setpriv",
+			 "--reuid=65534",
+			 "--regid=65534",
+			 "--clear-groups",
+			 "/usr/bin/head",
+			 "-c",
+			 "1",
+			 (char *)path,
+			 NULL };
 	struct proc_result r;
 
 	run_process(argv, 10, &r);
@@ -281,8 +295,9 @@ Test(private, nobody_reads_a_capture_kept_in_a_world_readable_place, .timeout = 
 /* `rearview decode CAPTURE -o OUT`, asserted to succeed. */
 static void decode(const char *capture, const char *out)
 {
-	char *argv[] = { (char *)build_path("rearview"), "decode", (char *)capture, "-o",
-			 (char *)out, NULL };
+	char *argv[] = {
+		(char *)build_path("rearview"), "decode", (char *)capture, "-o", (char *)out, NULL
+	};
 	struct proc_result r;
 
 	run_process(argv, 60, &r);

@@ -69,8 +69,8 @@ static struct rv_owner self_owner(void)
 
 /* DIR/NAME as a capture directory with a file in it and, unless owner is
  * NULL, the owner record; its path in out. */
-static void make_capture(const char *dir, const char *name, const struct rv_owner *owner,
-			 char *out, size_t size)
+static void make_capture(const char *dir, const char *name, const struct rv_owner *owner, char *out,
+			 size_t size)
 {
 	char path[PATH_MAX + 64], record[128];
 
@@ -88,8 +88,8 @@ static void make_capture(const char *dir, const char *name, const struct rv_owne
 }
 
 /* DIR/NAME as a partial trace with, unless owner is NULL, its record. */
-static void make_partial(const char *dir, const char *name, const struct rv_owner *owner,
-			 char *out, size_t size)
+static void make_partial(const char *dir, const char *name, const struct rv_owner *owner, char *out,
+			 size_t size)
 {
 	char record[128];
 
