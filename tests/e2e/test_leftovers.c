@@ -257,3 +257,69 @@ Test(leftovers, a_killed_uprobe_recording_leaves_nothing_after_the_next_run, .ti
 {
 	killed_runs("uprobe");
 }
+
+/* A stop signal during `decode` ends it as before (by the signal), and its
+ * partial trace goes with it: at random moments (seeded, printed) over a
+ * decode's length. */
+Test(leftovers, a_stop_signal_during_decode_leaves_no_partial_trace, .timeout = 120)
+{
+	static char names[MAX_ENTRIES][NAME_MAX + 1];
+	static const int signals[] = { SIGINT, SIGTERM, SIGHUP };
+	const char *seed_text = getenv("RV_LEFTOVERS_SEED");
+	unsigned seed = seed_text ? (unsigned)strtoul(seed_text, NULL, 10)
+				  : (unsigned)time(NULL) ^ (unsigned)getpid();
+	size_t interrupted = 0;
+	struct proc_result r;
+	long long began, whole_ms;
+	struct place p;
+	int out_fd, err_fd;
+	pid_t pid;
+
+	require_root("leftovers");
+	fprintf(stderr, "test_leftovers: decode: seed %u (RV_LEFTOVERS_SEED=%u repeats it)\n", seed,
+		seed);
+	make_test_dir(p.dir, sizeof(p.dir));
+	snprintf(p.tmp, sizeof(p.tmp), "%s/tmp", p.dir);
+	snprintf(p.out, sizeof(p.out), "%s/out", p.dir);
+	snprintf(p.trace, sizeof(p.trace), "%s/t.fxt", p.out);
+	snprintf(p.kept, sizeof(p.kept), "%s/kept", p.dir);
+	cr_assert_eq(mkdir(p.tmp, 0700), 0);
+	cr_assert_eq(mkdir(p.out, 0700), 0);
+	setenv("TMPDIR", p.tmp, 1);
+	pid = start_recording(&p, "sample", true, &out_fd, &err_fd);
+	finish_process(pid, out_fd, err_fd, 60, &r);
+	cr_assert_eq(r.exit_code, 3, "the capture to decode:\n%s", r.err);
+
+	char *argv[] = { (char *)build_path("rearview"), "decode", p.kept, "-o", p.trace, NULL };
+
+	began = now_ms();
+	run_process(argv, 60, &r);
+	whole_ms = now_ms() - began;
+	cr_assert_eq(r.exit_code, 0, "a whole decode:\n%s", r.err);
+	for (int round = 0; round < ROUNDS; round++) {
+		long delay_ms = (long)(rand_r(&seed) % (unsigned)whole_ms);
+		int sig = signals[round % 3];
+
+		cr_assert_eq(unlink(p.trace), 0);
+		pid = start_process(argv, &out_fd, &err_fd);
+		sleep_ms(delay_ms);
+		kill(pid, sig);
+		finish_process(pid, out_fd, err_fd, 30, &r);
+		cr_assert(!r.timed_out, "decode did not end after %s", strsignal(sig));
+		cr_assert(r.exit_code == 0 || r.exit_code == 128 + sig,
+			  "decode ends by the signal or had finished (%d):\n%s", r.exit_code,
+			  r.err);
+		interrupted += r.exit_code == 128 + sig;
+		for (size_t i = 0, n = list(p.out, names); i < n; i++)
+			cr_assert_str_eq(names[i], "t.fxt",
+					 "%s %ld ms into decode (of %lld) left %s/%s",
+					 strsignal(sig), delay_ms, whole_ms, p.out, names[i]);
+		if (r.exit_code == 0)
+			cr_assert(file_exists(p.trace));
+		else
+			write_file(p.trace, "", 0);
+	}
+	cr_assert_geq(interrupted, 1, "some signal came before the end");
+	unsetenv("TMPDIR");
+	cleanup_dir(p.dir);
+}
