@@ -121,6 +121,7 @@ int rv_cmd_decode(const struct rv_options *opts)
 	};
 	struct rv_trace_writer *writer = NULL;
 	struct rv_error err = { 0 };
+	sigset_t stop_signals, before;
 	int ret;
 
 	if (opts->include_kernel && geteuid() != 0) {
@@ -133,13 +134,20 @@ int rv_cmd_decode(const struct rv_options *opts)
 						      .addr = opts->images[i].addr };
 	rv_leftovers_sweep(opts->output, note_removed, NULL);
 	catch_stop_signals();
+	/* held back until the handler knows the file the writer makes */
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop_signals, &before);
 	ret = rv_trace_writer_open(&writer, opts->output, &err);
+	if (!ret)
+		partial_trace = rv_trace_writer_temp_path(writer);
+	sigprocmask(SIG_SETMASK, &before, NULL);
 	if (!ret && trace_is_private(opts, ro.decode.path))
 		rv_trace_writer_set_private(writer);
-	if (!ret) {
-		partial_trace = rv_trace_writer_temp_path(writer);
+	if (!ret)
 		ret = rv_render(&ro, writer, &err);
-	}
 	if (ret)
 		rv_error_msg("%s", err.message);
 	partial_trace = NULL;

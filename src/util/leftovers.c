@@ -18,7 +18,7 @@
 #include "util/log.h"
 
 #define BOOT_ID_PATH	 "/proc/sys/kernel/random/boot_id"
-#define RECORD_MAX	 128 /* "rearview " + pid + start + boot id, with room */
+#define RECORD_MAX	 128 /* "rearview " + pid, start, boot id and pid ns, with room */
 #define STAT_MAX	 4096
 #define STAT_START_FIELD 22
 #define TEMPLATE_CHARS	 6 /* mkdtemp's and mkstemp's XXXXXX */
@@ -99,6 +99,26 @@ static bool parse_stat(const char *text, unsigned long long *start, char *state)
 	return false;
 }
 
+/* The inode of process pid's pid namespace ("pid:[INODE]"); 0 when unknown. */
+static unsigned long long read_pid_ns(pid_t pid)
+{
+	char path[64], link[64];
+	unsigned long long inode;
+	ssize_t n;
+
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/pid");
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	if (sscanf(link, "pid:[%llu]", &inode) != 1)
+		return 0;
+	return inode;
+}
+
 int rv_owner_of(pid_t pid, struct rv_owner *out, struct rv_error *err)
 {
 	char path[64], text[STAT_MAX];
@@ -114,13 +134,15 @@ int rv_owner_of(pid_t pid, struct rv_owner *out, struct rv_error *err)
 		return rv_error_set(err, EINVAL, "cannot find the start time in %s", path);
 	out->pid = pid;
 	read_boot_id(out->boot_id);
+	out->pid_ns = read_pid_ns(pid);
 	return 0;
 }
 
 size_t rv_owner_format(const struct rv_owner *owner, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "rearview %d %llu %s\n", (int)owner->pid, owner->start_ticks,
-			 owner->boot_id[0] ? owner->boot_id : "-");
+	int n = snprintf(buf, size, "rearview %d %llu %s %llu\n", (int)owner->pid,
+			 owner->start_ticks, owner->boot_id[0] ? owner->boot_id : "-",
+			 owner->pid_ns);
 
 	return n > 0 && (size_t)n < size ? (size_t)n : 0;
 }
@@ -152,7 +174,7 @@ bool rv_owner_parse(const char *text, size_t len, struct rv_owner *out)
 {
 	static const char magic[] = "rearview ";
 	const char *p = text, *end = text + len, *id;
-	unsigned long long pid, start;
+	unsigned long long pid, start, pid_ns;
 	size_t id_len;
 
 	if (!text || len < sizeof(magic) - 1 || memcmp(p, magic, sizeof(magic) - 1))
@@ -165,8 +187,12 @@ bool rv_owner_parse(const char *text, size_t len, struct rv_owner *out)
 	if (!parse_number(&p, end, ULLONG_MAX, &start) || p == end || *p++ != ' ')
 		return false;
 	id = p;
-	id_len = (size_t)(end - id);
-	if (id_len == 0 || id_len > RV_OWNER_BOOT_ID_MAX)
+	while (p < end && *p != ' ')
+		p++;
+	id_len = (size_t)(p - id);
+	if (id_len == 0 || id_len > RV_OWNER_BOOT_ID_MAX || p == end || *p++ != ' ')
+		return false;
+	if (!parse_number(&p, end, ULLONG_MAX, &pid_ns) || p != end)
 		return false;
 	for (size_t i = 0; i < id_len; i++) {
 		char c = id[i];
@@ -177,6 +203,7 @@ bool rv_owner_parse(const char *text, size_t len, struct rv_owner *out)
 	memset(out, 0, sizeof(*out));
 	out->pid = (pid_t)pid;
 	out->start_ticks = start;
+	out->pid_ns = pid_ns;
 	if (!(id_len == 1 && id[0] == '-'))
 		memcpy(out->boot_id, id, id_len);
 	return true;
@@ -185,13 +212,16 @@ bool rv_owner_parse(const char *text, size_t len, struct rv_owner *out)
 bool rv_owner_alive(const struct rv_owner *owner)
 {
 	char path[64], text[STAT_MAX], boot_id[RV_OWNER_BOOT_ID_MAX + 1];
-	unsigned long long start;
+	unsigned long long start, ns;
 	char state = '?';
 	ssize_t n;
 
 	read_boot_id(boot_id);
 	if (owner->boot_id[0] && boot_id[0] && strcmp(owner->boot_id, boot_id))
 		return false; /* made before the last reboot */
+	ns = read_pid_ns(0);
+	if (owner->pid_ns && ns && owner->pid_ns != ns)
+		return true; /* its pid means another process here */
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)owner->pid);
 	n = read_small(path, text, sizeof(text));
 	if (n == -ENOENT || n == -ESRCH)

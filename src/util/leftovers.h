@@ -6,10 +6,13 @@
  * output) stay. So each carries an owner record naming the process that
  * made it: the capture directory a file RV_OWNER_FILE in it, the partial
  * trace an extended attribute RV_OWNER_XATTR. The record is one line of
- * text, "rearview PID START BOOT_ID\n": the pid, the process's start time
- * (/proc/PID/stat field 22, clock ticks since boot) and the kernel's boot id
- * (/proc/sys/kernel/random/boot_id), so that a pid reused by another
- * process, or the same pid after a reboot, is not mistaken for the owner.
+ * text, "rearview PID START BOOT_ID PID_NS\n": the pid, the process's start
+ * time (/proc/PID/stat field 22, clock ticks since boot), the kernel's boot id
+ * (/proc/sys/kernel/random/boot_id, "-" when unknown) and the inode of its
+ * pid namespace (/proc/PID/ns/pid, 0 when unknown), so that a pid reused by
+ * another process, or the same pid after a reboot, is not mistaken for the
+ * owner, and a pid of another namespace (a container sharing the directory)
+ * is not looked up in ours.
  *
  * A later run sweeps (rv_leftovers_sweep_*): it removes an entry only when
  * all of these hold: its name has the form rearview makes (rearview-XXXXXX
@@ -46,6 +49,7 @@ struct rv_owner {
 	pid_t pid;
 	unsigned long long start_ticks;		/* /proc/PID/stat field 22 */
 	char boot_id[RV_OWNER_BOOT_ID_MAX + 1]; /* "" when the kernel does not say */
+	unsigned long long pid_ns;		/* its pid namespace's inode; 0: unknown */
 };
 
 /* The owner record of process pid as it runs now; an error when it is gone
@@ -62,8 +66,9 @@ size_t rv_owner_format(const struct rv_owner *owner, char *buf, size_t size);
 bool rv_owner_parse(const char *text, size_t len, struct rv_owner *out);
 
 /* Whether the owner still runs: the boot id is this boot's and a process
- * with that pid has that start time. A process that exists but cannot be
- * read counts as alive (it is not provably gone). */
+ * with that pid has that start time (and is not a zombie). What cannot be
+ * told counts as alive (it is not provably gone): a process that exists but
+ * cannot be read, an owner in another pid namespace of this boot. */
 bool rv_owner_alive(const struct rv_owner *owner);
 
 /* The directory temporary captures go in: $TMPDIR when set and not empty,

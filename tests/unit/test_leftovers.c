@@ -1,8 +1,9 @@
 /* test_leftovers.c: owner records and the sweep of what a killed rearview
  * left (util/leftovers.h): a live owner's capture and partial trace are
  * kept, a dead owner's removed, a pid reused by a process with another start
- * time (or another boot) counts as gone, and entries without a record, with
- * a malformed one, of another name or of another user are never touched.
+ * time (or another boot) counts as gone, one of another pid namespace is
+ * kept, and entries without a record, with a malformed one, of another name
+ * or of another user are never touched.
  *
  * The owners are real processes: this test's own (alive), a child that has
  * exited and been reaped (gone).
@@ -132,7 +133,9 @@ Test(leftovers, owner_record_round_trips_and_names_this_process)
 	cr_assert_eq(back.pid, getpid());
 	cr_assert_eq(back.start_ticks, self.start_ticks);
 	cr_assert_str_eq(back.boot_id, self.boot_id);
+	cr_assert_eq(back.pid_ns, self.pid_ns);
 	cr_assert_neq(self.boot_id[0], '\0', "this kernel has a boot id");
+	cr_assert_neq(self.pid_ns, 0, "this kernel shows pid namespaces");
 	cr_assert(rv_owner_alive(&self), "this process is alive");
 	/* without its newline too */
 	cr_assert(rv_owner_parse(text, len - 1, &back));
@@ -148,29 +151,36 @@ Test(leftovers, malformed_records_are_refused)
 		"rearview 12",
 		"rearview 12 34",
 		"rearview 12 34 ",
-		"rearview 0 34 -",
-		"rearview -3 34 -",
-		"rearview 2147483648 34 -",
-		"rearview 12 99999999999999999999999 -",
-		"rearview 12 34 NOT-HEX",
-		"rearview 12 34 0123456789abcdef0123456789abcdef012345678",
-		"rearview 12 34 - extra",
-		"rearviex 12 34 -",
-		"rearview  12 34 -",
-		"rearview 12 34 -\n\n",
+		"rearview 12 34 -",
+		"rearview 12 34 - ",
+		"rearview 0 34 - 5",
+		"rearview -3 34 - 5",
+		"rearview 2147483648 34 - 5",
+		"rearview 12 99999999999999999999999 - 5",
+		"rearview 12 34 NOT-HEX 5",
+		"rearview 12 34 0123456789abcdef0123456789abcdef012345678 5",
+		"rearview 12 34 - 5 extra",
+		"rearview 12 34 - 18446744073709551616",
+		"rearview 12 34 - x",
+		"rearviex 12 34 - 5",
+		"rearview  12 34 - 5",
+		"rearview 12 34  5",
+		"rearview 12 34 - 5\n\n",
 	};
 	struct rv_owner owner;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert(!rv_owner_parse(bad[i], strlen(bad[i]), &owner), "'%s' is refused",
 			  bad[i]);
-	cr_assert(rv_owner_parse("rearview 12 34 -", 16, &owner));
+	cr_assert(rv_owner_parse("rearview 12 34 - 0", 18, &owner));
 	cr_assert_eq(owner.pid, 12);
 	cr_assert_eq(owner.start_ticks, 34);
 	cr_assert_str_eq(owner.boot_id, "");
+	cr_assert_eq(owner.pid_ns, 0);
 	/* a length that stops short of what follows is all that is read */
-	cr_assert(rv_owner_parse("rearview 12 34 abc-garbage", 18, &owner));
+	cr_assert(rv_owner_parse("rearview 12 34 abc 77garbage", 21, &owner));
 	cr_assert_str_eq(owner.boot_id, "abc");
+	cr_assert_eq(owner.pid_ns, 77);
 }
 
 Test(leftovers, reaped_reused_and_rebooted_owners_are_gone)
@@ -183,6 +193,16 @@ Test(leftovers, reaped_reused_and_rebooted_owners_are_gone)
 	snprintf(rebooted.boot_id, sizeof(rebooted.boot_id), "%s",
 		 "00000000-0000-0000-0000-000000000000");
 	cr_assert(!rv_owner_alive(&rebooted), "our pid and start time in another boot");
+}
+
+Test(leftovers, an_owner_in_another_pid_namespace_is_not_judged)
+{
+	struct rv_owner dead = dead_owner();
+
+	dead.pid_ns++;
+	cr_assert(rv_owner_alive(&dead), "its pid is not ours to look up: kept");
+	dead.pid_ns = 0;
+	cr_assert(!rv_owner_alive(&dead), "a record without a namespace is judged here");
 }
 
 Test(leftovers, a_zombie_owner_is_gone)
