@@ -171,7 +171,6 @@ static void killed_runs(const char *backend)
 	pid_t pid;
 
 	require_root("leftovers");
-	cr_log_warn("--backend %s: seed %u (RV_LEFTOVERS_SEED=%u repeats it)", backend, seed, seed);
 	fprintf(stderr, "test_leftovers: --backend %s: seed %u (RV_LEFTOVERS_SEED=%u repeats it)\n",
 		backend, seed, seed);
 	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
