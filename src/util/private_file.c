@@ -10,7 +10,7 @@
 
 int rv_private_file_create(const char *path, struct rv_error *err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0 && errno == ELOOP)
 		return rv_error_set(err, ELOOP,

@@ -13,8 +13,9 @@
 
 #include "util/error.h"
 
-/* Opens path for writing, created or truncated, mode 0600, close-on-exec;
- * the descriptor, or a negative errno with err naming the path. */
+/* Opens path for reading and writing (so that it can be mapped too),
+ * created or truncated, mode 0600, close-on-exec; the descriptor, or a
+ * negative errno with err naming the path. */
 int rv_private_file_create(const char *path, struct rv_error *err);
 
 #endif
