@@ -20,6 +20,7 @@
 #include "record/perf_ring.h"
 #include "util/array.h"
 #include "util/log.h"
+#include "util/private_file.h"
 
 #define WATCH_PAGES 16 /* per CPU: 64 KiB of KSYMBOL/BPF_EVENT/TEXT_POKE records */
 
@@ -52,14 +53,13 @@ int rv_bpf_saver_open(struct rv_bpf_saver **out, const char *dir, struct rv_erro
 		free(s);
 		return rv_error_set(err, ENOMEM, "out of memory");
 	}
-	s->fd = open(s->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	s->fd = rv_private_file_create(s->path, err);
 	if (s->fd < 0) {
-		int e = errno;
+		int ret = s->fd;
 
-		rv_error_set(err, e, "cannot create '%s': %s", s->path, strerror(e));
 		free(s->path);
 		free(s);
-		return -e;
+		return ret;
 	}
 	*out = s;
 	return 0;

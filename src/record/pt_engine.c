@@ -27,6 +27,7 @@
 #include "record/perf_ring.h"
 #include "record/proc_synth.h"
 #include "util/log.h"
+#include "util/private_file.h"
 
 /* The intel_pt PMU's format bits (arch/x86/events/intel/pt.c), which
  * AUXTRACE_INFO names for the decoder. */
@@ -1093,18 +1094,7 @@ void rv_pt_engine_free(struct rv_pt_engine *e)
 
 static int open_private(const char *path, struct rv_error *err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	if (fd < 0)
-		return rv_error_set(err, errno, "cannot create '%s': %s", path, strerror(errno));
-	if (fchmod(fd, 0600)) { /* an older file keeps its mode through O_TRUNC */
-		int saved = errno;
-
-		close(fd);
-		return rv_error_set(err, saved, "cannot make '%s' private: %s", path,
-				    strerror(saved));
-	}
-	return fd;
+	return rv_private_file_create(path, err);
 }
 
 static int copy_file(const char *from, const char *to, struct rv_error *err)
@@ -1315,6 +1305,9 @@ int rv_pt_engine_copy_kernel_files(const char *root, const char *dir, struct rv_
 	snprintf(to, sizeof(to), "%s/kcore_dir", dir);
 	if (mkdir(to, 0700) && errno != EEXIST)
 		return rv_error_set(err, errno, "cannot create '%s': %s", to, strerror(errno));
+	if (chmod(to, 0700)) /* one left in --working-directory keeps its mode */
+		return rv_error_set(err, errno, "cannot make '%s' private: %s", to,
+				    strerror(errno));
 	snprintf(from, sizeof(from), "%s/proc/kallsyms", r);
 	snprintf(kallsyms, sizeof(kallsyms), "%s/kcore_dir/kallsyms", dir);
 	ret = copy_file(from, kallsyms, err);

@@ -62,6 +62,7 @@
 #include "record/pt_plan.h"
 #include "session/backend.h"
 #include "util/log.h"
+#include "util/private_file.h"
 #include "util/proc.h"
 
 #define SIDEBAND_PAGES 128 /* per slot: 512 KiB of sideband ring */
@@ -211,6 +212,7 @@ static int save_vdso(pid_t pid, const char *dir, struct rv_error *err)
 	bool written;
 	FILE *out;
 	void *buf;
+	int fd;
 
 	if (!rv_proc_find_vdso(pid, &start, &end))
 		return 0;
@@ -223,8 +225,15 @@ static int save_vdso(pid_t pid, const char *dir, struct rv_error *err)
 		return 0;
 	}
 	snprintf(path, sizeof(path), "%s/vdso.so", dir);
+	fd = rv_private_file_create(path, err);
+	if (fd < 0) {
+		free(buf);
+		return fd;
+	}
 	errno = 0;
-	out = fopen(path, "we");
+	out = fdopen(fd, "w");
+	if (!out)
+		close(fd);
 	written = out && fwrite(buf, 1, end - start, out) == end - start;
 	if (out && fclose(out))
 		written = false;
@@ -431,7 +440,8 @@ static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 		return ret;
 	warn_about_plan(plan);
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
-	ret = rv_perf_writer_open(&b->capture, b->capture_path, plan->scope != RV_SCOPE_USER, err);
+	/* the program's branches and code, whatever the scope: 0600 */
+	ret = rv_perf_writer_open(&b->capture, b->capture_path, true, err);
 	if (!ret) {
 		const struct rv_pt_slots *sl = &b->slots;
 		struct rv_pt_engine_config config = {

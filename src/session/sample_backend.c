@@ -208,9 +208,9 @@ static int sample_open(struct rv_session *s, struct rv_target *target, struct rv
 	config.extra_events = &s->extra_events;
 	ret = gating ? rv_gating_attach(gating, NULL, 0, err) : 0;
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
+	/* the program's stack bytes and more, whatever the scope: 0600 */
 	if (!ret)
-		ret = rv_perf_writer_open(&b->capture, b->capture_path, s->opts->include_kernel,
-					  err);
+		ret = rv_perf_writer_open(&b->capture, b->capture_path, true, err);
 	config.capture = b->capture;
 	if (!ret)
 		ret = rv_sample_engine_open(&b->engine, &config, err);

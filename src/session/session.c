@@ -25,6 +25,7 @@
 #include "session/backend.h"
 #include "session/gating.h"
 #include "symbolize/kernel_syms.h"
+#include "util/leftovers.h"
 #include "util/log.h"
 #include "util/proc.h"
 
@@ -101,23 +102,55 @@ static int plan_backend(struct rv_session *s, struct rv_error *err)
 	return rv_sample_plan_build(&s->sample, opts, &s->machine, err);
 }
 
+/* --working-directory: a directory others can write to lets them replace
+ * what rearview writes there (a link in place of perf.data, which root would
+ * then write through) or remove it; a sticky one of the user's (or root's)
+ * lets them do neither. */
+static int check_working_directory(const char *dir, const struct stat *st, struct rv_error *err)
+{
+	bool sticky_and_ours =
+		(st->st_mode & S_ISVTX) && (st->st_uid == geteuid() || st->st_uid == 0);
+
+	if (!(st->st_mode & (S_IWOTH | S_IWGRP)) || sticky_and_ours)
+		return 0;
+	return rv_error_set(err, EPERM,
+			    "--working-directory: '%s' is writable by %s (mode %04o)%s: they "
+			    "could read or replace the capture, which holds the program's memory; "
+			    "use a directory only you can write to (rearview creates it 0700 when "
+			    "it does not exist), or chmod %s '%s'",
+			    dir, (st->st_mode & S_IWOTH) ? "others" : "its group",
+			    (unsigned)(st->st_mode & 07777),
+			    (st->st_mode & S_ISVTX) ? " and owned by someone else" : "",
+			    (st->st_mode & S_IWOTH) ? "o-w" : "g-w", dir);
+}
+
+/* The capture directory: a temporary one (mkdtemp: 0700) with the owner
+ * record that lets a later run remove it if this one is killed, or
+ * --working-directory, made 0700 when it does not exist. Every file the
+ * backends make in it is 0600, so an existing directory that others can
+ * read does not show them the capture either. */
 static int make_capture_dir(struct rv_session *s, struct rv_error *err)
 {
 	const char *dir = s->opts->working_directory;
 	struct stat st;
+	int ret;
 
 	if (!dir) {
-		const char *tmp = getenv("TMPDIR");
+		const char *tmp = rv_leftovers_tmpdir();
 
-		snprintf(s->capture_dir, sizeof(s->capture_dir), "%s/rearview-XXXXXX",
-			 tmp && *tmp ? tmp : "/tmp");
+		snprintf(s->capture_dir, sizeof(s->capture_dir), "%s/" RV_CAPTURE_PREFIX "XXXXXX",
+			 tmp);
 		if (!mkdtemp(s->capture_dir))
 			return rv_error_set(err, errno,
 					    "cannot create a temporary directory for the capture "
 					    "in %s: %s; set TMPDIR or use --working-directory",
-					    tmp && *tmp ? tmp : "/tmp", strerror(errno));
+					    tmp, strerror(errno));
 		s->capture_dir_is_temporary = true;
-		return 0;
+		ret = rv_leftovers_mark_dir(s->capture_dir, err);
+		if (ret)
+			rv_error_prefix(err, "cannot mark the temporary capture directory as "
+					     "rearview's");
+		return ret;
 	}
 	if (strlen(dir) >= sizeof(s->capture_dir) - 16)
 		return rv_error_set(err, ENAMETOOLONG, "--working-directory: path too long");
@@ -127,6 +160,9 @@ static int make_capture_dir(struct rv_session *s, struct rv_error *err)
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
 		return rv_error_set(err, ENOTDIR, "--working-directory: '%s' is not a directory",
 				    dir);
+	ret = check_working_directory(dir, &st, err);
+	if (ret)
+		return ret;
 	if (access(dir, W_OK))
 		return rv_error_set(err, errno, "--working-directory: cannot write to '%s': %s",
 				    dir, strerror(errno));
@@ -178,6 +214,11 @@ static int prepare_extra_events(struct rv_session *s, const struct rv_options *o
 	return rv_extra_events_resolve(&s->extra_events, s->root, s->machine.has_cpu_pmu, err);
 }
 
+static void note_removed(void *ctx, const char *path, const struct rv_owner *owner)
+{
+	rv_note("removed %s, left by rearview [%d], which is gone", path, (int)owner->pid);
+}
+
 int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err)
 {
 	const char *root = getenv(RV_SYSFS_ROOT_ENV);
@@ -200,6 +241,9 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 	sigaddset(&s->waited_signals, SIGCHLD);
 	if (!opts->dry_run)
 		sigprocmask(SIG_BLOCK, &s->waited_signals, NULL);
+	/* what a killed rearview left (util/leftovers.h); a dry run changes nothing */
+	if (!opts->dry_run)
+		rv_leftovers_sweep(opts->output, note_removed, NULL);
 	rv_machine_probe(&s->machine, s->root);
 
 	if (opts->include_kernel && geteuid() != 0 && !opts->dry_run)
@@ -247,8 +291,10 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 	ret = rv_trace_writer_open(&s->writer, opts->output, err);
 	if (ret)
 		return ret;
-	if (opts->include_kernel)
-		rv_trace_writer_set_private(s->writer);
+	/* A recording shows what only root could see (the target's memory, its
+	 * code's names and timings; with --trace-include-kernel, the kernel's):
+	 * the trace is the invoking user's alone. */
+	rv_trace_writer_set_private(s->writer);
 	ret = make_capture_dir(s, err);
 	if (ret)
 		return ret;
@@ -259,7 +305,19 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 	return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+/* ---- the temporary capture ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void remove_temporary_capture(struct rv_session *s)
+{
+	if (s->capture_dir_is_temporary && s->capture_dir[0])
+		nftw(s->capture_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	s->capture_dir[0] = '\0';
+}
 
 /* ---- recording ---- */
 
@@ -558,6 +616,10 @@ int rv_session_record(struct rv_session *s, struct rv_target *target, struct rv_
 	watch_end(&watch);
 	if (r.backend)
 		r.ops->free(r.backend);
+	/* written into the trace: a temporary capture goes now, not once the
+	 * program has exited */
+	if (!ret)
+		remove_temporary_capture(s);
 	return ret;
 }
 
@@ -684,19 +746,12 @@ int rv_session_dry_run(struct rv_session *s, const char *exe, pid_t pid, struct 
 	return ret;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
 void rv_session_destroy(struct rv_session *s)
 {
 	if (s->writer)
 		rv_trace_writer_free(s->writer);
 	s->writer = NULL;
-	if (s->capture_dir_is_temporary && s->capture_dir[0])
-		nftw(s->capture_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	s->capture_dir[0] = '\0';
+	remove_temporary_capture(s);
 	if (s->signal_fd >= 0)
 		close(s->signal_fd);
 	s->signal_fd = -1;

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/leftovers.h"
 #include "util/log.h"
 #include "write/writer_internal.h"
 
@@ -60,7 +61,7 @@ struct rv_trace_writer {
 	uint64_t instants;
 	bool failed;
 	struct rv_error failure; /* the first output failure, repeated to later calls */
-	bool private_file;	 /* 0600: the trace shows kernel data */
+	bool private_file;	 /* 0600 (else the umask's mode): rv_trace_writer_set_private */
 	bool to_stdout;		 /* path "-": out.fd is a duplicate of standard output */
 };
 
@@ -350,10 +351,33 @@ static int cannot_write(const char *path, int code, struct rv_error *err)
 			    strerror(code));
 }
 
+/* The process's umask, from /proc/self/status (umask(2) can only read it by
+ * changing it, which other threads would see); 022 when it does not say. */
+static mode_t current_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	mode_t mask = 022;
+
+	if (!f)
+		return mask;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int value;
+
+		if (sscanf(line, "Umask: %o", &value) == 1) {
+			mask = (mode_t)(value & 0777);
+			break;
+		}
+	}
+	fclose(f);
+	return mask;
+}
+
 static int create_temp_file(struct rv_trace_writer *w, struct rv_error *err)
 {
 	const char *slash = strrchr(w->path, '/');
 	const char *base = slash ? slash + 1 : w->path;
+	struct rv_error unmarked = { 0 };
 	struct stat st;
 
 	if (stat(w->path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -370,6 +394,11 @@ static int create_temp_file(struct rv_trace_writer *w, struct rv_error *err)
 	if (w->out.fd < 0)
 		return cannot_write(w->path, errno, err);
 	w->temp_created = true;
+	/* whose it is, for a later run to remove it if this one is killed */
+	if (rv_leftovers_mark_file(w->out.fd, &unmarked))
+		rv_debug("'%s' has no owner record (%s): if rearview is killed, remove it by "
+			 "hand",
+			 w->temp_path, unmarked.message);
 	return 0;
 }
 
@@ -612,9 +641,10 @@ int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err)
 			 w->spans, w->instants, w->out.written);
 		return 0;
 	}
-	/* mkstemp made it 0600; a trace is meant to be shared. */
-	if (fchmod(w->out.fd, w->private_file ? 0600 : 0644) < 0)
-		rv_debug("cannot make '%s' readable by others: %s", w->temp_path, strerror(errno));
+	/* mkstemp made it 0600; a trace of what anyone may see gets the mode
+	 * any new file of the user's gets. */
+	if (!w->private_file && fchmod(w->out.fd, 0666 & ~current_umask()) < 0)
+		rv_debug("cannot give '%s' the umask's mode: %s", w->temp_path, strerror(errno));
 	code = close(w->out.fd) < 0 ? errno : 0;
 	w->out.fd = -1;
 	if (code) {

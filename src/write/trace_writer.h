@@ -11,8 +11,11 @@
  * Nothing half-written is ever left at the output path: the writer works on a
  * temporary file in the same directory (so an unwritable directory fails at
  * open, before any recording starts) and renames it into place on commit.
- * rv_trace_writer_abort removes the temporary file. Standard output has no
- * temporary file: open refuses a terminal and a descriptor that is closed
+ * rv_trace_writer_abort removes the temporary file. The temporary file is
+ * 0600 while it is written and carries this process's owner record
+ * (util/leftovers.h) as an extended attribute where the filesystem allows
+ * one, so that a later run removes it if this one is killed. Standard
+ * output has no temporary file: open refuses a terminal and a descriptor that is closed
  * or read-only, the trace goes out as the buffer fills (256 KiB at a time),
  * and after an abort the reader has a stream cut short (what was flushed).
  *
@@ -149,8 +152,10 @@ struct rv_trace_writer_stats {
 
 void rv_trace_writer_stats(const struct rv_trace_writer *w, struct rv_trace_writer_stats *out);
 
-/* The committed file gets mode 0600 instead of 0644: for traces that show
- * kernel data, which only root may see. */
+/* The committed file gets mode 0600 instead of the mode the umask gives a
+ * new file (0666 less the umask): for traces of what the invoking user could
+ * not read otherwise (any recording, which needs root; kernel data; a
+ * capture others may not read). */
 void rv_trace_writer_set_private(struct rv_trace_writer *w);
 
 const char *rv_trace_writer_path(const struct rv_trace_writer *w);

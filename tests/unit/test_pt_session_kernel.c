@@ -92,6 +92,12 @@ Test(pt_session_kernel, keeps_bpf_programs_and_kcore_dir_after_them, .timeout = 
 	bool truncated;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, RV_BPF_IMAGES_FILE);
+	{
+		struct stat st;
+
+		cr_assert_eq(stat(path, &st), 0);
+		cr_assert_eq(st.st_mode & 0777, 0600, "the JIT images are private");
+	}
 	cr_assert_eq(rv_bpf_images_read(path, &v, &nr, &names, &truncated, &err), 0, "%s",
 		     err.message);
 	for (size_t i = 0; i < nr && !name; i++)
@@ -148,5 +154,46 @@ Test(pt_session_kernel, kcore_dir_of_a_kernel_without_modules)
 	snprintf(path, sizeof(path), "%s/kcore_dir/kallsyms", root);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(st.st_size, 26);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	remove_tree(root);
+}
+
+/* A kcore_dir left in --working-directory by an earlier run, readable by
+ * anyone, and a link where a copy goes: the copies are private, the
+ * directory made 0700, and the link refused, never written through. */
+Test(pt_session_kernel, kcore_dir_copies_are_private_over_an_older_one)
+{
+	char root[PATH_MAX], path[PATH_MAX + 32], victim[PATH_MAX + 32];
+	struct rv_error err = { 0 };
+	struct stat st;
+
+	make_temp_dir(root, sizeof(root), "rv-kcoredir");
+	snprintf(path, sizeof(path), "%s/proc", root);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/proc/kallsyms", root);
+	write_file(path, "ffffffff81000000 T _stext\n", 26);
+	snprintf(path, sizeof(path), "%s/kcore_dir", root);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	cr_assert_eq(chmod(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/kcore_dir/kallsyms", root);
+	write_file(path, "old", 3);
+	cr_assert_eq(chmod(path, 0644), 0);
+	cr_assert_eq(rv_pt_engine_copy_kernel_files(root, root, &err), 0, "%s", err.message);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 26);
+	cr_assert_eq(st.st_mode & 0777, 0600, "the older file's mode is not kept");
+	snprintf(path, sizeof(path), "%s/kcore_dir", root);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0700);
+
+	snprintf(victim, sizeof(victim), "%s/victim", root);
+	write_file(victim, "keep", 4);
+	snprintf(path, sizeof(path), "%s/kcore_dir/kallsyms", root);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(symlink(victim, path), 0);
+	cr_assert_neq(rv_pt_engine_copy_kernel_files(root, root, &err), 0);
+	cr_assert(strstr(err.message, "symbolic link"), "%s", err.message);
+	cr_assert_eq(stat(victim, &st), 0);
+	cr_assert_eq(st.st_size, 4, "the link's target is untouched");
 	remove_tree(root);
 }

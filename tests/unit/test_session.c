@@ -7,6 +7,7 @@
  */
 #include <criterion/criterion.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -36,6 +37,31 @@ static bool file_has(const char *path)
 	struct stat st;
 
 	return !stat(path, &st) && st.st_size > 0;
+}
+
+/* Every file in dir is 0600: the capture shows the program's code and
+ * branches, the trace its functions (issue 20). */
+static void assert_files_private(const char *dir)
+{
+	struct dirent *de;
+	size_t files = 0;
+	DIR *d = opendir(dir);
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		char path[PATH_MAX + 300];
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		cr_assert_eq(lstat(path, &st), 0);
+		cr_assert_eq(st.st_mode & 07777, 0600, "%s is %04o", path,
+			     (unsigned)(st.st_mode & 07777));
+		files++;
+	}
+	closedir(d);
+	cr_assert_geq(files, 3, "perf.data, vdso.so and the trace");
 }
 
 /* A whole `rearview run /bin/true` on Intel PT (--no-follow when asked). */
@@ -136,6 +162,7 @@ static void whole_session(bool no_follow)
 	snprintf(path, sizeof(path), "%s/vdso.so", dir);
 	cr_assert(file_has(path), "the vdso is kept for the decoder");
 	cr_assert(file_has(out), "the trace was written");
+	assert_files_private(dir);
 	rv_session_destroy(&s);
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	cr_assert_eq(system(path), 0);
