@@ -732,7 +732,7 @@ Test(perf_data, writer_rules)
 	snprintf(path, sizeof(path), "%s/w.data", dir);
 	umask(022);
 
-	/* kernel data is private, other captures are not */
+	/* every capture is private: kernel data, and other processes' memory */
 	cr_assert_eq(rv_perf_writer_open(&w, path, true, &err), 0, "%s", err.message);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0600);
@@ -741,7 +741,7 @@ Test(perf_data, writer_rules)
 	cr_assert_neq(access(path, F_OK), 0);
 	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
 	cr_assert_eq(stat(path, &st), 0);
-	cr_assert_eq(st.st_mode & 0777, 0644);
+	cr_assert_eq(st.st_mode & 0777, 0600);
 	/* a file without events is no perf.data */
 	cr_assert_eq(rv_perf_writer_finish(w, NULL, &err), -EINVAL);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, NULL, NULL, 0, &err), 0, "%s", err.message);
