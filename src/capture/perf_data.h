@@ -8,8 +8,9 @@
  * finished, or, flushing as it grows (rv_perf_writer_flush_as_it_grows), at
  * every flush too, so that a recorder killed at any instant leaves a valid
  * perf.data holding what it had flushed (perf_data_write.c says how). Every
- * capture is created 0600: it holds what the target had in memory. The reader walks the data section record by record with every
- * length checked, and parses samples according to their attribute.
+ * capture is created 0600: it holds what the target had in memory. The reader walks the data
+ * section record by record with every length checked, and parses samples according to their
+ * attribute.
  *
  * Designed to grow: records carrying a payload after their header (such as
  * PERF_RECORD_AUXTRACE) go through rv_perf_writer_write_payload and come back

@@ -167,7 +167,7 @@ struct pd_stream {
 	/* a flushed capture never finished: why its records end, as the error
 	 * at their end; empty otherwise */
 	char cut[sizeof(((struct rv_error *)0)->message)];
-	int failure;	       /* sticky negative code after an error */
+	int failure; /* sticky negative code after an error */
 	char failure_message[sizeof(((struct rv_error *)0)->message)];
 	uint8_t *bounce; /* aligned copy of a record that sits unaligned */
 	size_t bounce_cap;

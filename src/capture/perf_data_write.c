@@ -31,8 +31,8 @@
  * recording, the features carry RV_FEAT_REARVIEW_FLUSH (when and how many
  * flushes); finish's flush keeps it in its table's last entry and its first
  * header, and then writes one without it (the same table but for that
- * entry), packs the bodies after the table and cuts the file there. Bodies sit apart from the table only while flushing, with
- * a gap past the data that the next chunks fill.
+ * entry), packs the bodies after the table and cuts the file there. Bodies sit apart from the table
+ * only while flushing, with a gap past the data that the next chunks fill.
  *
  * Not here: reading (perf_data_read.c), the records' contents (synth.c,
  * auxtrace.c, the recorders).
@@ -111,11 +111,11 @@ struct rv_perf_writer {
 	/* flushing as it grows (see the top) */
 	bool flushing;
 	struct meta_copy flush_meta;
-	size_t buffer_cap;	  /* WRITE_BUFFER_SIZE, or RV_PERF_FLUSH_BYTES when flushing */
+	size_t buffer_cap; /* WRITE_BUFFER_SIZE, or RV_PERF_FLUSH_BYTES when flushing */
 	uint64_t flush_interval_ns;
-	uint64_t last_flush_ns;	  /* CLOCK_MONOTONIC */
+	uint64_t last_flush_ns; /* CLOCK_MONOTONIC */
 	uint64_t nr_flushes;
-	bool attrs_changed;	  /* since the last flush */
+	bool attrs_changed; /* since the last flush */
 	/* what the header on disk references past the data; table_bytes 0
 	 * while the header is the zeroed one */
 	uint64_t table_bytes;
@@ -1043,7 +1043,8 @@ static int writer_checkpoint(struct rv_perf_writer *w, const struct chunk *extra
 {
 	struct chunk c = { .nr = 0 };
 	struct tail t;
-	uint64_t d0 = sizeof(struct pd_file_header) + w->flushed, d1, at, old_table = w->table_bytes;
+	uint64_t d0 = sizeof(struct pd_file_header) + w->flushed, d1, at,
+		 old_table = w->table_bytes;
 	int ret;
 
 	if (!w->nr_attrs)

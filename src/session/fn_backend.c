@@ -678,6 +678,8 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 		return ret;
 	/* Kernel function addresses make the capture as private as a kernel trace. */
 	ret = rv_perf_writer_open(&run->capture, run->capture_path, run->kfuncs.count > 0, err);
+	if (!ret)
+		ret = rv_session_flush_capture(s, run->capture, CLOCK_MONOTONIC, err);
 	if (ret)
 		return ret;
 	if (run->kfuncs.count)

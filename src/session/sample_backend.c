@@ -65,6 +65,29 @@ int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer 
 	return ret;
 }
 
+int rv_session_flush_capture(const struct rv_session *s, struct rv_perf_writer *capture,
+			     int clockid, struct rv_error *err)
+{
+	const char *const *argv = (const char *const *)s->opts->argv;
+	struct rv_perf_meta meta = {
+		.argc = s->opts->argc,
+		.argv = argv,
+		.clockid = clockid,
+	};
+	void *tracing = NULL;
+	int ret;
+
+	if (!s->opts->full_execution)
+		return 0;
+	ret = rv_extra_events_tracing_data(&s->extra_events, s->root, &tracing,
+					   &meta.tracing_data_size, err);
+	meta.tracing_data = tracing;
+	if (!ret)
+		ret = rv_perf_writer_flush_as_it_grows(capture, &meta, 0, 0, err);
+	free(tracing);
+	return ret;
+}
+
 int rv_session_describe_engine(const struct rv_session *s, const struct rv_sample_config *config,
 			       bool hardware, const char *what, const char *note,
 			       const char *program, struct rv_dry_run_plan *plan,
@@ -211,6 +234,8 @@ static int sample_open(struct rv_session *s, struct rv_target *target, struct rv
 	if (!ret)
 		ret = rv_perf_writer_open(&b->capture, b->capture_path, s->opts->include_kernel,
 					  err);
+	if (!ret)
+		ret = rv_session_flush_capture(s, b->capture, CLOCK_MONOTONIC, err);
 	config.capture = b->capture;
 	if (!ret)
 		ret = rv_sample_engine_open(&b->engine, &config, err);

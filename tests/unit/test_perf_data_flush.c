@@ -95,7 +95,9 @@ static size_t read_back(struct rv_perf_reader *r, const uint32_t *aux_sizes, int
 		} else {
 			struct comm_record want = comm_record((uint32_t)n);
 
-			cr_assert_eq(rec.header->size, sizeof(want), "record %zu: type %u size %u at %llu", n, rec.header->type, rec.header->size, (unsigned long long)rec.file_offset);
+			cr_assert_eq(rec.header->size, sizeof(want),
+				     "record %zu: type %u size %u at %llu", n, rec.header->type,
+				     rec.header->size, (unsigned long long)rec.file_offset);
 			cr_assert_eq(memcmp(rec.header, &want, sizeof(want)), 0, "record %zu", n);
 		}
 		n++;
@@ -230,8 +232,8 @@ static void log_clear(struct write_log *l)
 }
 
 /* The file after the first `bytes` bytes of the log's writes, over base. */
-static size_t replay(const struct write_log *l, const uint8_t *base, size_t base_size,
-		     size_t bytes, uint8_t *out, size_t out_cap)
+static size_t replay(const struct write_log *l, const uint8_t *base, size_t base_size, size_t bytes,
+		     uint8_t *out, size_t out_cap)
 {
 	size_t size = base_size;
 
