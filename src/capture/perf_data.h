@@ -163,7 +163,8 @@ int rv_perf_writer_flush_as_it_grows(struct rv_perf_writer *w, const struct rv_p
 				     uint64_t chunk_bytes, uint64_t interval_ns,
 				     struct rv_error *err);
 
-/* A flush now (nothing happens without attributes, or with nothing new). */
+/* A flush now (nothing happens without attributes, with nothing new, or
+ * for a writer not flushing as it grows). */
 int rv_perf_writer_flush(struct rv_perf_writer *w, struct rv_error *err);
 
 /* A flush when interval_ns (0: RV_PERF_FLUSH_INTERVAL_NS) have passed

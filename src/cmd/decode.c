@@ -8,9 +8,11 @@
  */
 #define RV_LOG_DOMAIN "decode"
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "record/flight_rescue.h"
 #include "render/render.h"
 #include "util/log.h"
 
@@ -46,6 +48,28 @@ int rv_cmd_decode(const struct rv_options *opts)
 		rv_error_msg("--trace-include-kernel shows kernel addresses and code, which only "
 			     "root may see: run rearview as root");
 		return 1;
+	}
+	/* a flight recorder's capture whose recorder was killed, made whole */
+	if (ro.decode.kind == RV_CAPTURE_AUTO) {
+		struct rv_flight_rescue_report rescue;
+		char when[64] = "";
+
+		if (rv_flight_rescue(ro.decode.path, &rescue, &err)) {
+			rv_error_msg("%s", err.message);
+			return 1;
+		}
+		if (rescue.rescued) {
+			time_t seconds = (time_t)(rescue.flushed.realtime_ns / 1000000000ull);
+			struct tm tm;
+
+			if (localtime_r(&seconds, &tm))
+				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+			rv_warn("the capture was cut: its recorder was killed before it wrote it; "
+				"%s/perf.data is rebuilt from what its flight recorder held (%llu "
+				"records) and the sideband flushed until %s (last flush)",
+				ro.decode.path, (unsigned long long)rescue.samples,
+				when[0] ? when : "an unknown time");
+		}
 	}
 	for (size_t i = 0; i < opts->nr_images; i++)
 		images[i] = (struct rv_raw_pt_image){ .path = opts->images[i].path,

@@ -123,9 +123,10 @@ struct killed_run {
 	uint64_t ran_before_ms; /* the target's run up to then */
 };
 
-/* Runs rearview with options on progress, kills it after RUN_MS of the
- * target's progress, and kills the target. */
-static void run_and_kill(struct killed_run *k, const char *const *options)
+/* Runs rearview with options (and --full-execution when full) on
+ * progress, kills it after RUN_MS of the target's progress, and kills the
+ * target. */
+static void run_and_kill(struct killed_run *k, bool full, const char *const *options)
 {
 	struct progress seen[4096];
 	size_t nr_seen = 0;
@@ -144,7 +145,8 @@ static void run_and_kill(struct killed_run *k, const char *const *options)
 	snprintf(k->output, sizeof(k->output), "%s/never-written.fxt", k->dir);
 	argv[a++] = (char *)build_path("rearview");
 	argv[a++] = "run";
-	argv[a++] = "--full-execution";
+	if (full)
+		argv[a++] = "--full-execution";
 	argv[a++] = "--working-directory";
 	argv[a++] = k->capture;
 	for (size_t i = 0; options && options[i]; i++)
@@ -211,8 +213,9 @@ static void run_and_kill(struct killed_run *k, const char *const *options)
 	cr_assert_gt(k->calls_before, 0, "no progress %d ms before the kill", FLUSH_LAG_MS);
 }
 
-/* rearview decode DIR: the trace, and a warning that the capture was cut. */
-static struct fxt_trace *decode_killed(const struct killed_run *k)
+/* rearview decode DIR: the trace, and a warning that the capture was cut
+ * (flushed: up to its last flush; else rebuilt from the flight recorder). */
+static struct fxt_trace *decode_killed(const struct killed_run *k, bool flushed)
 {
 	char *argv[] = { (char *)build_path("rearview"),
 			 "decode",
@@ -229,7 +232,8 @@ static struct fxt_trace *decode_killed(const struct killed_run *k)
 	cr_assert_eq(r->exit_code, 0, "rearview decode of the killed capture failed:\n%s", r->err);
 	cr_assert_not_null(strstr(r->err, "the capture was cut"),
 			   "decode does not say the capture was cut:\n%s", r->err);
-	cr_assert_not_null(strstr(r->err, "last flush"), "%s", r->err);
+	cr_assert_not_null(strstr(r->err, flushed ? "up to its last flush" : "its flight recorder"),
+			   "%s", r->err);
 	cr_assert_eq(fxt_read_file(k->trace, &t, why, sizeof(why)), 0, "%s", why);
 	free(r);
 	return t;
@@ -243,8 +247,8 @@ Test(killed, uprobe_full_execution_keeps_the_calls_flushed, .timeout = 240)
 	size_t calls;
 
 	require_root("killed");
-	run_and_kill(&k, options);
-	t = decode_killed(&k);
+	run_and_kill(&k, true, options);
+	t = decode_killed(&k, true);
 	calls = fxt_count_spans(t, FXT_ANY, FXT_ANY, "tick");
 	cr_assert_geq(calls, (size_t)k.calls_before,
 		      "the trace holds %zu calls of tick; the target had made %ld of them %d ms "
@@ -254,16 +258,12 @@ Test(killed, uprobe_full_execution_keeps_the_calls_flushed, .timeout = 240)
 	cleanup_dir(k.dir);
 }
 
-Test(killed, sampling_full_execution_keeps_the_time_flushed, .timeout = 240)
+/* A sampling trace covers the target's run up to FLUSH_LAG_MS before the
+ * kill, from its first span to its last. */
+static void check_sampling_cover(const struct killed_run *k, const struct fxt_trace *t)
 {
-	static const char *const options[] = { "--backend", "sample", NULL };
-	struct killed_run k;
-	struct fxt_trace *t;
 	uint64_t first = UINT64_MAX, last = 0;
 
-	require_root("killed");
-	run_and_kill(&k, options);
-	t = decode_killed(&k);
 	for (size_t i = 0; i < t->nr_spans; i++) {
 		if (t->spans[i].begin_ns < first)
 			first = t->spans[i].begin_ns;
@@ -273,11 +273,43 @@ Test(killed, sampling_full_execution_keeps_the_time_flushed, .timeout = 240)
 	cr_assert_lt(first, last, "no samples in the trace");
 	cr_assert_gt(fxt_count_spans(t, FXT_ANY, FXT_ANY, "tick"), 0, "no samples of tick");
 	/* the target's first line came at most a poll (20 ms) after it began */
-	cr_assert_geq((last - first) / 1000000 + 20, k.ran_before_ms,
-		      "the trace covers %llu ms; the target had run %llu ms %d ms "
-		      "before rearview was killed",
+	cr_assert_geq((last - first) / 1000000 + 20, k->ran_before_ms,
+		      "the trace covers %llu ms; the target had run %llu ms %d ms before "
+		      "rearview was killed",
 		      (unsigned long long)((last - first) / 1000000),
-		      (unsigned long long)k.ran_before_ms, FLUSH_LAG_MS);
+		      (unsigned long long)k->ran_before_ms, FLUSH_LAG_MS);
+}
+
+Test(killed, sampling_full_execution_keeps_the_time_flushed, .timeout = 240)
+{
+	static const char *const options[] = { "--backend", "sample", NULL };
+	struct killed_run k;
+	struct fxt_trace *t;
+
+	require_root("killed");
+	run_and_kill(&k, true, options);
+	t = decode_killed(&k, true);
+	check_sampling_cover(&k, t);
+	fxt_trace_free(t);
+	cleanup_dir(k.dir);
+}
+
+/* The flight recorder (64 MiB: all of a few seconds) is a file: what it held
+ * when rearview was killed is decoded, with the sideband flushed. */
+Test(killed, sampling_flight_recorder_keeps_what_it_held, .timeout = 240)
+{
+	static const char *const options[] = { "--backend", "sample", NULL };
+	struct killed_run k;
+	struct fxt_trace *t;
+	char ring[400];
+
+	require_root("killed");
+	run_and_kill(&k, false, options);
+	snprintf(ring, sizeof(ring), "%s/flight.ring", k.capture);
+	cr_assert(file_exists(ring), "no flight recorder's file in the capture directory");
+	t = decode_killed(&k, false);
+	check_sampling_cover(&k, t);
+	cr_assert_not(file_exists(ring), "the rebuilt capture left the ring's file");
 	fxt_trace_free(t);
 	cleanup_dir(k.dir);
 }
