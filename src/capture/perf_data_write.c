@@ -31,8 +31,9 @@
  * recording, the features carry RV_FEAT_REARVIEW_FLUSH (when and how many
  * flushes); finish's flush keeps it in its table's last entry and its first
  * header, and then writes one without it (the same table but for that
- * entry), packs the bodies after the table and cuts the file there. Bodies sit apart from the table
- * only while flushing, with a gap past the data that the next chunks fill.
+ * entry), packs the bodies after the table and cuts the file there. Bodies
+ * sit apart from the table only while flushing, with a gap past the data
+ * that the next chunks fill.
  *
  * Not here: reading (perf_data_read.c), the records' contents (synth.c,
  * auxtrace.c, the recorders).
