@@ -64,9 +64,10 @@ int rv_cmd_decode(const struct rv_options *opts)
 
 			if (localtime_r(&seconds, &tm))
 				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-			rv_warn("the capture was cut: its recorder was killed before it wrote it; "
-				"%s/perf.data is rebuilt from what its flight recorder held (%llu "
-				"records) and the sideband flushed until %s (last flush)",
+			rv_warn("the capture in '%s' was cut: its recorder was killed before it "
+				"wrote it; its perf.data is rebuilt from what its flight recorder "
+				"held (%llu records) and the sideband flushed until %s (last "
+				"flush)",
 				ro.decode.path, (unsigned long long)rescue.samples,
 				when[0] ? when : "an unknown time");
 		}

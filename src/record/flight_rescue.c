@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,9 +139,27 @@ int rv_flight_rescue(const char *path, struct rv_flight_rescue_report *out, stru
 	struct stat st;
 	int ret, got;
 
+	char dir[PATH_MAX];
+	const char *slash;
+
 	memset(out, 0, sizeof(*out));
-	if (stat(path, &st) || !S_ISDIR(st.st_mode))
+	if (stat(path, &st))
 		return 0;
+	/* DIR/perf.data names the capture as DIR does */
+	if (S_ISREG(st.st_mode)) {
+		slash = strrchr(path, '/');
+		if (strcmp(slash ? slash + 1 : path, "perf.data"))
+			return 0;
+		if (!slash)
+			snprintf(dir, sizeof(dir), ".");
+		else if (slash - path >= (ptrdiff_t)sizeof(dir))
+			return 0;
+		else
+			snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		path = dir[0] ? dir : "/";
+	} else if (!S_ISDIR(st.st_mode)) {
+		return 0;
+	}
 	if (snprintf(ring, sizeof(ring), "%s/%s", path, RV_FLIGHT_RING_FILE) >= (int)sizeof(ring) ||
 	    snprintf(data, sizeof(data), "%s/%s", path, RV_FLIGHT_RESCUE_FILE) >=
 		    (int)sizeof(data) ||

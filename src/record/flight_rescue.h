@@ -36,10 +36,10 @@ struct rv_flight_rescue_report {
 	struct rv_perf_flush_info flushed; /* the rescue capture's last flush */
 };
 
-/* Does the above for path when it is such a directory; otherwise (a file,
- * a directory without the two, or one whose perf.data is whole) leaves
- * everything as it is, with out->rescued false. Errors say what could not
- * be read or written. */
+/* Does the above for path when it is such a directory (or its perf.data);
+ * otherwise (another file, a directory without the two, or one whose
+ * perf.data is whole) leaves everything as it is, with out->rescued false.
+ * Errors say what could not be read or written. */
 int rv_flight_rescue(const char *path, struct rv_flight_rescue_report *out, struct rv_error *err);
 
 #endif
