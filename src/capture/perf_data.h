@@ -5,8 +5,12 @@
  * What rearview records is kept as perf.data so that `perf report`, `perf
  * script` and `rearview decode` all open it. The writer streams records into
  * the data section and writes the attributes and header features when it is
- * finished. The reader walks the data section record by record with every
- * length checked, and parses samples according to their attribute.
+ * finished, or, flushing as it grows (rv_perf_writer_flush_as_it_grows), at
+ * every flush too, so that a recorder killed at any instant leaves a valid
+ * perf.data holding what it had flushed (perf_data_write.c says how). Every
+ * capture is created 0600: it holds what the target had in memory. The reader walks the data
+ * section record by record with every length checked, and parses samples according to their
+ * attribute.
  *
  * Designed to grow: records carrying a payload after their header (such as
  * PERF_RECORD_AUXTRACE) go through rv_perf_writer_write_payload and come back
@@ -62,6 +66,11 @@ enum rv_perf_feature {
 	RV_FEAT_CLOCK_DATA = 29,
 	RV_FEAT_HYBRID_TOPOLOGY = 30,
 	RV_FEAT_PMU_CAPS = 31,
+	/* rearview's own, in the last bit (perf reads only the features it
+	 * knows, and finds theirs first in the table): a capture flushed as it
+	 * grows and not finished. Three u64: when it was last flushed
+	 * (CLOCK_REALTIME, ns), how many flushes, the data section's bytes. */
+	RV_FEAT_REARVIEW_FLUSH = 255,
 	RV_FEAT_MAX = 256,
 };
 
@@ -128,9 +137,41 @@ struct rv_perf_meta {
 
 struct rv_perf_writer;
 
-/* Creates (truncates) the file at path, mode 0600 if kernel_data, else 0644. */
-int rv_perf_writer_open(struct rv_perf_writer **out, const char *path, bool kernel_data,
-			struct rv_error *err);
+/* Creates (truncates) the file at path, mode 0600 whatever the umask, an
+ * existing file's mode included (a capture holds the target's raw stack and
+ * data); a symbolic link at path is refused (util/private_file.h). */
+int rv_perf_writer_open(struct rv_perf_writer **out, const char *path, struct rv_error *err);
+
+/* Flushing as it grows, by default: a flush when RV_PERF_FLUSH_BYTES of
+ * records are buffered, and at rv_perf_writer_flush_if_due once
+ * RV_PERF_FLUSH_INTERVAL_NS have passed since the last. */
+#define RV_PERF_FLUSH_BYTES	  (4ull << 20)
+#define RV_PERF_FLUSH_INTERVAL_NS 1000000000ull
+
+/* From now on records are written to the file only at a flush, and each
+ * flush leaves a valid perf.data (the records so far, their attributes,
+ * the features of meta, and RV_FEAT_REARVIEW_FLUSH), which a SIGKILL at
+ * any instant cannot make invalid: it then holds the records up to the
+ * last flush that completed, or up to the one before it. A flush comes when
+ * chunk_bytes (0: RV_PERF_FLUSH_BYTES) are buffered, or on request. meta is
+ * copied (finish may be given another; NULL there: this one). Only before
+ * the first record; attributes may be added at any time, and come into the
+ * file at the next flush. */
+int rv_perf_writer_flush_as_it_grows(struct rv_perf_writer *w, const struct rv_perf_meta *meta,
+				     uint64_t chunk_bytes, uint64_t interval_ns,
+				     struct rv_error *err);
+
+/* A flush now (nothing happens without attributes, with nothing new, or
+ * for a writer not flushing as it grows). */
+int rv_perf_writer_flush(struct rv_perf_writer *w, struct rv_error *err);
+
+/* A flush when interval_ns (0: RV_PERF_FLUSH_INTERVAL_NS) have passed
+ * since the last; a no-op for a writer not flushing. The recorders call it
+ * after every drain. */
+int rv_perf_writer_flush_if_due(struct rv_perf_writer *w, struct rv_error *err);
+
+/* Flushes done so far (finish's not counted). */
+uint64_t rv_perf_writer_flushes(const struct rv_perf_writer *w);
 
 /* Declares an event: its attribute as opened, a name for HEADER_EVENT_DESC
  * ("cpu-clock"), and the kernel's ids for it (PERF_EVENT_IOC_ID) so that
@@ -149,8 +190,9 @@ int rv_perf_writer_write(struct rv_perf_writer *w, const struct perf_event_heade
 int rv_perf_writer_write_payload(struct rv_perf_writer *w, const struct perf_event_header *record,
 				 const void *payload, uint64_t size, struct rv_error *err);
 
-/* Writes attributes, ids and features, then the final header. The file is a
- * valid perf.data only after this returns 0. */
+/* Writes attributes, ids and features, then the final header, and cuts the
+ * file after them. Without flushing the file is a valid perf.data only after
+ * this returns 0. */
 int rv_perf_writer_finish(struct rv_perf_writer *w, const struct rv_perf_meta *meta,
 			  struct rv_error *err);
 
@@ -162,7 +204,9 @@ void rv_perf_writer_set_time_range(struct rv_perf_writer *w, uint64_t first, uin
 /* Bytes in the data section so far. */
 uint64_t rv_perf_writer_data_size(const struct rv_perf_writer *w);
 
-/* Closes the file (removing it if it was not finished) and frees the writer. */
+/* Closes the file (removing it if it was not finished, flushed or not: only
+ * a recorder killed leaves a flushed capture unfinished) and frees the
+ * writer. */
 void rv_perf_writer_free(struct rv_perf_writer *w);
 
 /* ---- reading ---- */
@@ -262,6 +306,18 @@ int rv_perf_reader_parse_sample_id(const struct rv_perf_reader *r,
 				   struct rv_perf_sample_id *out, struct rv_error *err);
 
 bool rv_perf_reader_has_feature(const struct rv_perf_reader *r, enum rv_perf_feature feature);
+
+/* A capture flushed as it grows whose recorder never finished it (killed,
+ * or the machine stopped): when it was last flushed, how many times, and
+ * the data it holds. Its records then end with an error saying the capture
+ * was cut and when (an error, so that a trace made of it says so), after
+ * the last record flushed. */
+struct rv_perf_flush_info {
+	uint64_t realtime_ns; /* CLOCK_REALTIME of the last flush */
+	uint64_t flushes;
+	uint64_t data_bytes;
+};
+bool rv_perf_reader_flush_info(const struct rv_perf_reader *r, struct rv_perf_flush_info *out);
 
 /* HEADER_HOSTNAME, OSRELEASE, VERSION, ARCH, CPUDESC, CPUID as a string, or
  * NULL when absent. Owned by the reader. */

@@ -44,6 +44,12 @@ static inline uint32_t rv_load_u32(const void *p)
 int rv_perf_reader_open_buffer(struct rv_perf_reader **out, const void *data, size_t size,
 			       const char *name, struct rv_error *err);
 
+/* Calls hook with every write the writer makes to its file, in order (the
+ * tests replay a flush's writes cut at every byte). */
+void pd_writer_watch_writes(struct rv_perf_writer *w,
+			    void (*hook)(void *ctx, uint64_t offset, const void *data, size_t size),
+			    void *ctx);
+
 /* Whether an AUXTRACE_INFO record has been written: AUXTRACE buffers may only
  * follow one (auxtrace.c). */
 bool rv_perf_writer_has_auxtrace_info(const struct rv_perf_writer *w);
@@ -158,7 +164,10 @@ struct pd_stream {
 	uint64_t pos, end;     /* relative to base */
 	uint64_t declared_end; /* where the records should end; > end when truncated */
 	bool open_ended;       /* pipe mode: no end is declared, the stream's is the end */
-	int failure;	       /* sticky negative code after an error */
+	/* a flushed capture never finished: why its records end, as the error
+	 * at their end; empty otherwise */
+	char cut[sizeof(((struct rv_error *)0)->message)];
+	int failure; /* sticky negative code after an error */
 	char failure_message[sizeof(((struct rv_error *)0)->message)];
 	uint8_t *bounce; /* aligned copy of a record that sits unaligned */
 	size_t bounce_cap;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The largest attribute accepted, far above any perf_event_attr so far. */
@@ -76,6 +77,8 @@ static int stream_next(struct pd_stream *s, struct rv_perf_record *rec, struct r
 	if (s->failure)
 		return rv_error_set(err, -s->failure, "%s", s->failure_message);
 	if (left == 0) {
+		if (s->cut[0] && s->declared_end <= s->end)
+			return stream_fail(s, err, "%s", s->cut);
 		if (s->declared_end > s->end)
 			return stream_fail(s, err,
 					   "the data section is cut short at file offset %llu, "
@@ -93,6 +96,11 @@ static int stream_next(struct pd_stream *s, struct rv_perf_record *rec, struct r
 			(unsigned long long)offset, (unsigned long long)left, records_name(s),
 			s->open_ended ? " (the capture was cut short)" : "");
 	memcpy(&h, p, sizeof(h));
+	if (h.size < sizeof(h) && s->cut[0])
+		return stream_fail(s, err,
+				   "%s; the records from file offset %llu on were being flushed "
+				   "when it stopped, and are lost",
+				   s->cut, (unsigned long long)offset);
 	if (h.size < sizeof(h))
 		return stream_fail(s, err,
 				   "corrupt record at file offset %llu: its size is %u, less than "
@@ -468,6 +476,41 @@ static void locate_features(struct rv_perf_reader *r, const struct pd_file_heade
 	}
 }
 
+bool rv_perf_reader_flush_info(const struct rv_perf_reader *r, struct rv_perf_flush_info *out)
+{
+	const struct pd_feature_location *loc = &r->features[RV_FEAT_REARVIEW_FLUSH];
+	const uint8_t *p = r->data + loc->offset;
+
+	memset(out, 0, sizeof(*out));
+	if (!loc->present || loc->size < 24)
+		return false;
+	out->realtime_ns = rv_load_u64(p);
+	out->flushes = rv_load_u64(p + 8);
+	out->data_bytes = rv_load_u64(p + 16);
+	return true;
+}
+
+/* A flushed capture never finished: its records end with why. */
+static void note_cut(struct rv_perf_reader *r)
+{
+	struct rv_perf_flush_info info;
+	char when[64] = "";
+	time_t seconds;
+	struct tm tm;
+
+	if (!rv_perf_reader_flush_info(r, &info))
+		return;
+	seconds = (time_t)(info.realtime_ns / 1000000000ull);
+	if (localtime_r(&seconds, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(r->stream.cut, sizeof(r->stream.cut),
+		 "the capture was cut: its recorder stopped without finishing it (it was "
+		 "killed, or the machine stopped), and it holds what was recorded up to its "
+		 "last flush (%s, flush %llu, %.1f MiB of records)",
+		 when[0] ? when : "at an unknown time", (unsigned long long)info.flushes,
+		 (double)info.data_bytes / (1024.0 * 1024.0));
+}
+
 /* What a file that is not a perf.data looks like, by its first bytes, and
  * what to do with it: "; it is gzip-compressed: ...", or "" when unknown.
  * data holds at least 16 bytes. */
@@ -572,6 +615,7 @@ static int parse_file(struct rv_perf_reader *r, struct rv_error *err)
 	else if (h.size == sizeof(h))
 		locate_features(r, &h);
 	pd_reader_read_features(r);
+	note_cut(r);
 	return 0;
 }
 

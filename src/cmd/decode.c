@@ -7,15 +7,18 @@
  * file turns the command line into a render request and reports errors.
  */
 #define RV_LOG_DOMAIN "decode"
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "record/flight_rescue.h"
 #include "render/render.h"
 #include "util/leftovers.h"
 #include "util/log.h"
@@ -90,6 +93,19 @@ static bool trace_is_private(const struct rv_options *opts, const char *input)
 	return false;
 }
 
+/* Whether path lies in a temporary capture directory ($TMPDIR/rearview-*):
+ * one a killed run left, which the sweep would remove before it is read. */
+static bool in_temporary_capture(const char *path)
+{
+	char real[PATH_MAX], tmp[PATH_MAX];
+	size_t n;
+
+	if (!realpath(path, real) || !realpath(rv_leftovers_tmpdir(), tmp))
+		return false;
+	n = strlen(tmp);
+	return !strncmp(real, tmp, n) && !strncmp(real + n, "/rearview-", 10);
+}
+
 static void note_removed(void *ctx, const char *path, const struct rv_owner *owner)
 {
 	rv_note("removed %s, left by rearview [%d], which is gone", path, (int)owner->pid);
@@ -129,10 +145,34 @@ int rv_cmd_decode(const struct rv_options *opts)
 			     "root may see: run rearview as root");
 		return 1;
 	}
+	/* a flight recorder's capture whose recorder was killed, made whole */
+	if (ro.decode.kind == RV_CAPTURE_AUTO) {
+		struct rv_flight_rescue_report rescue;
+		char when[64] = "";
+
+		if (rv_flight_rescue(ro.decode.path, &rescue, &err)) {
+			rv_error_msg("%s", err.message);
+			return 1;
+		}
+		if (rescue.rescued) {
+			time_t seconds = (time_t)(rescue.flushed.realtime_ns / 1000000000ull);
+			struct tm tm;
+
+			if (localtime_r(&seconds, &tm))
+				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+			rv_warn("the capture in '%s' was cut: its recorder was killed before it "
+				"wrote it; its perf.data is rebuilt from what its flight recorder "
+				"held (%llu records) and the sideband flushed until %s (last "
+				"flush)",
+				ro.decode.path, (unsigned long long)rescue.samples,
+				when[0] ? when : "an unknown time");
+		}
+	}
 	for (size_t i = 0; i < opts->nr_images; i++)
 		images[i] = (struct rv_raw_pt_image){ .path = opts->images[i].path,
 						      .addr = opts->images[i].addr };
-	rv_leftovers_sweep(opts->output, note_removed, NULL);
+	if (!in_temporary_capture(ro.decode.path))
+		rv_leftovers_sweep(opts->output, note_removed, NULL);
 	catch_stop_signals();
 	/* held back until the handler knows the file the writer makes */
 	sigemptyset(&stop_signals);

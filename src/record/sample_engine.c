@@ -140,6 +140,11 @@ struct rv_sample_engine {
 	/* --events, their records in the rings; NULL: none */
 	struct rv_extra_open *extra;
 	struct rv_extra_events extra_set;
+	/* the events declared in the capture and the rescue capture
+	 * (declare_attrs): all but the marks', and the marks' */
+	struct declared {
+		bool attrs, mark_attr;
+	} declared, rescue_declared;
 };
 
 #define CHILD_RUNNING ((void *)1)
@@ -148,6 +153,9 @@ struct rv_sample_engine {
 /* The reorder stream of the records the engine makes itself (synthesized,
  * marks, losses): the one after the rings'. */
 #define MISC_STREAM(e) ((e)->nr_rings)
+
+static int declare_attrs(struct rv_sample_engine *e, struct rv_perf_writer *w, struct declared *d,
+			 struct rv_error *err);
 
 static uint64_t monotonic_ns(void)
 {
@@ -627,7 +635,17 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 		free(e);
 		return rv_error_set(err, ENOMEM, "out of memory");
 	}
-	if (!config->full_execution) {
+	if (!config->full_execution && config->flight_file) {
+		ret = rv_flight_recorder_init_file(&e->flight, config->snapshot_size_bytes,
+						   config->flight_file);
+		if (ret) {
+			rv_sample_engine_free(e);
+			return rv_error_set(err, -ret,
+					    "cannot make a %llu-byte flight recorder in '%s': %s",
+					    (unsigned long long)config->snapshot_size_bytes,
+					    config->flight_file, strerror(-ret));
+		}
+	} else if (!config->full_execution) {
 		ret = rv_flight_recorder_init(&e->flight, config->snapshot_size_bytes);
 		if (ret) {
 			rv_sample_engine_free(e);
@@ -700,6 +718,9 @@ static int sink(void *ctx, const struct perf_event_header *rec, uint64_t time)
 	}
 	if (list_append(&e->sideband, rec))
 		return rv_error_set(e->sink_err, ENOMEM, "out of memory keeping sideband");
+	/* and into the rescue capture, for a recorder killed */
+	if (e->config.rescue)
+		return rv_perf_writer_write(e->config.rescue, rec, e->sink_err);
 	return 0;
 }
 
@@ -1020,6 +1041,13 @@ int rv_sample_engine_drain(struct rv_sample_engine *e, struct rv_error *err)
 	ret = rv_reorder_release(&e->reorder, release, sink, e);
 	e->pass_before_previous_start = e->previous_pass_start;
 	e->previous_pass_start = pass_start;
+	if (!ret && e->config.full_execution) {
+		/* a capture flushed as it grows: what was released so far */
+		rv_perf_writer_set_time_range(e->config.capture, e->first_time, e->last_time);
+		ret = rv_perf_writer_flush_if_due(e->config.capture, err);
+	}
+	if (!ret && !e->config.full_execution && e->config.rescue)
+		ret = rv_perf_writer_flush_if_due(e->config.rescue, err);
 	return ret;
 }
 
@@ -1154,6 +1182,19 @@ int rv_sample_engine_start(struct rv_sample_engine *e, struct rv_error *err)
 	}
 	rv_extra_open_enable(e->extra, true);
 	e->started = true;
+	if (e->config.full_execution || e->config.rescue) {
+		int ret = e->config.full_execution
+				  ? declare_attrs(e, e->config.capture, &e->declared, err)
+				  : declare_attrs(e, e->config.rescue, &e->rescue_declared, err);
+
+		/* a valid file from the start, flushed or not yet */
+		if (!ret)
+			ret = rv_perf_writer_flush(e->config.full_execution ? e->config.capture
+									    : e->config.rescue,
+						   err);
+		if (ret)
+			return ret;
+	}
 	e->previous_pass_start = e->pass_before_previous_start = time;
 	if (e->config.include_kernel && synth_kernel_mmap(e, time))
 		return rv_error_set(err, ENOMEM, "out of memory");
@@ -1373,6 +1414,18 @@ int rv_sample_engine_add_mark(struct rv_sample_engine *e, const struct perf_even
 
 	e->stats.marks++;
 	note_time(e, mark_start(rec, time));
+	if (e->config.full_execution && e->declared.attrs) {
+		ret = declare_attrs(e, e->config.capture, &e->declared, err);
+		if (ret)
+			return ret;
+	}
+	if (!e->config.full_execution && e->config.rescue) {
+		ret = declare_attrs(e, e->config.rescue, &e->rescue_declared, err);
+		if (!ret)
+			ret = rv_perf_writer_write(e->config.rescue, rec, err);
+		if (ret)
+			return ret;
+	}
 	if (e->config.full_execution)
 		ret = rv_reorder_push(&e->reorder, MISC_STREAM(e), rec, time);
 	else
@@ -1526,13 +1579,13 @@ int rv_sample_engine_snapshot(struct rv_sample_engine *e, const struct rv_sample
 	rest.evicted_records = e->flight.evicted_records;
 	rest.evicted_bytes = e->flight.evicted_bytes;
 	rest.oversized_records = e->flight.oversized_records;
-	rv_flight_recorder_destroy(&e->flight);
-	e->flight = rest;
+	rv_flight_recorder_take(&e->flight, &rest);
 	return 0;
 }
 
 /* The switch-state events' attribute, named RV_SWITCH_STATE_EVENT. */
-static int add_switch_attr(struct rv_sample_engine *e, struct rv_error *err)
+static int add_switch_attr(struct rv_sample_engine *e, struct rv_perf_writer *w,
+			   struct rv_error *err)
 {
 	uint64_t *ids = calloc(e->nr_rings, sizeof(*ids));
 	size_t n = 0;
@@ -1543,10 +1596,67 @@ static int add_switch_attr(struct rv_sample_engine *e, struct rv_error *err)
 	for (size_t i = 0; i < e->nr_rings; i++)
 		if (e->rings[i].switch_fd >= 0)
 			ids[n++] = e->rings[i].switch_id;
-	ret = rv_perf_writer_add_attr(e->config.capture, &e->switch_attr, RV_SWITCH_STATE_EVENT,
-				      ids, n, err);
+	ret = rv_perf_writer_add_attr(w, &e->switch_attr, RV_SWITCH_STATE_EVENT, ids, n, err);
 	free(ids);
 	return ret;
+}
+
+/* Declares the events in the capture, once: with --full-execution when
+ * sampling starts (a capture flushed as it grows is read with them), the
+ * marks' at the first mark; otherwise at stop. */
+static int declare_attrs(struct rv_sample_engine *e, struct rv_perf_writer *w, struct declared *d,
+			 struct rv_error *err)
+{
+	int ret = 0;
+
+	if (!d->attrs) {
+		struct perf_event_attr written = e->attr;
+		uint64_t *ids = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*ids));
+
+		if (!ids)
+			return rv_error_set(err, ENOMEM, "out of memory");
+		for (size_t i = 0; i < e->nr_rings; i++)
+			ids[i] = e->rings[i].id;
+		if (e->unwinder) {
+			/* the samples are call chains now */
+			written.sample_type &=
+				~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+			written.sample_regs_user = 0;
+			written.sample_stack_user = 0;
+			written.exclude_callchain_user = 0; /* the chains hold them */
+		}
+		ret = rv_perf_writer_add_attr(w, &written,
+					      e->config.bpf_output && e->config.event_name
+						      ? e->config.event_name
+						      : e->clock_name,
+					      ids, e->nr_rings, err);
+		free(ids);
+		if (!ret && e->nr_switch_events)
+			ret = add_switch_attr(e, w, err);
+		for (size_t i = 0; !ret && e->extra && i < e->extra_set.nr; i++) {
+			const uint64_t *extra_ids;
+			size_t nr_ids = rv_extra_open_ids(e->extra, i, &extra_ids);
+
+			if (nr_ids)
+				ret = rv_perf_writer_add_attr(w, rv_extra_open_attr(e->extra, i),
+							      e->extra_set.events[i].name,
+							      extra_ids, nr_ids, err);
+		}
+		if (ret)
+			return ret;
+		d->attrs = true;
+	}
+	if (!d->mark_attr && e->stats.marks) {
+		struct perf_event_attr attr;
+		uint64_t id = RV_MARK_ID;
+
+		rv_mark_attr(&attr, e->attr.use_clockid, e->attr.clockid);
+		ret = rv_perf_writer_add_attr(w, &attr, RV_MARK_EVENT_NAME, &id, 1, err);
+		if (ret)
+			return ret;
+		d->mark_attr = true;
+	}
+	return 0;
 }
 
 int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct rv_error *err)
@@ -1576,50 +1686,7 @@ int rv_sample_engine_stop(struct rv_sample_engine *e, bool keep_samples, struct 
 			return ret;
 	}
 	rv_perf_writer_set_time_range(e->config.capture, e->first_time, e->last_time);
-	{
-		struct perf_event_attr written = e->attr;
-
-		uint64_t *ids = calloc(e->nr_rings ? e->nr_rings : 1, sizeof(*ids));
-
-		if (!ids)
-			return rv_error_set(err, ENOMEM, "out of memory");
-		for (size_t i = 0; i < e->nr_rings; i++)
-			ids[i] = e->rings[i].id;
-		if (e->unwinder) {
-			/* the samples are call chains now */
-			written.sample_type &=
-				~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
-			written.sample_regs_user = 0;
-			written.sample_stack_user = 0;
-			written.exclude_callchain_user = 0; /* the chains hold them */
-		}
-		ret = rv_perf_writer_add_attr(e->config.capture, &written,
-					      e->config.bpf_output && e->config.event_name
-						      ? e->config.event_name
-						      : e->clock_name,
-					      ids, e->nr_rings, err);
-		free(ids);
-	}
-	if (!ret && e->nr_switch_events)
-		ret = add_switch_attr(e, err);
-	for (size_t i = 0; !ret && e->extra && i < e->extra_set.nr; i++) {
-		const uint64_t *ids;
-		size_t nr_ids = rv_extra_open_ids(e->extra, i, &ids);
-
-		if (nr_ids)
-			ret = rv_perf_writer_add_attr(
-				e->config.capture, rv_extra_open_attr(e->extra, i),
-				e->extra_set.events[i].name, ids, nr_ids, err);
-	}
-	if (!ret && e->stats.marks) {
-		struct perf_event_attr attr;
-		uint64_t id = RV_MARK_ID;
-
-		rv_mark_attr(&attr, e->attr.use_clockid, e->attr.clockid);
-		ret = rv_perf_writer_add_attr(e->config.capture, &attr, RV_MARK_EVENT_NAME, &id, 1,
-					      err);
-	}
-	return ret;
+	return declare_attrs(e, e->config.capture, &e->declared, err);
 }
 
 void rv_sample_engine_stats(const struct rv_sample_engine *e, struct rv_sample_stats *out)

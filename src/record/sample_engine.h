@@ -109,6 +109,14 @@ struct rv_sample_config {
 	 * caller pushes (rv_sample_engine_push_output), one per CPU, merged
 	 * with the engine's own in the reorder buffer. */
 	size_t nr_output_streams;
+	/* Without full_execution, what a recorder killed leaves for
+	 * rearview decode (record/flight_rescue.h): flight_file, the flight
+	 * recorder in that file (flight_recorder.h), created here and removed
+	 * by rv_sample_engine_free; rescue, a capture flushed as it grows
+	 * (the caller's, perf_data.h) into which the events are declared at
+	 * start and the sideband and marks written as they come. NULL: none. */
+	const char *flight_file;
+	struct rv_perf_writer *rescue;
 };
 
 struct rv_sample_stats {

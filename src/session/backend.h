@@ -92,6 +92,12 @@ extern const struct rv_backend_ops rv_pt_backend;
 int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer *capture,
 			      int clockid, struct rv_error *err);
 
+/* With --full-execution, makes a capture just opened flush as it grows
+ * (perf_data.h), with the header finish will write, so that a recorder
+ * killed leaves what it had flushed; otherwise nothing. */
+int rv_session_flush_capture(const struct rv_session *s, struct rv_perf_writer *capture,
+			     int clockid, struct rv_error *err);
+
 /* ---- shared by the backends that record through the sampling engine ---- */
 
 /* --dry-run: the engine's event on every CPU of the machine, labelled

@@ -676,9 +676,10 @@ static int fn_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 		ret = rv_gating_attach(gating, NULL, 0, err);
 	if (ret)
 		return ret;
-	/* A capture of a root-only recording is private (0600), kernel
-	 * function addresses or not. */
-	ret = rv_perf_writer_open(&run->capture, run->capture_path, true, err);
+	/* Kernel function addresses make the capture as private as a kernel trace. */
+	ret = rv_perf_writer_open(&run->capture, run->capture_path, err);
+	if (!ret)
+		ret = rv_session_flush_capture(s, run->capture, CLOCK_MONOTONIC, err);
 	if (ret)
 		return ret;
 	if (run->kfuncs.count)

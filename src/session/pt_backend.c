@@ -440,8 +440,10 @@ static int pt_open(struct rv_session *s, struct rv_target *target, struct rv_gat
 		return ret;
 	warn_about_plan(plan);
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
-	/* the program's branches and code, whatever the scope: 0600 */
-	ret = rv_perf_writer_open(&b->capture, b->capture_path, true, err);
+	ret = rv_perf_writer_open(&b->capture, b->capture_path, err);
+	/* TSC-based times: no clock recorded, as at finish */
+	if (!ret)
+		ret = rv_session_flush_capture(s, b->capture, -1, err);
 	if (!ret) {
 		const struct rv_pt_slots *sl = &b->slots;
 		struct rv_pt_engine_config config = {
@@ -553,6 +555,9 @@ static int pt_poll(struct rv_backend_state *b, struct rv_error *err)
 		ret = resumed(b, err);
 	if (!ret && b->bpf)
 		ret = rv_bpf_saver_drain(b->bpf, write_record, b, err);
+	/* --full-execution: what was drained, flushed every second */
+	if (!ret)
+		ret = rv_perf_writer_flush_if_due(b->capture, err);
 	return ret;
 }
 

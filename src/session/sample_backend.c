@@ -15,6 +15,7 @@
 
 #include "capture/perf_data.h"
 #include "decode/off_cpu.h"
+#include "record/flight_rescue.h"
 #include "record/sample_plan.h"
 #include "session/backend.h"
 #include "util/log.h"
@@ -24,6 +25,10 @@ struct rv_backend_state {
 	struct rv_session *s;
 	struct rv_target *target;
 	struct rv_perf_writer *capture;
+	/* the flight recorder's rescue (record/flight_rescue.h): its file and
+	 * the capture of the sideband flushed as it grows */
+	struct rv_perf_writer *rescue;
+	char rescue_path[PATH_MAX + 32], ring_path[PATH_MAX + 32];
 	struct rv_sample_engine *engine;
 	struct rv_sample_stats stats;
 	char capture_path[PATH_MAX + 32];
@@ -63,6 +68,34 @@ int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer 
 		ret = rv_perf_writer_finish(capture, &meta, err);
 	free(tracing);
 	return ret;
+}
+
+/* The header of the capture at finish, from now on at every flush. */
+static int start_flushing(const struct rv_session *s, struct rv_perf_writer *capture, int clockid,
+			  struct rv_error *err)
+{
+	const char *const *argv = (const char *const *)s->opts->argv;
+	struct rv_perf_meta meta = {
+		.argc = s->opts->argc,
+		.argv = argv,
+		.clockid = clockid,
+	};
+	void *tracing = NULL;
+	int ret;
+
+	ret = rv_extra_events_tracing_data(&s->extra_events, s->root, &tracing,
+					   &meta.tracing_data_size, err);
+	meta.tracing_data = tracing;
+	if (!ret)
+		ret = rv_perf_writer_flush_as_it_grows(capture, &meta, 0, 0, err);
+	free(tracing);
+	return ret;
+}
+
+int rv_session_flush_capture(const struct rv_session *s, struct rv_perf_writer *capture,
+			     int clockid, struct rv_error *err)
+{
+	return s->opts->full_execution ? start_flushing(s, capture, clockid, err) : 0;
 }
 
 int rv_session_describe_engine(const struct rv_session *s, const struct rv_sample_config *config,
@@ -210,7 +243,21 @@ static int sample_open(struct rv_session *s, struct rv_target *target, struct rv
 	snprintf(b->capture_path, sizeof(b->capture_path), "%s/perf.data", s->capture_dir);
 	/* the program's stack bytes and more, whatever the scope: 0600 */
 	if (!ret)
-		ret = rv_perf_writer_open(&b->capture, b->capture_path, true, err);
+		ret = rv_perf_writer_open(&b->capture, b->capture_path, err);
+	if (!ret)
+		ret = rv_session_flush_capture(s, b->capture, CLOCK_MONOTONIC, err);
+	/* Recorder mode: what a SIGKILL must not take, in files from the start */
+	if (!ret && !s->opts->full_execution) {
+		snprintf(b->rescue_path, sizeof(b->rescue_path), "%s/%s", s->capture_dir,
+			 RV_FLIGHT_RESCUE_FILE);
+		snprintf(b->ring_path, sizeof(b->ring_path), "%s/%s", s->capture_dir,
+			 RV_FLIGHT_RING_FILE);
+		ret = rv_perf_writer_open(&b->rescue, b->rescue_path, err);
+		if (!ret)
+			ret = start_flushing(s, b->rescue, CLOCK_MONOTONIC, err);
+		config.flight_file = b->ring_path;
+		config.rescue = b->rescue;
+	}
 	config.capture = b->capture;
 	if (!ret)
 		ret = rv_sample_engine_open(&b->engine, &config, err);
@@ -302,9 +349,13 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 	const struct rv_sample_stats *stats = &b->stats;
 	int ret;
 
+	/* The capture finished first: the flight recorder's file and the
+	 * rescue capture go only once it is whole. */
+	ret = rv_session_finish_capture(b->s, b->capture, CLOCK_MONOTONIC, err);
 	rv_sample_engine_free(b->engine);
 	b->engine = NULL;
-	ret = rv_session_finish_capture(b->s, b->capture, CLOCK_MONOTONIC, err);
+	rv_perf_writer_free(b->rescue);
+	b->rescue = NULL;
 	rv_perf_writer_free(b->capture);
 	b->capture = NULL;
 	if (ret)
@@ -372,6 +423,7 @@ static void sample_free(struct rv_backend_state *b)
 	if (!b)
 		return;
 	rv_sample_engine_free(b->engine);
+	rv_perf_writer_free(b->rescue);
 	rv_perf_writer_free(b->capture);
 	free(b);
 }

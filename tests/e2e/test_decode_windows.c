@@ -145,7 +145,7 @@ static void copy_with_marks(const char *in, const char *out, const struct call_t
 	snprintf(in_path, sizeof(in_path), "%s/perf.data", in);
 	snprintf(out_path, sizeof(out_path), "%s/perf.data", out);
 	cr_assert_eq(rv_perf_reader_open(&r, in_path, &err), 0, "%s", err.message);
-	cr_assert_eq(rv_perf_writer_open(&w, out_path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, out_path, &err), 0, "%s", err.message);
 	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
 		const struct rv_perf_attr *a = rv_perf_reader_attr(r, i);
 

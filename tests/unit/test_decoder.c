@@ -24,7 +24,7 @@ static void capture(char *path, size_t size, const struct perf_event_attr *attr,
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(w, attr, name, &id, 1, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_finish(w, NULL, &err), 0, "%s", err.message);
 	rv_perf_writer_free(w);
@@ -186,7 +186,7 @@ Test(decoder, kernel_frames_only_with_kernel_scope)
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, "cpu-clock", &id, 1, &err), 0, "%s",
 		     err.message);
 	write_sample(w, 1000, in_syscall, 6);

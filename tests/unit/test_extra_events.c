@@ -276,7 +276,7 @@ Test(extra_events, samples_of_an_extra_attribute_decode_as_extra_events)
 	cr_assert_geq(fd, 0);
 	close(fd);
 	cr_assert_eq(sizeof(struct extra_sample), RV_EXTRA_SAMPLE_SIZE);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
 	attr.type = PERF_TYPE_SOFTWARE;

@@ -57,7 +57,7 @@ static void capture_open(struct capture *c, bool marks)
 	fd = mkstemp(c->path);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(rv_perf_writer_open(&c->w, c->path, false, &c->err), 0, "%s", c->err.message);
+	cr_assert_eq(rv_perf_writer_open(&c->w, c->path, &c->err), 0, "%s", c->err.message);
 	/* the bpf-output event, as the engine opens it (one per CPU) */
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
@@ -736,7 +736,7 @@ Test(fn_decoder, other_captures_are_not_function_captures)
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0);
 	attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, "cpu-clock", NULL, 0, &err), 0);
 	cr_assert_eq(rv_perf_writer_finish(w, NULL, &err), 0, "%s", err.message);

@@ -74,7 +74,7 @@ Test(fn_recorder, a_kept_record_reads_back_as_a_bpf_output_sample)
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	rv_sample_engine_attr(&config, false, &attr);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, RV_FN_EVENT_NAME, &id, 1, &err), 0, "%s",
 		     err.message);

@@ -183,7 +183,7 @@ Test(online_unwind, the_decoder_reads_the_chain_and_its_cut)
 	close(fd);
 	raw_sample(raw, 5000, 0x401000, PERF_SAMPLE_REGS_ABI_64, STACK_ROOM);
 	cr_assert_eq(rv_raw_dwarf_sample_parse((void *)raw, RV_UNWIND_X86_64_REGS_MASK, &s), 0);
-	cr_assert_eq(rv_perf_writer_open(&w, path, true, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_gt(rv_chain_sample_build(out, sizeof(out), (void *)raw, &s, user, 2, 4096), 0);
 	cr_assert_eq(rv_perf_writer_write(w, (void *)out, &err), 0, "%s", err.message);
 	raw_sample(raw, 6000, 0x402000, PERF_SAMPLE_REGS_ABI_64, 40);

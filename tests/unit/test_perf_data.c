@@ -437,7 +437,7 @@ static uint64_t write_round_trip(const char *path, struct written *kept)
 		stack[i] = (uint8_t)(i * 7 + 1);
 	self_exe(exe, sizeof(exe));
 	round_trip_attrs(&a, &b);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &a, "cpu-clock", ids_a, 2, &err), 0, "%s",
 		     err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &b, "dummy", ids_b, 1, &err), 0, "%s", err.message);
@@ -732,16 +732,16 @@ Test(perf_data, writer_rules)
 	snprintf(path, sizeof(path), "%s/w.data", dir);
 	umask(022);
 
-	/* kernel data is private, other captures are not */
-	cr_assert_eq(rv_perf_writer_open(&w, path, true, &err), 0, "%s", err.message);
+	/* every capture is private: kernel data, and other processes' memory */
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0600);
 	/* an unfinished file is removed */
 	rv_perf_writer_free(w);
 	cr_assert_neq(access(path, F_OK), 0);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(stat(path, &st), 0);
-	cr_assert_eq(st.st_mode & 0777, 0644);
+	cr_assert_eq(st.st_mode & 0777, 0600);
 	/* a file without events is no perf.data */
 	cr_assert_eq(rv_perf_writer_finish(w, NULL, &err), -EINVAL);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, NULL, NULL, 0, &err), 0, "%s", err.message);
@@ -808,7 +808,7 @@ Test(perf_data, large_stream_is_buffered_and_exact)
 
 	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/big.data", dir);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, "cpu-clock", NULL, 0, &err), 0);
 	for (long i = 0; i < n; i++) {
 		struct sample_spec s = { .ip = 0x1000 + (uint64_t)i, .time = (uint64_t)i };
@@ -886,7 +886,7 @@ Test(perf_data, perf_script_prints_what_we_wrote)
 	attr.disabled = 1;
 	attr.exclude_kernel = 1;
 
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &attr, "cpu-clock", ids, 1, &err), 0);
 	cr_assert_eq(rv_perf_writer_write(w, build_comm(r, ORACLE_TYPE, 4242, 4242, "oracle", &sid),
 					  &err),
@@ -1045,7 +1045,7 @@ static void engine_begin(struct engine_file *ef, const char *path, uint64_t samp
 	for (size_t i = 0; i < ef->nr_ids; i++)
 		ef->ids[i] = 5000 + i;
 	engine_attr(&attr, sample_type);
-	cr_assert_eq(rv_perf_writer_open(&ef->w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&ef->w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(ef->w, &attr, "cpu-clock", ef->ids, ef->nr_ids, &err),
 		     0, "%s", err.message);
 	sid = (struct sid){ .pid = ef->pid, .tid = ef->pid, .time = 1000, .id = ef->ids[0] };
@@ -1315,7 +1315,7 @@ Test(perf_data, perf_unwinds_the_sampling_engines_dwarf_file)
 		attr.sample_regs_user = regs_mask;
 		attr.sample_stack_user = CAPTURED_STACK_MAX;
 		attr.exclude_callchain_user = 1;
-		cr_assert_eq(rv_perf_writer_open(&ef.w, path, false, &err), 0, "%s", err.message);
+		cr_assert_eq(rv_perf_writer_open(&ef.w, path, &err), 0, "%s", err.message);
 		cr_assert_eq(rv_perf_writer_add_attr(ef.w, &attr, "cpu-clock", ef.ids, 2, &err), 0);
 		sid = (struct sid){ .pid = ef.pid, .tid = ef.pid, .time = 1000, .id = 77 };
 		cr_assert_eq(rv_perf_writer_write(
@@ -2247,7 +2247,7 @@ Test(perf_data, sample_ids_found_by_position)
 
 	make_temp_dir(dir, sizeof(dir), "rv-perf-data");
 	snprintf(path, sizeof(path), "%s/pos.data", dir);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &x, "x", ids_x, 1, &err), 0);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &y, "y", ids_y, 1, &err), 0);
 	rec_begin(r, PERF_RECORD_SAMPLE, 0);
@@ -2297,7 +2297,7 @@ Test(perf_data, sample_ids_found_by_position)
 	x.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_ID;
 	y.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_ID;
 	x.sample_id_all = y.sample_id_all = 0;
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &x, "x", ids_x, 1, &err), 0);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &y, "y", ids_y, 1, &err), 0);
 	cr_assert_eq(rv_perf_writer_write(w, (const void *)sample_y, &err), 0);

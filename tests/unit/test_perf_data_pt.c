@@ -1673,7 +1673,7 @@ static void write_pt_capture(struct pt_capture *pc, const char *path, const char
 	pc->aux[1].cpu = 1;
 	own_mapping(pc->leaf, &map_start, &map_len, &map_pgoff, map_path, sizeof(map_path));
 
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &pt, "intel_pt//u", pt_ids, 2, &err), 0);
 	cr_assert_eq(rv_perf_writer_add_attr(w, &dummy, "dummy:u", dummy_ids, 2, &err), 0);
 	cr_assert_eq(rv_perf_writer_write_time_conv(w, &pc->tc, &err), 0, "%s", err.message);
@@ -2036,7 +2036,7 @@ Test(perf_data_pt, writer_insists_on_what_perf_needs)
 
 	make_temp_dir(dir, sizeof(dir), "rv-perf-pt");
 	snprintf(path, sizeof(path), "%s/rules.data", dir);
-	cr_assert_eq(rv_perf_writer_open(&w, path, false, &err), 0);
+	cr_assert_eq(rv_perf_writer_open(&w, path, &err), 0);
 	cr_assert_lt(rv_perf_writer_write_auxtrace(w, &a, "01234567", &err), 0);
 	cr_assert_not_null(strstr(err.message, "AUXTRACE_INFO"), "%s", err.message);
 	info.pmu_type = PERF_TYPE_SOFTWARE;

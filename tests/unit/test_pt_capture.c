@@ -834,7 +834,7 @@ static void syn_open(struct syn *s, const char *dir, bool per_cpu, bool snapshot
 
 	memset(s, 0, sizeof(*s));
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	cr_assert_eq(rv_perf_writer_open(&s->w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&s->w, path, &err), 0, "%s", err.message);
 	s->synth.sample_type = sample_type;
 	s->synth.sample_id_all = true;
 	struct perf_event_attr pt = {

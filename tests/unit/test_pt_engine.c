@@ -77,7 +77,7 @@ static void world_init(struct world *w, enum rv_pt_mode mode, uint64_t aux_bytes
 			"00627000-00628000 rw-p 00027000 08:01 1234 /usr/bin/target\n"
 			"7ffd1000-7ffd3000 r-xp 00000000 00:00 0 [vdso]\n");
 	snprintf(w->capture, sizeof(w->capture), "%s/perf.data", w->dir);
-	cr_assert_eq(rv_perf_writer_open(&w->writer, w->capture, false, NULL), 0);
+	cr_assert_eq(rv_perf_writer_open(&w->writer, w->capture, NULL), 0);
 
 	uint64_t sample_type =
 		PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_IDENTIFIER;
@@ -153,7 +153,9 @@ struct readback {
 	size_t nr_aux;
 };
 
-static void read_back(const char *path, struct readback *rb)
+/* Reads the capture at path into rb; cut: a capture flushed as it grows and
+ * not finished, whose records end with the error that says so. */
+static void read_back_as(const char *path, struct readback *rb, bool cut)
 {
 	struct rv_perf_reader *r;
 	struct rv_perf_record rec;
@@ -180,8 +182,18 @@ static void read_back(const char *path, struct readback *rb)
 			rb->nr_aux++;
 		}
 	}
-	cr_assert_eq(got, 0, "%s", err.message);
+	if (cut) {
+		cr_assert_lt(got, 0);
+		cr_assert_not_null(strstr(err.message, "the capture was cut"), "%s", err.message);
+	} else {
+		cr_assert_eq(got, 0, "%s", err.message);
+	}
 	rv_perf_reader_free(r);
+}
+
+static void read_back(const char *path, struct readback *rb)
+{
+	read_back_as(path, rb, false);
 }
 
 static void free_readback(struct readback *rb)
@@ -378,6 +390,62 @@ Test(pt_engine, full_mode_drains_every_byte_once)
 	cr_assert_eq(at, done, "every byte once: %llu of %zu", (unsigned long long)at, done);
 	cr_assert_eq(rb.nr_aux, sizeof(chunks) / sizeof(chunks[0]));
 	free_readback(&rb);
+	world_destroy(&w);
+	free(pt_bytes);
+}
+
+/* --full-execution's capture flushed as it grows (perf_data.h): after every
+ * drain and flush the file holds every byte of trace drained so far, in
+ * AUXTRACE records larger than a flush's chunk. */
+Test(pt_engine, full_mode_flushed_as_it_grows_reads_back_after_every_flush)
+{
+	struct world w;
+	struct rv_error err = { 0 };
+	struct rv_pt_engine *e;
+	struct rv_perf_meta meta = { .clockid = -1, .cpuid = "GenuineIntel,6,140,1" };
+	size_t pt_size, done = 0;
+	uint8_t *pt_bytes = real_pt(&pt_size);
+	const uint64_t area = 8192;
+	size_t chunks[] = { 100, 8192, 3000, 5000, 7777, 1, 4096 };
+
+	world_init(&w, RV_PT_FULL, area);
+	cr_assert_eq(rv_perf_writer_flush_as_it_grows(w.writer, &meta, 4096, 0, &err), 0, "%s",
+		     err.message);
+	cr_assert_eq(rv_pt_engine_open(&e, &w.config, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_engine_start(e, &err), 0, "%s", err.message);
+	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+		struct readback rb;
+		uint64_t at = 0;
+
+		cr_assert_leq(done + chunks[i], pt_size, "%zu + %zu of %zu", done, chunks[i],
+			      pt_size);
+		fake_kernel_trace(&w.fake.ev[0], pt_bytes + done, chunks[i]);
+		done += chunks[i];
+		cr_assert_eq(rv_pt_engine_poll(e, 0, &err), 0, "%s", err.message);
+		cr_assert_eq(rv_perf_writer_flush(w.writer, &err), 0, "%s", err.message);
+		read_back_as(w.capture, &rb, true);
+		for (size_t k = 0; k < rb.nr_aux; k++) {
+			cr_assert_eq(rb.aux_offset[k], at, "after flush %zu, piece %zu", i, k);
+			cr_assert_eq(
+				memcmp(rb.aux[k], pt_bytes + at,
+				       k + 1 < rb.nr_aux ? rb.aux_offset[k + 1] - at : done - at),
+				0, "after flush %zu, piece %zu differs", i, k);
+			at = k + 1 < rb.nr_aux ? rb.aux_offset[k + 1] : done;
+		}
+		cr_assert_eq(at, done, "after flush %zu: %llu bytes of trace of %zu", i,
+			     (unsigned long long)at, done);
+		free_readback(&rb);
+	}
+	cr_assert_eq(rv_pt_engine_stop(e, false, &err), 0, "%s", err.message);
+	rv_pt_engine_free(e);
+	world_finish(&w);
+	{
+		struct readback rb;
+
+		read_back(w.capture, &rb);
+		cr_assert_eq(rb.nr_aux, sizeof(chunks) / sizeof(chunks[0]));
+		free_readback(&rb);
+	}
 	world_destroy(&w);
 	free(pt_bytes);
 }

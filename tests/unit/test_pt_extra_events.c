@@ -78,7 +78,7 @@ static void engine_capture(const struct softpt_reference *ref, const char *dir,
 	mkdir(path, 0700);
 	fake_proc_write(path, (pid_t)ref->pid, "recursion", ref->maps);
 	snprintf(capture, sizeof(capture), "%s/perf.data", dir);
-	cr_assert_eq(rv_perf_writer_open(&w, capture, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&w, capture, &err), 0, "%s", err.message);
 
 	struct rv_pt_engine_config config = {
 		.pt_attr = &ref->pt_attr,

@@ -192,7 +192,7 @@ static void capture_open(struct capture *c, bool kernel)
 	}
 
 	snprintf(path, sizeof(path), "%s/perf.data", c->dir);
-	cr_assert_eq(rv_perf_writer_open(&c->w, path, false, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_perf_writer_open(&c->w, path, &err), 0, "%s", err.message);
 	c->synth.sample_type = sample_type;
 	c->synth.sample_id_all = true;
 	struct perf_event_attr pt = {

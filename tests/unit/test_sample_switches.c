@@ -44,7 +44,7 @@ static void capture_open(struct capture *c, bool switch_states)
 	fd = mkstemp(c->path);
 	cr_assert_geq(fd, 0);
 	close(fd);
-	cr_assert_eq(rv_perf_writer_open(&c->w, c->path, false, &c->err), 0, "%s", c->err.message);
+	cr_assert_eq(rv_perf_writer_open(&c->w, c->path, &c->err), 0, "%s", c->err.message);
 	memset(&attr, 0, sizeof(attr));
 	attr.size = sizeof(attr);
 	attr.type = PERF_TYPE_SOFTWARE;

@@ -491,7 +491,7 @@ static int write_copy(struct repeat *rp)
 		rc = rv_error_set(rp->err, ENAMETOOLONG, "the path '%s' is too long", rp->dst_dir);
 		goto out;
 	}
-	if ((rc = rv_perf_writer_open(&w, path, false, rp->err)))
+	if ((rc = rv_perf_writer_open(&w, path, rp->err)))
 		goto out;
 	for (size_t i = 0; i < rv_perf_reader_nr_attrs(r); i++) {
 		const struct rv_perf_attr *a = rv_perf_reader_attr(r, i);

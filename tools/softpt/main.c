@@ -649,7 +649,7 @@ static int write_capture(struct session *s, const struct output *out, const char
 		pt_ids[i] = pt_id((uint32_t)i);
 		sb_ids[i] = sideband_id((uint32_t)i);
 	}
-	rc = rv_perf_writer_open(&w, path, false, s->err);
+	rc = rv_perf_writer_open(&w, path, s->err);
 	if (rc)
 		goto out;
 
