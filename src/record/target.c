@@ -377,12 +377,14 @@ void rv_target_end(struct rv_target *t, int stop_signal, int stop_fd)
 				quiet_from = now_ms();
 		}
 		if (r == WAIT_TIMEOUT)
-			r = wait_exit_or_signal(t, stop_fd, quiet_from + RV_TARGET_QUIET_MS, &which);
+			r = wait_exit_or_signal(t, stop_fd, quiet_from + RV_TARGET_QUIET_MS,
+						&which);
 		if (r == WAIT_TIMEOUT) {
 			char comm[64];
 
 			rv_target_comm(t->pids[0], comm, sizeof(comm));
-			rv_note("waiting for %s [%d] to exit (Ctrl-C %sto stop waiting and leave it "
+			rv_note("waiting for %s [%d] to exit (Ctrl-C %sto stop waiting and leave "
+				"it "
 				"running; twice %sto kill it)",
 				comm, (int)t->pids[0], stop_signal ? "again " : "",
 				stop_signal ? "more " : "");
