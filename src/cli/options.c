@@ -299,7 +299,9 @@ static const char run_help[] =
 	"run, and writes the trace when it exits or at Ctrl-C. COMMAND's standard input\n"
 	"and output are its own; rearview exits with COMMAND's exit status. The\n"
 	"processes COMMAND starts are recorded too, each on its own process track\n"
-	"(--no-follow: COMMAND's process alone).\n"
+	"(--no-follow: COMMAND's process alone). A COMMAND still running once the trace\n"
+	"is written (it ignores Ctrl-C) is waited for, as rearview says: Ctrl-C again\n"
+	"leaves it running (rearview exits 130), twice more kills it.\n"
 	"\n"
 	"rearview's options end at the first -- or at COMMAND, the first argument that\n"
 	"is not an option. After -- every argument following COMMAND is passed to it\n"
@@ -320,9 +322,11 @@ static const char attach_help[] =
 	"recorded) and records the processes while it runs: the trace is written when\n"
 	"COMMAND exits (or sooner: the processes exit, Ctrl-C, --duration), then\n"
 	"rearview waits for COMMAND and exits with its exit status (1 when recording\n"
-	"failed). COMMAND's standard input and output are its own.\n"
+	"failed; Ctrl-C again stops waiting and leaves it running, twice more kills\n"
+	"it, as for run). COMMAND's standard input and output are its own.\n"
 	"\n"
-	"  -p, --pid PID[,PID...]     the processes to record, each once\n"
+	"  -p, --pid PID[,PID...]     the processes to record, each once; a kernel\n"
+	"                             thread only with --trace-include-kernel\n"
 	"\n";
 
 static const char decode_help[] =
