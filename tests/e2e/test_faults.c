@@ -211,7 +211,9 @@ Test(faults, one_more_ctrl_c_leaves_a_program_that_ignores_it_running, .timeout 
 	took = now_s() - sent;
 	started.rearview = 0;
 	read_output(started.err_fd, errtext, sizeof(errtext));
-	cr_assert_lt(took, 1.0, "rearview took %.3f s to stop waiting:\n%s", took, errtext);
+	/* 1 s; 1.5 s under the sanitizers' build, whose exit checks for leaks */
+	cr_assert_lt(took, strstr(build_dir(), "asan") ? 1.5 : 1.0,
+		     "rearview took %.3f s to stop waiting:\n%s", took, errtext);
 	/* the shell's status for an interrupted command: the program has none */
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT, "status 0x%x:\n%s",
 		  status, errtext);
@@ -317,8 +319,13 @@ Test(faults, a_stderr_without_reader_does_not_lose_the_trace, .timeout = 90, .fi
 	}
 	setpgid(started.rearview, started.rearview);
 	close(fds[1]);
-	cr_assert(read_line_timeout(fds[0], line, sizeof(line), 30), "rearview said nothing");
-	cr_assert(strstr(line, "recording forever"), "rearview said '%s'", line);
+	/* the note that it records, whatever notes come before it */
+	for (int lines = 0;; lines++) {
+		cr_assert(lines < 20 && read_line_timeout(fds[0], line, sizeof(line), 30),
+			  "rearview did not say it records (last: '%s')", line);
+		if (strstr(line, "recording forever"))
+			break;
+	}
 	cr_assert(wait_until_polling(started.rearview, 30), "rearview did not record");
 	cr_assert(wait_for_cpu(started.target, 50, 10), "the target did not run");
 	/* tee is gone */
