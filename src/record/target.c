@@ -305,7 +305,7 @@ static enum wait_result wait_exit_or_signal(struct rv_target *t, int stop_fd,
 {
 	for (;;) {
 		unsigned long long now;
-		int timeout_ms = 100;
+		int timeout_ms = 100, ready;
 
 		if (rv_target_poll_exit(t))
 			return WAIT_EXITED;
@@ -321,8 +321,10 @@ static enum wait_result wait_exit_or_signal(struct rv_target *t, int stop_fd,
 			continue;
 		}
 		/* the program's exit wakes this too: SIGCHLD is read there */
-		if (poll(&(struct pollfd){ .fd = stop_fd, .events = POLLIN }, 1, timeout_ms) > 0 &&
-		    read_stop_signal(stop_fd, which))
+		ready = poll(&(struct pollfd){ .fd = stop_fd, .events = POLLIN }, 1, timeout_ms);
+		if (ready < 0 && errno != EINTR)
+			stop_fd = -1; /* not a descriptor to wait on: wait by the clock */
+		else if (ready > 0 && read_stop_signal(stop_fd, which))
 			return WAIT_SIGNALLED;
 	}
 }

@@ -81,15 +81,14 @@ int rv_target_wait(struct rv_target *t);
  * - when it is still there RV_TARGET_QUIET_MS later (or, without a stop
  *   signal, RV_TARGET_QUIET_MS after this call), rearview says on stderr
  *   that it waits for it, and how to stop waiting;
- * - a stop signal on stop_fd (the session's signalfd of SIGINT, SIGTERM,
- *   SIGHUP and SIGCHLD; -1: none, the wait is then without end) stops the
- *   wait: a second one within RV_TARGET_KILL_WINDOW_MS kills the program
- *   (SIGKILL; waited for RV_TARGET_KILL_WAIT_MS at most), else it is left
- *   running. Either way it is said on stderr. left_running is then the
- *   first of those signals; a program that exited meanwhile is reaped as
- *   any other, with its status.
- * Attached processes are never waited for: they are left running, their
- * pidfds closed. */
+ * - a stop signal on stop_fd (the session's non-blocking signalfd of
+ *   SIGINT, SIGTERM, SIGHUP and SIGCHLD, whose other signals it reads and
+ *   drops; -1: none, the wait is then without end) stops the wait: a
+ *   second one within RV_TARGET_KILL_WINDOW_MS kills the program (SIGKILL;
+ *   waited for RV_TARGET_KILL_WAIT_MS at most), else it is left running. Either way it is said on
+ * stderr. left_running is then the first of those signals; a program that exited meanwhile is
+ * reaped as any other, with its status. Attached processes are never waited for: they are left
+ * running, their pidfds closed. */
 #define RV_TARGET_GRACE_MS	 1000
 #define RV_TARGET_QUIET_MS	 200
 #define RV_TARGET_KILL_WINDOW_MS 500
