@@ -385,9 +385,8 @@ void rv_target_end(struct rv_target *t, int stop_signal, int stop_fd)
 			char comm[64];
 
 			rv_target_comm(t->pids[0], comm, sizeof(comm));
-			rv_note("waiting for %s [%d] to exit (Ctrl-C %sto stop waiting and leave "
-				"it "
-				"running; twice %sto kill it)",
+			rv_note("waiting for %s [%d] to exit (Ctrl-C %sto stop "
+				"waiting and leave it running; twice %sto kill it)",
 				comm, (int)t->pids[0], stop_signal ? "again " : "",
 				stop_signal ? "more " : "");
 			r = wait_exit_or_signal(t, stop_fd, 0, &which);
