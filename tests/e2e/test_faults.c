@@ -373,8 +373,10 @@ Test(faults, the_program_gets_signals_and_stderr_as_rearview_got_them, .timeout 
      .fini = end_started)
 {
 	static const char *const setups[] = { ":", "trap '' PIPE", "exec 2>&-" };
-	static const char probe[] = "/bin/sh -c 'grep -E \"^Sig(Blk|Ign)\" /proc/$$/status; "
-				    "if [ -e /proc/$$/fd/2 ]; then echo fd2 open; else echo fd2 "
+	/* grep reads its own mask (its shell's changes while the shell forks),
+	 * the shell's test builtin the shell's fd 2 */
+	static const char probe[] = "/bin/sh -c 'grep -E \"^Sig(Blk|Ign)\" /proc/self/status; "
+				    "if [ -e /proc/self/fd/2 ]; then echo fd2 open; else echo fd2 "
 				    "closed; fi'";
 	char traced_cmd[8192], bare[1024], traced[1024], trace[128];
 
