@@ -379,6 +379,7 @@ Test(faults, the_program_gets_signals_and_stderr_as_rearview_got_them, .timeout 
 				    "if [ -e /proc/self/fd/2 ]; then echo fd2 open; else echo fd2 "
 				    "closed; fi'";
 	char traced_cmd[8192], bare[1024], traced[1024], trace[128];
+	unsigned long long ignored;
 
 	make_test_dir(started.dir, sizeof(started.dir));
 	snprintf(trace, sizeof(trace), "%s/t.fxt", started.dir);
@@ -396,9 +397,12 @@ Test(faults, the_program_gets_signals_and_stderr_as_rearview_got_them, .timeout 
 			     setups[i], why);
 		fxt_trace_free(t);
 	}
-	/* the cases differ as they should */
+	/* the cases differ as they should (other signals may come ignored
+	 * from whatever started the tests) */
 	shell_output("trap '' PIPE", probe, bare, sizeof(bare));
-	cr_assert(strstr(bare, "SigIgn:\t0000000000001000"), "%s", bare);
+	cr_assert_not_null(strstr(bare, "SigIgn:\t"), "%s", bare);
+	ignored = strtoull(strstr(bare, "SigIgn:\t") + 8, NULL, 16);
+	cr_assert((ignored >> (SIGPIPE - 1)) & 1, "SIGPIPE is not ignored: %s", bare);
 	shell_output("exec 2>&-", probe, bare, sizeof(bare));
 	cr_assert(strstr(bare, "fd2 closed"), "%s", bare);
 }
