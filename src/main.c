@@ -4,6 +4,7 @@
 
 #include "cli/options.h"
 #include "cmd/commands.h"
+#include "util/inherit.h"
 #include "util/log.h"
 
 int main(int argc, char **argv)
@@ -12,6 +13,8 @@ int main(int argc, char **argv)
 	struct rv_error err = { 0 };
 	int status;
 
+	/* before anything opens a file or starts a thread */
+	rv_inherit_save();
 	if (rv_options_parse(&opts, argc, argv, &err)) {
 		rv_error_msg("%s", err.message);
 		rv_options_destroy(&opts);

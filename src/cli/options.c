@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "util/suggest.h"
+
 enum {
 	OPT_BACKEND = 1000,
 	OPT_SAMPLING,
@@ -301,7 +303,9 @@ static const char run_help[] =
 	"run, and writes the trace when it exits or at Ctrl-C. COMMAND's standard input\n"
 	"and output are its own; rearview exits with COMMAND's exit status. The\n"
 	"processes COMMAND starts are recorded too, each on its own process track\n"
-	"(--no-follow: COMMAND's process alone).\n"
+	"(--no-follow: COMMAND's process alone). A COMMAND still running once the trace\n"
+	"is written (it ignores Ctrl-C) is waited for, as rearview says: Ctrl-C again\n"
+	"leaves it running (rearview exits 130), twice more kills it.\n"
 	"\n"
 	"rearview's options end at the first -- or at COMMAND, the first argument that\n"
 	"is not an option. After -- every argument following COMMAND is passed to it\n"
@@ -322,9 +326,11 @@ static const char attach_help[] =
 	"recorded) and records the processes while it runs: the trace is written when\n"
 	"COMMAND exits (or sooner: the processes exit, Ctrl-C, --duration), then\n"
 	"rearview waits for COMMAND and exits with its exit status (1 when recording\n"
-	"failed). COMMAND's standard input and output are its own.\n"
+	"failed; Ctrl-C again stops waiting and leaves it running, twice more kills\n"
+	"it, as for run). COMMAND's standard input and output are its own.\n"
 	"\n"
-	"  -p, --pid PID[,PID...]     the processes to record, each once\n"
+	"  -p, --pid PID[,PID...]     the processes to record, each once; a kernel\n"
+	"                             thread only with --trace-include-kernel\n"
 	"\n";
 
 static const char decode_help[] =
@@ -918,8 +924,143 @@ static enum rv_command command_from_name(const char *name)
 	return RV_CMD_NONE;
 }
 
+/* ---- "did you mean" for unknown commands and options ---- */
+
+#define MAX_SPELLINGS 3
+
+/* The closest names to what was typed, best first: those the typed text
+ * abbreviates (an abbreviation getopt found ambiguous), else those within
+ * rv_suggest_limit edits, all at the best distance; at most MAX_SPELLINGS. */
+struct spellings {
+	const char *names[MAX_SPELLINGS];
+	size_t nr;
+	size_t distance;
+	bool abbreviated; /* the typed text begins each of names */
+};
+
+static void consider_spelling(struct spellings *sp, const char *typed, const char *name)
+{
+	size_t len = strlen(typed), d;
+
+	if (len == 0)
+		return;
+	if (!strncmp(name, typed, len)) {
+		d = 0;
+	} else {
+		d = rv_edit_distance(typed, name);
+		if (d == 0 || d > rv_suggest_limit(typed))
+			return;
+	}
+	if (sp->nr && d > sp->distance)
+		return;
+	if (!sp->nr || d < sp->distance)
+		sp->nr = 0;
+	sp->distance = d;
+	sp->abbreviated = d == 0;
+	if (sp->nr < MAX_SPELLINGS)
+		sp->names[sp->nr++] = name;
+}
+
+/* "; did you mean 'A', 'B' or 'C'?" for sp, each name after prefix, in out
+ * (empty when there is none). */
+static void spellings_text(const struct spellings *sp, const char *prefix, char *out, size_t size)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sp->nr && used < size; i++)
+		used += (size_t)snprintf(out + used, size - used, "%s'%s%s'",
+					 i == 0		   ? ": did you mean "
+					 : i + 1 == sp->nr ? " or "
+							   : ", ",
+					 prefix, sp->names[i]);
+	if (sp->nr && used < size)
+		snprintf(out + used, size - used, "?");
+}
+
+/* Whether `rearview COMMAND` takes the long option name (the table is one
+ * for every command; the checks after parsing refuse the others), so that
+ * only those are suggested. */
+static bool option_of_command(const char *name, enum rv_command command)
+{
+	static const char *const decode_only[] = { "raw-pt", "image",	    "cpu",  "addr-filter",
+						   "stats",  "perf-script", "jobs", "chunk-size" };
+	static const char *const also_decode[] = { "output",  "trace-include-kernel",
+						   "vmlinux", "verbose",
+						   "help",    "version" };
+
+	if (!strcmp(name, "pid"))
+		return command == RV_CMD_ATTACH;
+	for (size_t i = 0; i < sizeof(decode_only) / sizeof(decode_only[0]); i++)
+		if (!strcmp(name, decode_only[i]))
+			return command == RV_CMD_DECODE;
+	if (command != RV_CMD_DECODE)
+		return true;
+	for (size_t i = 0; i < sizeof(also_decode) / sizeof(also_decode[0]); i++)
+		if (!strcmp(name, also_decode[i]))
+			return true;
+	return false;
+}
+
+/* The error for an option getopt did not know (arg: as typed, "--name",
+ * "-name" or "--name=value"; unknown_char: getopt's optopt, the short
+ * option letter it did not know, or 0). */
+static int unknown_option_error(const char *arg, int unknown_char, enum rv_command command,
+				struct rv_error *err)
+{
+	struct spellings sp = { .nr = 0 };
+	char typed[RV_SUGGEST_MAX_LEN + 1], hint[256];
+	size_t dashes = strspn(arg, "-"), len;
+
+	len = strcspn(arg + dashes, "=");
+	if (dashes > 2 || len >= sizeof(typed))
+		len = 0;
+	memcpy(typed, arg + dashes, len);
+	typed[len] = '\0';
+	/* a value given to an option that takes none */
+	if (arg[dashes + len] == '=') {
+		const struct option *found = NULL;
+		size_t matches = 0;
+
+		for (const struct option *o = long_options; len && o->name; o++) {
+			if (!strcmp(o->name, typed)) {
+				found = o;
+				matches = 1;
+				break;
+			}
+			if (!strncmp(o->name, typed, len)) {
+				found = o;
+				matches++;
+			}
+		}
+		if (matches == 1 && found->has_arg == no_argument)
+			return rv_error_set(err, EINVAL,
+					    "option '%s%s' takes no value (see rearview %s --help)",
+					    dashes == 1 ? "-" : "--", found->name,
+					    rv_command_name(command));
+	}
+	/* a letter getopt did not know in a group of short options (-vx) */
+	if (unknown_char > 0 && unknown_char < 128 && isalpha(unknown_char) && dashes == 1)
+		return rv_error_set(err, EINVAL, "unknown option '-%c' (see rearview %s --help)",
+				    unknown_char, rv_command_name(command));
+	for (const struct option *o = long_options; o->name; o++)
+		if (option_of_command(o->name, command))
+			consider_spelling(&sp, typed, o->name);
+	spellings_text(&sp, dashes == 1 ? "-" : "--", hint, sizeof(hint));
+	if (sp.abbreviated && sp.nr > 1)
+		return rv_error_set(err, EINVAL,
+				    "option '%s' is ambiguous%s (see rearview %s --help)", arg,
+				    hint, rv_command_name(command));
+	return rv_error_set(err, EINVAL, "unknown option '%s'%s (see rearview %s --help)", arg,
+			    hint, rv_command_name(command));
+}
+
 static int parse_global(struct rv_options *opts, const char *arg, struct rv_error *err)
 {
+	static const char *const commands[] = { "run", "attach", "decode", "--help", "--version" };
+	struct spellings sp = { .nr = 0 };
+	char hint[256];
+
 	if (!strcmp(arg, "--help") || !strcmp(arg, "-help") || !strcmp(arg, "-h")) {
 		opts->help = true;
 		return 0;
@@ -928,6 +1069,14 @@ static int parse_global(struct rv_options *opts, const char *arg, struct rv_erro
 		opts->version = true;
 		return 0;
 	}
+	/* the options' spellings only for what looks like an option */
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if ((arg[0] == '-') == (commands[i][0] == '-'))
+			consider_spelling(&sp, arg, commands[i]);
+	spellings_text(&sp, "", hint, sizeof(hint));
+	if (sp.nr)
+		return rv_error_set(err, EINVAL, "unknown command '%s'%s (see rearview --help)",
+				    arg, hint);
 	return rv_error_set(err, EINVAL,
 			    "unknown command '%s': use 'rearview run -- COMMAND', 'rearview "
 			    "attach -p PID' or 'rearview decode CAPTURE' (see rearview --help)",
@@ -1359,9 +1508,7 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 					    "option '%s' needs a value (see rearview %s --help)",
 					    argv[optind - 1], rv_command_name(opts->command));
 		default:
-			return rv_error_set(err, EINVAL,
-					    "unknown option '%s' (see rearview %s --help)",
-					    argv[optind - 1], rv_command_name(opts->command));
+			return unknown_option_error(argv[optind - 1], optopt, opts->command, err);
 		}
 	}
 	if (opts->help || opts->version)

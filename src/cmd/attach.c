@@ -43,6 +43,12 @@ int rv_cmd_attach(const struct rv_options *opts)
 	bool with_command = opts->argc > 0;
 	int ret, code = 0;
 
+	/* before anything is set up: a kernel thread has nothing to record
+	 * without the kernel */
+	if (!opts->include_kernel && rv_target_refuse_kernel_threads(pids, nr_pids, &err)) {
+		rv_error_msg("%s", err.message);
+		return 1;
+	}
 	ret = rv_session_prepare(&session, opts, &err);
 	if (!ret && nr_pids == 0) {
 		ret = rv_target_pick(&picked, session.signal_fd, &err);
@@ -71,12 +77,14 @@ int rv_cmd_attach(const struct rv_options *opts)
 	if (with_command && !command.released)
 		rv_target_kill(&command);
 	else if (with_command)
-		rv_target_end(&command, session.stop_signal);
-	rv_target_end(&target, 0);
+		rv_target_end(&command, session.stop_signal, session.signal_fd);
+	rv_target_end(&target, 0, -1);
 	rv_session_destroy(&session);
 	if (ret)
 		return 1;
-	if (with_command) {
+	if (with_command && command.left_running) {
+		code = 128 + command.left_running;
+	} else if (with_command) {
 		code = rv_exit_code_from_status(command.exit_status);
 		if (code)
 			rv_debug("the command exited with status %d", code);

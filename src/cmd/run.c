@@ -57,10 +57,14 @@ int rv_cmd_run(const struct rv_options *opts)
 		if (!target.released)
 			rv_target_kill(&target);
 	}
-	rv_target_end(&target, session.stop_signal);
+	rv_target_end(&target, session.stop_signal, session.signal_fd);
 	rv_session_destroy(&session);
 	if (ret)
 		return 1;
+	/* a program left running has no status yet: the shell's for the
+	 * signal that stopped the wait */
+	if (target.left_running)
+		return 128 + target.left_running;
 	code = rv_exit_code_from_status(target.exit_status);
 	if (code)
 		rv_debug("the program exited with status %d", code);

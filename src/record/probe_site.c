@@ -27,13 +27,12 @@
 #include "symbolize/symtab.h"
 #include "util/elf.h"
 #include "util/proc.h"
+#include "util/suggest.h"
 
 /* Functions an "unknown symbol" error suggests at most. */
 #define MAX_SUGGESTIONS 3
 /* Distinct addresses an "ambiguous symbol" error lists at most. */
 #define MAX_AMBIGUOUS 4
-/* Longest name compared for suggestions (edit distance is quadratic). */
-#define MAX_SUGGEST_LEN 96
 
 struct module {
 	struct rv_debuginfo debuginfo; /* where separate debug files are found */
@@ -171,34 +170,6 @@ static bool symbol_matches(const char *name, const char *want)
 	return match;
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	size_t row[MAX_SUGGEST_LEN + 1];
-
-	if (la > MAX_SUGGEST_LEN || lb > MAX_SUGGEST_LEN)
-		return SIZE_MAX;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diagonal = row[0];
-
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t above = row[j];
-			size_t best = diagonal + (a[i - 1] != b[j - 1]);
-
-			if (above + 1 < best)
-				best = above + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diagonal = above;
-		}
-	}
-	return row[lb];
-}
-
 struct suggestions {
 	char names[MAX_SUGGESTIONS][128];
 	size_t distance[MAX_SUGGESTIONS];
@@ -207,14 +178,14 @@ struct suggestions {
 
 static void consider_suggestion(struct suggestions *s, const char *name, const char *want)
 {
-	size_t len = strcspn(name, "@"), d, limit = strlen(want) / 3 + 1, worst = 0;
+	size_t len = strcspn(name, "@"), d, limit = rv_suggest_limit(want), worst = 0;
 	char bare[128];
 
 	if (len >= sizeof(bare))
 		return;
 	memcpy(bare, name, len);
 	bare[len] = '\0';
-	d = edit_distance(bare, want);
+	d = rv_edit_distance(bare, want);
 	if (d > limit && !strstr(bare, want))
 		return;
 	if (d > limit)

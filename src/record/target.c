@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -18,6 +20,7 @@
 #include <unistd.h>
 
 #include "record/picker.h"
+#include "util/inherit.h"
 #include "util/log.h"
 #include "util/program.h"
 
@@ -64,17 +67,16 @@ int rv_target_spawn(struct rv_target *t, char *const argv[], struct rv_error *er
 	if (pid == 0) {
 		/* The child: stop at exec (PTRACE_TRACEME turns a successful execve
 		 * into a SIGTRAP stop), or report why exec failed through the pipe. */
-		sigset_t none;
-
 		close(errpipe[0]);
-		/* rearview blocks the signals it waits for; the program must not
-		 * inherit that. Unblocked once traced: a Ctrl-C that came since
-		 * the fork then stops the child for rearview (which got it too,
-		 * and passes it on to the program once it runs) instead of
-		 * killing it before it started. */
-		sigemptyset(&none);
+		/* rearview blocks the signals it waits for and ignores SIGPIPE;
+		 * the program must not inherit that, but the mask and SIGPIPE's
+		 * disposition rearview was started with (util/inherit.h).
+		 * Restored once traced: a Ctrl-C that came since the fork then
+		 * stops the child for rearview (which got it too, and passes it
+		 * on to the program once it runs) instead of killing it before
+		 * it started. */
 		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0) {
-			sigprocmask(SIG_SETMASK, &none, NULL);
+			rv_inherit_restore();
 			execv(path, argv);
 		}
 		child_errno = errno;
@@ -175,6 +177,51 @@ int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids, str
 	return 0;
 }
 
+/* The kernel's flag for its own threads (include/linux/sched.h). */
+#define PF_KTHREAD 0x00200000u
+
+bool rv_target_is_kernel_thread(pid_t pid)
+{
+	char path[64], line[1024];
+	unsigned long flags = 0;
+	const char *paren;
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	len = fread(line, 1, sizeof(line) - 1, f);
+	fclose(f);
+	line[len] = '\0';
+	/* the name in parentheses may hold anything, ')' too: the fields
+	 * after it are state, ppid, pgrp, session, tty_nr, tpgid, flags */
+	paren = strrchr(line, ')');
+	if (!paren || sscanf(paren + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return (flags & PF_KTHREAD) != 0;
+}
+
+int rv_target_refuse_kernel_threads(const pid_t *pids, size_t nr_pids, struct rv_error *err)
+{
+	for (size_t i = 0; i < nr_pids; i++) {
+		char comm[64];
+
+		if (!rv_target_is_kernel_thread(pids[i]))
+			continue;
+		rv_target_comm(pids[i], comm, sizeof(comm));
+		return rv_error_set(err, EINVAL,
+				    "%d (%s) is a kernel thread: it runs only kernel code, with no "
+				    "program of its own, and rearview records the kernel only "
+				    "with --trace-include-kernel (as root); add it, or attach to a "
+				    "user process (list them with 'ps ax', or run 'rearview "
+				    "attach' without -p to choose one)",
+				    (int)pids[i], comm);
+	}
+	return 0;
+}
+
 bool rv_target_poll_exit(struct rv_target *t)
 {
 	int status;
@@ -226,33 +273,126 @@ int rv_target_wait(struct rv_target *t)
 	return 0;
 }
 
-void rv_target_end(struct rv_target *t, int stop_signal)
-{
-	struct timespec pause = { 0, 10 * 1000 * 1000 };
+/* ---- the end: waiting for a spawned program, within reason ---- */
 
+enum wait_result {
+	WAIT_EXITED,	/* the program exited (reaped, t->exit_status) */
+	WAIT_SIGNALLED, /* a stop signal came on stop_fd */
+	WAIT_TIMEOUT,	/* deadline_ms passed */
+};
+
+/* Reads what is pending on stop_fd (a signalfd); true when a stop signal
+ * was among it (*which: the last). SIGCHLD only wakes the wait. */
+static bool read_stop_signal(int stop_fd, int *which)
+{
+	struct signalfd_siginfo info;
+	bool stop = false;
+
+	while (read(stop_fd, &info, sizeof(info)) == (ssize_t)sizeof(info)) {
+		if (info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM ||
+		    info.ssi_signo == SIGHUP) {
+			stop = true;
+			*which = (int)info.ssi_signo;
+		}
+	}
+	return stop;
+}
+
+/* Waits for the spawned program's exit or a stop signal on stop_fd (-1:
+ * none), until deadline_ms (CLOCK_MONOTONIC; 0: no deadline). */
+static enum wait_result wait_exit_or_signal(struct rv_target *t, int stop_fd,
+					    unsigned long long deadline_ms, int *which)
+{
+	for (;;) {
+		unsigned long long now;
+		int timeout_ms = 100, ready;
+
+		if (rv_target_poll_exit(t))
+			return WAIT_EXITED;
+		now = now_ms();
+		if (deadline_ms && now >= deadline_ms)
+			return WAIT_TIMEOUT;
+		if (deadline_ms && deadline_ms - now < (unsigned long long)timeout_ms)
+			timeout_ms = (int)(deadline_ms - now);
+		if (stop_fd < 0) {
+			struct timespec pause = { 0, 10 * 1000 * 1000 };
+
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		/* the program's exit wakes this too: SIGCHLD is read there */
+		ready = poll(&(struct pollfd){ .fd = stop_fd, .events = POLLIN }, 1, timeout_ms);
+		if (ready < 0 && errno != EINTR)
+			stop_fd = -1; /* not a descriptor to wait on: wait by the clock */
+		else if (ready > 0 && read_stop_signal(stop_fd, which))
+			return WAIT_SIGNALLED;
+	}
+}
+
+/* A stop signal (which) ended the wait: a second one within
+ * RV_TARGET_KILL_WINDOW_MS kills the program, else it is left running. */
+static void stop_waiting(struct rv_target *t, int stop_fd, int which)
+{
+	pid_t pid = t->pids[0];
+	int again = 0;
+
+	switch (wait_exit_or_signal(t, stop_fd, now_ms() + RV_TARGET_KILL_WINDOW_MS, &again)) {
+	case WAIT_EXITED:
+		return; /* it went by itself (the terminal's Ctrl-C reached it too) */
+	case WAIT_SIGNALLED:
+		kill(pid, SIGKILL);
+		/* bounded: a process in an uninterruptible sleep dies when it
+		 * wakes */
+		if (wait_exit_or_signal(t, -1, now_ms() + RV_TARGET_KILL_WAIT_MS, &again) ==
+		    WAIT_EXITED) {
+			rv_note("killed %d", (int)pid);
+			return;
+		}
+		rv_note("sent SIGKILL to %d, which has not exited yet: not waiting for it",
+			(int)pid);
+		break;
+	case WAIT_TIMEOUT:
+		rv_note("%s: not waiting for %d, which runs on (end it with `kill %d`)",
+			strsignal(which), (int)pid, (int)pid);
+		break;
+	}
+	t->left_running = which;
+}
+
+void rv_target_end(struct rv_target *t, int stop_signal, int stop_fd)
+{
 	if (t->spawned && t->released && !t->exited) {
+		unsigned long long quiet_from = now_ms();
+		enum wait_result r = WAIT_TIMEOUT;
+		int which = 0;
+
 		if (stop_signal) {
 			unsigned long long until =
 				(t->stop_signal_ms ? t->stop_signal_ms : now_ms()) +
 				RV_TARGET_GRACE_MS;
 
-			while (now_ms() < until && !rv_target_poll_exit(t))
-				nanosleep(&pause, NULL);
-			if (!t->exited && !kill(t->pids[0], stop_signal)) {
-				/* a program that ignores it (one started from a
-				 * background job inherits SIGINT ignored) runs on:
-				 * say what rearview waits for */
-				until = now_ms() + RV_TARGET_GRACE_MS;
-				while (now_ms() < until && !rv_target_poll_exit(t))
-					nanosleep(&pause, NULL);
-				if (!t->exited)
-					rv_note("the program (pid %d) ignores %s and runs on: "
-						"waiting for it to exit (end it with `kill %d`)",
-						(int)t->pids[0], strsignal(stop_signal),
-						(int)t->pids[0]);
-			}
+			r = wait_exit_or_signal(t, stop_fd, until, &which);
+			/* only rearview was signalled (a program of the
+			 * terminal's got it too, and had its time): pass it on,
+			 * once */
+			if (r == WAIT_TIMEOUT && !kill(t->pids[0], stop_signal))
+				quiet_from = now_ms();
 		}
-		rv_target_wait(t);
+		if (r == WAIT_TIMEOUT)
+			r = wait_exit_or_signal(t, stop_fd, quiet_from + RV_TARGET_QUIET_MS,
+						&which);
+		if (r == WAIT_TIMEOUT) {
+			char comm[64];
+
+			rv_target_comm(t->pids[0], comm, sizeof(comm));
+			rv_note("waiting for %s [%d] to exit (Ctrl-C %sto stop "
+				"waiting and leave it running; twice %sto kill it)",
+				comm, (int)t->pids[0], stop_signal ? "again " : "",
+				stop_signal ? "more " : "");
+			r = wait_exit_or_signal(t, stop_fd, 0, &which);
+		}
+		if (r == WAIT_SIGNALLED)
+			stop_waiting(t, stop_fd, which);
 	}
 	for (size_t i = 0; i < t->nr_pids; i++) {
 		if (t->pidfds[i] >= 0)

@@ -28,6 +28,10 @@ struct rv_target {
 	/* When a stop signal reached rearview (CLOCK_MONOTONIC ms; 0: none),
 	 * set by the session: rv_target_end counts its grace from there. */
 	unsigned long long stop_signal_ms;
+	/* rv_target_end stopped waiting for the spawned program, which runs
+	 * on (or did not die of SIGKILL in time), at this stop signal; 0:
+	 * it did not. */
+	int left_running;
 };
 
 /* Starts argv[0] (searched in PATH) stopped before its first instruction.
@@ -45,6 +49,16 @@ void rv_target_kill(struct rv_target *t);
  * their exit. */
 int rv_target_attach(struct rv_target *t, const pid_t *pids, size_t nr_pids, struct rv_error *err);
 
+/* Whether pid is a kernel thread (PF_KTHREAD in the flags of
+ * /proc/PID/stat): it has no program to record, only kernel code. false
+ * when it cannot be told (no such process). */
+bool rv_target_is_kernel_thread(pid_t pid);
+
+/* EINVAL, saying what a kernel thread is and that --trace-include-kernel
+ * records one, for the first kernel thread among pids; 0 when there is
+ * none. Reads only /proc: `attach` calls it before anything is set up. */
+int rv_target_refuse_kernel_threads(const pid_t *pids, size_t nr_pids, struct rv_error *err);
+
 /* Lets the user choose a running process (picker.h: fzf when it is installed
  * and both stdin and stderr are terminals, else a numbered list on stderr read
  * from stdin). A stop signal on stop_fd (a signalfd of the stop signals, or
@@ -58,15 +72,28 @@ bool rv_target_poll_exit(struct rv_target *t);
 /* Waits for a spawned child to exit and records its status. */
 int rv_target_wait(struct rv_target *t);
 
-/* Done with the target: a spawned program that runs on after a stop signal
- * (it got the terminal's Ctrl-C too, as it shares our process group) is
- * given until RV_TARGET_GRACE_MS after the signal (stop_signal_ms) to exit
- * on its own, then passed the signal once (for when only rearview was
- * signalled), and waited for (said on stderr when it is still there
- * RV_TARGET_GRACE_MS later: it ignores the signal); a released one without
- * a stop signal is waited for. Attached processes are left running, their pidfds closed. */
-#define RV_TARGET_GRACE_MS 1000
-void rv_target_end(struct rv_target *t, int stop_signal);
+/* Done with the target. A released spawned program that has not exited is
+ * waited for, within reason:
+ * - after a stop signal (it got the terminal's Ctrl-C too, as it shares our
+ *   process group) it is given until RV_TARGET_GRACE_MS after the signal
+ *   (stop_signal_ms) to exit on its own, then passed the signal once (for
+ *   when only rearview was signalled);
+ * - when it is still there RV_TARGET_QUIET_MS later (or, without a stop
+ *   signal, RV_TARGET_QUIET_MS after this call), rearview says on stderr
+ *   that it waits for it, and how to stop waiting;
+ * - a stop signal on stop_fd (the session's non-blocking signalfd of
+ *   SIGINT, SIGTERM, SIGHUP and SIGCHLD, whose other signals it reads and
+ *   drops; -1: none, the wait is then without end) stops the wait: a
+ *   second one within RV_TARGET_KILL_WINDOW_MS kills the program (SIGKILL;
+ *   waited for RV_TARGET_KILL_WAIT_MS at most), else it is left running. Either way it is said on
+ * stderr. left_running is then the first of those signals; a program that exited meanwhile is
+ * reaped as any other, with its status. Attached processes are never waited for: they are left
+ * running, their pidfds closed. */
+#define RV_TARGET_GRACE_MS	 1000
+#define RV_TARGET_QUIET_MS	 200
+#define RV_TARGET_KILL_WINDOW_MS 500
+#define RV_TARGET_KILL_WAIT_MS	 2000
+void rv_target_end(struct rv_target *t, int stop_signal, int stop_fd);
 
 /* The process's short name (comm), "?" when unknown. */
 void rv_target_comm(pid_t pid, char *out, size_t size);

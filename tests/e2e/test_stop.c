@@ -452,6 +452,8 @@ static void run_rounds(int sig)
 		 * exits as the program did */
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig,
 			  "round %d: status 0x%x:\n%s", round, status, errtext);
+		/* it ended on the signal passed on: nothing said of waiting */
+		cr_assert_null(strstr(errtext, "waiting for"), "round %d:\n%s", round, errtext);
 		cr_assert_lt(took * 1e9, (double)stop_limit_ns(),
 			     "round %d: rearview took %.3f s to end after %s:\n%s", round, took,
 			     strsignal(sig), errtext);

@@ -584,3 +584,66 @@ Test(options, output_to_standard_output)
 		rv_options_destroy(&o);
 	}
 }
+
+/* parse() must fail; err.message must hold says, and not lacks (NULL: no
+ * check). */
+static void assert_refused(int argc, const char **argv, const char *says, const char *lacks)
+{
+	struct rv_options o;
+	struct rv_error err = { 0 };
+
+	cr_assert_neq(parse(&o, &err, argc, argv), 0, "'%s %s' was accepted", argv[1],
+		      argc > 2 ? argv[2] : "");
+	cr_assert(strstr(err.message, says), "'%s' lacks \"%s\"", err.message, says);
+	if (lacks)
+		cr_assert_null(strstr(err.message, lacks), "'%s' has \"%s\"", err.message, lacks);
+	rv_options_destroy(&o);
+}
+
+Test(options, unknown_options_suggest_the_closest_of_the_command)
+{
+	const char *mutli[] = { "rearview", "run", "--mutli-thread", "--", "true", NULL };
+	const char *single[] = { "rearview", "attach", "-mutli-thread", "-p", "1", NULL };
+	const char *with_value[] = { "rearview", "run", "--outptu=x.fxt", "--", "true", NULL };
+	const char *pid[] = { "rearview", "attach", "--pdi", "1", NULL };
+	const char *stats[] = { "rearview", "decode", "--stast", "perf.data", NULL };
+	const char *not_decode[] = { "rearview", "decode", "--mutli-thread", "perf.data", NULL };
+	const char *not_run[] = { "rearview", "run", "--stast", "--", "true", NULL };
+	const char *far[] = { "rearview", "run", "--zzzzzzzz", "--", "true", NULL };
+
+	assert_refused(5, mutli, "unknown option '--mutli-thread': did you mean '--multi-thread'?",
+		       NULL);
+	/* one dash typed, one dash suggested (both spellings are accepted) */
+	assert_refused(5, single, "did you mean '-multi-thread'?", NULL);
+	assert_refused(5, with_value, "did you mean '--output'?", NULL);
+	assert_refused(4, pid, "did you mean '--pid'?", NULL);
+	assert_refused(4, stats, "did you mean '--stats'?", NULL);
+	/* only what the command takes */
+	assert_refused(4, not_decode, "unknown option '--mutli-thread'", "did you mean");
+	assert_refused(5, not_run, "unknown option '--stast'", "did you mean");
+	assert_refused(5, far, "unknown option '--zzzzzzzz' (see rearview run --help)",
+		       "did you mean");
+}
+
+Test(options, ambiguous_abbreviations_and_values_of_flags_are_named)
+{
+	const char *multi[] = { "rearview", "run", "--multi", "--", "true", NULL };
+	const char *flag_value[] = { "rearview", "run", "--multi-thread=1", "--", "true", NULL };
+
+	assert_refused(5, multi,
+		       "option '--multi' is ambiguous: did you mean '--multi-snapshot' or "
+		       "'--multi-thread'?",
+		       NULL);
+	assert_refused(5, flag_value, "option '--multi-thread' takes no value", NULL);
+}
+
+Test(options, unknown_commands_suggest_the_closest)
+{
+	const char *atach[] = { "rearview", "atach", "-p", "1", NULL };
+	const char *hlep[] = { "rearview", "--hlep", NULL };
+	const char *far[] = { "rearview", "frobnicate", NULL };
+
+	assert_refused(4, atach, "unknown command 'atach': did you mean 'attach'?", NULL);
+	assert_refused(2, hlep, "did you mean '--help'?", NULL);
+	assert_refused(2, far, "use 'rearview run -- COMMAND'", "did you mean");
+}
