@@ -106,11 +106,6 @@ static bool in_temporary_capture(const char *path)
 	return !strncmp(real, tmp, n) && !strncmp(real + n, "/rearview-", 10);
 }
 
-static void note_removed(void *ctx, const char *path, const struct rv_owner *owner)
-{
-	rv_note("removed %s, left by rearview [%d], which is gone", path, (int)owner->pid);
-}
-
 int rv_cmd_decode(const struct rv_options *opts)
 {
 	struct rv_raw_pt_image images[RV_MAX_IMAGES];
@@ -172,7 +167,7 @@ int rv_cmd_decode(const struct rv_options *opts)
 		images[i] = (struct rv_raw_pt_image){ .path = opts->images[i].path,
 						      .addr = opts->images[i].addr };
 	if (!in_temporary_capture(ro.decode.path))
-		rv_leftovers_sweep(opts->output, note_removed, NULL);
+		rv_leftovers_sweep(opts->output, rv_leftovers_note_removed, NULL);
 	catch_stop_signals();
 	/* held back until the handler knows the file the writer makes */
 	sigemptyset(&stop_signals);

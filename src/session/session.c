@@ -214,11 +214,6 @@ static int prepare_extra_events(struct rv_session *s, const struct rv_options *o
 	return rv_extra_events_resolve(&s->extra_events, s->root, s->machine.has_cpu_pmu, err);
 }
 
-static void note_removed(void *ctx, const char *path, const struct rv_owner *owner)
-{
-	rv_note("removed %s, left by rearview [%d], which is gone", path, (int)owner->pid);
-}
-
 int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, struct rv_error *err)
 {
 	const char *root = getenv(RV_SYSFS_ROOT_ENV);
@@ -243,7 +238,7 @@ int rv_session_prepare(struct rv_session *s, const struct rv_options *opts, stru
 		sigprocmask(SIG_BLOCK, &s->waited_signals, NULL);
 	/* what a killed rearview left (util/leftovers.h); a dry run changes nothing */
 	if (!opts->dry_run)
-		rv_leftovers_sweep(opts->output, note_removed, NULL);
+		rv_leftovers_sweep(opts->output, rv_leftovers_note_removed, NULL);
 	rv_machine_probe(&s->machine, s->root);
 
 	if (opts->include_kernel && geteuid() != 0 && !opts->dry_run)

@@ -434,3 +434,8 @@ size_t rv_leftovers_sweep(const char *output, rv_leftover_fn fn, void *ctx)
 	dir[slash - output] = '\0';
 	return removed + rv_leftovers_sweep_traces(dir, fn, ctx);
 }
+
+void rv_leftovers_note_removed(void *ctx, const char *path, const struct rv_owner *owner)
+{
+	rv_note("removed %s, left by rearview [%d], which is gone", path, (int)owner->pid);
+}

@@ -27,7 +27,8 @@
  * refuses user extended attributes (rv_leftovers_mark_file returns the
  * error; the caller goes on without the record).
  *
- * Nothing here prints; the sweeps report each removal through a callback.
+ * The sweeps report each removal through a callback; the one the commands
+ * pass, rv_leftovers_note_removed, is the only thing here that prints.
  * Not here: removing what a run that is still alive made (session.c and the
  * trace writer do that on every exit path they control).
  */
@@ -86,6 +87,10 @@ int rv_leftovers_mark_file(int fd, struct rv_error *err);
 
 /* Called for each entry a sweep removed, with its path and its gone owner. */
 typedef void (*rv_leftover_fn)(void *ctx, const char *path, const struct rv_owner *owner);
+
+/* The commands' callback: one note per removal, "removed PATH, left by
+ * rearview [PID], which is gone" (ctx unused). */
+void rv_leftovers_note_removed(void *ctx, const char *path, const struct rv_owner *owner);
 
 /* Removes the stale rearview-XXXXXX capture directories in dir (with all
  * they hold, never following a link out of them). Returns how many. */
