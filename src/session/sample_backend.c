@@ -48,8 +48,11 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer *capture,
-			      int clockid, struct rv_error *err)
+/* The capture's header features (the command line, the clock, the
+ * tracepoints' formats for perf script), given to the writer to finish it
+ * now (finish) or at every flush from now on. */
+static int with_capture_meta(const struct rv_session *s, struct rv_perf_writer *capture,
+			     int clockid, bool finish, struct rv_error *err)
 {
 	const char *const *argv = (const char *const *)s->opts->argv;
 	struct rv_perf_meta meta = {
@@ -65,31 +68,23 @@ int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer 
 					   &meta.tracing_data_size, err);
 	meta.tracing_data = tracing;
 	if (!ret)
-		ret = rv_perf_writer_finish(capture, &meta, err);
+		ret = finish ? rv_perf_writer_finish(capture, &meta, err)
+			     : rv_perf_writer_flush_as_it_grows(capture, &meta, 0, 0, err);
 	free(tracing);
 	return ret;
+}
+
+int rv_session_finish_capture(const struct rv_session *s, struct rv_perf_writer *capture,
+			      int clockid, struct rv_error *err)
+{
+	return with_capture_meta(s, capture, clockid, true, err);
 }
 
 /* The header of the capture at finish, from now on at every flush. */
 static int start_flushing(const struct rv_session *s, struct rv_perf_writer *capture, int clockid,
 			  struct rv_error *err)
 {
-	const char *const *argv = (const char *const *)s->opts->argv;
-	struct rv_perf_meta meta = {
-		.argc = s->opts->argc,
-		.argv = argv,
-		.clockid = clockid,
-	};
-	void *tracing = NULL;
-	int ret;
-
-	ret = rv_extra_events_tracing_data(&s->extra_events, s->root, &tracing,
-					   &meta.tracing_data_size, err);
-	meta.tracing_data = tracing;
-	if (!ret)
-		ret = rv_perf_writer_flush_as_it_grows(capture, &meta, 0, 0, err);
-	free(tracing);
-	return ret;
+	return with_capture_meta(s, capture, clockid, false, err);
 }
 
 int rv_session_flush_capture(const struct rv_session *s, struct rv_perf_writer *capture,

@@ -388,3 +388,28 @@ bool perf_available(void)
 		  "/usr/bin/perf is missing (Debian's linux-perf is a test dependency)");
 	return false;
 }
+
+void sleep_ms(long ms)
+{
+	struct timespec pause = { ms / 1000, (ms % 1000) * 1000 * 1000 };
+
+	nanosleep(&pause, NULL);
+}
+
+bool wait_child_exit(pid_t pid, long limit_ms, int *status)
+{
+	struct timespec now;
+	long long until_ms;
+	int ignored;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	until_ms = now.tv_sec * 1000ll + now.tv_nsec / 1000000 + limit_ms;
+	for (;;) {
+		if (waitpid(pid, status ? status : &ignored, WNOHANG) == pid)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec * 1000ll + now.tv_nsec / 1000000 >= until_ms)
+			return false;
+		sleep_ms(1);
+	}
+}

@@ -54,6 +54,13 @@ struct fxt_trace *rearview_run(const char *dir, const char *const *base_options,
 			       const char *const *args, int timeout_s, struct proc_result *r);
 
 /* Reads a line from fd (a pipe) within timeout_s; false on timeout or EOF. */
+/* Sleeps ms milliseconds. */
+void sleep_ms(long ms);
+
+/* Waits up to limit_ms (by the clock) for pid, a child of ours, to exit;
+ * its status in *status (may be NULL). False when it did not exit. */
+bool wait_child_exit(pid_t pid, long limit_ms, int *status);
+
 bool read_line_timeout(int fd, char *line, size_t size, int timeout_s);
 
 /* Number of lines in text (a last line without newline counts). */

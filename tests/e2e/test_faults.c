@@ -51,26 +51,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec pause = { ms / 1000, (ms % 1000) * 1000 * 1000 };
-
-	nanosleep(&pause, NULL);
-}
-
-/* Waits up to limit_ms for pid (our child) to exit; false when it did not. */
-static bool wait_exit(pid_t pid, long limit_ms, int *status)
-{
-	double until = now_s() + (double)limit_ms / 1000;
-
-	do {
-		if (waitpid(pid, status, WNOHANG) == pid)
-			return true;
-		sleep_ms(1);
-	} while (now_s() < until);
-	return false;
-}
-
 static void kill_and_reap(pid_t pid, bool group)
 {
 	int status;
@@ -79,7 +59,7 @@ static void kill_and_reap(pid_t pid, bool group)
 		return;
 	kill(group ? -pid : pid, SIGKILL);
 	kill(pid, SIGKILL);
-	wait_exit(pid, 10000, &status);
+	wait_child_exit(pid, 10000, &status);
 }
 
 static void end_started(void)
@@ -206,7 +186,7 @@ Test(faults, one_more_ctrl_c_leaves_a_program_that_ignores_it_running, .timeout 
 	interrupt_until_waiting();
 	sent = now_s();
 	kill(started.rearview, SIGINT);
-	cr_assert(wait_exit(started.rearview, 10000, &status),
+	cr_assert(wait_child_exit(started.rearview, 10000, &status),
 		  "rearview did not end within 10 s of the second Ctrl-C");
 	took = now_s() - sent;
 	started.rearview = 0;
@@ -240,7 +220,7 @@ Test(faults, two_more_ctrl_c_kill_a_program_that_ignores_it, .timeout = 90, .fin
 	while (signal_pending(started.rearview, SIGINT) && now_s() < until)
 		sleep_ms(1);
 	kill(started.rearview, SIGINT);
-	cr_assert(wait_exit(started.rearview, 10000, &status),
+	cr_assert(wait_child_exit(started.rearview, 10000, &status),
 		  "rearview did not end within 10 s of two more Ctrl-C");
 	took = now_s() - sent;
 	started.rearview = 0;
@@ -264,7 +244,7 @@ Test(faults, a_program_that_ends_on_ctrl_c_is_not_waited_for, .timeout = 90, .fi
 
 	start_run("forever", NULL);
 	kill(-started.rearview, SIGINT);
-	cr_assert(wait_exit(started.rearview, 30000, &status), "rearview did not end");
+	cr_assert(wait_child_exit(started.rearview, 30000, &status), "rearview did not end");
 	started.rearview = 0;
 	read_output(started.err_fd, errtext, sizeof(errtext));
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT, "status 0x%x:\n%s",
@@ -331,7 +311,7 @@ Test(faults, a_stderr_without_reader_does_not_lose_the_trace, .timeout = 90, .fi
 	/* tee is gone */
 	close(fds[0]);
 	kill(started.rearview, SIGINT);
-	cr_assert(wait_exit(started.rearview, 30000, &status), "rearview did not end");
+	cr_assert(wait_child_exit(started.rearview, 30000, &status), "rearview did not end");
 	started.rearview = 0;
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		  "status 0x%x (0x%x: killed by SIGPIPE)", status, SIGPIPE);

@@ -41,13 +41,6 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec pause = { ms / 1000, (ms % 1000) * 1000 * 1000 };
-
-	nanosleep(&pause, NULL);
-}
-
 /* The last "calls N" the target printed into the output file fd, or -1. */
 static long last_calls(int fd)
 {
@@ -85,19 +78,6 @@ static pid_t child_of(pid_t pid)
 		child = -1;
 	fclose(f);
 	return child;
-}
-
-/* Waits up to limit_ms for our child pid; false when it did not end. */
-static bool wait_exit(pid_t pid, long limit_ms)
-{
-	int status;
-
-	for (long waited = 0; waited <= limit_ms; waited += 5) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return true;
-		sleep_ms(5);
-	}
-	return false;
 }
 
 /* Waits up to limit_ms until pid (not our child) is gone. */
@@ -185,10 +165,11 @@ static void run_and_kill(struct killed_run *k, bool full, const char *const *opt
 		kill(target, SIGSTOP);
 	if (!ended_early)
 		kill(rearview, SIGKILL);
-	if (!ended_early && !wait_exit(rearview, 20000)) {
+	if (!ended_early && !wait_child_exit(rearview, 20000, NULL)) {
 		if (target > 0)
 			kill(target, SIGKILL);
-		cr_assert(wait_exit(rearview, 20000), "rearview did not end after SIGKILL");
+		cr_assert(wait_child_exit(rearview, 20000, NULL),
+			  "rearview did not end after SIGKILL");
 	}
 	if (target > 0) {
 		kill(target, SIGKILL);

@@ -38,25 +38,6 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec pause = { ms / 1000, (ms % 1000) * 1000 * 1000 };
-
-	nanosleep(&pause, NULL);
-}
-
-static bool wait_exit(pid_t pid, long limit_ms)
-{
-	int status;
-
-	for (long waited = 0; waited <= limit_ms; waited += 5) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return true;
-		sleep_ms(5);
-	}
-	return false;
-}
-
 /* Ends what is left of a killed rearview's process group (its target) and
  * reaps whatever came to us as the subreaper. */
 static void end_group(pid_t group)
@@ -200,12 +181,12 @@ static void killed_runs(const char *backend)
 		pid = start_recording(&p, backend, false, &out_fd, &err_fd);
 		sleep_ms(delay_ms);
 		kill(pid, SIGKILL);
-		if (!wait_exit(pid, 10000)) {
+		if (!wait_child_exit(pid, 10000, NULL)) {
 			/* a uprobe link's release waits for the busy target */
 			kill(-pid, SIGSTOP);
-			if (!wait_exit(pid, 10000)) {
+			if (!wait_child_exit(pid, 10000, NULL)) {
 				kill(-pid, SIGKILL);
-				wait_exit(pid, 10000);
+				wait_child_exit(pid, 10000, NULL);
 			}
 			end_group(pid);
 			cr_assert_fail("--backend %s: rearview did not end within 10 s of SIGKILL "

@@ -38,30 +38,10 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec pause = { ms / 1000, (ms % 1000) * 1000 * 1000 };
-
-	nanosleep(&pause, NULL);
-}
-
 /* The bound on signal-to-exit: 2 s, 3 s under the sanitizers' build. */
 static uint64_t stop_limit_ns(void)
 {
 	return strstr(build_dir(), "asan") ? 3000000000ull : 2000000000ull;
-}
-
-/* Waits up to limit_ms for pid (our child) to exit; false when it did not. */
-static bool wait_exit(pid_t pid, long limit_ms, int *status)
-{
-	for (long waited = 0; waited <= limit_ms; waited++) {
-		pid_t got = waitpid(pid, status, WNOHANG);
-
-		if (got == pid)
-			return true;
-		sleep_ms(1);
-	}
-	return false;
 }
 
 /* A rearview that did not end: stop its target, which frees a release the
@@ -72,9 +52,9 @@ static void recover(pid_t rearview, pid_t target)
 
 	if (target > 0)
 		kill(target, SIGSTOP);
-	if (!wait_exit(rearview, 10000, &status)) {
+	if (!wait_child_exit(rearview, 10000, &status)) {
 		kill(rearview, SIGKILL);
-		wait_exit(rearview, 10000, &status);
+		wait_child_exit(rearview, 10000, &status);
 	}
 	if (target > 0)
 		kill(target, SIGCONT);
@@ -347,7 +327,7 @@ static double signal_and_wait(pid_t rearview, pid_t target, int sig, uint64_t *s
 {
 	*signal_ns = now_ns();
 	kill(rearview, sig);
-	if (!wait_exit(rearview, 10000, status)) {
+	if (!wait_child_exit(rearview, 10000, status)) {
 		recover(rearview, target);
 		cr_assert_fail("rearview did not end within 10 s of %s", strsignal(sig));
 	}
@@ -516,7 +496,7 @@ Test(stop, second_ctrl_c_ends_at_once, .timeout = 120)
 	}
 	second_ns = now_ns();
 	kill(rearview, SIGINT);
-	if (!wait_exit(rearview, 10000, &status)) {
+	if (!wait_child_exit(rearview, 10000, &status)) {
 		recover(rearview, target);
 		cr_assert_fail("rearview did not end within 10 s of a second Ctrl-C");
 	}
@@ -635,13 +615,13 @@ Test(stop, attach_busy_target_exits, .timeout = 60)
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/exits.fxt", dir);
 	rearview = start_attach(target, out, false, &out_fd, &err_fd, ids, 64, &nr_ids, &armed_ns);
-	if (!wait_exit(target, 10000, &status)) {
+	if (!wait_child_exit(target, 10000, &status)) {
 		recover(rearview, target);
 		cr_assert_fail("busy2 did not exit by itself");
 	}
 	exit_ns = now_ns();
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 3, "busy2: status 0x%x", status);
-	if (!wait_exit(rearview, 10000, &status)) {
+	if (!wait_child_exit(rearview, 10000, &status)) {
 		recover(rearview, 0);
 		cr_assert_fail("rearview did not end within 10 s of the target's exit");
 	}
