@@ -29,12 +29,17 @@ struct entry_prefix {
 	uint32_t kind;
 };
 
+/* The ring's size: capacity rounded down to whole 8-byte words, 64 at least. */
+static size_t ring_capacity(size_t capacity)
+{
+	capacity &= ~(size_t)7;
+	return capacity < 64 ? 64 : capacity;
+}
+
 int rv_flight_recorder_init(struct rv_flight_recorder *fr, size_t capacity)
 {
 	memset(fr, 0, sizeof(*fr));
-	capacity &= ~(size_t)7;
-	if (capacity < 64)
-		capacity = 64;
+	capacity = ring_capacity(capacity);
 	fr->buf = malloc(capacity);
 	if (!fr->buf)
 		return -ENOMEM;
@@ -69,9 +74,7 @@ int rv_flight_recorder_init_file(struct rv_flight_recorder *fr, size_t capacity,
 	int fd, e;
 
 	memset(fr, 0, sizeof(*fr));
-	capacity &= ~(size_t)7;
-	if (capacity < 64)
-		capacity = 64;
+	capacity = ring_capacity(capacity);
 	fr->path = strdup(path);
 	if (!fr->path)
 		return -ENOMEM;

@@ -281,14 +281,14 @@ enum wait_result {
 	WAIT_TIMEOUT,	/* deadline_ms passed */
 };
 
-/* Reads what is pending on stop_fd (a signalfd); true when a stop signal
- * was among it (*which: the last). SIGCHLD only wakes the wait. */
-static bool read_stop_signal(int stop_fd, int *which)
+bool rv_target_read_stop_signals(int fd, int *which)
 {
 	struct signalfd_siginfo info;
 	bool stop = false;
 
-	while (read(stop_fd, &info, sizeof(info)) == (ssize_t)sizeof(info)) {
+	if (fd < 0)
+		return false;
+	while (read(fd, &info, sizeof(info)) == (ssize_t)sizeof(info)) {
 		if (info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM ||
 		    info.ssi_signo == SIGHUP) {
 			stop = true;
@@ -324,7 +324,7 @@ static enum wait_result wait_exit_or_signal(struct rv_target *t, int stop_fd,
 		ready = poll(&(struct pollfd){ .fd = stop_fd, .events = POLLIN }, 1, timeout_ms);
 		if (ready < 0 && errno != EINTR)
 			stop_fd = -1; /* not a descriptor to wait on: wait by the clock */
-		else if (ready > 0 && read_stop_signal(stop_fd, which))
+		else if (ready > 0 && rv_target_read_stop_signals(stop_fd, which))
 			return WAIT_SIGNALLED;
 	}
 }

@@ -95,6 +95,12 @@ int rv_target_wait(struct rv_target *t);
 #define RV_TARGET_KILL_WAIT_MS	 2000
 void rv_target_end(struct rv_target *t, int stop_signal, int stop_fd);
 
+/* Reads all that is pending on fd, a non-blocking signalfd (-1: nothing);
+ * true when a stop signal (SIGINT, SIGTERM, SIGHUP) was among it, *which
+ * then the last of them. Other signals (SIGCHLD) are read and dropped. The
+ * session's loop, its second-signal watch and rv_target_end share it. */
+bool rv_target_read_stop_signals(int fd, int *which);
+
 /* The process's short name (comm), "?" when unknown. */
 void rv_target_comm(pid_t pid, char *out, size_t size);
 

@@ -324,24 +324,6 @@ static unsigned long long now_ms(void)
 	return (unsigned long long)ts.tv_sec * 1000ull + (unsigned long long)ts.tv_nsec / 1000000;
 }
 
-/* Reads pending signals; true when one asks us to stop (*which: the last). */
-static bool read_stop_signals(int fd, int *which)
-{
-	struct signalfd_siginfo info;
-	bool stop = false;
-
-	if (fd < 0)
-		return false;
-	while (read(fd, &info, sizeof(info)) == (ssize_t)sizeof(info)) {
-		if (info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM ||
-		    info.ssi_signo == SIGHUP) {
-			stop = true;
-			*which = (int)info.ssi_signo;
-		}
-	}
-	return stop;
-}
-
 struct recording {
 	const struct rv_backend_ops *ops;
 	struct rv_backend_state *backend;
@@ -414,7 +396,7 @@ static int record_loop(struct rv_session *s, struct recording *r, struct rv_targ
 			s->snapshot_ended = done;
 			break;
 		}
-		if (read_stop_signals(s->signal_fd, &s->stop_signal)) {
+		if (rv_target_read_stop_signals(s->signal_fd, &s->stop_signal)) {
 			/* the recording ends now, not once the probes are gone */
 			target->stop_signal_ms = now_ms();
 			if (r->ops->disarm)
@@ -502,7 +484,8 @@ static void *watch_second_signal(void *arg)
 			return NULL;
 		if (fds[1].revents & POLLIN)
 			return NULL;
-		if ((fds[0].revents & POLLIN) && read_stop_signals(w->s->signal_fd, &which))
+		if ((fds[0].revents & POLLIN) &&
+		    rv_target_read_stop_signals(w->s->signal_fd, &which))
 			break;
 	}
 	rv_note("%s again: ending now, without the trace", strsignal(which));
