@@ -329,14 +329,9 @@ Test(cli, attach_records_while_the_command_runs, .timeout = 90, .fini = stop_tar
 		     "COMMAND itself is not recorded");
 	/* recorded while COMMAND ran (800 ms of its CPU time): not much longer */
 	{
-		uint64_t first = UINT64_MAX, last = 0;
+		uint64_t first, last;
 
-		for (size_t i = 0; i < t->nr_spans; i++) {
-			if (t->spans[i].begin_ns < first)
-				first = t->spans[i].begin_ns;
-			if (t->spans[i].end_ns > last)
-				last = t->spans[i].end_ns;
-		}
+		fxt_spans_extent(t, &first, &last);
 		cr_assert_gt(last, first);
 		cr_assert_lt(last - first, 20ull * 1000000000ull, "the trace covers %.1f s",
 			     (double)(last - first) / 1e9);

@@ -243,14 +243,9 @@ Test(killed, uprobe_full_execution_keeps_the_calls_flushed, .timeout = 240)
  * kill, from its first span to its last. */
 static void check_sampling_cover(const struct killed_run *k, const struct fxt_trace *t)
 {
-	uint64_t first = UINT64_MAX, last = 0;
+	uint64_t first, last;
 
-	for (size_t i = 0; i < t->nr_spans; i++) {
-		if (t->spans[i].begin_ns < first)
-			first = t->spans[i].begin_ns;
-		if (t->spans[i].end_ns > last)
-			last = t->spans[i].end_ns;
-	}
+	fxt_spans_extent(t, &first, &last);
 	cr_assert_lt(first, last, "no samples in the trace");
 	cr_assert_gt(fxt_count_spans(t, FXT_ANY, FXT_ANY, "tick"), 0, "no samples of tick");
 	/* the target's first line came at most a poll (20 ms) after it began */

@@ -81,6 +81,19 @@ struct place {
 	char kept[PATH_MAX + 32]; /* a capture to decode */
 };
 
+/* A test's directory with tmp/ (made TMPDIR) and out/ in it. */
+static void make_place(struct place *p)
+{
+	make_test_dir(p->dir, sizeof(p->dir));
+	snprintf(p->tmp, sizeof(p->tmp), "%s/tmp", p->dir);
+	snprintf(p->out, sizeof(p->out), "%s/out", p->dir);
+	snprintf(p->trace, sizeof(p->trace), "%s/t.fxt", p->out);
+	snprintf(p->kept, sizeof(p->kept), "%s/kept", p->dir);
+	cr_assert_eq(mkdir(p->tmp, 0700), 0);
+	cr_assert_eq(mkdir(p->out, 0700), 0);
+	setenv("TMPDIR", p->tmp, 1);
+}
+
 /* `rearview run --backend BACKEND -o out/t.fxt -- busy2 exit-after 300`
  * (kept: with --working-directory), as a process of its own group. */
 static pid_t start_recording(const struct place *p, const char *backend, bool kept, int *out_fd,
@@ -155,14 +168,7 @@ static void killed_runs(const char *backend)
 	fprintf(stderr, "test_leftovers: --backend %s: seed %u (RV_LEFTOVERS_SEED=%u repeats it)\n",
 		backend, seed, seed);
 	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	make_test_dir(p.dir, sizeof(p.dir));
-	snprintf(p.tmp, sizeof(p.tmp), "%s/tmp", p.dir);
-	snprintf(p.out, sizeof(p.out), "%s/out", p.dir);
-	snprintf(p.trace, sizeof(p.trace), "%s/t.fxt", p.out);
-	snprintf(p.kept, sizeof(p.kept), "%s/kept", p.dir);
-	cr_assert_eq(mkdir(p.tmp, 0700), 0);
-	cr_assert_eq(mkdir(p.out, 0700), 0);
-	setenv("TMPDIR", p.tmp, 1);
+	make_place(&p);
 
 	/* a whole run: how long killing may wait, and a capture to decode */
 	began = now_ms();
@@ -258,14 +264,7 @@ Test(leftovers, a_stop_signal_during_decode_leaves_no_partial_trace, .timeout = 
 	require_root("leftovers");
 	fprintf(stderr, "test_leftovers: decode: seed %u (RV_LEFTOVERS_SEED=%u repeats it)\n", seed,
 		seed);
-	make_test_dir(p.dir, sizeof(p.dir));
-	snprintf(p.tmp, sizeof(p.tmp), "%s/tmp", p.dir);
-	snprintf(p.out, sizeof(p.out), "%s/out", p.dir);
-	snprintf(p.trace, sizeof(p.trace), "%s/t.fxt", p.out);
-	snprintf(p.kept, sizeof(p.kept), "%s/kept", p.dir);
-	cr_assert_eq(mkdir(p.tmp, 0700), 0);
-	cr_assert_eq(mkdir(p.out, 0700), 0);
-	setenv("TMPDIR", p.tmp, 1);
+	make_place(&p);
 	pid = start_recording(&p, "sample", true, &out_fd, &err_fd);
 	finish_process(pid, out_fd, err_fd, 60, &r);
 	cr_assert_eq(r.exit_code, 3, "the capture to decode:\n%s", r.err);

@@ -1862,6 +1862,18 @@ const char *fxt_thread_name(const struct fxt_trace *trace, uint64_t pid, uint64_
 	return th ? th->name : NULL;
 }
 
+void fxt_spans_extent(const struct fxt_trace *trace, uint64_t *first_ns, uint64_t *last_ns)
+{
+	*first_ns = UINT64_MAX;
+	*last_ns = 0;
+	for (size_t i = 0; i < trace->nr_spans; i++) {
+		if (trace->spans[i].begin_ns < *first_ns)
+			*first_ns = trace->spans[i].begin_ns;
+		if (trace->spans[i].end_ns > *last_ns)
+			*last_ns = trace->spans[i].end_ns;
+	}
+}
+
 size_t fxt_count_spans(const struct fxt_trace *trace, uint64_t pid, uint64_t tid, const char *name)
 {
 	size_t count = 0;

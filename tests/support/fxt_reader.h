@@ -236,6 +236,9 @@ const struct fxt_thread *fxt_find_thread(const struct fxt_trace *trace, uint64_t
 size_t fxt_count_spans(const struct fxt_trace *trace, uint64_t pid, uint64_t tid, const char *name);
 uint64_t fxt_sum_durations_ns(const struct fxt_trace *trace, uint64_t pid, uint64_t tid,
 			      const char *name);
+/* The earliest begin and the latest end of all spans (no spans: UINT64_MAX
+ * and 0). */
+void fxt_spans_extent(const struct fxt_trace *trace, uint64_t *first_ns, uint64_t *last_ns);
 /* The nth (from 0) matching span in file order, or NULL. */
 const struct fxt_span *fxt_find_span(const struct fxt_trace *trace, uint64_t pid, uint64_t tid,
 				     const char *name, size_t nth);

@@ -134,6 +134,19 @@ Test(pt_session_kernel, keeps_bpf_programs_and_kcore_dir_after_them, .timeout = 
 	remove_tree(dir);
 }
 
+/* A root (temporary directory) whose proc/kallsyms names _stext alone: 26
+ * bytes, and no proc/modules. */
+static void make_kallsyms_root(char *root, size_t size)
+{
+	char path[PATH_MAX + 32];
+
+	make_temp_dir(root, size, "rv-kcoredir");
+	snprintf(path, sizeof(path), "%s/proc", root);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/proc/kallsyms", root);
+	write_file(path, "ffffffff81000000 T _stext\n", 26);
+}
+
 /* A kernel without loadable modules has no /proc/modules: an empty list. */
 Test(pt_session_kernel, kcore_dir_of_a_kernel_without_modules)
 {
@@ -141,11 +154,7 @@ Test(pt_session_kernel, kcore_dir_of_a_kernel_without_modules)
 	struct rv_error err = { 0 };
 	struct stat st;
 
-	make_temp_dir(root, sizeof(root), "rv-kcoredir");
-	snprintf(path, sizeof(path), "%s/proc", root);
-	cr_assert_eq(mkdir(path, 0700), 0);
-	snprintf(path, sizeof(path), "%s/proc/kallsyms", root);
-	write_file(path, "ffffffff81000000 T _stext\n", 26);
+	make_kallsyms_root(root, sizeof(root));
 	cr_assert_eq(rv_pt_engine_copy_kernel_files(root, root, &err), 0, "%s", err.message);
 	snprintf(path, sizeof(path), "%s/kcore_dir/modules", root);
 	cr_assert_eq(stat(path, &st), 0);
@@ -167,11 +176,7 @@ Test(pt_session_kernel, kcore_dir_copies_are_private_over_an_older_one)
 	struct rv_error err = { 0 };
 	struct stat st;
 
-	make_temp_dir(root, sizeof(root), "rv-kcoredir");
-	snprintf(path, sizeof(path), "%s/proc", root);
-	cr_assert_eq(mkdir(path, 0700), 0);
-	snprintf(path, sizeof(path), "%s/proc/kallsyms", root);
-	write_file(path, "ffffffff81000000 T _stext\n", 26);
+	make_kallsyms_root(root, sizeof(root));
 	snprintf(path, sizeof(path), "%s/kcore_dir", root);
 	cr_assert_eq(mkdir(path, 0755), 0);
 	cr_assert_eq(chmod(path, 0755), 0);
