@@ -70,6 +70,7 @@ int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options
 	d.config.begin = (uint8_t *)buf;
 	d.config.end = (uint8_t *)buf + size;
 	stats->bytes = size;
+	stats->libipt_bytes = size; /* until the fast walker takes chunks */
 
 	d.next_begin = size ? ptd_find_psb(d.buf, size, 0, &d.config, &first) : 0;
 	d.next_first = first;
@@ -98,6 +99,10 @@ void rv_pt_stats_merge(struct rv_pt_stats *a, const struct rv_pt_stats *b)
 	a->overflows += b->overflows;
 	a->nomap += b->nomap;
 	a->skipped_bytes += b->skipped_bytes;
+	a->fast_bytes += b->fast_bytes;
+	a->libipt_bytes += b->libipt_bytes;
+	a->handoffs += b->handoffs;
+	a->cache_bytes += b->cache_bytes;
 	if (b->first_time && (!a->first_time || b->first_time < a->first_time))
 		a->first_time = b->first_time;
 	if (b->last_time > a->last_time)

@@ -108,6 +108,16 @@ struct rv_pt_function_span {
  * holds: most jumps stay in the function of the one before. Called from the
  * decoding threads; must only read, and must be sure: a jump between
  * functions (a tail call) that is dropped is lost from the trace. */
+/* Which walker decodes (--decoder). */
+enum rv_pt_decoder_choice {
+	/* The default: the cached walk on libipt's query decoder (pt_fast.c),
+	 * which hands a chunk it does not model (an error, an overflow, a
+	 * TSX, PTWRITE or VMCS event, code it cannot read) to libipt's block
+	 * decoder: the events are the same either way. */
+	RV_PT_DECODER_FAST = 0,
+	RV_PT_DECODER_LIBIPT, /* libipt's block decoder alone (--decoder libipt) */
+};
+
 typedef bool (*rv_pt_function_at_fn)(void *ctx, uint32_t pid, uint64_t time, uint64_t addr,
 				     struct rv_pt_function_span *out);
 
@@ -153,6 +163,8 @@ struct rv_pt_decode_options {
 	 * libipt's block would recurse until the stack overflows.) */
 	bool ignore_jumps;
 
+	enum rv_pt_decoder_choice decoder;
+
 	unsigned jobs;	    /* decoding threads, the calling one included; 0 or 1: it only */
 	size_t chunk_bytes; /* 0: the default (256 KiB) */
 
@@ -182,6 +194,12 @@ struct rv_pt_stats {
 	uint64_t overflows;		/* OVF packets */
 	uint64_t nomap;			/* errors that were code missing from the image */
 	uint64_t skipped_bytes;		/* trace between an error and the next PSB */
+	/* Which walker decoded the bytes (fast_bytes + libipt_bytes == bytes):
+	 * a chunk the fast walker handed over counts as libipt's. */
+	uint64_t fast_bytes, libipt_bytes;
+	uint64_t handoffs;    /* chunks the fast walker handed to the block decoder */
+	uint64_t cache_bytes; /* the fast walker's caches at their largest, summed
+			       * over the decoding threads */
 	uint64_t first_time, last_time; /* capture clock of the first and last event; 0 if none */
 	struct rv_pt_error_site sites[RV_PT_MAX_ERROR_SITES]; /* the first errors */
 	size_t nr_sites;
