@@ -3,6 +3,7 @@
 #include "decode/pt_code.h"
 
 #include <Zydis/Zydis.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,9 +131,31 @@ static enum rv_pt_insn_class classify(const ZydisDecodedInstruction *insn)
 	default:
 		break;
 	}
-	if (insn->meta.category == ZYDIS_CATEGORY_COND_BR)
+	/* XBEGIN's relative operand is where an abort goes, not a branch:
+	 * libipt does not count it as one either */
+	if (insn->meta.category == ZYDIS_CATEGORY_COND_BR && insn->mnemonic != ZYDIS_MNEMONIC_XBEGIN)
 		return RV_PT_INSN_COND;
 	return RV_PT_INSN_OTHER;
+}
+
+static unsigned special(const ZydisDecodedInstruction *insn)
+{
+	switch (insn->mnemonic) {
+	case ZYDIS_MNEMONIC_PTWRITE:
+	case ZYDIS_MNEMONIC_VMLAUNCH:
+	case ZYDIS_MNEMONIC_VMRESUME:
+	case ZYDIS_MNEMONIC_VMCALL:
+	case ZYDIS_MNEMONIC_VMPTRLD:
+		return RV_PT_INSN_SPECIAL;
+	case ZYDIS_MNEMONIC_MOV:
+		/* mov cr3, reg: the only MOV with a control register's
+		 * encoding (0f 22) that writes CR3 */
+		if (insn->opcode_map == ZYDIS_OPCODE_MAP_0F && insn->opcode == 0x22)
+			return RV_PT_INSN_SPECIAL;
+		return 0;
+	default:
+		return 0;
+	}
 }
 
 static const ZydisDecoder *decoder_for(const struct rv_pt_code *c, enum pt_exec_mode mode)
@@ -205,4 +228,37 @@ const struct rv_pt_insn *rv_pt_code_get(struct rv_pt_code *c, int isid, uint64_t
 	s->insn.disp = insn.raw.imm[0].is_relative ? (int32_t)insn.raw.imm[0].value.s : 0;
 	c->used++;
 	return &s->insn;
+}
+
+/* Zydis's decoders hold only their settings: one set serves every thread. */
+static struct rv_pt_code shared_decoders;
+static bool shared_ok;
+static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
+
+static void init_shared(void)
+{
+	shared_ok = ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder64,
+						  ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) &&
+		    ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder32,
+						  ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
+						  ZYDIS_STACK_WIDTH_32)) &&
+		    ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder16,
+						  ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
+						  ZYDIS_STACK_WIDTH_16));
+}
+
+bool rv_pt_insn_decode(const uint8_t *bytes, size_t size, enum pt_exec_mode mode,
+		       struct rv_pt_insn *out, unsigned *flags)
+{
+	ZydisDecodedInstruction insn;
+
+	pthread_once(&shared_once, init_shared);
+	if (!shared_ok || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(
+				  decoder_for(&shared_decoders, mode), NULL, bytes, size, &insn)))
+		return false;
+	out->size = insn.length;
+	out->cls = (uint8_t)classify(&insn);
+	out->disp = insn.raw.imm[0].is_relative ? (int32_t)insn.raw.imm[0].value.s : 0;
+	*flags = special(&insn);
+	return true;
 }

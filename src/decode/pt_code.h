@@ -10,6 +10,8 @@
 #ifndef RV_DECODE_PT_CODE_H
 #define RV_DECODE_PT_CODE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <intel-pt.h>
@@ -53,6 +55,18 @@ void rv_pt_code_free(struct rv_pt_code *c);
 const struct rv_pt_insn *rv_pt_code_get(struct rv_pt_code *c, int isid, uint64_t ip,
 					enum pt_exec_mode mode, const uint8_t *raw,
 					uint8_t raw_size);
+
+/* What libipt's decoder treats apart from an instruction's transfer: events
+ * bind to these (PTWRITE; MOV to CR3 for paging; VMLAUNCH, VMRESUME,
+ * VMCALL and VMPTRLD for VMCS), and a walker that does not model those
+ * events must not walk past them (pt_fast.c). */
+#define RV_PT_INSN_SPECIAL 0x1u
+
+/* Decodes the instruction at the start of bytes[0, size), run in mode,
+ * without caching it: true with *out and *flags (RV_PT_INSN_SPECIAL) set,
+ * false when the bytes do not begin with a whole instruction. */
+bool rv_pt_insn_decode(const uint8_t *bytes, size_t size, enum pt_exec_mode mode,
+		       struct rv_pt_insn *out, unsigned *flags);
 
 /* Instructions decoded (cache misses), for tests. */
 uint64_t rv_pt_code_decoded(const struct rv_pt_code *c);

@@ -70,7 +70,7 @@ int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options
 	d.config.begin = (uint8_t *)buf;
 	d.config.end = (uint8_t *)buf + size;
 	stats->bytes = size;
-	stats->libipt_bytes = size; /* until the fast walker takes chunks */
+	stats->libipt_bytes = size; /* a chunk the fast walker decodes moves to fast_bytes */
 
 	d.next_begin = size ? ptd_find_psb(d.buf, size, 0, &d.config, &first) : 0;
 	d.next_first = first;

@@ -5,7 +5,9 @@
  *                 (errata, the block decoder's flags), and the helpers of
  *                 pt_decoder.h (stats, packets, --cpu, error texts)
  *   pt_psb.c      PSB+ headers: finding them and reading what they hold
- *   pt_walk.c     one chunk's walk with libipt's block decoder, into records
+ *   pt_walk.c     one chunk's walk with libipt's block decoder, or with
+ *                 the fast walker (pt_fast.c) and libipt's where it hands
+ *                 the chunk over, into records
  *   pt_pool.c     the chunks, the decoding threads, and the sink's side:
  *                 records into rv_events in buffer order, seams stitched
  *
@@ -119,6 +121,8 @@ struct ptd_chunk {
 	bool claimed; /* a thread decodes it */
 	bool done;
 	bool passed_next; /* the decoder reached next.ip past its last packet */
+	bool fast;	  /* the fast walker decoded it all */
+	bool handoff;	  /* the fast walker handed it to libipt's decoder */
 	uint64_t insns, blocks, skipped_bytes;
 	uint64_t dropped_jumps; /* jumps inside one function, not emitted */
 	int status;

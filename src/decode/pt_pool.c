@@ -243,6 +243,11 @@ static void finish_chunk_stats(struct ptd_decode *d, const struct ptd_chunk *ch)
 	d->stats->blocks += ch->blocks;
 	d->stats->jumps += ch->dropped_jumps;
 	d->stats->skipped_bytes += ch->skipped_bytes;
+	if (ch->fast) {
+		d->stats->fast_bytes += ch->end - ch->begin;
+		d->stats->libipt_bytes -= ch->end - ch->begin;
+	}
+	d->stats->handoffs += ch->handoff;
 	d->insns_total += ch->insns;
 	d->prev_passed = ch->passed_next;
 }

@@ -24,6 +24,7 @@
 #include "decode/pt_code.h"
 #include "decode/pt_decoder.h"
 #include "decode/pt_decoder_internal.h"
+#include "decode/pt_fast.h"
 #include "util/array.h"
 
 /* Blocks walked past a chunk's last packet without reaching the next PSB's
@@ -61,6 +62,8 @@ struct length_slot {
 struct ptd_thread {
 	struct length_slot lengths[LENGTH_CACHE_SIZE];
 	struct rv_pt_code *code;
+	struct rv_fast_cache *fast; /* the fast walker's blocks; NULL: libipt's only */
+	uint64_t *cache_bytes;	    /* the stats' cache_bytes, added to at the end */
 	const struct rv_pt_decode_options *options;
 	struct pt_image_section_cache *iscache; /* the thread's, with populate */
 	bool copy_images;
@@ -134,8 +137,14 @@ struct walker {
 	struct ptd_thread *thread;
 	struct rv_pt_code *code;
 	struct ptd_chunk *ch;
-	struct pt_block_decoder *dec;
+	struct pt_block_decoder *dec; /* libipt's, or ... */
+	struct rv_fast *fast;	      /* ... the fast walker's (pt_fast.h) */
 	struct ptd_page *page;
+	/* Records emitted in this chunk, and how many to skip: a chunk the
+	 * fast walker hands over is decoded again from its start by libipt's
+	 * decoder, whose first records are those already emitted. */
+	uint64_t emitted, skip;
+	bool handoff; /* the fast walker handed the chunk over */
 
 	struct pending pend;
 	bool pend_fresh; /* pend is the block's just returned: no event since */
@@ -225,6 +234,11 @@ static inline bool put(struct walker *w, uint8_t type, uint8_t kind, uint8_t fla
 	struct ptd_page *p = w->page;
 	struct ptd_record *r;
 
+	if (__builtin_expect(w->skip != 0, 0)) {
+		w->skip--;
+		return true;
+	}
+	w->emitted++;
 	if (__builtin_expect(!p || p->nr == PTD_PAGE_RECORDS, 0)) {
 		r = slot_slow(w);
 		if (!r)
@@ -256,13 +270,29 @@ static inline bool put(struct walker *w, uint8_t type, uint8_t kind, uint8_t fla
 	return true;
 }
 
+/* ---- the decoder: libipt's block decoder or the fast walker ---- */
+
+static int dec_offset(const struct walker *w, uint64_t *offset)
+{
+	return w->fast ? rv_fast_get_offset(w->fast, offset) : pt_blk_get_offset(w->dec, offset);
+}
+
+static int dec_sync_offset(const struct walker *w, uint64_t *offset)
+{
+	return w->fast ? rv_fast_get_sync_offset(w->fast, offset)
+		       : pt_blk_get_sync_offset(w->dec, offset);
+}
+
 static uint64_t now(const struct walker *w)
 {
 	uint64_t t = 0;
 	uint32_t lost_mtc, lost_cyc;
 
 	/* -pte_no_time still gives libipt's relative time. */
-	(void)pt_blk_time(w->dec, &t, &lost_mtc, &lost_cyc);
+	if (w->fast)
+		(void)rv_fast_time(w->fast, &t, &lost_mtc, &lost_cyc);
+	else
+		(void)pt_blk_time(w->dec, &t, &lost_mtc, &lost_cyc);
 	return t;
 }
 
@@ -537,7 +567,7 @@ static struct last_branch branch_before_overflow(const struct walker *w, uint64_
 	uint64_t sync = 0;
 	size_t hi = (size_t)limit;
 
-	(void)pt_blk_get_sync_offset(w->dec, &sync);
+	(void)dec_sync_offset(w, &sync);
 	sync += w->ch->begin;
 	if (limit <= sync || limit > w->ch->end)
 		return (struct last_branch){ 0 };
@@ -587,7 +617,7 @@ static uint64_t position(const struct walker *w)
 {
 	uint64_t offset = 0;
 
-	(void)pt_blk_get_offset(w->dec, &offset);
+	(void)dec_offset(w, &offset);
 	offset += w->ch->begin;
 
 	size_t psb = ptd_psb_ending_at(w->d->buf, w->ch->end, (size_t)offset, &w->d->config);
@@ -618,7 +648,9 @@ static int resolve_task(struct walker *w, uint64_t tsc)
 	}
 	if (image != w->image) {
 		struct pt_image *own = thread_image(w->thread, image, w->err);
-		int r = image && !own ? -pte_nomem : pt_blk_set_image(w->dec, own);
+		int r = image && !own ? -pte_nomem
+			: w->fast ? rv_fast_set_image(w->fast, own)
+				  : pt_blk_set_image(w->dec, own);
 
 		if (image && !own) {
 			w->status = w->err && w->err->code ? -w->err->code : -ENOMEM;
@@ -649,7 +681,7 @@ static int after_sync(struct walker *w, int status, enum begin_state begin)
 	w->in_tx = false;
 	w->tail_blocks = 0;
 	w->begin = (status & pts_ip_suppressed) ? BEGIN_NONE : begin;
-	(void)pt_blk_get_sync_offset(w->dec, &sync);
+	(void)dec_sync_offset(w, &sync);
 	sync += w->ch->begin;
 	if (sync == w->ch->begin)
 		info = w->ch->first;
@@ -784,6 +816,19 @@ static int64_t insns_before(struct walker *w, const struct pt_block *b, uint64_t
 	return -1;
 }
 
+/* One more block walked past the chunk's last packet: true (and the walk
+ * stops) past MAX_TAIL_BLOCKS. The fast walker's blocks are cut at other
+ * places than libipt's, so it stops sooner and hands the chunk over:
+ * libipt's decoder decides where such a walk ends. */
+static bool tail_too_long(struct walker *w)
+{
+	if (++w->tail_blocks <= (w->fast ? MAX_TAIL_BLOCKS / 4 : MAX_TAIL_BLOCKS))
+		return false;
+	w->handoff = w->fast != NULL;
+	w->stop = true;
+	return true;
+}
+
 static void on_block(struct walker *w, const struct pt_block *b, int status)
 {
 	struct ptd_chunk *ch = w->ch;
@@ -814,12 +859,9 @@ static void on_block(struct walker *w, const struct pt_block *b, int status)
 			w->stop = true;
 			return;
 		}
-		if (++w->tail_blocks > MAX_TAIL_BLOCKS) {
-			w->stop = true;
+		if (tail_too_long(w))
 			return;
-		}
-	} else if (w->at_eos && ++w->tail_blocks > MAX_TAIL_BLOCKS) {
-		w->stop = true;
+	} else if (w->at_eos && tail_too_long(w)) {
 		return;
 	}
 	resolve_pending(w, b->ip);
@@ -898,7 +940,7 @@ static void on_event(struct walker *w, const struct pt_event *ev)
 	case ptev_overflow: {
 		uint64_t offset = 0, to;
 
-		(void)pt_blk_get_offset(w->dec, &offset);
+		(void)dec_offset(w, &offset);
 		to = overflow_target(w, w->ch->begin + offset);
 		resolve_pending(w, to);
 		if (to)
@@ -945,8 +987,8 @@ static int on_error(struct walker *w, int code)
 	uint64_t offset = 0, sync = 0, abs_offset;
 	int status;
 
-	(void)pt_blk_get_offset(w->dec, &offset);
-	(void)pt_blk_get_sync_offset(w->dec, &sync);
+	(void)dec_offset(w, &offset);
+	(void)dec_sync_offset(w, &sync);
 	abs_offset = ch->begin + offset;
 	resolve_pending(w, pending_target(w));
 	w->pend.valid = false;
@@ -975,7 +1017,7 @@ static int on_error(struct walker *w, int code)
 			return -pte_eos;
 		}
 		/* A damaged PSB+: report it and look for the next one. */
-		(void)pt_blk_get_offset(w->dec, &offset);
+		(void)dec_offset(w, &offset);
 		emit_error(w, status, false, ch->begin + offset, 0, w->time);
 		sync = offset;
 	}
@@ -986,7 +1028,7 @@ static int drain_events(struct walker *w, int status)
 	while (status >= 0 && (status & pts_event_pending) && !w->stop) {
 		struct pt_event ev;
 
-		status = pt_blk_event(w->dec, &ev, sizeof(ev));
+		status = w->fast ? rv_fast_event(w->fast, &ev) : pt_blk_event(w->dec, &ev, sizeof(ev));
 		if (status < 0)
 			break;
 		on_event(w, &ev);
@@ -1007,9 +1049,13 @@ static bool stalled(struct walker *w, uint32_t ninsn)
 	w->stall_insns += ninsn;
 	/* The offset only grows, so looking every STALL_CHECK blocks tells
 	 * as well whether it moved in between, at a fraction of the cost. */
-	if (++w->stall_tick % STALL_CHECK && w->stall_insns <= MAX_STALL_INSNS)
+	/* the fast walker's limits are lower (see tail_too_long) */
+	uint64_t max_insns = w->fast ? MAX_STALL_INSNS / 4 : MAX_STALL_INSNS;
+	uint32_t max_blocks = w->fast ? MAX_TAIL_BLOCKS / 4 : MAX_TAIL_BLOCKS;
+
+	if (++w->stall_tick % STALL_CHECK && w->stall_insns <= max_insns)
 		return false;
-	if (pt_blk_get_offset(w->dec, &offset) < 0)
+	if (dec_offset(w, &offset) < 0)
 		return false;
 	if (offset != w->stall_offset) {
 		w->stall_offset = offset;
@@ -1018,10 +1064,13 @@ static bool stalled(struct walker *w, uint32_t ninsn)
 		return false;
 	}
 	w->stall_blocks += STALL_CHECK;
-	return w->stall_blocks > MAX_TAIL_BLOCKS || w->stall_insns > MAX_STALL_INSNS;
+	return w->stall_blocks > max_blocks || w->stall_insns > max_insns;
 }
 
-static void decode_chunk(struct walker *w)
+/* One pass over the chunk, with libipt's block decoder or (fast) the fast
+ * walker. A fast pass that meets what it does not model stops with
+ * w->handoff set, having emitted only records libipt's pass emits too. */
+static void walk(struct walker *w, bool fast)
 {
 	struct ptd_decode *d = w->d;
 	struct ptd_chunk *ch = w->ch;
@@ -1031,13 +1080,23 @@ static void decode_chunk(struct walker *w)
 
 	config.begin = (uint8_t *)d->buf + ch->begin;
 	config.end = (uint8_t *)d->buf + ch->end;
-	w->dec = pt_blk_alloc_decoder(&config);
-	if (!w->dec) {
-		w->status = rv_error_set(w->err, ENOMEM, "cannot set up libipt's block decoder");
-		return;
+	if (fast) {
+		w->fast = rv_fast_alloc(&config, w->thread->fast);
+		if (!w->fast) {
+			w->status = rv_error_set(w->err, ENOMEM, "cannot set up the fast PT walker");
+			return;
+		}
+		status = rv_fast_sync_set(w->fast, 0);
+	} else {
+		w->dec = pt_blk_alloc_decoder(&config);
+		if (!w->dec) {
+			w->status = rv_error_set(w->err, ENOMEM,
+						 "cannot set up libipt's block decoder");
+			return;
+		}
+		status = pt_blk_sync_set(w->dec, 0);
 	}
 	w->image = NULL;
-	status = pt_blk_sync_set(w->dec, 0);
 	if (status >= 0 && after_sync(w, status, BEGIN_SEAM) < 0)
 		w->stop = true;
 
@@ -1045,6 +1104,10 @@ static void decode_chunk(struct walker *w)
 		if (status < 0) {
 			if (status == -pte_eos)
 				break;
+			if (fast) {
+				w->handoff = true;
+				break;
+			}
 			status = on_error(w, status);
 			if (status >= 0 && after_sync(w, status, BEGIN_REAL) < 0)
 				break;
@@ -1064,7 +1127,12 @@ static void decode_chunk(struct walker *w)
 		if (w->time >= w->image_until && resolve_task(w, w->time) < 0)
 			break;
 		/* libipt zeroes the block first, also on errors */
-		status = pt_blk_next(w->dec, &block, sizeof(block));
+		status = fast ? rv_fast_next(w->fast, &block)
+			      : pt_blk_next(w->dec, &block, sizeof(block));
+		if (fast && status == RV_FAST_HANDOFF) {
+			w->handoff = true;
+			break;
+		}
 		on_block(w, &block, status);
 		if (status >= 0 && (status & pts_eos))
 			w->at_eos = true;
@@ -1074,6 +1142,57 @@ static void decode_chunk(struct walker *w)
 			d->stop = true;
 			break;
 		}
+	}
+	if (w->fast) {
+		rv_fast_free(w->fast);
+		w->fast = NULL;
+	} else {
+		pt_blk_free_decoder(w->dec);
+		w->dec = NULL;
+	}
+}
+
+/* The walker's state as a chunk begins (what it keeps from chunk to chunk
+ * and pass to pass: its thread, page, function cache and status). */
+static void restart(struct walker *w)
+{
+	struct walker keep = *w;
+
+	memset(w, 0, sizeof(*w));
+	w->d = keep.d;
+	w->thread = keep.thread;
+	w->code = keep.code;
+	w->ch = keep.ch;
+	w->err = keep.err;
+	w->page = keep.page;
+	w->function = keep.function;
+	w->status = keep.status;
+	w->direct = keep.direct;
+	w->ignore_jumps = keep.ignore_jumps;
+	w->pid = keep.d->options->pid;
+}
+
+static void decode_chunk(struct walker *w)
+{
+	struct ptd_decode *d = w->d;
+	struct ptd_chunk *ch = w->ch;
+
+	if (w->thread->fast) {
+		walk(w, true);
+		if (w->handoff && w->status >= 0 && !d->stop) {
+			/* libipt's decoder again from the chunk's start, past
+			 * the records the fast walker emitted */
+			uint64_t emitted = w->emitted;
+
+			restart(w);
+			w->skip = emitted;
+			ch->handoff = true;
+			walk(w, false);
+		} else {
+			ch->fast = !w->handoff;
+		}
+	} else {
+		walk(w, false);
 	}
 	if (w->status >= 0 && w->page && w->page->nr) {
 		int r = publish(w);
@@ -1085,8 +1204,6 @@ static void decode_chunk(struct walker *w)
 		ptd_page_put(d, w->page);
 		w->page = NULL;
 	}
-	pt_blk_free_decoder(w->dec);
-	w->dec = NULL;
 	ch->insns += w->insns;
 	ch->blocks += w->blocks;
 	ch->dropped_jumps += w->dropped_jumps;
@@ -1131,6 +1248,15 @@ int ptd_thread_new(struct ptd_thread **out, const struct ptd_decode *d, bool cop
 		}
 	}
 	t->code = rv_pt_code_new(t->iscache ? t->iscache : d->options->iscache);
+	t->cache_bytes = &d->stats->cache_bytes;
+	/* max_insns stops at a block: libipt's blocks, for tests that count */
+	if (t->code && d->options->decoder == RV_PT_DECODER_FAST && !d->options->max_insns) {
+		t->fast = rv_fast_cache_new();
+		if (!t->fast) {
+			rv_pt_code_free(t->code);
+			t->code = NULL;
+		}
+	}
 	if (!t->code) {
 		pt_iscache_free(t->iscache);
 		free(t);
@@ -1147,6 +1273,10 @@ void ptd_thread_free(struct ptd_thread *t)
 	for (size_t i = 0; i < t->nr_images; i++)
 		pt_image_free(t->images[i].copy);
 	free(t->images);
+	if (t->fast) {
+		__atomic_add_fetch(t->cache_bytes, rv_fast_cache_bytes(t->fast), __ATOMIC_RELAXED);
+		rv_fast_cache_free(t->fast);
+	}
 	rv_pt_code_free(t->code);
 	pt_iscache_free(t->iscache);
 	free(t);

@@ -1,0 +1,1010 @@
+/* pt_fast.c: libipt's block decoder's walk over its query decoder, with a
+ * basic-block cache (see pt_fast.h for the contract).
+ *
+ * The state and the order of the queries follow libipt's block decoder
+ * (libipt/src/pt_block_decoder.c of libipt 2.0): the current IP, the
+ * execution mode, whether tracing is enabled, the last query status, the
+ * event in process, and the return-address stack for compressed returns.
+ * What differs is how the code between two queries is found: a basic block
+ * looked up by address in this thread's cache (decoded once with Zydis from
+ * the section's bytes), not an instruction at a time.
+ *
+ * Not here: what the blocks and events mean (pt_walk.c), which section
+ * holds an address (pt_sections.c), instruction classes (pt_code.c).
+ */
+#include "decode/pt_fast.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/pt_code.h"
+#include "decode/pt_sections.h"
+
+#include <stdio.h>
+static int dbg_handoff(int line)
+{
+	if (getenv("RV_FAST_DEBUG"))
+		fprintf(stderr, "handoff at pt_fast.c:%d\n", line);
+	return RV_FAST_HANDOFF;
+}
+#define HANDOFF dbg_handoff(__LINE__)
+
+/* Instructions in one basic block at most: a longer straight run is cut
+ * (without a transfer; the walker sees nothing of the cut). */
+#define MAX_BB_INSNS 4096u
+/* Bytes read from a section at a time while decoding a block. */
+#define READ_BYTES 512u
+#define INITIAL_SLOTS (1u << 12)
+/* libipt's return-address stack: the last 64 calls. */
+#define RETSTACK 64u
+
+/* How a basic block ends. */
+enum bb_end {
+	BB_FALL,     /* no transfer: the section ended or the block was cut */
+	BB_COND,     /* jcc, loop, jrcxz */
+	BB_JUMP,     /* direct near jmp */
+	BB_CALL,     /* direct near call */
+	BB_JUMP_IND, /* indirect near jmp */
+	BB_CALL_IND, /* indirect near call */
+	BB_RETURN,   /* near ret */
+	BB_FAR,	     /* far transfers, syscalls, interrupts and their returns */
+	BB_SPECIAL,  /* an instruction events bind to (RV_PT_INSN_SPECIAL) */
+};
+
+struct bb {
+	uint64_t ip;	 /* the first instruction */
+	uint64_t end_ip; /* the last one (the transfer) */
+	uint64_t next;	 /* BB_FALL: the address after the last instruction */
+	uint32_t image;	 /* the image snapshot's id; 0: the slot is empty */
+	uint32_t ninsn;
+	int isid;
+	int32_t disp;	/* direct transfers: target = end_ip + size + disp */
+	uint8_t end;	/* enum bb_end */
+	uint8_t size;	/* of the last instruction */
+	uint8_t iclass; /* libipt's class of the last instruction */
+};
+
+/* A snapshot of one image's sections, with an id for the blocks' keys. */
+struct snapshot {
+	const struct pt_image *image;
+	uint64_t generation;
+	uint32_t id;
+	struct rv_pt_section_list list;
+};
+
+struct rv_fast_cache {
+	struct bb *slots;
+	size_t mask, used;
+	struct snapshot *snaps;
+	size_t nr_snaps, cap_snaps;
+	uint32_t next_id;
+	uint64_t misses;
+};
+
+struct rv_fast {
+	struct pt_query_decoder *qry;
+	struct rv_fast_cache *cache;
+	struct pt_config config;
+	bool ticks;
+	const struct snapshot *snap;
+
+	uint64_t ip;
+	enum pt_exec_mode mode;
+	int status; /* the last query status */
+	bool enabled, process_event;
+	struct pt_event event;
+	uint64_t retstack[RETSTACK];
+	uint32_t ret_top, ret_nr;
+};
+
+/* ---- the cache ---- */
+
+struct rv_fast_cache *rv_fast_cache_new(void)
+{
+	struct rv_fast_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->slots = calloc(INITIAL_SLOTS, sizeof(*c->slots));
+	if (!c->slots) {
+		free(c);
+		return NULL;
+	}
+	c->mask = INITIAL_SLOTS - 1;
+	c->next_id = 1;
+	return c;
+}
+
+void rv_fast_cache_free(struct rv_fast_cache *c)
+{
+	if (!c)
+		return;
+	if (getenv("RV_FAST_DEBUG"))
+		fprintf(stderr, "fast cache: %zu blocks, %lu misses, %zu slots\n", c->used,
+			(unsigned long)c->misses, c->mask + 1);
+	for (size_t i = 0; i < c->nr_snaps; i++)
+		free(c->snaps[i].list.sections);
+	free(c->snaps);
+	free(c->slots);
+	free(c);
+}
+
+size_t rv_fast_cache_bytes(const struct rv_fast_cache *c)
+{
+	size_t n = sizeof(*c) + (c->mask + 1) * sizeof(*c->slots) +
+		   c->cap_snaps * sizeof(*c->snaps);
+
+	for (size_t i = 0; i < c->nr_snaps; i++)
+		n += c->snaps[i].list.nr * sizeof(*c->snaps[i].list.sections);
+	return n;
+}
+
+uint64_t rv_fast_cache_misses(const struct rv_fast_cache *c)
+{
+	return c->misses;
+}
+
+static inline size_t slot_of(uint64_t ip, uint32_t image, size_t mask)
+{
+	uint64_t h = ip ^ ((uint64_t)image << 48);
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 32;
+	return (size_t)h & mask;
+}
+
+static bool grow(struct rv_fast_cache *c)
+{
+	size_t mask = c->mask * 2 + 1;
+	struct bb *slots = calloc(mask + 1, sizeof(*slots));
+
+	if (!slots)
+		return false;
+	for (size_t i = 0; i <= c->mask; i++) {
+		const struct bb *b = &c->slots[i];
+
+		if (!b->image)
+			continue;
+		size_t j = slot_of(b->ip, b->image, mask);
+
+		while (slots[j].image)
+			j = (j + 1) & mask;
+		slots[j] = *b;
+	}
+	free(c->slots);
+	c->slots = slots;
+	c->mask = mask;
+	return true;
+}
+
+/* The snapshot of image, taken now if the cache has none that is current;
+ * NULL when the image is unknown to the registry or memory is short. */
+static const struct snapshot *snapshot_of(struct rv_fast_cache *c, const struct pt_image *image)
+{
+	uint64_t generation = rv_pt_sections_generation(image);
+
+	if (!generation)
+		return NULL;
+	for (size_t i = 0; i < c->nr_snaps; i++) {
+		if (c->snaps[i].image == image && c->snaps[i].generation == generation)
+			return &c->snaps[i];
+	}
+	if (c->nr_snaps == c->cap_snaps) {
+		size_t cap = c->cap_snaps ? c->cap_snaps * 2 : 4;
+		struct snapshot *snaps = realloc(c->snaps, cap * sizeof(*snaps));
+
+		if (!snaps)
+			return NULL;
+		c->snaps = snaps;
+		c->cap_snaps = cap;
+	}
+
+	struct snapshot *s = &c->snaps[c->nr_snaps];
+
+	memset(s, 0, sizeof(*s));
+	if (rv_pt_sections_get(image, &s->list) < 0)
+		return NULL;
+	s->image = image;
+	s->generation = rv_pt_sections_generation(image);
+	s->id = c->next_id++;
+	c->nr_snaps++;
+	return s;
+}
+
+static uint8_t iclass_of(uint8_t cls)
+{
+	switch (cls) {
+	case RV_PT_INSN_COND:
+		return ptic_cond_jump;
+	case RV_PT_INSN_JUMP:
+	case RV_PT_INSN_JUMP_IND:
+		return ptic_jump;
+	case RV_PT_INSN_CALL:
+	case RV_PT_INSN_CALL_IND:
+		return ptic_call;
+	case RV_PT_INSN_RETURN:
+		return ptic_return;
+	case RV_PT_INSN_SYSCALL:
+	case RV_PT_INSN_SOFT_INT:
+	case RV_PT_INSN_FAR_CALL:
+		return ptic_far_call;
+	case RV_PT_INSN_SYSRET:
+	case RV_PT_INSN_IRET:
+	case RV_PT_INSN_FAR_RETURN:
+		return ptic_far_return;
+	case RV_PT_INSN_FAR_JUMP:
+		return ptic_far_jump;
+	default:
+		return ptic_other;
+	}
+}
+
+static uint8_t end_of(uint8_t cls)
+{
+	switch (cls) {
+	case RV_PT_INSN_COND:
+		return BB_COND;
+	case RV_PT_INSN_JUMP:
+		return BB_JUMP;
+	case RV_PT_INSN_CALL:
+		return BB_CALL;
+	case RV_PT_INSN_JUMP_IND:
+		return BB_JUMP_IND;
+	case RV_PT_INSN_CALL_IND:
+		return BB_CALL_IND;
+	case RV_PT_INSN_RETURN:
+		return BB_RETURN;
+	case RV_PT_INSN_OTHER:
+		return BB_FALL;
+	default:
+		return BB_FAR;
+	}
+}
+
+/* Decodes the basic block at ip of snapshot s into *out; false when it
+ * cannot be (no section, unreadable or undecodable bytes, an instruction
+ * cut by the section's end): libipt's block decoder then has an error to
+ * report, which is its business. */
+static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_t ip,
+		      struct bb *out)
+{
+	uint64_t end;
+	const struct rv_pt_section *sec = rv_pt_section_at(&s->list, ip, &end);
+	uint8_t buf[READ_BYTES];
+	size_t have = 0, at = 0;
+	uint64_t base = ip, cur = ip;
+
+	if (!sec || !sec->iscache)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->ip = ip;
+	out->image = s->id;
+	out->isid = sec->isid;
+	for (;;) {
+		if (cur >= end) {
+			/* the section (or the part of it this image shows)
+			 * ends: the block does too, as libipt's */
+			out->end = BB_FALL;
+			out->next = cur;
+			out->iclass = ptic_other;
+			return out->ninsn > 0;
+		}
+		if (have - at < pt_max_insn_size && base + have < end) {
+			/* refill from cur */
+			uint64_t want = end - cur < READ_BYTES ? end - cur : READ_BYTES;
+			int n = pt_iscache_read(sec->iscache, buf, want, sec->isid, cur);
+
+			if (n <= 0)
+				return false;
+			base = cur;
+			have = (size_t)n;
+			at = 0;
+		}
+
+		struct rv_pt_insn insn;
+		unsigned flags = 0;
+
+		if (!rv_pt_insn_decode(buf + at, have - at, ptem_64bit, &insn, &flags))
+			return false; /* not an instruction, or cut by the end */
+		out->ninsn++;
+		out->end_ip = cur;
+		out->size = insn.size;
+		out->disp = insn.disp;
+		if (flags & RV_PT_INSN_SPECIAL) {
+			out->end = BB_SPECIAL;
+			out->iclass = ptic_error;
+			return true;
+		}
+		if (insn.cls != RV_PT_INSN_OTHER) {
+			out->end = end_of(insn.cls);
+			out->iclass = iclass_of(insn.cls);
+			return true;
+		}
+		cur += insn.size;
+		at += insn.size;
+		if (out->ninsn >= MAX_BB_INSNS) {
+			out->end = BB_FALL;
+			out->next = cur;
+			out->iclass = ptic_other;
+			return true;
+		}
+	}
+}
+
+/* The basic block at ip in the current image; NULL when there is none. */
+static inline const struct bb *bb_at(struct rv_fast *f, uint64_t ip)
+{
+	struct rv_fast_cache *c = f->cache;
+	uint32_t id;
+	size_t i;
+
+	if (__builtin_expect(!f->snap || f->mode != ptem_64bit, 0))
+		return NULL;
+	id = f->snap->id;
+	for (i = slot_of(ip, id, c->mask);; i = (i + 1) & c->mask) {
+		const struct bb *b = &c->slots[i];
+
+		if (b->ip == ip && b->image == id)
+			return b;
+		if (!b->image)
+			break;
+	}
+
+	struct bb fresh;
+
+	c->misses++;
+	if (!decode_bb(c, f->snap, ip, &fresh))
+		return NULL;
+	if ((c->used + 1) * 2 > c->mask) {
+		if (!grow(c))
+			return NULL;
+		i = slot_of(ip, id, c->mask);
+		while (c->slots[i].image)
+			i = (i + 1) & c->mask;
+	}
+	c->slots[i] = fresh;
+	c->used++;
+	return &c->slots[i];
+}
+
+/* ---- the decoder: libipt's block decoder's state and flow ---- */
+
+static void retstack_push(struct rv_fast *f, uint64_t ip)
+{
+	f->retstack[f->ret_top] = ip;
+	f->ret_top = (f->ret_top + 1) % RETSTACK;
+	if (f->ret_nr < RETSTACK)
+		f->ret_nr++;
+}
+
+static bool retstack_pop(struct rv_fast *f, uint64_t *ip)
+{
+	if (!f->ret_nr)
+		return false;
+	f->ret_top = (f->ret_top + RETSTACK - 1) % RETSTACK;
+	f->ret_nr--;
+	*ip = f->retstack[f->ret_top];
+	return true;
+}
+
+struct rv_fast *rv_fast_alloc(const struct pt_config *config, struct rv_fast_cache *cache)
+{
+	struct rv_fast *f;
+	struct pt_config qconfig;
+
+	if (!config->flags.variant.block.end_on_call || !config->flags.variant.block.end_on_jump)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->config = *config;
+	f->cache = cache;
+	f->ticks = config->flags.variant.block.enable_tick_events;
+	/* libipt 2.0's query decoder has no flags of its own. */
+	qconfig = *config;
+	memset(&qconfig.flags, 0, sizeof(qconfig.flags));
+	f->qry = pt_qry_alloc_decoder(&qconfig);
+	if (!f->qry) {
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void rv_fast_free(struct rv_fast *f)
+{
+	if (!f)
+		return;
+	pt_qry_free_decoder(f->qry);
+	free(f);
+}
+
+int rv_fast_get_offset(const struct rv_fast *f, uint64_t *offset)
+{
+	return pt_qry_get_offset(f->qry, offset);
+}
+
+int rv_fast_get_sync_offset(const struct rv_fast *f, uint64_t *offset)
+{
+	return pt_qry_get_sync_offset(f->qry, offset);
+}
+
+int rv_fast_time(struct rv_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	return pt_qry_time(f->qry, time, lost_mtc, lost_cyc);
+}
+
+int rv_fast_set_image(struct rv_fast *f, struct pt_image *image)
+{
+	/* No image, or one the registry does not know: every block lookup
+	 * fails, and the chunk goes to libipt's decoder at the first. */
+	f->snap = image ? snapshot_of(f->cache, image) : NULL;
+	return 0;
+}
+
+static int status_flags(const struct rv_fast *f, int flags)
+{
+	if (!f->enabled)
+		flags |= pts_ip_suppressed;
+	if ((f->status & pts_eos) && !f->process_event)
+		flags |= pts_eos;
+	return flags;
+}
+
+/* libipt's pt_blk_tick: after a TNT or TIP, a tick event when the time
+ * moved since the last event. */
+static int tick(struct rv_fast *f, uint64_t ip)
+{
+	uint64_t tsc = 0;
+	uint32_t lost_mtc = 0, lost_cyc = 0;
+	int r;
+
+	if (!f->enabled)
+		return HANDOFF;
+	if (f->process_event)
+		return 0;
+	r = pt_qry_time(f->qry, &tsc, &lost_mtc, &lost_cyc);
+	if (r < 0 && r != -pte_no_time)
+		return HANDOFF;
+	if (tsc == f->event.tsc)
+		return 0;
+	memset(&f->event, 0, sizeof(f->event));
+	f->event.type = ptev_tick;
+	f->event.variant.tick.ip = ip;
+	f->event.has_tsc = r != -pte_no_time;
+	f->event.tsc = tsc;
+	f->event.lost_mtc = lost_mtc;
+	f->event.lost_cyc = lost_cyc;
+	f->process_event = true;
+	return 1;
+}
+
+/* Any error but the end of the trace is libipt's to report. */
+static inline int failed(int status)
+{
+	return status == -pte_eos ? status : HANDOFF;
+}
+
+static int query_cond(struct rv_fast *f, int *taken, uint64_t ip)
+{
+	int status = pt_qry_cond_branch(f->qry, taken);
+
+	if (status < 0)
+		return status;
+	if (f->ticks) {
+		int r = tick(f, ip);
+
+		if (r < 0)
+			return r;
+	}
+	return status;
+}
+
+static int query_indirect(struct rv_fast *f, uint64_t *to, uint64_t ip)
+{
+	int status = pt_qry_indirect_branch(f->qry, to);
+
+	if (status < 0)
+		return status;
+	if (f->ticks) {
+		int r = tick(f, ip);
+
+		if (r < 0)
+			return r;
+	}
+	return status;
+}
+
+/* The transfer that ends basic block b, which needs the trace (libipt's
+ * pt_blk_next_ip and the cached flow's queries): sets f->ip and f->status.
+ * The near calls' return addresses are pushed by the caller. Returns 0,
+ * or a negative status. */
+static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
+{
+	int status, taken;
+
+	switch (b->end) {
+	case BB_COND:
+		status = query_cond(f, &taken, b->end_ip);
+		if (status < 0)
+			return failed(status);
+		f->ip = b->end_ip + b->size + (taken ? (uint64_t)(int64_t)b->disp : 0);
+		f->status = status;
+		return 0;
+	case BB_RETURN:
+		status = query_cond(f, &taken, b->end_ip);
+		if (status >= 0) {
+			f->status = status;
+			if (!taken || !retstack_pop(f, &f->ip))
+				return HANDOFF;
+			return 0;
+		}
+		if (status != -pte_bad_query)
+			return failed(status);
+		break;
+	case BB_JUMP_IND:
+	case BB_CALL_IND:
+	case BB_FAR:
+		break;
+	default:
+		return HANDOFF;
+	}
+	status = query_indirect(f, &f->ip, b->end_ip);
+	if (status < 0)
+		return failed(status);
+	f->status = status;
+	/* libipt's two flows disagree on a suppressed IP here (one fails,
+	 * one goes on): not modelled */
+	if (status & pts_ip_suppressed)
+		return HANDOFF;
+	return 0;
+}
+
+/* Fills block with basic block b (the block is empty: one basic block per
+ * block). */
+static inline void take_bb(struct pt_block *block, const struct bb *b)
+{
+	block->isid = b->isid;
+	block->ninsn = (uint16_t)b->ninsn;
+	block->end_ip = b->end_ip;
+	block->iclass = (enum pt_insn_class)b->iclass;
+}
+
+/* Walks basic block b whole and through its transfer when that needs no
+ * trace. Returns 1 when it did (f->ip is where the transfer went), 0 when
+ * b ends without a transfer (f->ip is the next instruction), and
+ * -pte_bad_query when its transfer needs the trace (f->ip is unchanged);
+ * RV_FAST_HANDOFF for an instruction not modelled. */
+static int walk_bb(struct rv_fast *f, const struct bb *b)
+{
+	switch (b->end) {
+	case BB_FALL:
+		f->ip = b->next;
+		return 0;
+	case BB_CALL:
+		/* libipt does not push for a call to the next instruction
+		 * (position-independent code reading its address) */
+		if (b->disp)
+			retstack_push(f, b->end_ip + b->size);
+		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+		return 1;
+	case BB_JUMP:
+		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+		return 1;
+	case BB_CALL_IND:
+		retstack_push(f, b->end_ip + b->size);
+		return -pte_bad_query;
+	case BB_SPECIAL:
+		return HANDOFF;
+	default:
+		return -pte_bad_query;
+	}
+}
+
+/* Whether target is one of b's instructions after its first: then *n is
+ * the count of those before it and *prev the address of the last of them. */
+static bool inside_bb(const struct rv_fast *f, const struct bb *b, uint64_t target, uint32_t *n,
+		      uint64_t *prev)
+{
+	uint64_t ip = b->ip, end;
+	const struct rv_pt_section *sec;
+
+	if (target <= b->ip || target > b->end_ip)
+		return false;
+	sec = rv_pt_section_at(&f->snap->list, ip, &end);
+	if (!sec)
+		return false;
+	for (uint32_t i = 0; i < b->ninsn && ip < target; i++) {
+		uint8_t bytes[pt_max_insn_size];
+		struct rv_pt_insn insn;
+		unsigned flags;
+		int got = pt_iscache_read(sec->iscache, bytes, sizeof(bytes), sec->isid, ip);
+
+		if (got <= 0 || !rv_pt_insn_decode(bytes, (size_t)got, f->mode, &insn, &flags))
+			return false;
+		*prev = ip;
+		ip += insn.size;
+		if (ip == target) {
+			*n = i + 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* libipt's pt_blk_proceed_to_ip: walks the block towards target. Returns 1
+ * when f->ip reached it, 0 when the block ended first (a direct call or
+ * jump, the end of a section), -pte_bad_query when a transfer that needs
+ * the trace came first (*last is its basic block), RV_FAST_HANDOFF. */
+static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t target,
+			 const struct bb **last)
+{
+	const struct bb *b;
+	uint32_t n;
+	uint64_t prev;
+	int r;
+
+	if (f->ip == target)
+		return 1;
+	b = bb_at(f, f->ip);
+	if (!b)
+		return HANDOFF;
+	if (inside_bb(f, b, target, &n, &prev)) {
+		/* the block holds the instructions before target */
+		block->isid = b->isid;
+		block->ninsn = (uint16_t)n;
+		block->end_ip = prev;
+		block->iclass = ptic_other;
+		f->ip = target;
+		return 1;
+	}
+	take_bb(block, b);
+	*last = b;
+	r = walk_bb(f, b);
+	if (r == 1)
+		return f->ip == target ? 1 : 0;
+	return r;
+}
+
+static int proceed_trailing_event(struct rv_fast *f);
+
+/* libipt's pt_blk_fetch_event, handing back the events not modelled. */
+static int fetch_event(struct rv_fast *f)
+{
+	int status;
+
+	if (f->process_event)
+		return 1;
+	if (!(f->status & pts_event_pending))
+		return 0;
+	status = pt_qry_event(f->qry, &f->event, sizeof(f->event));
+	if (status < 0)
+		return failed(status);
+	f->process_event = true;
+	f->status = status;
+	switch (f->event.type) {
+	case ptev_enabled:
+	case ptev_disabled:
+	case ptev_async_disabled:
+	case ptev_async_branch:
+	case ptev_exec_mode:
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+	case ptev_overflow:
+	case ptev_stop:
+	case ptev_exstop:
+	case ptev_mwait:
+	case ptev_pwre:
+	case ptev_pwrx:
+	case ptev_cbr:
+	case ptev_mnt:
+		return 1;
+	case ptev_tsx:
+		/* the PSB+'s "not in a transaction" only */
+		if (f->event.status_update && !f->event.variant.tsx.speculative &&
+		    !f->event.variant.tsx.aborted)
+			return 1;
+		return HANDOFF;
+	default:
+		if (getenv("RV_FAST_DEBUG"))
+			fprintf(stderr, "event %d status_update %d\n", f->event.type, f->event.status_update);
+		return HANDOFF;
+	}
+}
+
+/* Erratum SKD022 turns an asynchronous disable on VMLAUNCH or VMRESUME
+ * into a synchronous one: not modelled, so such a place is handed back. */
+static bool skd022_may_apply(struct rv_fast *f, uint64_t at)
+{
+	const struct bb *b;
+
+	if (!f->config.errata.skd022)
+		return false;
+	b = bb_at(f, at);
+	return !b || (b->end == BB_SPECIAL && b->ninsn == 1);
+}
+
+/* libipt's pt_blk_proceed_event: to where the event in process binds. */
+static int proceed_event(struct rv_fast *f, struct pt_block *block)
+{
+	struct pt_event *ev = &f->event;
+	const struct bb *last = NULL;
+	int status;
+
+	switch (ev->type) {
+	case ptev_disabled:
+		if (ev->ip_suppressed) {
+			if (f->config.addr_filter.config.addr_cfg && f->config.errata.skl014)
+				return HANDOFF;
+			/* to the next transfer that needs the trace (one that
+			 * changes CR3 is handed back, as BB_SPECIAL) */
+			const struct bb *b = bb_at(f, f->ip);
+
+			if (!b)
+				return HANDOFF;
+			take_bb(block, b);
+			last = b;
+			status = walk_bb(f, b);
+			if (status == 1)
+				return 0;
+		} else {
+			status = proceed_to_ip(f, block, ev->variant.disabled.ip, &last);
+		}
+		if (status <= 0) {
+			if (status != -pte_bad_query)
+				return status;
+			/* libipt's pt_blk_set_disable_resume_ip */
+			f->ip = (last->end == BB_CALL || last->end == BB_CALL_IND ||
+				 last->iclass == ptic_far_call)
+					? last->end_ip + last->size
+					: 0;
+		}
+		break;
+	case ptev_async_disabled:
+		status = proceed_to_ip(f, block, ev->variant.async_disabled.at, &last);
+		if (status <= 0)
+			return status == -pte_bad_query ? HANDOFF : status;
+		if (skd022_may_apply(f, ev->variant.async_disabled.at))
+			return HANDOFF;
+		break;
+	case ptev_async_branch:
+		status = proceed_to_ip(f, block, ev->variant.async_branch.from, &last);
+		if (status <= 0)
+			return status == -pte_bad_query ? HANDOFF : status;
+		break;
+	case ptev_exec_mode:
+	case ptev_async_paging:
+	case ptev_async_vmcs: {
+		uint64_t ip = ev->type == ptev_exec_mode     ? ev->variant.exec_mode.ip
+			      : ev->type == ptev_async_paging ? ev->variant.async_paging.ip
+							      : ev->variant.async_vmcs.ip;
+
+		if (ev->ip_suppressed)
+			break;
+		/* libipt's pt_blk_proceed_to_ip_with_trace */
+		status = proceed_to_ip(f, block, ip, &last);
+		if (status == -pte_bad_query) {
+			status = proceed_with_trace(f, last);
+			if (status < 0)
+				return status;
+		} else if (status < 0) {
+			return status;
+		}
+		if (f->ip != ip)
+			return 0;
+		break;
+	}
+	case ptev_tsx:
+		if (ev->ip_suppressed)
+			break;
+		status = proceed_to_ip(f, block, ev->variant.tsx.ip, &last);
+		if (status <= 0)
+			return status == -pte_bad_query ? HANDOFF : status;
+		break;
+	case ptev_exstop:
+	case ptev_mwait: {
+		uint64_t ip = ev->type == ptev_exstop ? ev->variant.exstop.ip : ev->variant.mwait.ip;
+
+		if (!f->enabled || ev->ip_suppressed)
+			break;
+		status = proceed_to_ip(f, block, ip, &last);
+		if (status <= 0)
+			return status == -pte_bad_query ? HANDOFF : status;
+		break;
+	}
+	default:
+		/* enabled, stop, pwre, pwrx, tick, cbr, mnt: nothing to walk */
+		break;
+	}
+	return status_flags(f, pts_event_pending);
+}
+
+/* libipt's pt_blk_proceed_trailing_event (no instruction is ever
+ * postponed here: the events that postpone one are handed back). */
+static int proceed_trailing_event(struct rv_fast *f)
+{
+	const struct pt_event *ev;
+	int status = fetch_event(f);
+
+	if (status <= 0)
+		return status < 0 ? status : status_flags(f, 0);
+	ev = &f->event;
+	switch (ev->type) {
+	case ptev_disabled:
+		break;
+	case ptev_async_disabled:
+		if (f->ip != ev->variant.async_disabled.at)
+			break;
+		if (skd022_may_apply(f, ev->variant.async_disabled.at))
+			return HANDOFF;
+		return status_flags(f, pts_event_pending);
+	case ptev_async_branch:
+		if (f->ip != ev->variant.async_branch.from)
+			break;
+		return status_flags(f, pts_event_pending);
+	case ptev_async_paging:
+		if (!ev->ip_suppressed && f->ip != ev->variant.async_paging.ip)
+			break;
+		return status_flags(f, pts_event_pending);
+	case ptev_async_vmcs:
+		if (!ev->ip_suppressed && f->ip != ev->variant.async_vmcs.ip)
+			break;
+		return status_flags(f, pts_event_pending);
+	case ptev_exec_mode:
+		if (!ev->ip_suppressed && f->ip != ev->variant.exec_mode.ip)
+			break;
+		return status_flags(f, pts_event_pending);
+	case ptev_tsx:
+		if (!ev->ip_suppressed && f->ip != ev->variant.tsx.ip)
+			break;
+		return status_flags(f, pts_event_pending);
+	case ptev_exstop:
+		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.exstop.ip)
+			break;
+		return status_flags(f, pts_event_pending);
+	case ptev_mwait:
+		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.mwait.ip)
+			break;
+		return status_flags(f, pts_event_pending);
+	default:
+		/* enabled, overflow, stop, pwre, pwrx, tick, cbr, mnt */
+		return status_flags(f, pts_event_pending);
+	}
+	return status_flags(f, 0);
+}
+
+int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
+{
+	int status;
+
+	f->mode = ptem_unknown;
+	f->ip = 0;
+	f->status = 0;
+	f->enabled = false;
+	f->process_event = false;
+	memset(&f->event, 0, sizeof(f->event));
+	f->ret_top = f->ret_nr = 0;
+	status = pt_qry_sync_set(f->qry, &f->ip, offset);
+	if (status < 0)
+		return failed(status);
+	f->status = status;
+	f->enabled = !(status & pts_ip_suppressed);
+	return proceed_trailing_event(f);
+}
+
+/* libipt's no-event flow: one basic block, and its transfer. */
+static int proceed_no_event(struct rv_fast *f, struct pt_block *block)
+{
+	const struct bb *b = bb_at(f, f->ip);
+	int r;
+
+	if (__builtin_expect(!b, 0))
+		return HANDOFF;
+	take_bb(block, b);
+	r = walk_bb(f, b);
+	if (r >= 0)
+		return 0;
+	if (r != -pte_bad_query)
+		return r;
+	return proceed_with_trace(f, b);
+}
+
+int rv_fast_next(struct rv_fast *f, struct pt_block *block)
+{
+	int status;
+
+	memset(block, 0, sizeof(*block));
+	block->ip = f->ip;
+	block->mode = f->mode;
+	status = fetch_event(f);
+	if (status) {
+		if (status < 0)
+			return status;
+		return proceed_event(f, block);
+	}
+	if (!f->enabled)
+		return (f->status & pts_eos) ? -pte_eos : HANDOFF;
+	status = proceed_no_event(f, block);
+	if (status < 0)
+		return status;
+	return proceed_trailing_event(f);
+}
+
+int rv_fast_event(struct rv_fast *f, struct pt_event *event)
+{
+	struct pt_event *ev = &f->event;
+
+	if (!f->process_event)
+		return HANDOFF;
+	switch (ev->type) {
+	case ptev_enabled:
+		if (ev->status_update || ev->ip_suppressed || f->enabled)
+			return HANDOFF;
+		if (ev->variant.enabled.ip == f->ip)
+			ev->variant.enabled.resumed = 1;
+		f->ip = ev->variant.enabled.ip;
+		f->enabled = true;
+		break;
+	case ptev_async_disabled:
+		if (f->ip != ev->variant.async_disabled.at)
+			return HANDOFF;
+		/* fall through */
+	case ptev_disabled:
+		if (ev->status_update || !f->enabled)
+			return HANDOFF;
+		f->enabled = false;
+		break;
+	case ptev_async_branch:
+		if (f->ip != ev->variant.async_branch.from || ev->status_update || !f->enabled)
+			return HANDOFF;
+		f->ip = ev->variant.async_branch.to;
+		break;
+	case ptev_async_paging:
+		/* the address space changes; the images here have none */
+		if (!ev->ip_suppressed && f->ip != ev->variant.async_paging.ip)
+			return HANDOFF;
+		break;
+	case ptev_async_vmcs:
+		if (!ev->ip_suppressed && f->ip != ev->variant.async_vmcs.ip)
+			return HANDOFF;
+		break;
+	case ptev_exec_mode:
+		if (!ev->ip_suppressed && f->ip != ev->variant.exec_mode.ip)
+			return HANDOFF;
+		if (ev->status_update && f->enabled && f->mode != ptem_unknown &&
+		    f->mode != ev->variant.exec_mode.mode)
+			return HANDOFF;
+		f->mode = ev->variant.exec_mode.mode;
+		break;
+	case ptev_tsx:
+		if (!ev->ip_suppressed && f->ip != ev->variant.tsx.ip)
+			return HANDOFF;
+		break;
+	case ptev_overflow:
+		if (ev->status_update)
+			return HANDOFF;
+		/* tracing resumed at ip, or with tracing off */
+		f->enabled = !ev->ip_suppressed;
+		f->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
+		break;
+	case ptev_stop:
+		if (ev->status_update || f->enabled)
+			return HANDOFF;
+		break;
+	case ptev_exstop:
+		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.exstop.ip)
+			return HANDOFF;
+		break;
+	case ptev_mwait:
+		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.mwait.ip)
+			return HANDOFF;
+		break;
+	default:
+		break;
+	}
+	f->process_event = false;
+	memcpy(event, ev, sizeof(*event));
+	return proceed_trailing_event(f);
+}

@@ -1,0 +1,77 @@
+/* pt_fast.h: libipt's block decoder, walked again on libipt's query decoder
+ * with a cache of basic blocks. Private to the PT decoder (pt_walk.c).
+ *
+ * libipt's block decoder walks the image instruction by instruction between
+ * two branches, looking each one up in its section and block caches; most
+ * of the decoding time is spent there. This walker keeps, per decoding
+ * thread, the basic blocks it has met (start, instruction count, the
+ * instruction that ends it: a conditional, direct or indirect jump or call,
+ * a return, a far or system transfer), decoded once with Zydis from the
+ * bytes libipt's section cache holds (pt_sections.h says which section),
+ * and asks the query decoder (pt_qry_*) only what the trace decides:
+ * conditional branches, indirect targets, events and time.
+ *
+ * The contract is libipt's block decoder's, call for call: the same queries
+ * in the same order, so the same time, statuses and events (the tick
+ * events included), and blocks that hold the same instructions, though cut
+ * at other places (a block here never spans two basic blocks; libipt's can
+ * span several, and libipt cuts where its caches say). The walker
+ * (pt_walk.c) emits the same records from either.
+ *
+ * What is not modelled here is handed back: RV_FAST_HANDOFF from any call
+ * means "decode this chunk with libipt's block decoder instead", and the
+ * walker does (skipping the records it already has; they are the same).
+ * Handed back: any decode error (libipt's error, its position and its
+ * resynchronisation are libipt's business), an overflow, paging, VMCS and
+ * PTWRITE events, a transaction (TSX) that is not the PSB+'s plain
+ * "not in a transaction", MOV to CR3 or VM instructions where an event
+ * binds, code that is not 64-bit, code the registry does not know or cannot
+ * read, an instruction cut by a section's end, and address filtering with
+ * erratum SKL014.
+ *
+ * Thread safety: a decoder and its cache belong to one thread.
+ */
+#ifndef RV_DECODE_PT_FAST_H
+#define RV_DECODE_PT_FAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <intel-pt.h>
+
+/* Not a pte_* code (those are small and negative). */
+#define RV_FAST_HANDOFF (-1000)
+
+/* One thread's basic blocks and image snapshots, kept from chunk to chunk. */
+struct rv_fast_cache;
+
+struct rv_fast_cache *rv_fast_cache_new(void);
+void rv_fast_cache_free(struct rv_fast_cache *c);
+
+/* Bytes the cache holds now (blocks, tables and snapshots). */
+size_t rv_fast_cache_bytes(const struct rv_fast_cache *c);
+
+/* Basic blocks decoded (cache misses), for tests. */
+uint64_t rv_fast_cache_misses(const struct rv_fast_cache *c);
+
+struct rv_fast;
+
+/* A decoder over config's [begin, end) with config's block-decoder flags
+ * (end_on_call and end_on_jump must be set: every branch ends a block),
+ * using cache. NULL when memory is short or the flags are not those. */
+struct rv_fast *rv_fast_alloc(const struct pt_config *config, struct rv_fast_cache *cache);
+void rv_fast_free(struct rv_fast *f);
+
+/* As pt_blk_sync_set, pt_blk_set_image, pt_blk_next, pt_blk_event,
+ * pt_blk_get_offset, pt_blk_get_sync_offset and pt_blk_time, with
+ * RV_FAST_HANDOFF in place of every error but -pte_eos (and of the
+ * results libipt's decoder would reach by paths this one does not take). */
+int rv_fast_sync_set(struct rv_fast *f, uint64_t offset);
+int rv_fast_set_image(struct rv_fast *f, struct pt_image *image);
+int rv_fast_next(struct rv_fast *f, struct pt_block *block);
+int rv_fast_event(struct rv_fast *f, struct pt_event *event);
+int rv_fast_get_offset(const struct rv_fast *f, uint64_t *offset);
+int rv_fast_get_sync_offset(const struct rv_fast *f, uint64_t *offset);
+int rv_fast_time(struct rv_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc);
+
+#endif
