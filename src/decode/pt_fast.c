@@ -63,6 +63,11 @@ struct bb {
 	uint8_t end;	/* enum bb_end */
 	uint8_t size;	/* of the last instruction */
 	uint8_t iclass; /* libipt's class of the last instruction */
+	/* The blocks that follow (their number, 0: not looked up yet): [0]
+	 * after a direct transfer or the fall-through, or the last target of
+	 * an indirect one; [1] a conditional branch's taken side, or where a
+	 * call returns to. Checked against the address before use. */
+	uint32_t succ[2];
 };
 
 /* A snapshot of one image's sections, with an id for the blocks' keys. */
@@ -74,8 +79,10 @@ struct snapshot {
 };
 
 struct rv_fast_cache {
-	struct bb *slots;
-	size_t mask, used;
+	struct bb *bbs; /* block n is bbs[n - 1] */
+	size_t nr_bbs, cap_bbs;
+	uint32_t *slots; /* open addressing on (image, ip): block numbers, 0: empty */
+	size_t mask;
 	struct snapshot *snaps;
 	size_t nr_snaps, cap_snaps;
 	uint32_t next_id;
@@ -95,7 +102,12 @@ struct rv_fast {
 	bool enabled, process_event;
 	struct pt_event event;
 	uint64_t retstack[RETSTACK];
+	uint32_t ret_from[RETSTACK]; /* the call's block (0: unknown), for its succ[1] */
 	uint32_t ret_top, ret_nr;
+	uint32_t pop_from; /* ret_from of the last return address popped */
+	uint32_t hint; /* the block thought to start at ip (0: none) */
+	uint32_t link; /* the block whose succ[link_side] is the block at ip (0: none) */
+	int link_side;
 };
 
 /* ---- the cache ---- */
@@ -120,19 +132,17 @@ void rv_fast_cache_free(struct rv_fast_cache *c)
 {
 	if (!c)
 		return;
-	if (getenv("RV_FAST_DEBUG"))
-		fprintf(stderr, "fast cache: %zu blocks, %lu misses, %zu slots\n", c->used,
-			(unsigned long)c->misses, c->mask + 1);
 	for (size_t i = 0; i < c->nr_snaps; i++)
 		free(c->snaps[i].list.sections);
 	free(c->snaps);
 	free(c->slots);
+	free(c->bbs);
 	free(c);
 }
 
 size_t rv_fast_cache_bytes(const struct rv_fast_cache *c)
 {
-	size_t n = sizeof(*c) + (c->mask + 1) * sizeof(*c->slots) +
+	size_t n = sizeof(*c) + (c->mask + 1) * sizeof(*c->slots) + c->cap_bbs * sizeof(*c->bbs) +
 		   c->cap_snaps * sizeof(*c->snaps);
 
 	for (size_t i = 0; i < c->nr_snaps; i++)
@@ -158,20 +168,17 @@ static inline size_t slot_of(uint64_t ip, uint32_t image, size_t mask)
 static bool grow(struct rv_fast_cache *c)
 {
 	size_t mask = c->mask * 2 + 1;
-	struct bb *slots = calloc(mask + 1, sizeof(*slots));
+	uint32_t *slots = calloc(mask + 1, sizeof(*slots));
 
 	if (!slots)
 		return false;
-	for (size_t i = 0; i <= c->mask; i++) {
-		const struct bb *b = &c->slots[i];
-
-		if (!b->image)
-			continue;
+	for (size_t n = 1; n <= c->nr_bbs; n++) {
+		const struct bb *b = &c->bbs[n - 1];
 		size_t j = slot_of(b->ip, b->image, mask);
 
-		while (slots[j].image)
+		while (slots[j])
 			j = (j + 1) & mask;
-		slots[j] = *b;
+		slots[j] = (uint32_t)n;
 	}
 	free(c->slots);
 	c->slots = slots;
@@ -333,46 +340,80 @@ static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_
 	}
 }
 
-/* The basic block at ip in the current image; NULL when there is none. */
-static inline const struct bb *bb_at(struct rv_fast *f, uint64_t ip)
+/* The number of the basic block at ip in the current image (decoded now
+ * if the cache has none); 0 when there is none. Adding a block moves the
+ * others: pointers into the cache do not outlive a lookup. */
+static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 {
 	struct rv_fast_cache *c = f->cache;
 	uint32_t id;
 	size_t i;
 
 	if (__builtin_expect(!f->snap || f->mode != ptem_64bit, 0))
-		return NULL;
+		return 0;
 	id = f->snap->id;
 	for (i = slot_of(ip, id, c->mask);; i = (i + 1) & c->mask) {
-		const struct bb *b = &c->slots[i];
+		uint32_t n = c->slots[i];
 
-		if (b->ip == ip && b->image == id)
-			return b;
-		if (!b->image)
+		if (!n)
 			break;
+		if (c->bbs[n - 1].ip == ip && c->bbs[n - 1].image == id)
+			return n;
 	}
 
 	struct bb fresh;
 
 	c->misses++;
-	if (!decode_bb(c, f->snap, ip, &fresh))
-		return NULL;
-	if ((c->used + 1) * 2 > c->mask) {
+	if (c->nr_bbs >= UINT32_MAX - 1 || !decode_bb(c, f->snap, ip, &fresh))
+		return 0;
+	if (c->nr_bbs == c->cap_bbs) {
+		size_t cap = c->cap_bbs ? c->cap_bbs * 2 : 1024;
+		struct bb *bbs = realloc(c->bbs, cap * sizeof(*bbs));
+
+		if (!bbs)
+			return 0;
+		c->bbs = bbs;
+		c->cap_bbs = cap;
+	}
+	if ((c->nr_bbs + 1) * 2 > c->mask) {
 		if (!grow(c))
-			return NULL;
+			return 0;
 		i = slot_of(ip, id, c->mask);
-		while (c->slots[i].image)
+		while (c->slots[i])
 			i = (i + 1) & c->mask;
 	}
-	c->slots[i] = fresh;
-	c->used++;
-	return &c->slots[i];
+	c->bbs[c->nr_bbs++] = fresh;
+	c->slots[i] = (uint32_t)c->nr_bbs;
+	return (uint32_t)c->nr_bbs;
+}
+
+static inline const struct bb *bb_at(struct rv_fast *f, uint64_t ip)
+{
+	uint32_t n = bb_number(f, ip);
+
+	return n ? &f->cache->bbs[n - 1] : NULL;
+}
+
+/* The block after block `from` on side `side` (see struct bb's succ),
+ * which starts at f->ip: through the link, else looked up and linked. */
+static inline uint32_t bb_next(struct rv_fast *f, uint32_t from, int side)
+{
+	struct rv_fast_cache *c = f->cache;
+	uint32_t n = c->bbs[from - 1].succ[side];
+
+	if (__builtin_expect(n && c->bbs[n - 1].ip == f->ip, 1))
+		return n; /* a link stays inside one image's blocks */
+	n = bb_number(f, f->ip);
+	if (n)
+		c->bbs[from - 1].succ[side] = n;
+	return n;
 }
 
 /* ---- the decoder: libipt's block decoder's state and flow ---- */
 
-static void retstack_push(struct rv_fast *f, uint64_t ip)
+static void retstack_push(struct rv_fast *f, uint64_t ip, uint32_t from)
 {
+	f->ret_from[f->ret_top] = from;
 	f->retstack[f->ret_top] = ip;
 	f->ret_top = (f->ret_top + 1) % RETSTACK;
 	if (f->ret_nr < RETSTACK)
@@ -386,6 +427,7 @@ static bool retstack_pop(struct rv_fast *f, uint64_t *ip)
 	f->ret_top = (f->ret_top + RETSTACK - 1) % RETSTACK;
 	f->ret_nr--;
 	*ip = f->retstack[f->ret_top];
+	f->pop_from = f->ret_from[f->ret_top];
 	return true;
 }
 
@@ -441,6 +483,7 @@ int rv_fast_set_image(struct rv_fast *f, struct pt_image *image)
 	/* No image, or one the registry does not know: every block lookup
 	 * fails, and the chunk goes to libipt's decoder at the first. */
 	f->snap = image ? snapshot_of(f->cache, image) : NULL;
+	f->hint = f->link = 0;
 	return 0;
 }
 
@@ -587,14 +630,14 @@ static int walk_bb(struct rv_fast *f, const struct bb *b)
 		/* libipt does not push for a call to the next instruction
 		 * (position-independent code reading its address) */
 		if (b->disp)
-			retstack_push(f, b->end_ip + b->size);
+			retstack_push(f, b->end_ip + b->size, 0);
 		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
 		return 1;
 	case BB_JUMP:
 		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
 		return 1;
 	case BB_CALL_IND:
-		retstack_push(f, b->end_ip + b->size);
+		retstack_push(f, b->end_ip + b->size, 0);
 		return -pte_bad_query;
 	case BB_SPECIAL:
 		return HANDOFF;
@@ -886,6 +929,7 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	f->process_event = false;
 	memset(&f->event, 0, sizeof(f->event));
 	f->ret_top = f->ret_nr = 0;
+	f->hint = f->link = 0;
 	status = pt_qry_sync_set(f->qry, &f->ip, offset);
 	if (status < 0)
 		return failed(status);
@@ -894,24 +938,139 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	return proceed_trailing_event(f);
 }
 
-/* libipt's no-event flow: one basic block, and its transfer. */
-static int proceed_no_event(struct rv_fast *f, struct pt_block *block)
+/* The block at f->ip is thought to be block `from`'s succ[side]: the next
+ * call checks, and links it when it is not. Returns 0. */
+static inline int expect(struct rv_fast *f, uint32_t from, int side)
 {
-	const struct bb *b = bb_at(f, f->ip);
-	int r;
-
-	if (__builtin_expect(!b, 0))
-		return HANDOFF;
-	take_bb(block, b);
-	r = walk_bb(f, b);
-	if (r >= 0)
-		return 0;
-	if (r != -pte_bad_query)
-		return r;
-	return proceed_with_trace(f, b);
+	f->hint = f->cache->bbs[from - 1].succ[side];
+	f->link = from;
+	f->link_side = side;
+	return 0;
 }
 
-int rv_fast_next(struct rv_fast *f, struct pt_block *block)
+/* Whether the walker drops a taken jump from `from` to `to` (-1: no; 0:
+ * without counting it; 1: counting it). */
+static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint64_t to)
+{
+	if (drop->all)
+		return 0;
+	if (drop->span && from - drop->start < drop->end - drop->start &&
+	    to - drop->start < drop->end - drop->start)
+		return 1;
+	return -1;
+}
+
+/* libipt's no-event flow, one basic block and its transfer at a time; and
+ * on through the next ones while their transfers give the walker nothing:
+ * a conditional branch not taken, a jump the walker drops (see
+ * struct rv_fast_drop), the end of a section. The block stops before a
+ * call, a return, a far transfer, a jump the walker keeps, at a tick or
+ * an event, and at the end of the trace: where libipt's decoder would give
+ * the walker something to do. */
+static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
+			    const struct rv_fast_drop *drop, uint64_t *dropped)
+{
+	struct rv_fast_cache *c = f->cache;
+	uint32_t n = f->hint, total = 0;
+	int status, taken, side;
+
+	/* a return address may have been pushed in another image */
+	if (!n || c->bbs[n - 1].ip != f->ip || !f->snap || c->bbs[n - 1].image != f->snap->id) {
+		n = bb_number(f, f->ip);
+		if (f->link && n && c->bbs[f->link - 1].image == c->bbs[n - 1].image)
+			c->bbs[f->link - 1].succ[f->link_side] = n;
+	}
+	f->hint = f->link = 0;
+	if (__builtin_expect(!n, 0))
+		return HANDOFF;
+	for (;;) {
+		const struct bb *b = &c->bbs[n - 1];
+		int drops = 0;
+		uint32_t next;
+
+		block->isid = b->isid;
+		block->end_ip = b->end_ip;
+		block->iclass = (enum pt_insn_class)b->iclass;
+		total += b->ninsn;
+		block->ninsn = (uint16_t)total;
+		switch (b->end) {
+		case BB_FALL:
+			f->ip = b->next;
+			side = 0;
+			break;
+		case BB_JUMP:
+			f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+			drops = droppable(drop, b->end_ip, f->ip);
+			if (drops < 0)
+				return 0;
+			side = 0;
+			break;
+		case BB_COND:
+			status = query_cond(f, &taken, b->end_ip);
+			if (status < 0)
+				return failed(status);
+			f->status = status;
+			f->ip = b->end_ip + b->size + (taken ? (uint64_t)(int64_t)b->disp : 0);
+			if (f->process_event || (status & (pts_event_pending | pts_eos)))
+				return 0;
+			if (taken) {
+				drops = droppable(drop, b->end_ip, f->ip);
+				if (drops < 0)
+					return 0;
+			}
+			side = taken;
+			break;
+		case BB_JUMP_IND:
+			status = proceed_with_trace(f, b);
+			if (status < 0)
+				return status;
+			if (f->process_event || (f->status & (pts_event_pending | pts_eos)))
+				return 0;
+			drops = droppable(drop, b->end_ip, f->ip);
+			if (drops < 0)
+				return 0;
+			side = -1;
+			break;
+		case BB_CALL:
+			if (b->disp)
+				retstack_push(f, b->end_ip + b->size, n);
+			f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+			return expect(f, n, 0);
+		case BB_CALL_IND:
+			retstack_push(f, b->end_ip + b->size, n);
+			status = proceed_with_trace(f, b);
+			return status < 0 ? status : expect(f, n, 0);
+		case BB_SPECIAL:
+			return HANDOFF;
+		case BB_RETURN:
+			f->pop_from = 0;
+			status = proceed_with_trace(f, b);
+			if (status < 0)
+				return status;
+			/* a compressed return goes where its call said */
+			return f->pop_from ? expect(f, f->pop_from, 1) : expect(f, n, 0);
+		default: /* BB_FAR */
+			status = proceed_with_trace(f, b);
+			return status < 0 ? status : expect(f, n, 0);
+		}
+		/* On to the next block, unless the trace has ended (the walker
+		 * looks for where the next chunk begins then). A transfer the
+		 * block ends with is the walker's to drop and count; one it
+		 * runs through is counted here. */
+		if (f->status & pts_eos)
+			return 0;
+		next = bb_next(f, n, side < 0 ? 0 : side);
+		if (!next || total + c->bbs[next - 1].ninsn > UINT16_MAX - 1) {
+			f->hint = next;
+			return 0;
+		}
+		*dropped += (uint64_t)drops;
+		n = next;
+	}
+}
+
+int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast_drop *drop,
+		 uint64_t *dropped)
 {
 	int status;
 
@@ -922,11 +1081,12 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block)
 	if (status) {
 		if (status < 0)
 			return status;
+		f->hint = f->link = 0;
 		return proceed_event(f, block);
 	}
 	if (!f->enabled)
 		return (f->status & pts_eos) ? -pte_eos : HANDOFF;
-	status = proceed_no_event(f, block);
+	status = proceed_no_event(f, block, drop, dropped);
 	if (status < 0)
 		return status;
 	return proceed_trailing_event(f);

@@ -14,9 +14,10 @@
  * The contract is libipt's block decoder's, call for call: the same queries
  * in the same order, so the same time, statuses and events (the tick
  * events included), and blocks that hold the same instructions, though cut
- * at other places (a block here never spans two basic blocks; libipt's can
- * span several, and libipt cuts where its caches say). The walker
- * (pt_walk.c) emits the same records from either.
+ * at other places: libipt's end at every branch (the walker asks for that),
+ * these run on through the branches that give the walker nothing to emit
+ * (struct rv_fast_drop) and end where libipt's would end with something for
+ * the walker. The walker (pt_walk.c) emits the same records from either.
  *
  * What is not modelled here is handed back: RV_FAST_HANDOFF from any call
  * means "decode this chunk with libipt's block decoder instead", and the
@@ -34,6 +35,7 @@
 #ifndef RV_DECODE_PT_FAST_H
 #define RV_DECODE_PT_FAST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,13 +64,24 @@ struct rv_fast;
 struct rv_fast *rv_fast_alloc(const struct pt_config *config, struct rv_fast_cache *cache);
 void rv_fast_free(struct rv_fast *f);
 
+/* The taken jumps the walker drops (pt_walk.c's resolve_pending and
+ * emit_branch): rv_fast_next goes on through them inside one block
+ * instead of ending the block at each, as it does through conditional
+ * branches not taken, and counts in *dropped those the walker counts. */
+struct rv_fast_drop {
+	bool all;	     /* every jump (options.ignore_jumps), none counted */
+	bool span;	     /* those from and to [start, end) (a function), counted */
+	uint64_t start, end;
+};
+
 /* As pt_blk_sync_set, pt_blk_set_image, pt_blk_next, pt_blk_event,
  * pt_blk_get_offset, pt_blk_get_sync_offset and pt_blk_time, with
  * RV_FAST_HANDOFF in place of every error but -pte_eos (and of the
  * results libipt's decoder would reach by paths this one does not take). */
 int rv_fast_sync_set(struct rv_fast *f, uint64_t offset);
 int rv_fast_set_image(struct rv_fast *f, struct pt_image *image);
-int rv_fast_next(struct rv_fast *f, struct pt_block *block);
+int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast_drop *drop,
+		 uint64_t *dropped);
 int rv_fast_event(struct rv_fast *f, struct pt_event *event);
 int rv_fast_get_offset(const struct rv_fast *f, uint64_t *offset);
 int rv_fast_get_sync_offset(const struct rv_fast *f, uint64_t *offset);

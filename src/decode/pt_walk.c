@@ -1067,6 +1067,26 @@ static bool stalled(struct walker *w, uint32_t ninsn)
 	return w->stall_blocks > max_blocks || w->stall_insns > max_insns;
 }
 
+/* The fast walker's next block, running through the jumps this walker
+ * would drop (those it counts are counted here). */
+static int fast_next(struct walker *w, struct pt_block *block)
+{
+	const struct function_cache *c = &w->function;
+	struct rv_fast_drop drop = { .all = w->ignore_jumps };
+	uint64_t dropped = 0;
+	int status;
+
+	if (!drop.all && w->d->options->function_at && c->valid && c->pid == w->pid &&
+	    w->time >= c->from && w->time < c->until) {
+		drop.span = true;
+		drop.start = c->start;
+		drop.end = c->end;
+	}
+	status = rv_fast_next(w->fast, block, &drop, &dropped);
+	w->dropped_jumps += dropped;
+	return status;
+}
+
 /* One pass over the chunk, with libipt's block decoder or (fast) the fast
  * walker. A fast pass that meets what it does not model stops with
  * w->handoff set, having emitted only records libipt's pass emits too. */
@@ -1127,8 +1147,7 @@ static void walk(struct walker *w, bool fast)
 		if (w->time >= w->image_until && resolve_task(w, w->time) < 0)
 			break;
 		/* libipt zeroes the block first, also on errors */
-		status = fast ? rv_fast_next(w->fast, &block)
-			      : pt_blk_next(w->dec, &block, sizeof(block));
+		status = fast ? fast_next(w, &block) : pt_blk_next(w->dec, &block, sizeof(block));
 		if (fast && status == RV_FAST_HANDOFF) {
 			w->handoff = true;
 			break;
