@@ -265,15 +265,15 @@ int rv_pt_sections_add_cached(struct pt_image *image, struct pt_image_section_ca
 	pthread_mutex_lock(&registry.lock);
 	s = image_entry(image);
 	id = find_id(iscache, isid);
-	if (!s || (id && !s->opaque &&
-		   rv_array_grow(&s->v, &s->cap, s->nr, sizeof(*s->v), 16))) {
+	if (!s || (id && !s->opaque && rv_array_grow(&s->v, &s->cap, s->nr, sizeof(*s->v), 16))) {
 		pthread_mutex_unlock(&registry.lock);
 		return -pte_nomem;
 	}
 	ret = pt_image_add_cached(image, iscache, isid, NULL);
 	if (ret >= 0 && !s->opaque) {
 		if (id) {
-			s->v[s->nr++] = (struct rv_pt_section){ id->vaddr, id->size, isid, iscache };
+			s->v[s->nr++] =
+				(struct rv_pt_section){ id->vaddr, id->size, isid, iscache };
 			new_generation(s);
 		} else {
 			make_opaque(s);
@@ -538,8 +538,8 @@ static const struct rv_pt_section *scan_for(const struct rv_pt_section_list *lis
 	return NULL;
 }
 
-const struct rv_pt_section *rv_pt_section_at(const struct rv_pt_section_list *list,
-					     uint64_t addr, uint64_t *end)
+const struct rv_pt_section *rv_pt_section_at(const struct rv_pt_section_list *list, uint64_t addr,
+					     uint64_t *end)
 {
 	size_t low = 0, high;
 
