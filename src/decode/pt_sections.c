@@ -24,7 +24,7 @@
 /* ---- a hash table from pointers to pointers ---- */
 
 struct ptr_slot {
-	const void *key; /* NULL: empty */
+	const void *key; /* NULL: empty (so NULL is never a key) */
 	void *value;
 };
 
@@ -42,7 +42,7 @@ static size_t home_slot(const struct ptr_map *m, const void *key)
 
 static void *map_get(const struct ptr_map *m, const void *key)
 {
-	if (!m->cap)
+	if (!m->cap || !key)
 		return NULL;
 	for (size_t i = home_slot(m, key);; i = (i + 1) & (m->cap - 1)) {
 		if (m->slots[i].key == key)
@@ -88,7 +88,7 @@ static void *map_remove(struct ptr_map *m, const void *key)
 	size_t mask = m->cap - 1, i;
 	void *value;
 
-	if (!m->cap)
+	if (!m->cap || !key)
 		return NULL;
 	for (i = home_slot(m, key); m->slots[i].key != key; i = (i + 1) & mask)
 		if (!m->slots[i].key)
@@ -340,6 +340,8 @@ void rv_pt_sections_forget_iscache(const struct pt_image_section_cache *iscache)
 {
 	struct cache_ids *c;
 
+	if (!iscache)
+		return;
 	pthread_mutex_lock(&registry.lock);
 	c = map_remove(&registry.caches, iscache);
 	for (size_t i = 0; c && i < registry.images.cap; i++) {

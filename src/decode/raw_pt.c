@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "decode/pt_sections.h"
 #include "util/array.h"
 
 /* IA32_RTIT_CTL.ADDR0_CFG: trace only inside [ADDR0_A, ADDR0_B] (libipt 2.0
@@ -97,10 +98,10 @@ static int raw_populate(void *ctx, const struct pt_image *image, struct pt_image
 	(void)image;
 	for (size_t i = 0; i < r->options->nr_images; i++) {
 		const struct rv_raw_pt_image *im = &r->options->images[i];
-		int isid = pt_iscache_add_file(iscache, im->path, 0, r->sizes[i], im->addr);
+		int isid = rv_pt_sections_add_file(iscache, im->path, 0, r->sizes[i], im->addr);
 
 		if (isid >= 0)
-			isid = pt_image_add_cached(copy, iscache, isid, NULL);
+			isid = rv_pt_sections_add_cached(copy, iscache, isid);
 		if (isid < 0)
 			return rv_error_set(err, EIO, "cannot read --image '%s' again: %s",
 					    im->path, rv_pt_strerror(isid));
@@ -171,10 +172,10 @@ static int load_images(const struct rv_raw_pt_options *o, struct pt_image *image
 	for (size_t i = 0; !ret && i < o->nr_images; i++) {
 		const struct rv_raw_pt_image *im = &o->images[i];
 		uint64_t last = im->addr + (sizes[i] - 1);
-		int status = pt_iscache_add_file(iscache, im->path, 0, sizes[i], im->addr);
+		int status = rv_pt_sections_add_file(iscache, im->path, 0, sizes[i], im->addr);
 
 		if (status >= 0)
-			status = pt_image_add_cached(image, iscache, status, NULL);
+			status = rv_pt_sections_add_cached(image, iscache, status);
 		if (status < 0)
 			return rv_error_set(err, EINVAL,
 					    "cannot load --image '%s' at %#" PRIx64 ": %s",
@@ -308,7 +309,7 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 	ret = map_file(o->path, "raw PT trace", &trace, err);
 	if (ret)
 		return ret;
-	image = pt_image_alloc("raw");
+	image = rv_pt_image_alloc("raw");
 	iscache = pt_iscache_alloc("raw");
 	loaded.sizes = calloc(o->nr_images ? o->nr_images : 1, sizeof(*loaded.sizes));
 	if (!image || !iscache || !loaded.sizes)
@@ -351,7 +352,8 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 		count_coverage(trace.data, trace.size, &d.config, &errors, coverage);
 	free(errors.offsets);
 	free(loaded.sizes);
-	pt_image_free(image);
+	rv_pt_image_free(image);
+	rv_pt_sections_forget_iscache(iscache);
 	pt_iscache_free(iscache);
 	unmap_file(&trace);
 	return ret;

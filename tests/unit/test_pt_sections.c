@@ -581,6 +581,81 @@ Test(pt_sections, unknown_and_opaque_images)
 	scratch_close(&s);
 }
 
+/* Thousands of images, freed in a scrambled order: the others stay known,
+ * each with its own generation, through the table's growth and removals. */
+Test(pt_sections, many_images)
+{
+	enum { N = 3000 };
+	struct pt_image **images = calloc(N, sizeof(*images));
+	uint64_t *generations = calloc(N, sizeof(*generations));
+	bool *freed = calloc(N, sizeof(*freed));
+
+	cr_assert(images && generations && freed);
+	for (size_t i = 0; i < N; i++) {
+		images[i] = rv_pt_image_alloc("many");
+		cr_assert_not_null(images[i]);
+		generations[i] = rv_pt_sections_generation(images[i]);
+		cr_assert_neq(generations[i], 0);
+		cr_assert(!i || generations[i] != generations[i - 1]);
+	}
+	for (size_t round = 0; round < 3; round++) {
+		for (size_t k = 0; k < N / 4; k++) {
+			size_t i = (k * 7919 + round * 104729) % N;
+
+			if (!freed[i]) {
+				rv_pt_image_free(images[i]);
+				freed[i] = true;
+			}
+		}
+		for (size_t i = 0; i < N; i++)
+			if (!freed[i])
+				cr_assert_eq(rv_pt_sections_generation(images[i]), generations[i],
+					     "image %zu after round %zu", i, round);
+	}
+	for (size_t i = 0; i < N; i++)
+		if (!freed[i])
+			rv_pt_image_free(images[i]);
+	free(images);
+	free(generations);
+	free(freed);
+}
+
+/* NULL is no image and no cache: asking about it changes nothing (a
+ * decoding thread without a cache of its own forgets NULL). */
+Test(pt_sections, null_is_nothing)
+{
+	struct scratch s;
+	struct rv_pt_section_list list;
+	struct pt_image *images[40];
+	uint64_t generations[40];
+	int isids[40];
+
+	scratch_open(&s, 0x1000);
+	for (size_t i = 0; i < 40; i++) {
+		images[i] = rv_pt_image_alloc("kept");
+		isids[i] = add(&s, images[i], (unsigned)i % 4, 0, 0x10, 0x1000 * (i + 1));
+		generations[i] = rv_pt_sections_generation(images[i]);
+	}
+	for (size_t i = 0; i < 100; i++)
+		rv_pt_sections_forget_iscache(NULL);
+	cr_assert_eq(rv_pt_sections_get(NULL, &list), -1);
+	cr_assert_eq(rv_pt_sections_generation(NULL), 0);
+	cr_assert_lt(rv_pt_sections_add_cached(NULL, s.iscache, 1), 0);
+	cr_assert_lt(rv_pt_sections_copy(NULL, images[0]), 0);
+	for (size_t i = 0; i < 40; i++) {
+		cr_assert_eq(rv_pt_sections_generation(images[i]), generations[i]);
+		/* the cache's ids are still known */
+		cr_assert_geq(rv_pt_sections_add_cached(images[i], s.iscache, isids[(i + 1) % 40]),
+			      0);
+		snapshot(images[i], &list);
+		cr_assert_eq(list.nr, 2);
+		cr_assert_eq(list.sections[0].vaddr, 0x1000 * (i + 1));
+		free(list.sections);
+		rv_pt_image_free(images[i]);
+	}
+	scratch_close(&s);
+}
+
 Test(pt_sections, forgotten_caches)
 {
 	struct scratch s;
