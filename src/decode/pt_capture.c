@@ -28,6 +28,7 @@
 #include "capture/marks.h"
 #include "decode/extra.h"
 #include "decode/pt_capture_internal.h"
+#include "decode/pt_sections.h"
 #include "util/array.h"
 #include "util/log.h"
 
@@ -469,7 +470,7 @@ static void setup_config(struct rv_pt_capture *c)
 int ptc_add_section(struct rv_pt_capture *c, const char *file, uint64_t offset, uint64_t size,
 		    uint64_t vaddr)
 {
-	int isid = pt_iscache_add_file(c->iscache, file, offset, size, vaddr);
+	int isid = rv_pt_sections_add_file(c->iscache, file, offset, size, vaddr);
 	size_t need;
 
 	if (isid <= 0)
@@ -806,7 +807,7 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 		struct ptc_process *p = &c->processes[i];
 
 		for (size_t j = 0; j < p->nr_gens; j++) {
-			pt_image_free(p->gens[j].image);
+			rv_pt_image_free(p->gens[j].image);
 			free_mappings(&p->gens[j].maps);
 			rv_symtab_ranges_destroy(&p->gens[j].functions);
 		}
@@ -823,12 +824,13 @@ void rv_pt_capture_free(struct rv_pt_capture *c)
 	free(c->cpus);
 	free_mappings(&c->kernel_maps);
 	ptc_kcode_free(c);
-	pt_image_free(c->kernel_image);
+	rv_pt_image_free(c->kernel_image);
 	free(c->kernel_isids);
 	for (size_t i = 0; i < c->nr_sections; i++)
 		free(c->sections[i].file);
 	free(c->sections);
 	/* images first: they hold references into the section cache */
+	rv_pt_sections_forget_iscache(c->iscache);
 	pt_iscache_free(c->iscache);
 	for (size_t i = 0; i < c->nr_buffers; i++)
 		free(c->buffers[i].joined);

@@ -37,6 +37,7 @@
 #include "capture/bpf_images.h"
 #include "capture/synth.h"
 #include "decode/pt_capture_internal.h"
+#include "decode/pt_sections.h"
 #include "symbolize/symbolizer.h"
 #include "util/array.h"
 #include "util/log.h"
@@ -545,16 +546,16 @@ int ptc_kcode_image(struct rv_pt_capture *c, struct pt_image *base, uint64_t tim
 		}
 		im->base = base;
 		im->stretch = s;
-		im->image = pt_image_alloc(pt_image_name(base));
-		if (!im->image || pt_image_copy(im->image, base) < 0) {
-			pt_image_free(im->image);
+		im->image = rv_pt_image_alloc(pt_image_name(base));
+		if (!im->image || rv_pt_sections_copy(im->image, base) < 0) {
+			rv_pt_image_free(im->image);
 			free(im->isids);
 			free(im);
 			ret = ptc_nomem(err);
 			goto out;
 		}
 		for (size_t i = 0; i < im->nr_isids; i++) {
-			int rc = pt_image_add_cached(im->image, c->iscache, im->isids[i], NULL);
+			int rc = rv_pt_sections_add_cached(im->image, c->iscache, im->isids[i]);
 
 			if (rc < 0) {
 				ret = rv_error_set(err, ENOMEM,
@@ -620,7 +621,7 @@ void ptc_kcode_free(struct rv_pt_capture *c)
 		struct kc_image *im = k->images;
 
 		k->images = im->next;
-		pt_image_free(im->image);
+		rv_pt_image_free(im->image);
 		free(im->isids);
 		free(im);
 	}

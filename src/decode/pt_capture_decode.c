@@ -31,6 +31,7 @@
 #include "capture/marks.h"
 #include "decode/pt_capture.h"
 #include "decode/pt_capture_internal.h"
+#include "decode/pt_sections.h"
 #include "util/array.h"
 #include "util/log.h"
 
@@ -254,9 +255,9 @@ static int lane_image(struct buffer_lane *l, struct pt_image *source, struct pt_
 		ret = rv_error_set(err, ENOMEM, "out of memory for a CPU's images");
 		goto out;
 	}
-	struct pt_image *copy = pt_image_alloc(pt_image_name(source));
-	if (!copy || pt_image_copy(copy, source) < 0) {
-		pt_image_free(copy);
+	struct pt_image *copy = rv_pt_image_alloc(pt_image_name(source));
+	if (!copy || rv_pt_sections_copy(copy, source) < 0) {
+		rv_pt_image_free(copy);
 		ret = rv_error_set(err, ENOMEM, "cannot copy an image for a CPU's decoding");
 		goto out;
 	}
@@ -293,10 +294,10 @@ static int lane_populate(void *ctx, const struct pt_image *image, struct pt_imag
 	}
 	for (size_t i = 0; i < n && !ret; i++) {
 		const struct ptc_section *s = &c->sections[isids[i]];
-		int isid = pt_iscache_add_file(iscache, s->file, s->offset, s->size, s->vaddr);
+		int isid = rv_pt_sections_add_file(iscache, s->file, s->offset, s->size, s->vaddr);
 
 		if (isid >= 0)
-			isid = pt_image_add_cached(copy, iscache, isid, NULL);
+			isid = rv_pt_sections_add_cached(copy, iscache, isid);
 		if (isid < 0)
 			ret = rv_error_set(err, EIO,
 					   "cannot read %s again for a decoding thread: %s",
@@ -855,7 +856,7 @@ static void lanes_free(struct capture_decode *r)
 		free(l->bufs);
 		psb_free(&l->psb);
 		for (size_t j = 0; j < l->nr_images; j++)
-			pt_image_free(l->images[j].copy);
+			rv_pt_image_free(l->images[j].copy);
 		free(l->images);
 		pthread_mutex_destroy(&l->images_lock);
 	}

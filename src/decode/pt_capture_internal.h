@@ -242,8 +242,8 @@ int ptc_nomem(struct rv_error *err);
  * already): its index, or SIZE_MAX when memory is short. */
 size_t ptc_missing_add(struct rv_pt_capture *c, const char *path, const char *reason, bool kernel);
 
-/* pt_iscache_add_file, remembering what the section was made from: the isid,
- * or a negative libipt code. */
+/* rv_pt_sections_add_file, remembering what the section was made from: the
+ * isid, or a negative libipt code. */
 int ptc_add_section(struct rv_pt_capture *c, const char *file, uint64_t offset, uint64_t size,
 		    uint64_t vaddr);
 

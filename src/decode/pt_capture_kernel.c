@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "decode/pt_capture_internal.h"
+#include "decode/pt_sections.h"
 #include "util/array.h"
 #include "util/log.h"
 
@@ -223,11 +224,11 @@ int ptc_kernel_load(struct rv_pt_capture *c, const char *ref_sym, uint64_t ref_a
 		    struct rv_error *err)
 {
 	load_code(c, ref_sym, ref_addr);
-	c->kernel_image = pt_image_alloc("kernel");
+	c->kernel_image = rv_pt_image_alloc("kernel");
 	if (!c->kernel_image)
 		return ptc_nomem(err);
 	for (size_t i = 0; i < c->nr_kernel_isids; i++)
-		if (pt_image_add_cached(c->kernel_image, c->iscache, c->kernel_isids[i], NULL) < 0)
+		if (rv_pt_sections_add_cached(c->kernel_image, c->iscache, c->kernel_isids[i]) < 0)
 			return ptc_nomem(err);
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include "capture/marks.h"
 #include "capture/synth.h"
 #include "decode/pt_capture_internal.h"
+#include "decode/pt_sections.h"
 #include "util/array.h"
 #include "util/log.h"
 
@@ -413,12 +414,12 @@ static int new_generation(struct rv_pt_capture *c, struct ptc_process *p, uint64
 	struct ptc_generation *g = &p->gens[p->nr_gens];
 	memset(g, 0, sizeof(*g));
 	g->time = time;
-	g->image = pt_image_alloc(NULL);
+	g->image = rv_pt_image_alloc(NULL);
 	if (!g->image)
 		return ptc_nomem(err);
 	p->nr_gens++;
 	for (size_t i = 0; i < c->nr_kernel_isids; i++) {
-		int rc = pt_image_add_cached(g->image, c->iscache, c->kernel_isids[i], NULL);
+		int rc = rv_pt_sections_add_cached(g->image, c->iscache, c->kernel_isids[i]);
 
 		if (rc < 0)
 			return rv_error_set(err, ENOMEM, "cannot add kernel code to an image: %s",
@@ -456,7 +457,7 @@ static int generation_add(struct rv_pt_capture *c, uint32_t pid, struct ptc_gene
 		return ptc_nomem(err);
 	g->maps.v[g->maps.nr++] = *m;
 	if (m->isid > 0) {
-		int rc = pt_image_add_cached(g->image, c->iscache, m->isid, NULL);
+		int rc = rv_pt_sections_add_cached(g->image, c->iscache, m->isid);
 
 		if (rc < 0)
 			return rv_error_set(err, ENOMEM,

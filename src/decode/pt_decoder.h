@@ -41,9 +41,9 @@
  * job, whatever the buffer's length. Each thread decodes with its own copy
  * of an image (libipt's lookups reorder an image's sections, so one image
  * cannot serve two threads): built by options.populate when it is set, else
- * with pt_image_copy, which shares the sections (and their locks); a
- * read-memory callback set on an image is not copied, so code read through
- * one decodes with jobs <= 1 only.
+ * with rv_pt_sections_copy (pt_sections.h), which shares the sections (and
+ * their locks); a read-memory callback set on an image is not copied, so
+ * code read through one decodes with jobs <= 1 only.
  *
  * Not here: where buffers, images and threads come from (pt_capture.h), what
  * the events mean for call stacks (trace/builder.h), symbols.
@@ -79,15 +79,16 @@ typedef int (*rv_pt_resolve_fn)(void *ctx, uint64_t time, uint32_t *pid, uint32_
 				struct pt_image **image, uint64_t *until, struct rv_error *err);
 
 /* Adds the code of `image` (one the options or resolve gave) to `copy` once
- * more, from the same files, through `iscache`: pt_iscache_add_file and
- * pt_image_add_cached, mapping for mapping. With jobs > 1, each decoding
- * thread builds its images so, with a section cache of its own, because
- * libipt locks a section for every instruction it reads on its event paths
- * (the walks to a TIP.PGD, FUP or MODE.Exec) and threads sharing sections
- * spend more time contending for those locks than decoding (mruby x20:
- * twice the CPU time with two threads, and a longer run than with one).
- * Called from the decoding threads, once per thread and image; must only
- * read the caller's state. Returns 0, or negative with err set to stop. */
+ * more, from the same files, through `iscache`: rv_pt_sections_add_file and
+ * rv_pt_sections_add_cached (pt_sections.h), mapping for mapping. With
+ * jobs > 1, each decoding thread builds its images so, with a section cache
+ * of its own, because libipt locks a section for every instruction it reads
+ * on its event paths (the walks to a TIP.PGD, FUP or MODE.Exec) and threads
+ * sharing sections spend more time contending for those locks than decoding
+ * (mruby x20: twice the CPU time with two threads, and a longer run than
+ * with one). Called from the decoding threads, once per thread and image;
+ * must only read the caller's state. Returns 0, or negative with err set to
+ * stop. */
 typedef int (*rv_pt_populate_fn)(void *ctx, const struct pt_image *image, struct pt_image *copy,
 				 struct pt_image_section_cache *iscache, struct rv_error *err);
 
@@ -138,11 +139,11 @@ struct rv_pt_decode_options {
 	void *resolve_ctx;
 
 	/* The section cache the images' code was added through
-	 * (pt_iscache_add_file + pt_image_add_cached). The decoder reads the
-	 * last instruction of a block from it to tell a taken conditional
-	 * branch from a fall-through and to name far transfers. Code from
-	 * sections without an id (pt_image_add_file, the image's read
-	 * callback) cannot be read: there a conditional branch counts as
+	 * (rv_pt_sections_add_file + rv_pt_sections_add_cached). The decoder
+	 * reads the last instruction of a block from it to tell a taken
+	 * conditional branch from a fall-through and to name far transfers.
+	 * Code from sections without an id (pt_image_add_file, the image's
+	 * read callback) cannot be read: there a conditional branch counts as
 	 * taken unless the next block starts 2 or 6 bytes after it, and an
 	 * unknown transfer is a jump. */
 	struct pt_image_section_cache *iscache;
@@ -190,16 +191,16 @@ struct rv_pt_stats {
 			  * of its block caches, so with threads this count varies */
 	/* branch events: jumps are jmp and jcc, interrupts hw int and int */
 	uint64_t calls, returns, jumps, syscalls, interrupts;
-	uint64_t errors;		/* decode errors, overflows not included */
-	uint64_t overflows;		/* OVF packets */
-	uint64_t nomap;			/* errors that were code missing from the image */
-	uint64_t skipped_bytes;		/* trace between an error and the next PSB */
+	uint64_t errors;	/* decode errors, overflows not included */
+	uint64_t overflows;	/* OVF packets */
+	uint64_t nomap;		/* errors that were code missing from the image */
+	uint64_t skipped_bytes; /* trace between an error and the next PSB */
 	/* Which walker decoded the bytes (fast_bytes + libipt_bytes == bytes):
 	 * a chunk the fast walker handed over counts as libipt's. */
 	uint64_t fast_bytes, libipt_bytes;
-	uint64_t handoffs;    /* chunks the fast walker handed to the block decoder */
-	uint64_t cache_bytes; /* the fast walker's caches at their largest, summed
-			       * over the decoding threads */
+	uint64_t handoffs;		/* chunks the fast walker handed to the block decoder */
+	uint64_t cache_bytes;		/* the fast walker's caches at their largest, summed
+					 * over the decoding threads */
 	uint64_t first_time, last_time; /* capture clock of the first and last event; 0 if none */
 	struct rv_pt_error_site sites[RV_PT_MAX_ERROR_SITES]; /* the first errors */
 	size_t nr_sites;

@@ -24,7 +24,7 @@
 /* ---- a hash table from pointers to pointers ---- */
 
 struct ptr_slot {
-	const void *key; /* NULL: empty */
+	const void *key; /* NULL: empty (so NULL is never a key) */
 	void *value;
 };
 
@@ -42,7 +42,7 @@ static size_t home_slot(const struct ptr_map *m, const void *key)
 
 static void *map_get(const struct ptr_map *m, const void *key)
 {
-	if (!m->cap)
+	if (!m->cap || !key)
 		return NULL;
 	for (size_t i = home_slot(m, key);; i = (i + 1) & (m->cap - 1)) {
 		if (m->slots[i].key == key)
@@ -88,7 +88,7 @@ static void *map_remove(struct ptr_map *m, const void *key)
 	size_t mask = m->cap - 1, i;
 	void *value;
 
-	if (!m->cap)
+	if (!m->cap || !key)
 		return NULL;
 	for (i = home_slot(m, key); m->slots[i].key != key; i = (i + 1) & mask)
 		if (!m->slots[i].key)
@@ -265,15 +265,15 @@ int rv_pt_sections_add_cached(struct pt_image *image, struct pt_image_section_ca
 	pthread_mutex_lock(&registry.lock);
 	s = image_entry(image);
 	id = find_id(iscache, isid);
-	if (!s || (id && !s->opaque &&
-		   rv_array_grow(&s->v, &s->cap, s->nr, sizeof(*s->v), 16))) {
+	if (!s || (id && !s->opaque && rv_array_grow(&s->v, &s->cap, s->nr, sizeof(*s->v), 16))) {
 		pthread_mutex_unlock(&registry.lock);
 		return -pte_nomem;
 	}
 	ret = pt_image_add_cached(image, iscache, isid, NULL);
 	if (ret >= 0 && !s->opaque) {
 		if (id) {
-			s->v[s->nr++] = (struct rv_pt_section){ id->vaddr, id->size, isid, iscache };
+			s->v[s->nr++] =
+				(struct rv_pt_section){ id->vaddr, id->size, isid, iscache };
 			new_generation(s);
 		} else {
 			make_opaque(s);
@@ -340,6 +340,8 @@ void rv_pt_sections_forget_iscache(const struct pt_image_section_cache *iscache)
 {
 	struct cache_ids *c;
 
+	if (!iscache)
+		return;
 	pthread_mutex_lock(&registry.lock);
 	c = map_remove(&registry.caches, iscache);
 	for (size_t i = 0; c && i < registry.images.cap; i++) {
@@ -538,8 +540,8 @@ static const struct rv_pt_section *scan_for(const struct rv_pt_section_list *lis
 	return NULL;
 }
 
-const struct rv_pt_section *rv_pt_section_at(const struct rv_pt_section_list *list,
-					     uint64_t addr, uint64_t *end)
+const struct rv_pt_section *rv_pt_section_at(const struct rv_pt_section_list *list, uint64_t addr,
+					     uint64_t *end)
 {
 	size_t low = 0, high;
 

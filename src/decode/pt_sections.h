@@ -136,7 +136,7 @@ uint64_t rv_pt_sections_generation(const struct pt_image *image);
  * it holds there (clipped by the sections added after it); NULL when
  * none does (*end untouched). Reads the list only: no lock, any thread.
  * O(log n) with pieces, O(n) without. */
-const struct rv_pt_section *rv_pt_section_at(const struct rv_pt_section_list *list,
-					     uint64_t addr, uint64_t *end);
+const struct rv_pt_section *rv_pt_section_at(const struct rv_pt_section_list *list, uint64_t addr,
+					     uint64_t *end);
 
 #endif

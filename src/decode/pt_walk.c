@@ -25,6 +25,7 @@
 #include "decode/pt_decoder.h"
 #include "decode/pt_decoder_internal.h"
 #include "decode/pt_fast.h"
+#include "decode/pt_sections.h"
 #include "util/array.h"
 
 /* Blocks walked past a chunk's last packet without reaching the next PSB's
@@ -44,7 +45,7 @@
  * image's list, so an image must not serve two threads at once: threads
  * decode with their own copies, with sections of their own when the caller
  * can build them (options.populate, into the thread's section cache), else
- * sharing the sections (pt_image_copy), which lock themselves. */
+ * sharing the sections (rv_pt_sections_copy), which lock themselves. */
 struct image_copy {
 	struct pt_image *source, *copy;
 };
@@ -86,7 +87,7 @@ static struct pt_image *thread_image(struct ptd_thread *t, struct pt_image *sour
 		return NULL;
 	}
 
-	struct pt_image *copy = pt_image_alloc(pt_image_name(source));
+	struct pt_image *copy = rv_pt_image_alloc(pt_image_name(source));
 
 	if (!copy) {
 		rv_error_set(err, ENOMEM, "out of memory for the decoding threads' images");
@@ -95,14 +96,14 @@ static struct pt_image *thread_image(struct ptd_thread *t, struct pt_image *sour
 	if (t->iscache) {
 		if (t->options->populate(t->options->populate_ctx, source, copy, t->iscache, err) <
 		    0) {
-			pt_image_free(copy);
+			rv_pt_image_free(copy);
 			return NULL;
 		}
 	} else {
-		int r = pt_image_copy(copy, source);
+		int r = rv_pt_sections_copy(copy, source);
 
 		if (r < 0) {
-			pt_image_free(copy);
+			rv_pt_image_free(copy);
 			rv_error_set(err, ENOMEM,
 				     "cannot copy the image '%s' for a decoding thread: %s",
 				     pt_image_name(source) ? pt_image_name(source) : "",
@@ -1290,13 +1291,14 @@ void ptd_thread_free(struct ptd_thread *t)
 	if (!t)
 		return;
 	for (size_t i = 0; i < t->nr_images; i++)
-		pt_image_free(t->images[i].copy);
+		rv_pt_image_free(t->images[i].copy);
 	free(t->images);
 	if (t->fast) {
 		__atomic_add_fetch(t->cache_bytes, rv_fast_cache_bytes(t->fast), __ATOMIC_RELAXED);
 		rv_fast_cache_free(t->fast);
 	}
 	rv_pt_code_free(t->code);
+	rv_pt_sections_forget_iscache(t->iscache);
 	pt_iscache_free(t->iscache);
 	free(t);
 }

@@ -309,7 +309,7 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 	ret = map_file(o->path, "raw PT trace", &trace, err);
 	if (ret)
 		return ret;
-	image = pt_image_alloc("raw");
+	image = rv_pt_image_alloc("raw");
 	iscache = pt_iscache_alloc("raw");
 	loaded.sizes = calloc(o->nr_images ? o->nr_images : 1, sizeof(*loaded.sizes));
 	if (!image || !iscache || !loaded.sizes)

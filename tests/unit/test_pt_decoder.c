@@ -38,6 +38,7 @@
 #include "capture/perf_data.h"
 #include "decode/perf_script.h"
 #include "decode/pt_decoder.h"
+#include "decode/pt_sections.h"
 #include "test_env.h"
 #include "test_files.h"
 
@@ -227,11 +228,11 @@ static int raw_populate(void *ctx, const struct pt_image *image, struct pt_image
 			struct pt_image_section_cache *iscache, struct rv_error *err)
 {
 	const struct raw *r = ctx;
-	int isid = pt_iscache_add_file(iscache, r->image_path, 0, UINT64_MAX, r->base);
+	int isid = rv_pt_sections_add_file(iscache, r->image_path, 0, UINT64_MAX, r->base);
 
 	if (image != r->image)
 		return rv_error_set(err, EINVAL, "an image the test does not know");
-	if (isid < 0 || pt_image_add_cached(copy, iscache, isid, NULL) < 0)
+	if (isid < 0 || rv_pt_sections_add_cached(copy, iscache, isid) < 0)
 		return rv_error_set(err, EIO, "cannot map %s again", r->image_path);
 	return 0;
 }
@@ -257,15 +258,15 @@ static void raw_load(struct raw *r, const struct corpus *c, unsigned copies)
 	free(one);
 
 	r->iscache = pt_iscache_alloc(c->name);
-	r->image = pt_image_alloc(c->name);
+	r->image = rv_pt_image_alloc(c->name);
 	cr_assert(r->iscache && r->image);
 
-	int isid = pt_iscache_add_file(r->iscache, image_path, 0, UINT64_MAX, c->base);
+	int isid = rv_pt_sections_add_file(r->iscache, image_path, 0, UINT64_MAX, c->base);
 
 	cr_assert_geq(isid, 0, "cannot add %s: %s", image_path, pt_errstr(pt_errcode(isid)));
 	snprintf(r->image_path, sizeof(r->image_path), "%s", image_path);
 	r->base = c->base;
-	cr_assert_geq(pt_image_add_cached(r->image, r->iscache, isid, NULL), 0);
+	cr_assert_geq(rv_pt_sections_add_cached(r->image, r->iscache, isid), 0);
 
 	struct rv_pt_decode_options *o = &r->options;
 
@@ -283,7 +284,8 @@ static void raw_load(struct raw *r, const struct corpus *c, unsigned copies)
 
 static void raw_free(struct raw *r)
 {
-	pt_image_free(r->image);
+	rv_pt_image_free(r->image);
+	rv_pt_sections_forget_iscache(r->iscache);
 	pt_iscache_free(r->iscache);
 	free(r->trace);
 }
@@ -518,10 +520,10 @@ static void cap_add_mmap2(struct capture *c, const char *dir, const struct perf_
 		return;
 	}
 
-	int isid = pt_iscache_add_file(c->iscache, path, pgoff, len, addr);
+	int isid = rv_pt_sections_add_file(c->iscache, path, pgoff, len, addr);
 
 	cr_assert_geq(isid, 0, "cannot map %s: %s", path, pt_errstr(pt_errcode(isid)));
-	cr_assert_geq(pt_image_add_cached(c->image, c->iscache, isid, NULL), 0);
+	cr_assert_geq(rv_pt_sections_add_cached(c->image, c->iscache, isid), 0);
 	cr_assert_lt(c->nr_maps, CAP_MAX_MAPS);
 	cr_assert_lt(strlen(path), sizeof(c->maps[0].path));
 	c->maps[c->nr_maps] = (struct cap_map){ .addr = addr, .len = len, .pgoff = pgoff };
@@ -538,9 +540,9 @@ static int cap_populate(void *ctx, const struct pt_image *image, struct pt_image
 		return rv_error_set(err, EINVAL, "an image the test does not know");
 	for (size_t i = 0; i < c->nr_maps; i++) {
 		const struct cap_map *m = &c->maps[i];
-		int isid = pt_iscache_add_file(iscache, m->path, m->pgoff, m->len, m->addr);
+		int isid = rv_pt_sections_add_file(iscache, m->path, m->pgoff, m->len, m->addr);
 
-		if (isid < 0 || pt_image_add_cached(copy, iscache, isid, NULL) < 0)
+		if (isid < 0 || rv_pt_sections_add_cached(copy, iscache, isid) < 0)
 			return rv_error_set(err, EIO, "cannot map %s again", m->path);
 	}
 	return 0;
@@ -558,7 +560,7 @@ static void cap_load(struct capture *c, const char *dir)
 
 	memset(c, 0, sizeof(*c));
 	c->iscache = pt_iscache_alloc(NULL);
-	c->image = pt_image_alloc(NULL);
+	c->image = rv_pt_image_alloc(NULL);
 	cr_assert(c->iscache && c->image);
 	pt_config_init(&c->config);
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
@@ -624,7 +626,8 @@ static void cap_free(struct capture *c)
 {
 	for (size_t i = 0; i < c->nr_bufs; i++)
 		free(c->bufs[i].data);
-	pt_image_free(c->image);
+	rv_pt_image_free(c->image);
+	rv_pt_sections_forget_iscache(c->iscache);
 	pt_iscache_free(c->iscache);
 }
 
@@ -1006,7 +1009,7 @@ Test(pt_decoder, missing_code_is_nomap)
 	struct raw r;
 	struct evlist got = { 0 };
 	struct rv_pt_stats st;
-	struct pt_image *empty = pt_image_alloc("empty");
+	struct pt_image *empty = rv_pt_image_alloc("empty");
 
 	raw_load(&r, &corpora[0], 1);
 	r.options.image = empty;
@@ -1020,7 +1023,7 @@ Test(pt_decoder, missing_code_is_nomap)
 	cr_assert_geq(st.sites[0].ip, corpora[0].base);
 	cr_assert_lt(st.sites[0].ip, corpora[0].end);
 	cr_assert_leq(st.nr_sites, RV_PT_MAX_ERROR_SITES);
-	pt_image_free(empty);
+	rv_pt_image_free(empty);
 	evlist_free(&got);
 	raw_free(&r);
 }
@@ -1082,7 +1085,7 @@ Test(pt_decoder, resolve_names_the_task_and_image)
 	r.options.image = NULL;
 	r.options.resolve = test_resolve;
 	r.options.resolve_ctx = &ctx;
-	r.options.populate = NULL; /* threads share the sections (pt_image_copy) */
+	r.options.populate = NULL; /* threads share the sections (rv_pt_sections_copy) */
 	for (unsigned jobs = 1; jobs <= 2; jobs++) {
 		struct evlist got = { 0 };
 		struct rv_pt_stats st;
