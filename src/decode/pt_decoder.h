@@ -190,16 +190,16 @@ struct rv_pt_stats {
 			  * of its block caches, so with threads this count varies */
 	/* branch events: jumps are jmp and jcc, interrupts hw int and int */
 	uint64_t calls, returns, jumps, syscalls, interrupts;
-	uint64_t errors;		/* decode errors, overflows not included */
-	uint64_t overflows;		/* OVF packets */
-	uint64_t nomap;			/* errors that were code missing from the image */
-	uint64_t skipped_bytes;		/* trace between an error and the next PSB */
+	uint64_t errors;	/* decode errors, overflows not included */
+	uint64_t overflows;	/* OVF packets */
+	uint64_t nomap;		/* errors that were code missing from the image */
+	uint64_t skipped_bytes; /* trace between an error and the next PSB */
 	/* Which walker decoded the bytes (fast_bytes + libipt_bytes == bytes):
 	 * a chunk the fast walker handed over counts as libipt's. */
 	uint64_t fast_bytes, libipt_bytes;
-	uint64_t handoffs;    /* chunks the fast walker handed to the block decoder */
-	uint64_t cache_bytes; /* the fast walker's caches at their largest, summed
-			       * over the decoding threads */
+	uint64_t handoffs;		/* chunks the fast walker handed to the block decoder */
+	uint64_t cache_bytes;		/* the fast walker's caches at their largest, summed
+					 * over the decoding threads */
 	uint64_t first_time, last_time; /* capture clock of the first and last event; 0 if none */
 	struct rv_pt_error_site sites[RV_PT_MAX_ERROR_SITES]; /* the first errors */
 	size_t nr_sites;

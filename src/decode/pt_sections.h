@@ -74,7 +74,7 @@ uint64_t rv_pt_sections_generation(const struct pt_image *image);
 /* The section of list that holds addr, and in *end the end of the bytes
  * it holds there (clipped by the sections added after it); NULL when
  * none does. */
-const struct rv_pt_section *rv_pt_section_at(const struct rv_pt_section_list *list,
-					     uint64_t addr, uint64_t *end);
+const struct rv_pt_section *rv_pt_section_at(const struct rv_pt_section_list *list, uint64_t addr,
+					     uint64_t *end);
 
 #endif
