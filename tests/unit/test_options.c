@@ -640,6 +640,29 @@ Test(options, unknown_decoder_names_the_choices)
 	cr_assert_eq(d, RV_PT_DECODER_FAST, "a refused value changes nothing");
 }
 
+/* run, attach and decode --help name --decoder and its two choices; decode's
+ * --stats says it names the walkers. */
+Test(options, help_documents_the_decoder)
+{
+	static const enum rv_command commands[] = { RV_CMD_RUN, RV_CMD_ATTACH, RV_CMD_DECODE };
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		char *text = NULL;
+		size_t size = 0;
+		FILE *f = open_memstream(&text, &size);
+
+		cr_assert_not_null(f);
+		rv_options_print_help(commands[i], f);
+		fclose(f);
+		cr_assert(strstr(text, "--decoder fast|libipt"), "%s --help lacks --decoder",
+			  rv_command_name(commands[i]));
+		cr_assert(strstr(text, "block decoder"), "%s", rv_command_name(commands[i]));
+		if (commands[i] == RV_CMD_DECODE)
+			cr_assert(strstr(text, "which walker decoded how much"), "%s", text);
+		free(text);
+	}
+}
+
 Test(options, output_to_standard_output)
 {
 	static const struct {
