@@ -79,9 +79,10 @@ struct rv_decoder_options {
 	const char *vmlinux;  /* kernel names; PT: code where the capture has no kcore */
 	unsigned jobs;	      /* decoding threads; 0: one per online CPU */
 	uint64_t chunk_bytes; /* 0: the decoder's default */
-	enum rv_pt_decoder_choice decoder; /* PT and raw PT: which walker (--decoder) */
-	bool progress;			   /* draw progress on stderr (a terminal) */
-	bool count_packets;		   /* for --stats: a separate pass over the packets */
+	bool progress;	      /* draw progress on stderr (a terminal) */
+	bool count_packets;   /* for --stats: a separate pass over the packets */
+	/* PT and raw PT: which walker (--decoder) */
+	enum rv_pt_decoder_choice decoder;
 	/* raw PT */
 	const struct rv_raw_pt_image *images;
 	size_t nr_images;

@@ -48,12 +48,13 @@ struct rv_raw_pt_options {
 	const char *path; /* the dump */
 	const struct rv_raw_pt_image *images;
 	size_t nr_images;
-	const char *cpu;		   /* FAMILY/MODEL/STEPPING for errata; NULL: none */
-	uint64_t addr_filter[2];	   /* [begin, end) traced; both 0: the images' span */
-	unsigned jobs;			   /* decoding threads, at least 1 */
-	uint64_t chunk_bytes;		   /* 0: the decoder's default */
-	enum rv_pt_decoder_choice decoder; /* which walker (rv_pt_decode_options) */
-	bool count_packets;		   /* count the packets first (for --stats) */
+	const char *cpu;	 /* FAMILY/MODEL/STEPPING for errata; NULL: none */
+	uint64_t addr_filter[2]; /* [begin, end) traced; both 0: the images' span */
+	unsigned jobs;		 /* decoding threads, at least 1 */
+	uint64_t chunk_bytes;	 /* 0: the decoder's default */
+	bool count_packets;	 /* count the packets first (for --stats) */
+	/* which walker decodes (rv_pt_decode_options.decoder) */
+	enum rv_pt_decoder_choice decoder;
 };
 
 /* What of the trace decoded (see the top of this file); counted only when

@@ -535,7 +535,8 @@ const char *rv_pt_walkers_text(const struct rv_pt_stats *s, enum rv_pt_decoder_c
 
 	human_bytes(s->fast_bytes, fast, sizeof(fast));
 	human_bytes(s->libipt_bytes, libipt, sizeof(libipt));
-	if (decoder == RV_PT_DECODER_LIBIPT) {
+	/* (said as counted, should the fast walker have run all the same) */
+	if (decoder == RV_PT_DECODER_LIBIPT && !s->fast_bytes) {
 		snprintf(out, size, "libipt's block decoder %s (all of it: --decoder libipt)",
 			 libipt);
 		return out;

@@ -41,6 +41,9 @@ Test(pt_stats_text, one_walker_alone)
 			 "fast walker 0 bytes (0.0%), libipt's block decoder 16.5 KiB (100.0%)");
 	cr_assert_str_eq(walkers(0, 16896, 0, RV_PT_DECODER_LIBIPT),
 			 "libipt's block decoder 16.5 KiB (all of it: --decoder libipt)");
+	/* --decoder libipt, yet the counts say otherwise: said as counted */
+	cr_assert_str_eq(walkers(1024, 1024, 0, RV_PT_DECODER_LIBIPT),
+			 "fast walker 1.0 KiB (50.0%), libipt's block decoder 1.0 KiB (50.0%)");
 }
 
 Test(pt_stats_text, an_empty_trace_divides_by_nothing)
