@@ -48,6 +48,7 @@ enum {
 	OPT_BTF,
 	OPT_DURATION,
 	OPT_EVENTS,
+	OPT_DECODER,
 };
 
 static const struct option long_options[] = {
@@ -87,6 +88,7 @@ static const struct option long_options[] = {
 	{ "events", required_argument, NULL, OPT_EVENTS },
 	{ "jobs", required_argument, NULL, 'j' },
 	{ "chunk-size", required_argument, NULL, OPT_CHUNK_SIZE },
+	{ "decoder", required_argument, NULL, OPT_DECODER },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -179,6 +181,11 @@ static const char record_options_help[] =
 	"                             kernel code where /proc/kcore is absent; refused\n"
 	"                             unless it is an ELF file with the running kernel's\n"
 	"                             build id\n"
+	"      --decoder fast|libipt  how Intel PT is decoded once recorded: fast (the\n"
+	"                             default), a cached walk on libipt's packet layer\n"
+	"                             that hands what it does not model to libipt's\n"
+	"                             block decoder; libipt, that block decoder alone.\n"
+	"                             The trace is the same either way\n"
 	"      --multi-thread         every thread of each recorded process, not only\n"
 	"                             its main thread\n"
 	"      --no-follow            run: record only COMMAND's own process. By default\n"
@@ -357,7 +364,8 @@ static const char decode_help[] =
 	"                             writes FXT to standard output, for a pipe\n"
 	"      --stats                print what was decoded: packets, instructions,\n"
 	"                             blocks, calls, returns, errors with their offsets,\n"
-	"                             the time the trace covers and the decoding speed\n"
+	"                             which walker decoded how much (--decoder), the\n"
+	"                             time the trace covers and the decoding speed\n"
 	"\n"
 	"Input:\n"
 	"      --trace-include-kernel decode and name kernel code too (root only)\n"
@@ -389,6 +397,11 @@ static const char decode_help[] =
 	"                             is the same whatever N is\n"
 	"      --chunk-size SIZE      cut PT buffers at PSB packets into pieces of at\n"
 	"                             least SIZE for parallel decoding (default 256K)\n"
+	"      --decoder fast|libipt  fast (the default): a cached walk on libipt's\n"
+	"                             packet layer that hands what it does not model\n"
+	"                             to libipt's block decoder; libipt: that block\n"
+	"                             decoder alone, to compare or if fast is\n"
+	"                             suspected. The events are the same either way\n"
 	"\n"
 	"General:\n"
 	"  -v, --verbose              more detail on stderr (repeat for more)\n"
@@ -846,6 +859,22 @@ int rv_parse_duration(const char *text, uint64_t *ns, struct rv_error *err)
 			    text);
 }
 
+int rv_parse_decoder(const char *text, enum rv_pt_decoder_choice *decoder, struct rv_error *err)
+{
+	if (!strcmp(text, "fast")) {
+		*decoder = RV_PT_DECODER_FAST;
+		return 0;
+	}
+	if (!strcmp(text, "libipt")) {
+		*decoder = RV_PT_DECODER_LIBIPT;
+		return 0;
+	}
+	return rv_error_set(err, EINVAL,
+			    "invalid --decoder '%s': use fast (the default) or libipt (libipt's "
+			    "block decoder alone, to compare with or if the fast one is suspected)",
+			    text);
+}
+
 static int parse_backend(const char *text, enum rv_backend *backend, struct rv_error *err)
 {
 	if (!strcmp(text, "auto")) {
@@ -985,9 +1014,9 @@ static bool option_of_command(const char *name, enum rv_command command)
 {
 	static const char *const decode_only[] = { "raw-pt", "image",	    "cpu",  "addr-filter",
 						   "stats",  "perf-script", "jobs", "chunk-size" };
-	static const char *const also_decode[] = { "output",  "trace-include-kernel",
-						   "vmlinux", "verbose",
-						   "help",    "version" };
+	static const char *const also_decode[] = {
+		"output", "trace-include-kernel", "vmlinux", "decoder", "verbose", "help", "version"
+	};
 
 	if (!strcmp(name, "pid"))
 		return command == RV_CMD_ATTACH;
@@ -1109,10 +1138,10 @@ static int check_decode(struct rv_options *opts, struct rv_error *err)
 	if (!opts->raw_pt && (opts->nr_images || opts->cpu || opts->addr_filter[1]))
 		return rv_error_set(err, EINVAL,
 				    "--image, --cpu and --addr-filter describe a --raw-pt trace");
-	if (opts->perf_script && (opts->vmlinux || opts->stats))
+	if (opts->perf_script && (opts->vmlinux || opts->stats || opts->decoder_given))
 		return rv_error_set(err, EINVAL,
-				    "--perf-script imports decoded text: --vmlinux and --stats "
-				    "apply to PT data");
+				    "--perf-script imports decoded text: --vmlinux, --stats and "
+				    "--decoder apply to PT data");
 	if (opts->backend != RV_BACKEND_AUTO || opts->snapshot_size_bytes || opts->full_execution ||
 	    opts->multi_thread || opts->no_follow || opts->working_directory ||
 	    opts->callgraph != RV_CALLGRAPH_DEFAULT || opts->keep_raw_stacks ||
@@ -1497,6 +1526,12 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			if (ret)
 				return rv_error_prefix(err, "--chunk-size");
 			break;
+		case OPT_DECODER:
+			ret = rv_parse_decoder(optarg, &opts->decoder, err);
+			if (ret)
+				return ret;
+			opts->decoder_given = true;
+			break;
 		case OPT_WORKDIR:
 			if (!*optarg)
 				return rv_error_set(err, EINVAL,
@@ -1541,6 +1576,13 @@ int rv_options_parse(struct rv_options *opts, int argc, char **argv, struct rv_e
 			err, EINVAL,
 			"--raw-pt, --image, --cpu, --addr-filter, --stats, --perf-script, "
 			"--jobs and --chunk-size belong to 'rearview decode'");
+	if (opts->decoder_given &&
+	    (opts->backend == RV_BACKEND_SAMPLE || opts->backend == RV_BACKEND_UPROBE))
+		return rv_error_set(
+			err, EINVAL,
+			"--decoder chooses how Intel PT is decoded, and --backend %s "
+			"records none: leave --decoder out, or record with --backend pt",
+			opts->backend == RV_BACKEND_SAMPLE ? "sample" : "uprobe");
 	if (opts->vmlinux && !opts->include_kernel)
 		return rv_error_set(
 			err, EINVAL,

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "decode/pt_decoder.h"
 #include "record/extra_events.h"
 #include "util/error.h"
 
@@ -131,6 +132,10 @@ struct rv_options {
 	const char *vmlinux;	 /* --vmlinux FILE */
 	unsigned jobs;		 /* --jobs N; 0: one per online CPU */
 	uint64_t chunk_bytes;	 /* --chunk-size SIZE; 0: the decoder's default */
+	/* --decoder fast|libipt: the walker that decodes Intel PT (decode, and
+	 * run and attach when they record PT); decoder_given: it was given */
+	enum rv_pt_decoder_choice decoder;
+	bool decoder_given;
 
 	/* run: the command and its arguments, NULL-terminated; attach: the
 	 * command given after `--` (argc 0: none), run while recording;
@@ -184,6 +189,8 @@ int rv_parse_patterns(const char *text, const char *option, char ***list, size_t
 		      struct rv_error *err);
 /* --kernel-events: syscalls, sched, faults, irq, comma-separated. */
 int rv_parse_kernel_events(const char *text, unsigned *groups, struct rv_error *err);
+/* --decoder: fast or libipt; anything else is refused naming both. */
+int rv_parse_decoder(const char *text, enum rv_pt_decoder_choice *decoder, struct rv_error *err);
 
 /* Rounds bytes up to a power-of-two number of pages (at least one page). */
 uint64_t rv_round_pow2_pages(uint64_t bytes, uint64_t page_size);

@@ -121,6 +121,7 @@ int rv_cmd_decode(const struct rv_options *opts)
 			.vmlinux = opts->vmlinux,
 			.jobs = opts->jobs,
 			.chunk_bytes = opts->chunk_bytes,
+			.decoder = opts->decoder,
 			.progress = isatty(STDERR_FILENO) && !opts->stats,
 			.count_packets = opts->stats,
 			.images = images,

@@ -350,6 +350,7 @@ static int open_perf_data(struct rv_decoder *d, struct rv_error *err)
 			.include_kernel = o->include_kernel,
 			.jobs = jobs_of(o),
 			.chunk_bytes = o->chunk_bytes,
+			.decoder = o->decoder,
 			.progress = o->progress,
 			.reader = d->reader,
 		};
@@ -588,6 +589,7 @@ int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struc
 			.addr_filter = { o->addr_filter[0], o->addr_filter[1] },
 			.jobs = jobs_of(o),
 			.chunk_bytes = o->chunk_bytes,
+			.decoder = o->decoder,
 			.count_packets = o->count_packets,
 		};
 

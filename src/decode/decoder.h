@@ -81,6 +81,8 @@ struct rv_decoder_options {
 	uint64_t chunk_bytes; /* 0: the decoder's default */
 	bool progress;	      /* draw progress on stderr (a terminal) */
 	bool count_packets;   /* for --stats: a separate pass over the packets */
+	/* PT and raw PT: which walker (--decoder) */
+	enum rv_pt_decoder_choice decoder;
 	/* raw PT */
 	const struct rv_raw_pt_image *images;
 	size_t nr_images;

@@ -632,6 +632,7 @@ int rv_pt_capture_open(struct rv_pt_capture **out, const struct rv_pt_capture_op
 	c->include_kernel = options->include_kernel;
 	c->jobs = options->jobs;
 	c->chunk_bytes = options->chunk_bytes;
+	c->decoder = options->decoder;
 	c->progress = options->progress;
 	elf_version(EV_CURRENT);
 	ret = locate(c, options->path, err);

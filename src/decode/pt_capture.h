@@ -94,6 +94,8 @@ struct rv_pt_capture_options {
 	unsigned jobs;	     /* decoding threads (see rv_pt_decode_options.jobs) */
 	size_t chunk_bytes;  /* see rv_pt_decode_options.chunk_bytes; 0: the default */
 	bool progress;	     /* report progress on stderr (the caller checks it is a tty) */
+	/* which walker decodes (rv_pt_decode_options.decoder), every buffer */
+	enum rv_pt_decoder_choice decoder;
 	/* path's perf.data, already open (decode/decoder.h opens it once to
 	 * tell its kind); borrowed, used from its first record. NULL: opened
 	 * here. */

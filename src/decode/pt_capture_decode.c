@@ -760,6 +760,7 @@ static int lane_decode(struct buffer_lane *l, struct rv_error *err)
 		o.function_at_ctx = (void *)c;
 		o.jobs = l->jobs;
 		o.chunk_bytes = c->chunk_bytes;
+		o.decoder = c->decoder;
 		ret = rv_pt_decode(l->buf->data, (size_t)l->buf->size, &o, lane_sink, l, &s, err);
 		rv_pt_stats_merge(&l->stats, &s);
 		l->done_bytes += l->buf->size;

@@ -180,6 +180,7 @@ struct rv_pt_capture {
 	bool include_kernel;
 	unsigned jobs;
 	size_t chunk_bytes;
+	enum rv_pt_decoder_choice decoder;
 	bool progress;
 	struct rv_symbolizer *symbolizer;
 	struct ptc_arena arena;

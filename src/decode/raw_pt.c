@@ -342,6 +342,7 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 		d.tid = 1;
 		d.jobs = o->jobs ? o->jobs : 1;
 		d.chunk_bytes = o->chunk_bytes;
+		d.decoder = o->decoder;
 		if (o->count_packets && packets)
 			*packets = rv_pt_count_packets(trace.data, trace.size, &d.config);
 		ret = rv_pt_decode(trace.data, trace.size, &d, note_errors, &errors, stats, err);

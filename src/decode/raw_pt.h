@@ -53,6 +53,8 @@ struct rv_raw_pt_options {
 	unsigned jobs;		 /* decoding threads, at least 1 */
 	uint64_t chunk_bytes;	 /* 0: the decoder's default */
 	bool count_packets;	 /* count the packets first (for --stats) */
+	/* which walker decodes (rv_pt_decode_options.decoder) */
+	enum rv_pt_decoder_choice decoder;
 };
 
 /* What of the trace decoded (see the top of this file); counted only when

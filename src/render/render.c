@@ -523,10 +523,39 @@ static void print_function_stats(const struct rv_fn_decoder_stats *s, double sec
 	printf("decode time      %.3f s\n", seconds);
 }
 
-static void print_pt_stats(const struct rv_decoder_report *r, double seconds)
+static double percent_of(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+const char *rv_pt_walkers_text(const struct rv_pt_stats *s, enum rv_pt_decoder_choice decoder,
+			       char *out, size_t size)
+{
+	char fast[32], libipt[32], handed[64] = "";
+
+	human_bytes(s->fast_bytes, fast, sizeof(fast));
+	human_bytes(s->libipt_bytes, libipt, sizeof(libipt));
+	/* (said as counted, should the fast walker have run all the same) */
+	if (decoder == RV_PT_DECODER_LIBIPT && !s->fast_bytes) {
+		snprintf(out, size, "libipt's block decoder %s (all of it: --decoder libipt)",
+			 libipt);
+		return out;
+	}
+	if (s->handoffs)
+		snprintf(handed, sizeof(handed), ", %" PRIu64 " chunk%s handed over", s->handoffs,
+			 s->handoffs == 1 ? "" : "s");
+	snprintf(out, size, "fast walker %s (%.1f%%), libipt's block decoder %s (%.1f%%%s)", fast,
+		 percent_of(s->fast_bytes, s->bytes), libipt, percent_of(s->libipt_bytes, s->bytes),
+		 handed);
+	return out;
+}
+
+static void print_pt_stats(const struct rv_decoder_report *r, enum rv_pt_decoder_choice decoder,
+			   double seconds)
 {
 	const struct rv_pt_stats *s = &r->pt;
 	double span = s->last_time > s->first_time ? (double)(s->last_time - s->first_time) : 0;
+	char walkers[160], caches[40];
 
 	printf("trace bytes      %" PRIu64 " (%" PRIu64 " chunks)\n", s->bytes, s->chunks);
 	printf("packets          %" PRIu64 "\n", r->packets);
@@ -558,16 +587,32 @@ static void print_pt_stats(const struct rv_decoder_report *r, double seconds)
 		printf("  (%" PRIu64 " more not listed)\n",
 		       s->errors + s->overflows - (uint64_t)s->nr_sites);
 	printf("skipped bytes    %" PRIu64 "\n", s->skipped_bytes);
+	printf("decoded by       %s\n", rv_pt_walkers_text(s, decoder, walkers, sizeof(walkers)));
+	/* the exact count first, as on every line, for scripts (bench/run) */
+	caches[0] = '\0';
+	if (s->cache_bytes >= 1024) {
+		char human[32];
+
+		human_bytes(s->cache_bytes, human, sizeof(human));
+		snprintf(caches, sizeof(caches), " (%s)", human);
+	}
+	if (decoder == RV_PT_DECODER_LIBIPT)
+		printf("fast caches      0 bytes (not used: --decoder libipt)\n");
+	else
+		printf("fast caches      %" PRIu64 " bytes%s at their largest, summed over the "
+		       "decoding threads\n",
+		       s->cache_bytes, caches);
 	printf("time covered     %.0f %s (first %" PRIu64 ", last %" PRIu64 ")\n", span,
 	       r->kind == RV_CAPTURE_RAW_PT ? "TSC ticks" : "ns", s->first_time, s->last_time);
 	printf("decode time      %.3f s\n", seconds);
 	printf("bytes per second %.0f\n", seconds > 0 ? (double)s->bytes / seconds : 0);
 }
 
-static void print_stats(const struct rv_decoder_report *r, double seconds)
+static void print_stats(const struct rv_decoder_report *r, enum rv_pt_decoder_choice decoder,
+			double seconds)
 {
 	if (r->kind == RV_CAPTURE_PT || r->kind == RV_CAPTURE_RAW_PT)
-		print_pt_stats(r, seconds);
+		print_pt_stats(r, decoder, seconds);
 	else if (r->kind == RV_CAPTURE_FUNCTIONS)
 		print_function_stats(&r->functions, seconds);
 }
@@ -614,7 +659,7 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 		rv_decoder_report(decoder, &report);
 		warn_findings(&report, builder);
 		if (ro->stats)
-			print_stats(&report, seconds);
+			print_stats(&report, ro->decode.decoder, seconds);
 		print_summary(builder, writer, ro, report_kind(&report));
 	} else {
 		if (decoder && rv_decoder_kind(decoder) == RV_CAPTURE_PERF_SCRIPT) {

@@ -68,6 +68,15 @@ struct rv_render_options {
 	bool stats; /* --stats: the decoder's counts on standard output */
 };
 
+/* --stats' line on which walker decoded how much of a PT trace (after its
+ * "decoded by" label), for decoder, the walker chosen: each walker's bytes
+ * with their share, and the chunks the fast walker handed to libipt's block
+ * decoder (--decoder libipt: libipt's bytes alone, unless the counts say the
+ * fast walker decoded some). Written into out (cut short to fit,
+ * NUL-terminated), and returned. */
+const char *rv_pt_walkers_text(const struct rv_pt_stats *s, enum rv_pt_decoder_choice decoder,
+			       char *out, size_t size);
+
 /* Decodes the capture, builds the spans, writes and commits the trace, and
  * prints what it found and the summary on stderr. On error the trace is
  * aborted (nothing is left at its path). */

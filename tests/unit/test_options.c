@@ -551,6 +551,118 @@ Test(options, duration_for_run_and_attach)
 	rv_options_destroy(&o);
 }
 
+/* --decoder: fast by default, libipt on asking, on every command that
+ * decodes Intel PT; anything else refused naming both, and refused where
+ * nothing PT is decoded. */
+Test(options, decoder_choice)
+{
+	static const struct {
+		const char *argv[9];
+		int argc;
+		enum rv_pt_decoder_choice decoder;
+		const char *refused; /* NULL: accepted */
+	} cases[] = {
+		{ { "rearview", "decode", "perf.data" }, 3, RV_PT_DECODER_FAST, NULL },
+		{ { "rearview", "decode", "--decoder", "fast", "perf.data" },
+		  5,
+		  RV_PT_DECODER_FAST,
+		  NULL },
+		{ { "rearview", "decode", "--decoder", "libipt", "perf.data" },
+		  5,
+		  RV_PT_DECODER_LIBIPT,
+		  NULL },
+		{ { "rearview", "decode", "-decoder=libipt", "--raw-pt", "t.pt", "--image", "i@1" },
+		  7,
+		  RV_PT_DECODER_LIBIPT,
+		  NULL },
+		{ { "rearview", "run", "--decoder", "libipt", "true" },
+		  5,
+		  RV_PT_DECODER_LIBIPT,
+		  NULL },
+		{ { "rearview", "run", "--backend", "pt", "--decoder", "libipt", "true" },
+		  7,
+		  RV_PT_DECODER_LIBIPT,
+		  NULL },
+		{ { "rearview", "attach", "-p", "12", "--decoder", "libipt" },
+		  6,
+		  RV_PT_DECODER_LIBIPT,
+		  NULL },
+		{ { "rearview", "decode", "--decoder", "bogus", "perf.data" }, 5, 0, "fast" },
+		{ { "rearview", "decode", "--decoder", "LIBIPT", "perf.data" }, 5, 0, "libipt" },
+		{ { "rearview", "decode", "--decoder", "", "perf.data" },
+		  5,
+		  0,
+		  "invalid --decoder" },
+		{ { "rearview", "decode", "--decoder", "fast", "--perf-script", "t.txt" },
+		  6,
+		  0,
+		  "apply to PT data" },
+		{ { "rearview", "run", "--sampling", "--decoder", "fast", "true" },
+		  6,
+		  0,
+		  "--backend sample records none" },
+		{ { "rearview", "attach", "-p", "12", "--backend", "uprobe", "--decoder",
+		    "libipt" },
+		  8,
+		  0,
+		  "--backend uprobe records none" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rv_options o;
+		struct rv_error err = { 0 };
+		int ret = parse(&o, &err, cases[i].argc, (const char **)cases[i].argv);
+
+		if (!cases[i].refused) {
+			cr_assert_eq(ret, 0, "case %zu: %s", i, err.message);
+			cr_assert_eq(o.decoder, cases[i].decoder, "case %zu", i);
+		} else {
+			cr_assert_neq(ret, 0, "case %zu is accepted", i);
+			cr_assert(strstr(err.message, cases[i].refused),
+				  "case %zu: '%s' lacks '%s'", i, err.message, cases[i].refused);
+		}
+		rv_options_destroy(&o);
+	}
+}
+
+/* The error for an unknown --decoder names both choices. */
+Test(options, unknown_decoder_names_the_choices)
+{
+	enum rv_pt_decoder_choice d = RV_PT_DECODER_LIBIPT;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_parse_decoder("fast", &d, &err), 0);
+	cr_assert_eq(d, RV_PT_DECODER_FAST);
+	cr_assert_neq(rv_parse_decoder("block", &d, &err), 0);
+	cr_assert(strstr(err.message, "'block'") && strstr(err.message, "fast") &&
+			  strstr(err.message, "libipt"),
+		  "%s", err.message);
+	cr_assert_eq(d, RV_PT_DECODER_FAST, "a refused value changes nothing");
+}
+
+/* run, attach and decode --help name --decoder and its two choices; decode's
+ * --stats says it names the walkers. */
+Test(options, help_documents_the_decoder)
+{
+	static const enum rv_command commands[] = { RV_CMD_RUN, RV_CMD_ATTACH, RV_CMD_DECODE };
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		char *text = NULL;
+		size_t size = 0;
+		FILE *f = open_memstream(&text, &size);
+
+		cr_assert_not_null(f);
+		rv_options_print_help(commands[i], f);
+		fclose(f);
+		cr_assert(strstr(text, "--decoder fast|libipt"), "%s --help lacks --decoder",
+			  rv_command_name(commands[i]));
+		cr_assert(strstr(text, "block decoder"), "%s", rv_command_name(commands[i]));
+		if (commands[i] == RV_CMD_DECODE)
+			cr_assert(strstr(text, "which walker decoded how much"), "%s", text);
+		free(text);
+	}
+}
+
 Test(options, output_to_standard_output)
 {
 	static const struct {

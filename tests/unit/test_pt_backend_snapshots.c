@@ -20,7 +20,8 @@
  * snapshot is whole; a resume that never comes is said at the end, one
  * that only the end's drain reads is marked all the same; with
  * --min-duration a kept window's mark has APPLY and the hold is released
- * once the area is copied.
+ * once the area is copied. Every recording is then decoded with the
+ * walker --decoder chose.
  *
  * Not here: the engine's own work (test_pt_engine.c), decoding paused
  * snapshots (test_pt_engine_decode.c), the BPF gate (test_gate.c).
@@ -280,7 +281,10 @@ static void world_open(struct world *w, const char *trigger, char *filter_start,
 				       .filter_start = filter_start,
 				       .filter_stop = filter_stop,
 				       .multi_snapshot = multi,
-				       .min_duration_ns = min_ns };
+				       .min_duration_ns = min_ns,
+				       /* not the default, so that finish is
+					* seen to pass it on */
+				       .decoder = RV_PT_DECODER_LIBIPT };
 	w->s.opts = &w->opts;
 	w->s.root = sysfs_tree("icelake");
 	w->s.machine.nr_cpus = 1;
@@ -372,6 +376,8 @@ static void world_close(struct world *w)
 	cr_assert_eq(ret, 0, "%s", w->err.message);
 	w->stderr_text = read_whole(path, NULL);
 	cr_assert_eq(rv_pt_backend.finish(w->b, &ro, &w->err), 0, "%s", w->err.message);
+	cr_assert_eq(ro.decode.decoder, RV_PT_DECODER_LIBIPT,
+		     "the recording is decoded with --decoder's walker");
 	rv_pt_backend.free(w->b);
 	rv_gating_free(w->gating);
 	kill(w->child, SIGKILL);
