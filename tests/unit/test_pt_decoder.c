@@ -181,6 +181,25 @@ static bool same_event(const struct ev *a, const struct ev *b, bool with_time)
 	       a->overflow == b->overflow && (!with_time || a->time == b->time);
 }
 
+/* Prints both lists' events around index at (the first that differs, or the
+ * first one list lacks), to stderr, before the assertion that names it. */
+static void print_context(const struct evlist *ref, const struct evlist *got, size_t at,
+			  const char *what)
+{
+	size_t from = at > 4 ? at - 4 : 0;
+
+	fprintf(stderr, "%s: events %zu to %zu (expected | got):\n", what, from, at + 4);
+	for (size_t i = from; i <= at + 4; i++) {
+		char a[256] = "-", b[256] = "-";
+
+		if (i < ref->n)
+			describe(&ref->v[i], a, sizeof(a));
+		if (i < got->n)
+			describe(&got->v[i], b, sizeof(b));
+		fprintf(stderr, "%c %8zu  %s\n%11s| %s\n", i == at ? '>' : ' ', i, a, "", b);
+	}
+}
+
 /* Asserts that two decodes of one buffer gave the same events. */
 static void assert_same_events(const struct evlist *ref, const struct evlist *got, const char *what)
 {
@@ -193,10 +212,156 @@ static void assert_same_events(const struct evlist *ref, const struct evlist *go
 
 		describe(&ref->v[i], a, sizeof(a));
 		describe(&got->v[i], b, sizeof(b));
+		print_context(ref, got, i, what);
 		cr_assert_fail("%s: event %zu differs:\n  expected %s\n  got      %s", what, i, a,
 			       b);
 	}
+	if (ref->n != got->n)
+		print_context(ref, got, n, what);
 	cr_assert_eq(ref->n, got->n, "%s: %zu events, expected %zu", what, got->n, ref->n);
+}
+
+/* ---- the fast walker against libipt's block decoder ---- */
+
+/* Asserts the counts of two decodes of one buffer, one of them by libipt's
+ * block decoder (ref), are the same: everything but libipt's blocks, whose
+ * cut the fast walker does not share, and the chunks, which follow
+ * chunk_bytes; and that each walker accounts for every byte. */
+static void assert_same_stats(const struct rv_pt_stats *ref, const struct rv_pt_stats *got,
+			      const char *what)
+{
+#define SAME(field)                                                                                \
+	cr_assert_eq(got->field, ref->field, "%s: " #field " %" PRIu64 ", libipt's %" PRIu64,      \
+		     what, (uint64_t)got->field, (uint64_t)ref->field)
+	SAME(bytes);
+	SAME(insns);
+	SAME(calls);
+	SAME(returns);
+	SAME(jumps);
+	SAME(syscalls);
+	SAME(interrupts);
+	SAME(errors);
+	SAME(overflows);
+	SAME(nomap);
+	SAME(skipped_bytes);
+	SAME(first_time);
+	SAME(last_time);
+	SAME(nr_sites);
+#undef SAME
+	for (size_t i = 0; i < ref->nr_sites; i++) {
+		const struct rv_pt_error_site *a = &ref->sites[i], *b = &got->sites[i];
+
+		cr_assert(a->offset == b->offset && a->ip == b->ip && a->code == b->code,
+			  "%s: error %zu at offset %" PRIu64 " ip %#" PRIx64 " (%s), libipt's at "
+			  "offset %" PRIu64 " ip %#" PRIx64 " (%s)",
+			  what, i, b->offset, b->ip, rv_pt_strerror(b->code), a->offset, a->ip,
+			  rv_pt_strerror(a->code));
+	}
+	cr_assert_eq(ref->fast_bytes, 0, "%s: libipt's decode counted fast bytes", what);
+	cr_assert_eq(ref->handoffs, 0, "%s: libipt's decode counted handoffs", what);
+	cr_assert_eq(ref->libipt_bytes, ref->bytes, "%s: libipt's decode", what);
+	cr_assert_eq(got->fast_bytes + got->libipt_bytes, got->bytes,
+		     "%s: fast %" PRIu64 " + libipt %" PRIu64 " bytes, of %" PRIu64, what,
+		     got->fast_bytes, got->libipt_bytes, got->bytes);
+}
+
+/* The (jobs, chunk_bytes) the fast walker's decodes are compared at: one
+ * thread over the whole buffer, and the chunk seams with one and two. */
+static const struct {
+	unsigned jobs;
+	size_t chunk_bytes;
+} fast_settings[] = { { 1, SIZE_MAX }, { 2, 4096 }, { 1, 16384 }, { 2, 0 } };
+
+#define NR_FAST_SETTINGS (sizeof(fast_settings) / sizeof(fast_settings[0]))
+
+/* Functions as the trace's own calls show them: every call's destination
+ * starts one, which ends where the next starts. A jump inside one is
+ * dropped by both walkers alike; whether it was right to drop it does not
+ * matter here, only that both drop the same. */
+struct fn_map {
+	uint64_t *starts;
+	size_t n;
+	uint64_t window; /* an answer holds for [time - window, time + window) */
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void fn_map_from_calls(struct fn_map *m, const struct evlist *events, uint64_t window)
+{
+	memset(m, 0, sizeof(*m));
+	m->window = window;
+	m->starts = malloc((events->n + 1) * sizeof(*m->starts));
+	cr_assert_not_null(m->starts);
+	for (size_t i = 0; i < events->n; i++)
+		if (events->v[i].type == RV_EVENT_BRANCH && events->v[i].kind == RV_BRANCH_CALL &&
+		    events->v[i].to)
+			m->starts[m->n++] = events->v[i].to;
+	qsort(m->starts, m->n, sizeof(*m->starts), cmp_u64);
+
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (!k || m->starts[k - 1] != m->starts[i])
+			m->starts[k++] = m->starts[i];
+	m->n = k;
+	cr_assert_gt(m->n, 1, "the trace calls fewer than two functions");
+}
+
+static bool fn_map_at(void *ctx, uint32_t pid, uint64_t time, uint64_t addr,
+		      struct rv_pt_function_span *out)
+{
+	struct fn_map *m = ctx;
+	size_t lo = 0, hi = m->n;
+
+	(void)pid;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->starts[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || lo == m->n)
+		return false; /* before the first start, or in the last (no end) */
+	out->start = m->starts[lo - 1];
+	out->end = m->starts[lo];
+	out->from = m->window && time > m->window ? time - m->window : 0;
+	out->until = m->window ? time + m->window : UINT64_MAX;
+	return true;
+}
+
+static void fn_map_free(struct fn_map *m)
+{
+	free(m->starts);
+	memset(m, 0, sizeof(*m));
+}
+
+/* How jumps are treated, both walkers alike: all handed to the sink, those
+ * inside a function dropped (options.function_at), none looked at
+ * (options.ignore_jumps). */
+enum jump_mode { JUMPS_ALL, JUMPS_IN_FUNCTION_DROPPED, JUMPS_IGNORED, NR_JUMP_MODES };
+
+static const char *const jump_mode_names[NR_JUMP_MODES] = { "every jump", "function_at",
+							    "ignore_jumps" };
+
+static void set_jump_mode(struct rv_pt_decode_options *o, enum jump_mode mode, struct fn_map *fns)
+{
+	o->ignore_jumps = mode == JUMPS_IGNORED;
+	o->function_at = mode == JUMPS_IN_FUNCTION_DROPPED ? fn_map_at : NULL;
+	o->function_at_ctx = mode == JUMPS_IN_FUNCTION_DROPPED ? fns : NULL;
+}
+
+/* An answer of function_at holds for a sixty-fourth of the trace's time,
+ * so that the walkers ask again as it goes on (forever without times). */
+static uint64_t fn_window(const struct rv_pt_stats *st)
+{
+	return st->last_time > st->first_time ? (st->last_time - st->first_time) / 64 + 1 : 0;
 }
 
 /* ---- the raw corpus ---- */
@@ -442,6 +607,75 @@ Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
 	}
 	evlist_free(&one);
 	raw_free(&r);
+}
+
+/* The fast walker against libipt's block decoder on the corpus: the same
+ * events (times, tasks and all) and counts, with every jump handed on, with
+ * jumps inside functions dropped and with jumps ignored, on one thread and
+ * two, whole and in chunks. */
+Test(pt_decoder, corpus_fast_walker_same_events)
+{
+	for (size_t c = 0; c < sizeof(corpora) / sizeof(corpora[0]); c++) {
+		struct raw r;
+		struct evlist all = { 0 };
+		struct rv_pt_stats all_stats;
+		struct fn_map fns;
+
+		raw_load(&r, &corpora[c], 1);
+		r.options.decoder = RV_PT_DECODER_LIBIPT;
+		decode_raw(&r, 1, SIZE_MAX, &all, &all_stats);
+		cr_assert_eq(all_stats.insns, corpora[c].insns, "%s: %" PRIu64 " instructions",
+			     corpora[c].name, all_stats.insns);
+		fn_map_from_calls(&fns, &all, fn_window(&all_stats));
+		for (int mode = 0; mode < NR_JUMP_MODES; mode++) {
+			struct evlist ref = { 0 };
+			struct rv_pt_stats ref_stats = all_stats;
+
+			set_jump_mode(&r.options, mode, &fns);
+			if (mode == JUMPS_ALL) {
+				ref = all;
+			} else {
+				r.options.decoder = RV_PT_DECODER_LIBIPT;
+				decode_raw(&r, 1, SIZE_MAX, &ref, &ref_stats);
+				cr_assert_eq(ref_stats.insns, corpora[c].insns, "%s, %s",
+					     corpora[c].name, jump_mode_names[mode]);
+				cr_assert_lt(ref.n, all.n, "%s, %s: no jump was left out",
+					     corpora[c].name, jump_mode_names[mode]);
+			}
+			if (mode == JUMPS_IN_FUNCTION_DROPPED)
+				cr_assert_eq(ref_stats.jumps, all_stats.jumps,
+					     "%s: dropped jumps are counted", corpora[c].name);
+			for (size_t s = 0; s < NR_FAST_SETTINGS; s++) {
+				struct evlist got = { 0 };
+				struct rv_pt_stats st;
+				char what[160];
+
+				snprintf(what, sizeof(what),
+					 "%s, %s, fast walker, %zu-byte chunks, %u jobs",
+					 corpora[c].name, jump_mode_names[mode],
+					 fast_settings[s].chunk_bytes, fast_settings[s].jobs);
+				r.options.decoder = RV_PT_DECODER_FAST;
+				decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes,
+					   &got, &st);
+				assert_same_events(&ref, &got, what);
+				assert_same_stats(&ref_stats, &st, what);
+				if (mode == JUMPS_ALL && s == 0)
+					fprintf(stderr,
+						"pt_decoder: %s: the fast walker decoded %" PRIu64
+						" of %" PRIu64 " bytes (%" PRIu64
+						" chunks handed to "
+						"libipt)\n",
+						corpora[c].name, st.fast_bytes, st.bytes,
+						st.handoffs);
+				evlist_free(&got);
+			}
+			if (mode != JUMPS_ALL)
+				evlist_free(&ref);
+		}
+		fn_map_free(&fns);
+		evlist_free(&all);
+		raw_free(&r);
+	}
 }
 
 /* ---- softpt captures: perf.data read just enough ---- */
