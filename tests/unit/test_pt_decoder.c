@@ -706,6 +706,14 @@ struct capture {
 	struct cap_buf bufs[CAP_MAX_BUFS];
 	size_t nr_bufs;
 	uint32_t pid;
+	/* how cap_decode decodes: the walker, and what it does with jumps */
+	enum rv_pt_decoder_choice decoder;
+	enum jump_mode jumps;
+	struct fn_map *fns;
+	/* Not 0: a resolve hook names the task, another one every period
+	 * from first_time on (cap_resolve); buf_tid is the buffer's. */
+	uint64_t task_period, first_time;
+	uint32_t buf_tid;
 };
 
 static uint64_t load64(const uint8_t *p)
@@ -862,6 +870,22 @@ static void cap_free(struct capture *c)
 	pt_iscache_free(c->iscache);
 }
 
+/* The buffer's thread renamed every task_period: tid + 1000 * k in the
+ * k-th period, until the next. */
+static int cap_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
+		       struct pt_image **image, uint64_t *until, struct rv_error *err)
+{
+	const struct capture *c = ctx;
+	uint64_t k = time > c->first_time ? (time - c->first_time) / c->task_period : 0;
+
+	(void)err;
+	*pid = c->pid;
+	*tid = c->buf_tid + 1000 * (uint32_t)k;
+	*image = c->image;
+	*until = c->first_time + (k + 1) * c->task_period;
+	return 0;
+}
+
 /* Every buffer of the capture, one after the other (each its thread's). */
 static void cap_decode(struct capture *c, unsigned jobs, size_t chunk_bytes, struct evlist *out,
 		       struct rv_pt_stats *total)
@@ -878,12 +902,19 @@ static void cap_decode(struct capture *c, unsigned jobs, size_t chunk_bytes, str
 	o.populate_ctx = c;
 	o.jobs = jobs;
 	o.chunk_bytes = chunk_bytes;
+	o.decoder = c->decoder;
+	set_jump_mode(&o, c->jumps, c->fns);
+	if (c->task_period) {
+		o.resolve = cap_resolve;
+		o.resolve_ctx = c;
+	}
 	for (size_t i = 0; i < c->nr_bufs; i++) {
 		struct rv_pt_stats st;
 		struct rv_error err = { 0 };
 
 		o.pid = c->pid;
 		o.tid = c->bufs[i].tid;
+		c->buf_tid = c->bufs[i].tid;
 		cr_assert_eq(rv_pt_decode(c->bufs[i].data, c->bufs[i].size, &o, record_sink, out,
 					  &st, &err),
 			     0, "%s", err.message);
@@ -1065,8 +1096,96 @@ static void run_softpt(const char *target, char *dir, size_t dir_size)
 	cr_assert_eq(system(cmd), 0, "softpt failed: %s", cmd);
 }
 
-/* perf's branches for every configuration; then, with a PSB every 2 KiB,
- * the same events for every chunk size and thread count. */
+/* Of fast_settings, those the captures are decoded at: the first two (the
+ * captures with a PSB every 2 KiB are decoded at every chunk size too). */
+#define NR_CAPTURE_FAST_SETTINGS 2
+
+/* The fast walker against libipt's block decoder on one capture, whose
+ * events libipt's decode with every jump handed on gave in all: the same
+ * events and counts in each jump mode, for each of fast_settings. */
+static void compare_walkers(struct capture *c, const struct evlist *all,
+			    const struct rv_pt_stats *all_stats, const char *what)
+{
+	struct fn_map fns;
+
+	fn_map_from_calls(&fns, all, fn_window(all_stats));
+	c->fns = &fns;
+	for (int mode = 0; mode < NR_JUMP_MODES; mode++) {
+		struct evlist ref = { 0 };
+		struct rv_pt_stats ref_stats = *all_stats;
+
+		c->jumps = mode;
+		if (mode == JUMPS_ALL) {
+			ref = *all;
+		} else {
+			c->decoder = RV_PT_DECODER_LIBIPT;
+			cap_decode(c, 1, SIZE_MAX, &ref, &ref_stats);
+		}
+		c->decoder = RV_PT_DECODER_FAST;
+		for (size_t s = 0; s < NR_CAPTURE_FAST_SETTINGS; s++) {
+			struct evlist got = { 0 };
+			struct rv_pt_stats st;
+			char how[192];
+
+			snprintf(how, sizeof(how), "%s, %s, fast walker, %zu-byte chunks, %u jobs",
+				 what, jump_mode_names[mode], fast_settings[s].chunk_bytes,
+				 fast_settings[s].jobs);
+			cap_decode(c, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &got,
+				   &st);
+			assert_same_events(&ref, &got, how);
+			assert_same_stats(&ref_stats, &st, how);
+			evlist_free(&got);
+		}
+		if (mode != JUMPS_ALL)
+			evlist_free(&ref);
+	}
+	c->jumps = JUMPS_ALL;
+	c->fns = NULL;
+	fn_map_free(&fns);
+
+	/* A task that changes as time goes on: both walkers ask resolve at the
+	 * same times (chunk starts, trace starts, the end of its answer). */
+	struct evlist ref = { 0 };
+	struct rv_pt_stats ref_stats;
+
+	c->first_time = all_stats->first_time;
+	c->task_period = all_stats->last_time > all_stats->first_time
+				 ? (all_stats->last_time - all_stats->first_time) / 16 + 1
+				 : 0;
+	if (!c->task_period) {
+		c->decoder = RV_PT_DECODER_LIBIPT;
+		return;
+	}
+	c->decoder = RV_PT_DECODER_LIBIPT;
+	cap_decode(c, 1, SIZE_MAX, &ref, &ref_stats);
+	size_t renamed = 0;
+
+	cr_assert_eq(ref.n, all->n, "%s: tasks by time change the events", what);
+	for (size_t i = 0; i < ref.n; i++)
+		renamed += ref.v[i].tid != all->v[i].tid;
+	cr_assert_gt(renamed, 0, "%s: the task never changed", what);
+	c->decoder = RV_PT_DECODER_FAST;
+	for (size_t s = 0; s < NR_CAPTURE_FAST_SETTINGS; s++) {
+		struct evlist got = { 0 };
+		struct rv_pt_stats st;
+		char how[192];
+
+		snprintf(how, sizeof(how),
+			 "%s, tasks by time, fast walker, %zu-byte chunks, %u jobs", what,
+			 fast_settings[s].chunk_bytes, fast_settings[s].jobs);
+		cap_decode(c, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &got, &st);
+		assert_same_events(&ref, &got, how);
+		assert_same_stats(&ref_stats, &st, how);
+		evlist_free(&got);
+	}
+	evlist_free(&ref);
+	c->task_period = 0;
+	c->decoder = RV_PT_DECODER_LIBIPT;
+}
+
+/* perf's branches for every configuration (decoded by libipt's block
+ * decoder), the fast walker's the same; then, with a PSB every 2 KiB, the
+ * same events for every chunk size and thread count, from both walkers. */
 static void check_target(const char *target)
 {
 	char dir[64];
@@ -1082,24 +1201,35 @@ static void check_target(const char *target)
 		snprintf(cdir, sizeof(cdir), "%s/%s", dir, cfg->name);
 		snprintf(what, sizeof(what), "%s (%s)", target, cfg->name);
 		cap_load(&c, cdir);
+		c.decoder = RV_PT_DECODER_LIBIPT;
 		cap_decode(&c, 1, SIZE_MAX, &mine, &st);
 		cr_assert_eq(st.errors, 0, "%s: %" PRIu64 " decode errors", what, st.errors);
 		cr_assert_gt(st.insns, 1000, "%s", what);
+		if (strcmp(cfg->name, "overflow") == 0)
+			cr_assert_gt(st.overflows, 0, "%s: no overflow", what);
 		perf_events(cdir, &perf);
 		compare_with_perf(&perf, &mine, what, cfg->exact_time);
+		compare_walkers(&c, &mine, &st, what);
 
 		if (cfg->psb_2k) {
 			for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
-				for (unsigned jobs = 1; jobs <= 2; jobs++) {
+				for (unsigned k = 0; k < 4; k++) {
+					unsigned jobs = 1 + k % 2;
 					struct evlist got = { 0 };
 					struct rv_pt_stats gst;
 					char how[192];
 
+					c.decoder =
+						k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
 					cap_decode(&c, jobs, chunk_sizes[s], &got, &gst);
-					snprintf(how, sizeof(how), "%s, %zu-byte chunks, %u jobs",
-						 what, chunk_sizes[s], jobs);
+					snprintf(how, sizeof(how),
+						 "%s, %s, %zu-byte chunks, %u jobs", what,
+						 k < 2 ? "libipt" : "fast walker", chunk_sizes[s],
+						 jobs);
 					assert_same_events(&mine, &got, how);
 					cr_assert_eq(gst.insns, st.insns, "%s", how);
+					if (k >= 2)
+						assert_same_stats(&st, &gst, how);
 					evlist_free(&got);
 				}
 			}
