@@ -1320,6 +1320,7 @@ Test(pt_decoder, damage_resyncs_at_next_psb)
 
 	raw_load(&r, &corpora[2], 1);
 	memset(r.trace + at, 0xd9, 64); /* not a PT opcode's start, repeated */
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
 	decode_raw(&r, 1, SIZE_MAX, &ref, &st);
 	cr_assert_geq(st.errors, 1);
 	cr_assert_lt(st.insns, corpora[2].insns);
@@ -1343,19 +1344,26 @@ Test(pt_decoder, damage_resyncs_at_next_psb)
 	cr_assert_lt(b, ref.n);
 	cr_assert(ref.v[b].flags & RV_BRANCH_TRACE_BEGIN, "decoding restarts with a trace begin");
 
+	/* libipt's decode at every chunk size and thread count, then the fast
+	 * walker's: the same events, errors (offset, address and code) and
+	 * counts */
 	for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
-		for (unsigned jobs = 1; jobs <= 2; jobs++) {
+		for (unsigned k = 0; k < 4; k++) {
+			unsigned jobs = 1 + k % 2;
 			struct evlist got = { 0 };
 			struct rv_pt_stats gst;
-			char what[96];
+			char what[128];
 
+			r.options.decoder = k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
 			decode_raw(&r, jobs, chunk_sizes[s], &got, &gst);
-			snprintf(what, sizeof(what), "damaged mruby, %zu-byte chunks, %u jobs",
-				 chunk_sizes[s], jobs);
+			snprintf(what, sizeof(what), "damaged mruby, %s, %zu-byte chunks, %u jobs",
+				 k < 2 ? "libipt" : "fast walker", chunk_sizes[s], jobs);
 			assert_same_events(&ref, &got, what);
 			cr_assert_eq(gst.insns, st.insns, "%s", what);
 			cr_assert_eq(gst.errors, st.errors, "%s", what);
 			cr_assert_eq(gst.skipped_bytes, st.skipped_bytes, "%s", what);
+			if (k >= 2)
+				assert_same_stats(&st, &gst, what);
 			evlist_free(&got);
 		}
 	}
@@ -1375,6 +1383,7 @@ Test(pt_decoder, missing_code_is_nomap)
 	raw_load(&r, &corpora[0], 1);
 	r.options.image = empty;
 	r.options.populate = NULL;
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
 	decode_raw(&r, 2, 4096, &got, &st);
 	cr_assert_gt(st.errors, 0);
 	cr_assert_eq(st.nomap, st.errors);
@@ -1384,6 +1393,28 @@ Test(pt_decoder, missing_code_is_nomap)
 	cr_assert_geq(st.sites[0].ip, corpora[0].base);
 	cr_assert_lt(st.sites[0].ip, corpora[0].end);
 	cr_assert_leq(st.nr_sites, RV_PT_MAX_ERROR_SITES);
+
+	/* the fast walker, which has no code to walk either: the same errors
+	 * at the same offsets, each decode against libipt's at its setting */
+	for (size_t s = 0; s < NR_FAST_SETTINGS; s++) {
+		struct evlist ref = { 0 }, fast = { 0 };
+		struct rv_pt_stats ref_stats, fast_stats;
+		char what[128];
+
+		snprintf(what, sizeof(what), "no code, fast walker, %zu-byte chunks, %u jobs",
+			 fast_settings[s].chunk_bytes, fast_settings[s].jobs);
+		r.options.decoder = RV_PT_DECODER_LIBIPT;
+		decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &ref,
+			   &ref_stats);
+		r.options.decoder = RV_PT_DECODER_FAST;
+		decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &fast,
+			   &fast_stats);
+		cr_assert_gt(ref_stats.nomap, 0, "%s", what);
+		assert_same_events(&ref, &fast, what);
+		assert_same_stats(&ref_stats, &fast_stats, what);
+		evlist_free(&ref);
+		evlist_free(&fast);
+	}
 	pt_image_free(empty);
 	evlist_free(&got);
 	raw_free(&r);
@@ -1504,18 +1535,41 @@ Test(pt_decoder, populate_failure_stops_decoding)
 	raw_free(&r);
 }
 
+/* Both walkers stop once they have run max_insns instructions, each where
+ * its walk noticed (a libipt block, or a run of the fast walker's, past the
+ * limit): the events up to there are the first of the whole trace's. */
 Test(pt_decoder, max_insns_stops_early)
 {
 	struct raw r;
-	struct evlist got = { 0 };
-	struct rv_pt_stats st;
+	struct evlist all = { 0 };
+	struct rv_pt_stats all_stats;
+	const uint64_t max_insns = 100000;
 
 	raw_load(&r, &corpora[2], 1);
-	r.options.max_insns = 100000;
-	decode_raw(&r, 2, 4096, &got, &st);
-	cr_assert_geq(st.insns, 100000);
-	cr_assert_lt(st.insns, 200000);
-	evlist_free(&got);
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(&r, 1, SIZE_MAX, &all, &all_stats);
+	r.options.max_insns = max_insns;
+	for (unsigned k = 0; k < 2; k++) {
+		struct evlist got = { 0 };
+		struct rv_pt_stats st;
+		const char *what = k ? "fast walker" : "libipt";
+
+		r.options.decoder = k ? RV_PT_DECODER_FAST : RV_PT_DECODER_LIBIPT;
+		decode_raw(&r, 2, 4096, &got, &st);
+		cr_assert_geq(st.insns, max_insns, "%s: %" PRIu64 " instructions", what, st.insns);
+		cr_assert_lt(st.insns, 2 * max_insns, "%s: %" PRIu64 " instructions", what,
+			     st.insns);
+		cr_assert_eq(st.errors, 0, "%s", what);
+		cr_assert_gt(got.n, 0, "%s", what);
+		cr_assert_lt(got.n, all.n, "%s", what);
+
+		struct evlist head = all;
+
+		head.n = got.n; /* the whole trace's first events */
+		assert_same_events(&head, &got, what);
+		evlist_free(&got);
+	}
+	evlist_free(&all);
 	raw_free(&r);
 }
 
