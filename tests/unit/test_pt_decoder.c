@@ -13,6 +13,14 @@
  * - Errors: a buffer with no PSB, damage in the middle, code missing from the
  *   image, a sink or resolve hook that fails, max_insns; and the small
  *   functions (CPU parsing, error texts, packet counting, stats merging).
+ * - The two walkers (options.decoder): the fast one gives the events libipt's
+ *   block decoder gives (times, tasks, errors' offsets and addresses) and the
+ *   same counts, on the corpus and every softpt capture above, with every
+ *   jump, with function_at and with ignore_jumps, for one and two threads
+ *   and several chunk sizes, with a task that changes with time, on the
+ *   damaged and the code-less traces, and up to where max_insns stops it;
+ *   each walker's bytes add up to the buffer's. tests/fuzz/fuzz_pt_fast.c
+ *   holds them to the same on fuzzed traces.
  *
  * The glue that reads softpt's perf.data (AUXTRACE payloads, AUXTRACE_INFO,
  * TIME_CONV, MMAP2 into an image) lives here, in its simplest form: the real
@@ -585,10 +593,14 @@ Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
 	struct evlist one = { 0 };
 
 	raw_load(&r, &corpora[2], 20);
-	for (unsigned jobs = 1; jobs <= 2; jobs++) {
+	/* libipt on one thread, then on two, then the fast walker on two (its
+	 * caches over a long trace) */
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned jobs = k ? 2 : 1;
 		struct evlist got = { 0 };
 		struct rv_pt_stats st;
 
+		r.options.decoder = k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
 		if (jobs == 2)
 			got.expect = &one; /* compared as they come: 7 million events */
 		decode_raw(&r, jobs, 0, &got, &st);
@@ -597,13 +609,21 @@ Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
 		cr_assert_eq(st.errors, 0);
 		cr_assert_eq(st.skipped_bytes, 0);
 		cr_assert_gt(st.chunks, 20, "the default chunks are smaller than one copy");
+		cr_assert_eq(st.fast_bytes + st.libipt_bytes, st.bytes);
 		if (jobs == 1) {
 			one = got;
-		} else {
-			cr_assert_eq(got.diffs, 0, "two jobs: %zu events differ, the first at %zu",
-				     got.diffs, got.first_diff);
-			cr_assert_eq(got.n, one.n);
+		} else if (got.diffs) {
+			char a[256] = "none: the trace has ended";
+
+			if (got.first_diff < one.n)
+				describe(&one.v[got.first_diff], a, sizeof(a));
+			cr_assert_fail("two jobs, %s: %zu events differ, the first at %zu "
+				       "(expected %s)",
+				       k < 2 ? "libipt" : "fast walker", got.diffs, got.first_diff,
+				       a);
 		}
+		if (jobs == 2)
+			cr_assert_eq(got.n, one.n, "%s", k < 2 ? "libipt" : "fast walker");
 	}
 	evlist_free(&one);
 	raw_free(&r);
