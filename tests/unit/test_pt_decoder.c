@@ -683,8 +683,7 @@ Test(pt_decoder, corpus_fast_walker_same_events)
 					fprintf(stderr,
 						"pt_decoder: %s: the fast walker decoded %" PRIu64
 						" of %" PRIu64 " bytes (%" PRIu64
-						" chunks handed to "
-						"libipt)\n",
+						" chunks handed to libipt)\n",
 						corpora[c].name, st.fast_bytes, st.bytes,
 						st.handoffs);
 				evlist_free(&got);
@@ -1181,6 +1180,7 @@ static void compare_walkers(struct capture *c, const struct evlist *all,
 	}
 	c->decoder = RV_PT_DECODER_LIBIPT;
 	cap_decode(c, 1, SIZE_MAX, &ref, &ref_stats);
+
 	size_t renamed = 0;
 
 	cr_assert_eq(ref.n, all->n, "%s: tasks by time change the events", what);
