@@ -1399,6 +1399,85 @@ Test(pt_decoder, damage_resyncs_at_next_psb)
 	raw_free(&r);
 }
 
+/* buf[at, size) moved up to make room for an OVF packet (02 f3) at at. */
+static void insert_ovf(struct raw *r, size_t at)
+{
+	uint8_t *bigger = realloc(r->trace, r->size + 2);
+
+	cr_assert_not_null(bigger);
+	r->trace = bigger;
+	memmove(r->trace + at + 2, r->trace + at, r->size - at);
+	r->trace[at] = 0x02;
+	r->trace[at + 1] = 0xf3;
+	r->size += 2;
+}
+
+/* The offset of the first TNT packet at or after from. */
+static size_t tnt_packet_at(const struct raw *r, size_t from)
+{
+	struct pt_config c = r->options.config;
+	struct pt_packet_decoder *d;
+	struct pt_packet pkt;
+	uint64_t offset = 0;
+
+	c.begin = r->trace;
+	c.end = r->trace + r->size;
+	d = pt_pkt_alloc_decoder(&c);
+	cr_assert_not_null(d);
+	cr_assert_geq(pt_pkt_sync_set(d, rv_pt_next_psb_pattern(r->trace, r->size, from)), 0);
+	for (;;) {
+		cr_assert_geq(pt_pkt_get_offset(d, &offset), 0);
+		cr_assert_gt(pt_pkt_next(d, &pkt, sizeof(pkt)), 0, "no TNT after %zu", from);
+		if (pkt.type == ppt_tnt_8 || pkt.type == ppt_tnt_64)
+			break;
+	}
+	pt_pkt_free_decoder(d);
+	return (size_t)offset;
+}
+
+/* Overflows in mruby: an OVF packet just before a PSB (decoding resumes at
+ * its FUP) and one between two TNT packets (no FUP or TIP.PGE to resume at);
+ * both walkers give the same events and counts. Each fast decode is held to
+ * libipt's with the same chunks: the whole buffer's walk reports an error
+ * after the OVF before the PSB, a walk whose chunk ends at that PSB does
+ * not (a seam of the chunking, the same for both walkers). */
+Test(pt_decoder, overflow_same_for_both_walkers)
+{
+	struct raw r;
+
+	raw_load(&r, &corpora[2], 1);
+	insert_ovf(&r, tnt_packet_at(&r, 2 * r.size / 3));
+	insert_ovf(&r, rv_pt_next_psb_pattern(r.trace, r.size, r.size / 3));
+	for (size_t s = 0; s < NR_FAST_SETTINGS; s++) {
+		struct evlist ref = { 0 }, got = { 0 };
+		struct rv_pt_stats ref_stats, st;
+		size_t overflows = 0;
+		char what[128];
+
+		snprintf(what, sizeof(what),
+			 "mruby with OVF, fast walker, %zu-byte chunks, %u jobs",
+			 fast_settings[s].chunk_bytes, fast_settings[s].jobs);
+		r.options.decoder = RV_PT_DECODER_LIBIPT;
+		decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &ref,
+			   &ref_stats);
+		cr_assert_geq(ref_stats.overflows, 2, "%s: %" PRIu64 " overflows", what,
+			      ref_stats.overflows);
+		cr_assert_lt(ref_stats.insns, corpora[2].insns, "%s", what);
+		cr_assert_gt(ref_stats.insns, corpora[2].insns / 2, "%s", what);
+		for (size_t i = 0; i < ref.n; i++)
+			overflows += ref.v[i].type == RV_EVENT_TRACE_ERROR && ref.v[i].overflow;
+		cr_assert_geq(overflows, 2, "%s: %zu overflow events", what, overflows);
+
+		r.options.decoder = RV_PT_DECODER_FAST;
+		decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &got, &st);
+		assert_same_events(&ref, &got, what);
+		assert_same_stats(&ref_stats, &st, what);
+		evlist_free(&ref);
+		evlist_free(&got);
+	}
+	raw_free(&r);
+}
+
 /* Code missing from the image: no-map errors, counted as such, with the
  * address the trace went to. */
 Test(pt_decoder, missing_code_is_nomap)
