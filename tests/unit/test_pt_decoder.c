@@ -13,6 +13,14 @@
  * - Errors: a buffer with no PSB, damage in the middle, code missing from the
  *   image, a sink or resolve hook that fails, max_insns; and the small
  *   functions (CPU parsing, error texts, packet counting, stats merging).
+ * - The two walkers (options.decoder): the fast one gives the events libipt's
+ *   block decoder gives (times, tasks, errors' offsets and addresses) and the
+ *   same counts, on the corpus and every softpt capture above, with every
+ *   jump, with function_at and with ignore_jumps, for one and two threads
+ *   and several chunk sizes, with a task that changes with time, on the
+ *   damaged and the code-less traces, and up to where max_insns stops it;
+ *   each walker's bytes add up to the buffer's. tests/fuzz/fuzz_pt_fast.c
+ *   holds them to the same on fuzzed traces.
  *
  * The glue that reads softpt's perf.data (AUXTRACE payloads, AUXTRACE_INFO,
  * TIME_CONV, MMAP2 into an image) lives here, in its simplest form: the real
@@ -182,6 +190,25 @@ static bool same_event(const struct ev *a, const struct ev *b, bool with_time)
 	       a->overflow == b->overflow && (!with_time || a->time == b->time);
 }
 
+/* Prints both lists' events around index at (the first that differs, or the
+ * first one list lacks), to stderr, before the assertion that names it. */
+static void print_context(const struct evlist *ref, const struct evlist *got, size_t at,
+			  const char *what)
+{
+	size_t from = at > 4 ? at - 4 : 0;
+
+	fprintf(stderr, "%s: events %zu to %zu (expected | got):\n", what, from, at + 4);
+	for (size_t i = from; i <= at + 4; i++) {
+		char a[256] = "-", b[256] = "-";
+
+		if (i < ref->n)
+			describe(&ref->v[i], a, sizeof(a));
+		if (i < got->n)
+			describe(&got->v[i], b, sizeof(b));
+		fprintf(stderr, "%c %8zu  %s\n%11s| %s\n", i == at ? '>' : ' ', i, a, "", b);
+	}
+}
+
 /* Asserts that two decodes of one buffer gave the same events. */
 static void assert_same_events(const struct evlist *ref, const struct evlist *got, const char *what)
 {
@@ -194,10 +221,156 @@ static void assert_same_events(const struct evlist *ref, const struct evlist *go
 
 		describe(&ref->v[i], a, sizeof(a));
 		describe(&got->v[i], b, sizeof(b));
+		print_context(ref, got, i, what);
 		cr_assert_fail("%s: event %zu differs:\n  expected %s\n  got      %s", what, i, a,
 			       b);
 	}
+	if (ref->n != got->n)
+		print_context(ref, got, n, what);
 	cr_assert_eq(ref->n, got->n, "%s: %zu events, expected %zu", what, got->n, ref->n);
+}
+
+/* ---- the fast walker against libipt's block decoder ---- */
+
+/* Asserts the counts of two decodes of one buffer, one of them by libipt's
+ * block decoder (ref), are the same: everything but libipt's blocks, whose
+ * cut the fast walker does not share, and the chunks, which follow
+ * chunk_bytes; and that each walker accounts for every byte. */
+static void assert_same_stats(const struct rv_pt_stats *ref, const struct rv_pt_stats *got,
+			      const char *what)
+{
+#define SAME(field)                                                                                \
+	cr_assert_eq(got->field, ref->field, "%s: " #field " %" PRIu64 ", libipt's %" PRIu64,      \
+		     what, (uint64_t)got->field, (uint64_t)ref->field)
+	SAME(bytes);
+	SAME(insns);
+	SAME(calls);
+	SAME(returns);
+	SAME(jumps);
+	SAME(syscalls);
+	SAME(interrupts);
+	SAME(errors);
+	SAME(overflows);
+	SAME(nomap);
+	SAME(skipped_bytes);
+	SAME(first_time);
+	SAME(last_time);
+	SAME(nr_sites);
+#undef SAME
+	for (size_t i = 0; i < ref->nr_sites; i++) {
+		const struct rv_pt_error_site *a = &ref->sites[i], *b = &got->sites[i];
+
+		cr_assert(a->offset == b->offset && a->ip == b->ip && a->code == b->code,
+			  "%s: error %zu at offset %" PRIu64 " ip %#" PRIx64 " (%s), libipt's at "
+			  "offset %" PRIu64 " ip %#" PRIx64 " (%s)",
+			  what, i, b->offset, b->ip, rv_pt_strerror(b->code), a->offset, a->ip,
+			  rv_pt_strerror(a->code));
+	}
+	cr_assert_eq(ref->fast_bytes, 0, "%s: libipt's decode counted fast bytes", what);
+	cr_assert_eq(ref->handoffs, 0, "%s: libipt's decode counted handoffs", what);
+	cr_assert_eq(ref->libipt_bytes, ref->bytes, "%s: libipt's decode", what);
+	cr_assert_eq(got->fast_bytes + got->libipt_bytes, got->bytes,
+		     "%s: fast %" PRIu64 " + libipt %" PRIu64 " bytes, of %" PRIu64, what,
+		     got->fast_bytes, got->libipt_bytes, got->bytes);
+}
+
+/* The (jobs, chunk_bytes) the fast walker's decodes are compared at: one
+ * thread over the whole buffer, and the chunk seams with one and two. */
+static const struct {
+	unsigned jobs;
+	size_t chunk_bytes;
+} fast_settings[] = { { 1, SIZE_MAX }, { 2, 4096 }, { 1, 16384 }, { 2, 0 } };
+
+#define NR_FAST_SETTINGS (sizeof(fast_settings) / sizeof(fast_settings[0]))
+
+/* Functions as the trace's own calls show them: every call's destination
+ * starts one, which ends where the next starts. A jump inside one is
+ * dropped by both walkers alike; whether it was right to drop it does not
+ * matter here, only that both drop the same. */
+struct fn_map {
+	uint64_t *starts;
+	size_t n;
+	uint64_t window; /* an answer holds for [time - window, time + window) */
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void fn_map_from_calls(struct fn_map *m, const struct evlist *events, uint64_t window)
+{
+	memset(m, 0, sizeof(*m));
+	m->window = window;
+	m->starts = malloc((events->n + 1) * sizeof(*m->starts));
+	cr_assert_not_null(m->starts);
+	for (size_t i = 0; i < events->n; i++)
+		if (events->v[i].type == RV_EVENT_BRANCH && events->v[i].kind == RV_BRANCH_CALL &&
+		    events->v[i].to)
+			m->starts[m->n++] = events->v[i].to;
+	qsort(m->starts, m->n, sizeof(*m->starts), cmp_u64);
+
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (!k || m->starts[k - 1] != m->starts[i])
+			m->starts[k++] = m->starts[i];
+	m->n = k;
+	cr_assert_gt(m->n, 1, "the trace calls fewer than two functions");
+}
+
+static bool fn_map_at(void *ctx, uint32_t pid, uint64_t time, uint64_t addr,
+		      struct rv_pt_function_span *out)
+{
+	struct fn_map *m = ctx;
+	size_t lo = 0, hi = m->n;
+
+	(void)pid;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->starts[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || lo == m->n)
+		return false; /* before the first start, or in the last (no end) */
+	out->start = m->starts[lo - 1];
+	out->end = m->starts[lo];
+	out->from = m->window && time > m->window ? time - m->window : 0;
+	out->until = m->window ? time + m->window : UINT64_MAX;
+	return true;
+}
+
+static void fn_map_free(struct fn_map *m)
+{
+	free(m->starts);
+	memset(m, 0, sizeof(*m));
+}
+
+/* How jumps are treated, both walkers alike: all handed to the sink, those
+ * inside a function dropped (options.function_at), none looked at
+ * (options.ignore_jumps). */
+enum jump_mode { JUMPS_ALL, JUMPS_IN_FUNCTION_DROPPED, JUMPS_IGNORED, NR_JUMP_MODES };
+
+static const char *const jump_mode_names[NR_JUMP_MODES] = { "every jump", "function_at",
+							    "ignore_jumps" };
+
+static void set_jump_mode(struct rv_pt_decode_options *o, enum jump_mode mode, struct fn_map *fns)
+{
+	o->ignore_jumps = mode == JUMPS_IGNORED;
+	o->function_at = mode == JUMPS_IN_FUNCTION_DROPPED ? fn_map_at : NULL;
+	o->function_at_ctx = mode == JUMPS_IN_FUNCTION_DROPPED ? fns : NULL;
+}
+
+/* An answer of function_at holds for a sixty-fourth of the trace's time,
+ * so that the walkers ask again as it goes on (forever without times). */
+static uint64_t fn_window(const struct rv_pt_stats *st)
+{
+	return st->last_time > st->first_time ? (st->last_time - st->first_time) / 64 + 1 : 0;
 }
 
 /* ---- the raw corpus ---- */
@@ -422,10 +595,14 @@ Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
 	struct evlist one = { 0 };
 
 	raw_load(&r, &corpora[2], 20);
-	for (unsigned jobs = 1; jobs <= 2; jobs++) {
+	/* libipt on one thread, then on two, then the fast walker on two (its
+	 * caches over a long trace) */
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned jobs = k ? 2 : 1;
 		struct evlist got = { 0 };
 		struct rv_pt_stats st;
 
+		r.options.decoder = k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
 		if (jobs == 2)
 			got.expect = &one; /* compared as they come: 7 million events */
 		decode_raw(&r, jobs, 0, &got, &st);
@@ -434,16 +611,92 @@ Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
 		cr_assert_eq(st.errors, 0);
 		cr_assert_eq(st.skipped_bytes, 0);
 		cr_assert_gt(st.chunks, 20, "the default chunks are smaller than one copy");
+		cr_assert_eq(st.fast_bytes + st.libipt_bytes, st.bytes);
 		if (jobs == 1) {
 			one = got;
-		} else {
-			cr_assert_eq(got.diffs, 0, "two jobs: %zu events differ, the first at %zu",
-				     got.diffs, got.first_diff);
-			cr_assert_eq(got.n, one.n);
+		} else if (got.diffs) {
+			char a[256] = "none: the trace has ended";
+
+			if (got.first_diff < one.n)
+				describe(&one.v[got.first_diff], a, sizeof(a));
+			cr_assert_fail("two jobs, %s: %zu events differ, the first at %zu "
+				       "(expected %s)",
+				       k < 2 ? "libipt" : "fast walker", got.diffs, got.first_diff,
+				       a);
 		}
+		if (jobs == 2)
+			cr_assert_eq(got.n, one.n, "%s", k < 2 ? "libipt" : "fast walker");
 	}
 	evlist_free(&one);
 	raw_free(&r);
+}
+
+/* The fast walker against libipt's block decoder on the corpus: the same
+ * events (times, tasks and all) and counts, with every jump handed on, with
+ * jumps inside functions dropped and with jumps ignored, on one thread and
+ * two, whole and in chunks. */
+Test(pt_decoder, corpus_fast_walker_same_events)
+{
+	for (size_t c = 0; c < sizeof(corpora) / sizeof(corpora[0]); c++) {
+		struct raw r;
+		struct evlist all = { 0 };
+		struct rv_pt_stats all_stats;
+		struct fn_map fns;
+
+		raw_load(&r, &corpora[c], 1);
+		r.options.decoder = RV_PT_DECODER_LIBIPT;
+		decode_raw(&r, 1, SIZE_MAX, &all, &all_stats);
+		cr_assert_eq(all_stats.insns, corpora[c].insns, "%s: %" PRIu64 " instructions",
+			     corpora[c].name, all_stats.insns);
+		fn_map_from_calls(&fns, &all, fn_window(&all_stats));
+		for (int mode = 0; mode < NR_JUMP_MODES; mode++) {
+			struct evlist ref = { 0 };
+			struct rv_pt_stats ref_stats = all_stats;
+
+			set_jump_mode(&r.options, mode, &fns);
+			if (mode == JUMPS_ALL) {
+				ref = all;
+			} else {
+				r.options.decoder = RV_PT_DECODER_LIBIPT;
+				decode_raw(&r, 1, SIZE_MAX, &ref, &ref_stats);
+				cr_assert_eq(ref_stats.insns, corpora[c].insns, "%s, %s",
+					     corpora[c].name, jump_mode_names[mode]);
+				cr_assert_lt(ref.n, all.n, "%s, %s: no jump was left out",
+					     corpora[c].name, jump_mode_names[mode]);
+			}
+			if (mode == JUMPS_IN_FUNCTION_DROPPED)
+				cr_assert_eq(ref_stats.jumps, all_stats.jumps,
+					     "%s: dropped jumps are counted", corpora[c].name);
+			for (size_t s = 0; s < NR_FAST_SETTINGS; s++) {
+				struct evlist got = { 0 };
+				struct rv_pt_stats st;
+				char what[160];
+
+				snprintf(what, sizeof(what),
+					 "%s, %s, fast walker, %zu-byte chunks, %u jobs",
+					 corpora[c].name, jump_mode_names[mode],
+					 fast_settings[s].chunk_bytes, fast_settings[s].jobs);
+				r.options.decoder = RV_PT_DECODER_FAST;
+				decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes,
+					   &got, &st);
+				assert_same_events(&ref, &got, what);
+				assert_same_stats(&ref_stats, &st, what);
+				if (mode == JUMPS_ALL && s == 0)
+					fprintf(stderr,
+						"pt_decoder: %s: the fast walker decoded %" PRIu64
+						" of %" PRIu64 " bytes (%" PRIu64
+						" chunks handed to libipt)\n",
+						corpora[c].name, st.fast_bytes, st.bytes,
+						st.handoffs);
+				evlist_free(&got);
+			}
+			if (mode != JUMPS_ALL)
+				evlist_free(&ref);
+		}
+		fn_map_free(&fns);
+		evlist_free(&all);
+		raw_free(&r);
+	}
 }
 
 /* ---- softpt captures: perf.data read just enough ---- */
@@ -474,6 +727,14 @@ struct capture {
 	struct cap_buf bufs[CAP_MAX_BUFS];
 	size_t nr_bufs;
 	uint32_t pid;
+	/* how cap_decode decodes: the walker, and what it does with jumps */
+	enum rv_pt_decoder_choice decoder;
+	enum jump_mode jumps;
+	struct fn_map *fns;
+	/* Not 0: a resolve hook names the task, another one every period
+	 * from first_time on (cap_resolve); buf_tid is the buffer's. */
+	uint64_t task_period, first_time;
+	uint32_t buf_tid;
 };
 
 static uint64_t load64(const uint8_t *p)
@@ -631,6 +892,22 @@ static void cap_free(struct capture *c)
 	pt_iscache_free(c->iscache);
 }
 
+/* The buffer's thread renamed every task_period: tid + 1000 * k in the
+ * k-th period, until the next. */
+static int cap_resolve(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
+		       struct pt_image **image, uint64_t *until, struct rv_error *err)
+{
+	const struct capture *c = ctx;
+	uint64_t k = time > c->first_time ? (time - c->first_time) / c->task_period : 0;
+
+	(void)err;
+	*pid = c->pid;
+	*tid = c->buf_tid + 1000 * (uint32_t)k;
+	*image = c->image;
+	*until = c->first_time + (k + 1) * c->task_period;
+	return 0;
+}
+
 /* Every buffer of the capture, one after the other (each its thread's). */
 static void cap_decode(struct capture *c, unsigned jobs, size_t chunk_bytes, struct evlist *out,
 		       struct rv_pt_stats *total)
@@ -647,12 +924,19 @@ static void cap_decode(struct capture *c, unsigned jobs, size_t chunk_bytes, str
 	o.populate_ctx = c;
 	o.jobs = jobs;
 	o.chunk_bytes = chunk_bytes;
+	o.decoder = c->decoder;
+	set_jump_mode(&o, c->jumps, c->fns);
+	if (c->task_period) {
+		o.resolve = cap_resolve;
+		o.resolve_ctx = c;
+	}
 	for (size_t i = 0; i < c->nr_bufs; i++) {
 		struct rv_pt_stats st;
 		struct rv_error err = { 0 };
 
 		o.pid = c->pid;
 		o.tid = c->bufs[i].tid;
+		c->buf_tid = c->bufs[i].tid;
 		cr_assert_eq(rv_pt_decode(c->bufs[i].data, c->bufs[i].size, &o, record_sink, out,
 					  &st, &err),
 			     0, "%s", err.message);
@@ -834,11 +1118,104 @@ static void run_softpt(const char *target, char *dir, size_t dir_size)
 	cr_assert_eq(system(cmd), 0, "softpt failed: %s", cmd);
 }
 
-/* perf's branches for every configuration; then, with a PSB every 2 KiB,
- * the same events for every chunk size and thread count. */
+/* Of fast_settings, those the captures are decoded at: the first two (the
+ * captures with a PSB every 2 KiB are decoded at every chunk size too). */
+#define NR_CAPTURE_FAST_SETTINGS 2
+
+/* The fast walker against libipt's block decoder on one capture, whose
+ * events libipt's decode with every jump handed on gave in all: the same
+ * events and counts in each jump mode, for each of fast_settings. */
+static void compare_walkers(struct capture *c, const struct evlist *all,
+			    const struct rv_pt_stats *all_stats, const char *what,
+			    struct rv_pt_stats *fast_share)
+{
+	struct fn_map fns;
+
+	fn_map_from_calls(&fns, all, fn_window(all_stats));
+	c->fns = &fns;
+	for (int mode = 0; mode < NR_JUMP_MODES; mode++) {
+		struct evlist ref = { 0 };
+		struct rv_pt_stats ref_stats = *all_stats;
+
+		c->jumps = mode;
+		if (mode == JUMPS_ALL) {
+			ref = *all;
+		} else {
+			c->decoder = RV_PT_DECODER_LIBIPT;
+			cap_decode(c, 1, SIZE_MAX, &ref, &ref_stats);
+		}
+		c->decoder = RV_PT_DECODER_FAST;
+		for (size_t s = 0; s < NR_CAPTURE_FAST_SETTINGS; s++) {
+			struct evlist got = { 0 };
+			struct rv_pt_stats st;
+			char how[192];
+
+			snprintf(how, sizeof(how), "%s, %s, fast walker, %zu-byte chunks, %u jobs",
+				 what, jump_mode_names[mode], fast_settings[s].chunk_bytes,
+				 fast_settings[s].jobs);
+			cap_decode(c, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &got,
+				   &st);
+			assert_same_events(&ref, &got, how);
+			assert_same_stats(&ref_stats, &st, how);
+			if (mode == JUMPS_ALL && s == 0)
+				rv_pt_stats_merge(fast_share, &st);
+			evlist_free(&got);
+		}
+		if (mode != JUMPS_ALL)
+			evlist_free(&ref);
+	}
+	c->jumps = JUMPS_ALL;
+	c->fns = NULL;
+	fn_map_free(&fns);
+
+	/* A task that changes as time goes on: both walkers ask resolve at the
+	 * same times (chunk starts, trace starts, the end of its answer). */
+	struct evlist ref = { 0 };
+	struct rv_pt_stats ref_stats;
+
+	c->first_time = all_stats->first_time;
+	c->task_period = all_stats->last_time > all_stats->first_time
+				 ? (all_stats->last_time - all_stats->first_time) / 16 + 1
+				 : 0;
+	if (!c->task_period) {
+		c->decoder = RV_PT_DECODER_LIBIPT;
+		return;
+	}
+	c->decoder = RV_PT_DECODER_LIBIPT;
+	cap_decode(c, 1, SIZE_MAX, &ref, &ref_stats);
+
+	size_t renamed = 0;
+
+	cr_assert_eq(ref.n, all->n, "%s: tasks by time change the events", what);
+	for (size_t i = 0; i < ref.n; i++)
+		renamed += ref.v[i].tid != all->v[i].tid;
+	cr_assert_gt(renamed, 0, "%s: the task never changed", what);
+	c->decoder = RV_PT_DECODER_FAST;
+	for (size_t s = 0; s < NR_CAPTURE_FAST_SETTINGS; s++) {
+		struct evlist got = { 0 };
+		struct rv_pt_stats st;
+		char how[192];
+
+		snprintf(how, sizeof(how),
+			 "%s, tasks by time, fast walker, %zu-byte chunks, %u jobs", what,
+			 fast_settings[s].chunk_bytes, fast_settings[s].jobs);
+		cap_decode(c, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &got, &st);
+		assert_same_events(&ref, &got, how);
+		assert_same_stats(&ref_stats, &st, how);
+		evlist_free(&got);
+	}
+	evlist_free(&ref);
+	c->task_period = 0;
+	c->decoder = RV_PT_DECODER_LIBIPT;
+}
+
+/* perf's branches for every configuration (decoded by libipt's block
+ * decoder), the fast walker's the same; then, with a PSB every 2 KiB, the
+ * same events for every chunk size and thread count, from both walkers. */
 static void check_target(const char *target)
 {
 	char dir[64];
+	struct rv_pt_stats fast_share = { 0 };
 
 	run_softpt(target, dir, sizeof(dir));
 	for (size_t i = 0; i < NR_SOFTPT_CONFIGS; i++) {
@@ -851,24 +1228,35 @@ static void check_target(const char *target)
 		snprintf(cdir, sizeof(cdir), "%s/%s", dir, cfg->name);
 		snprintf(what, sizeof(what), "%s (%s)", target, cfg->name);
 		cap_load(&c, cdir);
+		c.decoder = RV_PT_DECODER_LIBIPT;
 		cap_decode(&c, 1, SIZE_MAX, &mine, &st);
 		cr_assert_eq(st.errors, 0, "%s: %" PRIu64 " decode errors", what, st.errors);
 		cr_assert_gt(st.insns, 1000, "%s", what);
+		if (strcmp(cfg->name, "overflow") == 0)
+			cr_assert_gt(st.overflows, 0, "%s: no overflow", what);
 		perf_events(cdir, &perf);
 		compare_with_perf(&perf, &mine, what, cfg->exact_time);
+		compare_walkers(&c, &mine, &st, what, &fast_share);
 
 		if (cfg->psb_2k) {
 			for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
-				for (unsigned jobs = 1; jobs <= 2; jobs++) {
+				for (unsigned k = 0; k < 4; k++) {
+					unsigned jobs = 1 + k % 2;
 					struct evlist got = { 0 };
 					struct rv_pt_stats gst;
 					char how[192];
 
+					c.decoder =
+						k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
 					cap_decode(&c, jobs, chunk_sizes[s], &got, &gst);
-					snprintf(how, sizeof(how), "%s, %zu-byte chunks, %u jobs",
-						 what, chunk_sizes[s], jobs);
+					snprintf(how, sizeof(how),
+						 "%s, %s, %zu-byte chunks, %u jobs", what,
+						 k < 2 ? "libipt" : "fast walker", chunk_sizes[s],
+						 jobs);
 					assert_same_events(&mine, &got, how);
 					cr_assert_eq(gst.insns, st.insns, "%s", how);
+					if (k >= 2)
+						assert_same_stats(&st, &gst, how);
 					evlist_free(&got);
 				}
 			}
@@ -877,6 +1265,10 @@ static void check_target(const char *target)
 		evlist_free(&mine);
 		cap_free(&c);
 	}
+	fprintf(stderr,
+		"pt_decoder: %s: the fast walker decoded %" PRIu64 " of %" PRIu64 " bytes (%" PRIu64
+		" chunks handed to libipt)\n",
+		target, fast_share.fast_bytes, fast_share.bytes, fast_share.handoffs);
 	remove_tree(dir);
 }
 
@@ -959,6 +1351,7 @@ Test(pt_decoder, damage_resyncs_at_next_psb)
 
 	raw_load(&r, &corpora[2], 1);
 	memset(r.trace + at, 0xd9, 64); /* not a PT opcode's start, repeated */
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
 	decode_raw(&r, 1, SIZE_MAX, &ref, &st);
 	cr_assert_geq(st.errors, 1);
 	cr_assert_lt(st.insns, corpora[2].insns);
@@ -982,23 +1375,109 @@ Test(pt_decoder, damage_resyncs_at_next_psb)
 	cr_assert_lt(b, ref.n);
 	cr_assert(ref.v[b].flags & RV_BRANCH_TRACE_BEGIN, "decoding restarts with a trace begin");
 
+	/* libipt's decode at every chunk size and thread count, then the fast
+	 * walker's: the same events, errors (offset, address and code) and
+	 * counts */
 	for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
-		for (unsigned jobs = 1; jobs <= 2; jobs++) {
+		for (unsigned k = 0; k < 4; k++) {
+			unsigned jobs = 1 + k % 2;
 			struct evlist got = { 0 };
 			struct rv_pt_stats gst;
-			char what[96];
+			char what[128];
 
+			r.options.decoder = k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
 			decode_raw(&r, jobs, chunk_sizes[s], &got, &gst);
-			snprintf(what, sizeof(what), "damaged mruby, %zu-byte chunks, %u jobs",
-				 chunk_sizes[s], jobs);
+			snprintf(what, sizeof(what), "damaged mruby, %s, %zu-byte chunks, %u jobs",
+				 k < 2 ? "libipt" : "fast walker", chunk_sizes[s], jobs);
 			assert_same_events(&ref, &got, what);
 			cr_assert_eq(gst.insns, st.insns, "%s", what);
 			cr_assert_eq(gst.errors, st.errors, "%s", what);
 			cr_assert_eq(gst.skipped_bytes, st.skipped_bytes, "%s", what);
+			if (k >= 2)
+				assert_same_stats(&st, &gst, what);
 			evlist_free(&got);
 		}
 	}
 	evlist_free(&ref);
+	raw_free(&r);
+}
+
+/* buf[at, size) moved up to make room for an OVF packet (02 f3) at at. */
+static void insert_ovf(struct raw *r, size_t at)
+{
+	uint8_t *bigger = realloc(r->trace, r->size + 2);
+
+	cr_assert_not_null(bigger);
+	r->trace = bigger;
+	memmove(r->trace + at + 2, r->trace + at, r->size - at);
+	r->trace[at] = 0x02;
+	r->trace[at + 1] = 0xf3;
+	r->size += 2;
+}
+
+/* The offset of the first TNT packet at or after from. */
+static size_t tnt_packet_at(const struct raw *r, size_t from)
+{
+	struct pt_config c = r->options.config;
+	struct pt_packet_decoder *d;
+	struct pt_packet pkt;
+	uint64_t offset = 0;
+
+	c.begin = r->trace;
+	c.end = r->trace + r->size;
+	d = pt_pkt_alloc_decoder(&c);
+	cr_assert_not_null(d);
+	cr_assert_geq(pt_pkt_sync_set(d, rv_pt_next_psb_pattern(r->trace, r->size, from)), 0);
+	for (;;) {
+		cr_assert_geq(pt_pkt_get_offset(d, &offset), 0);
+		cr_assert_gt(pt_pkt_next(d, &pkt, sizeof(pkt)), 0, "no TNT after %zu", from);
+		if (pkt.type == ppt_tnt_8 || pkt.type == ppt_tnt_64)
+			break;
+	}
+	pt_pkt_free_decoder(d);
+	return (size_t)offset;
+}
+
+/* Overflows in mruby: an OVF packet just before a PSB (decoding resumes at
+ * its FUP) and one between two TNT packets (no FUP or TIP.PGE to resume at);
+ * both walkers give the same events and counts. Each fast decode is held to
+ * libipt's with the same chunks: the whole buffer's walk reports an error
+ * after the OVF before the PSB, a walk whose chunk ends at that PSB does
+ * not (a seam of the chunking, the same for both walkers). */
+Test(pt_decoder, overflow_same_for_both_walkers)
+{
+	struct raw r;
+
+	raw_load(&r, &corpora[2], 1);
+	insert_ovf(&r, tnt_packet_at(&r, 2 * r.size / 3));
+	insert_ovf(&r, rv_pt_next_psb_pattern(r.trace, r.size, r.size / 3));
+	for (size_t s = 0; s < NR_FAST_SETTINGS; s++) {
+		struct evlist ref = { 0 }, got = { 0 };
+		struct rv_pt_stats ref_stats, st;
+		size_t overflows = 0;
+		char what[128];
+
+		snprintf(what, sizeof(what),
+			 "mruby with OVF, fast walker, %zu-byte chunks, %u jobs",
+			 fast_settings[s].chunk_bytes, fast_settings[s].jobs);
+		r.options.decoder = RV_PT_DECODER_LIBIPT;
+		decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &ref,
+			   &ref_stats);
+		cr_assert_geq(ref_stats.overflows, 2, "%s: %" PRIu64 " overflows", what,
+			      ref_stats.overflows);
+		cr_assert_lt(ref_stats.insns, corpora[2].insns, "%s", what);
+		cr_assert_gt(ref_stats.insns, corpora[2].insns / 2, "%s", what);
+		for (size_t i = 0; i < ref.n; i++)
+			overflows += ref.v[i].type == RV_EVENT_TRACE_ERROR && ref.v[i].overflow;
+		cr_assert_geq(overflows, 2, "%s: %zu overflow events", what, overflows);
+
+		r.options.decoder = RV_PT_DECODER_FAST;
+		decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &got, &st);
+		assert_same_events(&ref, &got, what);
+		assert_same_stats(&ref_stats, &st, what);
+		evlist_free(&ref);
+		evlist_free(&got);
+	}
 	raw_free(&r);
 }
 
@@ -1014,12 +1493,36 @@ Test(pt_decoder, missing_code_is_nomap)
 	raw_load(&r, &corpora[0], 1);
 	r.options.image = empty;
 	r.options.populate = NULL;
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
 	decode_raw(&r, 2, 4096, &got, &st);
 	cr_assert_gt(st.errors, 0);
 	cr_assert_eq(st.nomap, st.errors);
 	cr_assert_eq(st.insns, 0);
 	cr_assert_gt(st.nr_sites, 0);
 	cr_assert_eq(st.sites[0].code, -pte_nomap);
+
+	/* the fast walker, which has no code to walk either: the same errors
+	 * at the same offsets, each decode against libipt's at its setting */
+	for (size_t s = 0; s < NR_FAST_SETTINGS; s++) {
+		struct evlist ref = { 0 }, fast = { 0 };
+		struct rv_pt_stats ref_stats, fast_stats;
+		char what[128];
+
+		snprintf(what, sizeof(what), "no code, fast walker, %zu-byte chunks, %u jobs",
+			 fast_settings[s].chunk_bytes, fast_settings[s].jobs);
+		r.options.decoder = RV_PT_DECODER_LIBIPT;
+		decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &ref,
+			   &ref_stats);
+		r.options.decoder = RV_PT_DECODER_FAST;
+		decode_raw(&r, fast_settings[s].jobs, fast_settings[s].chunk_bytes, &fast,
+			   &fast_stats);
+		cr_assert_gt(ref_stats.nomap, 0, "%s", what);
+		assert_same_events(&ref, &fast, what);
+		assert_same_stats(&ref_stats, &fast_stats, what);
+		evlist_free(&ref);
+		evlist_free(&fast);
+	}
+	/* where the trace went, which is not mapped */
 	cr_assert_geq(st.sites[0].ip, corpora[0].base);
 	cr_assert_lt(st.sites[0].ip, corpora[0].end);
 	cr_assert_leq(st.nr_sites, RV_PT_MAX_ERROR_SITES);
@@ -1143,18 +1646,41 @@ Test(pt_decoder, populate_failure_stops_decoding)
 	raw_free(&r);
 }
 
+/* Both walkers stop once they have run max_insns instructions, each where
+ * its walk noticed (a libipt block, or a run of the fast walker's, past the
+ * limit): the events up to there are the first of the whole trace's. */
 Test(pt_decoder, max_insns_stops_early)
 {
 	struct raw r;
-	struct evlist got = { 0 };
-	struct rv_pt_stats st;
+	struct evlist all = { 0 };
+	struct rv_pt_stats all_stats;
+	const uint64_t max_insns = 100000;
 
 	raw_load(&r, &corpora[2], 1);
-	r.options.max_insns = 100000;
-	decode_raw(&r, 2, 4096, &got, &st);
-	cr_assert_geq(st.insns, 100000);
-	cr_assert_lt(st.insns, 200000);
-	evlist_free(&got);
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(&r, 1, SIZE_MAX, &all, &all_stats);
+	r.options.max_insns = max_insns;
+	for (unsigned k = 0; k < 2; k++) {
+		struct evlist got = { 0 };
+		struct rv_pt_stats st;
+		const char *what = k ? "fast walker" : "libipt";
+
+		r.options.decoder = k ? RV_PT_DECODER_FAST : RV_PT_DECODER_LIBIPT;
+		decode_raw(&r, 2, 4096, &got, &st);
+		cr_assert_geq(st.insns, max_insns, "%s: %" PRIu64 " instructions", what, st.insns);
+		cr_assert_lt(st.insns, 2 * max_insns, "%s: %" PRIu64 " instructions", what,
+			     st.insns);
+		cr_assert_eq(st.errors, 0, "%s", what);
+		cr_assert_gt(got.n, 0, "%s", what);
+		cr_assert_lt(got.n, all.n, "%s", what);
+
+		struct evlist head = all;
+
+		head.n = got.n; /* the whole trace's first events */
+		assert_same_events(&head, &got, what);
+		evlist_free(&got);
+	}
+	evlist_free(&all);
 	raw_free(&r);
 }
 
