@@ -133,7 +133,8 @@ static enum rv_pt_insn_class classify(const ZydisDecodedInstruction *insn)
 	}
 	/* XBEGIN's relative operand is where an abort goes, not a branch:
 	 * libipt does not count it as one either */
-	if (insn->meta.category == ZYDIS_CATEGORY_COND_BR && insn->mnemonic != ZYDIS_MNEMONIC_XBEGIN)
+	if (insn->meta.category == ZYDIS_CATEGORY_COND_BR &&
+	    insn->mnemonic != ZYDIS_MNEMONIC_XBEGIN)
 		return RV_PT_INSN_COND;
 	return RV_PT_INSN_OTHER;
 }
@@ -237,14 +238,15 @@ static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
 
 static void init_shared(void)
 {
-	shared_ok = ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder64,
-						  ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) &&
-		    ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder32,
-						  ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
-						  ZYDIS_STACK_WIDTH_32)) &&
-		    ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder16,
-						  ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
-						  ZYDIS_STACK_WIDTH_16));
+	shared_ok =
+		ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder64,
+					      ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) &&
+		ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder32,
+					      ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
+					      ZYDIS_STACK_WIDTH_32)) &&
+		ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder16,
+					      ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
+					      ZYDIS_STACK_WIDTH_16));
 }
 
 bool rv_pt_insn_decode(const uint8_t *bytes, size_t size, enum pt_exec_mode mode,

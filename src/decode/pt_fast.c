@@ -21,20 +21,11 @@
 #include "decode/pt_code.h"
 #include "decode/pt_sections.h"
 
-#include <stdio.h>
-static int dbg_handoff(int line)
-{
-	if (getenv("RV_FAST_DEBUG"))
-		fprintf(stderr, "handoff at pt_fast.c:%d\n", line);
-	return RV_FAST_HANDOFF;
-}
-#define HANDOFF dbg_handoff(__LINE__)
-
 /* Instructions in one basic block at most: a longer straight run is cut
  * (without a transfer; the walker sees nothing of the cut). */
 #define MAX_BB_INSNS 4096u
 /* Bytes read from a section at a time while decoding a block. */
-#define READ_BYTES 512u
+#define READ_BYTES    512u
 #define INITIAL_SLOTS (1u << 12)
 /* libipt's return-address stack: the last 64 calls. */
 #define RETSTACK 64u
@@ -56,7 +47,7 @@ struct bb {
 	uint64_t ip;	 /* the first instruction */
 	uint64_t end_ip; /* the last one (the transfer) */
 	uint64_t next;	 /* BB_FALL: the address after the last instruction */
-	uint32_t image;	 /* the image snapshot's id; 0: the slot is empty */
+	uint32_t image;	 /* the id of the image snapshot it was decoded from */
 	uint32_t ninsn;
 	int isid;
 	int32_t disp;	/* direct transfers: target = end_ip + size + disp */
@@ -105,8 +96,8 @@ struct rv_fast {
 	uint32_t ret_from[RETSTACK]; /* the call's block (0: unknown), for its succ[1] */
 	uint32_t ret_top, ret_nr;
 	uint32_t pop_from; /* ret_from of the last return address popped */
-	uint32_t hint; /* the block thought to start at ip (0: none) */
-	uint32_t link; /* the block whose succ[link_side] is the block at ip (0: none) */
+	uint32_t hint;	   /* the block thought to start at ip (0: none) */
+	uint32_t link;	   /* the block whose succ[link_side] is the block at ip (0: none) */
 	int link_side;
 };
 
@@ -505,12 +496,12 @@ static int tick(struct rv_fast *f, uint64_t ip)
 	int r;
 
 	if (!f->enabled)
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	if (f->process_event)
 		return 0;
 	r = pt_qry_time(f->qry, &tsc, &lost_mtc, &lost_cyc);
 	if (r < 0 && r != -pte_no_time)
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	if (tsc == f->event.tsc)
 		return 0;
 	memset(&f->event, 0, sizeof(f->event));
@@ -527,7 +518,7 @@ static int tick(struct rv_fast *f, uint64_t ip)
 /* Any error but the end of the trace is libipt's to report. */
 static inline int failed(int status)
 {
-	return status == -pte_eos ? status : HANDOFF;
+	return status == -pte_eos ? status : RV_FAST_HANDOFF;
 }
 
 static int query_cond(struct rv_fast *f, int *taken, uint64_t ip)
@@ -581,7 +572,7 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 		if (status >= 0) {
 			f->status = status;
 			if (!taken || !retstack_pop(f, &f->ip))
-				return HANDOFF;
+				return RV_FAST_HANDOFF;
 			return 0;
 		}
 		if (status != -pte_bad_query)
@@ -592,7 +583,7 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 	case BB_FAR:
 		break;
 	default:
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	}
 	status = query_indirect(f, &f->ip, b->end_ip);
 	if (status < 0)
@@ -601,7 +592,7 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 	/* libipt's two flows disagree on a suppressed IP here (one fails,
 	 * one goes on): not modelled */
 	if (status & pts_ip_suppressed)
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	return 0;
 }
 
@@ -640,7 +631,7 @@ static int walk_bb(struct rv_fast *f, const struct bb *b)
 		retstack_push(f, b->end_ip + b->size, 0);
 		return -pte_bad_query;
 	case BB_SPECIAL:
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	default:
 		return -pte_bad_query;
 	}
@@ -693,7 +684,7 @@ static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t tar
 		return 1;
 	b = bb_at(f, f->ip);
 	if (!b)
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	if (inside_bb(f, b, target, &n, &prev)) {
 		/* the block holds the instructions before target */
 		block->isid = b->isid;
@@ -749,11 +740,9 @@ static int fetch_event(struct rv_fast *f)
 		if (f->event.status_update && !f->event.variant.tsx.speculative &&
 		    !f->event.variant.tsx.aborted)
 			return 1;
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	default:
-		if (getenv("RV_FAST_DEBUG"))
-			fprintf(stderr, "event %d status_update %d\n", f->event.type, f->event.status_update);
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	}
 }
 
@@ -780,13 +769,13 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 	case ptev_disabled:
 		if (ev->ip_suppressed) {
 			if (f->config.addr_filter.config.addr_cfg && f->config.errata.skl014)
-				return HANDOFF;
+				return RV_FAST_HANDOFF;
 			/* to the next transfer that needs the trace (one that
 			 * changes CR3 is handed back, as BB_SPECIAL) */
 			const struct bb *b = bb_at(f, f->ip);
 
 			if (!b)
-				return HANDOFF;
+				return RV_FAST_HANDOFF;
 			take_bb(block, b);
 			last = b;
 			status = walk_bb(f, b);
@@ -808,19 +797,19 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 	case ptev_async_disabled:
 		status = proceed_to_ip(f, block, ev->variant.async_disabled.at, &last);
 		if (status <= 0)
-			return status == -pte_bad_query ? HANDOFF : status;
+			return status == -pte_bad_query ? RV_FAST_HANDOFF : status;
 		if (skd022_may_apply(f, ev->variant.async_disabled.at))
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		break;
 	case ptev_async_branch:
 		status = proceed_to_ip(f, block, ev->variant.async_branch.from, &last);
 		if (status <= 0)
-			return status == -pte_bad_query ? HANDOFF : status;
+			return status == -pte_bad_query ? RV_FAST_HANDOFF : status;
 		break;
 	case ptev_exec_mode:
 	case ptev_async_paging:
 	case ptev_async_vmcs: {
-		uint64_t ip = ev->type == ptev_exec_mode     ? ev->variant.exec_mode.ip
+		uint64_t ip = ev->type == ptev_exec_mode      ? ev->variant.exec_mode.ip
 			      : ev->type == ptev_async_paging ? ev->variant.async_paging.ip
 							      : ev->variant.async_vmcs.ip;
 
@@ -844,17 +833,18 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 			break;
 		status = proceed_to_ip(f, block, ev->variant.tsx.ip, &last);
 		if (status <= 0)
-			return status == -pte_bad_query ? HANDOFF : status;
+			return status == -pte_bad_query ? RV_FAST_HANDOFF : status;
 		break;
 	case ptev_exstop:
 	case ptev_mwait: {
-		uint64_t ip = ev->type == ptev_exstop ? ev->variant.exstop.ip : ev->variant.mwait.ip;
+		uint64_t ip =
+			ev->type == ptev_exstop ? ev->variant.exstop.ip : ev->variant.mwait.ip;
 
 		if (!f->enabled || ev->ip_suppressed)
 			break;
 		status = proceed_to_ip(f, block, ip, &last);
 		if (status <= 0)
-			return status == -pte_bad_query ? HANDOFF : status;
+			return status == -pte_bad_query ? RV_FAST_HANDOFF : status;
 		break;
 	}
 	default:
@@ -881,7 +871,7 @@ static int proceed_trailing_event(struct rv_fast *f)
 		if (f->ip != ev->variant.async_disabled.at)
 			break;
 		if (skd022_may_apply(f, ev->variant.async_disabled.at))
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		return status_flags(f, pts_event_pending);
 	case ptev_async_branch:
 		if (f->ip != ev->variant.async_branch.from)
@@ -982,7 +972,7 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 	}
 	f->hint = f->link = 0;
 	if (__builtin_expect(!n, 0))
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	for (;;) {
 		const struct bb *b = &c->bbs[n - 1];
 		int drops = 0;
@@ -1041,7 +1031,7 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 			status = proceed_with_trace(f, b);
 			return status < 0 ? status : expect(f, n, 0);
 		case BB_SPECIAL:
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		case BB_RETURN:
 			f->pop_from = 0;
 			status = proceed_with_trace(f, b);
@@ -1085,7 +1075,7 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast
 		return proceed_event(f, block);
 	}
 	if (!f->enabled)
-		return (f->status & pts_eos) ? -pte_eos : HANDOFF;
+		return (f->status & pts_eos) ? -pte_eos : RV_FAST_HANDOFF;
 	status = proceed_no_event(f, block, drop, dropped);
 	if (status < 0)
 		return status;
@@ -1097,11 +1087,11 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 	struct pt_event *ev = &f->event;
 
 	if (!f->process_event)
-		return HANDOFF;
+		return RV_FAST_HANDOFF;
 	switch (ev->type) {
 	case ptev_enabled:
 		if (ev->status_update || ev->ip_suppressed || f->enabled)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		if (ev->variant.enabled.ip == f->ip)
 			ev->variant.enabled.resumed = 1;
 		f->ip = ev->variant.enabled.ip;
@@ -1109,57 +1099,57 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 		break;
 	case ptev_async_disabled:
 		if (f->ip != ev->variant.async_disabled.at)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		/* fall through */
 	case ptev_disabled:
 		if (ev->status_update || !f->enabled)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		f->enabled = false;
 		break;
 	case ptev_async_branch:
 		if (f->ip != ev->variant.async_branch.from || ev->status_update || !f->enabled)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		f->ip = ev->variant.async_branch.to;
 		break;
 	case ptev_async_paging:
 		/* the address space changes; the images here have none */
 		if (!ev->ip_suppressed && f->ip != ev->variant.async_paging.ip)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		break;
 	case ptev_async_vmcs:
 		if (!ev->ip_suppressed && f->ip != ev->variant.async_vmcs.ip)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		break;
 	case ptev_exec_mode:
 		if (!ev->ip_suppressed && f->ip != ev->variant.exec_mode.ip)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		if (ev->status_update && f->enabled && f->mode != ptem_unknown &&
 		    f->mode != ev->variant.exec_mode.mode)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		f->mode = ev->variant.exec_mode.mode;
 		break;
 	case ptev_tsx:
 		if (!ev->ip_suppressed && f->ip != ev->variant.tsx.ip)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		break;
 	case ptev_overflow:
 		if (ev->status_update)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		/* tracing resumed at ip, or with tracing off */
 		f->enabled = !ev->ip_suppressed;
 		f->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
 		break;
 	case ptev_stop:
 		if (ev->status_update || f->enabled)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		break;
 	case ptev_exstop:
 		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.exstop.ip)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		break;
 	case ptev_mwait:
 		if (!ev->ip_suppressed && f->enabled && f->ip != ev->variant.mwait.ip)
-			return HANDOFF;
+			return RV_FAST_HANDOFF;
 		break;
 	default:
 		break;

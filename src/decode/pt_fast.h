@@ -23,12 +23,16 @@
  * means "decode this chunk with libipt's block decoder instead", and the
  * walker does (skipping the records it already has; they are the same).
  * Handed back: any decode error (libipt's error, its position and its
- * resynchronisation are libipt's business), an overflow, paging, VMCS and
- * PTWRITE events, a transaction (TSX) that is not the PSB+'s plain
- * "not in a transaction", MOV to CR3 or VM instructions where an event
- * binds, code that is not 64-bit, code the registry does not know or cannot
- * read, an instruction cut by a section's end, and address filtering with
- * erratum SKL014.
+ * resynchronisation are libipt's business), synchronous paging and VMCS
+ * events (those bound to MOV to CR3 and VMPTRLD; the PSB+'s asynchronous
+ * ones are modelled), PTWRITE events, a transaction (TSX) that is not the
+ * PSB+'s plain "not in a transaction", executing PTWRITE, MOV to a control
+ * register or a VM instruction (RV_PT_INSN_SPECIAL), a return with no call
+ * on the return-address stack, an indirect transfer whose target the trace
+ * suppresses, code that is not 64-bit, code the registry does not know or
+ * cannot read, an instruction cut by a section's end, erratum SKD022 where
+ * it may apply, and address filtering with erratum SKL014. Overflows are
+ * modelled (the walker reports them as libipt's decoder does).
  *
  * Thread safety: a decoder and its cache belong to one thread.
  */
@@ -69,8 +73,8 @@ void rv_fast_free(struct rv_fast *f);
  * instead of ending the block at each, as it does through conditional
  * branches not taken, and counts in *dropped those the walker counts. */
 struct rv_fast_drop {
-	bool all;	     /* every jump (options.ignore_jumps), none counted */
-	bool span;	     /* those from and to [start, end) (a function), counted */
+	bool all;  /* every jump (options.ignore_jumps), none counted */
+	bool span; /* those from and to [start, end) (a function), counted */
 	uint64_t start, end;
 };
 

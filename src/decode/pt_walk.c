@@ -650,8 +650,8 @@ static int resolve_task(struct walker *w, uint64_t tsc)
 	if (image != w->image) {
 		struct pt_image *own = thread_image(w->thread, image, w->err);
 		int r = image && !own ? -pte_nomem
-			: w->fast ? rv_fast_set_image(w->fast, own)
-				  : pt_blk_set_image(w->dec, own);
+			: w->fast     ? rv_fast_set_image(w->fast, own)
+				      : pt_blk_set_image(w->dec, own);
 
 		if (image && !own) {
 			w->status = w->err && w->err->code ? -w->err->code : -ENOMEM;
@@ -1029,7 +1029,8 @@ static int drain_events(struct walker *w, int status)
 	while (status >= 0 && (status & pts_event_pending) && !w->stop) {
 		struct pt_event ev;
 
-		status = w->fast ? rv_fast_event(w->fast, &ev) : pt_blk_event(w->dec, &ev, sizeof(ev));
+		status = w->fast ? rv_fast_event(w->fast, &ev)
+				 : pt_blk_event(w->dec, &ev, sizeof(ev));
 		if (status < 0)
 			break;
 		on_event(w, &ev);
@@ -1104,7 +1105,8 @@ static void walk(struct walker *w, bool fast)
 	if (fast) {
 		w->fast = rv_fast_alloc(&config, w->thread->fast);
 		if (!w->fast) {
-			w->status = rv_error_set(w->err, ENOMEM, "cannot set up the fast PT walker");
+			w->status =
+				rv_error_set(w->err, ENOMEM, "cannot set up the fast PT walker");
 			return;
 		}
 		status = rv_fast_sync_set(w->fast, 0);
