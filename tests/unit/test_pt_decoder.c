@@ -284,9 +284,13 @@ static const struct {
 #define NR_FAST_SETTINGS (sizeof(fast_settings) / sizeof(fast_settings[0]))
 
 /* Functions as the trace's own calls show them: every call's destination
- * starts one, which ends where the next starts. A jump inside one is
- * dropped by both walkers alike; whether it was right to drop it does not
- * matter here, only that both drop the same. */
+ * starts one, which ends where the next starts; cut further at every
+ * FN_GRANULE bytes, so that many jumps leave their "function" (loops
+ * included) and the walkers' choice between dropping a jump and handing it
+ * on is made both ways often. A jump inside one is dropped by both walkers
+ * alike; whether it was right to drop it does not matter here, only that
+ * both drop the same. */
+#define FN_GRANULE 128
 struct fn_map {
 	uint64_t *starts;
 	size_t n;
@@ -338,8 +342,10 @@ static bool fn_map_at(void *ctx, uint32_t pid, uint64_t time, uint64_t addr,
 	}
 	if (!lo || lo == m->n)
 		return false; /* before the first start, or in the last (no end) */
-	out->start = m->starts[lo - 1];
-	out->end = m->starts[lo];
+	uint64_t granule = addr & ~(uint64_t)(FN_GRANULE - 1);
+
+	out->start = m->starts[lo - 1] > granule ? m->starts[lo - 1] : granule;
+	out->end = m->starts[lo] < granule + FN_GRANULE ? m->starts[lo] : granule + FN_GRANULE;
 	out->from = m->window && time > m->window ? time - m->window : 0;
 	out->until = m->window ? time + m->window : UINT64_MAX;
 	return true;
