@@ -694,6 +694,14 @@ Test(pt_decoder, corpus_fast_walker_same_events)
 						" chunks handed to libipt)\n",
 						corpora[c].name, st.fast_bytes, st.bytes,
 						st.handoffs);
+				/* the corpus is all code the fast walker models:
+				 * none of it goes back to libipt (the bytes
+				 * before the first PSB are nobody's) */
+				cr_assert_eq(st.handoffs, 0, "%s: chunks handed to libipt", what);
+				cr_assert_eq(st.fast_bytes + st.skipped_bytes, st.bytes,
+					     "%s: the fast walker decoded %" PRIu64 " of %" PRIu64
+					     " bytes",
+					     what, st.fast_bytes, st.bytes);
 				evlist_free(&got);
 			}
 			if (mode != JUMPS_ALL)
@@ -1275,6 +1283,12 @@ static void check_target(const char *target)
 		"pt_decoder: %s: the fast walker decoded %" PRIu64 " of %" PRIu64 " bytes (%" PRIu64
 		" chunks handed to libipt)\n",
 		target, fast_share.fast_bytes, fast_share.bytes, fast_share.handoffs);
+	/* user-space code of 64-bit programs: nothing the fast walker hands
+	 * back (snapshots' bytes before their first PSB are libipt's count) */
+	cr_assert_eq(fast_share.handoffs, 0, "%s: chunks handed to libipt", target);
+	cr_assert_gt(fast_share.fast_bytes, fast_share.bytes * 9 / 10,
+		     "%s: the fast walker decoded only %" PRIu64 " of %" PRIu64 " bytes", target,
+		     fast_share.fast_bytes, fast_share.bytes);
 	remove_tree(dir);
 }
 
