@@ -600,6 +600,8 @@ Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
 	struct raw r;
 	struct evlist one = { 0 };
 
+	uint64_t fast_cache = 0;
+
 	raw_load(&r, &corpora[2], 20);
 	/* libipt on one thread, then on two, then the fast walker on two (its
 	 * caches over a long trace) */
@@ -632,8 +634,27 @@ Test(pt_decoder, corpus_mruby_twenty_copies, .timeout = 600)
 		}
 		if (jobs == 2)
 			cr_assert_eq(got.n, one.n, "%s", k < 2 ? "libipt" : "fast walker");
+		if (k == 2)
+			fast_cache = st.cache_bytes;
 	}
 	evlist_free(&one);
+	raw_free(&r);
+
+	/* The fast walker's caches hold code, not trace: one copy of mruby
+	 * fills them as twenty do (each of the two threads holds at most all
+	 * of the code it met) */
+	struct evlist once = { 0 };
+	struct rv_pt_stats st1;
+
+	raw_load(&r, &corpora[2], 1);
+	r.options.decoder = RV_PT_DECODER_FAST;
+	decode_raw(&r, 2, 0, &once, &st1);
+	cr_assert_gt(st1.cache_bytes, 0);
+	cr_assert_leq(fast_cache, 2 * st1.cache_bytes,
+		      "the caches grew with the trace: %" PRIu64 " bytes for 20 copies, %" PRIu64
+		      " for one",
+		      fast_cache, st1.cache_bytes);
+	evlist_free(&once);
 	raw_free(&r);
 }
 
