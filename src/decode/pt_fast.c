@@ -521,13 +521,11 @@ static inline int failed(int status)
 	return status == -pte_eos ? status : RV_FAST_HANDOFF;
 }
 
-static int query_cond(struct rv_fast *f, int *taken, uint64_t ip)
+/* A query's status, after the tick event it may make (libipt's
+ * pt_blk_cond_branch and pt_blk_indirect_branch). */
+static inline int after_query(struct rv_fast *f, int status, uint64_t ip)
 {
-	int status = pt_qry_cond_branch(f->qry, taken);
-
-	if (status < 0)
-		return status;
-	if (f->ticks) {
+	if (status >= 0 && f->ticks) {
 		int r = tick(f, ip);
 
 		if (r < 0)
@@ -536,19 +534,14 @@ static int query_cond(struct rv_fast *f, int *taken, uint64_t ip)
 	return status;
 }
 
+static int query_cond(struct rv_fast *f, int *taken, uint64_t ip)
+{
+	return after_query(f, pt_qry_cond_branch(f->qry, taken), ip);
+}
+
 static int query_indirect(struct rv_fast *f, uint64_t *to, uint64_t ip)
 {
-	int status = pt_qry_indirect_branch(f->qry, to);
-
-	if (status < 0)
-		return status;
-	if (f->ticks) {
-		int r = tick(f, ip);
-
-		if (r < 0)
-			return r;
-	}
-	return status;
+	return after_query(f, pt_qry_indirect_branch(f->qry, to), ip);
 }
 
 /* The transfer that ends basic block b, which needs the trace (libipt's
