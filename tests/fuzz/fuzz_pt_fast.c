@@ -7,7 +7,12 @@
  * options.ignore_jumps). Any difference in the events (kind, flags,
  * addresses, time, task; errors' offsets and addresses) or in the counts
  * (instructions, branches, errors and where they were, the bytes each
- * walker took) aborts, naming the first one. The image is built through
+ * walker took) aborts, naming the first one. Each decode has a section
+ * cache and image of its own: libipt keeps its block caches in the
+ * sections, and on some inconsistent traces its cached and uncached flows
+ * disagree (a fuzzed trace found it), so a decode over warm sections can
+ * differ from one over cold ones, libipt's with libipt's; the fast
+ * walker's handing a chunk over must be compared with the same start. The image is built through
  * pt_sections.h, as the fast walker needs. Seeds: the raw_pt harness's
  * (softpt's packets of that program), copied by tools/fuzz-seeds.
  *
@@ -48,8 +53,6 @@ struct evlist {
 	size_t n, cap;
 };
 
-static struct pt_image_section_cache *iscache;
-static struct pt_image *image;
 static uint64_t image_addr, image_size;
 /* kept from run to run (reachable, so no leak): libipt's and ours */
 static struct evlist runs[2];
@@ -80,19 +83,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	free(fuzz_read_build_file(IMAGE_PATH, &size));
 	image_size = size;
 
-	int isid;
-
-	iscache = pt_iscache_alloc("pt_fast");
-	image = pt_image_alloc("pt_fast");
-	if (!iscache || !image || !image_size)
+	if (!image_size)
 		abort();
-	/* through the section registry: an image built otherwise is unknown
-	 * to the fast walker, which would leave every chunk to libipt */
-	isid = rv_pt_sections_add_file(iscache, IMAGE_PATH, 0, image_size, image_addr);
-	if (isid < 0 || rv_pt_sections_add_cached(image, iscache, isid) < 0) {
-		fprintf(stderr, "fuzz: cannot map %s\n", IMAGE_PATH);
-		abort();
-	}
 	atexit(say_share);
 	return 0;
 }
@@ -236,6 +228,31 @@ static void compare(const char *mode, const struct rv_pt_stats *a, const struct 
 	}
 }
 
+/* A cold section cache and the image over it, through the section
+ * registry (an image built otherwise is unknown to the fast walker, which
+ * would leave every chunk to libipt). */
+static void image_new(struct pt_image_section_cache **iscache, struct pt_image **image)
+{
+	int isid;
+
+	*iscache = pt_iscache_alloc("pt_fast");
+	*image = rv_pt_image_alloc("pt_fast");
+	if (!*iscache || !*image)
+		abort();
+	isid = rv_pt_sections_add_file(*iscache, IMAGE_PATH, 0, image_size, image_addr);
+	if (isid < 0 || rv_pt_sections_add_cached(*image, *iscache, isid) < 0) {
+		fprintf(stderr, "fuzz: cannot map %s\n", IMAGE_PATH);
+		abort();
+	}
+}
+
+static void image_free(struct pt_image_section_cache *iscache, struct pt_image *image)
+{
+	rv_pt_image_free(image);
+	rv_pt_sections_forget_iscache(iscache);
+	pt_iscache_free(iscache);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct rv_pt_decode_options o;
@@ -245,8 +262,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.config.addr_filter.config.ctl.addr0_cfg = ADDR_CFG_FILTER;
 	o.config.addr_filter.addr0_a = image_addr;
 	o.config.addr_filter.addr0_b = image_addr + image_size - 1;
-	o.image = image;
-	o.iscache = iscache;
 	o.pid = 1;
 	o.tid = 1;
 	o.jobs = 1;
@@ -259,12 +274,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct rv_error err = { 0 };
 
 			runs[k].n = 0;
+			image_new(&o.iscache, &o.image);
 			o.decoder = k ? RV_PT_DECODER_FAST : RV_PT_DECODER_LIBIPT;
 			if (rv_pt_decode(data, size, &o, record, &runs[k], &stats[k], &err) < 0) {
 				fprintf(stderr, "fuzz: pt_fast: rv_pt_decode failed: %s\n",
 					err.message);
 				abort();
 			}
+			image_free(o.iscache, o.image);
 		}
 		compare(modes[mode], &stats[0], &stats[1]);
 		fast_bytes += stats[1].fast_bytes;
