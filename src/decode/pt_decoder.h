@@ -1,5 +1,6 @@
 /* pt_decoder.h: Intel PT packets to branch events, with libipt's block
- * decoder.
+ * decoder or the fast walker that does its work again on libipt's query
+ * decoder (options.decoder; the events are the same).
  *
  * One call decodes one trace buffer (a per-thread or per-CPU AUX buffer, or a
  * raw dump) against a libipt image and hands the events, in trace order, to a
@@ -99,6 +100,16 @@ struct rv_pt_function_span {
 	uint64_t from, until; /* the times (the capture's clock) the answer holds over */
 };
 
+/* Which walker decodes (--decoder). */
+enum rv_pt_decoder_choice {
+	/* The default: the cached walk on libipt's query decoder (pt_fast.h),
+	 * which hands a chunk it does not model (a decode error, TSX,
+	 * PTWRITE, paging or VMCS events, code it cannot read) to libipt's
+	 * block decoder: the events are the same either way. */
+	RV_PT_DECODER_FAST = 0,
+	RV_PT_DECODER_LIBIPT, /* libipt's block decoder alone (--decoder libipt) */
+};
+
 /* Which code around `addr`, in task pid's code at `time` (the capture's
  * clock), is in addr's function; false when no function holds addr. A jump
  * from addr that stays inside [start, end) cannot change a call stack, so
@@ -109,16 +120,6 @@ struct rv_pt_function_span {
  * holds: most jumps stay in the function of the one before. Called from the
  * decoding threads; must only read, and must be sure: a jump between
  * functions (a tail call) that is dropped is lost from the trace. */
-/* Which walker decodes (--decoder). */
-enum rv_pt_decoder_choice {
-	/* The default: the cached walk on libipt's query decoder (pt_fast.c),
-	 * which hands a chunk it does not model (an error, an overflow, a
-	 * TSX, PTWRITE or VMCS event, code it cannot read) to libipt's block
-	 * decoder: the events are the same either way. */
-	RV_PT_DECODER_FAST = 0,
-	RV_PT_DECODER_LIBIPT, /* libipt's block decoder alone (--decoder libipt) */
-};
-
 typedef bool (*rv_pt_function_at_fn)(void *ctx, uint32_t pid, uint64_t time, uint64_t addr,
 				     struct rv_pt_function_span *out);
 
@@ -164,6 +165,9 @@ struct rv_pt_decode_options {
 	 * libipt's block would recurse until the stack overflows.) */
 	bool ignore_jumps;
 
+	/* Which walker. With max_insns, libipt's decodes everything,
+	 * whatever this says (the count stops at the end of one of its
+	 * blocks). */
 	enum rv_pt_decoder_choice decoder;
 
 	unsigned jobs;	    /* decoding threads, the calling one included; 0 or 1: it only */
