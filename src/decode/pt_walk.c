@@ -10,8 +10,15 @@
  * the next chunk begins, and reports errors and overflows, resuming at the
  * next PSB.
  *
+ * The blocks and events come from libipt's block decoder or, by default,
+ * from the fast walker (pt_fast.h), which keeps libipt's contract over its
+ * query decoder and runs its blocks on through the branches this walk would
+ * drop. A chunk the fast walker hands over (RV_FAST_HANDOFF) is walked again
+ * from its PSB with libipt's decoder, past the records already emitted.
+ *
  * Not here: instruction lengths and classes (pt_code.c), PSB+ headers
- * (pt_psb.c), the chunks, threads and the sink (pt_pool.c).
+ * (pt_psb.c), the fast walker (pt_fast.c), the chunks, threads and the sink
+ * (pt_pool.c).
  */
 #include <errno.h>
 #include <stddef.h>
