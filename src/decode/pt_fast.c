@@ -20,6 +20,7 @@
 
 #include "decode/pt_code.h"
 #include "decode/pt_sections.h"
+#include "util/array.h"
 
 /* Instructions in one basic block at most: a longer straight run is cut
  * (without a transfer; the walker sees nothing of the cut). */
@@ -189,15 +190,8 @@ static const struct snapshot *snapshot_of(struct rv_fast_cache *c, const struct 
 		if (c->snaps[i].image == image && c->snaps[i].generation == generation)
 			return &c->snaps[i];
 	}
-	if (c->nr_snaps == c->cap_snaps) {
-		size_t cap = c->cap_snaps ? c->cap_snaps * 2 : 4;
-		struct snapshot *snaps = realloc(c->snaps, cap * sizeof(*snaps));
-
-		if (!snaps)
-			return NULL;
-		c->snaps = snaps;
-		c->cap_snaps = cap;
-	}
+	if (rv_array_grow(&c->snaps, &c->cap_snaps, c->nr_snaps, sizeof(*c->snaps), 4))
+		return NULL;
 
 	struct snapshot *s = &c->snaps[c->nr_snaps];
 
@@ -357,15 +351,8 @@ static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 	c->misses++;
 	if (c->nr_bbs >= UINT32_MAX - 1 || !decode_bb(c, f->snap, ip, &fresh))
 		return 0;
-	if (c->nr_bbs == c->cap_bbs) {
-		size_t cap = c->cap_bbs ? c->cap_bbs * 2 : 1024;
-		struct bb *bbs = realloc(c->bbs, cap * sizeof(*bbs));
-
-		if (!bbs)
-			return 0;
-		c->bbs = bbs;
-		c->cap_bbs = cap;
-	}
+	if (rv_array_grow(&c->bbs, &c->cap_bbs, c->nr_bbs, sizeof(*c->bbs), 1024))
+		return 0;
 	if ((c->nr_bbs + 1) * 2 > c->mask) {
 		if (!grow(c))
 			return 0;
