@@ -29,6 +29,7 @@
 #include "common.h"
 #include "decode/pt_decoder.h"
 #include "decode/pt_sections.h"
+#include "pt_walkers.h"
 
 #ifndef RV_FUZZ_DIR
 #error "RV_FUZZ_DIR (the harnesses' build directory) is set by mk/fuzz.mk"
@@ -183,49 +184,8 @@ static void compare(const char *mode, const struct rv_pt_stats *a, const struct 
 			 got->n, x, y);
 		differ(mode, text);
 	}
-#define SAME(field)                                                                                \
-	do {                                                                                       \
-		if (a->field != b->field) {                                                        \
-			snprintf(text, sizeof(text), #field " %" PRIu64 ", libipt's %" PRIu64,     \
-				 (uint64_t)b->field, (uint64_t)a->field);                          \
-			differ(mode, text);                                                        \
-		}                                                                                  \
-	} while (0)
-	SAME(bytes);
-	SAME(insns);
-	SAME(calls);
-	SAME(returns);
-	SAME(jumps);
-	SAME(syscalls);
-	SAME(interrupts);
-	SAME(errors);
-	SAME(overflows);
-	SAME(nomap);
-	SAME(skipped_bytes);
-	SAME(first_time);
-	SAME(last_time);
-	SAME(nr_sites);
-#undef SAME
-	for (i = 0; i < a->nr_sites; i++) {
-		if (a->sites[i].offset != b->sites[i].offset || a->sites[i].ip != b->sites[i].ip ||
-		    a->sites[i].code != b->sites[i].code) {
-			snprintf(text, sizeof(text),
-				 "error %zu at offset %" PRIu64 " ip %#" PRIx64
-				 " code %d, libipt's "
-				 "at offset %" PRIu64 " ip %#" PRIx64 " code %d",
-				 i, b->sites[i].offset, b->sites[i].ip, b->sites[i].code,
-				 a->sites[i].offset, a->sites[i].ip, a->sites[i].code);
-			differ(mode, text);
-		}
-	}
-	if (b->fast_bytes + b->libipt_bytes != b->bytes || a->fast_bytes || a->handoffs) {
-		snprintf(text, sizeof(text),
-			 "bytes: fast walker %" PRIu64 " + %" PRIu64 " of %" PRIu64
-			 ", libipt %" PRIu64 " + %" PRIu64 " (%" PRIu64 " handoffs)",
-			 b->fast_bytes, b->libipt_bytes, b->bytes, a->fast_bytes, a->libipt_bytes,
-			 a->handoffs);
+	if (pt_walkers_stats_differ(a, b, text, sizeof(text)))
 		differ(mode, text);
-	}
 }
 
 /* A cold section cache and the image over it, through the section

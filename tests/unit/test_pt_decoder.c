@@ -48,6 +48,7 @@
 #include "decode/pt_decoder.h"
 #include "decode/pt_sections.h"
 #include "test_env.h"
+#include "pt_walkers.h"
 #include "test_files.h"
 
 /* IA32_RTIT_CTL.ADDR0_CFG: trace only inside [ADDR0_A, ADDR0_B] */
@@ -239,39 +240,10 @@ static void assert_same_events(const struct evlist *ref, const struct evlist *go
 static void assert_same_stats(const struct rv_pt_stats *ref, const struct rv_pt_stats *got,
 			      const char *what)
 {
-#define SAME(field)                                                                                \
-	cr_assert_eq(got->field, ref->field, "%s: " #field " %" PRIu64 ", libipt's %" PRIu64,      \
-		     what, (uint64_t)got->field, (uint64_t)ref->field)
-	SAME(bytes);
-	SAME(insns);
-	SAME(calls);
-	SAME(returns);
-	SAME(jumps);
-	SAME(syscalls);
-	SAME(interrupts);
-	SAME(errors);
-	SAME(overflows);
-	SAME(nomap);
-	SAME(skipped_bytes);
-	SAME(first_time);
-	SAME(last_time);
-	SAME(nr_sites);
-#undef SAME
-	for (size_t i = 0; i < ref->nr_sites; i++) {
-		const struct rv_pt_error_site *a = &ref->sites[i], *b = &got->sites[i];
+	char text[512];
 
-		cr_assert(a->offset == b->offset && a->ip == b->ip && a->code == b->code,
-			  "%s: error %zu at offset %" PRIu64 " ip %#" PRIx64 " (%s), libipt's at "
-			  "offset %" PRIu64 " ip %#" PRIx64 " (%s)",
-			  what, i, b->offset, b->ip, rv_pt_strerror(b->code), a->offset, a->ip,
-			  rv_pt_strerror(a->code));
-	}
-	cr_assert_eq(ref->fast_bytes, 0, "%s: libipt's decode counted fast bytes", what);
-	cr_assert_eq(ref->handoffs, 0, "%s: libipt's decode counted handoffs", what);
-	cr_assert_eq(ref->libipt_bytes, ref->bytes, "%s: libipt's decode", what);
-	cr_assert_eq(got->fast_bytes + got->libipt_bytes, got->bytes,
-		     "%s: fast %" PRIu64 " + libipt %" PRIu64 " bytes, of %" PRIu64, what,
-		     got->fast_bytes, got->libipt_bytes, got->bytes);
+	if (pt_walkers_stats_differ(ref, got, text, sizeof(text)))
+		cr_assert_fail("%s: %s", what, text);
 }
 
 /* The (jobs, chunk_bytes) the fast walker's decodes are compared at: one
