@@ -17,13 +17,31 @@ struct slot {
 
 struct rv_pt_code {
 	struct pt_image_section_cache *iscache;
-	ZydisDecoder decoder64, decoder32, decoder16;
 	struct slot *slots;
 	size_t mask, used;
 	uint64_t decoded;
 };
 
 #define INITIAL_SLOTS (1u << 14)
+
+/* Zydis's decoders hold only their settings: one set, made once, serves
+ * every cache and thread. */
+static struct {
+	ZydisDecoder decoder64, decoder32, decoder16;
+	bool ok;
+} zydis;
+static pthread_once_t zydis_once = PTHREAD_ONCE_INIT;
+
+static void zydis_init(void)
+{
+	zydis.ok =
+		ZYAN_SUCCESS(ZydisDecoderInit(&zydis.decoder64, ZYDIS_MACHINE_MODE_LONG_64,
+					      ZYDIS_STACK_WIDTH_64)) &&
+		ZYAN_SUCCESS(ZydisDecoderInit(&zydis.decoder32, ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
+					      ZYDIS_STACK_WIDTH_32)) &&
+		ZYAN_SUCCESS(ZydisDecoderInit(&zydis.decoder16, ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
+					      ZYDIS_STACK_WIDTH_16));
+}
 
 static size_t slot_of(uint64_t ip, int isid, size_t mask)
 {
@@ -42,12 +60,8 @@ struct rv_pt_code *rv_pt_code_new(struct pt_image_section_cache *iscache)
 	if (!c)
 		return NULL;
 	c->iscache = iscache;
-	if (!ZYAN_SUCCESS(ZydisDecoderInit(&c->decoder64, ZYDIS_MACHINE_MODE_LONG_64,
-					   ZYDIS_STACK_WIDTH_64)) ||
-	    !ZYAN_SUCCESS(ZydisDecoderInit(&c->decoder32, ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
-					   ZYDIS_STACK_WIDTH_32)) ||
-	    !ZYAN_SUCCESS(ZydisDecoderInit(&c->decoder16, ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
-					   ZYDIS_STACK_WIDTH_16))) {
+	pthread_once(&zydis_once, zydis_init);
+	if (!zydis.ok) {
 		free(c);
 		return NULL;
 	}
@@ -159,15 +173,15 @@ static unsigned special(const ZydisDecodedInstruction *insn)
 	}
 }
 
-static const ZydisDecoder *decoder_for(const struct rv_pt_code *c, enum pt_exec_mode mode)
+static const ZydisDecoder *decoder_for(enum pt_exec_mode mode)
 {
 	switch (mode) {
 	case ptem_32bit:
-		return &c->decoder32;
+		return &zydis.decoder32;
 	case ptem_16bit:
-		return &c->decoder16;
+		return &zydis.decoder16;
 	default:
-		return &c->decoder64;
+		return &zydis.decoder64;
 	}
 }
 
@@ -204,10 +218,10 @@ const struct rv_pt_insn *rv_pt_code_get(struct rv_pt_code *c, int isid, uint64_t
 		size = (size_t)n;
 	}
 
-	ZydisDecodedInstruction insn;
+	struct rv_pt_insn insn;
+	unsigned flags;
 
-	if (!ZYAN_SUCCESS(
-		    ZydisDecoderDecodeInstruction(decoder_for(c, mode), NULL, bytes, size, &insn)))
+	if (!rv_pt_insn_decode(bytes, size, mode, &insn, &flags))
 		return NULL;
 	c->decoded++;
 
@@ -224,29 +238,9 @@ const struct rv_pt_insn *rv_pt_code_get(struct rv_pt_code *c, int isid, uint64_t
 	s->ip = ip;
 	s->isid = isid;
 	s->mode = (uint8_t)mode;
-	s->insn.size = insn.length;
-	s->insn.cls = (uint8_t)classify(&insn);
-	s->insn.disp = insn.raw.imm[0].is_relative ? (int32_t)insn.raw.imm[0].value.s : 0;
+	s->insn = insn;
 	c->used++;
 	return &s->insn;
-}
-
-/* Zydis's decoders hold only their settings: one set serves every thread. */
-static struct rv_pt_code shared_decoders;
-static bool shared_ok;
-static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
-
-static void init_shared(void)
-{
-	shared_ok =
-		ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder64,
-					      ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) &&
-		ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder32,
-					      ZYDIS_MACHINE_MODE_LONG_COMPAT_32,
-					      ZYDIS_STACK_WIDTH_32)) &&
-		ZYAN_SUCCESS(ZydisDecoderInit(&shared_decoders.decoder16,
-					      ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
-					      ZYDIS_STACK_WIDTH_16));
 }
 
 bool rv_pt_insn_decode(const uint8_t *bytes, size_t size, enum pt_exec_mode mode,
@@ -254,9 +248,9 @@ bool rv_pt_insn_decode(const uint8_t *bytes, size_t size, enum pt_exec_mode mode
 {
 	ZydisDecodedInstruction insn;
 
-	pthread_once(&shared_once, init_shared);
-	if (!shared_ok || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(
-				  decoder_for(&shared_decoders, mode), NULL, bytes, size, &insn)))
+	pthread_once(&zydis_once, zydis_init);
+	if (!zydis.ok || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(decoder_for(mode), NULL, bytes,
+								     size, &insn)))
 		return false;
 	out->size = insn.length;
 	out->cls = (uint8_t)classify(&insn);
