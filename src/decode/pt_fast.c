@@ -78,7 +78,6 @@ struct rv_fast_cache {
 	struct snapshot *snaps;
 	size_t nr_snaps, cap_snaps;
 	uint32_t next_id;
-	uint64_t misses;
 };
 
 struct rv_fast {
@@ -140,11 +139,6 @@ size_t rv_fast_cache_bytes(const struct rv_fast_cache *c)
 	for (size_t i = 0; i < c->nr_snaps; i++)
 		n += c->snaps[i].list.nr * sizeof(*c->snaps[i].list.sections);
 	return n;
-}
-
-uint64_t rv_fast_cache_misses(const struct rv_fast_cache *c)
-{
-	return c->misses;
 }
 
 static inline size_t slot_of(uint64_t ip, uint32_t image, size_t mask)
@@ -348,7 +342,6 @@ static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 
 	struct bb fresh;
 
-	c->misses++;
 	if (c->nr_bbs >= UINT32_MAX - 1 || !decode_bb(c, f->snap, ip, &fresh))
 		return 0;
 	if (rv_array_grow(&c->bbs, &c->cap_bbs, c->nr_bbs, sizeof(*c->bbs), 1024))

@@ -57,9 +57,6 @@ void rv_fast_cache_free(struct rv_fast_cache *c);
 /* Bytes the cache holds now (blocks, tables and snapshots). */
 size_t rv_fast_cache_bytes(const struct rv_fast_cache *c);
 
-/* Basic blocks decoded (cache misses), for tests. */
-uint64_t rv_fast_cache_misses(const struct rv_fast_cache *c);
-
 struct rv_fast;
 
 /* A decoder over config's [begin, end) with config's block-decoder flags
