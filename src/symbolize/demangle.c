@@ -1,6 +1,7 @@
 /* demangle.c: readable names from mangled ones, for the symbolizer.
  *
- * C++ names go through libstdc++'s __cxa_demangle (the build links -lstdc++).
+ * C++ names go through libstdc++'s __cxa_demangle (the build links it from
+ * libsupc++.a, statically).
  * Rust's legacy mangling (_ZN...17h<16 hex digits>E) is Itanium-shaped but
  * carries its own escapes ($LT$, $u20$, ..) and a hash that only gets in the
  * way of reading a trace, so it is decoded here and the hash dropped.
