@@ -260,7 +260,9 @@ int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		}
 	}
 	b->stats.spans++;
-	return rv_trace_writer_nested_span(
+	/* every string of a span is the symbolizer's, the builder's pool's or
+	 * a literal */
+	return rv_trace_writer_interned_span(
 		b->writer, t->pid, t->tid, span->kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
 		span->name, builder_rel(b, span->begin), builder_rel(b, span->end), span->depth,
 		n ? args : NULL, n, err);
