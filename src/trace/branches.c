@@ -165,7 +165,7 @@ static int account(struct step *s)
 	struct thread_state *t = s->t;
 
 	if (t->depth && !(top_frame(t)->flags & FRAME_PLACEHOLDER) && s->now > t->br.since &&
-	    builder_add_self_time(s->b, top_frame(t)->name, s->now - t->br.since))
+	    builder_frame_self_time(s->b, top_frame(t), s->now - t->br.since))
 		return builder_out_of_memory(s->err);
 	t->br.since = s->now;
 	return 0;

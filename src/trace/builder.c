@@ -43,6 +43,7 @@ int rv_builder_new(struct rv_builder **out, struct rv_symbolizer *symbolizer,
 	b->threads = calloc(b->cap_threads, sizeof(*b->threads));
 	b->cap_self = 1024;
 	b->self = calloc(b->cap_self, sizeof(*b->self));
+	b->self_generation = 1;
 	if (!b->threads || !b->self) {
 		rv_builder_free(b);
 		return rv_error_set(err, ENOMEM, "out of memory");
@@ -125,6 +126,7 @@ static struct self_time_slot *self_slot(struct rv_builder *b, const char *name)
 		free(b->self);
 		b->self = grown;
 		b->cap_self = cap;
+		b->self_generation++;
 	}
 	i = hash_u64((uintptr_t)name) & (b->cap_self - 1);
 	while (b->self[i].name && b->self[i].name != name)
@@ -142,6 +144,31 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 
 	if (!slot)
 		return -ENOMEM;
+	slot->ns += ns;
+	b->stats.self_ns += ns;
+	return 0;
+}
+
+int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns)
+{
+	struct self_time_slot *slot;
+
+	if (f->self_generation == b->self_generation) {
+		slot = &b->self[f->self_slot];
+	} else {
+		if (b->last_self.name == f->name && b->last_self.generation == b->self_generation) {
+			slot = &b->self[b->last_self.slot];
+		} else {
+			slot = self_slot(b, f->name);
+			if (!slot)
+				return -ENOMEM;
+			b->last_self.name = f->name;
+			b->last_self.slot = (size_t)(slot - b->self);
+			b->last_self.generation = b->self_generation;
+		}
+		f->self_slot = (size_t)(slot - b->self);
+		f->self_generation = b->self_generation;
+	}
 	slot->ns += ns;
 	b->stats.self_ns += ns;
 	return 0;
@@ -291,16 +318,14 @@ static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
  *   under it (a return above the first frame), and must be written first;
  * - a span that began with the frame below it is held by that frame;
  * - anything else is written now. */
-int builder_settle(struct rv_builder *b, struct thread_state *t, const struct pending_span *given,
+int builder_settle(struct rv_builder *b, struct thread_state *t, struct pending_span *span,
 		   const struct pending_span *held, size_t nr_held, size_t pos,
 		   struct rv_error *err)
 {
 	struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
-	struct pending_span placed = *given;
-	const struct pending_span *span = &placed;
 	int ret = 0;
 
-	placed.depth = pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
+	span->depth = pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
 
 	if (seg && pos == seg->base && span->begin == seg->create_time) {
 		ret = append_pending(&seg->orphans, &seg->nr_orphans, &seg->cap_orphans, span);
@@ -408,6 +433,7 @@ int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t id
 		   : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
 						      : 0;
 	f->nr_held = 0;
+	f->self_generation = 0;
 	return 0;
 }
 
