@@ -63,13 +63,11 @@ static struct thread_state *find_slot(struct thread_state *table, size_t cap, ui
 	return &table[i];
 }
 
-struct thread_state *builder_thread(struct rv_builder *b, uint32_t pid, uint32_t tid)
+/* builder_thread's way past the thread of the last event. */
+struct thread_state *builder_thread_slow(struct rv_builder *b, uint32_t pid, uint32_t tid)
 {
 	struct thread_state *t;
 
-	/* Branch events come in long runs of one thread. */
-	if (b->last_thread && b->last_thread->tid == tid)
-		return b->last_thread;
 	t = find_slot(b->threads, b->cap_threads, tid);
 	if (t->used)
 		return b->last_thread = t;

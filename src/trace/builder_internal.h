@@ -281,7 +281,15 @@ struct rv_builder {
 
 /* The thread's state, created on first use; NULL when memory runs out.
  * Pointers into the table are valid until the next call (it may grow). */
-struct thread_state *builder_thread(struct rv_builder *b, uint32_t pid, uint32_t tid);
+struct thread_state *builder_thread_slow(struct rv_builder *b, uint32_t pid, uint32_t tid);
+
+static inline struct thread_state *builder_thread(struct rv_builder *b, uint32_t pid, uint32_t tid)
+{
+	/* Events come in long runs of one thread. */
+	if (b->last_thread && b->last_thread->tid == tid)
+		return b->last_thread;
+	return builder_thread_slow(b, pid, tid);
+}
 
 /* The thread's state if it exists, else NULL. */
 struct thread_state *builder_find_thread(struct rv_builder *b, uint32_t tid);

@@ -556,10 +556,10 @@ int rv_trace_writer_category_span(struct rv_trace_writer *w, uint32_t pid, uint3
 					   nr_args, err);
 }
 
-static int write_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *category,
-		      const char *name, uint64_t begin_ns, uint64_t end_ns, uint32_t depth,
-		      const struct rv_arg *args, size_t nr_args, bool interned,
-		      struct rv_error *err)
+static inline int write_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+			     const char *category, const char *name, uint64_t begin_ns,
+			     uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
+			     size_t nr_args, bool interned, struct rv_error *err)
 {
 	int r = check_usable(w, err);
 
