@@ -199,15 +199,14 @@ uint64_t builder_rel(const struct rv_builder *b, uint64_t time)
 	return time > b->base ? time - b->base : 0;
 }
 
-int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
+/* builder_ensure_track's way when the track's name is not written. */
+int builder_name_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
 {
 	char track[96];
 	int ret;
 
 	struct thread_state *main_thread;
 
-	if (t->named)
-		return 0;
 	main_thread = t->tid == t->pid ? t : find_slot(b->threads, b->cap_threads, t->pid);
 	if (!main_thread->used)
 		main_thread = NULL;

@@ -297,8 +297,15 @@ struct thread_state *builder_find_thread(struct rv_builder *b, uint32_t tid);
 /* A capture time as the trace's time (nanoseconds from its first event). */
 uint64_t builder_rel(const struct rv_builder *b, uint64_t time);
 
-/* Writes the thread's track (and process) names if not yet written. */
-int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
+/* Writes the thread's track (and process) names if not yet written
+ * (builder_name_track writes them). */
+int builder_name_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
+
+static inline int builder_ensure_track(struct rv_builder *b, struct thread_state *t,
+				       struct rv_error *err)
+{
+	return t->named ? 0 : builder_name_track(b, t, err);
+}
 
 int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
 
