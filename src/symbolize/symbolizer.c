@@ -146,6 +146,10 @@ struct rv_symbolizer {
 
 	struct cache_entry *cache;
 	size_t cap_cache, nr_cache;
+	/* A copy of the last entry found (key.generation GENERATION_EMPTY:
+	 * none), compared before the probe: a trace asks for one address
+	 * many times in a row (a recursion's calls, a loop's) */
+	struct cache_entry last;
 
 	/* rv_symbolizer_source's answers, by (generation, address) */
 	struct source_entry {
@@ -154,6 +158,7 @@ struct rv_symbolizer {
 		int32_t line, column;
 	} * sources;
 	size_t cap_sources, nr_sources;
+	struct source_entry last_source; /* as `last`, for the source table */
 
 	struct rv_kernel_syms *kernel; /* NULL: no kernel names */
 	/* kernel code the capture named (BPF programs), before `kernel` */
@@ -916,6 +921,7 @@ static void cache_clear(struct rv_symbolizer *s)
 {
 	memset(s->cache, 0, s->cap_cache * sizeof(*s->cache));
 	s->nr_cache = 0;
+	s->last.key.generation = GENERATION_EMPTY;
 	for (size_t i = 0; i < s->procs.cap; i++) {
 		struct process *p = s->procs.slots[i].value;
 
@@ -983,7 +989,13 @@ void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 		p = find_process(s, pid);
 		generation = p ? p->generation : GENERATION_NO_PROCESS;
 	}
-	hit = cache_find(s, generation, addr);
+	if (s->last.key.generation == generation && s->last.key.addr == addr) {
+		hit = &s->last;
+	} else {
+		hit = cache_find(s, generation, addr);
+		if (hit)
+			s->last = *hit;
+	}
 	if (hit) {
 		s->stats.cache_hits++;
 		out->name = hit->name;
@@ -1025,6 +1037,7 @@ static bool sources_make_room(struct rv_symbolizer *s)
 	if (s->cap_sources >= CACHE_MAX_SLOTS) {
 		memset(s->sources, 0, s->cap_sources * sizeof(*s->sources));
 		s->nr_sources = 0;
+		s->last_source.key.generation = GENERATION_EMPTY;
 		return true;
 	}
 	cap = s->cap_sources ? s->cap_sources * 2 : CACHE_MIN_SLOTS;
@@ -1065,11 +1078,18 @@ bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 	*out = (struct rv_source){ 0 };
 	if (addr >= KERNEL_START || !(p = find_process(s, pid)) || !p->nr_maps)
 		return false;
+	if (s->last_source.key.generation == p->generation && s->last_source.key.addr == addr) {
+		const struct source_entry *e = &s->last_source;
+
+		*out = (struct rv_source){ e->file, e->line, e->column };
+		return out->file != NULL;
+	}
 	if (s->cap_sources) {
 		const struct source_entry *e = &s->sources[cache_probe(
 			s->sources, sizeof(*e), s->cap_sources, p->generation, addr)];
 
 		if (e->key.generation) {
+			s->last_source = *e;
 			*out = (struct rv_source){ e->file, e->line, e->column };
 			return out->file != NULL;
 		}

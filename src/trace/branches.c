@@ -51,6 +51,14 @@ struct target {
 	struct function fn;
 };
 
+static void target_init(struct target *tg, uint64_t ip, const char *sym, uint64_t sym_start)
+{
+	tg->ip = ip;
+	tg->sym = sym;
+	tg->sym_start = sym_start;
+	tg->resolved = false;
+}
+
 static struct segment *active_segment(const struct thread_state *t)
 {
 	return &t->br.segs[t->br.nr_segs - 1];
@@ -165,7 +173,7 @@ static int account(struct step *s)
 	struct thread_state *t = s->t;
 
 	if (t->depth && !(top_frame(t)->flags & FRAME_PLACEHOLDER) && s->now > t->br.since &&
-	    builder_add_self_time(s->b, top_frame(t)->name, s->now - t->br.since))
+	    builder_frame_self_time(s->b, top_frame(t), s->now - t->br.since))
 		return builder_out_of_memory(s->err);
 	t->br.since = s->now;
 	return 0;
@@ -597,8 +605,12 @@ static int on_branch(struct step *s, const struct batched_event *e)
 {
 	const unsigned both = RV_BRANCH_TRACE_BEGIN | RV_BRANCH_TRACE_END;
 	bool traced = !(e->flags & RV_BRANCH_TRACE_END);
-	struct target from = { .ip = e->from_ip, .sym = e->from_sym, .sym_start = e->from_start };
-	struct target to = { .ip = e->to_ip, .sym = e->to_sym, .sym_start = e->to_start };
+	struct target from, to;
+
+	/* Set field by field: the function stays unwritten until a rule
+	 * resolves it (most branches never need `from`'s). */
+	target_init(&from, e->from_ip, e->from_sym, e->from_start);
+	target_init(&to, e->to_ip, e->to_sym, e->to_start);
 
 	s->b->stats.branches++;
 	if ((e->flags & both) == both)

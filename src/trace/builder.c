@@ -43,6 +43,7 @@ int rv_builder_new(struct rv_builder **out, struct rv_symbolizer *symbolizer,
 	b->threads = calloc(b->cap_threads, sizeof(*b->threads));
 	b->cap_self = 1024;
 	b->self = calloc(b->cap_self, sizeof(*b->self));
+	b->self_generation = 1;
 	if (!b->threads || !b->self) {
 		rv_builder_free(b);
 		return rv_error_set(err, ENOMEM, "out of memory");
@@ -62,13 +63,11 @@ static struct thread_state *find_slot(struct thread_state *table, size_t cap, ui
 	return &table[i];
 }
 
-struct thread_state *builder_thread(struct rv_builder *b, uint32_t pid, uint32_t tid)
+/* builder_thread's way past the thread of the last event. */
+struct thread_state *builder_thread_slow(struct rv_builder *b, uint32_t pid, uint32_t tid)
 {
 	struct thread_state *t;
 
-	/* Branch events come in long runs of one thread. */
-	if (b->last_thread && b->last_thread->tid == tid)
-		return b->last_thread;
 	t = find_slot(b->threads, b->cap_threads, tid);
 	if (t->used)
 		return b->last_thread = t;
@@ -125,6 +124,7 @@ static struct self_time_slot *self_slot(struct rv_builder *b, const char *name)
 		free(b->self);
 		b->self = grown;
 		b->cap_self = cap;
+		b->self_generation++;
 	}
 	i = hash_u64((uintptr_t)name) & (b->cap_self - 1);
 	while (b->self[i].name && b->self[i].name != name)
@@ -142,6 +142,31 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 
 	if (!slot)
 		return -ENOMEM;
+	slot->ns += ns;
+	b->stats.self_ns += ns;
+	return 0;
+}
+
+int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns)
+{
+	struct self_time_slot *slot;
+
+	if (f->self_generation == b->self_generation) {
+		slot = &b->self[f->self_slot];
+	} else {
+		if (b->last_self.name == f->name && b->last_self.generation == b->self_generation) {
+			slot = &b->self[b->last_self.slot];
+		} else {
+			slot = self_slot(b, f->name);
+			if (!slot)
+				return -ENOMEM;
+			b->last_self.name = f->name;
+			b->last_self.slot = (size_t)(slot - b->self);
+			b->last_self.generation = b->self_generation;
+		}
+		f->self_slot = (size_t)(slot - b->self);
+		f->self_generation = b->self_generation;
+	}
 	slot->ns += ns;
 	b->stats.self_ns += ns;
 	return 0;
@@ -174,15 +199,14 @@ uint64_t builder_rel(const struct rv_builder *b, uint64_t time)
 	return time > b->base ? time - b->base : 0;
 }
 
-int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
+/* builder_ensure_track's way when the track's name is not written. */
+int builder_name_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
 {
 	char track[96];
 	int ret;
 
 	struct thread_state *main_thread;
 
-	if (t->named)
-		return 0;
 	main_thread = t->tid == t->pid ? t : find_slot(b->threads, b->cap_threads, t->pid);
 	if (!main_thread->used)
 		main_thread = NULL;
@@ -260,7 +284,9 @@ int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		}
 	}
 	b->stats.spans++;
-	return rv_trace_writer_nested_span(
+	/* every string of a span is the symbolizer's, the builder's pool's or
+	 * a literal */
+	return rv_trace_writer_interned_span(
 		b->writer, t->pid, t->tid, span->kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
 		span->name, builder_rel(b, span->begin), builder_rel(b, span->end), span->depth,
 		n ? args : NULL, n, err);
@@ -289,16 +315,14 @@ static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
  *   under it (a return above the first frame), and must be written first;
  * - a span that began with the frame below it is held by that frame;
  * - anything else is written now. */
-int builder_settle(struct rv_builder *b, struct thread_state *t, const struct pending_span *given,
+int builder_settle(struct rv_builder *b, struct thread_state *t, struct pending_span *span,
 		   const struct pending_span *held, size_t nr_held, size_t pos,
 		   struct rv_error *err)
 {
 	struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
-	struct pending_span placed = *given;
-	const struct pending_span *span = &placed;
 	int ret = 0;
 
-	placed.depth = pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
+	span->depth = pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
 
 	if (seg && pos == seg->base && span->begin == seg->create_time) {
 		ret = append_pending(&seg->orphans, &seg->nr_orphans, &seg->cap_orphans, span);
@@ -406,6 +430,7 @@ int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t id
 		   : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
 						      : 0;
 	f->nr_held = 0;
+	f->self_generation = 0;
 	return 0;
 }
 

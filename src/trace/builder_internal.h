@@ -90,6 +90,10 @@ struct open_frame {
 	const char *file;
 	int32_t line;
 	unsigned flags; /* FRAME_* */
+	/* The function's slot in the self-time table, while self_generation
+	 * is the table's (builder_frame_self_time); 0: not looked up */
+	size_t self_slot;
+	uint64_t self_generation;
 	/* Closed descendants that began when this frame did, in the order they
 	 * must be written after it. */
 	struct pending_span *held;
@@ -243,6 +247,14 @@ struct rv_builder {
 	struct thread_state *last_thread; /* the last one looked up, or NULL */
 	struct self_time_slot *self;
 	size_t nr_self, cap_self;
+	uint64_t self_generation; /* one more each time the table is rebuilt; from 1 */
+	/* the slot builder_frame_self_time looked up last, while generation is
+	 * the table's: the next frame is often the same function's */
+	struct {
+		const char *name;
+		size_t slot;
+		uint64_t generation;
+	} last_self;
 	uint64_t base; /* the trace's zero on the capture clock */
 	bool have_base;
 	struct rv_builder_stats stats;
@@ -269,7 +281,15 @@ struct rv_builder {
 
 /* The thread's state, created on first use; NULL when memory runs out.
  * Pointers into the table are valid until the next call (it may grow). */
-struct thread_state *builder_thread(struct rv_builder *b, uint32_t pid, uint32_t tid);
+struct thread_state *builder_thread_slow(struct rv_builder *b, uint32_t pid, uint32_t tid);
+
+static inline struct thread_state *builder_thread(struct rv_builder *b, uint32_t pid, uint32_t tid)
+{
+	/* Events come in long runs of one thread. */
+	if (b->last_thread && b->last_thread->tid == tid)
+		return b->last_thread;
+	return builder_thread_slow(b, pid, tid);
+}
 
 /* The thread's state if it exists, else NULL. */
 struct thread_state *builder_find_thread(struct rv_builder *b, uint32_t tid);
@@ -277,10 +297,21 @@ struct thread_state *builder_find_thread(struct rv_builder *b, uint32_t tid);
 /* A capture time as the trace's time (nanoseconds from its first event). */
 uint64_t builder_rel(const struct rv_builder *b, uint64_t time);
 
-/* Writes the thread's track (and process) names if not yet written. */
-int builder_ensure_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
+/* Writes the thread's track (and process) names if not yet written
+ * (builder_name_track writes them). */
+int builder_name_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
+
+static inline int builder_ensure_track(struct rv_builder *b, struct thread_state *t,
+				       struct rv_error *err)
+{
+	return t->named ? 0 : builder_name_track(b, t, err);
+}
 
 int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
+
+/* builder_add_self_time for an open frame's function: its slot is looked up
+ * once while the table stays as it is. */
+int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns);
 
 /* One more exact call of the function (for rv_builder_most_called). */
 int builder_count_call(struct rv_builder *b, const char *name);
@@ -316,9 +347,9 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 			   const struct span_args *args, struct rv_error *err);
 
 /* Places a closed span (and the spans it held, all with its begin time) that
- * stood at stack index pos: held by the frame below, kept as an orphan of the
- * active segment, or written. */
-int builder_settle(struct rv_builder *b, struct thread_state *t, const struct pending_span *span,
+ * stood at stack index pos, which becomes its depth: held by the frame
+ * below, kept as an orphan of the active segment, or written. */
+int builder_settle(struct rv_builder *b, struct thread_state *t, struct pending_span *span,
 		   const struct pending_span *held, size_t nr_held, size_t pos,
 		   struct rv_error *err);
 

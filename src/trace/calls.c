@@ -66,7 +66,7 @@ static int account(struct step *s)
 
 	if (t->depth > stack_base(t) && !(t->stack[t->depth - 1].flags & FRAME_OFF_CPU) &&
 	    s->now > t->br.since &&
-	    builder_add_self_time(s->b, t->stack[t->depth - 1].name, s->now - t->br.since))
+	    builder_frame_self_time(s->b, &t->stack[t->depth - 1], s->now - t->br.since))
 		return builder_out_of_memory(s->err);
 	t->br.since = s->now;
 	return 0;

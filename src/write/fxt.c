@@ -84,6 +84,38 @@ struct recent_string {
 
 #define RECENT_STRINGS 512
 
+/* A string a caller keeps at its address with the same bytes (an interned
+ * name: rv_fxt_span's `interned`), by that address: its ref in the string
+ * table, trusted without reading the string. Open addressing, at most half
+ * full; past INTERNED_MAX_SLOTS it starts again empty. */
+struct interned_slot {
+	const char *ptr; /* NULL: empty slot */
+	uint16_t ref;
+};
+
+/* The words of interned spans, by their name's address (direct-mapped):
+ * see shape_record. The trace builder's spans have up to six arguments. */
+#define SHAPE_SLOTS    256
+#define SHAPE_MAX_ARGS 6
+
+struct span_shape {
+	const char *category, *name; /* name NULL: empty */
+	size_t nr_args;
+	size_t words;
+	bool has_end;
+	uint64_t header; /* the record's first word, with thread index 0 */
+	struct shape_arg {
+		const char *name;
+		enum rv_arg_kind kind;
+		const char *value; /* RV_ARG_STRING: the string's address */
+		uint64_t header;   /* the argument's first word */
+		bool has_value_word;
+	} args[SHAPE_MAX_ARGS];
+};
+
+#define INTERNED_MIN_SLOTS 1024
+#define INTERNED_MAX_SLOTS (1u << 17)
+
 struct thread_map_slot {
 	uint64_t key;  /* pid << 32 | tid */
 	uint8_t index; /* 0: empty slot */
@@ -104,6 +136,10 @@ struct rv_fxt {
 	size_t key_bytes_used;
 	size_t key_bytes_capacity;
 	struct recent_string recent[RECENT_STRINGS];
+	struct span_shape shapes[SHAPE_SLOTS];
+	struct interned_slot *interned;
+	size_t interned_mask; /* slots - 1; 0 before the first */
+	size_t nr_interned;
 
 	struct thread_map_slot thread_map[THREAD_MAP_SLOTS];
 	struct thread_slot threads[MAX_THREAD_INDEX + 1]; /* by index; 0 unused */
@@ -352,6 +388,109 @@ static int resolve_string(struct rv_fxt *fxt, const char *s, struct string_ref *
 	return 0;
 }
 
+static size_t interned_home(const char *s, size_t mask)
+{
+	return (size_t)(((uintptr_t)s * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+}
+
+/* Makes room for one more interned string; false when out of memory (the
+ * string then goes through resolve_string each time). */
+static bool interned_make_room(struct rv_fxt *fxt)
+{
+	size_t slots = fxt->interned_mask + 1, cap;
+	struct interned_slot *grown;
+
+	if (fxt->interned_mask && (fxt->nr_interned + 1) * 2 <= slots)
+		return true;
+	if (fxt->interned_mask && slots >= INTERNED_MAX_SLOTS) {
+		memset(fxt->interned, 0, slots * sizeof(*fxt->interned));
+		fxt->nr_interned = 0;
+		return true;
+	}
+	cap = fxt->interned_mask ? slots * 2 : INTERNED_MIN_SLOTS;
+	grown = calloc(cap, sizeof(*grown));
+	if (!grown)
+		return false;
+	for (size_t i = 0; fxt->interned_mask && i < slots; i++) {
+		const struct interned_slot *old = &fxt->interned[i];
+		size_t j;
+
+		if (!old->ptr)
+			continue;
+		for (j = interned_home(old->ptr, cap - 1); grown[j].ptr; j = (j + 1) & (cap - 1))
+			;
+		grown[j] = *old;
+	}
+	free(fxt->interned);
+	fxt->interned = grown;
+	fxt->interned_mask = cap - 1;
+	return true;
+}
+
+/* resolve_interned's way when the string is not at its home slot: the
+ * rest of the probe, else resolve_string, and the string remembered when it
+ * got an index. */
+static __attribute__((noinline)) int resolve_interned_slow(struct rv_fxt *fxt, const char *s,
+							   struct string_ref *str,
+							   struct rv_error *err)
+{
+	size_t i;
+	int r;
+
+	for (i = fxt->interned_mask ? interned_home(s, fxt->interned_mask) : 0;
+	     fxt->interned_mask && fxt->interned[i].ptr; i = (i + 1) & fxt->interned_mask) {
+		if (fxt->interned[i].ptr == s) {
+			*str = (struct string_ref){ .bytes = s, .ref = fxt->interned[i].ref };
+			return 0;
+		}
+	}
+	r = resolve_string(fxt, s, str, err);
+	if (r < 0 || !str->ref || is_inline(str) || !interned_make_room(fxt))
+		return r;
+	for (i = interned_home(s, fxt->interned_mask); fxt->interned[i].ptr;
+	     i = (i + 1) & fxt->interned_mask)
+		;
+	fxt->interned[i] = (struct interned_slot){ s, str->ref };
+	fxt->nr_interned++;
+	return 0;
+}
+
+/* resolve_string for a string that stays at its address with the same
+ * bytes: one that got an index is known by its address from then on (its
+ * length is then not needed: only inline strings use it). The refs are
+ * resolve_string's, so the records are the same. */
+static inline int resolve_interned(struct rv_fxt *fxt, const char *s, struct string_ref *str,
+				   struct rv_error *err)
+{
+	if (!s) {
+		*str = (struct string_ref){ 0 };
+		return 0;
+	}
+	if (fxt->interned_mask) {
+		const struct interned_slot *home =
+			&fxt->interned[interned_home(s, fxt->interned_mask)];
+
+		if (home->ptr == s) {
+			*str = (struct string_ref){ .bytes = s, .ref = home->ref };
+			return 0;
+		}
+	}
+	return resolve_interned_slow(fxt, s, str, err);
+}
+
+/* resolve_interned when the caller says its strings are interned, else
+ * resolve_string. */
+static inline int resolve_as(struct rv_fxt *fxt, bool interned, const char *s,
+			     struct string_ref *str, struct rv_error *err)
+{
+	return interned ? resolve_interned(fxt, s, str, err) : resolve_string(fxt, s, str, err);
+}
+
+static size_t shape_slot(const char *name)
+{
+	return (size_t)(((uintptr_t)name * 0x9e3779b97f4a7c15ULL) >> 56) & (SHAPE_SLOTS - 1);
+}
+
 static size_t thread_map_home(uint64_t key)
 {
 	return (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 55) & (THREAD_MAP_SLOTS - 1);
@@ -439,17 +578,12 @@ static uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
 	return index;
 }
 
-static int plan_argument(struct rv_fxt *fxt, const struct rv_arg *arg, struct argument_plan *plan,
-			 struct rv_error *err)
+/* The layout of a number (RV_ARG_INT, RV_ARG_UINT, RV_ARG_POINTER): its
+ * type, header value and value word; false for other kinds. */
+static inline bool plan_number(const struct rv_arg *arg, struct argument_plan *plan)
 {
-	int r = resolve_string(fxt, arg->name, &plan->name, err);
-
-	if (r < 0)
-		return r;
 	plan->header_value = 0;
 	plan->has_value_word = false;
-	plan->value.ref = 0;
-	plan->value.inline_length = 0;
 	switch (arg->kind) {
 	case RV_ARG_INT:
 		if (arg->i >= INT32_MIN && arg->i <= INT32_MAX) {
@@ -460,7 +594,7 @@ static int plan_argument(struct rv_fxt *fxt, const struct rv_arg *arg, struct ar
 			plan->has_value_word = true;
 			plan->value_word = (uint64_t)arg->i;
 		}
-		return 0;
+		return true;
 	case RV_ARG_UINT:
 		if (arg->u <= UINT32_MAX) {
 			plan->type = ARGUMENT_UINT32;
@@ -470,17 +604,34 @@ static int plan_argument(struct rv_fxt *fxt, const struct rv_arg *arg, struct ar
 			plan->has_value_word = true;
 			plan->value_word = arg->u;
 		}
-		return 0;
+		return true;
 	case RV_ARG_POINTER:
 		plan->type = ARGUMENT_POINTER;
 		plan->has_value_word = true;
 		plan->value_word = arg->u;
-		return 0;
+		return true;
 	case RV_ARG_STRING:
+		break;
+	}
+	return false;
+}
+
+static int plan_argument(struct rv_fxt *fxt, bool interned, const struct rv_arg *arg,
+			 struct argument_plan *plan, struct rv_error *err)
+{
+	int r = resolve_as(fxt, interned, arg->name, &plan->name, err);
+
+	if (r < 0)
+		return r;
+	plan->value.ref = 0;
+	plan->value.inline_length = 0;
+	if (plan_number(arg, plan))
+		return 0;
+	if (arg->kind == RV_ARG_STRING) {
 		plan->type = ARGUMENT_STRING;
 		/* Its header carries value.ref, read when written: fitting the
 		 * record may still shorten an inline value. */
-		return resolve_string(fxt, arg->s, &plan->value, err);
+		return resolve_as(fxt, interned, arg->s, &plan->value, err);
 	}
 	return rv_error_set(err, EINVAL, "argument '%s' has an unknown kind %d",
 			    arg->name ? arg->name : "", (int)arg->kind);
@@ -570,27 +721,116 @@ static size_t write_arguments(unsigned char *p, const struct argument_plan *plan
 	return (size_t)(p - start);
 }
 
-static int plan_arguments(struct rv_fxt *fxt, const struct rv_arg *args, size_t nr_args,
-			  struct argument_plan *plans, struct rv_error *err)
+static int plan_arguments(struct rv_fxt *fxt, bool interned, const struct rv_arg *args,
+			  size_t nr_args, struct argument_plan *plans, struct rv_error *err)
 {
 	size_t i;
 	int r;
 
 	for (i = 0; i < nr_args; i++) {
-		r = plan_argument(fxt, &args[i], &plans[i], err);
+		r = plan_argument(fxt, interned, &args[i], &plans[i], err);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
+static bool all_indexed(const struct argument_plan *plans, size_t nr_args)
+{
+	for (size_t i = 0; i < nr_args; i++)
+		if (is_inline(&plans[i].name) ||
+		    (plans[i].type == ARGUMENT_STRING && is_inline(&plans[i].value)))
+			return false;
+	return true;
+}
+
+/* A record whose strings all have indices, by what decides its words (the
+ * same category, name, argument names, kinds, and header values: an int
+ * that fits the header, a string value's address), so that a record like
+ * it is those words again with its own thread, times and value words. */
+static void shape_record(struct span_shape *shape, unsigned type, const char *category,
+			 const char *name, uint16_t category_ref, uint16_t name_ref, bool has_end,
+			 const struct rv_arg *args, const struct argument_plan *plans,
+			 size_t nr_args)
+{
+	shape->category = category;
+	shape->name = name;
+	shape->nr_args = nr_args;
+	shape->has_end = has_end;
+	shape->words = 2 + has_end;
+	for (size_t i = 0; i < nr_args; i++) {
+		const struct argument_plan *a = &plans[i];
+		uint32_t header_value = a->type == ARGUMENT_STRING ? a->value.ref : a->header_value;
+
+		shape->args[i] = (struct shape_arg){
+			.name = args[i].name,
+			.kind = args[i].kind,
+			.value = args[i].kind == RV_ARG_STRING ? args[i].s : NULL,
+			.header = a->type | (uint64_t)(1 + a->has_value_word) << 4 |
+				  (uint64_t)a->name.ref << 16 | (uint64_t)header_value << 32,
+			.has_value_word = a->has_value_word,
+		};
+		shape->words += 1 + a->has_value_word;
+	}
+	shape->header = RECORD_EVENT | (uint64_t)shape->words << 4 | (uint64_t)type << 16 |
+			(uint64_t)nr_args << 20 | (uint64_t)category_ref << 32 |
+			(uint64_t)name_ref << 48;
+}
+
+/* Whether a record with these strings (interned: compared by address) and
+ * arguments has the shape's words. */
+static bool shape_fits(const struct span_shape *shape, const char *category, const char *name,
+		       const struct rv_arg *args, size_t nr_args)
+{
+	if (shape->name != name || !name || shape->category != category ||
+	    shape->nr_args != nr_args)
+		return false;
+	for (size_t i = 0; i < nr_args; i++) {
+		const struct shape_arg *sa = &shape->args[i];
+		struct argument_plan number;
+
+		if (sa->name != args[i].name || sa->kind != args[i].kind)
+			return false;
+		if (args[i].kind == RV_ARG_STRING) {
+			if (sa->value != args[i].s)
+				return false;
+		} else if (!plan_number(&args[i], &number) || (sa->header & 0xf) != number.type ||
+			   sa->header >> 32 != number.header_value) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static void write_shaped(struct rv_fxt *fxt, const struct span_shape *shape, uint8_t thread,
+			 uint64_t ts, uint64_t end, const struct rv_arg *args)
+{
+	unsigned char *p = rv_out_take(fxt->out, shape->words * 8);
+
+	put_word(p, shape->header | (uint64_t)thread << 24);
+	put_word(p + 8, ts);
+	p += 16;
+	for (size_t i = 0; i < shape->nr_args; i++) {
+		put_word(p, shape->args[i].header);
+		p += 8;
+		if (shape->args[i].has_value_word) {
+			/* INT64's bits are its int's */
+			put_word(p, args[i].u);
+			p += 8;
+		}
+	}
+	if (shape->has_end)
+		put_word(p, end);
+}
+
 /* Any event: header, timestamp, [category stream], [name stream], arguments,
  * [end timestamp]. The thread is always indexed; the category is empty
- * (ref 0) unless the caller gives one. */
+ * (ref 0) unless the caller gives one. A record whose strings all have
+ * indices is written through its shape, kept in *keep when keep is given. */
 static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread,
 		       struct string_ref *category, struct string_ref *name, uint64_t ts,
 		       bool has_end, uint64_t end, const struct rv_arg *args, size_t nr_args,
-		       struct rv_error *err)
+		       bool interned, struct span_shape *keep, struct rv_error *err)
 {
 	struct argument_plan plans[MAX_ARGS];
 	struct string_ref *strings[2 + 2 * MAX_ARGS];
@@ -598,9 +838,20 @@ static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread,
 	unsigned char *p;
 	int r;
 
-	r = plan_arguments(fxt, args, nr_args, plans, err);
+	r = plan_arguments(fxt, interned, args, nr_args, plans, err);
 	if (r < 0)
 		return r;
+	if (nr_args <= SHAPE_MAX_ARGS && !is_inline(category) && !is_inline(name) &&
+	    all_indexed(plans, nr_args)) {
+		struct span_shape local;
+
+		if (!keep)
+			keep = &local;
+		shape_record(keep, type, category->bytes, name->bytes, category->ref, name->ref,
+			     has_end, args, plans, nr_args);
+		write_shaped(fxt, keep, thread, ts, end, args);
+		return 0;
+	}
 	fixed_words = collect_inline(name, plans, nr_args, 2 + has_end, strings + 1, &nr_strings);
 	/* The category's stream comes before the name's. */
 	if (is_inline(category))
@@ -696,29 +947,28 @@ int rv_fxt_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *na
 
 int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *category,
 		const char *name, uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
-		size_t nr_args, struct rv_error *err)
+		size_t nr_args, bool interned, struct rv_error *err)
 {
 	uint8_t thread = resolve_thread(fxt, pid, tid);
 	struct string_ref name_ref, category_ref;
-	unsigned char *p;
+	struct span_shape *shape = NULL;
 	int r;
 
-	r = resolve_string(fxt, name, &name_ref, err);
+	if (interned) {
+		/* its strings are all in the table: nothing to resolve */
+		shape = &fxt->shapes[shape_slot(name)];
+		if (shape_fits(shape, category, name, args, nr_args)) {
+			write_shaped(fxt, shape, thread, begin_ns, end_ns, args);
+			return 0;
+		}
+	}
+	r = resolve_as(fxt, interned, name, &name_ref, err);
 	if (r >= 0)
-		r = resolve_string(fxt, category, &category_ref, err);
+		r = resolve_as(fxt, interned, category, &category_ref, err);
 	if (r < 0)
 		return r;
-	if (nr_args == 0 && !is_inline(&name_ref) && !is_inline(&category_ref)) {
-		p = rv_out_take(fxt->out, 3 * 8);
-		put_word(p, RECORD_EVENT | 3 << 4 | EVENT_DURATION_COMPLETE << 16 |
-				    (uint64_t)thread << 24 | (uint64_t)category_ref.ref << 32 |
-				    (uint64_t)name_ref.ref << 48);
-		put_word(p + 8, begin_ns);
-		put_word(p + 16, end_ns);
-		return 0;
-	}
 	return write_event(fxt, EVENT_DURATION_COMPLETE, thread, &category_ref, &name_ref, begin_ns,
-			   true, end_ns, args, nr_args, err);
+			   true, end_ns, args, nr_args, interned, shape, err);
 }
 
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
@@ -732,7 +982,7 @@ int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *n
 	if (r < 0)
 		return r;
 	return write_event(fxt, EVENT_INSTANT, thread, &no_category, &name_ref, ts_ns, false, 0,
-			   args, nr_args, err);
+			   args, nr_args, false, NULL, err);
 }
 
 void rv_fxt_stats(const struct rv_fxt *fxt, struct rv_trace_writer_stats *stats)
@@ -748,5 +998,6 @@ void rv_fxt_free(struct rv_fxt *fxt)
 		return;
 	free(fxt->string_slots);
 	free(fxt->key_bytes);
+	free(fxt->interned);
 	free(fxt);
 }

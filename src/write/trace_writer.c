@@ -556,10 +556,10 @@ int rv_trace_writer_category_span(struct rv_trace_writer *w, uint32_t pid, uint3
 					   nr_args, err);
 }
 
-int rv_trace_writer_nested_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
-				const char *category, const char *name, uint64_t begin_ns,
-				uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
-				size_t nr_args, struct rv_error *err)
+static inline int write_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+			     const char *category, const char *name, uint64_t begin_ns,
+			     uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
+			     size_t nr_args, bool interned, struct rv_error *err)
 {
 	int r = check_usable(w, err);
 
@@ -577,13 +577,31 @@ int rv_trace_writer_nested_span(struct rv_trace_writer *w, uint32_t pid, uint32_
 	}
 	if (w->format == RV_TRACE_FXT)
 		r = rv_fxt_span(w->fxt, pid, tid, category, name, begin_ns, end_ns, args, nr_args,
-				err);
+				interned, err);
 	else
 		rv_json_span(&w->json, pid, tid, category, name, begin_ns, end_ns, depth, args,
 			     nr_args);
 	if (r == 0)
 		w->spans++;
 	return finish_call(w, r, err);
+}
+
+int rv_trace_writer_nested_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+				const char *category, const char *name, uint64_t begin_ns,
+				uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
+				size_t nr_args, struct rv_error *err)
+{
+	return write_span(w, pid, tid, category, name, begin_ns, end_ns, depth, args, nr_args,
+			  false, err);
+}
+
+int rv_trace_writer_interned_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+				  const char *category, const char *name, uint64_t begin_ns,
+				  uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
+				  size_t nr_args, struct rv_error *err)
+{
+	return write_span(w, pid, tid, category, name, begin_ns, end_ns, depth, args, nr_args, true,
+			  err);
 }
 
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,

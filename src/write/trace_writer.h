@@ -118,6 +118,17 @@ int rv_trace_writer_nested_span(struct rv_trace_writer *w, uint32_t pid, uint32_
 				uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
 				size_t nr_args, struct rv_error *err);
 
+/* rv_trace_writer_nested_span for a caller whose strings (category, name,
+ * argument names and string values) each stay at their address with the
+ * same bytes for as long as the writer is written to: interned names and
+ * string literals (the trace builder's spans). FXT then knows a string it
+ * has indexed by its address alone, without reading it again; the file is
+ * the same byte for byte. */
+int rv_trace_writer_interned_span(struct rv_trace_writer *w, uint32_t pid, uint32_t tid,
+				  const char *category, const char *name, uint64_t begin_ns,
+				  uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
+				  size_t nr_args, struct rv_error *err);
+
 /* A zero-length marker on the thread's track (FXT: instant event, thread
  * scope; JSON: "i" event). */
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,

@@ -131,10 +131,12 @@ int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *er
 int rv_fxt_process(struct rv_fxt *fxt, uint32_t pid, const char *name, struct rv_error *err);
 int rv_fxt_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name,
 		  struct rv_error *err);
-/* category: NULL or "" for none */
+/* category: NULL or "" for none; interned: every string stays at its
+ * address with the same bytes while the writer is written to
+ * (rv_trace_writer_interned_span) */
 int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *category,
 		const char *name, uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
-		size_t nr_args, struct rv_error *err);
+		size_t nr_args, bool interned, struct rv_error *err);
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
 		   const struct rv_arg *args, size_t nr_args, struct rv_error *err);
 /* Fills the FXT-specific fields: strings, inline_strings, thread_evictions. */

@@ -1801,3 +1801,126 @@ Test(fxt_writer, attributes_spans_of_unnamed_threads)
 	free(path);
 	free_temp_dir(dir);
 }
+
+static uint64_t scramble(uint64_t k)
+{
+	uint64_t x = (k + 1) * 0x9e3779b97f4a7c15ull;
+
+	x = (x ^ x >> 29) * 0xbf58476d1ce4e5b9ull;
+	return x ^ x >> 32;
+}
+
+/* Span k of writes_interned_spans_as_any_span's sequence: its name,
+ * category and arguments (returns how many), chosen so that names come back
+ * with arguments of another shape (more or fewer, a line that no longer
+ * fits 32 bits, a string value at another address) as well as the same. */
+static size_t mixed_span(uint64_t k, char **names, size_t nr_names, const char **name,
+			 const char **category, struct rv_arg *args)
+{
+	static const char *const files[] = { "/src/a.c", "/src/b.c" };
+	uint64_t x = scramble(k);
+	int64_t line = (x >> 30) % 4 == 0 ? -((int64_t)1 << 33) : (int64_t)((x >> 28) % 2);
+	const struct rv_arg all[] = {
+		{ .name = "address", .kind = RV_ARG_POINTER, .u = 0x401000 + (x >> 10) % 64 },
+		{ .name = "file", .kind = RV_ARG_STRING, .s = files[(x >> 36) % 2] },
+		{ .name = "line", .kind = RV_ARG_INT, .i = line },
+		{ .name = "count", .kind = RV_ARG_UINT, .u = (x >> 26) % 4 == 0 ? UINT64_MAX : 7 },
+		{ .name = "inferred_start_time", .kind = RV_ARG_STRING, .s = "true" },
+		{ .name = "ret", .kind = RV_ARG_INT, .i = -1 },
+		{ .name = "extra", .kind = RV_ARG_STRING, .s = names[0] },
+	};
+	size_t nr = (x >> 40) % 8;
+
+	*name = k < nr_names ? names[k] : names[(x >> 50) % 16];
+	*category = (x >> 45) % 4 == 0 ? RV_TRACE_CATEGORY_KERNEL : NULL;
+	memcpy(args, all, nr * sizeof(*args));
+	return nr;
+}
+
+/* The interned call writes what the other writes, byte for byte, whatever
+ * the spans' shapes, beyond the string table's 32767 entries (inline
+ * names), with instants of a caller's buffer between them. */
+Test(fxt_writer, writes_interned_spans_as_any_span)
+{
+	enum { NR_NAMES = 34000, NR_SPANS = 100000 };
+	char *dir = new_temp_dir("rv-fxt-writer");
+	char *paths[2] = { path_join(dir, "plain.fxt"), path_join(dir, "interned.fxt") };
+	char **names = calloc(NR_NAMES, sizeof(*names));
+	struct rv_trace_writer_stats stats[2];
+	struct fxt_buf files[2];
+	const char *name, *category;
+	struct rv_arg args[8];
+	struct fxt_trace *t;
+	size_t nr;
+
+	cr_assert_not_null(names);
+	for (size_t i = 0; i < NR_NAMES; i++)
+		cr_assert_gt(asprintf(&names[i], "function_%05zu", i), 0);
+	for (int interned = 0; interned < 2; interned++) {
+		struct rv_trace_writer *w = open_writer(paths[interned]);
+		struct rv_error err = { 0 };
+		char buffer[32];
+		int ret;
+
+		for (uint64_t k = 0; k < NR_SPANS; k++) {
+			nr = mixed_span(k, names, NR_NAMES, &name, &category, args);
+			if (interned)
+				ret = rv_trace_writer_interned_span(w, 1, 2, category, name, 10 * k,
+								    10 * k + 5, 0, nr ? args : NULL,
+								    nr, &err);
+			else
+				ret = rv_trace_writer_nested_span(w, 1, 2, category, name, 10 * k,
+								  10 * k + 5, 0, nr ? args : NULL,
+								  nr, &err);
+			cr_assert_eq(ret, 0, "span %" PRIu64 ": %s", k, err.message);
+			if (k % 997)
+				continue;
+			snprintf(buffer, sizeof(buffer), "mark %" PRIu64, k % 3);
+			cr_assert_eq(
+				rv_trace_writer_instant(w, 1, 2, buffer, 10 * k + 5, NULL, 0, &err),
+				0, "%s", err.message);
+		}
+		commit(w);
+		rv_trace_writer_stats(w, &stats[interned]);
+		rv_trace_writer_free(w);
+		files[interned] = slurp(paths[interned]);
+	}
+	cr_assert_gt(stats[1].inline_strings, 0, "names beyond the table are inline");
+	cr_assert_eq(stats[0].inline_strings, stats[1].inline_strings);
+	cr_assert_eq(stats[0].strings, stats[1].strings);
+	cr_assert_eq(files[0].len, files[1].len);
+	cr_assert_eq(memcmp(files[0].bytes, files[1].bytes, files[0].len), 0,
+		     "the interned spans' file differs");
+
+	/* and it is what was given */
+	t = read_back(paths[1]);
+	cr_assert_eq(t->nr_spans, NR_SPANS);
+	for (uint64_t k = 0; k < NR_SPANS; k += 7) {
+		const struct fxt_span *s = &t->spans[k];
+
+		nr = mixed_span(k, names, NR_NAMES, &name, &category, args);
+		cr_assert_str_eq(s->name, name, "span %" PRIu64, k);
+		cr_assert_str_eq(s->category, category ? category : "", "span %" PRIu64, k);
+		cr_assert_eq(s->nr_args, nr, "span %" PRIu64, k);
+		for (size_t i = 0; i < nr; i++) {
+			const struct fxt_arg *a = fxt_find_arg(s->args, s->nr_args, args[i].name);
+
+			cr_assert_not_null(a, "span %" PRIu64 " has no %s", k, args[i].name);
+			if (args[i].kind == RV_ARG_STRING)
+				cr_assert_str_eq(a->s, args[i].s, "span %" PRIu64, k);
+			else if (args[i].kind == RV_ARG_INT)
+				cr_assert_eq(a->i, args[i].i, "span %" PRIu64 " %s", k, a->name);
+			else
+				cr_assert_eq(a->u, args[i].u, "span %" PRIu64 " %s", k, a->name);
+		}
+	}
+	fxt_trace_free(t);
+	for (int i = 0; i < 2; i++) {
+		free(files[i].bytes);
+		free(paths[i]);
+	}
+	for (size_t i = 0; i < NR_NAMES; i++)
+		free(names[i]);
+	free(names);
+	free_temp_dir(dir);
+}

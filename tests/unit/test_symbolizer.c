@@ -762,8 +762,12 @@ Test(symbolizer, mapping_changes_reach_cached_names)
 	cr_assert_eq(
 		rv_symbolizer_add_mapping(s, 7, 0x10000000, 0x1000, 0, true, "/gone/a.so", &err),
 		0);
-	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
-	cr_assert_str_eq(sym.name, "0x20000010");
+	/* twice: the second answer is the cache's, and the one it keeps as
+	 * its last */
+	for (int i = 0; i < 2; i++) {
+		rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
+		cr_assert_str_eq(sym.name, "0x20000010");
+	}
 	/* A later mmap (dlopen) covers the address looked up before. */
 	cr_assert_eq(rv_symbolizer_add_mapping(s, 7, 0x20000000, 0x1000, 0x4000, true, "/gone/b.so",
 					       &err),
@@ -771,6 +775,8 @@ Test(symbolizer, mapping_changes_reach_cached_names)
 	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
 	cr_assert_str_eq(sym.name, "b.so+0x4010");
 	/* Another mapping replaces part of it. */
+	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
+	cr_assert_str_eq(sym.name, "b.so+0x4010");
 	cr_assert_eq(
 		rv_symbolizer_add_mapping(s, 7, 0x20000000, 0x800, 0, true, "/gone/c.so", &err), 0);
 	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
@@ -786,12 +792,16 @@ Test(symbolizer, mapping_changes_reach_cached_names)
 	cr_assert_str_eq(sym.name, "d.so+0x50");
 	rv_symbolizer_lookup(s, 7, 0x20000a10, &sym);
 	cr_assert_str_eq(sym.name, "b.so+0x4a10");
-	rv_symbolizer_lookup(s, 7, 0x10000010, &sym);
-	cr_assert_str_eq(sym.name, "a.so+0x10");
+	for (int i = 0; i < 2; i++) {
+		rv_symbolizer_lookup(s, 7, 0x10000010, &sym);
+		cr_assert_str_eq(sym.name, "a.so+0x10");
+	}
 	/* exec: everything goes. */
 	rv_symbolizer_forget_process(s, 7);
 	rv_symbolizer_lookup(s, 7, 0x20000010, &sym);
 	cr_assert_str_eq(sym.name, "0x20000010");
+	rv_symbolizer_lookup(s, 7, 0x10000010, &sym);
+	cr_assert_str_eq(sym.name, "0x10000010");
 	cr_assert_null(rv_symbolizer_dwfl(s, 7));
 	rv_symbolizer_free(s);
 }
