@@ -83,7 +83,10 @@ enum rv_event_arg_kind {
 };
 
 struct rv_event_arg {
-	const char *name; /* lives as long as the producer */
+	/* a string literal: the trace writer knows a span's strings by their
+	 * address (rv_trace_writer_interned_span), so a name must never be
+	 * freed, nor its bytes change, while a trace is written */
+	const char *name;
 	enum rv_event_arg_kind kind;
 	uint64_t value;
 };

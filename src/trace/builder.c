@@ -284,8 +284,10 @@ int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		}
 	}
 	b->stats.spans++;
-	/* every string of a span is the symbolizer's, the builder's pool's or
-	 * a literal */
+	/* Every string of a span outlives the writer's use of it, as
+	 * rv_trace_writer_interned_span requires: the symbolizer's (freed after
+	 * the trace is written), the builder's pool's, or a literal (the
+	 * events' argument names, events.h). */
 	return rv_trace_writer_interned_span(
 		b->writer, t->pid, t->tid, span->kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
 		span->name, builder_rel(b, span->begin), builder_rel(b, span->end), span->depth,
