@@ -80,6 +80,9 @@ struct rv_fast_cache {
 	struct snapshot *snaps;
 	size_t nr_snaps, cap_snaps;
 	uint32_t next_id;
+	/* rearview's packet layer met a packet it does not model: later
+	 * chunks are checked whole before it takes them (pt_query.h) */
+	bool check_whole;
 };
 
 struct rv_fast {
@@ -421,7 +424,7 @@ struct rv_fast *rv_fast_alloc(const struct pt_config *config, struct rv_fast_cac
 	f->config = *config;
 	f->cache = cache;
 	f->ticks = config->flags.variant.block.enable_tick_events;
-	f->own = rv_pq_init(&f->pq, config);
+	f->own = rv_pq_init(&f->pq, config, cache->check_whole);
 	if (f->own)
 		return f;
 	/* libipt 2.0's query decoder has no flags of its own. */
@@ -468,6 +471,15 @@ int rv_fast_set_image(struct rv_fast *f, struct pt_image *image)
 	f->snap = image ? snapshot_of(f->cache, image) : NULL;
 	f->hint = f->link = 0;
 	return 0;
+}
+
+/* An answer of rearview's packet layer: one it could not give makes this
+ * thread check its later chunks whole first. */
+static inline int own_answer(struct rv_fast *f, int status)
+{
+	if (status == RV_PQ_UNMODELLED)
+		f->cache->check_whole = true;
+	return status;
 }
 
 static int status_flags(const struct rv_fast *f, int flags)
@@ -528,16 +540,18 @@ static inline int after_query(struct rv_fast *f, int status, uint64_t ip)
 
 static int query_cond(struct rv_fast *f, int *taken, uint64_t ip)
 {
-	return after_query(
-		f, f->own ? rv_pq_cond_branch(&f->pq, taken) : pt_qry_cond_branch(f->qry, taken),
-		ip);
+	int status = f->own ? own_answer(f, rv_pq_cond_branch(&f->pq, taken))
+			    : pt_qry_cond_branch(f->qry, taken);
+
+	return after_query(f, status, ip);
 }
 
 static int query_indirect(struct rv_fast *f, uint64_t *to, uint64_t ip)
 {
-	return after_query(
-		f, f->own ? rv_pq_indirect_branch(&f->pq, to) : pt_qry_indirect_branch(f->qry, to),
-		ip);
+	int status = f->own ? own_answer(f, rv_pq_indirect_branch(&f->pq, to))
+			    : pt_qry_indirect_branch(f->qry, to);
+
+	return after_query(f, status, ip);
 }
 
 /* The transfer that ends basic block b, which needs the trace (libipt's
@@ -702,7 +716,7 @@ static int fetch_event(struct rv_fast *f)
 		return 1;
 	if (!(f->status & pts_event_pending))
 		return 0;
-	status = f->own ? rv_pq_event(&f->pq, &f->event)
+	status = f->own ? own_answer(f, rv_pq_event(&f->pq, &f->event))
 			: pt_qry_event(f->qry, &f->event, sizeof(f->event));
 	if (status < 0)
 		return failed(status);
@@ -910,7 +924,7 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	memset(&f->event, 0, sizeof(f->event));
 	f->ret_top = f->ret_nr = 0;
 	f->hint = f->link = 0;
-	status = f->own ? rv_pq_sync_set(&f->pq, &f->ip, offset)
+	status = f->own ? own_answer(f, rv_pq_sync_set(&f->pq, &f->ip, offset))
 			: pt_qry_sync_set(f->qry, &f->ip, offset);
 	if (status < 0)
 		return failed(status);

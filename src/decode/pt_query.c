@@ -1074,27 +1074,11 @@ static int finish(struct rv_pq *q)
 
 /* ---- the calls ---- */
 
-bool rv_pq_init(struct rv_pq *q, const struct pt_config *config)
+/* Whether every packet of [p, end) is of a kind modelled; past a
+ * malformed or cut packet, libipt and this decoder fail alike. */
+static bool all_modelled(const uint8_t *p, const uint8_t *end)
 {
-	static const struct pt_errata none;
-	struct pt_errata errata = config->errata;
-	const uint8_t *p, *end = config->end;
-
-	memset(q, 0, sizeof(*q));
-	q->begin = config->begin;
-	q->end = end;
-	if (!q->begin || end < q->begin || end - q->begin < PSB_BYTES)
-		return false;
-	/* BDM70 is modelled, no other erratum */
-	q->bdm70 = errata.bdm70;
-	errata.bdm70 = 0;
-	if (memcmp(&errata, &none, sizeof(none)))
-		return false;
-	if (config->decode.callback)
-		return false;
-	/* every packet of a kind modelled; past a malformed or cut packet,
-	 * libipt and this decoder fail alike */
-	for (p = q->begin; p < end;) {
+	while (p < end) {
 		uint8_t kind;
 		int size;
 
@@ -1134,6 +1118,44 @@ bool rv_pq_init(struct rv_pq *q, const struct pt_config *config)
 		p += size;
 	}
 	return true;
+}
+
+/* Whether the PSB+ at p (a trace's first: its timing packets are there
+ * when the trace has time) holds only kinds modelled. */
+static bool header_modelled(const uint8_t *p, const uint8_t *end)
+{
+	for (;;) {
+		uint8_t kind;
+		int size;
+
+		if (fetch_kind(p, end, &kind) == RV_PQ_UNMODELLED)
+			return false;
+		size = kind ? packet_size(p, end, kind) : -pte_eos;
+		if (size < 0 || kind == K_PSBEND)
+			return true;
+		p += size;
+	}
+}
+
+bool rv_pq_init(struct rv_pq *q, const struct pt_config *config, bool whole)
+{
+	static const struct pt_errata none;
+	struct pt_errata errata = config->errata;
+	const uint8_t *end = config->end;
+
+	memset(q, 0, sizeof(*q));
+	q->begin = config->begin;
+	q->end = end;
+	if (!q->begin || end < q->begin || end - q->begin < PSB_BYTES)
+		return false;
+	/* BDM70 is modelled, no other erratum */
+	q->bdm70 = errata.bdm70;
+	errata.bdm70 = 0;
+	if (memcmp(&errata, &none, sizeof(none)))
+		return false;
+	if (config->decode.callback)
+		return false;
+	return whole ? all_modelled(q->begin, end) : header_modelled(q->begin, end);
 }
 
 int rv_pq_sync_set(struct rv_pq *q, uint64_t *ip, uint64_t offset)

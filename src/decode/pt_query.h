@@ -59,8 +59,12 @@ struct rv_pq {
 };
 
 /* Sets q up for config's [begin, end). Returns whether q models that
- * trace (see above); when it does not, q must not be used. */
-bool rv_pq_init(struct rv_pq *q, const struct pt_config *config);
+ * trace (see above), judging by every packet when whole, else by the first
+ * PSB+'s (where timing packets are when the trace has time): a later
+ * packet not modelled is then answered RV_PQ_UNMODELLED when it comes,
+ * which costs the caller a decode again by libipt, never an answer that
+ * differs. When it does not model the trace, q must not be used. */
+bool rv_pq_init(struct rv_pq *q, const struct pt_config *config, bool whole);
 
 /* As pt_qry_sync_set, pt_qry_get_offset, pt_qry_get_sync_offset,
  * pt_qry_time, pt_qry_indirect_branch, pt_qry_event (event is a whole

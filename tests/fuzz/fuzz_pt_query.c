@@ -1,7 +1,8 @@
 /* fuzz_pt_query.c: rearview's packet layer (decode/pt_query.h) against
  * libipt's query decoder, in lock step (tests/support/pt_query_lockstep.h)
  * over the fuzzed bytes as one chunk: from its start, with and without
- * BDM70's workaround, the queries chosen by two seeds. Any answer that
+ * BDM70's workaround, the queries chosen by two seeds, the chunk checked
+ * whole first by the layer or not. Any answer that
  * differs where the layer did not decline first aborts, naming it. Seeds:
  * chunks of ../shared/pt-corpus's recordings (a PSB to the next) and a few
  * made-up traces (an overflow, MODE.TSX, events bound to a TIP).
@@ -42,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct pq_lockstep r;
 
 			config.errata.bdm70 = bdm70;
-			if (!pq_lockstep_run(&config, 0, seed, 1u << 20, &r))
+			/* seed 1: checked whole first; 2: its PSB+ only */
+			if (!pq_lockstep_run(&config, 0, seed == 1, seed, 1u << 20, &r))
 				abort();
 			if (r.differ) {
 				fprintf(stderr, "fuzz: pt_query: bdm70 %d, seed %" PRIu64 ": %s\n",

@@ -49,10 +49,11 @@ static inline uint64_t pq_lockstep_rand(uint64_t *state)
 	} while (0)
 
 /* Drives both decoders over config's buffer from the PSB at offset, for at
- * most max_calls queries, choosing with seed (not 0). Fills *out; false
+ * most max_calls queries, choosing with seed (not 0); rearview's layer
+ * checks the buffer whole first or not (rv_pq_init). Fills *out; false
  * when the decoders could not be set up. */
-static inline bool pq_lockstep_run(const struct pt_config *config, uint64_t offset, uint64_t seed,
-				   uint64_t max_calls, struct pq_lockstep *out)
+static inline bool pq_lockstep_run(const struct pt_config *config, uint64_t offset, bool whole,
+				   uint64_t seed, uint64_t max_calls, struct pq_lockstep *out)
 {
 	struct pt_config qconfig = *config;
 	struct pt_query_decoder *lib;
@@ -70,7 +71,7 @@ static inline bool pq_lockstep_run(const struct pt_config *config, uint64_t offs
 		free(own);
 		return false;
 	}
-	if (!rv_pq_init(own, config)) {
+	if (!rv_pq_init(own, config, whole)) {
 		out->declined = true;
 		goto done;
 	}

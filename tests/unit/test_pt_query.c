@@ -98,7 +98,8 @@ static bool step(const struct corpus *c, const uint8_t *begin, const uint8_t *en
 	struct pq_lockstep r;
 
 	config_for(&config, c, begin, end, bdm70);
-	cr_assert(pq_lockstep_run(&config, 0, seed, MAX_CALLS, &r));
+	/* the layer checks the chunk whole first, or its PSB+ only */
+	cr_assert(pq_lockstep_run(&config, 0, seed & 1, seed, MAX_CALLS, &r));
 	cr_assert_not(r.differ, "%s, %s at %#zx: %s", c->name, what, at, r.text);
 	return r.declined;
 }
@@ -113,8 +114,10 @@ Test(pt_query, corpus_alike, .timeout = 600)
 		n = psb_offsets(trace, size, &starts);
 		cr_assert_gt(n, 1, "%s: no PSBs", c->name);
 		for (int bdm70 = 0; bdm70 < 2; bdm70++) {
-			cr_assert_not(step(c, trace, trace + size, bdm70, 7, "the whole trace", 0),
-				      "%s: the whole trace declined", c->name);
+			for (uint64_t seed = 1; seed <= 2; seed++)
+				cr_assert_not(step(c, trace, trace + size, bdm70, seed,
+						   "the whole trace", 0),
+					      "%s: the whole trace declined", c->name);
 			for (size_t k = 0; k < n; k++)
 				cr_assert_not(step(c, trace + starts[k], trace + starts[k + 1],
 						   bdm70, k + 1, "the chunk", starts[k]),
@@ -180,7 +183,7 @@ static bool made_up_step(const uint8_t *body, size_t body_size, const char *what
 	bool declined = false;
 
 	for (uint64_t seed = 1; seed <= 16; seed++)
-		declined |= step(&corpora[0], buf, buf + size, seed & 1, seed, what, 0);
+		declined |= step(&corpora[0], buf, buf + size, seed & 2, seed, what, 0);
 	return declined;
 }
 
