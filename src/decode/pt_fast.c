@@ -1,5 +1,6 @@
-/* pt_fast.c: libipt's block decoder's walk over its query decoder, with a
- * basic-block cache (see pt_fast.h for the contract).
+/* pt_fast.c: libipt's block decoder's walk over a query decoder (libipt's,
+ * or rearview's packet layer: pt_query.h), with a basic-block cache (see
+ * pt_fast.h for the contract).
  *
  * The state and the order of the queries follow libipt's block decoder
  * (libipt/src/pt_block_decoder.c of libipt 2.0): the current IP, the
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "decode/pt_code.h"
+#include "decode/pt_query.h"
 #include "decode/pt_sections.h"
 #include "util/array.h"
 
@@ -78,9 +80,16 @@ struct rv_fast_cache {
 	struct snapshot *snaps;
 	size_t nr_snaps, cap_snaps;
 	uint32_t next_id;
+	/* rearview's packet layer met a packet it does not model: later
+	 * chunks are checked whole before it takes them (pt_query.h) */
+	bool check_whole;
 };
 
 struct rv_fast {
+	/* The packets: rearview's own layer when it models the chunk (own),
+	 * else libipt's query decoder. */
+	bool own;
+	struct rv_pq pq;
 	struct pt_query_decoder *qry;
 	struct rv_fast_cache *cache;
 	struct pt_config config;
@@ -415,6 +424,9 @@ struct rv_fast *rv_fast_alloc(const struct pt_config *config, struct rv_fast_cac
 	f->config = *config;
 	f->cache = cache;
 	f->ticks = config->flags.variant.block.enable_tick_events;
+	f->own = rv_pq_init(&f->pq, config, cache->check_whole);
+	if (f->own)
+		return f;
 	/* libipt 2.0's query decoder has no flags of its own. */
 	qconfig = *config;
 	memset(&qconfig.flags, 0, sizeof(qconfig.flags));
@@ -430,23 +442,26 @@ void rv_fast_free(struct rv_fast *f)
 {
 	if (!f)
 		return;
-	pt_qry_free_decoder(f->qry);
+	if (!f->own)
+		pt_qry_free_decoder(f->qry);
 	free(f);
 }
 
 int rv_fast_get_offset(const struct rv_fast *f, uint64_t *offset)
 {
-	return pt_qry_get_offset(f->qry, offset);
+	return f->own ? rv_pq_get_offset(&f->pq, offset) : pt_qry_get_offset(f->qry, offset);
 }
 
 int rv_fast_get_sync_offset(const struct rv_fast *f, uint64_t *offset)
 {
-	return pt_qry_get_sync_offset(f->qry, offset);
+	return f->own ? rv_pq_get_sync_offset(&f->pq, offset)
+		      : pt_qry_get_sync_offset(f->qry, offset);
 }
 
 int rv_fast_time(struct rv_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
 {
-	return pt_qry_time(f->qry, time, lost_mtc, lost_cyc);
+	return f->own ? rv_pq_time(&f->pq, time, lost_mtc, lost_cyc)
+		      : pt_qry_time(f->qry, time, lost_mtc, lost_cyc);
 }
 
 int rv_fast_set_image(struct rv_fast *f, struct pt_image *image)
@@ -456,6 +471,15 @@ int rv_fast_set_image(struct rv_fast *f, struct pt_image *image)
 	f->snap = image ? snapshot_of(f->cache, image) : NULL;
 	f->hint = f->link = 0;
 	return 0;
+}
+
+/* An answer of rearview's packet layer: one it could not give makes this
+ * thread check its later chunks whole first. */
+static inline int own_answer(struct rv_fast *f, int status)
+{
+	if (status == RV_PQ_UNMODELLED)
+		f->cache->check_whole = true;
+	return status;
 }
 
 static int status_flags(const struct rv_fast *f, int flags)
@@ -479,7 +503,7 @@ static int tick(struct rv_fast *f, uint64_t ip)
 		return RV_FAST_HANDOFF;
 	if (f->process_event)
 		return 0;
-	r = pt_qry_time(f->qry, &tsc, &lost_mtc, &lost_cyc);
+	r = rv_fast_time(f, &tsc, &lost_mtc, &lost_cyc);
 	if (r < 0 && r != -pte_no_time)
 		return RV_FAST_HANDOFF;
 	if (tsc == f->event.tsc)
@@ -516,12 +540,18 @@ static inline int after_query(struct rv_fast *f, int status, uint64_t ip)
 
 static int query_cond(struct rv_fast *f, int *taken, uint64_t ip)
 {
-	return after_query(f, pt_qry_cond_branch(f->qry, taken), ip);
+	int status = f->own ? own_answer(f, rv_pq_cond_branch(&f->pq, taken))
+			    : pt_qry_cond_branch(f->qry, taken);
+
+	return after_query(f, status, ip);
 }
 
 static int query_indirect(struct rv_fast *f, uint64_t *to, uint64_t ip)
 {
-	return after_query(f, pt_qry_indirect_branch(f->qry, to), ip);
+	int status = f->own ? own_answer(f, rv_pq_indirect_branch(&f->pq, to))
+			    : pt_qry_indirect_branch(f->qry, to);
+
+	return after_query(f, status, ip);
 }
 
 /* The transfer that ends basic block b, which needs the trace (libipt's
@@ -686,7 +716,8 @@ static int fetch_event(struct rv_fast *f)
 		return 1;
 	if (!(f->status & pts_event_pending))
 		return 0;
-	status = pt_qry_event(f->qry, &f->event, sizeof(f->event));
+	status = f->own ? own_answer(f, rv_pq_event(&f->pq, &f->event))
+			: pt_qry_event(f->qry, &f->event, sizeof(f->event));
 	if (status < 0)
 		return failed(status);
 	f->process_event = true;
@@ -893,7 +924,8 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	memset(&f->event, 0, sizeof(f->event));
 	f->ret_top = f->ret_nr = 0;
 	f->hint = f->link = 0;
-	status = pt_qry_sync_set(f->qry, &f->ip, offset);
+	status = f->own ? own_answer(f, rv_pq_sync_set(&f->pq, &f->ip, offset))
+			: pt_qry_sync_set(f->qry, &f->ip, offset);
 	if (status < 0)
 		return failed(status);
 	f->status = status;

@@ -8,8 +8,11 @@
  * instruction that ends it: a conditional, direct or indirect jump or call,
  * a return, a far or system transfer), decoded once with Zydis from the
  * bytes libipt's section cache holds (pt_sections.h says which section),
- * and asks the query decoder (pt_qry_*) only what the trace decides:
- * conditional branches, indirect targets, events and time.
+ * and asks a query decoder only what the trace decides: conditional
+ * branches, indirect targets, events and time. The packets are decoded by
+ * rearview's own layer (pt_query.h), libipt 2.0's query decoder done again,
+ * when it models the chunk (no timing packets among others), else by
+ * libipt's query decoder (pt_qry_*); the answers are the same.
  *
  * The contract is libipt's block decoder's, call for call: the same queries
  * in the same order, so the same time, statuses and events (the tick
@@ -23,7 +26,8 @@
  * means "decode this chunk with libipt's block decoder instead", and the
  * walker does (skipping the records it already has; they are the same).
  * Handed back: any decode error (libipt's error, its position and its
- * resynchronisation are libipt's business), synchronous paging and VMCS
+ * resynchronisation are libipt's business; rearview's packet layer answers
+ * RV_PQ_UNMODELLED there, and for what it does not model), synchronous paging and VMCS
  * events (those bound to MOV to CR3 and VMPTRLD; the PSB+'s asynchronous
  * ones are modelled), PTWRITE events, a transaction (TSX) that is not the
  * PSB+'s plain "not in a transaction", executing PTWRITE, MOV to a control

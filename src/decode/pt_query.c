@@ -1,0 +1,1335 @@
+/* pt_query.c: libipt 2.0's query decoder over the packets the fast walker's
+ * traces hold (see pt_query.h for the contract).
+ *
+ * The shape is libipt's (libipt/src/pt_query_decoder.c of libipt 2.0): the
+ * kind of the packet at the current position is fetched ahead ("next"),
+ * a read-ahead decodes the packets that only update the state until one
+ * that answers a query or makes an event, events wait in queues for the
+ * packet they bind to (the PSBEND, a TIP, a FUP), and a packet that
+ * publishes an event is decoded again, as often as events bound to it
+ * wait, before it is consumed. Keeping that shape is what makes the
+ * answers the same, on odd traces too.
+ *
+ * Not here: time, errata but BDM70, power and PTWRITE packets (rv_pq_init
+ * leaves chunks with them to libipt), the walk (pt_fast.c).
+ */
+#include "decode/pt_query.h"
+
+#include <string.h>
+
+/* Packet kinds; kind_flags has libipt's decoder-function flags of each. */
+enum {
+	K_PAD = 1,
+	K_PSB,
+	K_PSBEND,
+	K_TNT8,
+	K_TNT64,
+	K_TIP,
+	K_PGE,
+	K_PGD,
+	K_FUP,
+	K_MODE,
+	K_PIP,
+	K_VMCS,
+	K_STOP,
+	K_CBR,
+	K_OVF,
+};
+
+enum { F_TNT = 1, F_TIP = 2, F_EVENT = 4, F_PSBEND = 8, F_FUP = 16 };
+
+static const uint8_t kind_flags[K_OVF + 1] = {
+	[K_PSBEND] = F_PSBEND,
+	[K_TNT8] = F_TNT,
+	[K_TNT64] = F_TNT,
+	[K_TIP] = F_TIP,
+	[K_PGE] = F_EVENT,
+	[K_PGD] = F_EVENT,
+	[K_FUP] = F_FUP,
+	[K_MODE] = F_EVENT,
+	[K_PIP] = F_EVENT,
+	[K_VMCS] = F_EVENT,
+	[K_STOP] = F_EVENT,
+	[K_CBR] = F_EVENT,
+	[K_OVF] = F_EVENT | F_PSBEND,
+};
+
+#define PSB_BYTES 16
+
+/* ---- packets ---- */
+
+/* TNT-8: every even opcode but PAD's and the extended opcodes'. */
+static inline bool is_tnt8(uint8_t opc)
+{
+	return !(opc & 1) && opc > 2;
+}
+
+static inline bool is_tip(uint8_t opc)
+{
+	return (opc & 0x1f) == 0x0d;
+}
+
+/* The kind of the packet at pos, as libipt's pt_df_fetch finds it: 0 and
+ * -pte_eos at the end, 0 and RV_PQ_UNMODELLED for a kind not modelled. */
+static int fetch_slow(const uint8_t *pos, const uint8_t *end, uint8_t *kind)
+{
+	uint8_t opc;
+
+	*kind = 0;
+	if (pos >= end)
+		return -pte_eos;
+	opc = pos[0];
+	if (opc == 0x00) {
+		*kind = K_PAD;
+		return 0;
+	}
+	if (opc == 0x02) {
+		if (end - pos < 2)
+			return -pte_eos;
+		switch (pos[1]) {
+		case 0x82:
+			*kind = K_PSB;
+			return 0;
+		case 0x23:
+			*kind = K_PSBEND;
+			return 0;
+		case 0xa3:
+			*kind = K_TNT64;
+			return 0;
+		case 0x43:
+			*kind = K_PIP;
+			return 0;
+		case 0xc8:
+			*kind = K_VMCS;
+			return 0;
+		case 0x83:
+			*kind = K_STOP;
+			return 0;
+		case 0x03:
+			*kind = K_CBR;
+			return 0;
+		case 0xf3:
+			*kind = K_OVF;
+			return 0;
+		default:
+			return RV_PQ_UNMODELLED;
+		}
+	}
+	if (opc == 0x99) {
+		*kind = K_MODE;
+		return 0;
+	}
+	if (!(opc & 1)) {
+		*kind = K_TNT8;
+		return 0;
+	}
+	switch (opc & 0x1f) {
+	case 0x0d:
+		*kind = K_TIP;
+		return 0;
+	case 0x11:
+		*kind = K_PGE;
+		return 0;
+	case 0x01:
+		*kind = K_PGD;
+		return 0;
+	case 0x1d:
+		*kind = K_FUP;
+		return 0;
+	default:
+		/* TSC, MTC, CYC and what libipt does not know */
+		return RV_PQ_UNMODELLED;
+	}
+}
+
+/* fetch_slow, the common kinds first. */
+static inline int fetch_kind(const uint8_t *pos, const uint8_t *end, uint8_t *kind)
+{
+	if (pos < end) {
+		if (is_tnt8(pos[0])) {
+			*kind = K_TNT8;
+			return 0;
+		}
+		if (is_tip(pos[0])) {
+			*kind = K_TIP;
+			return 0;
+		}
+	}
+	return fetch_slow(pos, end, kind);
+}
+
+static uint64_t read_le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = n; i-- > 0;)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* An IP packet's compression and payload (libipt's pt_pkt_read_ip):
+ * returns its size, -pte_eos when cut, RV_PQ_UNMODELLED when malformed. */
+static inline int read_ip(const struct rv_pq *q, unsigned *ipc, uint64_t *ip)
+{
+	static const int8_t bytes[8] = { 0, 2, 4, 6, 6, -1, 8, -1 };
+	int n;
+
+	*ipc = q->pos[0] >> 5;
+	n = bytes[*ipc];
+	if (n < 0)
+		return RV_PQ_UNMODELLED;
+	if (q->end - q->pos < 1 + n)
+		return -pte_eos;
+	*ip = read_le(q->pos + 1, (unsigned)n);
+	return 1 + n;
+}
+
+/* libipt's pt_last_ip_update_ip. */
+static inline void update_ip(struct rv_pq *q, unsigned ipc, uint64_t ip)
+{
+	switch (ipc) {
+	case 0:
+		q->ip_suppressed = true;
+		return;
+	case 1:
+		q->last_ip = (q->last_ip & ~0xffffull) | ip;
+		break;
+	case 2:
+		q->last_ip = (q->last_ip & ~0xffffffffull) | ip;
+		break;
+	case 3:
+		q->last_ip = (uint64_t)((int64_t)(ip << 16) >> 16);
+		break;
+	case 4:
+		q->last_ip = (q->last_ip & ~0xffffffffffffull) | ip;
+		break;
+	default:
+		q->last_ip = ip;
+		break;
+	}
+	q->have_ip = true;
+	q->ip_suppressed = false;
+}
+
+/* libipt's pt_last_ip_query: 0 when there is an IP; *ip is 0 when not. */
+static int query_ip(const struct rv_pq *q, uint64_t *ip)
+{
+	if (!q->have_ip || q->ip_suppressed) {
+		if (ip)
+			*ip = 0;
+		return -1;
+	}
+	if (ip)
+		*ip = q->last_ip;
+	return 0;
+}
+
+/* Decodes an IP packet into the last IP; returns its size, or an error. */
+static int decode_ip(struct rv_pq *q)
+{
+	unsigned ipc;
+	uint64_t ip;
+	int size = read_ip(q, &ipc, &ip);
+
+	if (size > 0)
+		update_ip(q, ipc, ip);
+	return size;
+}
+
+/* A fixed-size packet's bytes are all there: 0, or -pte_eos. */
+static inline int whole(const struct rv_pq *q, long size)
+{
+	return q->end - q->pos < size ? -pte_eos : 0;
+}
+
+/* The size of the packet of kind at pos, checked as libipt's packet
+ * decoder reads it: -pte_eos when cut, RV_PQ_UNMODELLED when malformed. */
+static int packet_size(const uint8_t *pos, const uint8_t *end, uint8_t kind)
+{
+	static const int8_t ip_bytes[8] = { 0, 2, 4, 6, 6, -1, 8, -1 };
+	long left = end - pos;
+	int size;
+
+	switch (kind) {
+	case K_PAD:
+	case K_TNT8:
+		return 1;
+	case K_PSBEND:
+	case K_STOP:
+	case K_OVF:
+		return 2;
+	case K_MODE:
+		if (left < 2)
+			return -pte_eos;
+		return (pos[1] & 0xe0) > 0x20 ? RV_PQ_UNMODELLED : 2;
+	case K_CBR:
+		return left < 4 ? -pte_eos : 4;
+	case K_VMCS:
+		return left < 7 ? -pte_eos : 7;
+	case K_PIP:
+		return left < 8 ? -pte_eos : 8;
+	case K_TNT64:
+		if (left < 8)
+			return -pte_eos;
+		return read_le(pos + 2, 6) ? 8 : RV_PQ_UNMODELLED;
+	case K_PSB:
+		if (left < PSB_BYTES)
+			return -pte_eos;
+		for (int i = 0; i < PSB_BYTES; i += 2)
+			if (pos[i] != 0x02 || pos[i + 1] != 0x82)
+				return RV_PQ_UNMODELLED;
+		return PSB_BYTES;
+	default: /* TIP, TIP.PGE, TIP.PGD, FUP */
+		size = ip_bytes[pos[0] >> 5];
+		if (size < 0)
+			return RV_PQ_UNMODELLED;
+		return left < 1 + size ? -pte_eos : 1 + size;
+	}
+}
+
+/* ---- the event queues (libipt's pt_event_queue) ---- */
+
+static inline bool pending(const struct rv_pq_queue *qu)
+{
+	return qu->begin != qu->end;
+}
+
+static struct pt_event *enqueue(struct rv_pq_queue *qu)
+{
+	struct pt_event *ev;
+
+	/* libipt's queue holds fewer; a full one is handed on */
+	if (qu->end == sizeof(qu->ev) / sizeof(qu->ev[0]) - 2)
+		return NULL;
+	ev = &qu->ev[qu->end++];
+	memset(ev, 0, sizeof(*ev));
+	return ev;
+}
+
+static struct pt_event *dequeue(struct rv_pq_queue *qu)
+{
+	struct pt_event *ev;
+
+	if (!pending(qu))
+		return NULL;
+	ev = &qu->ev[qu->begin++];
+	if (qu->begin == qu->end)
+		qu->begin = qu->end = 0; /* ev stays valid until the next enqueue */
+	return ev;
+}
+
+static struct pt_event *find(struct rv_pq_queue *qu, enum pt_event_type type)
+{
+	for (uint8_t i = qu->begin; i < qu->end; i++)
+		if (qu->ev[i].type == type)
+			return &qu->ev[i];
+	return NULL;
+}
+
+static struct pt_event *standalone(struct rv_pq *q)
+{
+	memset(&q->standalone, 0, sizeof(q->standalone));
+	return &q->standalone;
+}
+
+/* libipt's pt_qry_add_event_ip. (Its pt_qry_add_event_time adds nothing
+ * here: without timing packets the time is zero and unknown.) */
+static void add_event_ip(const struct rv_pq *q, struct pt_event *ev, uint64_t *ip)
+{
+	if (query_ip(q, ip) < 0)
+		ev->ip_suppressed = 1;
+}
+
+/* libipt's pt_qry_reset (the position and the next packet stay). */
+static void reset_state(struct rv_pq *q)
+{
+	q->tnt = q->tnt_index = 0;
+	q->last_ip = 0;
+	q->have_ip = q->ip_suppressed = false;
+	q->enabled = q->consume_packet = false;
+	q->event = NULL;
+	q->psbend.begin = q->psbend.end = 0;
+	q->tip.begin = q->tip.end = 0;
+	q->fup.begin = q->fup.end = 0;
+}
+
+/* ---- the packets' decoders (libipt's pt_qry_decode_*) ---- */
+
+static int decode_tnt(struct rv_pq *q, int kind)
+{
+	uint64_t bits;
+	int size, nbits;
+
+	if (kind == K_TNT8) {
+		bits = q->pos[0] >> 1;
+		size = 1;
+	} else {
+		if (whole(q, 8) < 0)
+			return -pte_eos;
+		bits = read_le(q->pos + 2, 6);
+		size = 8;
+	}
+	if (!bits)
+		return RV_PQ_UNMODELLED;
+	nbits = 63 - __builtin_clzll(bits);
+	if (q->tnt_index || !nbits)
+		return RV_PQ_UNMODELLED;
+	q->tnt = bits;
+	q->tnt_index = 1ull << (nbits - 1);
+	q->pos += size;
+	return 0;
+}
+
+static int decode_tip(struct rv_pq *q)
+{
+	struct pt_event *ev;
+	int size = decode_ip(q);
+
+	if (size < 0)
+		return size;
+	ev = dequeue(&q->tip);
+	if (ev) {
+		switch (ev->type) {
+		case ptev_async_branch:
+			add_event_ip(q, ev, &ev->variant.async_branch.to);
+			q->consume_packet = true;
+			break;
+		case ptev_async_paging:
+			add_event_ip(q, ev, &ev->variant.async_paging.ip);
+			break;
+		case ptev_async_vmcs:
+			add_event_ip(q, ev, &ev->variant.async_vmcs.ip);
+			break;
+		case ptev_exec_mode:
+			add_event_ip(q, ev, &ev->variant.exec_mode.ip);
+			break;
+		default:
+			return RV_PQ_UNMODELLED;
+		}
+		q->event = ev;
+		if (pending(&q->tip) || !q->consume_packet)
+			return 0;
+		q->consume_packet = false;
+	}
+	q->pos += size;
+	return 0;
+}
+
+static int decode_pge(struct rv_pq *q)
+{
+	struct pt_event *ev;
+	int size = decode_ip(q);
+
+	if (size < 0)
+		return size;
+	if (!q->consume_packet) {
+		uint64_t ip;
+
+		if (query_ip(q, &ip) < 0)
+			return RV_PQ_UNMODELLED;
+		ev = standalone(q);
+		ev->type = ptev_enabled;
+		ev->variant.enabled.ip = ip;
+		q->tnt = q->tnt_index = 0;
+		q->consume_packet = true;
+		q->enabled = true;
+	} else {
+		ev = dequeue(&q->tip);
+		if (!ev || ev->type != ptev_exec_mode)
+			return RV_PQ_UNMODELLED;
+		add_event_ip(q, ev, &ev->variant.exec_mode.ip);
+	}
+	q->event = ev;
+	if (pending(&q->tip))
+		return 0;
+	q->consume_packet = false;
+	q->pos += size;
+	return 0;
+}
+
+static int decode_pgd(struct rv_pq *q)
+{
+	struct pt_event *ev;
+	int size = decode_ip(q);
+
+	if (size < 0)
+		return size;
+	ev = dequeue(&q->tip);
+	if (ev) {
+		uint64_t at = ev->variant.async_branch.from;
+
+		switch (ev->type) {
+		case ptev_async_branch:
+			ev->type = ptev_async_disabled;
+			ev->variant.async_disabled.at = at;
+			add_event_ip(q, ev, &ev->variant.async_disabled.ip);
+			break;
+		case ptev_async_paging:
+		case ptev_async_vmcs:
+		case ptev_exec_mode:
+			/* applied with tracing off: libipt gives them no IP */
+			ev->ip_suppressed = 1;
+			break;
+		default:
+			return RV_PQ_UNMODELLED;
+		}
+	} else {
+		ev = standalone(q);
+		ev->type = ptev_disabled;
+		add_event_ip(q, ev, &ev->variant.disabled.ip);
+	}
+	q->event = ev;
+	if (pending(&q->tip))
+		return 0;
+	q->enabled = false;
+	q->pos += size;
+	return 0;
+}
+
+static int decode_fup(struct rv_pq *q)
+{
+	struct pt_event *ev;
+	int size = decode_ip(q);
+
+	if (size < 0)
+		return size;
+	ev = dequeue(&q->fup);
+	if (ev) {
+		switch (ev->type) {
+		case ptev_overflow:
+			q->consume_packet = true;
+			if (query_ip(q, &ev->variant.overflow.ip) < 0)
+				return RV_PQ_UNMODELLED;
+			break;
+		case ptev_tsx:
+			if (!ev->variant.tsx.aborted)
+				q->consume_packet = true;
+			add_event_ip(q, ev, &ev->variant.tsx.ip);
+			break;
+		default:
+			return RV_PQ_UNMODELLED;
+		}
+		q->event = ev;
+		if (pending(&q->fup) || !q->consume_packet)
+			return 0;
+		q->consume_packet = false;
+	} else {
+		uint64_t ip;
+
+		/* an asynchronous branch, bound to the next TIP */
+		if (query_ip(q, &ip) < 0)
+			return RV_PQ_UNMODELLED;
+		ev = enqueue(&q->tip);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		ev->type = ptev_async_branch;
+		ev->variant.async_branch.from = ip;
+	}
+	q->pos += size;
+	return 0;
+}
+
+/* MODE's leaf and bits: 0 (exec) or 1 (TSX), or an error. */
+static int read_mode(const struct rv_pq *q, uint8_t *bits)
+{
+	if (whole(q, 2) < 0)
+		return -pte_eos;
+	*bits = q->pos[1];
+	switch (*bits & 0xe0) {
+	case 0x00:
+		return 0;
+	case 0x20:
+		return 1;
+	default:
+		return RV_PQ_UNMODELLED;
+	}
+}
+
+static enum pt_exec_mode exec_mode(uint8_t bits)
+{
+	if (bits & 1)
+		return (bits & 2) ? ptem_unknown : ptem_64bit;
+	return (bits & 2) ? ptem_32bit : ptem_16bit;
+}
+
+static int decode_mode(struct rv_pq *q)
+{
+	struct pt_event *ev;
+	uint8_t bits;
+	int leaf = read_mode(q, &bits);
+
+	if (leaf < 0)
+		return leaf;
+	if (leaf == 0) {
+		ev = enqueue(&q->tip);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		ev->type = ptev_exec_mode;
+		ev->variant.exec_mode.mode = exec_mode(bits);
+	} else {
+		if (!q->enabled) {
+			ev = standalone(q);
+			ev->variant.tsx.ip = 0;
+			ev->ip_suppressed = 1;
+			q->event = ev;
+		} else {
+			ev = enqueue(&q->fup);
+			if (!ev)
+				return RV_PQ_UNMODELLED;
+		}
+		ev->type = ptev_tsx;
+		ev->variant.tsx.speculative = bits & 1;
+		ev->variant.tsx.aborted = (bits >> 1) & 1;
+	}
+	q->pos += 2;
+	return 0;
+}
+
+static void read_pip(const struct rv_pq *q, uint64_t *cr3, bool *non_root)
+{
+	uint64_t payload = read_le(q->pos + 2, 6);
+
+	*non_root = payload & 1;
+	*cr3 = (payload >> 1) << 5;
+}
+
+static int decode_pip(struct rv_pq *q)
+{
+	struct pt_event *ev;
+	uint64_t cr3;
+	bool non_root;
+
+	if (whole(q, 8) < 0)
+		return -pte_eos;
+	read_pip(q, &cr3, &non_root);
+	if (!find(&q->tip, ptev_async_branch)) {
+		ev = standalone(q);
+		ev->type = ptev_paging;
+		ev->variant.paging.cr3 = cr3;
+		ev->variant.paging.non_root = non_root;
+		q->event = ev;
+	} else {
+		ev = enqueue(&q->tip);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		ev->type = ptev_async_paging;
+		ev->variant.async_paging.cr3 = cr3;
+		ev->variant.async_paging.non_root = non_root;
+	}
+	q->pos += 8;
+	return 0;
+}
+
+static int decode_vmcs(struct rv_pq *q)
+{
+	struct pt_event *ev, *paging;
+	uint64_t base;
+
+	if (whole(q, 7) < 0)
+		return -pte_eos;
+	base = read_le(q->pos + 2, 5) << 12;
+	/* before an in-flight paging event (libipt reorders them so) */
+	ev = find(&q->tip, ptev_async_paging);
+	if (ev) {
+		paging = enqueue(&q->tip);
+		if (!paging)
+			return RV_PQ_UNMODELLED;
+		*paging = *ev;
+		ev->type = ptev_async_vmcs;
+		ev->variant.async_vmcs.base = base;
+	} else if (find(&q->tip, ptev_async_branch)) {
+		ev = enqueue(&q->tip);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		ev->type = ptev_async_vmcs;
+		ev->variant.async_vmcs.base = base;
+	} else {
+		ev = standalone(q);
+		ev->type = ptev_vmcs;
+		ev->variant.vmcs.base = base;
+		q->event = ev;
+	}
+	q->pos += 7;
+	return 0;
+}
+
+static int decode_stop(struct rv_pq *q)
+{
+	struct pt_event *ev = standalone(q);
+
+	ev->type = ptev_stop;
+	q->event = ev;
+	q->pos += 2;
+	return 0;
+}
+
+/* libipt's pt_qry_process_pending_psb_events: 1 when it published one. */
+static int psb_events(struct rv_pq *q)
+{
+	struct pt_event *ev = dequeue(&q->psbend);
+
+	if (!ev)
+		return 0;
+	switch (ev->type) {
+	case ptev_async_paging:
+		add_event_ip(q, ev, &ev->variant.async_paging.ip);
+		break;
+	case ptev_exec_mode:
+		add_event_ip(q, ev, &ev->variant.exec_mode.ip);
+		break;
+	case ptev_tsx:
+		add_event_ip(q, ev, &ev->variant.tsx.ip);
+		break;
+	case ptev_async_vmcs:
+		add_event_ip(q, ev, &ev->variant.async_vmcs.ip);
+		break;
+	case ptev_cbr:
+		break;
+	default:
+		return RV_PQ_UNMODELLED;
+	}
+	ev->status_update = 1;
+	q->event = ev;
+	return 1;
+}
+
+static int decode_psbend(struct rv_pq *q)
+{
+	int status = psb_events(q);
+
+	if (status)
+		return status < 0 ? status : 0;
+	q->pos += 2;
+	return 0;
+}
+
+static int decode_cbr(struct rv_pq *q)
+{
+	struct pt_event *ev;
+
+	if (whole(q, 4) < 0)
+		return -pte_eos;
+	/* libipt refuses a zero ratio */
+	if (!q->pos[2])
+		return RV_PQ_UNMODELLED;
+	ev = standalone(q);
+	ev->type = ptev_cbr;
+	ev->variant.cbr.ratio = q->pos[2];
+	q->event = ev;
+	q->pos += 4;
+	return 0;
+}
+
+/* libipt's pt_qry_find_ovf_fup: whether a FUP follows the overflow (with
+ * only PAD and CBR between), 0 when another packet says tracing is off,
+ * RV_PQ_UNMODELLED for one libipt finds out of place, or -pte_eos. */
+static int find_ovf_fup(const struct rv_pq *q)
+{
+	for (const uint8_t *p = q->pos;;) {
+		uint8_t kind;
+		int size, status = fetch_kind(p, q->end, &kind);
+
+		if (status < 0)
+			return status;
+		size = packet_size(p, q->end, kind);
+		if (size < 0)
+			return size;
+		switch (kind) {
+		case K_FUP:
+			return 1;
+		case K_PAD:
+		case K_CBR:
+			p += size;
+			break;
+		case K_PSB:
+		case K_PGE:
+		case K_MODE:
+		case K_PIP:
+		case K_VMCS:
+		case K_STOP:
+		case K_OVF:
+			return 0;
+		default:
+			return RV_PQ_UNMODELLED;
+		}
+	}
+}
+
+static int decode_ovf(struct rv_pq *q)
+{
+	struct pt_event *ev;
+	int status = psb_events(q);
+
+	if (status)
+		return status < 0 ? status : 0;
+	/* the decoder starts over (the time, which has none here, stays) */
+	reset_state(q);
+	q->pos += 2;
+	status = find_ovf_fup(q);
+	if (status > 0) {
+		/* resolved with tracing on: the overflow binds to the FUP */
+		ev = enqueue(&q->fup);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		ev->type = ptev_overflow;
+		q->enabled = true;
+		return 0;
+	}
+	if (status < 0 && status != -pte_eos)
+		return status;
+	ev = standalone(q);
+	ev->type = ptev_overflow;
+	ev->ip_suppressed = 1;
+	q->enabled = false;
+	q->event = ev;
+	return 0;
+}
+
+/* Erratum BDM70 (libipt's check_erratum_bdm70): a FUP in a PSB+ while
+ * tracing is off, with a TIP.PGE after it, is not where tracing is. From p
+ * (after the FUP): 1 when it applies, 0 when not, or an error. */
+static int bdm70_applies(const struct rv_pq *q, const uint8_t *p)
+{
+	for (;;) {
+		uint8_t kind;
+		int size, status = fetch_kind(p, q->end, &kind);
+
+		if (status < 0)
+			return status == -pte_eos ? 0 : status;
+		size = packet_size(p, q->end, kind);
+		if (size < 0)
+			return size == -pte_eos ? 0 : size;
+		switch (kind) {
+		case K_PGE:
+			return 1;
+		case K_PAD:
+		case K_CBR:
+		case K_PSBEND:
+		case K_PIP:
+		case K_MODE:
+		case K_VMCS:
+			p += size;
+			break;
+		default:
+			return 0;
+		}
+	}
+}
+
+/* One packet of a PSB+ (libipt's pt_qry_header_*). */
+static int decode_header_packet(struct rv_pq *q, uint8_t kind)
+{
+	struct pt_event *ev;
+	uint64_t ip;
+	unsigned ipc;
+	uint8_t bits;
+	int size;
+
+	switch (kind) {
+	case K_PAD:
+		q->pos += 1;
+		return 0;
+	case K_CBR:
+		/* libipt refuses a zero ratio */
+		if (whole(q, 4) < 0)
+			return -pte_eos;
+		if (!q->pos[2])
+			return RV_PQ_UNMODELLED;
+		ev = enqueue(&q->psbend);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		ev->type = ptev_cbr;
+		ev->variant.cbr.ratio = q->pos[2];
+		q->pos += 4;
+		return 0;
+	case K_FUP:
+		size = read_ip(q, &ipc, &ip);
+		if (size < 0)
+			return size;
+		if (q->bdm70 && !q->enabled) {
+			int applies = bdm70_applies(q, q->pos + size);
+
+			if (applies < 0)
+				return applies;
+			if (applies) {
+				q->pos += size;
+				return 0;
+			}
+		}
+		update_ip(q, ipc, ip);
+		if (ipc)
+			q->enabled = true;
+		q->pos += size;
+		return 0;
+	case K_MODE:
+		size = read_mode(q, &bits);
+		if (size < 0)
+			return size;
+		ev = enqueue(&q->psbend);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		if (size == 0) {
+			ev->type = ptev_exec_mode;
+			ev->variant.exec_mode.mode = exec_mode(bits);
+		} else {
+			ev->type = ptev_tsx;
+			ev->variant.tsx.speculative = bits & 1;
+			ev->variant.tsx.aborted = (bits >> 1) & 1;
+		}
+		q->pos += 2;
+		return 0;
+	case K_PIP: {
+		bool non_root;
+
+		if (whole(q, 8) < 0)
+			return -pte_eos;
+		ev = enqueue(&q->psbend);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		ev->type = ptev_async_paging;
+		read_pip(q, &ev->variant.async_paging.cr3, &non_root);
+		ev->variant.async_paging.non_root = non_root;
+		q->pos += 8;
+		return 0;
+	}
+	case K_VMCS:
+		if (whole(q, 7) < 0)
+			return -pte_eos;
+		ev = enqueue(&q->psbend);
+		if (!ev)
+			return RV_PQ_UNMODELLED;
+		ev->type = ptev_async_vmcs;
+		ev->variant.async_vmcs.base = read_le(q->pos + 2, 5) << 12;
+		q->pos += 7;
+		return 0;
+	default:
+		/* libipt: no header decoder (-pte_bad_context) */
+		return RV_PQ_UNMODELLED;
+	}
+}
+
+static int decode_psb(struct rv_pq *q)
+{
+	const uint8_t *psb = q->pos;
+	int status = 0;
+
+	if (whole(q, PSB_BYTES) < 0)
+		return -pte_eos;
+	for (int i = 0; i < PSB_BYTES; i += 2)
+		if (psb[i] != 0x02 || psb[i + 1] != 0x82)
+			return RV_PQ_UNMODELLED;
+	q->pos += PSB_BYTES;
+	q->have_ip = q->ip_suppressed = false;
+	q->last_ip = 0;
+	for (;;) {
+		status = fetch_kind(q->pos, q->end, &q->next);
+		if (status < 0)
+			break;
+		if (q->next == K_PSBEND)
+			return 0;
+		status = decode_header_packet(q, q->next);
+		if (status < 0)
+			break;
+	}
+	/* back to the PSB, without the PSB+'s events (as libipt) */
+	q->pos = psb;
+	q->psbend.begin = q->psbend.end = 0;
+	q->next = K_PSB;
+	return status;
+}
+
+static int decode(struct rv_pq *q, uint8_t kind)
+{
+	switch (kind) {
+	case K_PAD:
+		q->pos += 1;
+		return 0;
+	case K_PSB:
+		return decode_psb(q);
+	case K_PSBEND:
+		return decode_psbend(q);
+	case K_TNT8:
+	case K_TNT64:
+		return decode_tnt(q, kind);
+	case K_TIP:
+		return decode_tip(q);
+	case K_PGE:
+		return decode_pge(q);
+	case K_PGD:
+		return decode_pgd(q);
+	case K_FUP:
+		return decode_fup(q);
+	case K_MODE:
+		return decode_mode(q);
+	case K_PIP:
+		return decode_pip(q);
+	case K_VMCS:
+		return decode_vmcs(q);
+	case K_STOP:
+		return decode_stop(q);
+	case K_CBR:
+		return decode_cbr(q);
+	case K_OVF:
+		return decode_ovf(q);
+	default:
+		return RV_PQ_UNMODELLED;
+	}
+}
+
+/* ---- the query decoder's steps ---- */
+
+static int fetch(struct rv_pq *q)
+{
+	return fetch_kind(q->pos, q->end, &q->next);
+}
+
+/* libipt's pt_qry_will_event. */
+static inline bool will_event(const struct rv_pq *q)
+{
+	uint8_t flags = kind_flags[q->next];
+
+	if (flags & F_EVENT)
+		return true;
+	if (flags & F_PSBEND)
+		return pending(&q->psbend);
+	if (flags & F_TIP)
+		return pending(&q->tip);
+	if (flags & F_FUP)
+		return pending(&q->fup);
+	return false;
+}
+
+/* libipt's pt_qry_status_flags. */
+static inline int status_flags(const struct rv_pq *q)
+{
+	int flags = 0;
+	uint8_t kind;
+
+	if (q->tnt_index)
+		return 0;
+	if (will_event(q))
+		flags |= pts_event_pending;
+	if (!q->next && fetch_kind(q->pos, q->end, &kind) == -pte_eos)
+		flags |= pts_eos;
+	return flags;
+}
+
+/* libipt's pt_qry_read_ahead: decodes the packets that only change the
+ * state, up to one that answers a query or makes an event. */
+static int read_ahead_slow(struct rv_pq *q)
+{
+	for (;;) {
+		int status = fetch(q);
+
+		if (status)
+			return status;
+		if ((kind_flags[q->next] & (F_TIP | F_TNT)) || will_event(q))
+			return 0;
+		status = decode(q, q->next);
+		if (status == -pte_eos) {
+			/* a status packet cut at the end: libipt skips to it */
+			q->pos = q->end;
+			q->next = 0;
+		}
+		if (status)
+			return status;
+	}
+}
+
+/* read_ahead_slow, past PADs to a TNT-8 or TIP first. */
+static inline int read_ahead(struct rv_pq *q)
+{
+	/* PADs are decoded by moving past them */
+	while (q->pos < q->end && !q->pos[0])
+		q->pos++;
+	if (q->pos < q->end) {
+		if (is_tnt8(q->pos[0])) {
+			q->next = K_TNT8;
+			return 0;
+		}
+		if (is_tip(q->pos[0])) {
+			q->next = K_TIP;
+			return 0;
+		}
+	}
+	return read_ahead_slow(q);
+}
+
+/* libipt's pt_qry_provoke_fetch_error: the error the fetch at pos met. */
+static int fetch_error(const struct rv_pq *q)
+{
+	uint8_t kind;
+	int status = fetch_kind(q->pos, q->end, &kind);
+
+	return status < 0 ? status : RV_PQ_UNMODELLED;
+}
+
+/* The read-ahead after a query: the end of the trace is no error yet. */
+static int finish(struct rv_pq *q)
+{
+	int status = read_ahead(q);
+
+	return status < 0 && status != -pte_eos ? status : 0;
+}
+
+/* ---- the calls ---- */
+
+/* Whether every packet of [p, end) is of a kind modelled; past a
+ * malformed or cut packet, libipt and this decoder fail alike. */
+static bool all_modelled(const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		uint8_t kind;
+		int size;
+
+		/* past TNT-8 and PAD packets (even bytes but 0x02), eight
+		 * bytes at a time: the lowest other byte's top bit is exact */
+		while (end - p >= 8) {
+			uint64_t w, twos, other;
+
+			memcpy(&w, p, sizeof(w));
+			twos = w ^ 0x0202020202020202ull;
+			other = ((w & 0x0101010101010101ull) << 7) |
+				((twos - 0x0101010101010101ull) & ~twos & 0x8080808080808080ull);
+			if (other) {
+				p += __builtin_ctzll(other) / 8;
+				break;
+			}
+			p += 8;
+		}
+		if (p < end && is_tnt8(p[0])) {
+			p++;
+			continue;
+		}
+		if (p < end && (is_tip(p[0]) || (p[0] & 0x1f) == 0x01 || (p[0] & 0x1f) == 0x11 ||
+				(p[0] & 0x1f) == 0x1d)) {
+			size = packet_size(p, end, K_TIP);
+			if (size < 0)
+				return true;
+			p += size;
+			continue;
+		}
+
+		if (fetch_kind(p, end, &kind) == RV_PQ_UNMODELLED)
+			return false;
+		size = kind ? packet_size(p, end, kind) : -pte_eos;
+		if (size < 0)
+			return true;
+		p += size;
+	}
+	return true;
+}
+
+/* Whether the PSB+ at p (a trace's first: its timing packets are there
+ * when the trace has time) holds only kinds modelled. */
+static bool header_modelled(const uint8_t *p, const uint8_t *end)
+{
+	for (;;) {
+		uint8_t kind;
+		int size;
+
+		if (fetch_kind(p, end, &kind) == RV_PQ_UNMODELLED)
+			return false;
+		size = kind ? packet_size(p, end, kind) : -pte_eos;
+		if (size < 0 || kind == K_PSBEND)
+			return true;
+		p += size;
+	}
+}
+
+bool rv_pq_init(struct rv_pq *q, const struct pt_config *config, bool whole)
+{
+	static const struct pt_errata none;
+	struct pt_errata errata = config->errata;
+	const uint8_t *end = config->end;
+
+	memset(q, 0, sizeof(*q));
+	q->begin = config->begin;
+	q->end = end;
+	if (!q->begin || end < q->begin || end - q->begin < PSB_BYTES)
+		return false;
+	/* BDM70 is modelled, no other erratum */
+	q->bdm70 = errata.bdm70;
+	errata.bdm70 = 0;
+	if (memcmp(&errata, &none, sizeof(none)))
+		return false;
+	if (config->decode.callback)
+		return false;
+	return whole ? all_modelled(q->begin, end) : header_modelled(q->begin, end);
+}
+
+int rv_pq_sync_set(struct rv_pq *q, uint64_t *ip, uint64_t offset)
+{
+	int status, flags;
+	bool have;
+
+	reset_state(q);
+	q->next = 0;
+	if (offset > (uint64_t)(q->end - q->begin) || q->end - q->begin - offset < PSB_BYTES)
+		return RV_PQ_UNMODELLED;
+	q->sync = q->pos = q->begin + offset;
+	status = fetch(q);
+	if (status < 0 || q->next != K_PSB)
+		return RV_PQ_UNMODELLED;
+	status = decode_psb(q);
+	if (status < 0)
+		return status == -pte_eos ? status : RV_PQ_UNMODELLED;
+	/* the start IP is the PSB+'s (an adjacent PSB+ read ahead may change
+	 * the last IP) */
+	have = query_ip(q, ip) == 0;
+	status = read_ahead(q);
+	if (status < 0)
+		return status;
+	flags = status_flags(q);
+	if (query_ip(q, have ? NULL : ip) < 0 && !have)
+		flags |= pts_ip_suppressed;
+	return flags;
+}
+
+int rv_pq_get_offset(const struct rv_pq *q, uint64_t *offset)
+{
+	if (!q->pos)
+		return -pte_nosync;
+	*offset = (uint64_t)(q->pos - q->begin);
+	return 0;
+}
+
+int rv_pq_get_sync_offset(const struct rv_pq *q, uint64_t *offset)
+{
+	if (!q->sync)
+		return -pte_nosync;
+	*offset = (uint64_t)(q->sync - q->begin);
+	return 0;
+}
+
+int rv_pq_time(const struct rv_pq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	(void)q;
+	*time = 0;
+	if (lost_mtc)
+		*lost_mtc = 0;
+	if (lost_cyc)
+		*lost_cyc = 0;
+	return -pte_no_time;
+}
+
+/* libipt's pt_qry_cache_tnt: on to the next TNT packet. */
+static int cache_tnt(struct rv_pq *q)
+{
+	for (;;) {
+		uint8_t kind = q->next;
+		int status;
+
+		if (!kind)
+			return fetch_error(q);
+		if (will_event(q) || (kind_flags[kind] & F_TIP))
+			return -pte_bad_query;
+		q->event = NULL;
+		status = decode(q, kind);
+		if (status)
+			return status;
+		if (q->event)
+			return RV_PQ_UNMODELLED; /* libipt: -pte_event_ignored */
+		if (kind_flags[kind] & F_TNT)
+			break;
+		status = read_ahead(q);
+		if (status)
+			return status;
+	}
+	return finish(q);
+}
+
+int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
+{
+	if (!q->tnt_index && q->next == K_TNT8) {
+		/* cache_tnt's common case: the TNT packet is next */
+		unsigned bits = q->pos[0] >> 1;
+		int status;
+
+		q->tnt = bits;
+		q->tnt_index = 1ull << (30 - __builtin_clz(bits));
+		q->pos++;
+		status = finish(q);
+		if (status < 0)
+			return status;
+	} else if (!q->tnt_index) {
+		int status = cache_tnt(q);
+
+		if (status < 0)
+			return status;
+		if (!q->tnt_index)
+			return -pte_bad_query;
+	}
+	*taken = (q->tnt & q->tnt_index) != 0;
+	q->tnt_index >>= 1;
+	return status_flags(q);
+}
+
+int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
+{
+	int flags = 0, status;
+
+	for (;;) {
+		uint8_t kind = q->next;
+
+		if (!kind)
+			return fetch_error(q);
+		if (will_event(q))
+			return -pte_bad_query;
+		q->event = NULL;
+		if ((kind_flags[kind] & F_TNT) && q->tnt_index)
+			return -pte_bad_query;
+		status = decode(q, kind);
+		if (status)
+			return status;
+		if (q->event)
+			return RV_PQ_UNMODELLED;
+		if (kind_flags[kind] & F_TIP) {
+			uint64_t to;
+
+			if (query_ip(q, &to) < 0)
+				flags |= pts_ip_suppressed;
+			else
+				*ip = to;
+			break;
+		}
+		status = read_ahead(q);
+		if (status)
+			return status;
+	}
+	status = finish(q);
+	if (status < 0)
+		return status;
+	return flags | status_flags(q);
+}
+
+int rv_pq_event(struct rv_pq *q, struct pt_event *event)
+{
+	int status;
+
+	if (q->tnt_index)
+		return -pte_bad_query;
+	for (;;) {
+		uint8_t kind = q->next;
+
+		if (!kind)
+			return fetch_error(q);
+		if ((kind_flags[kind] & (F_TIP | F_TNT)) && !will_event(q))
+			return -pte_bad_query;
+		q->event = NULL;
+		status = decode(q, kind);
+		if (status)
+			return status;
+		if (q->event) {
+			memcpy(event, q->event, sizeof(*event));
+			break;
+		}
+		status = read_ahead(q);
+		if (status)
+			return status;
+	}
+	status = finish(q);
+	if (status < 0)
+		return status;
+	return status_flags(q);
+}

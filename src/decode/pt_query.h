@@ -1,0 +1,93 @@
+/* pt_query.h: rearview's own packet layer under the fast PT walker: the
+ * calls of libipt 2.0's query decoder (pt_qry_*) that pt_fast.c makes,
+ * answered from the raw bytes. Private to the fast walker (pt_fast.c).
+ *
+ * The contract is libipt 2.0.5's query decoder's, answer for answer: the
+ * same statuses (pts_event_pending, pts_ip_suppressed, pts_eos), taken
+ * bits, IPs, events (struct pt_event byte for byte), offsets, sync offsets
+ * and time, for the traces it models. It models a chunk when rv_pq_init
+ * says so: no erratum but BDM70 (whose workaround it has), and only PAD,
+ * PSB, PSBEND, TNT-8, TNT-64, TIP, TIP.PGE, TIP.PGD, FUP, MODE (exec and
+ * TSX), PIP, VMCS, CBR, STOP and OVF packets. A trace without TSC, TMA, MTC
+ * and CYC packets has no time: libipt's time stays zero and its queries
+ * say -pte_no_time, as these do.
+ *
+ * What it meets that it does not model (a packet kind it does not know, a
+ * malformed packet, any error of libipt's but the end of the trace and a
+ * query the trace does not answer, -pte_bad_query), it answers with
+ * RV_PQ_UNMODELLED, at or before the first call libipt would answer
+ * differently; the caller hands the chunk to libipt then. -pte_eos and
+ * -pte_bad_query are libipt's, at the same calls.
+ *
+ * Not here: the walk (pt_fast.c); timing, power, PTWRITE and MNT packets
+ * and the other errata's workarounds: rv_pq_init leaves chunks with them
+ * to libipt's query decoder.
+ *
+ * Thread safety: a decoder belongs to one thread.
+ */
+#ifndef RV_DECODE_PT_QUERY_H
+#define RV_DECODE_PT_QUERY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <intel-pt.h>
+
+/* Not a pte_* code (those are small and negative). */
+#define RV_PQ_UNMODELLED (-1001)
+
+/* Events waiting for the packet they bind to, in the order they came. */
+struct rv_pq_queue {
+	struct pt_event ev[8];
+	uint8_t begin, end; /* ev[begin, end) */
+};
+
+/* The decoder's state: read only by the inline query below. */
+struct rv_pq {
+	const uint8_t *begin, *end;
+	const uint8_t *pos;	 /* the packet the decoder is at (NULL: not synced) */
+	const uint8_t *sync;	 /* the PSB it synchronised at */
+	uint8_t next;		 /* the kind of packet at pos (0: none, after an error) */
+	uint64_t tnt, tnt_index; /* TNT bits, the next one at tnt_index (0: none) */
+	uint64_t last_ip;
+	bool have_ip, ip_suppressed;
+	bool enabled, consume_packet;
+	bool bdm70;		      /* erratum BDM70's workaround is on */
+	const struct pt_event *event; /* the event the last packet published */
+	struct pt_event standalone;
+	struct rv_pq_queue psbend, tip, fup; /* the events bound to each */
+};
+
+/* Sets q up for config's [begin, end). Returns whether q models that
+ * trace (see above), judging by every packet when whole, else by the first
+ * PSB+'s (where timing packets are when the trace has time): a later
+ * packet not modelled is then answered RV_PQ_UNMODELLED when it comes,
+ * which costs the caller a decode again by libipt, never an answer that
+ * differs. When it does not model the trace, q must not be used. */
+bool rv_pq_init(struct rv_pq *q, const struct pt_config *config, bool whole);
+
+/* As pt_qry_sync_set, pt_qry_get_offset, pt_qry_get_sync_offset,
+ * pt_qry_time, pt_qry_indirect_branch, pt_qry_event (event is a whole
+ * struct pt_event) and pt_qry_cond_branch, with RV_PQ_UNMODELLED for what
+ * is not modelled. */
+int rv_pq_sync_set(struct rv_pq *q, uint64_t *ip, uint64_t offset);
+int rv_pq_get_offset(const struct rv_pq *q, uint64_t *offset);
+int rv_pq_get_sync_offset(const struct rv_pq *q, uint64_t *offset);
+int rv_pq_time(const struct rv_pq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc);
+int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip);
+int rv_pq_event(struct rv_pq *q, struct pt_event *event);
+int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken);
+
+/* A TNT bit from the cache is the common case: no flags while bits are
+ * left (libipt reports events and the end only once they are used). */
+static inline int rv_pq_cond_branch(struct rv_pq *q, int *taken)
+{
+	if (q->tnt_index > 1) {
+		*taken = (q->tnt & q->tnt_index) != 0;
+		q->tnt_index >>= 1;
+		return 0;
+	}
+	return rv_pq_cond_branch_refill(q, taken);
+}
+
+#endif

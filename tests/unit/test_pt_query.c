@@ -1,0 +1,221 @@
+/* test_pt_query.c: rearview's packet layer (decode/pt_query.h) against
+ * libipt's query decoder, in lock step (tests/support/pt_query_lockstep.h):
+ * every answer alike.
+ *
+ * - The real recordings of ../shared/pt-corpus, each chunk (a PSB to the
+ *   next, as the PT decoder cuts them) and the whole trace, with and
+ *   without the BDM70 workaround rearview turns on: the layer takes every
+ *   chunk and answers every call as libipt does.
+ * - The same recordings damaged at every 97th byte (the byte flipped, or
+ *   the chunk cut there): the layer answers as libipt does or declines
+ *   first.
+ * - Made-up traces: a timing packet makes the layer decline the chunk; an
+ *   overflow with and without a FUP after it, a MODE.TSX, TIP.PGD after
+ *   a FUP, a cut TIP at the end, a CBR between packets.
+ *
+ * Not here: the walk over the answers (test_pt_decoder.c); fuzzed bytes
+ * (tests/fuzz/fuzz_pt_query.c).
+ */
+#include <criterion/criterion.h>
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode/pt_query.h"
+#include "pt_query_lockstep.h"
+#include "test_env.h"
+#include "test_files.h"
+
+/* IA32_RTIT_CTL.ADDR0_CFG: trace only inside [ADDR0_A, ADDR0_B] */
+#define ADDR_CFG_FILTER 1
+#define MAX_CALLS	(1ull << 32)
+#define PSB_BYTES	16
+#define DAMAGE_STRIDE	97
+
+struct corpus {
+	const char *name;
+	uint64_t base, end;
+};
+
+static const struct corpus corpora[] = {
+	{ "Unzip", 0x400000, 0x427000 },
+	{ "foo", 0x7ffff7819000, 0x7ffff79ca000 },
+	{ "mruby", 0x400000, 0x4b6000 },
+};
+
+static const uint8_t psb[PSB_BYTES] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+					2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+
+static uint8_t *load(const struct corpus *c, size_t *size)
+{
+	char path[PATH_MAX], rel[64];
+
+	snprintf(rel, sizeof(rel), "%s/trace.pt", c->name);
+	corpus_path(path, sizeof(path), rel);
+	return read_whole(path, size);
+}
+
+/* config as the PT decoder sets it for the corpus: its address filter,
+ * and BDM70's workaround when bdm70. */
+static void config_for(struct pt_config *config, const struct corpus *c, const uint8_t *begin,
+		       const uint8_t *end, bool bdm70)
+{
+	pt_config_init(config);
+	config->begin = (uint8_t *)begin;
+	config->end = (uint8_t *)end;
+	config->addr_filter.config.ctl.addr0_cfg = ADDR_CFG_FILTER;
+	config->addr_filter.addr0_a = c->base;
+	config->addr_filter.addr0_b = c->end;
+	config->errata.bdm70 = bdm70;
+}
+
+/* The chunks' starts: every PSB, then size. Returns their count. */
+static size_t psb_offsets(const uint8_t *trace, size_t size, size_t **out)
+{
+	size_t n = 0, *v = malloc((size / PSB_BYTES + 2) * sizeof(*v));
+
+	cr_assert_not_null(v);
+	for (size_t i = 0; i + PSB_BYTES <= size; i++) {
+		if (!memcmp(trace + i, psb, PSB_BYTES)) {
+			v[n++] = i;
+			i += PSB_BYTES - 1;
+		}
+	}
+	v[n] = size;
+	*out = v;
+	return n;
+}
+
+/* Lock step over [begin, end) from its start; returns whether the layer
+ * declined, failing on any difference. */
+static bool step(const struct corpus *c, const uint8_t *begin, const uint8_t *end, bool bdm70,
+		 uint64_t seed, const char *what, size_t at)
+{
+	struct pt_config config;
+	struct pq_lockstep r;
+
+	config_for(&config, c, begin, end, bdm70);
+	/* the layer checks the chunk whole first, or its PSB+ only */
+	cr_assert(pq_lockstep_run(&config, 0, seed & 1, seed, MAX_CALLS, &r));
+	cr_assert_not(r.differ, "%s, %s at %#zx: %s", c->name, what, at, r.text);
+	return r.declined;
+}
+
+Test(pt_query, corpus_alike, .timeout = 600)
+{
+	for (size_t i = 0; i < sizeof(corpora) / sizeof(corpora[0]); i++) {
+		const struct corpus *c = &corpora[i];
+		size_t size, *starts, n;
+		uint8_t *trace = load(c, &size);
+
+		n = psb_offsets(trace, size, &starts);
+		cr_assert_gt(n, 1, "%s: no PSBs", c->name);
+		for (int bdm70 = 0; bdm70 < 2; bdm70++) {
+			for (uint64_t seed = 1; seed <= 2; seed++)
+				cr_assert_not(step(c, trace, trace + size, bdm70, seed,
+						   "the whole trace", 0),
+					      "%s: the whole trace declined", c->name);
+			for (size_t k = 0; k < n; k++)
+				cr_assert_not(step(c, trace + starts[k], trace + starts[k + 1],
+						   bdm70, k + 1, "the chunk", starts[k]),
+					      "%s: the chunk at %#zx declined", c->name, starts[k]);
+		}
+		free(starts);
+		free(trace);
+	}
+}
+
+Test(pt_query, damaged_alike_or_declined, .timeout = 600)
+{
+	for (size_t i = 0; i < sizeof(corpora) / sizeof(corpora[0]); i++) {
+		const struct corpus *c = &corpora[i];
+		size_t size, *starts, n, k = 0, declined = 0, runs = 0;
+		uint8_t *trace = load(c, &size), *copy = malloc(size);
+
+		cr_assert_not_null(copy);
+		memcpy(copy, trace, size);
+		n = psb_offsets(trace, size, &starts);
+		for (size_t at = 0; at < size; at += DAMAGE_STRIDE) {
+			while (k + 1 < n && starts[k + 1] <= at)
+				k++;
+			const uint8_t *begin = copy + starts[k], *end = copy + starts[k + 1];
+
+			copy[at] ^= 0xff;
+			declined += step(c, begin, end, true, at + 1, "a byte flipped", at);
+			copy[at] ^= 0xff;
+			declined += step(c, begin, copy + at, true, at + 1, "cut", at);
+			runs += 2;
+		}
+		/* most damage is taken, not declined */
+		cr_assert_lt(declined, runs / 2, "%s: %zu of %zu declined", c->name, declined,
+			     runs);
+		free(starts);
+		free(copy);
+		free(trace);
+	}
+}
+
+/* A made-up trace: a PSB+ with a FUP at 0x401000 (tracing on), then
+ * body, in buf; returns its size. */
+static size_t made_up(uint8_t *buf, const uint8_t *body, size_t body_size)
+{
+	static const uint8_t header[] = { 0x99, 0x01,		  /* MODE.Exec 64-bit */
+					  0x02, 0x03, 0x20, 0x00, /* CBR */
+					  0x5d, 0x00, 0x10, 0x40, 0x00, 0x00, 0x00, /* FUP */
+					  0x02, 0x23 };				    /* PSBEND */
+	size_t n = 0;
+
+	memcpy(buf, psb, PSB_BYTES);
+	n += PSB_BYTES;
+	memcpy(buf + n, header, sizeof(header));
+	n += sizeof(header);
+	memcpy(buf + n, body, body_size);
+	return n + body_size;
+}
+
+static bool made_up_step(const uint8_t *body, size_t body_size, const char *what)
+{
+	uint8_t buf[256];
+	size_t size = made_up(buf, body, body_size);
+	bool declined = false;
+
+	for (uint64_t seed = 1; seed <= 16; seed++)
+		declined |= step(&corpora[0], buf, buf + size, seed & 2, seed, what, 0);
+	return declined;
+}
+
+Test(pt_query, made_up_alike)
+{
+	static const uint8_t tsc[] = { 0x19, 1, 2, 3, 4, 5, 6, 7, 0x0c };
+	static const uint8_t ovf_fup[] = { 0x0c, 0x02, 0xf3, 0x00, 0x02, 0x03, 0x21, 0x00,
+					   0x3d, 0x20, 0x10, 0x0c, 0x0d, 0x30, 0x10 };
+	static const uint8_t ovf_psb[] = { 0x0c, 0x02, 0xf3, 0x00, 0x00, 2,    0x82, 2,
+					   0x82, 2,    0x82, 2,	   0x82, 2,    0x82, 2,
+					   0x82, 2,    0x82, 2,	   0x82, 0x5d, 0x00, 0x20,
+					   0x40, 0,    0,    0,	   0x02, 0x23, 0x06 };
+	static const uint8_t ovf_pge[] = { 0x02, 0xf3, 0x99, 0x01, 0x31, 0x00, 0x11, 0x0a };
+	static const uint8_t tsx[] = { 0x0c, 0x99, 0x21, 0x3d, 0x20, 0x10, 0x0a,
+				       0x99, 0x20, 0x3d, 0x40, 0x10, 0x06 };
+	static const uint8_t async[] = {
+		0x3d, 0x20, 0x10, 0x02, 0x43, 0x02, 0,	  0,	0,    0,
+		0,    0x02, 0xc8, 0,	0x10, 0,    0,	  0,	0x99, 0x01,
+		0x2d, 0x30, 0x10, 0x0a, 0x3d, 0x50, 0x10, 0x21, 0x60, 0x10
+	};
+	static const uint8_t cbr_mid[] = { 0x0a, 0x02, 0x03, 0x22, 0x00, 0x0c, 0x02, 0x83 };
+	static const uint8_t cut_tip[] = { 0x0a, 0x4d, 0x00, 0x10 };
+	static const uint8_t tnt64[] = { 0x02, 0xa3, 0x55, 0x55, 0x55, 0x55, 0x55, 0x01, 0x00, 0x00,
+					 0x02, 0xa3, 0,	   0,	 0,    0,    0,	   0,	 0x0d };
+
+	cr_assert(made_up_step(tsc, sizeof(tsc), "a TSC"), "a chunk with a TSC is taken");
+	cr_assert_not(made_up_step(ovf_fup, sizeof(ovf_fup), "OVF, FUP"));
+	cr_assert_not(made_up_step(ovf_psb, sizeof(ovf_psb), "OVF, PSB"));
+	cr_assert_not(made_up_step(ovf_pge, sizeof(ovf_pge), "OVF, TIP.PGE"));
+	cr_assert_not(made_up_step(tsx, sizeof(tsx), "MODE.TSX"));
+	cr_assert_not(made_up_step(async, sizeof(async), "FUP, PIP, VMCS, MODE, TIP"));
+	cr_assert_not(made_up_step(cbr_mid, sizeof(cbr_mid), "CBR and STOP"));
+	cr_assert_not(made_up_step(cut_tip, sizeof(cut_tip), "a cut TIP"));
+	made_up_step(tnt64, sizeof(tnt64), "TNT-64");
+}
