@@ -382,6 +382,70 @@ static inline uint32_t bb_next(struct rv_fast *f, uint32_t from, int side)
 
 /* ---- the decoder: libipt's block decoder's state and flow ---- */
 
+/* The block at f->ip is thought to be block `from`'s succ[side]: the next
+ * lookup (bb_here) checks, and links it when it is not. Every move of f->ip
+ * says what it expects, or that it expects nothing (forget). Returns 0. */
+static inline int expect(struct rv_fast *f, uint32_t from, int side)
+{
+	f->hint = f->cache->bbs[from - 1].succ[side];
+	f->link = from;
+	f->link_side = side;
+	return 0;
+}
+
+static inline void forget(struct rv_fast *f)
+{
+	f->hint = f->link = 0;
+}
+
+/* Return addresses near the top of the return stack that expect_return
+ * looks at. */
+#define RETURN_GUESSES 4u
+
+/* After a return the trace spells out (from: its block), or where tracing
+ * resumes (from: 0): the block at f->ip is thought to be block `from`'s
+ * succ[0], the return's last target, when that is the one; else, where
+ * f->ip is one of the last few return addresses on the return stack, the
+ * succ[1] of that call (libipt pops the stack for compressed returns only,
+ * and so does this guess: the stack stays as it is); else `from`'s succ[0]
+ * again (0: nothing is expected). Returns 0. */
+static int expect_return(struct rv_fast *f, uint32_t from)
+{
+	const struct bb *bbs = f->cache->bbs;
+
+	if (from && bbs[from - 1].succ[0] && bbs[bbs[from - 1].succ[0] - 1].ip == f->ip)
+		return expect(f, from, 0);
+	for (uint32_t k = 0; k < RETURN_GUESSES && k < f->ret_nr; k++) {
+		uint32_t at = (f->ret_top + RETSTACK - 1 - k) % RETSTACK;
+
+		if (f->retstack[at] == f->ip && f->ret_from[at])
+			return expect(f, f->ret_from[at], 1);
+	}
+	if (from)
+		return expect(f, from, 0);
+	forget(f);
+	return 0;
+}
+
+/* The number of the block at f->ip (0: none): the one expected when it is
+ * that one, else looked up and linked from where it was expected. */
+static inline uint32_t bb_here(struct rv_fast *f)
+{
+	struct rv_fast_cache *c = f->cache;
+	uint32_t n = f->hint;
+
+	/* a return address may have been pushed in another image, and the
+	 * mode may have changed */
+	if (!n || c->bbs[n - 1].ip != f->ip || !f->snap || c->bbs[n - 1].image != f->snap->id ||
+	    f->mode != ptem_64bit) {
+		n = bb_number(f, f->ip);
+		if (f->link && n && c->bbs[f->link - 1].image == c->bbs[n - 1].image)
+			c->bbs[f->link - 1].succ[f->link_side] = n;
+	}
+	forget(f);
+	return n;
+}
+
 static void retstack_push(struct rv_fast *f, uint64_t ip, uint32_t from)
 {
 	f->ret_from[f->ret_top] = from;
@@ -454,7 +518,7 @@ int rv_fast_set_image(struct rv_fast *f, struct pt_image *image)
 	/* No image, or one the registry does not know: every block lookup
 	 * fails, and the chunk goes to libipt's decoder at the first. */
 	f->snap = image ? snapshot_of(f->cache, image) : NULL;
-	f->hint = f->link = 0;
+	forget(f);
 	return 0;
 }
 
@@ -579,29 +643,33 @@ static inline void take_bb(struct pt_block *block, const struct bb *b)
 	block->iclass = (enum pt_insn_class)b->iclass;
 }
 
-/* Walks basic block b whole and through its transfer when that needs no
+/* Walks basic block n whole and through its transfer when that needs no
  * trace. Returns 1 when it did (f->ip is where the transfer went), 0 when
- * b ends without a transfer (f->ip is the next instruction), and
+ * it ends without a transfer (f->ip is the next instruction), and
  * -pte_bad_query when its transfer needs the trace (f->ip is unchanged);
  * RV_FAST_HANDOFF for an instruction not modelled. */
-static int walk_bb(struct rv_fast *f, const struct bb *b)
+static int walk_bb(struct rv_fast *f, uint32_t n)
 {
+	const struct bb *b = &f->cache->bbs[n - 1];
+
 	switch (b->end) {
 	case BB_FALL:
 		f->ip = b->next;
-		return 0;
+		return expect(f, n, 0);
 	case BB_CALL:
 		/* libipt does not push for a call to the next instruction
 		 * (position-independent code reading its address) */
 		if (b->disp)
-			retstack_push(f, b->end_ip + b->size, 0);
+			retstack_push(f, b->end_ip + b->size, n);
 		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+		expect(f, n, 0);
 		return 1;
 	case BB_JUMP:
 		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+		expect(f, n, 0);
 		return 1;
 	case BB_CALL_IND:
-		retstack_push(f, b->end_ip + b->size, 0);
+		retstack_push(f, b->end_ip + b->size, n);
 		return -pte_bad_query;
 	case BB_SPECIAL:
 		return RV_FAST_HANDOFF;
@@ -644,32 +712,33 @@ static bool inside_bb(const struct rv_fast *f, const struct bb *b, uint64_t targ
 /* libipt's pt_blk_proceed_to_ip: walks the block towards target. Returns 1
  * when f->ip reached it, 0 when the block ended first (a direct call or
  * jump, the end of a section), -pte_bad_query when a transfer that needs
- * the trace came first (*last is its basic block), RV_FAST_HANDOFF. */
-static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t target,
-			 const struct bb **last)
+ * the trace came first (*last is the number of its basic block),
+ * RV_FAST_HANDOFF. */
+static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t target, uint32_t *last)
 {
 	const struct bb *b;
-	uint32_t n;
+	uint32_t n, before;
 	uint64_t prev;
 	int r;
 
 	if (f->ip == target)
 		return 1;
-	b = bb_at(f, f->ip);
-	if (!b)
+	n = bb_here(f);
+	if (!n)
 		return RV_FAST_HANDOFF;
-	if (inside_bb(f, b, target, &n, &prev)) {
+	b = &f->cache->bbs[n - 1];
+	if (inside_bb(f, b, target, &before, &prev)) {
 		/* the block holds the instructions before target */
 		block->isid = b->isid;
-		block->ninsn = (uint16_t)n;
+		block->ninsn = (uint16_t)before;
 		block->end_ip = prev;
 		block->iclass = ptic_other;
 		f->ip = target;
 		return 1;
 	}
 	take_bb(block, b);
-	*last = b;
-	r = walk_bb(f, b);
+	*last = n;
+	r = walk_bb(f, n);
 	if (r == 1)
 		return f->ip == target ? 1 : 0;
 	return r;
@@ -735,7 +804,7 @@ static bool skd022_may_apply(struct rv_fast *f, uint64_t at)
 static int proceed_event(struct rv_fast *f, struct pt_block *block)
 {
 	struct pt_event *ev = &f->event;
-	const struct bb *last = NULL;
+	uint32_t last = 0;
 	int status;
 
 	switch (ev->type) {
@@ -745,13 +814,11 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 				return RV_FAST_HANDOFF;
 			/* to the next transfer that needs the trace (one that
 			 * changes CR3 is handed back, as BB_SPECIAL) */
-			const struct bb *b = bb_at(f, f->ip);
-
-			if (!b)
+			last = bb_here(f);
+			if (!last)
 				return RV_FAST_HANDOFF;
-			take_bb(block, b);
-			last = b;
-			status = walk_bb(f, b);
+			take_bb(block, &f->cache->bbs[last - 1]);
+			status = walk_bb(f, last);
 			if (status == 1)
 				return 0;
 		} else {
@@ -760,11 +827,18 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 		if (status <= 0) {
 			if (status != -pte_bad_query)
 				return status;
+
 			/* libipt's pt_blk_set_disable_resume_ip */
-			f->ip = (last->end == BB_CALL || last->end == BB_CALL_IND ||
-				 last->iclass == ptic_far_call)
-					? last->end_ip + last->size
-					: 0;
+			const struct bb *b = &f->cache->bbs[last - 1];
+
+			if (b->end == BB_CALL || b->end == BB_CALL_IND ||
+			    b->iclass == ptic_far_call) {
+				f->ip = b->end_ip + b->size;
+				expect(f, last, 1);
+			} else {
+				f->ip = 0;
+				forget(f);
+			}
 		}
 		break;
 	case ptev_async_disabled:
@@ -791,7 +865,8 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 		/* libipt's pt_blk_proceed_to_ip_with_trace */
 		status = proceed_to_ip(f, block, ip, &last);
 		if (status == -pte_bad_query) {
-			status = proceed_with_trace(f, last);
+			status = proceed_with_trace(f, &f->cache->bbs[last - 1]);
+			forget(f);
 			if (status < 0)
 				return status;
 		} else if (status < 0) {
@@ -892,23 +967,13 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	f->process_event = false;
 	memset(&f->event, 0, sizeof(f->event));
 	f->ret_top = f->ret_nr = 0;
-	f->hint = f->link = 0;
+	forget(f);
 	status = pt_qry_sync_set(f->qry, &f->ip, offset);
 	if (status < 0)
 		return failed(status);
 	f->status = status;
 	f->enabled = !(status & pts_ip_suppressed);
 	return proceed_trailing_event(f);
-}
-
-/* The block at f->ip is thought to be block `from`'s succ[side]: the next
- * call checks, and links it when it is not. Returns 0. */
-static inline int expect(struct rv_fast *f, uint32_t from, int side)
-{
-	f->hint = f->cache->bbs[from - 1].succ[side];
-	f->link = from;
-	f->link_side = side;
-	return 0;
 }
 
 /* Whether the walker drops a taken jump from `from` to `to` (-1: no; 0:
@@ -934,16 +999,9 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 			    const struct rv_fast_drop *drop, uint64_t *dropped)
 {
 	struct rv_fast_cache *c = f->cache;
-	uint32_t n = f->hint, total = 0;
+	uint32_t n = bb_here(f), total = 0;
 	int status, taken, side;
 
-	/* a return address may have been pushed in another image */
-	if (!n || c->bbs[n - 1].ip != f->ip || !f->snap || c->bbs[n - 1].image != f->snap->id) {
-		n = bb_number(f, f->ip);
-		if (f->link && n && c->bbs[f->link - 1].image == c->bbs[n - 1].image)
-			c->bbs[f->link - 1].succ[f->link_side] = n;
-	}
-	f->hint = f->link = 0;
 	if (__builtin_expect(!n, 0))
 		return RV_FAST_HANDOFF;
 	for (;;) {
@@ -965,7 +1023,7 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 			f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
 			drops = droppable(drop, b->end_ip, f->ip);
 			if (drops < 0)
-				return 0;
+				return expect(f, n, 0);
 			side = 0;
 			break;
 		case BB_COND:
@@ -975,11 +1033,11 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 			f->status = status;
 			f->ip = b->end_ip + b->size + (taken ? (uint64_t)(int64_t)b->disp : 0);
 			if (f->process_event || (status & (pts_event_pending | pts_eos)))
-				return 0;
+				return expect(f, n, taken);
 			if (taken) {
 				drops = droppable(drop, b->end_ip, f->ip);
 				if (drops < 0)
-					return 0;
+					return expect(f, n, 1);
 			}
 			side = taken;
 			break;
@@ -988,11 +1046,11 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 			if (status < 0)
 				return status;
 			if (f->process_event || (f->status & (pts_event_pending | pts_eos)))
-				return 0;
+				return expect(f, n, 0);
 			drops = droppable(drop, b->end_ip, f->ip);
 			if (drops < 0)
-				return 0;
-			side = -1;
+				return expect(f, n, 0);
+			side = 0;
 			break;
 		case BB_CALL:
 			if (b->disp)
@@ -1011,7 +1069,7 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 			if (status < 0)
 				return status;
 			/* a compressed return goes where its call said */
-			return f->pop_from ? expect(f, f->pop_from, 1) : expect(f, n, 0);
+			return f->pop_from ? expect(f, f->pop_from, 1) : expect_return(f, n);
 		default: /* BB_FAR */
 			status = proceed_with_trace(f, b);
 			return status < 0 ? status : expect(f, n, 0);
@@ -1021,8 +1079,8 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 		 * block ends with is the walker's to drop and count; one it
 		 * runs through is counted here. */
 		if (f->status & pts_eos)
-			return 0;
-		next = bb_next(f, n, side < 0 ? 0 : side);
+			return expect(f, n, side);
+		next = bb_next(f, n, side);
 		if (!next || total + c->bbs[next - 1].ninsn > UINT16_MAX - 1) {
 			f->hint = next;
 			return 0;
@@ -1044,7 +1102,6 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast
 	if (status) {
 		if (status < 0)
 			return status;
-		f->hint = f->link = 0;
 		return proceed_event(f, block);
 	}
 	if (!f->enabled)
@@ -1069,6 +1126,7 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 			ev->variant.enabled.resumed = 1;
 		f->ip = ev->variant.enabled.ip;
 		f->enabled = true;
+		expect_return(f, 0);
 		break;
 	case ptev_async_disabled:
 		if (f->ip != ev->variant.async_disabled.at)
@@ -1083,6 +1141,7 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 		if (f->ip != ev->variant.async_branch.from || ev->status_update || !f->enabled)
 			return RV_FAST_HANDOFF;
 		f->ip = ev->variant.async_branch.to;
+		forget(f);
 		break;
 	case ptev_async_paging:
 		/* the address space changes; the images here have none */
@@ -1111,6 +1170,7 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 		/* tracing resumed at ip, or with tracing off */
 		f->enabled = !ev->ip_suppressed;
 		f->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
+		forget(f);
 		break;
 	case ptev_stop:
 		if (ev->status_update || f->enabled)
