@@ -44,22 +44,24 @@ enum bb_end {
 	BB_SPECIAL,  /* an instruction events bind to (RV_PT_INSN_SPECIAL) */
 };
 
+/* What the walk reads of a block at every step comes first. */
 struct bb {
 	uint64_t ip;	 /* the first instruction */
 	uint64_t end_ip; /* the last one (the transfer) */
-	uint64_t next;	 /* BB_FALL: the address after the last instruction */
-	uint32_t image;	 /* the id of the image snapshot it was decoded from */
-	uint32_t ninsn;
-	int isid;
-	int32_t disp;	/* direct transfers: target = end_ip + size + disp */
-	uint8_t end;	/* enum bb_end */
-	uint8_t size;	/* of the last instruction */
-	uint8_t iclass; /* libipt's class of the last instruction */
+	/* Where it goes: [0] the address after its last instruction (the
+	 * fall-through, a call's return address), [1] the target of a direct
+	 * transfer (a conditional branch's taken side). */
+	uint64_t to[2];
 	/* The blocks that follow (their number, 0: not looked up yet): [0]
 	 * after a direct transfer or the fall-through, or the last target of
 	 * an indirect one; [1] a conditional branch's taken side, or where a
 	 * call returns to. Checked against the address before use. */
 	uint32_t succ[2];
+	uint32_t ninsn;
+	uint8_t end;	/* enum bb_end */
+	uint8_t iclass; /* libipt's class of the last instruction */
+	int isid;
+	uint32_t image; /* the id of the image snapshot it was decoded from */
 };
 
 /* A snapshot of one image's sections, with an id for the blocks' keys. */
@@ -273,7 +275,6 @@ static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_
 			/* the section (or the part of it this image shows)
 			 * ends: the block does too, as libipt's */
 			out->end = BB_FALL;
-			out->next = cur;
 			out->iclass = ptic_other;
 			return out->ninsn > 0;
 		}
@@ -296,8 +297,8 @@ static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_
 			return false; /* not an instruction, or cut by the end */
 		out->ninsn++;
 		out->end_ip = cur;
-		out->size = insn.size;
-		out->disp = insn.disp;
+		out->to[0] = cur + insn.size;
+		out->to[1] = out->to[0] + (uint64_t)(int64_t)insn.disp;
 		if (flags & RV_PT_INSN_SPECIAL) {
 			out->end = BB_SPECIAL;
 			out->iclass = ptic_error;
@@ -312,7 +313,6 @@ static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_
 		at += insn.size;
 		if (out->ninsn >= MAX_BB_INSNS) {
 			out->end = BB_FALL;
-			out->next = cur;
 			out->iclass = ptic_other;
 			return true;
 		}
@@ -601,7 +601,7 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 		status = query_cond(f, &taken, b->end_ip);
 		if (status < 0)
 			return failed(status);
-		f->ip = b->end_ip + b->size + (taken ? (uint64_t)(int64_t)b->disp : 0);
+		f->ip = b->to[taken != 0];
 		f->status = status;
 		return 0;
 	case BB_RETURN:
@@ -654,22 +654,22 @@ static int walk_bb(struct rv_fast *f, uint32_t n)
 
 	switch (b->end) {
 	case BB_FALL:
-		f->ip = b->next;
+		f->ip = b->to[0];
 		return expect(f, n, 0);
 	case BB_CALL:
 		/* libipt does not push for a call to the next instruction
 		 * (position-independent code reading its address) */
-		if (b->disp)
-			retstack_push(f, b->end_ip + b->size, n);
-		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+		if (b->to[1] != b->to[0])
+			retstack_push(f, b->to[0], n);
+		f->ip = b->to[1];
 		expect(f, n, 0);
 		return 1;
 	case BB_JUMP:
-		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+		f->ip = b->to[1];
 		expect(f, n, 0);
 		return 1;
 	case BB_CALL_IND:
-		retstack_push(f, b->end_ip + b->size, n);
+		retstack_push(f, b->to[0], n);
 		return -pte_bad_query;
 	case BB_SPECIAL:
 		return RV_FAST_HANDOFF;
@@ -833,7 +833,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 
 			if (b->end == BB_CALL || b->end == BB_CALL_IND ||
 			    b->iclass == ptic_far_call) {
-				f->ip = b->end_ip + b->size;
+				f->ip = b->to[0];
 				expect(f, last, 1);
 			} else {
 				f->ip = 0;
@@ -1000,13 +1000,13 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 {
 	struct rv_fast_cache *c = f->cache;
 	uint32_t n = bb_here(f), total = 0;
-	int status, taken, side;
+	int status, taken;
 
 	if (__builtin_expect(!n, 0))
 		return RV_FAST_HANDOFF;
 	for (;;) {
 		const struct bb *b = &c->bbs[n - 1];
-		int drops = 0;
+		int drops = 0, side = 0;
 		uint32_t next;
 
 		block->isid = b->isid;
@@ -1014,65 +1014,65 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 		block->iclass = (enum pt_insn_class)b->iclass;
 		total += b->ninsn;
 		block->ninsn = (uint16_t)total;
-		switch (b->end) {
-		case BB_FALL:
-			f->ip = b->next;
-			side = 0;
-			break;
-		case BB_JUMP:
-			f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
-			drops = droppable(drop, b->end_ip, f->ip);
-			if (drops < 0)
-				return expect(f, n, 0);
-			side = 0;
-			break;
-		case BB_COND:
+		if (__builtin_expect(b->end == BB_COND, 1)) {
+			/* most blocks: a bit of the trace says which way */
 			status = query_cond(f, &taken, b->end_ip);
 			if (status < 0)
 				return failed(status);
+			side = taken != 0;
 			f->status = status;
-			f->ip = b->end_ip + b->size + (taken ? (uint64_t)(int64_t)b->disp : 0);
+			f->ip = b->to[side];
 			if (f->process_event || (status & (pts_event_pending | pts_eos)))
-				return expect(f, n, taken);
-			if (taken) {
+				return expect(f, n, side);
+			if (!drop->all && side) {
 				drops = droppable(drop, b->end_ip, f->ip);
 				if (drops < 0)
 					return expect(f, n, 1);
 			}
-			side = taken;
-			break;
-		case BB_JUMP_IND:
-			status = proceed_with_trace(f, b);
-			if (status < 0)
-				return status;
-			if (f->process_event || (f->status & (pts_event_pending | pts_eos)))
+		} else {
+			switch (b->end) {
+			case BB_FALL:
+				f->ip = b->to[0];
+				break;
+			case BB_JUMP:
+				f->ip = b->to[1];
+				drops = droppable(drop, b->end_ip, f->ip);
+				if (drops < 0)
+					return expect(f, n, 0);
+				break;
+			case BB_JUMP_IND:
+				status = proceed_with_trace(f, b);
+				if (status < 0)
+					return status;
+				if (f->process_event || (f->status & (pts_event_pending | pts_eos)))
+					return expect(f, n, 0);
+				drops = droppable(drop, b->end_ip, f->ip);
+				if (drops < 0)
+					return expect(f, n, 0);
+				break;
+			case BB_CALL:
+				if (b->to[1] != b->to[0])
+					retstack_push(f, b->to[0], n);
+				f->ip = b->to[1];
 				return expect(f, n, 0);
-			drops = droppable(drop, b->end_ip, f->ip);
-			if (drops < 0)
-				return expect(f, n, 0);
-			side = 0;
-			break;
-		case BB_CALL:
-			if (b->disp)
-				retstack_push(f, b->end_ip + b->size, n);
-			f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
-			return expect(f, n, 0);
-		case BB_CALL_IND:
-			retstack_push(f, b->end_ip + b->size, n);
-			status = proceed_with_trace(f, b);
-			return status < 0 ? status : expect(f, n, 0);
-		case BB_SPECIAL:
-			return RV_FAST_HANDOFF;
-		case BB_RETURN:
-			f->pop_from = 0;
-			status = proceed_with_trace(f, b);
-			if (status < 0)
-				return status;
-			/* a compressed return goes where its call said */
-			return f->pop_from ? expect(f, f->pop_from, 1) : expect_return(f, n);
-		default: /* BB_FAR */
-			status = proceed_with_trace(f, b);
-			return status < 0 ? status : expect(f, n, 0);
+			case BB_CALL_IND:
+				retstack_push(f, b->to[0], n);
+				status = proceed_with_trace(f, b);
+				return status < 0 ? status : expect(f, n, 0);
+			case BB_SPECIAL:
+				return RV_FAST_HANDOFF;
+			case BB_RETURN:
+				f->pop_from = 0;
+				status = proceed_with_trace(f, b);
+				if (status < 0)
+					return status;
+				/* a compressed return goes where its call said */
+				return f->pop_from ? expect(f, f->pop_from, 1)
+						   : expect_return(f, n);
+			default: /* BB_FAR */
+				status = proceed_with_trace(f, b);
+				return status < 0 ? status : expect(f, n, 0);
+			}
 		}
 		/* On to the next block, unless the trace has ended (the walker
 		 * looks for where the next chunk begins then). A transfer the
