@@ -162,8 +162,9 @@ struct walker {
 	 * that event, and its timing packets, before it returns the block. */
 	uint64_t time;
 	enum begin_state begin;
-	bool direct;	   /* the chunk the sink is at: pages go to it at once */
-	bool ignore_jumps; /* options->ignore_jumps */
+	bool direct;	       /* the chunk the sink is at: pages go to it at once */
+	bool ignore_jumps;     /* options->ignore_jumps */
+	bool drop_in_function; /* options->function_at is set: jumps inside one are dropped */
 	bool at_eos, in_tx, stop;
 	uint32_t tail_blocks;
 	uint64_t stall_offset; /* the decoder's offset, and blocks walked since it moved */
@@ -362,13 +363,11 @@ static bool stays_in_function(struct walker *w, uint64_t time, uint64_t from, ui
 static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t from, uint64_t to,
 			uint64_t time)
 {
-	const struct rv_pt_decode_options *o = w->d->options;
-
 	/* A jump that stays in its function cannot change a call stack: it is
 	 * counted here, in parallel, instead of reaching the sink. Jumps that
 	 * begin or end tracing, and those at a seam (which the sink may drop),
 	 * go on. */
-	if ((kind == RV_BRANCH_JUMP || kind == RV_BRANCH_COND) && !flags && o->function_at &&
+	if ((kind == RV_BRANCH_JUMP || kind == RV_BRANCH_COND) && !flags && w->drop_in_function &&
 	    stays_in_function(w, time, from, to)) {
 		w->dropped_jumps++;
 		return;
@@ -1089,7 +1088,7 @@ static int fast_next(struct walker *w, struct pt_block *block)
 	uint64_t dropped = 0;
 	int status;
 
-	if (!drop.all && w->d->options->function_at && c->valid && c->pid == w->pid &&
+	if (!drop.all && w->drop_in_function && c->valid && c->pid == w->pid &&
 	    w->time >= c->from && w->time < c->until) {
 		drop.span = true;
 		drop.start = c->start;
@@ -1202,6 +1201,7 @@ static void restart(struct walker *w)
 	w->status = keep.status;
 	w->direct = keep.direct;
 	w->ignore_jumps = keep.ignore_jumps;
+	w->drop_in_function = keep.drop_in_function;
 	w->pid = keep.d->options->pid;
 }
 
@@ -1258,6 +1258,7 @@ int ptd_walk_chunk(struct ptd_decode *d, struct ptd_thread *t, struct ptd_chunk 
 	w.err = err;
 	w.pid = d->options->pid;
 	w.ignore_jumps = d->options->ignore_jumps;
+	w.drop_in_function = d->options->function_at != NULL;
 	w.direct = direct;
 	decode_chunk(&w);
 	return w.status;
