@@ -403,18 +403,13 @@ static inline void forget(struct rv_fast *f)
 #define RETURN_GUESSES 4u
 
 /* After a return the trace spells out (from: its block), or where tracing
- * resumes (from: 0): the block at f->ip is thought to be block `from`'s
- * succ[0], the return's last target, when that is the one; else, where
- * f->ip is one of the last few return addresses on the return stack, the
- * succ[1] of that call (libipt pops the stack for compressed returns only,
- * and so does this guess: the stack stays as it is); else `from`'s succ[0]
- * again (0: nothing is expected). Returns 0. */
+ * resumes (from: 0): where f->ip is one of the last few return addresses
+ * on the return stack, the block there is thought to be the succ[1] of
+ * that call (libipt pops the stack for compressed returns only, and so
+ * does this guess: the stack stays as it is); else block `from`'s succ[0],
+ * the return's last target (0: nothing is expected). Returns 0. */
 static int expect_return(struct rv_fast *f, uint32_t from)
 {
-	const struct bb *bbs = f->cache->bbs;
-
-	if (from && bbs[from - 1].succ[0] && bbs[bbs[from - 1].succ[0] - 1].ip == f->ip)
-		return expect(f, from, 0);
 	for (uint32_t k = 0; k < RETURN_GUESSES && k < f->ret_nr; k++) {
 		uint32_t at = (f->ret_top + RETSTACK - 1 - k) % RETSTACK;
 
