@@ -46,22 +46,24 @@ enum bb_end {
 	BB_SPECIAL,  /* an instruction events bind to (RV_PT_INSN_SPECIAL) */
 };
 
+/* What the walk reads of a block at every step comes first. */
 struct bb {
 	uint64_t ip;	 /* the first instruction */
 	uint64_t end_ip; /* the last one (the transfer) */
-	uint64_t next;	 /* BB_FALL: the address after the last instruction */
-	uint32_t image;	 /* the id of the image snapshot it was decoded from */
-	uint32_t ninsn;
-	int isid;
-	int32_t disp;	/* direct transfers: target = end_ip + size + disp */
-	uint8_t end;	/* enum bb_end */
-	uint8_t size;	/* of the last instruction */
-	uint8_t iclass; /* libipt's class of the last instruction */
+	/* Where it goes: [0] the address after its last instruction (the
+	 * fall-through, a call's return address), [1] the target of a direct
+	 * transfer (a conditional branch's taken side). */
+	uint64_t to[2];
 	/* The blocks that follow (their number, 0: not looked up yet): [0]
 	 * after a direct transfer or the fall-through, or the last target of
 	 * an indirect one; [1] a conditional branch's taken side, or where a
 	 * call returns to. Checked against the address before use. */
 	uint32_t succ[2];
+	uint32_t ninsn;
+	uint8_t end;	/* enum bb_end */
+	uint8_t iclass; /* libipt's class of the last instruction */
+	int isid;
+	uint32_t image; /* the id of the image snapshot it was decoded from */
 };
 
 /* A snapshot of one image's sections, with an id for the blocks' keys. */
@@ -282,7 +284,6 @@ static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_
 			/* the section (or the part of it this image shows)
 			 * ends: the block does too, as libipt's */
 			out->end = BB_FALL;
-			out->next = cur;
 			out->iclass = ptic_other;
 			return out->ninsn > 0;
 		}
@@ -305,8 +306,8 @@ static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_
 			return false; /* not an instruction, or cut by the end */
 		out->ninsn++;
 		out->end_ip = cur;
-		out->size = insn.size;
-		out->disp = insn.disp;
+		out->to[0] = cur + insn.size;
+		out->to[1] = out->to[0] + (uint64_t)(int64_t)insn.disp;
 		if (flags & RV_PT_INSN_SPECIAL) {
 			out->end = BB_SPECIAL;
 			out->iclass = ptic_error;
@@ -321,7 +322,6 @@ static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_
 		at += insn.size;
 		if (out->ninsn >= MAX_BB_INSNS) {
 			out->end = BB_FALL;
-			out->next = cur;
 			out->iclass = ptic_other;
 			return true;
 		}
@@ -390,6 +390,65 @@ static inline uint32_t bb_next(struct rv_fast *f, uint32_t from, int side)
 }
 
 /* ---- the decoder: libipt's block decoder's state and flow ---- */
+
+/* The block at f->ip is thought to be block `from`'s succ[side]: the next
+ * lookup (bb_here) checks, and links it when it is not. Every move of f->ip
+ * says what it expects, or that it expects nothing (forget). Returns 0. */
+static inline int expect(struct rv_fast *f, uint32_t from, int side)
+{
+	f->hint = f->cache->bbs[from - 1].succ[side];
+	f->link = from;
+	f->link_side = side;
+	return 0;
+}
+
+static inline void forget(struct rv_fast *f)
+{
+	f->hint = f->link = 0;
+}
+
+/* Return addresses near the top of the return stack that expect_return
+ * looks at. */
+#define RETURN_GUESSES 4u
+
+/* After a return the trace spells out (from: its block), or where tracing
+ * resumes (from: 0): where f->ip is one of the last few return addresses
+ * on the return stack, the block there is thought to be the succ[1] of
+ * that call (libipt pops the stack for compressed returns only, and so
+ * does this guess: the stack stays as it is); else block `from`'s succ[0],
+ * the return's last target (0: nothing is expected). Returns 0. */
+static int expect_return(struct rv_fast *f, uint32_t from)
+{
+	for (uint32_t k = 0; k < RETURN_GUESSES && k < f->ret_nr; k++) {
+		uint32_t at = (f->ret_top + RETSTACK - 1 - k) % RETSTACK;
+
+		if (f->retstack[at] == f->ip && f->ret_from[at])
+			return expect(f, f->ret_from[at], 1);
+	}
+	if (from)
+		return expect(f, from, 0);
+	forget(f);
+	return 0;
+}
+
+/* The number of the block at f->ip (0: none): the one expected when it is
+ * that one, else looked up and linked from where it was expected. */
+static inline uint32_t bb_here(struct rv_fast *f)
+{
+	struct rv_fast_cache *c = f->cache;
+	uint32_t n = f->hint;
+
+	/* a return address may have been pushed in another image, and the
+	 * mode may have changed */
+	if (!n || c->bbs[n - 1].ip != f->ip || !f->snap || c->bbs[n - 1].image != f->snap->id ||
+	    f->mode != ptem_64bit) {
+		n = bb_number(f, f->ip);
+		if (f->link && n && c->bbs[f->link - 1].image == c->bbs[n - 1].image)
+			c->bbs[f->link - 1].succ[f->link_side] = n;
+	}
+	forget(f);
+	return n;
+}
 
 static void retstack_push(struct rv_fast *f, uint64_t ip, uint32_t from)
 {
@@ -469,7 +528,7 @@ int rv_fast_set_image(struct rv_fast *f, struct pt_image *image)
 	/* No image, or one the registry does not know: every block lookup
 	 * fails, and the chunk goes to libipt's decoder at the first. */
 	f->snap = image ? snapshot_of(f->cache, image) : NULL;
-	f->hint = f->link = 0;
+	forget(f);
 	return 0;
 }
 
@@ -567,7 +626,7 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 		status = query_cond(f, &taken, b->end_ip);
 		if (status < 0)
 			return failed(status);
-		f->ip = b->end_ip + b->size + (taken ? (uint64_t)(int64_t)b->disp : 0);
+		f->ip = b->to[taken != 0];
 		f->status = status;
 		return 0;
 	case BB_RETURN:
@@ -609,29 +668,33 @@ static inline void take_bb(struct pt_block *block, const struct bb *b)
 	block->iclass = (enum pt_insn_class)b->iclass;
 }
 
-/* Walks basic block b whole and through its transfer when that needs no
+/* Walks basic block n whole and through its transfer when that needs no
  * trace. Returns 1 when it did (f->ip is where the transfer went), 0 when
- * b ends without a transfer (f->ip is the next instruction), and
+ * it ends without a transfer (f->ip is the next instruction), and
  * -pte_bad_query when its transfer needs the trace (f->ip is unchanged);
  * RV_FAST_HANDOFF for an instruction not modelled. */
-static int walk_bb(struct rv_fast *f, const struct bb *b)
+static int walk_bb(struct rv_fast *f, uint32_t n)
 {
+	const struct bb *b = &f->cache->bbs[n - 1];
+
 	switch (b->end) {
 	case BB_FALL:
-		f->ip = b->next;
-		return 0;
+		f->ip = b->to[0];
+		return expect(f, n, 0);
 	case BB_CALL:
 		/* libipt does not push for a call to the next instruction
 		 * (position-independent code reading its address) */
-		if (b->disp)
-			retstack_push(f, b->end_ip + b->size, 0);
-		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+		if (b->to[1] != b->to[0])
+			retstack_push(f, b->to[0], n);
+		f->ip = b->to[1];
+		expect(f, n, 0);
 		return 1;
 	case BB_JUMP:
-		f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
+		f->ip = b->to[1];
+		expect(f, n, 0);
 		return 1;
 	case BB_CALL_IND:
-		retstack_push(f, b->end_ip + b->size, 0);
+		retstack_push(f, b->to[0], n);
 		return -pte_bad_query;
 	case BB_SPECIAL:
 		return RV_FAST_HANDOFF;
@@ -674,32 +737,33 @@ static bool inside_bb(const struct rv_fast *f, const struct bb *b, uint64_t targ
 /* libipt's pt_blk_proceed_to_ip: walks the block towards target. Returns 1
  * when f->ip reached it, 0 when the block ended first (a direct call or
  * jump, the end of a section), -pte_bad_query when a transfer that needs
- * the trace came first (*last is its basic block), RV_FAST_HANDOFF. */
-static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t target,
-			 const struct bb **last)
+ * the trace came first (*last is the number of its basic block),
+ * RV_FAST_HANDOFF. */
+static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t target, uint32_t *last)
 {
 	const struct bb *b;
-	uint32_t n;
+	uint32_t n, before;
 	uint64_t prev;
 	int r;
 
 	if (f->ip == target)
 		return 1;
-	b = bb_at(f, f->ip);
-	if (!b)
+	n = bb_here(f);
+	if (!n)
 		return RV_FAST_HANDOFF;
-	if (inside_bb(f, b, target, &n, &prev)) {
+	b = &f->cache->bbs[n - 1];
+	if (inside_bb(f, b, target, &before, &prev)) {
 		/* the block holds the instructions before target */
 		block->isid = b->isid;
-		block->ninsn = (uint16_t)n;
+		block->ninsn = (uint16_t)before;
 		block->end_ip = prev;
 		block->iclass = ptic_other;
 		f->ip = target;
 		return 1;
 	}
 	take_bb(block, b);
-	*last = b;
-	r = walk_bb(f, b);
+	*last = n;
+	r = walk_bb(f, n);
 	if (r == 1)
 		return f->ip == target ? 1 : 0;
 	return r;
@@ -766,7 +830,7 @@ static bool skd022_may_apply(struct rv_fast *f, uint64_t at)
 static int proceed_event(struct rv_fast *f, struct pt_block *block)
 {
 	struct pt_event *ev = &f->event;
-	const struct bb *last = NULL;
+	uint32_t last = 0;
 	int status;
 
 	switch (ev->type) {
@@ -776,13 +840,11 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 				return RV_FAST_HANDOFF;
 			/* to the next transfer that needs the trace (one that
 			 * changes CR3 is handed back, as BB_SPECIAL) */
-			const struct bb *b = bb_at(f, f->ip);
-
-			if (!b)
+			last = bb_here(f);
+			if (!last)
 				return RV_FAST_HANDOFF;
-			take_bb(block, b);
-			last = b;
-			status = walk_bb(f, b);
+			take_bb(block, &f->cache->bbs[last - 1]);
+			status = walk_bb(f, last);
 			if (status == 1)
 				return 0;
 		} else {
@@ -791,11 +853,18 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 		if (status <= 0) {
 			if (status != -pte_bad_query)
 				return status;
+
 			/* libipt's pt_blk_set_disable_resume_ip */
-			f->ip = (last->end == BB_CALL || last->end == BB_CALL_IND ||
-				 last->iclass == ptic_far_call)
-					? last->end_ip + last->size
-					: 0;
+			const struct bb *b = &f->cache->bbs[last - 1];
+
+			if (b->end == BB_CALL || b->end == BB_CALL_IND ||
+			    b->iclass == ptic_far_call) {
+				f->ip = b->to[0];
+				expect(f, last, 1);
+			} else {
+				f->ip = 0;
+				forget(f);
+			}
 		}
 		break;
 	case ptev_async_disabled:
@@ -822,7 +891,8 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 		/* libipt's pt_blk_proceed_to_ip_with_trace */
 		status = proceed_to_ip(f, block, ip, &last);
 		if (status == -pte_bad_query) {
-			status = proceed_with_trace(f, last);
+			status = proceed_with_trace(f, &f->cache->bbs[last - 1]);
+			forget(f);
 			if (status < 0)
 				return status;
 		} else if (status < 0) {
@@ -923,7 +993,7 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	f->process_event = false;
 	memset(&f->event, 0, sizeof(f->event));
 	f->ret_top = f->ret_nr = 0;
-	f->hint = f->link = 0;
+	forget(f);
 	status = f->own ? own_answer(f, rv_pq_sync_set(&f->pq, &f->ip, offset))
 			: pt_qry_sync_set(f->qry, &f->ip, offset);
 	if (status < 0)
@@ -931,16 +1001,6 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	f->status = status;
 	f->enabled = !(status & pts_ip_suppressed);
 	return proceed_trailing_event(f);
-}
-
-/* The block at f->ip is thought to be block `from`'s succ[side]: the next
- * call checks, and links it when it is not. Returns 0. */
-static inline int expect(struct rv_fast *f, uint32_t from, int side)
-{
-	f->hint = f->cache->bbs[from - 1].succ[side];
-	f->link = from;
-	f->link_side = side;
-	return 0;
 }
 
 /* Whether the walker drops a taken jump from `from` to `to` (-1: no; 0:
@@ -966,21 +1026,14 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 			    const struct rv_fast_drop *drop, uint64_t *dropped)
 {
 	struct rv_fast_cache *c = f->cache;
-	uint32_t n = f->hint, total = 0;
-	int status, taken, side;
+	uint32_t n = bb_here(f), total = 0;
+	int status, taken;
 
-	/* a return address may have been pushed in another image */
-	if (!n || c->bbs[n - 1].ip != f->ip || !f->snap || c->bbs[n - 1].image != f->snap->id) {
-		n = bb_number(f, f->ip);
-		if (f->link && n && c->bbs[f->link - 1].image == c->bbs[n - 1].image)
-			c->bbs[f->link - 1].succ[f->link_side] = n;
-	}
-	f->hint = f->link = 0;
 	if (__builtin_expect(!n, 0))
 		return RV_FAST_HANDOFF;
 	for (;;) {
 		const struct bb *b = &c->bbs[n - 1];
-		int drops = 0;
+		int drops = 0, side = 0;
 		uint32_t next;
 
 		block->isid = b->isid;
@@ -988,73 +1041,73 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 		block->iclass = (enum pt_insn_class)b->iclass;
 		total += b->ninsn;
 		block->ninsn = (uint16_t)total;
-		switch (b->end) {
-		case BB_FALL:
-			f->ip = b->next;
-			side = 0;
-			break;
-		case BB_JUMP:
-			f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
-			drops = droppable(drop, b->end_ip, f->ip);
-			if (drops < 0)
-				return 0;
-			side = 0;
-			break;
-		case BB_COND:
+		if (__builtin_expect(b->end == BB_COND, 1)) {
+			/* most blocks: a bit of the trace says which way */
 			status = query_cond(f, &taken, b->end_ip);
 			if (status < 0)
 				return failed(status);
+			side = taken != 0;
 			f->status = status;
-			f->ip = b->end_ip + b->size + (taken ? (uint64_t)(int64_t)b->disp : 0);
+			f->ip = b->to[side];
 			if (f->process_event || (status & (pts_event_pending | pts_eos)))
-				return 0;
-			if (taken) {
+				return expect(f, n, side);
+			if (!drop->all && side) {
 				drops = droppable(drop, b->end_ip, f->ip);
 				if (drops < 0)
-					return 0;
+					return expect(f, n, 1);
 			}
-			side = taken;
-			break;
-		case BB_JUMP_IND:
-			status = proceed_with_trace(f, b);
-			if (status < 0)
-				return status;
-			if (f->process_event || (f->status & (pts_event_pending | pts_eos)))
-				return 0;
-			drops = droppable(drop, b->end_ip, f->ip);
-			if (drops < 0)
-				return 0;
-			side = -1;
-			break;
-		case BB_CALL:
-			if (b->disp)
-				retstack_push(f, b->end_ip + b->size, n);
-			f->ip = b->end_ip + b->size + (uint64_t)(int64_t)b->disp;
-			return expect(f, n, 0);
-		case BB_CALL_IND:
-			retstack_push(f, b->end_ip + b->size, n);
-			status = proceed_with_trace(f, b);
-			return status < 0 ? status : expect(f, n, 0);
-		case BB_SPECIAL:
-			return RV_FAST_HANDOFF;
-		case BB_RETURN:
-			f->pop_from = 0;
-			status = proceed_with_trace(f, b);
-			if (status < 0)
-				return status;
-			/* a compressed return goes where its call said */
-			return f->pop_from ? expect(f, f->pop_from, 1) : expect(f, n, 0);
-		default: /* BB_FAR */
-			status = proceed_with_trace(f, b);
-			return status < 0 ? status : expect(f, n, 0);
+		} else {
+			switch (b->end) {
+			case BB_FALL:
+				f->ip = b->to[0];
+				break;
+			case BB_JUMP:
+				f->ip = b->to[1];
+				drops = droppable(drop, b->end_ip, f->ip);
+				if (drops < 0)
+					return expect(f, n, 0);
+				break;
+			case BB_JUMP_IND:
+				status = proceed_with_trace(f, b);
+				if (status < 0)
+					return status;
+				if (f->process_event || (f->status & (pts_event_pending | pts_eos)))
+					return expect(f, n, 0);
+				drops = droppable(drop, b->end_ip, f->ip);
+				if (drops < 0)
+					return expect(f, n, 0);
+				break;
+			case BB_CALL:
+				if (b->to[1] != b->to[0])
+					retstack_push(f, b->to[0], n);
+				f->ip = b->to[1];
+				return expect(f, n, 0);
+			case BB_CALL_IND:
+				retstack_push(f, b->to[0], n);
+				status = proceed_with_trace(f, b);
+				return status < 0 ? status : expect(f, n, 0);
+			case BB_SPECIAL:
+				return RV_FAST_HANDOFF;
+			case BB_RETURN:
+				f->pop_from = 0;
+				status = proceed_with_trace(f, b);
+				if (status < 0)
+					return status;
+				/* a compressed return goes where its call said */
+				return f->pop_from ? expect(f, f->pop_from, 1)
+						   : expect_return(f, n);
+			default: /* BB_FAR */
+				status = proceed_with_trace(f, b);
+				return status < 0 ? status : expect(f, n, 0);
+			}
 		}
 		/* On to the next block, unless the trace has ended (the walker
 		 * looks for where the next chunk begins then). A transfer the
 		 * block ends with is the walker's to drop and count; one it
 		 * runs through is counted here. */
 		if (f->status & pts_eos)
-			return 0;
-		next = bb_next(f, n, side < 0 ? 0 : side);
+			return expect(f, n, side);
+		next = bb_next(f, n, side);
 		if (!next || total + c->bbs[next - 1].ninsn > UINT16_MAX - 1) {
 			f->hint = next;
 			return 0;
@@ -1076,7 +1129,6 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast
 	if (status) {
 		if (status < 0)
 			return status;
-		f->hint = f->link = 0;
 		return proceed_event(f, block);
 	}
 	if (!f->enabled)
@@ -1101,6 +1153,7 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 			ev->variant.enabled.resumed = 1;
 		f->ip = ev->variant.enabled.ip;
 		f->enabled = true;
+		expect_return(f, 0);
 		break;
 	case ptev_async_disabled:
 		if (f->ip != ev->variant.async_disabled.at)
@@ -1115,6 +1168,7 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 		if (f->ip != ev->variant.async_branch.from || ev->status_update || !f->enabled)
 			return RV_FAST_HANDOFF;
 		f->ip = ev->variant.async_branch.to;
+		forget(f);
 		break;
 	case ptev_async_paging:
 		/* the address space changes; the images here have none */
@@ -1143,6 +1197,7 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 		/* tracing resumed at ip, or with tracing off */
 		f->enabled = !ev->ip_suppressed;
 		f->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
+		forget(f);
 		break;
 	case ptev_stop:
 		if (ev->status_update || f->enabled)

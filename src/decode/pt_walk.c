@@ -162,8 +162,9 @@ struct walker {
 	 * that event, and its timing packets, before it returns the block. */
 	uint64_t time;
 	enum begin_state begin;
-	bool direct;	   /* the chunk the sink is at: pages go to it at once */
-	bool ignore_jumps; /* options->ignore_jumps */
+	bool direct;	       /* the chunk the sink is at: pages go to it at once */
+	bool ignore_jumps;     /* options->ignore_jumps */
+	bool drop_in_function; /* options->function_at is set: jumps inside one are dropped */
 	bool at_eos, in_tx, stop;
 	uint32_t tail_blocks;
 	uint64_t stall_offset; /* the decoder's offset, and blocks walked since it moved */
@@ -362,13 +363,11 @@ static bool stays_in_function(struct walker *w, uint64_t time, uint64_t from, ui
 static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t from, uint64_t to,
 			uint64_t time)
 {
-	const struct rv_pt_decode_options *o = w->d->options;
-
 	/* A jump that stays in its function cannot change a call stack: it is
 	 * counted here, in parallel, instead of reaching the sink. Jumps that
 	 * begin or end tracing, and those at a seam (which the sink may drop),
 	 * go on. */
-	if ((kind == RV_BRANCH_JUMP || kind == RV_BRANCH_COND) && !flags && o->function_at &&
+	if ((kind == RV_BRANCH_JUMP || kind == RV_BRANCH_COND) && !flags && w->drop_in_function &&
 	    stays_in_function(w, time, from, to)) {
 		w->dropped_jumps++;
 		return;
@@ -699,88 +698,92 @@ static int after_sync(struct walker *w, int status, enum begin_state begin)
 	return resolve_task(w, w->time);
 }
 
+/* The branch a block ends with when libipt's class of its last instruction
+ * says it all (RV_BRANCH_NONE: it does not). A table, not a switch: blocks
+ * end in calls, returns and jumps in no order a branch predictor learns. */
+static const uint8_t near_kind[] = {
+	[ptic_call] = RV_BRANCH_CALL,
+	[ptic_return] = RV_BRANCH_RETURN,
+	[ptic_jump] = RV_BRANCH_JUMP,
+};
+
 static void set_pending(struct walker *w, const struct pt_block *b)
 {
 	struct pending *p = &w->pend;
 	const struct rv_pt_insn *insn = NULL;
-	uint8_t kind;
+	uint8_t kind =
+		(unsigned)b->iclass < sizeof(near_kind) ? near_kind[b->iclass] : RV_BRANCH_NONE;
 
-	switch (b->iclass) {
-	case ptic_call:
-		kind = RV_BRANCH_CALL;
-		break;
-	case ptic_return:
-		kind = RV_BRANCH_RETURN;
-		break;
-	case ptic_jump:
-		kind = RV_BRANCH_JUMP;
-		break;
-	case ptic_cond_jump:
-		if (!b->truncated) {
-			/* Most blocks end here: the length is looked up if needed. */
-			uint8_t flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
+	if (kind == RV_BRANCH_NONE) {
+		switch (b->iclass) {
+		case ptic_cond_jump:
+			if (!b->truncated) {
+				/* Most blocks end here: the length is looked up if needed. */
+				uint8_t flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
 
-			*p = (struct pending){ .valid = true,
-					       .kind = RV_BRANCH_COND,
-					       .flags = flags,
-					       .mode = (uint8_t)b->mode,
-					       .dropped = w->ignore_jumps && !flags,
-					       .isid = b->isid,
-					       .from = b->end_ip,
-					       .time = w->time };
-			w->pend_fresh = true;
-			return;
-		}
-		/* fall through */
-	case ptic_far_call:
-	case ptic_far_return:
-	case ptic_far_jump:
-	case ptic_error:
-		insn = rv_pt_code_get(w->code, b->isid, b->end_ip, b->mode,
-				      b->truncated ? b->raw : NULL, b->truncated ? b->size : 0);
-		if (!insn) {
-			kind = b->iclass == ptic_cond_jump    ? RV_BRANCH_COND
-			       : b->iclass == ptic_far_call   ? RV_BRANCH_CALL
-			       : b->iclass == ptic_far_return ? RV_BRANCH_RETURN
-							      : RV_BRANCH_JUMP;
-			break;
-		}
-		switch (insn->cls) {
-		case RV_PT_INSN_COND:
-			kind = RV_BRANCH_COND;
-			break;
-		case RV_PT_INSN_JUMP:
-		case RV_PT_INSN_JUMP_IND:
-		case RV_PT_INSN_FAR_JUMP:
-			kind = RV_BRANCH_JUMP;
-			break;
-		case RV_PT_INSN_CALL:
-		case RV_PT_INSN_CALL_IND:
-		case RV_PT_INSN_FAR_CALL:
-			kind = RV_BRANCH_CALL;
-			break;
-		case RV_PT_INSN_RETURN:
-		case RV_PT_INSN_FAR_RETURN:
-			kind = RV_BRANCH_RETURN;
-			break;
-		case RV_PT_INSN_SYSCALL:
-			kind = RV_BRANCH_SYSCALL;
-			break;
-		case RV_PT_INSN_SYSRET:
-			kind = RV_BRANCH_SYSRET;
-			break;
-		case RV_PT_INSN_SOFT_INT:
-			kind = RV_BRANCH_SOFT_INT;
-			break;
-		case RV_PT_INSN_IRET:
-			kind = RV_BRANCH_IRET;
+				*p = (struct pending){ .valid = true,
+						       .kind = RV_BRANCH_COND,
+						       .flags = flags,
+						       .mode = (uint8_t)b->mode,
+						       .dropped = w->ignore_jumps && !flags,
+						       .isid = b->isid,
+						       .from = b->end_ip,
+						       .time = w->time };
+				w->pend_fresh = true;
+				return;
+			}
+			/* fall through */
+		case ptic_far_call:
+		case ptic_far_return:
+		case ptic_far_jump:
+		case ptic_error:
+			insn = rv_pt_code_get(w->code, b->isid, b->end_ip, b->mode,
+					      b->truncated ? b->raw : NULL,
+					      b->truncated ? b->size : 0);
+			if (!insn) {
+				kind = b->iclass == ptic_cond_jump    ? RV_BRANCH_COND
+				       : b->iclass == ptic_far_call   ? RV_BRANCH_CALL
+				       : b->iclass == ptic_far_return ? RV_BRANCH_RETURN
+								      : RV_BRANCH_JUMP;
+				break;
+			}
+			switch (insn->cls) {
+			case RV_PT_INSN_COND:
+				kind = RV_BRANCH_COND;
+				break;
+			case RV_PT_INSN_JUMP:
+			case RV_PT_INSN_JUMP_IND:
+			case RV_PT_INSN_FAR_JUMP:
+				kind = RV_BRANCH_JUMP;
+				break;
+			case RV_PT_INSN_CALL:
+			case RV_PT_INSN_CALL_IND:
+			case RV_PT_INSN_FAR_CALL:
+				kind = RV_BRANCH_CALL;
+				break;
+			case RV_PT_INSN_RETURN:
+			case RV_PT_INSN_FAR_RETURN:
+				kind = RV_BRANCH_RETURN;
+				break;
+			case RV_PT_INSN_SYSCALL:
+				kind = RV_BRANCH_SYSCALL;
+				break;
+			case RV_PT_INSN_SYSRET:
+				kind = RV_BRANCH_SYSRET;
+				break;
+			case RV_PT_INSN_SOFT_INT:
+				kind = RV_BRANCH_SOFT_INT;
+				break;
+			case RV_PT_INSN_IRET:
+				kind = RV_BRANCH_IRET;
+				break;
+			default:
+				return; /* not a transfer after all */
+			}
 			break;
 		default:
-			return; /* not a transfer after all */
+			return; /* ptic_other, ptic_ptwrite: the block ended without a transfer */
 		}
-		break;
-	default:
-		return; /* ptic_other, ptic_ptwrite: the block ended without a transfer */
 	}
 	p->valid = true;
 	p->kind = kind;
@@ -1085,7 +1088,7 @@ static int fast_next(struct walker *w, struct pt_block *block)
 	uint64_t dropped = 0;
 	int status;
 
-	if (!drop.all && w->d->options->function_at && c->valid && c->pid == w->pid &&
+	if (!drop.all && w->drop_in_function && c->valid && c->pid == w->pid &&
 	    w->time >= c->from && w->time < c->until) {
 		drop.span = true;
 		drop.start = c->start;
@@ -1198,6 +1201,7 @@ static void restart(struct walker *w)
 	w->status = keep.status;
 	w->direct = keep.direct;
 	w->ignore_jumps = keep.ignore_jumps;
+	w->drop_in_function = keep.drop_in_function;
 	w->pid = keep.d->options->pid;
 }
 
@@ -1254,6 +1258,7 @@ int ptd_walk_chunk(struct ptd_decode *d, struct ptd_thread *t, struct ptd_chunk 
 	w.err = err;
 	w.pid = d->options->pid;
 	w.ignore_jumps = d->options->ignore_jumps;
+	w.drop_in_function = d->options->function_at != NULL;
 	w.direct = direct;
 	decode_chunk(&w);
 	return w.status;
