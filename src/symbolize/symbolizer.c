@@ -867,13 +867,20 @@ static void resolve_kernel(struct rv_symbolizer *s, uint64_t addr, struct rv_sym
 
 /* ---- the cache ---- */
 
+/* The first slot to probe for (generation, addr) in a table of cap slots
+ * (a power of two, at least 2): Fibonacci hashing, one multiply that
+ * spreads the low bits telling code addresses apart over the top bits,
+ * which pick the slot (splitmix64's finisher put a chain of two multiplies
+ * and three shifts in front of every probe). */
 static size_t cache_slot(uint64_t generation, uint64_t addr, size_t cap)
 {
-	return rv_mix64(addr ^ (generation * 0x9e3779b97f4a7c15ull)) & (cap - 1);
+	uint64_t x = addr ^ (generation * 0x9e3779b97f4a7c15ull);
+
+	return (size_t)((x * 0xbf58476d1ce4e5b9ull) >> (64 - __builtin_ctzll(cap)));
 }
 
 /* The slot of (generation, addr) in a table of `cap` entries (a power of
- * two, not 0) of `size` bytes, each beginning with its struct cache_key:
+ * two, at least 2) of `size` bytes, each beginning with its struct cache_key:
  * the entry's own, or the free slot where it would go. */
 static size_t cache_probe(const void *table, size_t size, size_t cap, uint64_t generation,
 			  uint64_t addr)
