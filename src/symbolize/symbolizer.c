@@ -146,10 +146,11 @@ struct rv_symbolizer {
 
 	struct cache_entry *cache;
 	size_t cap_cache, nr_cache;
-	/* A copy of the last entry found (key.generation GENERATION_EMPTY:
-	 * none), compared before the probe: a trace asks for one address
-	 * many times in a row (a recursion's calls, a loop's) */
-	struct cache_entry last;
+	/* The last entry found or added (NULL: none), compared before the
+	 * probe: a trace asks for one address many times in a row (a
+	 * recursion's calls, a loop's). It points into `cache`, so whatever
+	 * moves or empties the entries resets it. */
+	const struct cache_entry *last;
 
 	/* rv_symbolizer_source's answers, by (generation, address) */
 	struct source_entry {
@@ -928,7 +929,7 @@ static void cache_clear(struct rv_symbolizer *s)
 {
 	memset(s->cache, 0, s->cap_cache * sizeof(*s->cache));
 	s->nr_cache = 0;
-	s->last.key.generation = GENERATION_EMPTY;
+	s->last = NULL;
 	for (size_t i = 0; i < s->procs.cap; i++) {
 		struct process *p = s->procs.slots[i].value;
 
@@ -958,6 +959,7 @@ static bool cache_make_room(struct rv_symbolizer *s)
 	free(s->cache);
 	s->cache = fresh;
 	s->cap_cache = cap;
+	s->last = NULL;
 	return true;
 }
 
@@ -980,6 +982,7 @@ static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t 
 		.flags = (sym->known ? FLAG_KNOWN : 0) | (sym->kernel ? FLAG_KERNEL : 0),
 	};
 	s->nr_cache++;
+	s->last = &s->cache[at];
 }
 
 void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
@@ -996,12 +999,11 @@ void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 		p = find_process(s, pid);
 		generation = p ? p->generation : GENERATION_NO_PROCESS;
 	}
-	if (s->last.key.generation == generation && s->last.key.addr == addr) {
-		hit = &s->last;
-	} else {
+	hit = s->last;
+	if (!hit || hit->key.addr != addr || hit->key.generation != generation) {
 		hit = cache_find(s, generation, addr);
 		if (hit)
-			s->last = *hit;
+			s->last = hit;
 	}
 	if (hit) {
 		s->stats.cache_hits++;
