@@ -146,10 +146,11 @@ struct rv_symbolizer {
 
 	struct cache_entry *cache;
 	size_t cap_cache, nr_cache;
-	/* A copy of the last entry found (key.generation GENERATION_EMPTY:
-	 * none), compared before the probe: a trace asks for one address
-	 * many times in a row (a recursion's calls, a loop's) */
-	struct cache_entry last;
+	/* The last entry found or added (NULL: none), compared before the
+	 * probe: a trace asks for one address many times in a row (a
+	 * recursion's calls, a loop's). It points into `cache`, so whatever
+	 * moves or empties the entries resets it. */
+	const struct cache_entry *last;
 
 	/* rv_symbolizer_source's answers, by (generation, address) */
 	struct source_entry {
@@ -867,13 +868,20 @@ static void resolve_kernel(struct rv_symbolizer *s, uint64_t addr, struct rv_sym
 
 /* ---- the cache ---- */
 
+/* The first slot to probe for (generation, addr) in a table of cap slots
+ * (a power of two, at least 2): Fibonacci hashing, one multiply that
+ * spreads the low bits telling code addresses apart over the top bits,
+ * which pick the slot (splitmix64's finisher put a chain of two multiplies
+ * and three shifts in front of every probe). */
 static size_t cache_slot(uint64_t generation, uint64_t addr, size_t cap)
 {
-	return rv_mix64(addr ^ (generation * 0x9e3779b97f4a7c15ull)) & (cap - 1);
+	uint64_t x = addr ^ (generation * 0x9e3779b97f4a7c15ull);
+
+	return (size_t)((x * 0xbf58476d1ce4e5b9ull) >> (64 - __builtin_ctzll(cap)));
 }
 
 /* The slot of (generation, addr) in a table of `cap` entries (a power of
- * two, not 0) of `size` bytes, each beginning with its struct cache_key:
+ * two, at least 2) of `size` bytes, each beginning with its struct cache_key:
  * the entry's own, or the free slot where it would go. */
 static size_t cache_probe(const void *table, size_t size, size_t cap, uint64_t generation,
 			  uint64_t addr)
@@ -921,7 +929,7 @@ static void cache_clear(struct rv_symbolizer *s)
 {
 	memset(s->cache, 0, s->cap_cache * sizeof(*s->cache));
 	s->nr_cache = 0;
-	s->last.key.generation = GENERATION_EMPTY;
+	s->last = NULL;
 	for (size_t i = 0; i < s->procs.cap; i++) {
 		struct process *p = s->procs.slots[i].value;
 
@@ -951,6 +959,7 @@ static bool cache_make_room(struct rv_symbolizer *s)
 	free(s->cache);
 	s->cache = fresh;
 	s->cap_cache = cap;
+	s->last = NULL;
 	return true;
 }
 
@@ -973,6 +982,7 @@ static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t 
 		.flags = (sym->known ? FLAG_KNOWN : 0) | (sym->kernel ? FLAG_KERNEL : 0),
 	};
 	s->nr_cache++;
+	s->last = &s->cache[at];
 }
 
 void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
@@ -989,12 +999,11 @@ void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 		p = find_process(s, pid);
 		generation = p ? p->generation : GENERATION_NO_PROCESS;
 	}
-	if (s->last.key.generation == generation && s->last.key.addr == addr) {
-		hit = &s->last;
-	} else {
+	hit = s->last;
+	if (!hit || hit->key.addr != addr || hit->key.generation != generation) {
 		hit = cache_find(s, generation, addr);
 		if (hit)
-			s->last = *hit;
+			s->last = hit;
 	}
 	if (hit) {
 		s->stats.cache_hits++;

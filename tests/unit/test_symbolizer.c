@@ -806,6 +806,52 @@ Test(symbolizer, mapping_changes_reach_cached_names)
 	rv_symbolizer_free(s);
 }
 
+/* The cache keeps its last entry by address, for the next lookup of the
+ * same address: another process's (at the same address), and the cache
+ * growing under it (its entries move), must not reach it. */
+Test(symbolizer, last_cached_name_is_per_process_and_survives_growth)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_symbolizer_stats before, after;
+	struct rv_error err = { 0 };
+	struct rv_symbol sym;
+	char expected[64];
+
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(s, 1, 0x10000000, 0x10000, 0, true, "/gone/one.so", &err),
+		0);
+	cr_assert_eq(rv_symbolizer_add_mapping(s, 2, 0x10000000, 0x10000, 0x2000, true,
+					       "/gone/two.so", &err),
+		     0);
+	/* thousands of addresses: the cache grows past its first sizes */
+	for (uint64_t i = 0; i < 10000; i++) {
+		rv_symbolizer_lookup(s, 1, 0x10000000 + i, &sym);
+		snprintf(expected, sizeof(expected), "one.so+0x%" PRIx64, i);
+		cr_assert_str_eq(sym.name, expected);
+		for (int twice = 0; twice < 2; twice++) {
+			rv_symbolizer_lookup(s, 2, 0x10000000 + i, &sym);
+			snprintf(expected, sizeof(expected), "two.so+0x%" PRIx64, 0x2000 + i);
+			cr_assert_str_eq(sym.name, expected);
+			cr_assert_str_eq(sym.module, "two.so");
+			cr_assert_eq(sym.start, 0x10000000 + i);
+		}
+		rv_symbolizer_lookup(s, 1, 0x10000000, &sym);
+		cr_assert_str_eq(sym.name, "one.so+0x0");
+		cr_assert_str_eq(sym.module, "one.so");
+	}
+	/* and every answer is still there, from the cache */
+	rv_symbolizer_stats(s, &before);
+	for (uint64_t i = 0; i < 10000; i++) {
+		rv_symbolizer_lookup(s, 1, 0x10000000 + i, &sym);
+		snprintf(expected, sizeof(expected), "one.so+0x%" PRIx64, i);
+		cr_assert_str_eq(sym.name, expected);
+		cr_assert_not(sym.known);
+	}
+	rv_symbolizer_stats(s, &after);
+	cr_assert_eq(after.cache_hits - before.cache_hits, 10000);
+	rv_symbolizer_free(s);
+}
+
 Test(symbolizer, cache_gives_the_same_pointers)
 {
 	struct rv_symbolizer *s = new_symbolizer(false, NULL);
