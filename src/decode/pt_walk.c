@@ -862,6 +862,14 @@ static void on_block(struct walker *w, const struct pt_block *b, int status)
 		else if (w->ignore_jumps || (seam > b->ip && seam <= b->end_ip))
 			n = insns_before(w, b, seam); /* through jumps, it may be anywhere */
 		if (n >= 0) {
+			/* A walk on through the next PSB+ reads its time there,
+			 * and asks resolve again if due, before the branch that
+			 * goes to the seam: that branch is the new task's. */
+			if (n == 0 && ch->next.has_tsc) {
+				w->time = ch->next.tsc;
+				if (w->time >= w->image_until && resolve_task(w, w->time) < 0)
+					return;
+			}
 			resolve_pending(w, b->ip);
 			if (n > 0)
 				emit_begin(w, b->ip, w->time);

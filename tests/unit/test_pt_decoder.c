@@ -1628,6 +1628,94 @@ Test(pt_decoder, resolve_names_the_task_and_image)
 	raw_free(&r);
 }
 
+/* A TSC packet (19, then 7 bytes of time) after every PSB of r's trace, its
+ * time 1000 times the PSB's number: the corpus traces have no timing. */
+static void add_psb_tsc(struct raw *r)
+{
+	size_t n = 0, used = 0;
+	uint8_t *out;
+
+	for (size_t at = 0; (at = rv_pt_next_psb_pattern(r->trace, r->size, at)) < r->size;
+	     at += RV_PT_PSB_BYTES)
+		n++;
+	out = malloc(r->size + 8 * n);
+	cr_assert_not_null(out);
+	n = 0;
+	for (size_t from = 0; from < r->size;) {
+		size_t at = rv_pt_next_psb_pattern(r->trace, r->size, from);
+		size_t upto = at < r->size ? at + RV_PT_PSB_BYTES : r->size;
+		uint64_t tsc = 1000 * ++n;
+
+		memcpy(out + used, r->trace + from, upto - from);
+		used += upto - from;
+		from = upto;
+		if (at < r->size) {
+			out[used++] = 0x19;
+			for (int i = 0; i < 7; i++)
+				out[used++] = (uint8_t)(tsc >> (8 * i));
+		}
+	}
+	free(r->trace);
+	r->trace = out;
+	r->size = used;
+}
+
+/* A task for every decoder time: tid is the time's low bits, until the next
+ * one. */
+static int task_per_time(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid,
+			 struct pt_image **image, uint64_t *until, struct rv_error *err)
+{
+	const struct raw *r = ctx;
+
+	(void)err;
+	*pid = 42;
+	*tid = (uint32_t)time;
+	*image = r->image;
+	*until = time + 1;
+	return 0;
+}
+
+/* With a new task at every PSB+ (each has a TSC), a branch that the walk
+ * resolves at a chunk's seam (it goes to the next PSB+'s address) comes
+ * after that PSB+'s time in the whole buffer's walk: it is on the next
+ * task in every chunking too, with either walker. */
+Test(pt_decoder, seam_branch_on_the_next_psbs_task)
+{
+	struct raw r;
+	struct evlist ref = { 0 };
+	struct rv_pt_stats st;
+	size_t tasks = 0;
+
+	raw_load(&r, &corpora[2], 1);
+	add_psb_tsc(&r);
+	r.options.resolve = task_per_time;
+	r.options.resolve_ctx = &r;
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(&r, 1, SIZE_MAX, &ref, &st);
+	cr_assert_eq(st.insns, corpora[2].insns);
+	for (size_t i = 1; i < ref.n; i++)
+		tasks += ref.v[i].tid != ref.v[i - 1].tid;
+	cr_assert_gt(tasks, 300, "a task per PSB+");
+	for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
+		for (unsigned k = 0; k < 4; k++) {
+			unsigned jobs = 1 + k % 2;
+			struct evlist got = { 0 };
+			struct rv_pt_stats gst;
+			char what[128];
+
+			r.options.decoder = k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
+			decode_raw(&r, jobs, chunk_sizes[s], &got, &gst);
+			snprintf(what, sizeof(what),
+				 "a task per PSB+, %s, %zu-byte chunks, %u jobs",
+				 k < 2 ? "libipt" : "fast walker", chunk_sizes[s], jobs);
+			assert_same_events(&ref, &got, what);
+			evlist_free(&got);
+		}
+	}
+	evlist_free(&ref);
+	raw_free(&r);
+}
+
 static int failing_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
 			    struct pt_image_section_cache *iscache, struct rv_error *err)
 {
