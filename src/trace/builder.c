@@ -411,11 +411,15 @@ int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t id
 
 		if (!grown)
 			return -ENOMEM;
-		memset(grown + t->cap, 0, (cap - t->cap) * sizeof(*grown));
 		t->stack = grown;
 		t->cap = cap;
 	}
 	f = &t->stack[t->depth++];
+	if (t->depth > t->used_frames) {
+		f->held = NULL;
+		f->cap_held = 0;
+		t->used_frames = t->depth;
+	}
 	f->identity = identity;
 	f->name = name;
 	f->begin = begin;
@@ -1355,7 +1359,7 @@ void rv_builder_free(struct rv_builder *b)
 
 		if (!t->used)
 			continue;
-		for (size_t j = 0; j < t->cap; j++)
+		for (size_t j = 0; j < t->used_frames; j++)
 			free(t->stack[j].held);
 		free(t->stack);
 		free(t->left_stack);
