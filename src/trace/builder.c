@@ -1137,7 +1137,15 @@ static const struct rv_event *keep_names(struct rv_builder *b, const struct rv_e
 	return ok ? copy : NULL;
 }
 
-int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
+/* Most events: a branch without perf script's names, once the base is set. */
+static bool is_plain_branch(const struct rv_builder *b, const struct rv_event *ev)
+{
+	return ev->kind == RV_EVENT_BRANCH && b->have_base && !ev->branch.from.sym &&
+	       !ev->branch.to.sym;
+}
+
+/* rv_builder_add's way for any event. */
+static int add_event(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
 {
 	struct rv_event copy;
 	struct rv_event_arg args[KEPT_ARGS];
@@ -1215,6 +1223,13 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 		return on_gate(b, ev, err);
 	}
 	return 0;
+}
+
+int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
+{
+	if (is_plain_branch(b, event))
+		return builder_add_branch(b, event, err);
+	return add_event(b, event, err);
 }
 
 int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
