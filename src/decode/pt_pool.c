@@ -122,6 +122,8 @@ static int consume_page(struct ptd_decode *d, struct ptd_chunk *ch, const struct
 	struct rv_pt_stats *s = d->stats;
 	uint64_t kinds[RV_BRANCH_TX_ABORT + 1] = { 0 };
 	uint64_t first = s->first_time, last = s->last_time;
+	/* Records come in runs of one stamp: each run is converted once. */
+	uint64_t stamp = 0, time = tc ? rv_perf_tsc_to_time(tc, 0) : 0;
 	int ret = 0;
 
 	for (size_t i = 0; i < p->nr; i++) {
@@ -163,7 +165,11 @@ static int consume_page(struct ptd_decode *d, struct ptd_chunk *ch, const struct
 		}
 		ev.pid = d->pid;
 		ev.tid = d->tid;
-		ev.time = tc ? rv_perf_tsc_to_time(tc, r->time) : r->time;
+		if (r->time != stamp) {
+			stamp = r->time;
+			time = tc ? rv_perf_tsc_to_time(tc, stamp) : stamp;
+		}
+		ev.time = time;
 		if (!first || ev.time < first)
 			first = ev.time;
 		if (ev.time > last)

@@ -411,11 +411,15 @@ int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t id
 
 		if (!grown)
 			return -ENOMEM;
-		memset(grown + t->cap, 0, (cap - t->cap) * sizeof(*grown));
 		t->stack = grown;
 		t->cap = cap;
 	}
 	f = &t->stack[t->depth++];
+	if (t->depth > t->used_frames) {
+		f->held = NULL;
+		f->cap_held = 0;
+		t->used_frames = t->depth;
+	}
 	f->identity = identity;
 	f->name = name;
 	f->begin = begin;
@@ -1133,7 +1137,15 @@ static const struct rv_event *keep_names(struct rv_builder *b, const struct rv_e
 	return ok ? copy : NULL;
 }
 
-int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
+/* Most events: a branch without perf script's names, once the base is set. */
+static bool is_plain_branch(const struct rv_builder *b, const struct rv_event *ev)
+{
+	return ev->kind == RV_EVENT_BRANCH && b->have_base && !ev->branch.from.sym &&
+	       !ev->branch.to.sym;
+}
+
+/* rv_builder_add's way for any event. */
+static int add_event(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
 {
 	struct rv_event copy;
 	struct rv_event_arg args[KEPT_ARGS];
@@ -1211,6 +1223,13 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 		return on_gate(b, ev, err);
 	}
 	return 0;
+}
+
+int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
+{
+	if (is_plain_branch(b, event))
+		return builder_add_branch(b, event, err);
+	return add_event(b, event, err);
 }
 
 int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
@@ -1355,7 +1374,7 @@ void rv_builder_free(struct rv_builder *b)
 
 		if (!t->used)
 			continue;
-		for (size_t j = 0; j < t->cap; j++)
+		for (size_t j = 0; j < t->used_frames; j++)
 			free(t->stack[j].held);
 		free(t->stack);
 		free(t->left_stack);

@@ -197,6 +197,10 @@ struct thread_state {
 	char name[32];
 	struct open_frame *stack;
 	size_t depth, cap;
+	/* stack[0, used_frames) have their held lists set (NULL or owned);
+	 * the rest of cap is unwritten memory, so that growing the stack
+	 * touches no page a frame does not use */
+	size_t used_frames;
 	uint64_t last_time; /* of the last sample */
 	uint64_t last_interval;
 	const char *last_leaf; /* leaf function of the last sample, for self time */
