@@ -456,6 +456,34 @@ static void decode_raw(struct raw *r, unsigned jobs, size_t chunk_bytes, struct 
 /* The chunk sizes a buffer is decoded with: 1 KiB up to the whole of it. */
 static const size_t chunk_sizes[] = { 1024, 2048, 4096, 16384, 65536, 0, SIZE_MAX };
 
+/* r decoded by libipt's decoder at every chunk size and thread count, then
+ * by the fast walker: the events of ref (errors with their offset, address
+ * and code; tasks), and the counts of st. */
+static void assert_every_chunking(struct raw *r, const struct evlist *ref,
+				  const struct rv_pt_stats *st, const char *name)
+{
+	for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
+		for (unsigned k = 0; k < 4; k++) {
+			unsigned jobs = 1 + k % 2;
+			struct evlist got = { 0 };
+			struct rv_pt_stats gst;
+			char what[128];
+
+			r->options.decoder = k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
+			decode_raw(r, jobs, chunk_sizes[s], &got, &gst);
+			snprintf(what, sizeof(what), "%s, %s, %zu-byte chunks, %u jobs", name,
+				 k < 2 ? "libipt" : "fast walker", chunk_sizes[s], jobs);
+			assert_same_events(ref, &got, what);
+			cr_assert_eq(gst.insns, st->insns, "%s", what);
+			cr_assert_eq(gst.errors, st->errors, "%s", what);
+			cr_assert_eq(gst.skipped_bytes, st->skipped_bytes, "%s", what);
+			if (k >= 2)
+				assert_same_stats(st, &gst, what);
+			evlist_free(&got);
+		}
+	}
+}
+
 /* ---- corpus tests ---- */
 
 Test(pt_decoder, corpus_reference_counts)
@@ -1388,29 +1416,7 @@ Test(pt_decoder, damage_resyncs_at_next_psb)
 	cr_assert_lt(b, ref.n);
 	cr_assert(ref.v[b].flags & RV_BRANCH_TRACE_BEGIN, "decoding restarts with a trace begin");
 
-	/* libipt's decode at every chunk size and thread count, then the fast
-	 * walker's: the same events, errors (offset, address and code) and
-	 * counts */
-	for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
-		for (unsigned k = 0; k < 4; k++) {
-			unsigned jobs = 1 + k % 2;
-			struct evlist got = { 0 };
-			struct rv_pt_stats gst;
-			char what[128];
-
-			r.options.decoder = k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
-			decode_raw(&r, jobs, chunk_sizes[s], &got, &gst);
-			snprintf(what, sizeof(what), "damaged mruby, %s, %zu-byte chunks, %u jobs",
-				 k < 2 ? "libipt" : "fast walker", chunk_sizes[s], jobs);
-			assert_same_events(&ref, &got, what);
-			cr_assert_eq(gst.insns, st.insns, "%s", what);
-			cr_assert_eq(gst.errors, st.errors, "%s", what);
-			cr_assert_eq(gst.skipped_bytes, st.skipped_bytes, "%s", what);
-			if (k >= 2)
-				assert_same_stats(&st, &gst, what);
-			evlist_free(&got);
-		}
-	}
+	assert_every_chunking(&r, &ref, &st, "damaged mruby");
 	evlist_free(&ref);
 	raw_free(&r);
 }
@@ -1696,22 +1702,7 @@ Test(pt_decoder, seam_branch_on_the_next_psbs_task)
 	for (size_t i = 1; i < ref.n; i++)
 		tasks += ref.v[i].tid != ref.v[i - 1].tid;
 	cr_assert_gt(tasks, 300, "a task per PSB+");
-	for (size_t s = 0; s < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); s++) {
-		for (unsigned k = 0; k < 4; k++) {
-			unsigned jobs = 1 + k % 2;
-			struct evlist got = { 0 };
-			struct rv_pt_stats gst;
-			char what[128];
-
-			r.options.decoder = k < 2 ? RV_PT_DECODER_LIBIPT : RV_PT_DECODER_FAST;
-			decode_raw(&r, jobs, chunk_sizes[s], &got, &gst);
-			snprintf(what, sizeof(what),
-				 "a task per PSB+, %s, %zu-byte chunks, %u jobs",
-				 k < 2 ? "libipt" : "fast walker", chunk_sizes[s], jobs);
-			assert_same_events(&ref, &got, what);
-			evlist_free(&got);
-		}
-	}
+	assert_every_chunking(&r, &ref, &st, "a task per PSB+");
 	evlist_free(&ref);
 	raw_free(&r);
 }
