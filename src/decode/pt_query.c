@@ -622,8 +622,9 @@ static int decode_timing(struct rv_pq *q, uint8_t kind, bool header)
 {
 	const uint8_t *p = q->pos;
 	uint64_t cyc;
-	int size = packet_size(p, q->end, kind), status;
+	int size, status;
 
+	size = kind == K_CYC ? read_cyc(p, q->end, &cyc) : packet_size(p, q->end, kind);
 	if (size < 0)
 		return size;
 	switch (kind) {
@@ -638,7 +639,6 @@ static int decode_timing(struct rv_pq *q, uint8_t kind, bool header)
 		status = apply_mtc(q, p[1]);
 		break;
 	default:
-		read_cyc(p, q->end, &cyc);
 		status = apply_cyc(q, cyc);
 		break;
 	}
@@ -1385,13 +1385,19 @@ static int read_ahead_slow(struct rv_pq *q)
 	}
 }
 
-/* read_ahead_slow, past PADs to a TNT-8 or TIP first. */
+/* read_ahead_slow, past PADs, CYCs and MTCs (those whole: the slow path
+ * has a cut one's end) to a TNT-8 or TIP first. */
 static inline int read_ahead(struct rv_pq *q)
 {
-	/* PADs are decoded by moving past them */
-	while (q->pos < q->end && !q->pos[0])
-		q->pos++;
-	if (q->pos < q->end) {
+	for (;;) {
+		uint64_t cyc;
+		int size, status;
+
+		/* PADs are decoded by moving past them */
+		while (q->pos < q->end && !q->pos[0])
+			q->pos++;
+		if (q->pos >= q->end)
+			break;
 		if (is_tnt8(q->pos[0])) {
 			q->next = K_TNT8;
 			return 0;
@@ -1400,6 +1406,20 @@ static inline int read_ahead(struct rv_pq *q)
 			q->next = K_TIP;
 			return 0;
 		}
+		if ((q->pos[0] & 3) == 3) {
+			size = read_cyc(q->pos, q->end, &cyc);
+			if (size < 0)
+				break;
+			status = apply_cyc(q, cyc);
+		} else if (q->pos[0] == 0x59 && q->end - q->pos >= 2) {
+			size = 2;
+			status = apply_mtc(q, q->pos[1]);
+		} else {
+			break;
+		}
+		if (status < 0)
+			return status;
+		q->pos += size;
 	}
 	return read_ahead_slow(q);
 }
