@@ -10,8 +10,15 @@
  * wait, before it is consumed. Keeping that shape is what makes the
  * answers the same, on odd traces too.
  *
- * Not here: time, errata but BDM70, power and PTWRITE packets (rv_pq_init
- * leaves chunks with them to libipt), the walk (pt_fast.c).
+ * Time is libipt's pt_time and pt_time_cal done again: the packets update
+ * q->time and q->tcal where libipt's decoder functions apply them (in a
+ * PSB+ too, where a TSC calibrates and a CBR does not start the calibration
+ * over), and a query's answer copies q->time into q->last, which is what
+ * rv_pq_time reports (libipt's last_time).
+ *
+ * Not here: errata but BDM70 (SKD022 and SKL014 are the instruction flow
+ * decoders' alone), power and PTWRITE packets (rv_pq_init leaves chunks
+ * with them to libipt), the walk (pt_fast.c).
  */
 #include "decode/pt_query.h"
 
@@ -34,11 +41,15 @@ enum {
 	K_STOP,
 	K_CBR,
 	K_OVF,
+	K_TSC,
+	K_TMA,
+	K_MTC,
+	K_CYC,
 };
 
 enum { F_TNT = 1, F_TIP = 2, F_EVENT = 4, F_PSBEND = 8, F_FUP = 16 };
 
-static const uint8_t kind_flags[K_OVF + 1] = {
+static const uint8_t kind_flags[K_CYC + 1] = {
 	[K_PSBEND] = F_PSBEND,
 	[K_TNT8] = F_TNT,
 	[K_TNT64] = F_TNT,
@@ -111,6 +122,9 @@ static int fetch_slow(const uint8_t *pos, const uint8_t *end, uint8_t *kind)
 		case 0xf3:
 			*kind = K_OVF;
 			return 0;
+		case 0x73:
+			*kind = K_TMA;
+			return 0;
 		default:
 			return RV_PQ_UNMODELLED;
 		}
@@ -119,8 +133,20 @@ static int fetch_slow(const uint8_t *pos, const uint8_t *end, uint8_t *kind)
 		*kind = K_MODE;
 		return 0;
 	}
+	if (opc == 0x19) {
+		*kind = K_TSC;
+		return 0;
+	}
+	if (opc == 0x59) {
+		*kind = K_MTC;
+		return 0;
+	}
 	if (!(opc & 1)) {
 		*kind = K_TNT8;
+		return 0;
+	}
+	if ((opc & 3) == 3) {
+		*kind = K_CYC;
 		return 0;
 	}
 	switch (opc & 0x1f) {
@@ -137,7 +163,7 @@ static int fetch_slow(const uint8_t *pos, const uint8_t *end, uint8_t *kind)
 		*kind = K_FUP;
 		return 0;
 	default:
-		/* TSC, MTC, CYC and what libipt does not know */
+		/* what libipt does not know */
 		return RV_PQ_UNMODELLED;
 	}
 }
@@ -165,6 +191,30 @@ static uint64_t read_le(const uint8_t *p, unsigned n)
 	for (unsigned i = n; i-- > 0;)
 		v = (v << 8) | p[i];
 	return v;
+}
+
+/* A CYC packet's size and (when value is not NULL) its cycles; -pte_eos
+ * when cut, RV_PQ_UNMODELLED for one of more than 8 extension bytes (whose
+ * bits libipt shifts past 64). */
+static int read_cyc(const uint8_t *pos, const uint8_t *end, uint64_t *value)
+{
+	uint64_t cyc = pos[0] >> 3;
+	const uint8_t *p = pos + 1;
+
+	if (pos[0] & 4) {
+		for (unsigned shift = 5;; shift += 7) {
+			if (p >= end)
+				return -pte_eos;
+			if (shift > 57)
+				return RV_PQ_UNMODELLED;
+			cyc |= (uint64_t)(*p >> 1) << shift;
+			if (!(*p++ & 1))
+				break;
+		}
+	}
+	if (value)
+		*value = cyc;
+	return (int)(p - pos);
 }
 
 /* An IP packet's compression and payload (libipt's pt_pkt_read_ip):
@@ -258,6 +308,17 @@ static int packet_size(const uint8_t *pos, const uint8_t *end, uint8_t kind)
 	case K_STOP:
 	case K_OVF:
 		return 2;
+	case K_MTC:
+		return left < 2 ? -pte_eos : 2;
+	case K_TMA:
+		if (left < 7)
+			return -pte_eos;
+		/* libipt refuses reserved bits set */
+		return pos[4] || (pos[6] & ~1) ? RV_PQ_UNMODELLED : 7;
+	case K_TSC:
+		return left < 8 ? -pte_eos : 8;
+	case K_CYC:
+		return read_cyc(pos, end, NULL);
 	case K_MODE:
 		if (left < 2)
 			return -pte_eos;
@@ -332,8 +393,262 @@ static struct pt_event *standalone(struct rv_pq *q)
 	return &q->standalone;
 }
 
-/* libipt's pt_qry_add_event_ip. (Its pt_qry_add_event_time adds nothing
- * here: without timing packets the time is zero and unknown.) */
+/* ---- time (libipt's pt_time and pt_time_cal, as its query decoder
+ * applies them: a configuration error is ignored, any other is not
+ * modelled) ---- */
+
+#define FCR_SHR 8
+
+/* The distance from last_ctc to ctc, past one wrap of the bits MTC gives;
+ * false when more than one. */
+static bool ctc_delta(const struct rv_pq *q, uint32_t *delta, uint32_t ctc, uint32_t last_ctc)
+{
+	if (ctc < last_ctc) {
+		ctc += 1u << (q->mtc_freq + 8);
+		if (ctc < last_ctc)
+			return false;
+	}
+	*delta = ctc - last_ctc;
+	return true;
+}
+
+/* CTC ticks in TSC units; false without the CPUID 0x15 ratio. */
+static bool ctc_fc(const struct rv_pq *q, uint64_t *fc, uint64_t ctc)
+{
+	if (!q->ctc_eax || !q->ctc_ebx)
+		return false;
+	*fc = (ctc * q->ctc_ebx) / q->ctc_eax;
+	return true;
+}
+
+static void tcal_init(struct rv_pq_tcal *tcal)
+{
+	memset(tcal, 0, sizeof(*tcal));
+	tcal->min_fcr = UINT64_MAX;
+}
+
+static void tcal_set_fcr(struct rv_pq_tcal *tcal, uint64_t fcr)
+{
+	tcal->fcr = fcr;
+	if (fcr < tcal->min_fcr)
+		tcal->min_fcr = fcr;
+	if (fcr > tcal->max_fcr)
+		tcal->max_fcr = fcr;
+}
+
+static void time_tsc(struct rv_pq *q, uint64_t tsc)
+{
+	struct rv_pq_time *t = &q->time;
+
+	t->have_tsc = true;
+	t->have_tma = t->have_mtc = false;
+	t->tsc = t->base = tsc;
+	t->ctc = 0;
+	t->fc = 0;
+	t->lost_mtc = t->lost_cyc = 0;
+}
+
+/* A TSC packet (tsc: its 56 bits), in a PSB+ or not. */
+static int apply_tsc(struct rv_pq *q, uint64_t tsc, bool header)
+{
+	struct rv_pq_tcal *tcal = &q->tcal;
+	uint64_t last_tsc = tcal->tsc, cyc = tcal->cyc_tsc;
+
+	tcal->tsc = tsc;
+	tcal->cyc_tsc = 0;
+	if (header && last_tsc && cyc && !tcal->have_mtc) {
+		uint64_t now = tsc, delta;
+
+		if (now < last_tsc) {
+			now += 1ull << 56;
+			if (now < last_tsc)
+				return RV_PQ_UNMODELLED;
+		}
+		delta = now - last_tsc;
+		if (delta & ~(~0ull >> FCR_SHR))
+			return RV_PQ_UNMODELLED;
+		tcal_set_fcr(tcal, (delta << FCR_SHR) / cyc);
+	}
+	time_tsc(q, tsc);
+	return 0;
+}
+
+/* A CBR packet's ratio (not 0), in a PSB+ or not: one out of a PSB+ is a
+ * change of frequency, which starts the calibration over. */
+static void apply_cbr(struct rv_pq *q, uint8_t ratio, bool header)
+{
+	if (!header)
+		tcal_init(&q->tcal);
+	if (q->nom_freq)
+		tcal_set_fcr(&q->tcal, ((uint64_t)q->nom_freq << FCR_SHR) / ratio);
+}
+
+static int apply_tma(struct rv_pq *q, uint32_t ctc, uint64_t fc)
+{
+	struct rv_pq_time *t = &q->time;
+	uint32_t mtc_hi = q->mtc_freq + 8u;
+
+	if (!t->have_tsc || t->have_tma || t->have_mtc)
+		return RV_PQ_UNMODELLED;
+	t->have_tma = true;
+	t->base -= fc;
+	t->fc += fc;
+	if (mtc_hi <= 16)
+		t->have_mtc = true;
+	t->ctc = t->ctc_cyc = ctc & ((1u << mtc_hi) - 1u);
+	return 0;
+}
+
+static int tcal_mtc(struct rv_pq *q, uint32_t ctc)
+{
+	struct rv_pq_tcal *tcal = &q->tcal;
+	uint32_t last_ctc = tcal->ctc, delta;
+	uint64_t cyc = tcal->cyc_mtc, fc;
+
+	if (!tcal->have_mtc) {
+		tcal->cyc_mtc = 0;
+		tcal->ctc = ctc;
+		tcal->have_mtc = true;
+		return 0;
+	}
+	if (!cyc)
+		return 0;
+	tcal->cyc_mtc = 0;
+	tcal->ctc = ctc;
+	if (!ctc_delta(q, &delta, ctc, last_ctc))
+		return RV_PQ_UNMODELLED;
+	if (!ctc_fc(q, &fc, delta))
+		return 0;
+	if (fc & ~(~0ull >> FCR_SHR))
+		return RV_PQ_UNMODELLED;
+	tcal_set_fcr(tcal, (fc << FCR_SHR) / cyc);
+	return 0;
+}
+
+static int time_mtc(struct rv_pq *q, uint32_t ctc)
+{
+	struct rv_pq_time *t = &q->time;
+	uint32_t last_ctc = t->ctc, delta;
+	bool have_mtc = t->have_mtc;
+	uint64_t fc;
+
+	if (t->have_tsc && !t->have_tma)
+		return 0;
+	if (t->fc || t->lost_cyc || !have_mtc)
+		t->ctc_cyc = ctc;
+	t->have_mtc = true;
+	t->fc = 0;
+	t->ctc = ctc;
+	t->lost_cyc = 0;
+	if (!have_mtc) {
+		uint32_t lo = ctc & 0xffffu, hi = ctc & ~0xffffu;
+
+		if (!t->have_tma)
+			return 0;
+		if (last_ctc & ~0xffffu)
+			return RV_PQ_UNMODELLED;
+		if (lo < last_ctc) {
+			hi -= 1u << 16;
+			hi &= 0xffu << q->mtc_freq;
+		}
+		last_ctc |= hi;
+	}
+	if (!ctc_delta(q, &delta, ctc, last_ctc))
+		return RV_PQ_UNMODELLED;
+	if (!ctc_fc(q, &fc, delta))
+		return 0;
+	t->tsc = t->base = t->base + fc;
+	return 0;
+}
+
+/* An MTC packet's 8 bits of CTC. */
+static int apply_mtc(struct rv_pq *q, uint8_t payload)
+{
+	uint32_t ctc = (uint32_t)payload << q->mtc_freq;
+	int status = tcal_mtc(q, ctc);
+
+	return status < 0 ? status : time_mtc(q, ctc);
+}
+
+static int apply_cyc(struct rv_pq *q, uint64_t cyc)
+{
+	struct rv_pq_time *t = &q->time;
+	uint64_t fcr, fc;
+
+	q->tcal.cyc_mtc += cyc;
+	q->tcal.cyc_tsc += cyc;
+	if (q->tcal.min_fcr > q->tcal.max_fcr) {
+		t->lost_cyc++;
+		return 0;
+	}
+	fcr = q->tcal.fcr;
+	if (!fcr) {
+		t->lost_cyc++;
+		return 0;
+	}
+	fc = t->fc;
+	if (!fc && t->ctc != t->ctc_cyc) {
+		/* a CYC over several MTC periods: the earlier ones' share off */
+		uint32_t delta;
+		uint64_t old;
+
+		if (!ctc_delta(q, &delta, t->ctc, t->ctc_cyc))
+			return RV_PQ_UNMODELLED;
+		/* without the CPUID 0x15 ratio, libipt drops the CYC */
+		if (!ctc_fc(q, &old, delta))
+			return 0;
+		old = (old << FCR_SHR) / fcr;
+		cyc = cyc < old ? 0 : cyc - old;
+	}
+	fc += (cyc * fcr) >> FCR_SHR;
+	t->fc = fc;
+	t->tsc = t->base + fc;
+	return 0;
+}
+
+/* libipt's pt_qry_add_event_time: the time goes in whether known or not. */
+static void add_event_time(const struct rv_pq *q, struct pt_event *ev)
+{
+	ev->tsc = q->time.tsc;
+	ev->lost_mtc = q->time.lost_mtc;
+	ev->lost_cyc = q->time.lost_cyc;
+	if (q->time.have_tsc)
+		ev->has_tsc = 1;
+}
+
+/* A timing packet at pos (TSC, TMA, MTC, CYC) applied, in a PSB+ or not;
+ * pos moves past it. */
+static int decode_timing(struct rv_pq *q, uint8_t kind, bool header)
+{
+	const uint8_t *p = q->pos;
+	uint64_t cyc;
+	int size, status;
+
+	size = kind == K_CYC ? read_cyc(p, q->end, &cyc) : packet_size(p, q->end, kind);
+	if (size < 0)
+		return size;
+	switch (kind) {
+	case K_TSC:
+		status = apply_tsc(q, read_le(p + 1, 7), header);
+		break;
+	case K_TMA:
+		status =
+			apply_tma(q, (uint32_t)read_le(p + 2, 2), p[5] | (uint64_t)(p[6] & 1) << 8);
+		break;
+	case K_MTC:
+		status = apply_mtc(q, p[1]);
+		break;
+	default:
+		status = apply_cyc(q, cyc);
+		break;
+	}
+	if (status < 0)
+		return status;
+	q->pos += size;
+	return 0;
+}
+
+/* libipt's pt_qry_add_event_ip. */
 static void add_event_ip(const struct rv_pq *q, struct pt_event *ev, uint64_t *ip)
 {
 	if (query_ip(q, ip) < 0)
@@ -351,6 +666,7 @@ static void reset_state(struct rv_pq *q)
 	q->psbend.begin = q->psbend.end = 0;
 	q->tip.begin = q->tip.end = 0;
 	q->fup.begin = q->fup.end = 0;
+	tcal_init(&q->tcal);
 }
 
 /* ---- the packets' decoders (libipt's pt_qry_decode_*) ---- */
@@ -430,6 +746,7 @@ static int decode_pge(struct rv_pq *q)
 		ev = standalone(q);
 		ev->type = ptev_enabled;
 		ev->variant.enabled.ip = ip;
+		add_event_time(q, ev);
 		q->tnt = q->tnt_index = 0;
 		q->consume_packet = true;
 		q->enabled = true;
@@ -477,6 +794,7 @@ static int decode_pgd(struct rv_pq *q)
 		ev = standalone(q);
 		ev->type = ptev_disabled;
 		add_event_ip(q, ev, &ev->variant.disabled.ip);
+		add_event_time(q, ev);
 	}
 	q->event = ev;
 	if (pending(&q->tip))
@@ -524,6 +842,7 @@ static int decode_fup(struct rv_pq *q)
 			return RV_PQ_UNMODELLED;
 		ev->type = ptev_async_branch;
 		ev->variant.async_branch.from = ip;
+		add_event_time(q, ev);
 	}
 	q->pos += size;
 	return 0;
@@ -566,6 +885,7 @@ static int decode_mode(struct rv_pq *q)
 			return RV_PQ_UNMODELLED;
 		ev->type = ptev_exec_mode;
 		ev->variant.exec_mode.mode = exec_mode(bits);
+		add_event_time(q, ev);
 	} else {
 		if (!q->enabled) {
 			ev = standalone(q);
@@ -580,6 +900,7 @@ static int decode_mode(struct rv_pq *q)
 		ev->type = ptev_tsx;
 		ev->variant.tsx.speculative = bits & 1;
 		ev->variant.tsx.aborted = (bits >> 1) & 1;
+		add_event_time(q, ev);
 	}
 	q->pos += 2;
 	return 0;
@@ -607,6 +928,7 @@ static int decode_pip(struct rv_pq *q)
 		ev->type = ptev_paging;
 		ev->variant.paging.cr3 = cr3;
 		ev->variant.paging.non_root = non_root;
+		add_event_time(q, ev);
 		q->event = ev;
 	} else {
 		ev = enqueue(&q->tip);
@@ -615,6 +937,7 @@ static int decode_pip(struct rv_pq *q)
 		ev->type = ptev_async_paging;
 		ev->variant.async_paging.cr3 = cr3;
 		ev->variant.async_paging.non_root = non_root;
+		add_event_time(q, ev);
 	}
 	q->pos += 8;
 	return 0;
@@ -647,6 +970,7 @@ static int decode_vmcs(struct rv_pq *q)
 		ev = standalone(q);
 		ev->type = ptev_vmcs;
 		ev->variant.vmcs.base = base;
+		add_event_time(q, ev);
 		q->event = ev;
 	}
 	q->pos += 7;
@@ -658,6 +982,7 @@ static int decode_stop(struct rv_pq *q)
 	struct pt_event *ev = standalone(q);
 
 	ev->type = ptev_stop;
+	add_event_time(q, ev);
 	q->event = ev;
 	q->pos += 2;
 	return 0;
@@ -688,6 +1013,7 @@ static int psb_events(struct rv_pq *q)
 	default:
 		return RV_PQ_UNMODELLED;
 	}
+	add_event_time(q, ev);
 	ev->status_update = 1;
 	q->event = ev;
 	return 1;
@@ -712,9 +1038,11 @@ static int decode_cbr(struct rv_pq *q)
 	/* libipt refuses a zero ratio */
 	if (!q->pos[2])
 		return RV_PQ_UNMODELLED;
+	apply_cbr(q, q->pos[2], false);
 	ev = standalone(q);
 	ev->type = ptev_cbr;
 	ev->variant.cbr.ratio = q->pos[2];
+	add_event_time(q, ev);
 	q->event = ev;
 	q->pos += 4;
 	return 0;
@@ -739,6 +1067,10 @@ static int find_ovf_fup(const struct rv_pq *q)
 			return 1;
 		case K_PAD:
 		case K_CBR:
+		case K_TSC:
+		case K_TMA:
+		case K_MTC:
+		case K_CYC:
 			p += size;
 			break;
 		case K_PSB:
@@ -762,7 +1094,7 @@ static int decode_ovf(struct rv_pq *q)
 
 	if (status)
 		return status < 0 ? status : 0;
-	/* the decoder starts over (the time, which has none here, stays) */
+	/* the decoder starts over but for the time (the calibration too) */
 	reset_state(q);
 	q->pos += 2;
 	status = find_ovf_fup(q);
@@ -773,6 +1105,7 @@ static int decode_ovf(struct rv_pq *q)
 			return RV_PQ_UNMODELLED;
 		ev->type = ptev_overflow;
 		q->enabled = true;
+		add_event_time(q, ev);
 		return 0;
 	}
 	if (status < 0 && status != -pte_eos)
@@ -781,6 +1114,7 @@ static int decode_ovf(struct rv_pq *q)
 	ev->type = ptev_overflow;
 	ev->ip_suppressed = 1;
 	q->enabled = false;
+	add_event_time(q, ev);
 	q->event = ev;
 	return 0;
 }
@@ -804,6 +1138,10 @@ static int bdm70_applies(const struct rv_pq *q, const uint8_t *p)
 			return 1;
 		case K_PAD:
 		case K_CBR:
+		case K_TSC:
+		case K_TMA:
+		case K_MTC:
+		case K_CYC:
 		case K_PSBEND:
 		case K_PIP:
 		case K_MODE:
@@ -835,6 +1173,7 @@ static int decode_header_packet(struct rv_pq *q, uint8_t kind)
 			return -pte_eos;
 		if (!q->pos[2])
 			return RV_PQ_UNMODELLED;
+		apply_cbr(q, q->pos[2], true);
 		ev = enqueue(&q->psbend);
 		if (!ev)
 			return RV_PQ_UNMODELLED;
@@ -902,6 +1241,11 @@ static int decode_header_packet(struct rv_pq *q, uint8_t kind)
 		ev->variant.async_vmcs.base = read_le(q->pos + 2, 5) << 12;
 		q->pos += 7;
 		return 0;
+	case K_TSC:
+	case K_TMA:
+	case K_MTC:
+	case K_CYC:
+		return decode_timing(q, kind, true);
 	default:
 		/* libipt: no header decoder (-pte_bad_context) */
 		return RV_PQ_UNMODELLED;
@@ -971,6 +1315,11 @@ static int decode(struct rv_pq *q, uint8_t kind)
 		return decode_cbr(q);
 	case K_OVF:
 		return decode_ovf(q);
+	case K_TSC:
+	case K_TMA:
+	case K_MTC:
+	case K_CYC:
+		return decode_timing(q, kind, false);
 	default:
 		return RV_PQ_UNMODELLED;
 	}
@@ -1036,13 +1385,19 @@ static int read_ahead_slow(struct rv_pq *q)
 	}
 }
 
-/* read_ahead_slow, past PADs to a TNT-8 or TIP first. */
+/* read_ahead_slow, past PADs, CYCs and MTCs (those whole: the slow path
+ * has a cut one's end) to a TNT-8 or TIP first. */
 static inline int read_ahead(struct rv_pq *q)
 {
-	/* PADs are decoded by moving past them */
-	while (q->pos < q->end && !q->pos[0])
-		q->pos++;
-	if (q->pos < q->end) {
+	for (;;) {
+		uint64_t cyc;
+		int size, status;
+
+		/* PADs are decoded by moving past them */
+		while (q->pos < q->end && !q->pos[0])
+			q->pos++;
+		if (q->pos >= q->end)
+			break;
 		if (is_tnt8(q->pos[0])) {
 			q->next = K_TNT8;
 			return 0;
@@ -1051,6 +1406,20 @@ static inline int read_ahead(struct rv_pq *q)
 			q->next = K_TIP;
 			return 0;
 		}
+		if ((q->pos[0] & 3) == 3) {
+			size = read_cyc(q->pos, q->end, &cyc);
+			if (size < 0)
+				break;
+			status = apply_cyc(q, cyc);
+		} else if (q->pos[0] == 0x59 && q->end - q->pos >= 2) {
+			size = 2;
+			status = apply_mtc(q, q->pos[1]);
+		} else {
+			break;
+		}
+		if (status < 0)
+			return status;
+		q->pos += size;
 	}
 	return read_ahead_slow(q);
 }
@@ -1148,13 +1517,25 @@ bool rv_pq_init(struct rv_pq *q, const struct pt_config *config, bool whole)
 	q->end = end;
 	if (!q->begin || end < q->begin || end - q->begin < PSB_BYTES)
 		return false;
-	/* BDM70 is modelled, no other erratum */
+	/* BDM70 is modelled; SKD022 and SKL014 are the instruction flow
+	 * decoders' (the query decoder has no workaround for them); no other
+	 * erratum */
 	q->bdm70 = errata.bdm70;
 	errata.bdm70 = 0;
+	errata.skd022 = 0;
+	errata.skl014 = 0;
 	if (memcmp(&errata, &none, sizeof(none)))
 		return false;
 	if (config->decode.callback)
 		return false;
+	/* an MTC's CTC, shifted by mtc_freq, and a wrap must fit 32 bits */
+	if (config->mtc_freq > 23)
+		return false;
+	q->mtc_freq = config->mtc_freq;
+	q->nom_freq = config->nom_freq;
+	q->ctc_eax = config->cpuid_0x15_eax;
+	q->ctc_ebx = config->cpuid_0x15_ebx;
+	tcal_init(&q->tcal);
 	return whole ? all_modelled(q->begin, end) : header_modelled(q->begin, end);
 }
 
@@ -1164,6 +1545,8 @@ int rv_pq_sync_set(struct rv_pq *q, uint64_t *ip, uint64_t offset)
 	bool have;
 
 	reset_state(q);
+	memset(&q->time, 0, sizeof(q->time));
+	q->last = q->time;
 	q->next = 0;
 	if (offset > (uint64_t)(q->end - q->begin) || q->end - q->begin - offset < PSB_BYTES)
 		return RV_PQ_UNMODELLED;
@@ -1204,13 +1587,12 @@ int rv_pq_get_sync_offset(const struct rv_pq *q, uint64_t *offset)
 
 int rv_pq_time(const struct rv_pq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
 {
-	(void)q;
-	*time = 0;
+	*time = q->last.tsc;
 	if (lost_mtc)
-		*lost_mtc = 0;
+		*lost_mtc = q->last.lost_mtc;
 	if (lost_cyc)
-		*lost_cyc = 0;
-	return -pte_no_time;
+		*lost_cyc = q->last.lost_cyc;
+	return q->last.have_tsc ? 0 : -pte_no_time;
 }
 
 /* libipt's pt_qry_cache_tnt: on to the next TNT packet. */
@@ -1236,6 +1618,7 @@ static int cache_tnt(struct rv_pq *q)
 		if (status)
 			return status;
 	}
+	q->last = q->time;
 	return finish(q);
 }
 
@@ -1246,6 +1629,7 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 		unsigned bits = q->pos[0] >> 1;
 		int status;
 
+		q->last = q->time;
 		q->tnt = bits;
 		q->tnt_index = 1ull << (30 - __builtin_clz(bits));
 		q->pos++;
@@ -1291,6 +1675,7 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 				flags |= pts_ip_suppressed;
 			else
 				*ip = to;
+			q->last = q->time;
 			break;
 		}
 		status = read_ahead(q);
@@ -1322,6 +1707,7 @@ int rv_pq_event(struct rv_pq *q, struct pt_event *event)
 			return status;
 		if (q->event) {
 			memcpy(event, q->event, sizeof(*event));
+			q->last = q->time;
 			break;
 		}
 		status = read_ahead(q);

@@ -6,11 +6,19 @@
  * same statuses (pts_event_pending, pts_ip_suppressed, pts_eos), taken
  * bits, IPs, events (struct pt_event byte for byte), offsets, sync offsets
  * and time, for the traces it models. It models a chunk when rv_pq_init
- * says so: no erratum but BDM70 (whose workaround it has), and only PAD,
- * PSB, PSBEND, TNT-8, TNT-64, TIP, TIP.PGE, TIP.PGD, FUP, MODE (exec and
- * TSX), PIP, VMCS, CBR, STOP and OVF packets. A trace without TSC, TMA, MTC
- * and CYC packets has no time: libipt's time stays zero and its queries
- * say -pte_no_time, as these do.
+ * says so: no erratum the query decoder works around but BDM70 (whose
+ * workaround it has), and only PAD, PSB, PSBEND, TNT-8, TNT-64, TIP,
+ * TIP.PGE, TIP.PGD, FUP, MODE (exec and TSX), PIP, VMCS, CBR, STOP, OVF,
+ * TSC, TMA, MTC and CYC packets.
+ *
+ * Time is libipt's to the tick: its TSC, TMA and MTC arithmetic over
+ * pt_config's mtc_freq and CPUID 0x15 ratio, CYC scaled by its calibration
+ * (from MTC periods, from TSCs in PSB+ when there are no MTCs, or from
+ * nom_freq and CBR), the lost MTC and CYC counts, the time each event
+ * carries (has_tsc) when it is made, and rv_pq_time's answer: the time
+ * when the last query that answered had decoded its packet, before the
+ * read-ahead after it (a query refused, -pte_bad_query, leaves it), and
+ * -pte_no_time before a TSC or after rv_pq_sync_set until a query answers.
  *
  * What it meets that it does not model (a packet kind it does not know, a
  * malformed packet, any error of libipt's but the end of the trace and a
@@ -19,9 +27,9 @@
  * differently; the caller hands the chunk to libipt then. -pte_eos and
  * -pte_bad_query are libipt's, at the same calls.
  *
- * Not here: the walk (pt_fast.c); timing, power, PTWRITE and MNT packets
- * and the other errata's workarounds: rv_pq_init leaves chunks with them
- * to libipt's query decoder.
+ * Not here: the walk (pt_fast.c); power, PTWRITE and MNT packets and the
+ * other errata's workarounds (SKD007, SKD010, SKL168, ...): rv_pq_init
+ * leaves chunks with them to libipt's query decoder.
  *
  * Thread safety: a decoder belongs to one thread.
  */
@@ -42,6 +50,23 @@ struct rv_pq_queue {
 	uint8_t begin, end; /* ev[begin, end) */
 };
 
+/* libipt's time (struct pt_time): TSC units. */
+struct rv_pq_time {
+	uint64_t tsc, base, fc;
+	uint32_t ctc, ctc_cyc; /* CTC at the last MTC (or TMA), and the last reset of fc */
+	uint32_t lost_mtc, lost_cyc;
+	bool have_tsc, have_tma, have_mtc;
+};
+
+/* libipt's calibration (struct pt_time_cal): fcr is fast-counter ticks per
+ * cycle, shifted left by 8. */
+struct rv_pq_tcal {
+	uint64_t fcr, min_fcr, max_fcr;
+	uint64_t tsc, cyc_tsc, cyc_mtc;
+	uint32_t ctc;
+	bool have_mtc;
+};
+
 /* The decoder's state: read only by the inline query below. */
 struct rv_pq {
 	const uint8_t *begin, *end;
@@ -52,7 +77,12 @@ struct rv_pq {
 	uint64_t last_ip;
 	bool have_ip, ip_suppressed;
 	bool enabled, consume_packet;
-	bool bdm70;		      /* erratum BDM70's workaround is on */
+	bool bdm70;		    /* erratum BDM70's workaround is on */
+	uint8_t mtc_freq, nom_freq; /* pt_config's */
+	uint32_t ctc_eax, ctc_ebx;  /* pt_config's cpuid_0x15_eax, _ebx */
+	struct rv_pq_time time;
+	struct rv_pq_time last; /* time when the last query's packet was decoded */
+	struct rv_pq_tcal tcal;
 	const struct pt_event *event; /* the event the last packet published */
 	struct pt_event standalone;
 	struct rv_pq_queue psbend, tip, fup; /* the events bound to each */

@@ -1,11 +1,15 @@
 /* fuzz_pt_query.c: rearview's packet layer (decode/pt_query.h) against
  * libipt's query decoder, in lock step (tests/support/pt_query_lockstep.h)
- * over the fuzzed bytes as one chunk: from its start, with and without
- * BDM70's workaround, the queries chosen by two seeds, the chunk checked
- * whole first by the layer or not. Any answer that
- * differs where the layer did not decline first aborts, naming it. Seeds:
- * chunks of ../shared/pt-corpus's recordings (a PSB to the next) and a few
- * made-up traces (an overflow, MODE.TSX, events bound to a TIP).
+ * over the fuzzed bytes as one chunk: from its start, without BDM70's
+ * workaround nor a timing configuration (libipt's defaults), and with both
+ * (softpt's CPUID 0x15 ratio and nominal frequency, an MTC frequency of the
+ * input's size modulo 16), the queries chosen by two seeds, the chunk
+ * checked whole first by the layer or not. Any answer that differs where
+ * the layer did not decline first aborts, naming it. Seeds: chunks of
+ * ../shared/pt-corpus's recordings (a PSB to the next), the first 4 KiB of
+ * softpt captures of tests/pt/recursion with timing packets (MTC, CYC, TSC
+ * only, high resolution, an overflow) and a few made-up traces (an
+ * overflow, MODE.TSX, events bound to a TIP).
  *
  * Not here: the walk over the answers (fuzz_pt_fast.c). */
 #include <inttypes.h>
@@ -43,6 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct pq_lockstep r;
 
 			config.errata.bdm70 = bdm70;
+			config.cpuid_0x15_eax = bdm70 ? 1 : 0;
+			config.cpuid_0x15_ebx = bdm70 ? 100 : 0;
+			config.nom_freq = bdm70 ? 24 : 0;
+			config.mtc_freq = bdm70 ? (uint8_t)(size % 16) : 0;
 			/* seed 1: checked whole first; 2: its PSB+ only */
 			if (!pq_lockstep_run(&config, 0, seed == 1, seed, 1u << 20, &r))
 				abort();

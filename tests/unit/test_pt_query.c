@@ -9,9 +9,16 @@
  * - The same recordings damaged at every 97th byte (the byte flipped, or
  *   the chunk cut there): the layer answers as libipt does or declines
  *   first.
- * - Made-up traces: a timing packet makes the layer decline the chunk; an
- *   overflow with and without a FUP after it, a MODE.TSX, TIP.PGD after
- *   a FUP, a cut TIP at the end, a CBR between packets.
+ * - softpt captures of tests/pt/recursion in every timing setting
+ *   test_pt_decoder.c makes (TSC only, MTC, CYC, a PSB every 2 KiB, an
+ *   overflow, a snapshot), whole and chunk by chunk, with the capture's
+ *   timing configuration and with parts of it taken away (no CPUID 0x15
+ *   ratio, no nominal frequency, other MTC frequencies); and damaged: the
+ *   layer takes them (time included) and answers as libipt does, or
+ *   declines first when damaged.
+ * - Made-up traces: an overflow with and without a FUP after it, a
+ *   MODE.TSX, TIP.PGD after a FUP, a cut TIP at the end, a CBR between
+ *   packets, timing packets in and out of a PSB+.
  *
  * Not here: the walk over the answers (test_pt_decoder.c); fuzzed bytes
  * (tests/fuzz/fuzz_pt_query.c).
@@ -23,7 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "decode/pt_capture.h"
+#include "decode/pt_capture_internal.h"
 #include "decode/pt_query.h"
 #include "pt_query_lockstep.h"
 #include "test_env.h"
@@ -189,7 +199,10 @@ static bool made_up_step(const uint8_t *body, size_t body_size, const char *what
 
 Test(pt_query, made_up_alike)
 {
-	static const uint8_t tsc[] = { 0x19, 1, 2, 3, 4, 5, 6, 7, 0x0c };
+	/* TSC, TMA, MTC, CYC, a TNT, CBR (a frequency change), CYC, TIP */
+	static const uint8_t timing[] = { 0x19, 1,    2,    3,	  4,	5,    6,    7,	  0x02,
+					  0x73, 0x34, 0x12, 0,	  0x21, 0x01, 0x59, 0x13, 0x07,
+					  0x05, 0x0c, 0x02, 0x03, 0x10, 0x00, 0x2b, 0x0d, 0x10 };
 	static const uint8_t ovf_fup[] = { 0x0c, 0x02, 0xf3, 0x00, 0x02, 0x03, 0x21, 0x00,
 					   0x3d, 0x20, 0x10, 0x0c, 0x0d, 0x30, 0x10 };
 	static const uint8_t ovf_psb[] = { 0x0c, 0x02, 0xf3, 0x00, 0x00, 2,    0x82, 2,
@@ -209,7 +222,7 @@ Test(pt_query, made_up_alike)
 	static const uint8_t tnt64[] = { 0x02, 0xa3, 0x55, 0x55, 0x55, 0x55, 0x55, 0x01, 0x00, 0x00,
 					 0x02, 0xa3, 0,	   0,	 0,    0,    0,	   0,	 0x0d };
 
-	cr_assert(made_up_step(tsc, sizeof(tsc), "a TSC"), "a chunk with a TSC is taken");
+	cr_assert_not(made_up_step(timing, sizeof(timing), "TSC, TMA, MTC, CYC, CBR"));
 	cr_assert_not(made_up_step(ovf_fup, sizeof(ovf_fup), "OVF, FUP"));
 	cr_assert_not(made_up_step(ovf_psb, sizeof(ovf_psb), "OVF, PSB"));
 	cr_assert_not(made_up_step(ovf_pge, sizeof(ovf_pge), "OVF, TIP.PGE"));
@@ -218,4 +231,208 @@ Test(pt_query, made_up_alike)
 	cr_assert_not(made_up_step(cbr_mid, sizeof(cbr_mid), "CBR and STOP"));
 	cr_assert_not(made_up_step(cut_tip, sizeof(cut_tip), "a cut TIP"));
 	made_up_step(tnt64, sizeof(tnt64), "TNT-64");
+}
+
+/* ---- softpt captures ---- */
+
+/* softpt's settings, as test_pt_decoder.c makes its captures */
+static const struct {
+	const char *name, *args;
+} softpt_configs[] = {
+	{ "low", "--timer-resolution low" },
+	{ "tsc-only", "--timer-resolution custom:tsc=1,mtc=0,cyc=0" },
+	{ "psb-2k", "--timer-resolution low --psb-period 0" },
+	{ "psb-2k-tsc", "--timer-resolution custom:tsc=1,mtc=0,cyc=0 --psb-period 0" },
+	{ "overflow", "--timer-resolution low --inject-overflow 20000" },
+	{ "snapshot", "--timer-resolution low --psb-period 0 --snapshot-size 4K" },
+	{ "cyc", "--timer-resolution normal" },
+	{ "cyc-noretcomp", "--timer-resolution high" },
+};
+
+#define NR_SOFTPT_CONFIGS (sizeof(softpt_configs) / sizeof(softpt_configs[0]))
+
+static void require_executable(const char *what, const char *path)
+{
+	if (access(path, X_OK) == 0)
+		return;
+	if (under_ci())
+		cr_assert_fail("%s (%s) is missing on CI", what, path);
+	fprintf(stderr, "skipped: %s (%s) is missing\n", what, path);
+	cr_skip_test("%s (%s) is missing", what, path);
+}
+
+/* softpt's captures of tests/pt/recursion, one per setting, in dir. */
+static void run_softpt(char *dir, size_t dir_size)
+{
+	char softpt[PATH_MAX], program[PATH_MAX], cmd[8192];
+	size_t used;
+
+	snprintf(softpt, sizeof(softpt), "%s/softpt", build_dir());
+	snprintf(program, sizeof(program), "%s/tests/pt/recursion", build_dir());
+	require_executable("softpt (make build/softpt)", softpt);
+	require_executable("the PT target program", program);
+	snprintf(dir, dir_size, "/tmp/rv-pt-query-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	used = (size_t)snprintf(cmd, sizeof(cmd), "'%s' -q", softpt);
+	for (size_t i = 0; i < NR_SOFTPT_CONFIGS; i++)
+		used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " %s -o '%s/%s'",
+					 softpt_configs[i].args, dir, softpt_configs[i].name);
+	snprintf(cmd + used, sizeof(cmd) - used, " -- '%s' >'%s/out.txt' 2>&1", program, dir);
+	cr_assert_lt(used, sizeof(cmd) - 64);
+	cr_assert_eq(system(cmd), 0, "softpt failed: %s", cmd);
+}
+
+/* The capture's timing configuration (0), or parts of it taken away. */
+static void vary_timing(struct pt_config *config, int variant)
+{
+	switch (variant) {
+	case 1:
+		config->cpuid_0x15_eax = config->cpuid_0x15_ebx = 0;
+		break;
+	case 2:
+		config->nom_freq = 0;
+		break;
+	case 3:
+		/* TMA's 16 bits of CTC hold an MTC's and the period's */
+		config->mtc_freq = 8;
+		config->nom_freq = 0;
+		break;
+	case 4:
+		/* they do not: the first MTC after it estimates the rest */
+		config->mtc_freq = 12;
+		break;
+	default:
+		break;
+	}
+}
+
+#define TIMING_VARIANTS 5
+
+/* Lock step over [begin, end) of a capture's buffer with its config. */
+static struct pq_lockstep capture_step(const struct pt_config *base, int variant,
+				       const uint8_t *begin, const uint8_t *end, uint64_t seed,
+				       const char *what, size_t at)
+{
+	struct pt_config config = *base;
+	struct pq_lockstep r;
+
+	vary_timing(&config, variant);
+	config.begin = (uint8_t *)begin;
+	config.end = (uint8_t *)end;
+	cr_assert(pq_lockstep_run(&config, 0, seed & 1, seed, MAX_CALLS, &r));
+	cr_assert_not(r.differ, "%s (timing %d) at %#zx: %s", what, variant, at, r.text);
+	return r;
+}
+
+static struct rv_pt_capture *open_capture(const char *dir, const char *name)
+{
+	struct rv_pt_capture_options options = { .jobs = 1 };
+	struct rv_pt_capture *c;
+	struct rv_error err = { 0 };
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s/perf.data", dir, name);
+	options.path = path;
+	cr_assert_geq(rv_pt_capture_open(&c, &options, NULL, &err), 0, "%s: %s", path, err.message);
+	return c;
+}
+
+static void remove_captures(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(pt_query, softpt_alike, .timeout = 600)
+{
+	char dir[PATH_MAX];
+
+	run_softpt(dir, sizeof(dir));
+	for (size_t i = 0; i < NR_SOFTPT_CONFIGS; i++) {
+		struct rv_pt_capture *c = open_capture(dir, softpt_configs[i].name);
+		uint64_t timed = 0;
+
+		for (size_t b = 0; b < c->nr_buffers; b++) {
+			const struct ptc_buffer *buf = &c->buffers[b];
+			size_t *starts, n = psb_offsets(buf->data, buf->size, &starts);
+			const uint8_t *end = buf->data + buf->size;
+
+			for (int v = 0; v < TIMING_VARIANTS; v++) {
+				struct pq_lockstep r;
+
+				if (!n)
+					break;
+				for (uint64_t seed = 1; seed <= 2; seed++) {
+					r = capture_step(&c->config, v, buf->data + starts[0], end,
+							 seed, softpt_configs[i].name, starts[0]);
+					cr_assert_not(r.declined, "%s: buffer %zu declined",
+						      softpt_configs[i].name, b);
+					timed += r.calls;
+				}
+				for (size_t k = 0; k < n; k++) {
+					r = capture_step(&c->config, v, buf->data + starts[k],
+							 buf->data + starts[k + 1], k + 1,
+							 softpt_configs[i].name, starts[k]);
+					cr_assert_not(r.declined, "%s: the chunk at %#zx declined",
+						      softpt_configs[i].name, starts[k]);
+				}
+			}
+			free(starts);
+		}
+		cr_assert_gt(timed, 1000, "%s: %" PRIu64 " calls", softpt_configs[i].name, timed);
+		rv_pt_capture_free(c);
+	}
+	remove_captures(dir);
+}
+
+Test(pt_query, softpt_damaged_alike_or_declined, .timeout = 600)
+{
+	char dir[PATH_MAX];
+
+	run_softpt(dir, sizeof(dir));
+	for (size_t i = 0; i < NR_SOFTPT_CONFIGS; i++) {
+		struct rv_pt_capture *c = open_capture(dir, softpt_configs[i].name);
+		size_t declined = 0, runs = 0;
+		char flipped[64], cut[64];
+
+		snprintf(flipped, sizeof(flipped), "%s, a byte flipped", softpt_configs[i].name);
+		snprintf(cut, sizeof(cut), "%s, cut", softpt_configs[i].name);
+
+		for (size_t b = 0; b < c->nr_buffers; b++) {
+			const struct ptc_buffer *buf = &c->buffers[b];
+			uint8_t *copy = malloc(buf->size);
+			size_t *starts, n, k = 0;
+
+			if (!buf->size)
+				continue;
+			cr_assert_not_null(copy);
+			memcpy(copy, buf->data, buf->size);
+			n = psb_offsets(copy, buf->size, &starts);
+			for (size_t at = n ? starts[0] : buf->size; at < buf->size;
+			     at += DAMAGE_STRIDE) {
+				struct pq_lockstep r;
+				int v = (int)(at % TIMING_VARIANTS);
+
+				while (k + 1 < n && starts[k + 1] <= at)
+					k++;
+				copy[at] ^= 0xff;
+				r = capture_step(&c->config, v, copy + starts[k],
+						 copy + starts[k + 1], at + 1, flipped, at);
+				declined += r.declined;
+				copy[at] ^= 0xff;
+				r = capture_step(&c->config, v, copy + starts[k], copy + at, at + 1,
+						 cut, at);
+				declined += r.declined;
+				runs += 2;
+			}
+			free(starts);
+			free(copy);
+		}
+		cr_assert_lt(declined, runs / 2, "%s: %zu of %zu declined", softpt_configs[i].name,
+			     declined, runs);
+		rv_pt_capture_free(c);
+	}
+	remove_captures(dir);
 }
