@@ -107,14 +107,32 @@ out:
 	return ok;
 }
 
+/* A PSB's 16 bytes hold a whole 8-byte word at an offset that is a
+ * multiple of 8 (counted from buf), which reads as one of these two: the
+ * search looks at those words alone, and at the bytes around a hit (the
+ * words read little-endian: PT is x86's). */
+#define PSB_WORD_EVEN 0x8202820282028202ull /* 02 82 02 82 ... in memory */
+#define PSB_WORD_ODD  0x0282028202820282ull /* 82 02 82 02 ... */
+
 size_t rv_pt_next_psb_pattern(const uint8_t *buf, size_t size, size_t from)
 {
-	const uint8_t *p;
-
 	if (from >= size || size - from < sizeof(psb_pattern))
 		return size;
-	p = memmem(buf + from, size - from, psb_pattern, sizeof(psb_pattern));
-	return p ? (size_t)(p - buf) : size;
+	/* The first PSB at or after from has its word at or after the first
+	 * multiple of 8 from there, and no PSB before it has a word at all. */
+	for (size_t word = (from + 7) & ~(size_t)7; word <= size - 8; word += 8) {
+		uint64_t w;
+
+		memcpy(&w, buf + word, sizeof(w));
+		if (__builtin_expect(w != PSB_WORD_EVEN && w != PSB_WORD_ODD, 1))
+			continue;
+		/* The PSB holding this word begins 0 to 7 bytes before it. */
+		for (size_t at = word >= from + 7 ? word - 7 : from; at <= word; at++)
+			if (size - at >= sizeof(psb_pattern) &&
+			    !memcmp(buf + at, psb_pattern, sizeof(psb_pattern)))
+				return at;
+	}
+	return size;
 }
 
 /* The first PSB at or after from whose PSB+ parses; size if none. */

@@ -1909,3 +1909,45 @@ Test(pt_decoder, count_packets)
 	cr_assert_eq(rv_pt_count_packets(buf, lead, NULL), 0, "garbage only");
 	cr_assert_eq(rv_pt_count_packets(NULL, 0, NULL), 0);
 }
+
+/* The first PSB pattern at or after from, byte by byte: the reference. */
+static size_t psb_by_bytes(const uint8_t *buf, size_t size, size_t from)
+{
+	static const uint8_t psb[16] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82 };
+
+	for (size_t at = from; at < size && size - at >= sizeof(psb); at++)
+		if (!memcmp(buf + at, psb, sizeof(psb)))
+			return at;
+	return size;
+}
+
+/* rv_pt_next_psb_pattern looks at one word in eight: PSBs at every offset
+ * and every start of the search, runs of the pattern longer and shorter
+ * than a PSB (odd and even), and PSBs cut by the buffer's end. */
+Test(pt_decoder, psb_pattern_search_at_every_alignment)
+{
+	uint8_t buf[96];
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+
+	for (unsigned round = 0; round < 4000; round++) {
+		size_t size = 16 + round % 80;
+
+		for (size_t i = 0; i < size; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			/* mostly 02 and 82, so that partial patterns abound */
+			buf[i] = (seed >> 60) < 12 ? ((seed >> 56) & 1 ? 0x82 : 0x02)
+						   : (uint8_t)(seed >> 33);
+		}
+		if (round % 3 == 0) {
+			size_t at = (seed >> 20) % size, len = 12 + (seed >> 40) % 24;
+
+			for (size_t i = 0; i < len && at + i < size; i++)
+				buf[at + i] = (i + (round & 1)) % 2 ? 0x82 : 0x02;
+		}
+		for (size_t from = 0; from <= size; from++)
+			cr_assert_eq(rv_pt_next_psb_pattern(buf, size, from),
+				     psb_by_bytes(buf, size, from), "round %u, size %zu, from %zu",
+				     round, size, from);
+	}
+}
