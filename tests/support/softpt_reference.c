@@ -107,3 +107,27 @@ void softpt_reference_free(struct softpt_reference *ref)
 	free(ref->trace);
 	ref->trace = NULL;
 }
+
+void softpt_run_settings(const char *program, const struct softpt_setting *settings, size_t n,
+			 size_t stride, const char *prefix, char *dir, size_t dir_size)
+{
+	char softpt[PATH_MAX], target[PATH_MAX], cmd[8192];
+	const char *at = (const char *)settings;
+	size_t used;
+
+	snprintf(softpt, sizeof(softpt), "%s/softpt", build_dir());
+	snprintf(target, sizeof(target), "%s/tests/pt/%s", build_dir(), program);
+	require_executable("softpt (make build/softpt)", softpt);
+	require_executable("the PT target program", target);
+	make_temp_dir(dir, dir_size, prefix);
+	used = (size_t)snprintf(cmd, sizeof(cmd), "'%s' -q", softpt);
+	for (size_t i = 0; i < n && used < sizeof(cmd); i++, at += stride) {
+		const struct softpt_setting *s = (const struct softpt_setting *)at;
+
+		used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " %s -o '%s/%s'", s->args,
+					 dir, s->name);
+	}
+	cr_assert_lt(used, sizeof(cmd) - 64, "the softpt command is too long");
+	snprintf(cmd + used, sizeof(cmd) - used, " -- '%s' >'%s/out.txt' 2>&1", target, dir);
+	cr_assert_eq(system(cmd), 0, "softpt failed (see %s/out.txt): %s", dir, cmd);
+}

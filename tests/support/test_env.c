@@ -96,6 +96,16 @@ void require_tool(const char *tool, const char *package)
 	cr_skip_test("%s is not installed (Debian package %s)", tool, package);
 }
 
+void require_executable(const char *what, const char *path)
+{
+	if (access(path, X_OK) == 0)
+		return;
+	if (under_ci())
+		cr_assert_fail("%s (%s) is missing on CI", what, path);
+	fprintf(stderr, "skipped: %s (%s) is missing\n", what, path);
+	cr_skip_test("%s (%s) is missing", what, path);
+}
+
 char *run_command(int *status, size_t *length, const char *fmt, ...)
 {
 	char cmd[8192];

@@ -41,6 +41,10 @@ void corpus_path(char *out, size_t size, const char *rel);
  * `package` is the Debian package that has it. */
 void require_tool(const char *tool, const char *package);
 
+/* Skips the test (fails it under CI) when path is not executable; what says
+ * what it is (and how to get it). */
+void require_executable(const char *what, const char *path);
+
 /* The standard output of `sh -c COMMAND` (printf-style), NUL-terminated and
  * malloc'd; *status is pclose's, *length (may be NULL) the bytes read. */
 char *run_command(int *status, size_t *length, const char *fmt, ...)

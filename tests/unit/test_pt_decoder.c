@@ -47,24 +47,13 @@
 #include "decode/perf_script.h"
 #include "decode/pt_decoder.h"
 #include "decode/pt_sections.h"
+#include "softpt_reference.h"
 #include "test_env.h"
 #include "pt_walkers.h"
 #include "test_files.h"
 
 /* IA32_RTIT_CTL.ADDR0_CFG: trace only inside [ADDR0_A, ADDR0_B] */
 #define ADDR_CFG_FILTER 1
-
-/* ---- the environment ---- */
-
-static void require_executable(const char *what, const char *path)
-{
-	if (access(path, X_OK) == 0)
-		return;
-	if (under_ci())
-		cr_assert_fail("%s (%s) is missing on CI", what, path);
-	fprintf(stderr, "skipped: %s (%s) is missing\n", what, path);
-	cr_skip_test("%s (%s) is missing", what, path);
-}
 
 /* ---- events as the sink saw them ---- */
 
@@ -1111,46 +1100,34 @@ static void compare_with_perf(const struct evlist *perf, const struct evlist *mi
 /* ---- softpt runs ---- */
 
 struct softpt_config {
-	const char *name;
-	const char *args; /* softpt options before -o */
-	bool exact_time;  /* perf's times are ours */
-	bool psb_2k;	  /* a PSB every 2 KiB: chunked decoding is checked */
+	struct softpt_setting run; /* first: the table is softpt_run_settings' */
+	bool exact_time;	   /* perf's times are ours */
+	bool psb_2k;		   /* a PSB every 2 KiB: chunked decoding is checked */
 };
 
 static const struct softpt_config softpt_configs[] = {
-	{ "low", "--timer-resolution low", true, false },
-	{ "tsc-only", "--timer-resolution custom:tsc=1,mtc=0,cyc=0", true, false },
-	{ "psb-2k", "--timer-resolution low --psb-period 0", true, true },
-	{ "psb-2k-tsc", "--timer-resolution custom:tsc=1,mtc=0,cyc=0 --psb-period 0", true, true },
-	{ "noretcomp", "--timer-resolution low --noretcomp", true, false },
-	{ "overflow", "--timer-resolution low --inject-overflow 20000", true, false },
-	{ "snapshot", "--timer-resolution low --psb-period 0 --snapshot-size 4K", true, true },
-	{ "cyc", "--timer-resolution normal", false, false },
-	{ "cyc-noretcomp", "--timer-resolution high", false, false },
+	{ { "low", "--timer-resolution low" }, true, false },
+	{ { "tsc-only", "--timer-resolution custom:tsc=1,mtc=0,cyc=0" }, true, false },
+	{ { "psb-2k", "--timer-resolution low --psb-period 0" }, true, true },
+	{ { "psb-2k-tsc", "--timer-resolution custom:tsc=1,mtc=0,cyc=0 --psb-period 0" },
+	  true,
+	  true },
+	{ { "noretcomp", "--timer-resolution low --noretcomp" }, true, false },
+	{ { "overflow", "--timer-resolution low --inject-overflow 20000" }, true, false },
+	{ { "snapshot", "--timer-resolution low --psb-period 0 --snapshot-size 4K" }, true, true },
+	{ { "cyc", "--timer-resolution normal" }, false, false },
+	{ { "cyc-noretcomp", "--timer-resolution high" }, false, false },
 };
 
 #define NR_SOFTPT_CONFIGS (sizeof(softpt_configs) / sizeof(softpt_configs[0]))
 
+/* softpt's captures of tests/pt/TARGET, one per setting, in dir; perf is
+ * their oracle. */
 static void run_softpt(const char *target, char *dir, size_t dir_size)
 {
-	char softpt[PATH_MAX], program[PATH_MAX], cmd[8192];
-	size_t used;
-
-	snprintf(softpt, sizeof(softpt), "%s/softpt", build_dir());
-	snprintf(program, sizeof(program), "%s/tests/pt/%s", build_dir(), target);
-	require_executable("softpt (make build/softpt)", softpt);
-	require_executable("the PT target program", program);
 	require_executable("perf (Debian's linux-perf)", "/usr/bin/perf");
-
-	snprintf(dir, dir_size, "/tmp/rv-pt-decoder-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	used = (size_t)snprintf(cmd, sizeof(cmd), "'%s' -q", softpt);
-	for (size_t i = 0; i < NR_SOFTPT_CONFIGS; i++)
-		used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " %s -o '%s/%s'",
-					 softpt_configs[i].args, dir, softpt_configs[i].name);
-	snprintf(cmd + used, sizeof(cmd) - used, " -- '%s' >'%s/out.txt' 2>&1", program, dir);
-	cr_assert_lt(used, sizeof(cmd) - 64);
-	cr_assert_eq(system(cmd), 0, "softpt failed: %s", cmd);
+	softpt_run_settings(target, &softpt_configs[0].run, NR_SOFTPT_CONFIGS,
+			    sizeof(softpt_configs[0]), "rv-pt-decoder", dir, dir_size);
 }
 
 /* Of fast_settings, those the captures are decoded at: the first two (the
@@ -1260,14 +1237,14 @@ static void check_target(const char *target)
 		struct evlist perf = { 0 }, mine = { 0 };
 		struct rv_pt_stats st;
 
-		snprintf(cdir, sizeof(cdir), "%s/%s", dir, cfg->name);
-		snprintf(what, sizeof(what), "%s (%s)", target, cfg->name);
+		snprintf(cdir, sizeof(cdir), "%s/%s", dir, cfg->run.name);
+		snprintf(what, sizeof(what), "%s (%s)", target, cfg->run.name);
 		cap_load(&c, cdir);
 		c.decoder = RV_PT_DECODER_LIBIPT;
 		cap_decode(&c, 1, SIZE_MAX, &mine, &st);
 		cr_assert_eq(st.errors, 0, "%s: %" PRIu64 " decode errors", what, st.errors);
 		cr_assert_gt(st.insns, 1000, "%s", what);
-		if (strcmp(cfg->name, "overflow") == 0)
+		if (strcmp(cfg->run.name, "overflow") == 0)
 			cr_assert_gt(st.overflows, 0, "%s: no overflow", what);
 		perf_events(cdir, &perf);
 		compare_with_perf(&perf, &mine, what, cfg->exact_time);

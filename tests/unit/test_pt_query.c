@@ -36,6 +36,7 @@
 #include "decode/pt_capture_internal.h"
 #include "decode/pt_query.h"
 #include "pt_query_lockstep.h"
+#include "softpt_reference.h"
 #include "test_env.h"
 #include "test_files.h"
 
@@ -236,9 +237,7 @@ Test(pt_query, made_up_alike)
 /* ---- softpt captures ---- */
 
 /* softpt's settings, as test_pt_decoder.c makes its captures */
-static const struct {
-	const char *name, *args;
-} softpt_configs[] = {
+static const struct softpt_setting softpt_configs[] = {
 	{ "low", "--timer-resolution low" },
 	{ "tsc-only", "--timer-resolution custom:tsc=1,mtc=0,cyc=0" },
 	{ "psb-2k", "--timer-resolution low --psb-period 0" },
@@ -251,35 +250,11 @@ static const struct {
 
 #define NR_SOFTPT_CONFIGS (sizeof(softpt_configs) / sizeof(softpt_configs[0]))
 
-static void require_executable(const char *what, const char *path)
-{
-	if (access(path, X_OK) == 0)
-		return;
-	if (under_ci())
-		cr_assert_fail("%s (%s) is missing on CI", what, path);
-	fprintf(stderr, "skipped: %s (%s) is missing\n", what, path);
-	cr_skip_test("%s (%s) is missing", what, path);
-}
-
 /* softpt's captures of tests/pt/recursion, one per setting, in dir. */
 static void run_softpt(char *dir, size_t dir_size)
 {
-	char softpt[PATH_MAX], program[PATH_MAX], cmd[8192];
-	size_t used;
-
-	snprintf(softpt, sizeof(softpt), "%s/softpt", build_dir());
-	snprintf(program, sizeof(program), "%s/tests/pt/recursion", build_dir());
-	require_executable("softpt (make build/softpt)", softpt);
-	require_executable("the PT target program", program);
-	snprintf(dir, dir_size, "/tmp/rv-pt-query-XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	used = (size_t)snprintf(cmd, sizeof(cmd), "'%s' -q", softpt);
-	for (size_t i = 0; i < NR_SOFTPT_CONFIGS; i++)
-		used += (size_t)snprintf(cmd + used, sizeof(cmd) - used, " %s -o '%s/%s'",
-					 softpt_configs[i].args, dir, softpt_configs[i].name);
-	snprintf(cmd + used, sizeof(cmd) - used, " -- '%s' >'%s/out.txt' 2>&1", program, dir);
-	cr_assert_lt(used, sizeof(cmd) - 64);
-	cr_assert_eq(system(cmd), 0, "softpt failed: %s", cmd);
+	softpt_run_settings("recursion", softpt_configs, NR_SOFTPT_CONFIGS,
+			    sizeof(softpt_configs[0]), "rv-pt-query", dir, dir_size);
 }
 
 /* The capture's timing configuration (0), or parts of it taken away. */
