@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -52,17 +53,12 @@ void default_stop_signals(void)
 	signal(SIGTERM, SIG_DFL);
 }
 
-pid_t start_process_input(char *const argv[], const char *stdin_text, int *out_fd, int *err_fd)
+/* argv in its own process group, in_fd (closed here; -1: /dev/null) its
+ * standard input, its output to new temporary files. */
+static pid_t spawn(char *const argv[], int in_fd, int *out_fd, int *err_fd)
 {
 	pid_t pid;
-	int in_fd = -1;
 
-	if (stdin_text) {
-		in_fd = temp_fd();
-		if (write(in_fd, stdin_text, strlen(stdin_text)) != (ssize_t)strlen(stdin_text))
-			abort();
-		lseek(in_fd, 0, SEEK_SET);
-	}
 	*out_fd = temp_fd();
 	*err_fd = temp_fd();
 	pid = fork();
@@ -83,6 +79,31 @@ pid_t start_process_input(char *const argv[], const char *stdin_text, int *out_f
 	if (in_fd >= 0)
 		close(in_fd);
 	return pid;
+}
+
+pid_t start_process_input(char *const argv[], const char *stdin_text, int *out_fd, int *err_fd)
+{
+	int in_fd = -1;
+
+	if (stdin_text) {
+		in_fd = temp_fd();
+		if (write(in_fd, stdin_text, strlen(stdin_text)) != (ssize_t)strlen(stdin_text))
+			abort();
+		lseek(in_fd, 0, SEEK_SET);
+	}
+	return spawn(argv, in_fd, out_fd, err_fd);
+}
+
+pid_t start_process_piped(char *const argv[], int *in_write, int *out_fd, int *err_fd)
+{
+	int in[2];
+
+	/* close-on-exec: the child keeps only its stdin's copy of the read end,
+	 * and none of the write end, so that closing *in_write is its EOF */
+	if (pipe2(in, O_CLOEXEC))
+		abort();
+	*in_write = in[1];
+	return spawn(argv, in[0], out_fd, err_fd);
 }
 
 static void slurp(int fd, char *buf, size_t size)
@@ -353,13 +374,18 @@ char wait_until_running_untraced(pid_t pid, int *tracer, int timeout_s)
 pid_t start_forever(int *pipe_read)
 {
 	int fds[2];
-	pid_t pid;
+	pid_t pid, parent = getpid();
 	char line[64];
 
 	cr_assert_eq(pipe(fds), 0);
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		/* it dies with the test, whichever way the test ends (a failed
+		 * assertion, a timeout) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (getppid() != parent)
+			_exit(127);
 		dup2(fds[1], 1);
 		close(fds[0]);
 		execl(build_path("tests/targets/forever"), "forever", (char *)NULL);

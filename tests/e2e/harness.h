@@ -39,6 +39,10 @@ void default_stop_signals(void);
 /* Same, with stdin_text as the process's standard input. */
 pid_t start_process_input(char *const argv[], const char *stdin_text, int *out_fd, int *err_fd);
 
+/* Same, with a pipe as its standard input: *in_write is the write end, for
+ * answers written after reading what it asked (closing it is end of input). */
+pid_t start_process_piped(char *const argv[], int *in_write, int *out_fd, int *err_fd);
+
 /* Waits up to timeout_s for pid, killing its group on timeout, and fills r. */
 void finish_process(pid_t pid, int out_fd, int err_fd, int timeout_s, struct proc_result *r);
 
@@ -98,7 +102,8 @@ char proc_state(pid_t pid, int *tracer);
 char wait_until_running_untraced(pid_t pid, int *tracer, int timeout_s);
 
 /* Starts tests/targets/forever with its stdout on a pipe (*pipe_read, to be
- * closed by the caller) and waits for its "PID ready" line. */
+ * closed by the caller) and waits for its "PID ready" line. It is killed
+ * when the test's process ends, so a failed test leaves none behind. */
 pid_t start_forever(int *pipe_read);
 
 /* Skips the test unless it runs as root (under CI, fails it); `tests` says

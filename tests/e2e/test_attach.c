@@ -121,14 +121,71 @@ Test(attach, stops_when_the_process_exits, .timeout = 60)
 	cleanup_dir(dir);
 }
 
-Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
+/* Waits until rearview attach asks which process to record; fails the test
+ * with what it said when it does not. */
+static void wait_for_question(pid_t rearview, int err_fd)
 {
-	char dir[64], out[128], answer[32], needle[32];
-	struct proc_result r;
-	int pipe_read, status, out_fd, err_fd, number = 0;
-	pid_t target = start_forever(&pipe_read), rearview;
-	const char *line;
+	char text[4096];
+	int got = wait_for_output(rearview, err_fd, "Record which process?", 30);
+	ssize_t n;
 
+	if (got == 1)
+		return;
+	n = pread(err_fd, text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = '\0';
+	cr_assert_fail("rearview attach %s without asking which process:\n%s",
+		       got == 0 ? "exited" : "waited 30 s", text);
+}
+
+/* The number before forever's line in the list rearview printed on err_fd
+ * (0 when it is not there yet). */
+static int number_in_list(int err_fd, pid_t target)
+{
+	static char text[65536];
+	char needle[32];
+	ssize_t n = pread(err_fd, text, sizeof(text) - 1, 0);
+
+	text[n > 0 ? n : 0] = '\0';
+	snprintf(needle, sizeof(needle), ") %7d  ", (int)target);
+	for (const char *line = text; *line;) {
+		const char *eol = strchr(line, '\n');
+		const char *hit = strstr(line, needle);
+
+		if (hit && (!eol || hit < eol) && strstr(hit, "forever"))
+			return atoi(line);
+		if (!eol)
+			break;
+		line = eol + 1;
+	}
+	return 0;
+}
+
+/* What the numbered-list test started, ended here however it ends. */
+static pid_t list_target = -1, list_rearview = -1;
+
+static void end_list_processes(void)
+{
+	if (list_rearview > 0) {
+		kill(-list_rearview, SIGKILL);
+		waitpid(list_rearview, NULL, 0);
+	}
+	if (list_target > 0) {
+		kill(list_target, SIGKILL);
+		waitpid(list_target, NULL, 0);
+	}
+}
+
+/* Answered in the run that asks: the numbers hold for the list it printed,
+ * not for another run's, where processes that started or ended in between
+ * would move them. */
+Test(attach, without_pid_offers_a_numbered_list, .timeout = 60, .fini = end_list_processes)
+{
+	char dir[64], out[128], answer[32], text[4096];
+	struct proc_result r;
+	int pipe_read, in_write, out_fd, err_fd, number;
+	ssize_t n;
+
+	list_target = start_forever(&pipe_read);
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/pick.fxt", dir);
 	char *argv[] = { (char *)build_path("rearview"), "attach", "-o", out, NULL };
@@ -139,29 +196,24 @@ Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
 	cr_assert_eq(r.exit_code, 1);
 	cr_assert(strstr(r.err, "no process chosen"), "%s", r.err);
 	cr_assert(!file_exists(out));
-	snprintf(needle, sizeof(needle), ") %7d  ", (int)target);
-	for (line = r.err; line && *line;
-	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-		const char *hit = strstr(line, needle);
-		const char *eol = strchr(line, '\n');
 
-		if (hit && (!eol || hit < eol) && strstr(hit, "forever")) {
-			number = atoi(line);
-			break;
-		}
-	}
-	cr_assert_gt(number, 0, "forever (pid %d) is not in the list: %.3000s", (int)target, r.err);
-
-	/* Answering with its number records it. */
+	/* Answering with the number its list gives forever records it. */
+	list_rearview = start_process_piped(argv_verbose, &in_write, &out_fd, &err_fd);
+	wait_for_question(list_rearview, err_fd);
+	number = number_in_list(err_fd, list_target);
+	n = pread(err_fd, text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = '\0';
+	cr_assert_gt(number, 0, "forever (pid %d) is not in the list: %s", (int)list_target, text);
 	snprintf(answer, sizeof(answer), "%d\n", number);
-	rearview = start_process_input(argv_verbose, answer, &out_fd, &err_fd);
-	wait_until_recording(rearview, err_fd);
-	kill(rearview, SIGINT);
-	finish_process(rearview, out_fd, err_fd, 30, &r);
+	cr_assert_eq(write(in_write, answer, strlen(answer)), (ssize_t)strlen(answer));
+	close(in_write);
+	wait_until_recording(list_rearview, err_fd);
+	kill(list_rearview, SIGINT);
+	finish_process(list_rearview, out_fd, err_fd, 30, &r);
+	list_rearview = -1;
 	cr_assert_eq(r.exit_code, 0, "%s", r.err);
+	cr_assert(strstr(r.err, "recording 1 process"), "%s", r.err);
 	cr_assert(file_exists(out), "choosing from the list records the process");
-	kill(target, SIGKILL);
-	waitpid(target, &status, 0);
 	close(pipe_read);
 	cleanup_dir(dir);
 }
@@ -170,35 +222,21 @@ Test(attach, without_pid_offers_a_numbered_list, .timeout = 60)
  * the stop signals for its session, so the question must watch for them. */
 Test(attach, ctrl_c_at_the_list_ends_it, .timeout = 60)
 {
-	char dir[64], out[128], err_path[96];
+	char dir[64], out[128];
 	struct proc_result r;
-	int in[2], err_fd, out_fd;
+	int in_write, err_fd, out_fd;
 	pid_t rearview;
 
 	make_test_dir(dir, sizeof(dir));
 	snprintf(out, sizeof(out), "%s/pick.fxt", dir);
-	snprintf(err_path, sizeof(err_path), "%s/err", dir);
-	cr_assert_eq(pipe(in), 0);
-	err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	out_fd = open("/dev/null", O_RDWR);
-	cr_assert(err_fd >= 0 && out_fd >= 0);
-	rearview = fork();
-	cr_assert_geq(rearview, 0);
-	if (rearview == 0) {
-		setpgid(0, 0);
-		default_stop_signals();
-		dup2(in[0], 0);
-		dup2(out_fd, 1);
-		dup2(err_fd, 2);
-		execl(build_path("rearview"), "rearview", "attach", "-o", out, (char *)NULL);
-		_exit(127);
-	}
-	setpgid(rearview, rearview);
-	close(in[0]); /* in[1] stays open: standard input never ends */
-	cr_assert(wait_for_text(err_fd, "Record which process?", 30), "no question asked");
+	char *argv[] = { (char *)build_path("rearview"), "attach", "-o", out, NULL };
+
+	/* in_write stays open: standard input never ends */
+	rearview = start_process_piped(argv, &in_write, &out_fd, &err_fd);
+	wait_for_question(rearview, err_fd);
 	kill(-rearview, SIGINT);
 	finish_process(rearview, out_fd, err_fd, 10, &r);
-	close(in[1]);
+	close(in_write);
 	cr_assert(!r.timed_out, "Ctrl-C did not end the question");
 	cr_assert_eq(r.exit_code, 1, "%s", r.err);
 	cr_assert(strstr(r.err, "interrupted: no process chosen"), "%s", r.err);

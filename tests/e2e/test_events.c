@@ -172,7 +172,8 @@ Test(events, the_flight_recorder_ages_them_out_with_the_samples, .timeout = 150)
 	struct fxt_trace *t;
 	long long tid;
 	size_t n;
-	uint64_t first_span = UINT64_MAX, first_instant = UINT64_MAX;
+	uint64_t first_span = UINT64_MAX;
+	size_t older = 0;
 
 	require_root("events");
 	make_test_dir(dir, sizeof(dir));
@@ -184,15 +185,19 @@ Test(events, the_flight_recorder_ages_them_out_with_the_samples, .timeout = 150)
 	for (size_t i = 0; i < t->nr_spans; i++)
 		if (t->spans[i].begin_ns < first_span)
 			first_span = t->spans[i].begin_ns;
-	for (size_t i = 0; i < t->nr_instants; i++)
-		if (t->instants[i].ts_ns < first_instant)
-			first_instant = t->instants[i].ts_ns;
 	cr_assert_neq(first_span, UINT64_MAX, "samples are kept");
-	/* both kinds age out of one recorder: no instant from long before the
-	 * oldest sample kept (a sample is at most a 10 kHz interval away) */
-	cr_assert_geq(first_instant + 1000000, first_span,
-		      "the first instant (%llu ns) is not from before the samples (%llu ns)",
-		      (unsigned long long)first_instant, (unsigned long long)first_span);
+	for (size_t i = 0; i < t->nr_instants; i++)
+		older += t->instants[i].ts_ns < first_span;
+	/* Both kinds age out of one recorder: the instants older than the
+	 * oldest sample kept are those of the one sampling period before it,
+	 * 100 us of the program's CPU time, in which it takes a few faults
+	 * (each costs it microseconds: 18 at most in 18 runs on a loaded
+	 * machine). Counted, not timed: under load that period stretches over
+	 * many milliseconds of wall time (a run whose three oldest faults came
+	 * 45 ms before its oldest sample, when the program was preempted). */
+	cr_assert_leq(older, 64,
+		      "%zu of the %zu instants are from before the oldest sample (at %llu ns)",
+		      older, t->nr_instants, (unsigned long long)first_span);
 	fxt_trace_free(t);
 	cleanup_dir(dir);
 }

@@ -36,7 +36,10 @@ static const struct {
 	{ "fe-child-b", "child_b_work" },
 };
 
-Test(follow, sampling_gives_each_process_its_track, .timeout = 120)
+/* How many recordings sampling_gives_each_process_its_track makes at most. */
+#define MAX_ATTEMPTS 6
+
+Test(follow, sampling_gives_each_process_its_track, .timeout = 600)
 {
 	static const char *const args[] = { "150", NULL };
 	char dir[64], summary[128];
@@ -46,8 +49,22 @@ Test(follow, sampling_gives_each_process_its_track, .timeout = 120)
 
 	require_root("follow");
 	make_test_dir(dir, sizeof(dir));
-	t = rearview_run(dir, NULL, (const char *const[]){ "--sampling", NULL },
-			 "tests/targets/forkexec", args, 90, &r);
+	/* The kernel drops records when a CPU's ring fills before rearview,
+	 * short of CPU on a busy machine, drains it (every task's context
+	 * switches go to the rings, and a DWARF sample is 8 KiB): the
+	 * children's COMM or MMAP records among them, and their names or
+	 * symbols with them. A recording that says it lost records is not one
+	 * to judge the tracks by: record again, a few times at most (the last
+	 * is judged, loss or not). */
+	for (int attempt = 1;; attempt++) {
+		t = rearview_run(dir, NULL, (const char *const[]){ "--sampling", NULL },
+				 "tests/targets/forkexec", args, 90, &r);
+		if (attempt == MAX_ATTEMPTS || !strstr(r.err, "the kernel lost"))
+			break;
+		fprintf(stderr, "follow: recording %d lost records, again: %.200s\n", attempt,
+			r.err);
+		fxt_trace_free(t);
+	}
 	for (size_t i = 0; i < 3; i++)
 		pids[i] = process_pid(r.out, work[i].process);
 	cr_assert_eq(t->nr_processes, 3, "three processes in the trace, not %zu", t->nr_processes);
