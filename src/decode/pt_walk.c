@@ -184,6 +184,9 @@ struct walker {
 	uint64_t image_until; /* decoder time from which resolve must be asked again */
 	int status;	      /* negative: a failure that stops decoding */
 	struct rv_error *err;
+	/* 1 + the buffer offset of the last overflow event that left no IP
+	 * (0: none): a failure there, at a PSB, is that overflow's (on_error) */
+	uint64_t lost_ip_at;
 };
 
 /* Hands the walker's page over to the sink's side. */
@@ -968,6 +971,7 @@ static void on_event(struct walker *w, const struct pt_event *ev)
 		/* Timing restarts with the packets after the OVF (a TSC). */
 		w->time = now(w);
 		w->begin = BEGIN_NONE;
+		w->lost_ip_at = ev->ip_suppressed ? w->ch->begin + offset + 1 : 0;
 		if (!ev->ip_suppressed) {
 			w->begin = BEGIN_REAL;
 			emit_begin(w, ev->variant.overflow.ip, w->time);
@@ -1011,7 +1015,18 @@ static int on_error(struct walker *w, int code)
 	abs_offset = ch->begin + offset;
 	resolve_pending(w, pending_target(w));
 	w->pend.valid = false;
-	emit_error(w, code, false, position(w), w->last_ip, w->time);
+	/* An OVF right before a PSB: libipt reports the overflow without an
+	 * IP and then, having none to decode from, fails where it has read
+	 * into the PSB+ instead of resuming at it. Nothing but the overflow
+	 * was lost there, and it is reported: resuming at the PSB is no
+	 * error, as it is none for a chunk that begins there. */
+	bool after_overflow =
+		w->lost_ip_at == abs_offset + 1 &&
+		ptd_psb_ending_at(d->buf, ch->end, (size_t)abs_offset, &d->config) < ch->end;
+
+	w->lost_ip_at = 0;
+	if (!after_overflow)
+		emit_error(w, code, false, position(w), w->last_ip, w->time);
 
 	for (int tries = 0;; tries++) {
 		/* Read ahead into a PSB+ (past the last packet before it):

@@ -1434,12 +1434,37 @@ static size_t tnt_packet_at(const struct raw *r, size_t from)
 	return (size_t)offset;
 }
 
+/* An OVF packet just before a PSB in mruby: decoding resumes at the PSB+'s
+ * FUP, with one overflow event and no decode error, whether the PSB begins a
+ * chunk or not (the whole buffer's walk, libipt's and the fast walker's,
+ * once reported an error there that a chunk ending at the PSB did not). */
+Test(pt_decoder, overflow_before_psb_same_for_every_chunking)
+{
+	struct raw r;
+	struct evlist ref = { 0 };
+	struct rv_pt_stats base, st;
+
+	raw_load(&r, &corpora[2], 1);
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(&r, 1, SIZE_MAX, &ref, &base);
+	evlist_free(&ref);
+	insert_ovf(&r, rv_pt_next_psb_pattern(r.trace, r.size, r.size / 3));
+	decode_raw(&r, 1, SIZE_MAX, &ref, &st);
+	cr_assert_eq(st.overflows, base.overflows + 1, "%" PRIu64 " overflows, %" PRIu64 " before",
+		     st.overflows, base.overflows);
+	cr_assert_eq(st.errors, base.errors, "%" PRIu64 " errors, %" PRIu64 " before", st.errors,
+		     base.errors);
+	cr_assert_eq(st.skipped_bytes, base.skipped_bytes);
+	cr_assert_gt(st.insns, base.insns - base.insns / 100, "decoding resumes at the PSB");
+	assert_every_chunking(&r, &ref, &st, "mruby with OVF before a PSB");
+	evlist_free(&ref);
+	raw_free(&r);
+}
+
 /* Overflows in mruby: an OVF packet just before a PSB (decoding resumes at
  * its FUP) and one between two TNT packets (no FUP or TIP.PGE to resume at);
  * both walkers give the same events and counts. Each fast decode is held to
- * libipt's with the same chunks: the whole buffer's walk reports an error
- * after the OVF before the PSB, a walk whose chunk ends at that PSB does
- * not (a seam of the chunking, the same for both walkers). */
+ * libipt's with the same chunks. */
 Test(pt_decoder, overflow_same_for_both_walkers)
 {
 	struct raw r;
