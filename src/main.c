@@ -4,6 +4,7 @@
 
 #include "cli/options.h"
 #include "cmd/commands.h"
+#include "util/heap.h"
 #include "util/inherit.h"
 #include "util/log.h"
 
@@ -15,6 +16,7 @@ int main(int argc, char **argv)
 
 	/* before anything opens a file or starts a thread */
 	rv_inherit_save();
+	rv_heap_prepare();
 	if (rv_options_parse(&opts, argc, argv, &err)) {
 		rv_error_msg("%s", err.message);
 		rv_options_destroy(&opts);
