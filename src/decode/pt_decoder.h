@@ -170,7 +170,9 @@ struct rv_pt_decode_options {
 	 * blocks). */
 	enum rv_pt_decoder_choice decoder;
 
-	unsigned jobs;	    /* decoding threads, the calling one included; 0 or 1: it only */
+	/* decoding threads, the calling one included; 0 or 1, or a buffer of
+	 * one chunk: it only */
+	unsigned jobs;
 	size_t chunk_bytes; /* 0: the default (256 KiB) */
 
 	/* Stop after this many instructions (0: no limit; decoding is then

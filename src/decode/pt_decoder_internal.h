@@ -189,7 +189,8 @@ int ptd_publish(struct ptd_decode *d, struct ptd_chunk *ch, struct ptd_page *p, 
 		struct rv_error *err);
 
 /* Decodes d's buffer from d->next_begin on, with `jobs` threads (the
- * calling one included; <= 1: it only), into d's sink and stats. */
+ * calling one included; <= 1, or a buffer of one chunk: it only), into d's
+ * sink and stats. */
 int ptd_decode_chunks(struct ptd_decode *d, unsigned jobs, struct rv_error *err);
 
 #endif

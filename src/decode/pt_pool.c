@@ -220,6 +220,12 @@ int ptd_publish(struct ptd_decode *d, struct ptd_chunk *ch, struct ptd_page *p, 
 /* ---- chunks ---- */
 
 /* Describes the next chunk; false when the buffer is used up. */
+/* The least a chunk spans: it ends at the first PSB this far from its start. */
+static size_t chunk_step(const struct ptd_decode *d)
+{
+	return d->chunk_bytes > RV_PT_PSB_BYTES ? d->chunk_bytes : RV_PT_PSB_BYTES;
+}
+
 static bool next_chunk(struct ptd_decode *d, struct ptd_chunk *ch)
 {
 	size_t from;
@@ -230,7 +236,7 @@ static bool next_chunk(struct ptd_decode *d, struct ptd_chunk *ch)
 	ch->index = d->next_index++;
 	ch->begin = d->next_begin;
 	ch->first = d->next_first;
-	from = ch->begin + (d->chunk_bytes > RV_PT_PSB_BYTES ? d->chunk_bytes : RV_PT_PSB_BYTES);
+	from = ch->begin + chunk_step(d);
 	if (from < ch->begin || from >= d->size) {
 		ch->end = d->size;
 	} else {
@@ -489,7 +495,12 @@ static int decode_parallel(struct ptd_decode *d, unsigned jobs, struct rv_error 
 
 int ptd_decode_chunks(struct ptd_decode *d, unsigned jobs, struct rv_error *err)
 {
-	int ret = jobs <= 1 ? decode_sequential(d, err) : decode_parallel(d, jobs, err);
+	/* A buffer of one chunk (a small capture's, or a thread's share of
+	 * one) leaves the other threads nothing to take: starting them (and
+	 * their section caches and arenas) would only add to its cost. */
+	bool one_chunk = d->next_begin >= d->size || chunk_step(d) >= d->size - d->next_begin;
+	int ret =
+		jobs <= 1 || one_chunk ? decode_sequential(d, err) : decode_parallel(d, jobs, err);
 
 	free_pages(d->free_pages);
 	d->free_pages = NULL;
