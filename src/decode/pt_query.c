@@ -1622,7 +1622,8 @@ static int cache_tnt(struct rv_pq *q)
 	return finish(q);
 }
 
-int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
+/* rv_pq_cond_branch_refill when the TNT-8 at pos is not the common one. */
+static int refill_slow(struct rv_pq *q, int *taken)
 {
 	if (!q->tnt_index && q->next == K_TNT8) {
 		/* cache_tnt's common case: the TNT packet is next */
@@ -1647,6 +1648,49 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 	*taken = (q->tnt & q->tnt_index) != 0;
 	q->tnt_index >>= 1;
 	return status_flags(q);
+}
+
+/* The common refills: the last bit of the TNT packet (the status says what
+ * follows); a TIP next (a return asks for a bit first, and cache_tnt
+ * refuses); or a TNT-8 next, and after it (past PADs) another TNT-8 or a
+ * TIP that no event is bound to: that is all cache_tnt and the read-ahead
+ * do then, and the status has no flags. Anything else (timing packets,
+ * events, the end) goes the whole way. */
+int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
+{
+	if (__builtin_expect(!q->tnt_index && q->next == K_TNT8, 1)) {
+		const uint8_t *p = q->pos + 1;
+		uint8_t next;
+
+		while (p < q->end && !p[0])
+			p++;
+		if (p < q->end && is_tnt8(p[0]))
+			next = K_TNT8;
+		else if (p < q->end && is_tip(p[0]) && !pending(&q->tip))
+			next = K_TIP;
+		else
+			return refill_slow(q, taken);
+
+		unsigned bits = q->pos[0] >> 1;
+		uint64_t index = 1ull << (30 - __builtin_clz(bits));
+
+		q->last = q->time;
+		q->tnt = bits;
+		q->pos = p;
+		q->next = next;
+		*taken = (bits & index) != 0;
+		q->tnt_index = index >> 1;
+		return 0;
+	}
+	if (!q->tnt_index && q->next == K_TIP)
+		return -pte_bad_query; /* cache_tnt's answer: a return that is not compressed */
+	if (q->tnt_index == 1) {
+		/* the packet's last bit: the status tells what comes next */
+		*taken = (int)(q->tnt & 1);
+		q->tnt_index = 0;
+		return status_flags(q);
+	}
+	return refill_slow(q, taken);
 }
 
 int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
