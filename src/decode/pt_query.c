@@ -230,6 +230,17 @@ static inline int read_ip(const struct rv_pq *q, unsigned *ipc, uint64_t *ip)
 		return RV_PQ_UNMODELLED;
 	if (q->end - q->pos < 1 + n)
 		return -pte_eos;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (q->end - q->pos >= 9) {
+		/* one load of the 8 bytes after the opcode, all in the
+		 * buffer, masked to the packet's n */
+		uint64_t v;
+
+		memcpy(&v, q->pos + 1, sizeof(v));
+		*ip = n == 8 ? v : v & ((1ull << (8 * n)) - 1);
+		return 1 + n;
+	}
+#endif
 	*ip = read_le(q->pos + 1, (unsigned)n);
 	return 1 + n;
 }
