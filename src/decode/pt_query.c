@@ -1663,24 +1663,33 @@ static int refill_slow(struct rv_pq *q, int *taken)
 
 /* The common refills: the last bit of the TNT packet (the status says what
  * follows); a TIP next (a return asks for a bit first, and cache_tnt
- * refuses); or a TNT-8 next, and after it (past PADs) another TNT-8 or a
- * TIP that no event is bound to: that is all cache_tnt and the read-ahead
- * do then, and the status has no flags. Anything else (timing packets,
- * events, the end) goes the whole way. */
+ * refuses); or a TNT-8 next, and after it (past PADs) another TNT-8, a TIP
+ * or a TIP.PGD, where the read-ahead stops: that is all cache_tnt and the
+ * read-ahead do then. Anything else (timing packets, other events, the
+ * end) goes the whole way. */
 int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 {
 	if (__builtin_expect(!q->tnt_index && q->next == K_TNT8, 1)) {
 		const uint8_t *p = q->pos + 1;
 		uint8_t next;
+		bool event; /* the next packet makes an event (will_event) */
 
 		while (p < q->end && !p[0])
 			p++;
-		if (p < q->end && is_tnt8(p[0]))
-			next = K_TNT8;
-		else if (p < q->end && is_tip(p[0]) && !pending(&q->tip))
-			next = K_TIP;
-		else
+		if (p >= q->end)
 			return refill_slow(q, taken);
+		if (is_tnt8(p[0])) {
+			next = K_TNT8;
+			event = false;
+		} else if (is_tip(p[0])) {
+			next = K_TIP;
+			event = pending(&q->tip);
+		} else if ((p[0] & 0x1f) == 0x01) {
+			next = K_PGD;
+			event = true;
+		} else {
+			return refill_slow(q, taken);
+		}
 
 		unsigned bits = q->pos[0] >> 1;
 		uint64_t index = 1ull << (30 - __builtin_clz(bits));
@@ -1691,7 +1700,8 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 		q->next = next;
 		*taken = (bits & index) != 0;
 		q->tnt_index = index >> 1;
-		return 0;
+		/* status_flags: flags once the bits are used */
+		return !q->tnt_index && event ? pts_event_pending : 0;
 	}
 	if (!q->tnt_index && q->next == K_TIP)
 		return -pte_bad_query; /* cache_tnt's answer: a return that is not compressed */
