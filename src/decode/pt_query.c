@@ -1397,7 +1397,7 @@ static int read_ahead_slow(struct rv_pq *q)
 }
 
 /* read_ahead_slow, past PADs, CYCs and MTCs (those whole: the slow path
- * has a cut one's end) to a TNT-8 or TIP first. */
+ * has a cut one's end) to a TNT-8, TIP, TIP.PGE or TIP.PGD first. */
 static inline int read_ahead(struct rv_pq *q)
 {
 	for (;;) {
@@ -1415,6 +1415,11 @@ static inline int read_ahead(struct rv_pq *q)
 		}
 		if (is_tip(q->pos[0])) {
 			q->next = K_TIP;
+			return 0;
+		}
+		if ((q->pos[0] & 0x1f) == 0x11 || (q->pos[0] & 0x1f) == 0x01) {
+			/* TIP.PGE, TIP.PGD: events, where it stops too */
+			q->next = (q->pos[0] & 0x1f) == 0x11 ? K_PGE : K_PGD;
 			return 0;
 		}
 		if ((q->pos[0] & 3) == 3) {
