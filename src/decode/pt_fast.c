@@ -46,10 +46,12 @@ enum bb_end {
 	BB_SPECIAL,  /* an instruction events bind to (RV_PT_INSN_SPECIAL) */
 };
 
-/* What the walk reads of a block at every step comes first. */
+/* What the walk reads of a block at every step comes first. A block is
+ * one cache line, and the array is aligned to them (grow_bbs): the walk
+ * reads one line per block, and finds it with a shift. */
 struct bb {
-	uint64_t ip;	 /* the first instruction */
-	uint64_t end_ip; /* the last one (the transfer) */
+	_Alignas(64) uint64_t ip; /* the first instruction */
+	uint64_t end_ip;	  /* the last one (the transfer) */
 	/* Where it goes: [0] the address after its last instruction (the
 	 * fall-through, a call's return address), [1] the target of a direct
 	 * transfer (a conditional branch's taken side). */
@@ -65,6 +67,8 @@ struct bb {
 	int isid;
 	uint32_t image; /* the id of the image snapshot it was decoded from */
 };
+
+_Static_assert(sizeof(struct bb) == 64, "a block is one cache line");
 
 /* A snapshot of one image's sections, with an id for the blocks' keys. */
 struct snapshot {
@@ -180,6 +184,26 @@ static bool grow(struct rv_fast_cache *c)
 	free(c->slots);
 	c->slots = slots;
 	c->mask = mask;
+	return true;
+}
+
+/* Room for one more block, in memory aligned as struct bb is (malloc's
+ * is not enough); false when memory is short. */
+static bool grow_bbs(struct rv_fast_cache *c)
+{
+	size_t cap = c->cap_bbs ? c->cap_bbs * 2 : 1024;
+	struct bb *bbs;
+
+	if (cap > SIZE_MAX / sizeof(*bbs))
+		return false;
+	bbs = aligned_alloc(_Alignof(struct bb), cap * sizeof(*bbs));
+	if (!bbs)
+		return false;
+	if (c->nr_bbs)
+		memcpy(bbs, c->bbs, c->nr_bbs * sizeof(*bbs));
+	free(c->bbs);
+	c->bbs = bbs;
+	c->cap_bbs = cap;
 	return true;
 }
 
@@ -353,7 +377,7 @@ static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 
 	if (c->nr_bbs >= UINT32_MAX - 1 || !decode_bb(c, f->snap, ip, &fresh))
 		return 0;
-	if (rv_array_grow(&c->bbs, &c->cap_bbs, c->nr_bbs, sizeof(*c->bbs), 1024))
+	if (c->nr_bbs == c->cap_bbs && !grow_bbs(c))
 		return 0;
 	if ((c->nr_bbs + 1) * 2 > c->mask) {
 		if (!grow(c))
