@@ -793,17 +793,11 @@ static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t tar
 	return r;
 }
 
-static int proceed_trailing_event(struct rv_fast *f);
-
 /* libipt's pt_blk_fetch_event, handing back the events not modelled. */
-static int fetch_event(struct rv_fast *f)
+static int fetch_event_slow(struct rv_fast *f)
 {
 	int status;
 
-	if (f->process_event)
-		return 1;
-	if (!(f->status & pts_event_pending))
-		return 0;
 	status = f->own ? own_answer(f, rv_pq_event(&f->pq, &f->event))
 			: pt_qry_event(f->qry, &f->event, sizeof(f->event));
 	if (status < 0)
@@ -836,6 +830,17 @@ static int fetch_event(struct rv_fast *f)
 	default:
 		return RV_FAST_HANDOFF;
 	}
+}
+
+/* fetch_event_slow, inline where no event is in process or pending: most
+ * blocks. */
+static inline int fetch_event(struct rv_fast *f)
+{
+	if (f->process_event)
+		return 1;
+	if (!(f->status & pts_event_pending))
+		return 0;
+	return fetch_event_slow(f);
 }
 
 /* Erratum SKD022 turns an asynchronous disable on VMLAUNCH or VMRESUME
@@ -954,7 +959,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 
 /* libipt's pt_blk_proceed_trailing_event (no instruction is ever
  * postponed here: the events that postpone one are handed back). */
-static int proceed_trailing_event(struct rv_fast *f)
+static int proceed_trailing_event_slow(struct rv_fast *f)
 {
 	const struct pt_event *ev;
 	int status = fetch_event(f);
@@ -1004,6 +1009,15 @@ static int proceed_trailing_event(struct rv_fast *f)
 		return status_flags(f, pts_event_pending);
 	}
 	return status_flags(f, 0);
+}
+
+/* proceed_trailing_event_slow, inline where no event is in process or
+ * pending (fetch_event's 0). */
+static inline int proceed_trailing_event(struct rv_fast *f)
+{
+	if (!f->process_event && !(f->status & pts_event_pending))
+		return status_flags(f, 0);
+	return proceed_trailing_event_slow(f);
 }
 
 int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
