@@ -46,10 +46,12 @@ enum bb_end {
 	BB_SPECIAL,  /* an instruction events bind to (RV_PT_INSN_SPECIAL) */
 };
 
-/* What the walk reads of a block at every step comes first. */
+/* What the walk reads of a block at every step comes first. A block is
+ * one cache line, and the array is aligned to them (grow_bbs): the walk
+ * reads one line per block, and finds it with a shift. */
 struct bb {
-	uint64_t ip;	 /* the first instruction */
-	uint64_t end_ip; /* the last one (the transfer) */
+	_Alignas(64) uint64_t ip; /* the first instruction */
+	uint64_t end_ip;	  /* the last one (the transfer) */
 	/* Where it goes: [0] the address after its last instruction (the
 	 * fall-through, a call's return address), [1] the target of a direct
 	 * transfer (a conditional branch's taken side). */
@@ -65,6 +67,8 @@ struct bb {
 	int isid;
 	uint32_t image; /* the id of the image snapshot it was decoded from */
 };
+
+_Static_assert(sizeof(struct bb) == 64, "a block is one cache line");
 
 /* A snapshot of one image's sections, with an id for the blocks' keys. */
 struct snapshot {
@@ -180,6 +184,26 @@ static bool grow(struct rv_fast_cache *c)
 	free(c->slots);
 	c->slots = slots;
 	c->mask = mask;
+	return true;
+}
+
+/* Room for one more block, in memory aligned as struct bb is (malloc's
+ * is not enough); false when memory is short. */
+static bool grow_bbs(struct rv_fast_cache *c)
+{
+	size_t cap = c->cap_bbs ? c->cap_bbs * 2 : 1024;
+	struct bb *bbs;
+
+	if (cap > SIZE_MAX / sizeof(*bbs))
+		return false;
+	bbs = aligned_alloc(_Alignof(struct bb), cap * sizeof(*bbs));
+	if (!bbs)
+		return false;
+	if (c->nr_bbs)
+		memcpy(bbs, c->bbs, c->nr_bbs * sizeof(*bbs));
+	free(c->bbs);
+	c->bbs = bbs;
+	c->cap_bbs = cap;
 	return true;
 }
 
@@ -353,7 +377,7 @@ static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 
 	if (c->nr_bbs >= UINT32_MAX - 1 || !decode_bb(c, f->snap, ip, &fresh))
 		return 0;
-	if (rv_array_grow(&c->bbs, &c->cap_bbs, c->nr_bbs, sizeof(*c->bbs), 1024))
+	if (c->nr_bbs == c->cap_bbs && !grow_bbs(c))
 		return 0;
 	if ((c->nr_bbs + 1) * 2 > c->mask) {
 		if (!grow(c))
@@ -769,17 +793,11 @@ static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t tar
 	return r;
 }
 
-static int proceed_trailing_event(struct rv_fast *f);
-
 /* libipt's pt_blk_fetch_event, handing back the events not modelled. */
-static int fetch_event(struct rv_fast *f)
+static int fetch_event_slow(struct rv_fast *f)
 {
 	int status;
 
-	if (f->process_event)
-		return 1;
-	if (!(f->status & pts_event_pending))
-		return 0;
 	status = f->own ? own_answer(f, rv_pq_event(&f->pq, &f->event))
 			: pt_qry_event(f->qry, &f->event, sizeof(f->event));
 	if (status < 0)
@@ -812,6 +830,17 @@ static int fetch_event(struct rv_fast *f)
 	default:
 		return RV_FAST_HANDOFF;
 	}
+}
+
+/* fetch_event_slow, inline where no event is in process or pending: most
+ * blocks. */
+static inline int fetch_event(struct rv_fast *f)
+{
+	if (f->process_event)
+		return 1;
+	if (!(f->status & pts_event_pending))
+		return 0;
+	return fetch_event_slow(f);
 }
 
 /* Erratum SKD022 turns an asynchronous disable on VMLAUNCH or VMRESUME
@@ -930,7 +959,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 
 /* libipt's pt_blk_proceed_trailing_event (no instruction is ever
  * postponed here: the events that postpone one are handed back). */
-static int proceed_trailing_event(struct rv_fast *f)
+static int proceed_trailing_event_slow(struct rv_fast *f)
 {
 	const struct pt_event *ev;
 	int status = fetch_event(f);
@@ -982,6 +1011,15 @@ static int proceed_trailing_event(struct rv_fast *f)
 	return status_flags(f, 0);
 }
 
+/* proceed_trailing_event_slow, inline where no event is in process or
+ * pending (fetch_event's 0). */
+static inline int proceed_trailing_event(struct rv_fast *f)
+{
+	if (!f->process_event && !(f->status & pts_event_pending))
+		return status_flags(f, 0);
+	return proceed_trailing_event_slow(f);
+}
+
 int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 {
 	int status;
@@ -1021,14 +1059,25 @@ static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint
  * struct rv_fast_drop), the end of a section. The block stops before a
  * call, a return, a far transfer, a jump the walker keeps, at a tick or
  * an event, and at the end of the trace: where libipt's decoder would give
- * the walker something to do. */
-static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
-			    const struct rv_fast_drop *drop, uint64_t *dropped)
+ * the walker something to do.
+ *
+ * The block is filled by the caller, from the last basic block walked
+ * (*last, 0: none) and the instructions up to its end (*total), whatever
+ * the status: the loop keeps them in registers, not in the block. */
+static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_drop *drop,
+					uint64_t *dropped, uint32_t *last, uint32_t *total)
 {
 	struct rv_fast_cache *c = f->cache;
-	uint32_t n = bb_here(f), total = 0;
+	struct rv_pq *q = &f->pq;
+	/* A TNT bit rearview's packet layer holds answers the query with
+	 * status 0 and no tick (rv_pq_cond_branch): taken here without a
+	 * call while bits are left. */
+	bool own_bits = f->own && !f->ticks;
+	uint32_t n = bb_here(f), insns = 0;
+	uint64_t drop_count = 0;
 	int status, taken;
 
+	*last = n;
 	if (__builtin_expect(!n, 0))
 		return RV_FAST_HANDOFF;
 	for (;;) {
@@ -1036,25 +1085,40 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 		int drops = 0, side = 0;
 		uint32_t next;
 
-		block->isid = b->isid;
-		block->end_ip = b->end_ip;
-		block->iclass = (enum pt_insn_class)b->iclass;
-		total += b->ninsn;
-		block->ninsn = (uint16_t)total;
+		*last = n;
+		insns += b->ninsn;
+		*total = insns;
 		if (__builtin_expect(b->end == BB_COND, 1)) {
 			/* most blocks: a bit of the trace says which way */
-			status = query_cond(f, &taken, b->end_ip);
-			if (status < 0)
-				return failed(status);
-			side = taken != 0;
-			f->status = status;
-			f->ip = b->to[side];
-			if (f->process_event || (status & (pts_event_pending | pts_eos)))
-				return expect(f, n, side);
+			if (own_bits && q->tnt_index > 1) {
+				side = (q->tnt & q->tnt_index) != 0;
+				q->tnt_index >>= 1;
+				f->status = 0;
+				f->ip = b->to[side];
+			} else {
+				/* no tick to make when own_bits: query_cond's
+				 * after_query has nothing to do */
+				status = own_bits ? own_answer(f,
+							       rv_pq_cond_branch_refill(q, &taken))
+						  : query_cond(f, &taken, b->end_ip);
+				if (status < 0) {
+					status = failed(status);
+					goto out_status;
+				}
+				side = taken != 0;
+				f->status = status;
+				f->ip = b->to[side];
+				if (f->process_event || (status & (pts_event_pending | pts_eos))) {
+					status = expect(f, n, side);
+					goto out_status;
+				}
+			}
 			if (!drop->all && side) {
 				drops = droppable(drop, b->end_ip, f->ip);
-				if (drops < 0)
-					return expect(f, n, 1);
+				if (drops < 0) {
+					status = expect(f, n, 1);
+					goto out_status;
+				}
 			}
 		} else {
 			switch (b->end) {
@@ -1064,57 +1128,94 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 			case BB_JUMP:
 				f->ip = b->to[1];
 				drops = droppable(drop, b->end_ip, f->ip);
-				if (drops < 0)
-					return expect(f, n, 0);
+				if (drops < 0) {
+					status = expect(f, n, 0);
+					goto out_status;
+				}
 				break;
 			case BB_JUMP_IND:
 				status = proceed_with_trace(f, b);
 				if (status < 0)
-					return status;
-				if (f->process_event || (f->status & (pts_event_pending | pts_eos)))
-					return expect(f, n, 0);
+					goto out_status;
+				if (f->process_event ||
+				    (f->status & (pts_event_pending | pts_eos))) {
+					status = expect(f, n, 0);
+					goto out_status;
+				}
 				drops = droppable(drop, b->end_ip, f->ip);
-				if (drops < 0)
-					return expect(f, n, 0);
+				if (drops < 0) {
+					status = expect(f, n, 0);
+					goto out_status;
+				}
 				break;
 			case BB_CALL:
 				if (b->to[1] != b->to[0])
 					retstack_push(f, b->to[0], n);
 				f->ip = b->to[1];
-				return expect(f, n, 0);
+				status = expect(f, n, 0);
+				goto out_status;
 			case BB_CALL_IND:
 				retstack_push(f, b->to[0], n);
 				status = proceed_with_trace(f, b);
-				return status < 0 ? status : expect(f, n, 0);
+				if (status >= 0)
+					status = expect(f, n, 0);
+				goto out_status;
 			case BB_SPECIAL:
-				return RV_FAST_HANDOFF;
+				status = RV_FAST_HANDOFF;
+				goto out_status;
 			case BB_RETURN:
 				f->pop_from = 0;
 				status = proceed_with_trace(f, b);
 				if (status < 0)
-					return status;
+					goto out_status;
 				/* a compressed return goes where its call said */
-				return f->pop_from ? expect(f, f->pop_from, 1)
-						   : expect_return(f, n);
+				status = f->pop_from ? expect(f, f->pop_from, 1)
+						     : expect_return(f, n);
+				goto out_status;
 			default: /* BB_FAR */
 				status = proceed_with_trace(f, b);
-				return status < 0 ? status : expect(f, n, 0);
+				if (status >= 0)
+					status = expect(f, n, 0);
+				goto out_status;
 			}
 		}
 		/* On to the next block, unless the trace has ended (the walker
 		 * looks for where the next chunk begins then). A transfer the
 		 * block ends with is the walker's to drop and count; one it
 		 * runs through is counted here. */
-		if (f->status & pts_eos)
-			return expect(f, n, side);
-		next = bb_next(f, n, side);
-		if (!next || total + c->bbs[next - 1].ninsn > UINT16_MAX - 1) {
-			f->hint = next;
-			return 0;
+		if (f->status & pts_eos) {
+			status = expect(f, n, side);
+			goto out_status;
 		}
-		*dropped += (uint64_t)drops;
+		next = bb_next(f, n, side);
+		if (!next || insns + c->bbs[next - 1].ninsn > UINT16_MAX - 1) {
+			f->hint = next;
+			status = 0;
+			goto out_status;
+		}
+		drop_count += (uint64_t)drops;
 		n = next;
 	}
+out_status:
+	*dropped += drop_count;
+	return status;
+}
+
+static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
+			    const struct rv_fast_drop *drop, uint64_t *dropped)
+{
+	uint32_t last = 0, total = 0;
+	int status = proceed_no_event_walk(f, drop, dropped, &last, &total);
+
+	if (last) {
+		const struct bb *b = &f->cache->bbs[last - 1];
+
+		block->isid = b->isid;
+		block->end_ip = b->end_ip;
+		block->iclass = (enum pt_insn_class)b->iclass;
+		block->ninsn = (uint16_t)total;
+	}
+	return status;
 }
 
 int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast_drop *drop,

@@ -230,6 +230,17 @@ static inline int read_ip(const struct rv_pq *q, unsigned *ipc, uint64_t *ip)
 		return RV_PQ_UNMODELLED;
 	if (q->end - q->pos < 1 + n)
 		return -pte_eos;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (q->end - q->pos >= 9) {
+		/* one load of the 8 bytes after the opcode, all in the
+		 * buffer, masked to the packet's n */
+		uint64_t v;
+
+		memcpy(&v, q->pos + 1, sizeof(v));
+		*ip = n == 8 ? v : v & ((1ull << (8 * n)) - 1);
+		return 1 + n;
+	}
+#endif
 	*ip = read_le(q->pos + 1, (unsigned)n);
 	return 1 + n;
 }
@@ -275,7 +286,7 @@ static int query_ip(const struct rv_pq *q, uint64_t *ip)
 }
 
 /* Decodes an IP packet into the last IP; returns its size, or an error. */
-static int decode_ip(struct rv_pq *q)
+static inline int decode_ip(struct rv_pq *q)
 {
 	unsigned ipc;
 	uint64_t ip;
@@ -1386,7 +1397,7 @@ static int read_ahead_slow(struct rv_pq *q)
 }
 
 /* read_ahead_slow, past PADs, CYCs and MTCs (those whole: the slow path
- * has a cut one's end) to a TNT-8 or TIP first. */
+ * has a cut one's end) to a TNT-8, TIP, TIP.PGE or TIP.PGD first. */
 static inline int read_ahead(struct rv_pq *q)
 {
 	for (;;) {
@@ -1404,6 +1415,11 @@ static inline int read_ahead(struct rv_pq *q)
 		}
 		if (is_tip(q->pos[0])) {
 			q->next = K_TIP;
+			return 0;
+		}
+		if ((q->pos[0] & 0x1f) == 0x11 || (q->pos[0] & 0x1f) == 0x01) {
+			/* TIP.PGE, TIP.PGD: events, where it stops too */
+			q->next = (q->pos[0] & 0x1f) == 0x11 ? K_PGE : K_PGD;
 			return 0;
 		}
 		if ((q->pos[0] & 3) == 3) {
@@ -1622,7 +1638,8 @@ static int cache_tnt(struct rv_pq *q)
 	return finish(q);
 }
 
-int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
+/* rv_pq_cond_branch_refill when the TNT-8 at pos is not the common one. */
+static int refill_slow(struct rv_pq *q, int *taken)
 {
 	if (!q->tnt_index && q->next == K_TNT8) {
 		/* cache_tnt's common case: the TNT packet is next */
@@ -1649,10 +1666,83 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 	return status_flags(q);
 }
 
+/* The common refills: the last bit of the TNT packet (the status says what
+ * follows); a TIP next (a return asks for a bit first, and cache_tnt
+ * refuses); or a TNT-8 next, and after it (past PADs) another TNT-8, a TIP
+ * or a TIP.PGD, where the read-ahead stops: that is all cache_tnt and the
+ * read-ahead do then. Anything else (timing packets, other events, the
+ * end) goes the whole way. */
+int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
+{
+	if (__builtin_expect(!q->tnt_index && q->next == K_TNT8, 1)) {
+		const uint8_t *p = q->pos + 1;
+		uint8_t next;
+		bool event; /* the next packet makes an event (will_event) */
+
+		while (p < q->end && !p[0])
+			p++;
+		if (p >= q->end)
+			return refill_slow(q, taken);
+		if (is_tnt8(p[0])) {
+			next = K_TNT8;
+			event = false;
+		} else if (is_tip(p[0])) {
+			next = K_TIP;
+			event = pending(&q->tip);
+		} else if ((p[0] & 0x1f) == 0x01) {
+			next = K_PGD;
+			event = true;
+		} else {
+			return refill_slow(q, taken);
+		}
+
+		unsigned bits = q->pos[0] >> 1;
+		uint64_t index = 1ull << (30 - __builtin_clz(bits));
+
+		q->last = q->time;
+		q->tnt = bits;
+		q->pos = p;
+		q->next = next;
+		*taken = (bits & index) != 0;
+		q->tnt_index = index >> 1;
+		/* status_flags: flags once the bits are used */
+		return !q->tnt_index && event ? pts_event_pending : 0;
+	}
+	if (!q->tnt_index && q->next == K_TIP)
+		return -pte_bad_query; /* cache_tnt's answer: a return that is not compressed */
+	if (q->tnt_index == 1) {
+		/* the packet's last bit: the status tells what comes next */
+		*taken = (int)(q->tnt & 1);
+		q->tnt_index = 0;
+		return status_flags(q);
+	}
+	return refill_slow(q, taken);
+}
+
 int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 {
 	int flags = 0, status;
 
+	if (__builtin_expect(q->next == K_TIP && !pending(&q->tip), 1)) {
+		/* The common case, the loop's first turn without its
+		 * dispatch: a TIP no event waits for (decode_tip moves past
+		 * it). */
+		uint64_t to;
+		int size = decode_ip(q);
+
+		if (size < 0)
+			return size;
+		q->pos += size;
+		if (query_ip(q, &to) < 0)
+			flags |= pts_ip_suppressed;
+		else
+			*ip = to;
+		q->last = q->time;
+		status = finish(q);
+		if (status < 0)
+			return status;
+		return flags | status_flags(q);
+	}
 	for (;;) {
 		uint8_t kind = q->next;
 

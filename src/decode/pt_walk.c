@@ -363,8 +363,8 @@ static bool stays_in_function(struct walker *w, uint64_t time, uint64_t from, ui
 	return to - c->start < c->end - c->start;
 }
 
-static void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t from, uint64_t to,
-			uint64_t time)
+static inline void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, uint64_t from,
+			       uint64_t to, uint64_t time)
 {
 	/* A jump that stays in its function cannot change a call stack: it is
 	 * counted here, in parallel, instead of reaching the sink. Jumps that

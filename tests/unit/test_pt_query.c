@@ -234,6 +234,111 @@ Test(pt_query, made_up_alike)
 	made_up_step(tnt64, sizeof(tnt64), "TNT-64");
 }
 
+/* TNT-8 packets of every length and bit pattern, each followed (past a
+ * few PADs or none) by what decides the status of its last bit and the
+ * packet layer's refill: another TNT, a TIP, a TIP an asynchronous branch
+ * waits for (after a FUP), TIP.PGD, timing packets, a PSB+, the end. */
+Test(pt_query, made_up_tnt_refills, .timeout = 120)
+{
+	static const struct {
+		const char *what;
+		uint8_t bytes[24];
+		uint8_t size;
+		bool fup; /* a FUP before the TNT: an asynchronous branch waits for the TIP */
+	} after[] = {
+		{ "TNT-8", { 0x0a }, 1, false },
+		{ "TIP", { 0x2d, 0x30, 0x10 }, 3, false },
+		{ "TIP bound to a FUP", { 0x2d, 0x30, 0x10 }, 3, true },
+		{ "FUP and TIP", { 0x3d, 0x20, 0x10, 0x0c, 0x2d, 0x30, 0x10 }, 7, false },
+		{ "TIP.PGD", { 0x21, 0x60, 0x10 }, 3, false },
+		{ "MTC", { 0x59, 0x13, 0x0a }, 3, false },
+		{ "CYC", { 0x07, 0x05, 0x0a }, 3, false },
+		{ "TNT-64", { 0x02, 0xa3, 0x55, 0x01, 0, 0, 0, 0 }, 8, false },
+		{ "PSB+",
+		  { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 0x02,
+		    0x23, 0x0a },
+		  19,
+		  false },
+		{ "the end", { 0 }, 0, false },
+	};
+
+	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+		for (unsigned pads = 0; pads <= 3; pads += 3) {
+			for (unsigned bits = 1; bits <= 6; bits++) {
+				unsigned patterns = 1u << bits, stride = bits > 3 ? 5 : 1;
+
+				for (unsigned pattern = 0; pattern < patterns; pattern += stride) {
+					uint8_t body[64];
+					size_t n = 0;
+					char what[96];
+					bool declined;
+
+					/* a TNT and a TIP before: the refill comes
+					 * after a bit or an IP was asked for */
+					body[n++] = 0x06;
+					body[n++] = 0x2d;
+					body[n++] = 0x10;
+					body[n++] = 0x10;
+					if (after[i].fup) {
+						body[n++] = 0x3d;
+						body[n++] = 0x20;
+						body[n++] = 0x10;
+					}
+					body[n++] = (uint8_t)(((1u << bits) | pattern) << 1);
+					for (unsigned k = 0; k < pads; k++)
+						body[n++] = 0;
+					memcpy(body + n, after[i].bytes, after[i].size);
+					n += after[i].size;
+					snprintf(what, sizeof(what),
+						 "TNT-8 of %u bits %#x, %u PADs, %s", bits, pattern,
+						 pads, after[i].what);
+					declined = made_up_step(body, n, what);
+					cr_assert_not(declined, "%s: declined", what);
+				}
+			}
+		}
+	}
+}
+
+/* IP packets of every compression, their payload of distinct bytes, at
+ * every distance from the trace's end: the layer reads them in one load
+ * when 8 bytes follow the opcode, else byte by byte. */
+Test(pt_query, made_up_ip_packets)
+{
+	static const uint8_t ipcs[] = { 0, 1, 2, 3, 4, 6 };
+	static const uint8_t sizes[] = { 0, 2, 4, 6, 6, 0, 8 };
+	/* TIP, and FUP then TIP (an asynchronous branch) */
+	static const uint8_t opcodes[] = { 0x0d, 0x1d };
+
+	for (size_t o = 0; o < sizeof(opcodes); o++) {
+		for (size_t i = 0; i < sizeof(ipcs); i++) {
+			for (unsigned pads = 0; pads <= 9; pads++) {
+				uint8_t body[64];
+				size_t n = 0;
+				char what[64];
+
+				body[n++] = 0x06; /* a TNT first */
+				if (opcodes[o] == 0x1d) {
+					body[n++] = 0x3d;
+					body[n++] = 0x40;
+					body[n++] = 0x10;
+				}
+				body[n++] = (uint8_t)(0x0d | ipcs[i] << 5);
+				for (unsigned k = 0; k < sizes[ipcs[i]]; k++)
+					body[n++] = (uint8_t)(0x11 * (k + 1));
+				for (unsigned k = 0; k < pads; k++)
+					body[n++] = 0;
+				snprintf(what, sizeof(what), "%s with IP compression %u, %u PADs",
+					 opcodes[o] == 0x1d ? "FUP and TIP" : "TIP", ipcs[i], pads);
+				made_up_step(body, n, what);
+				/* cut short: the end of the trace inside the packet */
+				for (unsigned cut = 1; cut <= sizes[ipcs[i]] && !pads; cut++)
+					made_up_step(body, n - cut, what);
+			}
+		}
+	}
+}
+
 /* ---- softpt captures ---- */
 
 /* softpt's settings, as test_pt_decoder.c makes its captures */
