@@ -260,6 +260,24 @@ int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 	struct rv_arg args[1 + FUNCTION_ARGS + SPAN_MAX_ARGS];
 	size_t n = 0;
 
+	if (span->addr && !span->inferred && !span->args.nr) {
+		/* most spans: a function's, which the writer has a way for */
+		struct rv_function_span fs = {
+			.pid = t->pid,
+			.tid = t->tid,
+			.category = span->kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
+			.name = span->name,
+			.begin_ns = builder_rel(b, span->begin),
+			.end_ns = builder_rel(b, span->end),
+			.depth = span->depth,
+			.address = span->addr,
+			.file = span->file,
+			.line = span->line,
+		};
+
+		b->stats.spans++;
+		return rv_trace_writer_function_span(b->writer, &fs, err);
+	}
 	if (span->addr)
 		n += function_args(span, args);
 	if (span->inferred)

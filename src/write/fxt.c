@@ -971,6 +971,62 @@ int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *cate
 			   true, end_ns, args, nr_args, interned, shape, err);
 }
 
+/* Whether the shape is a function span's (rv_function_args) like this one:
+ * the arguments' names by address, the file by address, the line in the
+ * INT32 header (a line is an int32). */
+static bool function_shape_fits(const struct span_shape *shape, const struct rv_function_span *span)
+{
+	const struct shape_arg *a = shape->args;
+
+	if (shape->name != span->name || !span->name || shape->category != span->category ||
+	    a[0].name != rv_arg_address || a[0].kind != RV_ARG_POINTER)
+		return false;
+	if (!span->file)
+		return shape->nr_args == 1;
+	return shape->nr_args == 3 && a[1].name == rv_arg_file && a[1].kind == RV_ARG_STRING &&
+	       a[1].value == span->file && a[2].name == rv_arg_line && a[2].kind == RV_ARG_INT &&
+	       (a[2].header & 0xf) == ARGUMENT_INT32 && a[2].header >> 32 == (uint32_t)span->line;
+}
+
+/* Out of line: the fast path keeps no argument array on its stack. */
+static __attribute__((noinline)) int
+function_span_slow(struct rv_fxt *fxt, const struct rv_function_span *span, struct rv_error *err)
+{
+	struct rv_arg args[RV_FUNCTION_ARGS];
+	size_t n = rv_function_args(span, args);
+
+	return rv_fxt_span(fxt, span->pid, span->tid, span->category, span->name, span->begin_ns,
+			   span->end_ns, args, n, true, err);
+}
+
+int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span,
+			 struct rv_error *err)
+{
+	const struct span_shape *shape = &fxt->shapes[shape_slot(span->name)];
+
+	if (function_shape_fits(shape, span)) {
+		/* header, begin, address's header and value, [file's and line's
+		 * headers], end: shape_record's words for these arguments */
+		/* first: it may write the thread's record */
+		uint8_t thread = resolve_thread(fxt, span->pid, span->tid);
+		unsigned char *p = rv_out_take(fxt->out, shape->words * 8);
+
+		put_word(p, shape->header | (uint64_t)thread << 24);
+		put_word(p + 8, span->begin_ns);
+		put_word(p + 16, shape->args[0].header);
+		put_word(p + 24, span->address);
+		p += 32;
+		if (span->file) {
+			put_word(p, shape->args[1].header);
+			put_word(p + 8, shape->args[2].header);
+			p += 16;
+		}
+		put_word(p, span->end_ns);
+		return 0;
+	}
+	return function_span_slow(fxt, span, err);
+}
+
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
 		   const struct rv_arg *args, size_t nr_args, struct rv_error *err)
 {
