@@ -755,21 +755,35 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 {
 	struct branch_state *br = &t->br;
 	uint64_t ncalls = br->batch_calls;
-	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
+	uint64_t quotient, remainder;
 	uint64_t calls = br->taken_calls;
+	/* Batches are mostly of one or two events: a power of two divides by
+	 * a shift, and a batch whose only event was taken when it came needs
+	 * no quotient (a 64-bit division costs tens of cycles, on every
+	 * timestamp of a trace). */
+	unsigned shift =
+		ncalls && !(ncalls & (ncalls - 1)) ? (unsigned)__builtin_ctzll(ncalls) : 64;
 	int ret = 0;
 
+	if (!br->nr_batch || !ncalls) {
+		quotient = remainder = 0;
+	} else if (shift < 64) {
+		quotient = span >> shift;
+		remainder = span & (ncalls - 1);
+	} else {
+		quotient = span / ncalls;
+		remainder = span % ncalls;
+	}
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
 		struct batched_event e;
-		uint64_t k;
+		uint64_t k, part;
 
 		unpack(br, i, &e);
 		calls += takes_share();
 		k = calls ? calls - 1 : 0;
 		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
-		ret = take(b, t, &e,
-			   br->batch_time + k * quotient + (ncalls ? k * remainder / ncalls : 0),
-			   err);
+		part = !ncalls ? 0 : shift < 64 ? k * remainder >> shift : k * remainder / ncalls;
+		ret = take(b, t, &e, br->batch_time + k * quotient + part, err);
 	}
 	close_batch(br);
 	return ret;
