@@ -245,7 +245,7 @@ static size_t function_args(const struct pending_span *span, struct rv_arg *args
 	return n;
 }
 
-/* builder_write_span of a function's span with no other arguments (most
+/* builder_write_span of a span with no arguments but a function's (most
  * spans), which the writer has a way for. */
 static int write_function_span(struct rv_builder *b, const struct thread_state *t, const char *name,
 			       uint64_t addr, const char *file, int32_t line, bool kernel,
@@ -274,7 +274,7 @@ int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 	struct rv_arg args[1 + FUNCTION_ARGS + SPAN_MAX_ARGS];
 	size_t n = 0;
 
-	if (span->addr && !span->inferred && !span->args.nr)
+	if (!span->inferred && !span->args.nr)
 		return write_function_span(b, t, span->name, span->addr, span->file, span->line,
 					   span->kernel, span->begin, span->end, span->depth, err);
 	if (span->addr)
@@ -334,7 +334,7 @@ static uint32_t depth_of(size_t pos)
 
 /* Whether a span that began at `begin` and stood at pos is written now:
  * neither an orphan nor held (see builder_settle). */
-static bool written_now(const struct thread_state *t, uint64_t begin, size_t pos)
+static inline bool written_now(const struct thread_state *t, uint64_t begin, size_t pos)
 {
 	const struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
 
@@ -394,9 +394,9 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	 * takes it for the parent's next sibling (builder.h). */
 	if ((f->flags & FRAME_PLACEHOLDER) && end == f->begin && !f->nr_held)
 		return 0;
-	/* Most frames: a function's, written now with nothing it held, and
-	 * no pending span to make of it. */
-	if (!args && !f->nr_held && f->addr && !(f->flags & FRAME_INFERRED) &&
+	/* Most frames: a function's (or a placeholder), written now with
+	 * nothing it held, and no pending span to make of it. */
+	if (!args && !f->nr_held && !(f->flags & FRAME_INFERRED) &&
 	    written_now(t, f->begin, t->depth))
 		return write_function_span(b, t, f->name, f->addr, f->file, f->line,
 					   f->flags & FRAME_KERNEL, f->begin, end,

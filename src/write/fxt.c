@@ -972,14 +972,17 @@ int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *cate
 }
 
 /* Whether the shape is a function span's (rv_function_args) like this one:
- * the arguments' names by address, the file by address, the line in the
- * INT32 header (a line is an int32). */
+ * no arguments, or the arguments' names by address, the file by address,
+ * the line in the INT32 header (a line is an int32). */
 static bool function_shape_fits(const struct span_shape *shape, const struct rv_function_span *span)
 {
 	const struct shape_arg *a = shape->args;
 
-	if (shape->name != span->name || !span->name || shape->category != span->category ||
-	    a[0].name != rv_arg_address || a[0].kind != RV_ARG_POINTER)
+	if (shape->name != span->name || !span->name || shape->category != span->category)
+		return false;
+	if (!span->address)
+		return shape->nr_args == 0;
+	if (a[0].name != rv_arg_address || a[0].kind != RV_ARG_POINTER)
 		return false;
 	if (!span->file)
 		return shape->nr_args == 1;
@@ -996,7 +999,7 @@ function_span_slow(struct rv_fxt *fxt, const struct rv_function_span *span, stru
 	size_t n = rv_function_args(span, args);
 
 	return rv_fxt_span(fxt, span->pid, span->tid, span->category, span->name, span->begin_ns,
-			   span->end_ns, args, n, true, err);
+			   span->end_ns, n ? args : NULL, n, true, err);
 }
 
 int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span,
@@ -1005,17 +1008,21 @@ int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span
 	const struct span_shape *shape = &fxt->shapes[shape_slot(span->name)];
 
 	if (function_shape_fits(shape, span)) {
-		/* header, begin, address's header and value, [file's and line's
-		 * headers], end: shape_record's words for these arguments */
-		/* first: it may write the thread's record */
+		/* header, begin, [address's header and value, [file's and
+		 * line's headers]], end: shape_record's words for these
+		 * arguments. The thread first: it may write the thread's
+		 * record. */
 		uint8_t thread = resolve_thread(fxt, span->pid, span->tid);
 		unsigned char *p = rv_out_take(fxt->out, shape->words * 8);
 
 		put_word(p, shape->header | (uint64_t)thread << 24);
 		put_word(p + 8, span->begin_ns);
-		put_word(p + 16, shape->args[0].header);
-		put_word(p + 24, span->address);
-		p += 32;
+		p += 16;
+		if (span->address) {
+			put_word(p, shape->args[0].header);
+			put_word(p + 8, span->address);
+			p += 16;
+		}
 		if (span->file) {
 			put_word(p, shape->args[1].header);
 			put_word(p + 8, shape->args[2].header);

@@ -608,6 +608,8 @@ const char rv_arg_address[] = "address", rv_arg_file[] = "file", rv_arg_line[] =
 
 size_t rv_function_args(const struct rv_function_span *span, struct rv_arg *args)
 {
+	if (!span->address)
+		return 0;
 	args[0] = (struct rv_arg){ .name = rv_arg_address,
 				   .kind = RV_ARG_POINTER,
 				   .u = span->address };
@@ -638,7 +640,7 @@ int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_fun
 		size_t n = rv_function_args(span, args);
 
 		rv_json_span(&w->json, span->pid, span->tid, span->category, span->name,
-			     span->begin_ns, span->end_ns, span->depth, args, n);
+			     span->begin_ns, span->end_ns, span->depth, n ? args : NULL, n);
 	}
 	if (r == 0)
 		w->spans++;

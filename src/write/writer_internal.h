@@ -124,7 +124,7 @@ static inline size_t rv_utf8_sequence_length(const unsigned char *s, size_t avai
 
 /* The arguments of a function's span (rv_trace_writer_function_span), by
  * these names, which the FXT encoder knows by their address; returns how
- * many (1 or 3). */
+ * many (0, 1 or 3). */
 #define RV_FUNCTION_ARGS 3
 extern const char rv_arg_address[], rv_arg_file[], rv_arg_line[];
 size_t rv_function_args(const struct rv_function_span *span, struct rv_arg *args);
