@@ -696,6 +696,40 @@ static bool stays_in_top(const struct thread_state *t, const struct batched_even
 	return top->hi && e->to_ip >= top->lo && e->to_ip < top->hi;
 }
 
+/* The other hot paths: a call or a return in user code that stays there,
+ * on a thread whose stack runs (handle's and on_branch's rules with
+ * nothing but the kind left to decide). */
+static bool plain_user(const struct thread_state *t, const struct batched_event *e)
+{
+	return (e->kind == RV_BRANCH_CALL || e->kind == RV_BRANCH_RETURN) && !e->flags &&
+	       !e->error && e->to_ip && e->to_ip < KERNEL_START && t->br.active && !t->br.in_gap &&
+	       t->named && !in_kernel(t) && !stack_empty(t);
+}
+
+static int take_plain_user(struct rv_builder *b, struct thread_state *t,
+			   const struct batched_event *e, uint64_t now, struct rv_error *err)
+{
+	struct step s = { .b = b, .t = t, .now = now, .err = err };
+	struct target to;
+	bool entered_async;
+	int ret;
+
+	t->br.last_time = now;
+	t->br.fresh = false;
+	b->stats.branches++;
+	target_init(&to, e->to_ip, e->to_sym, e->to_start);
+	if (e->kind == RV_BRANCH_CALL) {
+		b->stats.calls++;
+		return push_target(&s, &to, 0);
+	}
+	b->stats.returns++;
+	entered_async = top_frame(t)->flags & FRAME_ASYNC;
+	ret = pop(&s);
+	if (ret)
+		return ret;
+	return land(&s, &to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
+}
+
 /* Takes one event at its time (after spreading). */
 static int take(struct rv_builder *b, struct thread_state *t, const struct batched_event *e,
 		uint64_t now, struct rv_error *err)
@@ -711,6 +745,8 @@ static int take(struct rv_builder *b, struct thread_state *t, const struct batch
 		b->stats.branches++;
 		return 0;
 	}
+	if (plain_user(t, e))
+		return take_plain_user(b, t, e, now, err);
 	return handle(b, t, e, now, err);
 }
 
