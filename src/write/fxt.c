@@ -104,6 +104,12 @@ struct span_shape {
 	size_t words;
 	bool has_end;
 	uint64_t header; /* the record's first word, with thread index 0 */
+	/* A function span's shape (rv_fxt_function_span), by what decides
+	 * it besides the name and category: its function_kind (0: not one),
+	 * file and line (0 without a file). */
+	unsigned function_kind;
+	const char *function_file;
+	int32_t function_line;
 	struct shape_arg {
 		const char *name;
 		enum rv_arg_kind kind;
@@ -551,29 +557,36 @@ static uint8_t assign_thread_index(struct rv_fxt *fxt, uint64_t key)
 	return (uint8_t)index;
 }
 
-/* The thread's index in the thread table, writing its thread record first if
- * it has none. */
-static uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
+/* resolve_thread for another thread than the last one's. */
+static __attribute__((noinline)) uint8_t resolve_other_thread(struct rv_fxt *fxt, uint64_t key)
 {
-	uint64_t key = (uint64_t)pid << 32 | tid;
 	uint8_t index = 0;
 	size_t j;
 
-	if (fxt->last_thread_index && fxt->last_thread_key == key) {
-		index = fxt->last_thread_index;
-	} else {
-		for (j = thread_map_home(key); fxt->thread_map[j].index;
-		     j = (j + 1) & (THREAD_MAP_SLOTS - 1)) {
-			if (fxt->thread_map[j].key == key) {
-				index = fxt->thread_map[j].index;
-				break;
-			}
+	for (j = thread_map_home(key); fxt->thread_map[j].index;
+	     j = (j + 1) & (THREAD_MAP_SLOTS - 1)) {
+		if (fxt->thread_map[j].key == key) {
+			index = fxt->thread_map[j].index;
+			break;
 		}
-		if (!index)
-			index = assign_thread_index(fxt, key);
-		fxt->last_thread_key = key;
-		fxt->last_thread_index = index;
 	}
+	if (!index)
+		index = assign_thread_index(fxt, key);
+	fxt->last_thread_key = key;
+	fxt->last_thread_index = index;
+	fxt->threads[index].last_use = ++fxt->clock;
+	return index;
+}
+
+/* The thread's index in the thread table, writing its thread record first if
+ * it has none (inline: once a span, mostly the last one's thread). */
+static inline uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	uint8_t index = fxt->last_thread_index;
+
+	if (!index || fxt->last_thread_key != key)
+		return resolve_other_thread(fxt, key);
 	fxt->threads[index].last_use = ++fxt->clock;
 	return index;
 }
@@ -757,6 +770,7 @@ static void shape_record(struct span_shape *shape, unsigned type, const char *ca
 	shape->name = name;
 	shape->nr_args = nr_args;
 	shape->has_end = has_end;
+	shape->function_kind = 0;
 	shape->words = 2 + has_end;
 	for (size_t i = 0; i < nr_args; i++) {
 		const struct argument_plan *a = &plans[i];
@@ -971,10 +985,17 @@ int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *cate
 			   true, end_ns, args, nr_args, interned, shape, err);
 }
 
-/* Whether the shape is a function span's (rv_function_args) like this one:
- * no arguments, or the arguments' names by address, the file by address,
- * the line in the INT32 header (a line is an int32). */
-static bool function_shape_fits(const struct span_shape *shape, const struct rv_function_span *span)
+/* A function span's kind: 1 without arguments, 2 with its address only, 3
+ * with its file and line too. */
+static unsigned function_kind(const struct rv_function_span *span)
+{
+	return !span->address ? 1 : !span->file ? 2 : 3;
+}
+
+/* Whether the shape, just recorded, is a function span's (rv_function_args)
+ * like this one: the arguments' names by address, the file by address, the
+ * line in the INT32 header (a line is an int32). */
+static bool function_shape_is(const struct span_shape *shape, const struct rv_function_span *span)
 {
 	const struct shape_arg *a = shape->args;
 
@@ -991,23 +1012,35 @@ static bool function_shape_fits(const struct span_shape *shape, const struct rv_
 	       (a[2].header & 0xf) == ARGUMENT_INT32 && a[2].header >> 32 == (uint32_t)span->line;
 }
 
-/* Out of line: the fast path keeps no argument array on its stack. */
-static __attribute__((noinline)) int
-function_span_slow(struct rv_fxt *fxt, const struct rv_function_span *span, struct rv_error *err)
+/* The first span of a function's shape: written the interned way, which
+ * records the shape when its strings all have indices; it is then marked
+ * as the function's. */
+static __attribute__((noinline)) int function_span_slow(struct rv_fxt *fxt,
+							struct span_shape *shape,
+							const struct rv_function_span *span,
+							struct rv_error *err)
 {
 	struct rv_arg args[RV_FUNCTION_ARGS];
 	size_t n = rv_function_args(span, args);
+	int r = rv_fxt_span(fxt, span->pid, span->tid, span->category, span->name, span->begin_ns,
+			    span->end_ns, n ? args : NULL, n, true, err);
 
-	return rv_fxt_span(fxt, span->pid, span->tid, span->category, span->name, span->begin_ns,
-			   span->end_ns, n ? args : NULL, n, true, err);
+	if (r == 0 && function_shape_is(shape, span)) {
+		shape->function_kind = function_kind(span);
+		shape->function_file = span->file;
+		shape->function_line = span->file ? span->line : 0;
+	}
+	return r;
 }
 
 int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span,
 			 struct rv_error *err)
 {
-	const struct span_shape *shape = &fxt->shapes[shape_slot(span->name)];
+	struct span_shape *shape = &fxt->shapes[shape_slot(span->name)];
 
-	if (function_shape_fits(shape, span)) {
+	if (shape->name == span->name && span->name && shape->category == span->category &&
+	    shape->function_kind == function_kind(span) && shape->function_file == span->file &&
+	    shape->function_line == (span->file ? span->line : 0)) {
 		/* header, begin, [address's header and value, [file's and
 		 * line's headers]], end: shape_record's words for these
 		 * arguments. The thread first: it may write the thread's
@@ -1031,7 +1064,7 @@ int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span
 		put_word(p, span->end_ns);
 		return 0;
 	}
-	return function_span_slow(fxt, span, err);
+	return function_span_slow(fxt, shape, span, err);
 }
 
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
