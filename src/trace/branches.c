@@ -132,7 +132,7 @@ static const struct function *resolve(struct step *s, struct target *tg)
 
 /* Whether `tg` is in f's function: a range compare for a function of known
  * size, which is every jump inside a function traced with binaries. */
-static bool frame_has(struct step *s, const struct open_frame *f, struct target *tg)
+static inline bool frame_has(struct step *s, const struct open_frame *f, struct target *tg)
 {
 	const struct function *fn;
 
@@ -168,7 +168,7 @@ static long deeper_frame(struct step *s, struct target *tg)
 }
 
 /* Self time: the top frame ran from when it became the top until now. */
-static int account(struct step *s)
+static inline int account(struct step *s)
 {
 	struct thread_state *t = s->t;
 
