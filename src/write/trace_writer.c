@@ -292,7 +292,7 @@ static int fail(struct rv_trace_writer *w, int code, struct rv_error *err)
 	return -code;
 }
 
-static int check_usable(struct rv_trace_writer *w, struct rv_error *err)
+static inline int check_usable(struct rv_trace_writer *w, struct rv_error *err)
 {
 	if (!w)
 		return rv_error_set(err, EINVAL, "no trace writer");
