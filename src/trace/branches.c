@@ -759,7 +759,7 @@ static uint64_t spread_until(const struct branch_state *br, uint64_t next_time)
 }
 
 /* The batch's ith waiting event. */
-static void unpack(const struct branch_state *br, size_t i, struct batched_event *e)
+static inline void unpack(const struct branch_state *br, size_t i, struct batched_event *e)
 {
 	const struct packed_event *p = &br->batch[i];
 
