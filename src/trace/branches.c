@@ -132,7 +132,7 @@ static const struct function *resolve(struct step *s, struct target *tg)
 
 /* Whether `tg` is in f's function: a range compare for a function of known
  * size, which is every jump inside a function traced with binaries. */
-static bool frame_has(struct step *s, const struct open_frame *f, struct target *tg)
+static inline bool frame_has(struct step *s, const struct open_frame *f, struct target *tg)
 {
 	const struct function *fn;
 
@@ -168,7 +168,7 @@ static long deeper_frame(struct step *s, struct target *tg)
 }
 
 /* Self time: the top frame ran from when it became the top until now. */
-static int account(struct step *s)
+static inline int account(struct step *s)
 {
 	struct thread_state *t = s->t;
 
@@ -696,6 +696,40 @@ static bool stays_in_top(const struct thread_state *t, const struct batched_even
 	return top->hi && e->to_ip >= top->lo && e->to_ip < top->hi;
 }
 
+/* The other hot paths: a call or a return in user code that stays there,
+ * on a thread whose stack runs (handle's and on_branch's rules with
+ * nothing but the kind left to decide). */
+static bool plain_user(const struct thread_state *t, const struct batched_event *e)
+{
+	return (e->kind == RV_BRANCH_CALL || e->kind == RV_BRANCH_RETURN) && !e->flags &&
+	       !e->error && e->to_ip && e->to_ip < KERNEL_START && t->br.active && !t->br.in_gap &&
+	       t->named && !in_kernel(t) && !stack_empty(t);
+}
+
+static int take_plain_user(struct rv_builder *b, struct thread_state *t,
+			   const struct batched_event *e, uint64_t now, struct rv_error *err)
+{
+	struct step s = { .b = b, .t = t, .now = now, .err = err };
+	struct target to;
+	bool entered_async;
+	int ret;
+
+	t->br.last_time = now;
+	t->br.fresh = false;
+	b->stats.branches++;
+	target_init(&to, e->to_ip, e->to_sym, e->to_start);
+	if (e->kind == RV_BRANCH_CALL) {
+		b->stats.calls++;
+		return push_target(&s, &to, 0);
+	}
+	b->stats.returns++;
+	entered_async = top_frame(t)->flags & FRAME_ASYNC;
+	ret = pop(&s);
+	if (ret)
+		return ret;
+	return land(&s, &to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
+}
+
 /* Takes one event at its time (after spreading). */
 static int take(struct rv_builder *b, struct thread_state *t, const struct batched_event *e,
 		uint64_t now, struct rv_error *err)
@@ -711,6 +745,8 @@ static int take(struct rv_builder *b, struct thread_state *t, const struct batch
 		b->stats.branches++;
 		return 0;
 	}
+	if (plain_user(t, e))
+		return take_plain_user(b, t, e, now, err);
 	return handle(b, t, e, now, err);
 }
 
@@ -723,7 +759,7 @@ static uint64_t spread_until(const struct branch_state *br, uint64_t next_time)
 }
 
 /* The batch's ith waiting event. */
-static void unpack(const struct branch_state *br, size_t i, struct batched_event *e)
+static inline void unpack(const struct branch_state *br, size_t i, struct batched_event *e)
 {
 	const struct packed_event *p = &br->batch[i];
 
@@ -755,21 +791,35 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 {
 	struct branch_state *br = &t->br;
 	uint64_t ncalls = br->batch_calls;
-	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
+	uint64_t quotient, remainder;
 	uint64_t calls = br->taken_calls;
+	/* Batches are mostly of one or two events: a power of two divides by
+	 * a shift, and a batch whose only event was taken when it came needs
+	 * no quotient (a 64-bit division costs tens of cycles, on every
+	 * timestamp of a trace). */
+	unsigned shift =
+		ncalls && !(ncalls & (ncalls - 1)) ? (unsigned)__builtin_ctzll(ncalls) : 64;
 	int ret = 0;
 
+	if (!br->nr_batch || !ncalls) {
+		quotient = remainder = 0;
+	} else if (shift < 64) {
+		quotient = span >> shift;
+		remainder = span & (ncalls - 1);
+	} else {
+		quotient = span / ncalls;
+		remainder = span % ncalls;
+	}
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
 		struct batched_event e;
-		uint64_t k;
+		uint64_t k, part;
 
 		unpack(br, i, &e);
 		calls += takes_share();
 		k = calls ? calls - 1 : 0;
 		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
-		ret = take(b, t, &e,
-			   br->batch_time + k * quotient + (ncalls ? k * remainder / ncalls : 0),
-			   err);
+		part = !ncalls ? 0 : shift < 64 ? k * remainder >> shift : k * remainder / ncalls;
+		ret = take(b, t, &e, br->batch_time + k * quotient + part, err);
 	}
 	close_batch(br);
 	return ret;

@@ -147,26 +147,17 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 	return 0;
 }
 
-int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns)
+int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uint64_t ns)
 {
-	struct self_time_slot *slot;
+	struct self_time_slot *slot = self_slot(b, f->name);
 
-	if (f->self_generation == b->self_generation) {
-		slot = &b->self[f->self_slot];
-	} else {
-		if (b->last_self.name == f->name && b->last_self.generation == b->self_generation) {
-			slot = &b->self[b->last_self.slot];
-		} else {
-			slot = self_slot(b, f->name);
-			if (!slot)
-				return -ENOMEM;
-			b->last_self.name = f->name;
-			b->last_self.slot = (size_t)(slot - b->self);
-			b->last_self.generation = b->self_generation;
-		}
-		f->self_slot = (size_t)(slot - b->self);
-		f->self_generation = b->self_generation;
-	}
+	if (!slot)
+		return -ENOMEM;
+	b->last_self.name = f->name;
+	b->last_self.slot = (size_t)(slot - b->self);
+	b->last_self.generation = b->self_generation;
+	f->self_slot = b->last_self.slot;
+	f->self_generation = b->self_generation;
 	slot->ns += ns;
 	b->stats.self_ns += ns;
 	return 0;
@@ -254,12 +245,38 @@ static size_t function_args(const struct pending_span *span, struct rv_arg *args
 	return n;
 }
 
+/* builder_write_span of a span with no arguments but a function's (most
+ * spans), which the writer has a way for. */
+static int write_function_span(struct rv_builder *b, const struct thread_state *t, const char *name,
+			       uint64_t addr, const char *file, int32_t line, bool kernel,
+			       uint64_t begin, uint64_t end, uint32_t depth, struct rv_error *err)
+{
+	struct rv_function_span fs = {
+		.pid = t->pid,
+		.tid = t->tid,
+		.category = kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
+		.name = name,
+		.begin_ns = builder_rel(b, begin),
+		.end_ns = builder_rel(b, end),
+		.depth = depth,
+		.address = addr,
+		.file = file,
+		.line = line,
+	};
+
+	b->stats.spans++;
+	return rv_trace_writer_function_span(b->writer, &fs, err);
+}
+
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err)
 {
 	struct rv_arg args[1 + FUNCTION_ARGS + SPAN_MAX_ARGS];
 	size_t n = 0;
 
+	if (!span->inferred && !span->args.nr)
+		return write_function_span(b, t, span->name, span->addr, span->file, span->line,
+					   span->kernel, span->begin, span->end, span->depth, err);
 	if (span->addr)
 		n += function_args(span, args);
 	if (span->inferred)
@@ -310,6 +327,22 @@ static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
 	return 0;
 }
 
+static uint32_t depth_of(size_t pos)
+{
+	return pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
+}
+
+/* Whether a span that began at `begin` and stood at pos is written now:
+ * neither an orphan nor held (see builder_settle). */
+static inline bool written_now(const struct thread_state *t, uint64_t begin, size_t pos)
+{
+	const struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
+
+	if (seg && pos == seg->base && begin == seg->create_time)
+		return false;
+	return !(pos > 0 && t->stack[pos - 1].begin == begin);
+}
+
 /* Every span in a held list began when its holder did, so a span and what it
  * held always go to the same place, in order:
  * - the bottom frame of a branch stack that began at the stack's create_time
@@ -324,25 +357,26 @@ int builder_settle(struct rv_builder *b, struct thread_state *t, struct pending_
 	struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
 	int ret = 0;
 
-	span->depth = pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
+	span->depth = depth_of(pos);
 
+	if (written_now(t, span->begin, pos)) {
+		ret = builder_write_span(b, t, span, err);
+		for (size_t i = 0; !ret && i < nr_held; i++)
+			ret = builder_write_span(b, t, &held[i], err);
+		return ret;
+	}
 	if (seg && pos == seg->base && span->begin == seg->create_time) {
 		ret = append_pending(&seg->orphans, &seg->nr_orphans, &seg->cap_orphans, span);
 		for (size_t i = 0; !ret && i < nr_held; i++)
 			ret = append_pending(&seg->orphans, &seg->nr_orphans, &seg->cap_orphans,
 					     &held[i]);
-	} else if (pos > 0 && t->stack[pos - 1].begin == span->begin) {
+	} else {
 		struct open_frame *parent = &t->stack[pos - 1];
 
 		ret = append_pending(&parent->held, &parent->nr_held, &parent->cap_held, span);
 		for (size_t i = 0; !ret && i < nr_held; i++)
 			ret = append_pending(&parent->held, &parent->nr_held, &parent->cap_held,
 					     &held[i]);
-	} else {
-		ret = builder_write_span(b, t, span, err);
-		for (size_t i = 0; !ret && i < nr_held; i++)
-			ret = builder_write_span(b, t, &held[i], err);
-		return ret;
 	}
 	return ret ? rv_error_set(err, ENOMEM, "out of memory") : 0;
 }
@@ -360,6 +394,13 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	 * takes it for the parent's next sibling (builder.h). */
 	if ((f->flags & FRAME_PLACEHOLDER) && end == f->begin && !f->nr_held)
 		return 0;
+	/* Most frames: a function's (or a placeholder), written now with
+	 * nothing it held, and no pending span to make of it. */
+	if (!args && !f->nr_held && !(f->flags & FRAME_INFERRED) &&
+	    written_now(t, f->begin, t->depth))
+		return write_function_span(b, t, f->name, f->addr, f->file, f->line,
+					   f->flags & FRAME_KERNEL, f->begin, end,
+					   depth_of(t->depth), err);
 
 	/* Filled field by field: the argument arrays stay untouched (the hot
 	 * path of branches has none). */

@@ -313,9 +313,25 @@ static inline int builder_ensure_track(struct rv_builder *b, struct thread_state
 
 int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
 
+/* builder_frame_self_time when neither the frame nor last_self knows the
+ * function's slot. */
+int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uint64_t ns);
+
 /* builder_add_self_time for an open frame's function: its slot is looked up
- * once while the table stays as it is. */
-int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns);
+ * once while the table stays as it is (inline: twice an event, and the
+ * slot is almost always known). */
+static inline int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns)
+{
+	if (f->self_generation != b->self_generation) {
+		if (b->last_self.name != f->name || b->last_self.generation != b->self_generation)
+			return builder_frame_self_time_slow(b, f, ns);
+		f->self_slot = b->last_self.slot;
+		f->self_generation = b->self_generation;
+	}
+	b->self[f->self_slot].ns += ns;
+	b->stats.self_ns += ns;
+	return 0;
+}
 
 /* One more exact call of the function (for rv_builder_most_called). */
 int builder_count_call(struct rv_builder *b, const char *name);

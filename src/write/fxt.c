@@ -104,6 +104,12 @@ struct span_shape {
 	size_t words;
 	bool has_end;
 	uint64_t header; /* the record's first word, with thread index 0 */
+	/* A function span's shape (rv_fxt_function_span), by what decides
+	 * it besides the name and category: its function_kind (0: not one),
+	 * file and line (0 without a file). */
+	unsigned function_kind;
+	const char *function_file;
+	int32_t function_line;
 	struct shape_arg {
 		const char *name;
 		enum rv_arg_kind kind;
@@ -551,29 +557,36 @@ static uint8_t assign_thread_index(struct rv_fxt *fxt, uint64_t key)
 	return (uint8_t)index;
 }
 
-/* The thread's index in the thread table, writing its thread record first if
- * it has none. */
-static uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
+/* resolve_thread for another thread than the last one's. */
+static __attribute__((noinline)) uint8_t resolve_other_thread(struct rv_fxt *fxt, uint64_t key)
 {
-	uint64_t key = (uint64_t)pid << 32 | tid;
 	uint8_t index = 0;
 	size_t j;
 
-	if (fxt->last_thread_index && fxt->last_thread_key == key) {
-		index = fxt->last_thread_index;
-	} else {
-		for (j = thread_map_home(key); fxt->thread_map[j].index;
-		     j = (j + 1) & (THREAD_MAP_SLOTS - 1)) {
-			if (fxt->thread_map[j].key == key) {
-				index = fxt->thread_map[j].index;
-				break;
-			}
+	for (j = thread_map_home(key); fxt->thread_map[j].index;
+	     j = (j + 1) & (THREAD_MAP_SLOTS - 1)) {
+		if (fxt->thread_map[j].key == key) {
+			index = fxt->thread_map[j].index;
+			break;
 		}
-		if (!index)
-			index = assign_thread_index(fxt, key);
-		fxt->last_thread_key = key;
-		fxt->last_thread_index = index;
 	}
+	if (!index)
+		index = assign_thread_index(fxt, key);
+	fxt->last_thread_key = key;
+	fxt->last_thread_index = index;
+	fxt->threads[index].last_use = ++fxt->clock;
+	return index;
+}
+
+/* The thread's index in the thread table, writing its thread record first if
+ * it has none (inline: once a span, mostly the last one's thread). */
+static inline uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	uint8_t index = fxt->last_thread_index;
+
+	if (!index || fxt->last_thread_key != key)
+		return resolve_other_thread(fxt, key);
 	fxt->threads[index].last_use = ++fxt->clock;
 	return index;
 }
@@ -757,6 +770,7 @@ static void shape_record(struct span_shape *shape, unsigned type, const char *ca
 	shape->name = name;
 	shape->nr_args = nr_args;
 	shape->has_end = has_end;
+	shape->function_kind = 0;
 	shape->words = 2 + has_end;
 	for (size_t i = 0; i < nr_args; i++) {
 		const struct argument_plan *a = &plans[i];
@@ -969,6 +983,88 @@ int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *cate
 		return r;
 	return write_event(fxt, EVENT_DURATION_COMPLETE, thread, &category_ref, &name_ref, begin_ns,
 			   true, end_ns, args, nr_args, interned, shape, err);
+}
+
+/* A function span's kind: 1 without arguments, 2 with its address only, 3
+ * with its file and line too. */
+static unsigned function_kind(const struct rv_function_span *span)
+{
+	return !span->address ? 1 : !span->file ? 2 : 3;
+}
+
+/* Whether the shape, just recorded, is a function span's (rv_function_args)
+ * like this one: the arguments' names by address, the file by address, the
+ * line in the INT32 header (a line is an int32). */
+static bool function_shape_is(const struct span_shape *shape, const struct rv_function_span *span)
+{
+	const struct shape_arg *a = shape->args;
+
+	if (shape->name != span->name || !span->name || shape->category != span->category)
+		return false;
+	if (!span->address)
+		return shape->nr_args == 0;
+	if (a[0].name != rv_arg_address || a[0].kind != RV_ARG_POINTER)
+		return false;
+	if (!span->file)
+		return shape->nr_args == 1;
+	return shape->nr_args == 3 && a[1].name == rv_arg_file && a[1].kind == RV_ARG_STRING &&
+	       a[1].value == span->file && a[2].name == rv_arg_line && a[2].kind == RV_ARG_INT &&
+	       (a[2].header & 0xf) == ARGUMENT_INT32 && a[2].header >> 32 == (uint32_t)span->line;
+}
+
+/* The first span of a function's shape: written the interned way, which
+ * records the shape when its strings all have indices; it is then marked
+ * as the function's. */
+static __attribute__((noinline)) int function_span_slow(struct rv_fxt *fxt,
+							struct span_shape *shape,
+							const struct rv_function_span *span,
+							struct rv_error *err)
+{
+	struct rv_arg args[RV_FUNCTION_ARGS];
+	size_t n = rv_function_args(span, args);
+	int r = rv_fxt_span(fxt, span->pid, span->tid, span->category, span->name, span->begin_ns,
+			    span->end_ns, n ? args : NULL, n, true, err);
+
+	if (r == 0 && function_shape_is(shape, span)) {
+		shape->function_kind = function_kind(span);
+		shape->function_file = span->file;
+		shape->function_line = span->file ? span->line : 0;
+	}
+	return r;
+}
+
+int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span,
+			 struct rv_error *err)
+{
+	struct span_shape *shape = &fxt->shapes[shape_slot(span->name)];
+
+	if (shape->name == span->name && span->name && shape->category == span->category &&
+	    shape->function_kind == function_kind(span) && shape->function_file == span->file &&
+	    shape->function_line == (span->file ? span->line : 0)) {
+		/* header, begin, [address's header and value, [file's and
+		 * line's headers]], end: shape_record's words for these
+		 * arguments. The thread first: it may write the thread's
+		 * record. */
+		uint8_t thread = resolve_thread(fxt, span->pid, span->tid);
+		unsigned char *p = rv_out_take(fxt->out, shape->words * 8);
+
+		put_word(p, shape->header | (uint64_t)thread << 24);
+		put_word(p + 8, span->begin_ns);
+		p += 16;
+		if (span->address) {
+			put_word(p, shape->args[0].header);
+			put_word(p + 8, span->address);
+			p += 16;
+		}
+		if (span->file) {
+			put_word(p, shape->args[1].header);
+			put_word(p + 8, shape->args[2].header);
+			p += 16;
+		}
+		put_word(p, span->end_ns);
+		return 0;
+	}
+	return function_span_slow(fxt, shape, span, err);
 }
 
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,

@@ -292,7 +292,7 @@ static int fail(struct rv_trace_writer *w, int code, struct rv_error *err)
 	return -code;
 }
 
-static int check_usable(struct rv_trace_writer *w, struct rv_error *err)
+static inline int check_usable(struct rv_trace_writer *w, struct rv_error *err)
 {
 	if (!w)
 		return rv_error_set(err, EINVAL, "no trace writer");
@@ -602,6 +602,49 @@ int rv_trace_writer_interned_span(struct rv_trace_writer *w, uint32_t pid, uint3
 {
 	return write_span(w, pid, tid, category, name, begin_ns, end_ns, depth, args, nr_args, true,
 			  err);
+}
+
+const char rv_arg_address[] = "address", rv_arg_file[] = "file", rv_arg_line[] = "line";
+
+size_t rv_function_args(const struct rv_function_span *span, struct rv_arg *args)
+{
+	if (!span->address)
+		return 0;
+	args[0] = (struct rv_arg){ .name = rv_arg_address,
+				   .kind = RV_ARG_POINTER,
+				   .u = span->address };
+	if (!span->file)
+		return 1;
+	args[1] = (struct rv_arg){ .name = rv_arg_file, .kind = RV_ARG_STRING, .s = span->file };
+	args[2] = (struct rv_arg){ .name = rv_arg_line, .kind = RV_ARG_INT, .i = span->line };
+	return 3;
+}
+
+int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_function_span *span,
+				  struct rv_error *err)
+{
+	int r = check_usable(w, err);
+
+	if (r < 0)
+		return r;
+	if (span->end_ns < span->begin_ns)
+		return rv_error_set(err, EINVAL,
+				    "span '%s' ends (%" PRIu64 " ns) before it begins (%" PRIu64
+				    " ns)",
+				    span->name ? span->name : "", span->end_ns, span->begin_ns);
+	/* the arguments are rv_function_args': nothing to check */
+	if (w->format == RV_TRACE_FXT) {
+		r = rv_fxt_function_span(w->fxt, span, err);
+	} else {
+		struct rv_arg args[RV_FUNCTION_ARGS];
+		size_t n = rv_function_args(span, args);
+
+		rv_json_span(&w->json, span->pid, span->tid, span->category, span->name,
+			     span->begin_ns, span->end_ns, span->depth, n ? args : NULL, n);
+	}
+	if (r == 0)
+		w->spans++;
+	return finish_call(w, r, err);
 }
 
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,

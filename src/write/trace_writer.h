@@ -129,6 +129,27 @@ int rv_trace_writer_interned_span(struct rv_trace_writer *w, uint32_t pid, uint3
 				  uint64_t end_ns, uint32_t depth, const struct rv_arg *args,
 				  size_t nr_args, struct rv_error *err);
 
+/* A function's span as the trace builder writes most of them: an interned
+ * span (the same promise about its strings) with the arguments "address"
+ * (a pointer) and, when file is not NULL, "file" and "line"; or with no
+ * arguments at all when address is 0 (and file NULL). The file is
+ * byte for byte the one rv_trace_writer_interned_span writes with those
+ * arguments; the writer has no arguments to build or check (FXT: a span
+ * like the function's last one is its words again). */
+struct rv_function_span {
+	uint32_t pid, tid;
+	const char *category; /* NULL: none */
+	const char *name;
+	uint64_t begin_ns, end_ns;
+	uint32_t depth;	  /* rv_trace_writer_nested_span's */
+	uint64_t address; /* 0: no arguments */
+	const char *file; /* NULL: no "file" and "line" */
+	int32_t line;
+};
+
+int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_function_span *span,
+				  struct rv_error *err);
+
 /* A zero-length marker on the thread's track (FXT: instant event, thread
  * scope; JSON: "i" event). */
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,

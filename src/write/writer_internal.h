@@ -122,6 +122,13 @@ static inline size_t rv_utf8_sequence_length(const unsigned char *s, size_t avai
 	return len;
 }
 
+/* The arguments of a function's span (rv_trace_writer_function_span), by
+ * these names, which the FXT encoder knows by their address; returns how
+ * many (0, 1 or 3). */
+#define RV_FUNCTION_ARGS 3
+extern const char rv_arg_address[], rv_arg_file[], rv_arg_line[];
+size_t rv_function_args(const struct rv_function_span *span, struct rv_arg *args);
+
 /* FXT encoder (fxt.c). rv_fxt_open writes the preamble. Every function
  * returns 0 or a negative errno for failures of its own (memory); output
  * failures are left in out->error for the caller to report. */
@@ -137,6 +144,9 @@ int rv_fxt_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *na
 int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *category,
 		const char *name, uint64_t begin_ns, uint64_t end_ns, const struct rv_arg *args,
 		size_t nr_args, bool interned, struct rv_error *err);
+/* rv_fxt_span (interned) of a function's span, with rv_function_args. */
+int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span,
+			 struct rv_error *err);
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,
 		   const struct rv_arg *args, size_t nr_args, struct rv_error *err);
 /* Fills the FXT-specific fields: strings, inline_strings, thread_evictions. */

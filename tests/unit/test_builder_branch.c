@@ -318,6 +318,40 @@ Test(builder_branch, returns_and_jumps_in_a_batch_take_their_share_so_every_span
 	builder_fixture_close(&f, t);
 }
 
+/* Batches of 1 to 8 events (a power of two or not) over intervals their
+ * counts do not divide: event k of n at k * interval / n, rounded down. */
+Test(builder_branch, a_batch_of_any_length_spreads_as_the_exact_quotient)
+{
+	static const char *const names[] = { "a", "b", "c", "d", "e", "g", "foo", "bar" };
+	struct builder_fixture f;
+	struct fxt_trace *t;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, 0, at("main", 0x10));
+	for (uint64_t n = 1; n <= 8; n++) {
+		uint64_t time = 10000 * n;
+
+		/* n calls at time, spread over 997 ns; their returns at
+		 * time + 997, spread over 991 ns (up to the next round) */
+		call(&f, time, at("main", 0x20), at(names[0], 0));
+		for (uint64_t k = 1; k < n; k++)
+			call(&f, time, at(names[k - 1], 0x20), at(names[k], 0));
+		for (uint64_t k = n; k-- > 1;)
+			ret(&f, time + 997, at(names[k], 0x30), at(names[k - 1], 0x25));
+		ret(&f, time + 997, at(names[0], 0x30), at("main", 0x25));
+		jump(&f, time + 997 + 991, at("main", 0x28), at("main", 0x2c));
+	}
+	t = builder_fixture_finish(&f);
+	for (uint64_t n = 1; n <= 8; n++) {
+		uint64_t time = 10000 * n;
+
+		for (uint64_t k = 0; k < n; k++)
+			expect_span(t, names[k], n - 1 - k, time + k * 997 / n,
+				    time + 997 + (n - 1 - k) * 991 / n, k ? names[k - 1] : "main");
+	}
+	builder_fixture_close(&f, t);
+}
+
 /* 35000 calls of foo and their returns, all at 1000, then main's return at
  * 1000000. A batch holds 65536 events besides the one taken when it opened:
  * the first 65537 events (call #j is event 2j, its return 2j + 1) are a batch

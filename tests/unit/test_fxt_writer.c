@@ -1924,3 +1924,119 @@ Test(fxt_writer, writes_interned_spans_as_any_span)
 	free(names);
 	free_temp_dir(dir);
 }
+
+/* Span k of writes_function_spans_as_any_span's sequence: a function's span
+ * (returns true; without an address, its file NULL or not, a line that
+ * changes, a negative one)
+ * or, for the same names, a span of another shape in args (returns false,
+ * *nr set); on one of 300 threads, more than the thread table holds. */
+static bool function_or_other(uint64_t k, char **names, size_t nr_names,
+			      struct rv_function_span *fs, struct rv_arg *args, size_t *nr)
+{
+	static const char *const files[] = { "/src/a.c", "/src/b.c" };
+	uint64_t x = scramble(k);
+
+	*fs = (struct rv_function_span){
+		.pid = 1 + (uint32_t)((x >> 8) % 300) / 100,
+		.tid = 1000 + (uint32_t)((x >> 8) % 300),
+		.category = (x >> 45) % 4 == 0 ? RV_TRACE_CATEGORY_KERNEL : NULL,
+		.name = k < nr_names ? names[k] : names[(x >> 50) % 16],
+		.begin_ns = 10 * k,
+		.end_ns = 10 * k + 5,
+		.address = (x >> 10) % 7 ? 0x401000 + (x >> 10) % 64 : 0,
+		.file = (x >> 36) % 3 && (x >> 10) % 7 ? files[(x >> 36) % 2] : NULL,
+		.line = (x >> 30) % 8 == 0 ? -7 : (int32_t)((x >> 28) % 3),
+	};
+	if ((x >> 40) % 5)
+		return true;
+	args[0] = (struct rv_arg){ .name = "address", .kind = RV_ARG_POINTER, .u = fs->address };
+	args[1] = (struct rv_arg){ .name = "inferred_start_time",
+				   .kind = RV_ARG_STRING,
+				   .s = "true" };
+	args[2] = (struct rv_arg){ .name = "line", .kind = RV_ARG_INT, .i = fs->line };
+	*nr = 1 + (x >> 20) % 3;
+	return false;
+}
+
+/* rv_trace_writer_function_span writes what a span with its arguments (or
+ * none) written any other way is, byte for byte (FXT and JSON), among spans of
+ * other shapes for the same names, beyond the string table's 32767 entries
+ * and the thread table's 255 threads. */
+Test(fxt_writer, writes_function_spans_as_any_span)
+{
+	enum { NR_NAMES = 34000, NR_SPANS = 100000 };
+	static const char *const endings[] = { ".fxt", ".json" };
+	char *dir = new_temp_dir("rv-fxt-writer");
+	char **names = calloc(NR_NAMES, sizeof(*names));
+
+	cr_assert_not_null(names);
+	for (size_t i = 0; i < NR_NAMES; i++)
+		cr_assert_gt(asprintf(&names[i], "function_%05zu", i), 0);
+	for (size_t e = 0; e < 2; e++) {
+		struct rv_trace_writer_stats stats[2];
+		struct fxt_buf files[2];
+		char *paths[2];
+
+		for (int function = 0; function < 2; function++) {
+			struct rv_trace_writer *w;
+			struct rv_error err = { 0 };
+
+			cr_assert_gt(
+				asprintf(&paths[function], "%s/%d%s", dir, function, endings[e]),
+				0);
+			w = open_writer(paths[function]);
+			for (uint64_t k = 0; k < NR_SPANS; k++) {
+				struct rv_function_span fs;
+				struct rv_arg args[3];
+				size_t nr = 0;
+				int ret;
+
+				if (!function_or_other(k, names, NR_NAMES, &fs, args, &nr)) {
+					ret = rv_trace_writer_interned_span(
+						w, fs.pid, fs.tid, fs.category, fs.name,
+						fs.begin_ns, fs.end_ns, 0, args, nr, &err);
+				} else if (function) {
+					ret = rv_trace_writer_function_span(w, &fs, &err);
+				} else {
+					args[0] = (struct rv_arg){ .name = "address",
+								   .kind = RV_ARG_POINTER,
+								   .u = fs.address };
+					args[1] = (struct rv_arg){ .name = "file",
+								   .kind = RV_ARG_STRING,
+								   .s = fs.file };
+					args[2] = (struct rv_arg){ .name = "line",
+								   .kind = RV_ARG_INT,
+								   .i = fs.line };
+					nr = !fs.address ? 0 : fs.file ? 3 : 1;
+					ret = rv_trace_writer_nested_span(
+						w, fs.pid, fs.tid, fs.category, fs.name,
+						fs.begin_ns, fs.end_ns, 0, nr ? args : NULL, nr,
+						&err);
+				}
+				cr_assert_eq(ret, 0, "span %" PRIu64 ": %s", k, err.message);
+			}
+			commit(w);
+			rv_trace_writer_stats(w, &stats[function]);
+			rv_trace_writer_free(w);
+			files[function] = slurp(paths[function]);
+		}
+		cr_assert_eq(stats[0].spans, NR_SPANS);
+		cr_assert_eq(stats[1].spans, NR_SPANS);
+		if (e == 0) {
+			cr_assert_gt(stats[1].inline_strings, 0,
+				     "names beyond the table are inline");
+			cr_assert_gt(stats[1].thread_evictions, 0);
+		}
+		cr_assert_eq(files[0].len, files[1].len, "%s", endings[e]);
+		cr_assert_eq(memcmp(files[0].bytes, files[1].bytes, files[0].len), 0,
+			     "the function spans' %s file differs", endings[e]);
+		for (int i = 0; i < 2; i++) {
+			free(files[i].bytes);
+			free(paths[i]);
+		}
+	}
+	for (size_t i = 0; i < NR_NAMES; i++)
+		free(names[i]);
+	free(names);
+	free_temp_dir(dir);
+}
