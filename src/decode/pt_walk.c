@@ -1139,8 +1139,6 @@ static int fast_next(struct walker *w, struct pt_block *block)
 {
 	const struct function_cache *c = &w->function;
 	struct rv_fast_drop drop = { .all = w->ignore_jumps };
-	uint64_t dropped = 0;
-	int status;
 
 	if (!drop.all && w->drop_in_function && c->valid && c->pid == w->pid &&
 	    w->time >= c->from && w->time < c->until) {
@@ -1148,9 +1146,8 @@ static int fast_next(struct walker *w, struct pt_block *block)
 		drop.start = c->start;
 		drop.end = c->end;
 	}
-	status = rv_fast_next(w->fast, block, &drop, &dropped);
-	w->dropped_jumps += dropped;
-	return status;
+	/* rv_fast_next adds to the count */
+	return rv_fast_next(w->fast, block, &drop, &w->dropped_jumps);
 }
 
 /* One pass over the chunk, with libipt's block decoder or (fast) the fast
