@@ -1070,9 +1070,19 @@ static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_
 	struct rv_fast_cache *c = f->cache;
 	struct rv_pq *q = &f->pq;
 	/* A TNT bit rearview's packet layer holds answers the query with
-	 * status 0 and no tick (rv_pq_cond_branch): taken here without a
-	 * call while bits are left. */
-	bool own_bits = f->own && !f->ticks;
+	 * status 0 (rv_pq_cond_branch) and leaves its time (rv_pq_time, the
+	 * time of the last query that read a packet) where it was. The
+	 * query's tick (after_query) compares that time with the last
+	 * event's: no tick when they are equal, and the bit changes neither.
+	 * They are equal after every query of this loop that goes on (tick
+	 * made none, and an event stops the loop), but need not be when the
+	 * loop begins: a TNT may have been read while an event was in
+	 * process (tick makes none then) and the event's time be another.
+	 * So the bits are taken here without a call while bits are left,
+	 * when there are no ticks or the times are equal as the loop
+	 * begins; and refilled without the tick only with no ticks. */
+	bool own_bits = f->own && (!f->ticks || q->last.tsc == f->event.tsc);
+	bool own_refill = f->own && !f->ticks;
 	uint32_t n = bb_here(f), insns = 0;
 	uint64_t drop_count = 0;
 	int status, taken;
@@ -1096,11 +1106,12 @@ static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_
 				f->status = 0;
 				f->ip = b->to[side];
 			} else {
-				/* no tick to make when own_bits: query_cond's
+				/* no tick to make when own_refill: query_cond's
 				 * after_query has nothing to do */
-				status = own_bits ? own_answer(f,
-							       rv_pq_cond_branch_refill(q, &taken))
-						  : query_cond(f, &taken, b->end_ip);
+				status =
+					own_refill
+						? own_answer(f, rv_pq_cond_branch_refill(q, &taken))
+						: query_cond(f, &taken, b->end_ip);
 				if (status < 0) {
 					status = failed(status);
 					goto out_status;

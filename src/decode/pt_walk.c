@@ -454,6 +454,23 @@ static inline void resolve_pending(struct walker *w, uint64_t to)
 	resolve_pending_slow(w, to);
 }
 
+/* resolve_pending for the block loop, where most pending branches are
+ * calls and returns: those are emitted here, without resolve_pending_slow's
+ * call (only a conditional branch needs its length looked up). */
+static inline void resolve_pending_at_block(struct walker *w, uint64_t to)
+{
+	struct pending *p = &w->pend;
+
+	if (!p->valid)
+		return;
+	if (p->dropped || p->kind == RV_BRANCH_COND) {
+		resolve_pending(w, to);
+		return;
+	}
+	p->valid = false;
+	emit_branch(w, p->kind, p->flags, p->from, to, p->time);
+}
+
 static void decode_pending(struct walker *w)
 {
 	struct pending *p = &w->pend;
@@ -717,76 +734,90 @@ static void set_pending(struct walker *w, const struct pt_block *b)
 	uint8_t kind =
 		(unsigned)b->iclass < sizeof(near_kind) ? near_kind[b->iclass] : RV_BRANCH_NONE;
 
-	if (kind == RV_BRANCH_NONE) {
-		switch (b->iclass) {
-		case ptic_cond_jump:
-			if (!b->truncated) {
-				/* Most blocks end here: the length is looked up if needed. */
-				uint8_t flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
+	if (kind != RV_BRANCH_NONE) {
+		/* A near call, return or jump: nothing to decode, and the
+		 * whole pending branch in one go, as for a conditional one. */
+		uint8_t flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
 
-				*p = (struct pending){ .valid = true,
-						       .kind = RV_BRANCH_COND,
-						       .flags = flags,
-						       .mode = (uint8_t)b->mode,
-						       .dropped = w->ignore_jumps && !flags,
-						       .isid = b->isid,
-						       .from = b->end_ip,
-						       .time = w->time };
-				w->pend_fresh = true;
-				return;
-			}
-			/* fall through */
-		case ptic_far_call:
-		case ptic_far_return:
-		case ptic_far_jump:
-		case ptic_error:
-			insn = rv_pt_code_get(w->code, b->isid, b->end_ip, b->mode,
-					      b->truncated ? b->raw : NULL,
-					      b->truncated ? b->size : 0);
-			if (!insn) {
-				kind = b->iclass == ptic_cond_jump    ? RV_BRANCH_COND
-				       : b->iclass == ptic_far_call   ? RV_BRANCH_CALL
-				       : b->iclass == ptic_far_return ? RV_BRANCH_RETURN
-								      : RV_BRANCH_JUMP;
-				break;
-			}
-			switch (insn->cls) {
-			case RV_PT_INSN_COND:
-				kind = RV_BRANCH_COND;
-				break;
-			case RV_PT_INSN_JUMP:
-			case RV_PT_INSN_JUMP_IND:
-			case RV_PT_INSN_FAR_JUMP:
-				kind = RV_BRANCH_JUMP;
-				break;
-			case RV_PT_INSN_CALL:
-			case RV_PT_INSN_CALL_IND:
-			case RV_PT_INSN_FAR_CALL:
-				kind = RV_BRANCH_CALL;
-				break;
-			case RV_PT_INSN_RETURN:
-			case RV_PT_INSN_FAR_RETURN:
-				kind = RV_BRANCH_RETURN;
-				break;
-			case RV_PT_INSN_SYSCALL:
-				kind = RV_BRANCH_SYSCALL;
-				break;
-			case RV_PT_INSN_SYSRET:
-				kind = RV_BRANCH_SYSRET;
-				break;
-			case RV_PT_INSN_SOFT_INT:
-				kind = RV_BRANCH_SOFT_INT;
-				break;
-			case RV_PT_INSN_IRET:
-				kind = RV_BRANCH_IRET;
-				break;
-			default:
-				return; /* not a transfer after all */
-			}
+		*p = (struct pending){ .valid = true,
+				       .kind = kind,
+				       .flags = flags,
+				       .mode = (uint8_t)b->mode,
+				       .dropped =
+					       w->ignore_jumps && kind == RV_BRANCH_JUMP && !flags,
+				       .isid = b->isid,
+				       .from = b->end_ip,
+				       .time = w->time };
+		w->pend_fresh = true;
+		return;
+	}
+	switch (b->iclass) {
+	case ptic_cond_jump:
+		if (!b->truncated) {
+			/* Most blocks end here: the length is looked up if needed. */
+			uint8_t flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
+
+			*p = (struct pending){ .valid = true,
+					       .kind = RV_BRANCH_COND,
+					       .flags = flags,
+					       .mode = (uint8_t)b->mode,
+					       .dropped = w->ignore_jumps && !flags,
+					       .isid = b->isid,
+					       .from = b->end_ip,
+					       .time = w->time };
+			w->pend_fresh = true;
+			return;
+		}
+		/* fall through */
+	case ptic_far_call:
+	case ptic_far_return:
+	case ptic_far_jump:
+	case ptic_error:
+		insn = rv_pt_code_get(w->code, b->isid, b->end_ip, b->mode,
+				      b->truncated ? b->raw : NULL, b->truncated ? b->size : 0);
+		if (!insn) {
+			kind = b->iclass == ptic_cond_jump    ? RV_BRANCH_COND
+			       : b->iclass == ptic_far_call   ? RV_BRANCH_CALL
+			       : b->iclass == ptic_far_return ? RV_BRANCH_RETURN
+							      : RV_BRANCH_JUMP;
+			break;
+		}
+		switch (insn->cls) {
+		case RV_PT_INSN_COND:
+			kind = RV_BRANCH_COND;
+			break;
+		case RV_PT_INSN_JUMP:
+		case RV_PT_INSN_JUMP_IND:
+		case RV_PT_INSN_FAR_JUMP:
+			kind = RV_BRANCH_JUMP;
+			break;
+		case RV_PT_INSN_CALL:
+		case RV_PT_INSN_CALL_IND:
+		case RV_PT_INSN_FAR_CALL:
+			kind = RV_BRANCH_CALL;
+			break;
+		case RV_PT_INSN_RETURN:
+		case RV_PT_INSN_FAR_RETURN:
+			kind = RV_BRANCH_RETURN;
+			break;
+		case RV_PT_INSN_SYSCALL:
+			kind = RV_BRANCH_SYSCALL;
+			break;
+		case RV_PT_INSN_SYSRET:
+			kind = RV_BRANCH_SYSRET;
+			break;
+		case RV_PT_INSN_SOFT_INT:
+			kind = RV_BRANCH_SOFT_INT;
+			break;
+		case RV_PT_INSN_IRET:
+			kind = RV_BRANCH_IRET;
 			break;
 		default:
-			return; /* ptic_other, ptic_ptwrite: the block ended without a transfer */
+			return; /* not a transfer after all */
 		}
+		break;
+	default:
+		return; /* ptic_other, ptic_ptwrite: the block ended without a transfer */
 	}
 	p->valid = true;
 	p->kind = kind;
@@ -886,7 +917,7 @@ static void on_block(struct walker *w, const struct pt_block *b, int status)
 	} else if (w->at_eos && tail_too_long(w)) {
 		return;
 	}
-	resolve_pending(w, b->ip);
+	resolve_pending_at_block(w, b->ip);
 	emit_begin(w, b->ip, w->time);
 	w->insns += b->ninsn;
 	w->blocks++;
@@ -1108,8 +1139,6 @@ static int fast_next(struct walker *w, struct pt_block *block)
 {
 	const struct function_cache *c = &w->function;
 	struct rv_fast_drop drop = { .all = w->ignore_jumps };
-	uint64_t dropped = 0;
-	int status;
 
 	if (!drop.all && w->drop_in_function && c->valid && c->pid == w->pid &&
 	    w->time >= c->from && w->time < c->until) {
@@ -1117,9 +1146,8 @@ static int fast_next(struct walker *w, struct pt_block *block)
 		drop.start = c->start;
 		drop.end = c->end;
 	}
-	status = rv_fast_next(w->fast, block, &drop, &dropped);
-	w->dropped_jumps += dropped;
-	return status;
+	/* rv_fast_next adds to the count */
+	return rv_fast_next(w->fast, block, &drop, &w->dropped_jumps);
 }
 
 /* One pass over the chunk, with libipt's block decoder or (fast) the fast
