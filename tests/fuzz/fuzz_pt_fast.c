@@ -6,8 +6,12 @@
  * handed every seed to libipt at the first block), decoded on one
  * thread by each walker in each way jumps are treated (every jump handed
  * on; jumps inside made-up 64-byte functions dropped, options.function_at;
- * options.ignore_jumps). Any difference in the events (kind, flags,
- * addresses, time, task; errors' offsets and addresses) or in the counts
+ * options.ignore_jumps), the first in one chunk through every PSB (the
+ * default chunk size, as a capture's), the others in a chunk from each PSB
+ * (starting inside the program, as a capture's later chunks do; a chunk
+ * handed over leaves the others to the fast walker). Any difference in the
+ * events (kind, flags, addresses, time, task; errors' offsets and
+ * addresses) or in the counts
  * (instructions, branches, errors and where they were, the bytes each
  * walker took) aborts, naming the first one. Each decode has a section
  * cache and image of its own: libipt keeps its block caches in the
@@ -258,6 +262,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		o.function_at = mode == 1 ? function_at : NULL;
 		o.ignore_jumps = mode == 2;
+		o.chunk_bytes = mode == 0 ? 0 : 1;
 		for (int k = 0; k < 2; k++) {
 			struct rv_error err = { 0 };
 
