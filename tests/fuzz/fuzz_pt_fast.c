@@ -56,7 +56,7 @@
 #define FUNCTION_BYTES	64   /* the made-up functions' size */
 #define TIME_WINDOW	4096 /* an answer of function_at holds this many ticks */
 /* The seeds' bytes the fast walker must decode, in percent: they are
- * softpt's traces of a program in the image, which it models (some 65%
+ * softpt's traces of a program in the image, which it models (some 78%
  * now: the rest are a seed it hands over on purpose, one it hands over as
  * a stall, one without a PSB). */
 #define MIN_FAST_PERCENT 50
