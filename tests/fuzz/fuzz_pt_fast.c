@@ -1,20 +1,35 @@
 /* fuzz_pt_fast.c: the fast PT walker against libipt's block decoder
  * (decode/pt_decoder.h's two walkers, options.decoder), differentially: the
- * fuzzed bytes as a raw PT trace over the raw_pt harness's image (the .text
- * of tests/pt/recursion at its address, made by mk/fuzz.mk), decoded on one
+ * fuzzed bytes as a raw PT trace over the raw_pt harness's image (the
+ * executable segment of tests/pt/recursion at its address, made by
+ * mk/fuzz.mk: its trace starts in .plt, and with .text alone the fast walker
+ * handed every seed to libipt at the first block), decoded on one
  * thread by each walker in each way jumps are treated (every jump handed
  * on; jumps inside made-up 64-byte functions dropped, options.function_at;
- * options.ignore_jumps). Any difference in the events (kind, flags,
- * addresses, time, task; errors' offsets and addresses) or in the counts
+ * options.ignore_jumps), the first in one chunk through every PSB (the
+ * default chunk size, as a capture's), the others in a chunk from each PSB
+ * (starting inside the program, as a capture's later chunks do; a chunk
+ * handed over leaves the others to the fast walker). Any difference in the
+ * events (kind, flags, addresses, time, task; errors' offsets and
+ * addresses) or in the counts
  * (instructions, branches, errors and where they were, the bytes each
  * walker took) aborts, naming the first one. Each decode has a section
  * cache and image of its own: libipt keeps its block caches in the
  * sections, and on some inconsistent traces its cached and uncached flows
  * disagree (a fuzzed trace found it), so a decode over warm sections can
  * differ from one over cold ones, libipt's with libipt's; the fast
- * walker's handing a chunk over must be compared with the same start. The image is built through
- * pt_sections.h, as the fast walker needs. Seeds: the raw_pt harness's
- * (softpt's packets of that program), copied by tools/fuzz-seeds.
+ * walker's handing a chunk over must be compared with the same start. The
+ * image is built through pt_sections.h, as the fast walker needs. Seeds:
+ * the raw_pt harness's (softpt's packets of that program), copied by
+ * tools/fuzz-seeds, and one the fast walker hands over at its end (a bad
+ * packet after the whole trace), after emitting all it decoded.
+ *
+ * A comparison where libipt decodes both sides tests nothing, so the
+ * harness says at exit what share of the bytes the fast walker decoded, and
+ * on a run over its seeds alone (RV_FUZZ_SEED_CHECK set, as tools/fuzz-run
+ * does before fuzzing) exits with 1 when that share is under
+ * MIN_FAST_PERCENT or no chunk was handed over (libipt's side of a handoff
+ * untested).
  *
  * Not here: whether the events are right (test_pt_decoder.c holds libipt's
  * against perf's); the raw dump's own checks and coverage count (raw_pt). */
@@ -23,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <intel-pt.h>
 
@@ -39,6 +55,11 @@
 #define ADDR_CFG_FILTER 1    /* IA32_RTIT_CTL.ADDR0_CFG: trace only inside ADDR0 */
 #define FUNCTION_BYTES	64   /* the made-up functions' size */
 #define TIME_WINDOW	4096 /* an answer of function_at holds this many ticks */
+/* The seeds' bytes the fast walker must decode, in percent: they are
+ * softpt's traces of a program in the image, which it models (some 78%
+ * now: the rest are a seed it hands over on purpose, one it hands over as
+ * a stall, one without a PSB). */
+#define MIN_FAST_PERCENT 50
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -67,6 +88,17 @@ static void say_share(void)
 		"fuzz: pt_fast: the fast walker decoded %" PRIu64 " of %" PRIu64 " bytes (%" PRIu64
 		" chunks handed to libipt)\n",
 		fast_bytes, all_bytes, handoffs);
+	if (!getenv("RV_FUZZ_SEED_CHECK"))
+		return;
+	if (!all_bytes || fast_bytes * 100 < all_bytes * MIN_FAST_PERCENT || !handoffs) {
+		fprintf(stderr,
+			"fuzz: pt_fast: seed check FAILED: the fast walker must decode at least "
+			"%d%% of the seeds' bytes and hand at least one chunk to libipt\n",
+			MIN_FAST_PERCENT);
+		/* exit's handlers are running: _exit leaves them */
+		_exit(1);
+	}
+	fprintf(stderr, "fuzz: pt_fast: seed check ok (at least %d%% wanted)\n", MIN_FAST_PERCENT);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -230,6 +262,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		o.function_at = mode == 1 ? function_at : NULL;
 		o.ignore_jumps = mode == 2;
+		o.chunk_bytes = mode == 0 ? 0 : 1;
 		for (int k = 0; k < 2; k++) {
 			struct rv_error err = { 0 };
 

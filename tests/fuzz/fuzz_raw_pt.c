@@ -1,9 +1,10 @@
 /* fuzz_raw_pt.c: a raw Intel PT dump (rearview decode --raw-pt) over a
  * fixed image: the fuzzed bytes written as the dump in the harness's
  * scratch directory and decoded by rv_raw_pt_decode, on one thread, over
- * the code of tests/pt/recursion (a static program: its .text, cut out by
- * mk/fuzz.mk into build-fuzz/fuzz/raw_pt.image, at the address written
- * beside it in raw_pt.addr). Seeds: softpt's packets of that program
+ * the code of tests/pt/recursion (a static program: its executable
+ * segment, .init to .fini, cut out by mk/fuzz.mk into
+ * build-fuzz/fuzz/raw_pt.image, at the address written beside it in
+ * raw_pt.addr). Seeds: softpt's packets of that program
  * (tools/fuzz-seeds takes them out of its capture). */
 #include <inttypes.h>
 #include <stdio.h>
