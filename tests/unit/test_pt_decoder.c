@@ -19,8 +19,9 @@
  *   jump, with function_at and with ignore_jumps, for one and two threads
  *   and several chunk sizes, with a task that changes with time, on the
  *   damaged and the code-less traces, and up to where max_insns stops it;
- *   each walker's bytes add up to the buffer's. tests/fuzz/fuzz_pt_fast.c
- *   holds them to the same on fuzzed traces.
+ *   each walker's bytes add up to the buffer's; and on made-up traces over
+ *   made-up code (libipt's encoder): the time after an event in process.
+ *   tests/fuzz/fuzz_pt_fast.c holds them to the same on fuzzed traces.
  *
  * The glue that reads softpt's perf.data (AUXTRACE payloads, AUXTRACE_INFO,
  * TIME_CONV, MMAP2 into an image) lives here, in its simplest form: the real
@@ -1707,6 +1708,141 @@ Test(pt_decoder, seam_branch_on_the_next_psbs_task)
 	assert_every_chunking(&r, &ref, &st, "a task per PSB+");
 	evlist_free(&ref);
 	raw_free(&r);
+}
+
+/* ---- made-up traces ---- */
+
+#define MADE_BASE 0x400000
+
+/* r set up as raw_load does, but over code (at MADE_BASE, written to a file
+ * in dir) and the trace libipt's encoder makes of pkts. Times are TSC
+ * ticks, and the nominal frequency makes both walkers' tick events on (as
+ * for a capture with timing, pt_decoder.c). */
+static void made_load(struct raw *r, const char *dir, const uint8_t *code, size_t code_size,
+		      struct pt_packet *pkts, size_t n)
+{
+	struct pt_config c;
+	struct pt_encoder *enc;
+	uint64_t end = 0;
+	int isid;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->image_path, sizeof(r->image_path), "%s/code.bin", dir);
+	write_file(r->image_path, code, code_size);
+	r->base = MADE_BASE;
+	r->size = 4096;
+	r->trace = calloc(1, r->size);
+	cr_assert_not_null(r->trace);
+	pt_config_init(&c);
+	c.begin = r->trace;
+	c.end = r->trace + r->size;
+	enc = pt_alloc_encoder(&c);
+	cr_assert_not_null(enc);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_geq(pt_enc_next(enc, &pkts[i]), 0, "packet %zu", i);
+	cr_assert_geq(pt_enc_get_offset(enc, &end), 0);
+	pt_free_encoder(enc);
+	r->size = (size_t)end;
+
+	r->iscache = pt_iscache_alloc("made");
+	r->image = rv_pt_image_alloc("made");
+	cr_assert(r->iscache && r->image);
+	isid = rv_pt_sections_add_file(r->iscache, r->image_path, 0, UINT64_MAX, r->base);
+	cr_assert_geq(isid, 0, "cannot add %s", r->image_path);
+	cr_assert_geq(rv_pt_sections_add_cached(r->image, r->iscache, isid), 0);
+
+	struct rv_pt_decode_options *o = &r->options;
+
+	pt_config_init(&o->config);
+	o->config.nom_freq = 4;
+	o->image = r->image;
+	o->iscache = r->iscache;
+	o->populate = raw_populate;
+	o->populate_ctx = r;
+	o->pid = 7;
+	o->tid = 8;
+}
+
+static struct pt_packet pkt_tnt(uint8_t bits, uint64_t payload)
+{
+	return (struct pt_packet){ .type = ppt_tnt_64,
+				   .payload.tnt = { .bit_size = bits, .payload = payload } };
+}
+
+static struct pt_packet pkt_tsc(uint64_t tsc)
+{
+	return (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc };
+}
+
+static struct pt_packet pkt_mode_64(void)
+{
+	return (struct pt_packet){
+		.type = ppt_mode, .payload.mode = { .leaf = pt_mol_exec, .bits.exec = { .csl = 1 } }
+	};
+}
+
+static struct pt_packet pkt_ip(enum pt_packet_type type, uint64_t ip)
+{
+	return (struct pt_packet){ .type = type,
+				   .payload.ip = { .ipc = pt_ipc_sext_48, .ip = ip } };
+}
+
+/* The time after an event in process: a MODE.exec binds to the next TIP,
+ * which the walkers read while the event is in process (libipt's tick
+ * makes no tick event then), and the time moves between the MODE.exec (the
+ * event's time) and the TIP, and again before a TNT. The TNT read next
+ * makes a tick (its time is not the last event's): also the fast walker's
+ * refill of its TNT bits, and the bits of that TNT left when a call stops
+ * the walk are taken in the next walk. Both walkers alike, times included. */
+Test(pt_decoder, made_time_after_an_event_in_process)
+{
+	/* four jz to the next instruction, a call over three nops, four more
+	 * jz, jmp *%rax: eight TNT bits and a TIP a round */
+	static const uint8_t code[] = { 0x74, 0, 0x74, 0, 0x74, 0,    0x74, 0,	  0xe8,
+					3,    0, 0,    0, 0x90, 0x90, 0x90, 0x74, 0,
+					0x74, 0, 0x74, 0, 0x74, 0,    0xff, 0xe0 };
+	struct pt_packet pkts[] = {
+		{ .type = ppt_psb },
+		pkt_tsc(1000),
+		pkt_mode_64(),
+		pkt_ip(ppt_fup, MADE_BASE),
+		{ .type = ppt_psbend },
+		pkt_tnt(8, 0xa5),
+		pkt_tsc(2000),
+		pkt_mode_64(), /* binds to the TIP after the TSC */
+		pkt_tsc(3000),
+		pkt_ip(ppt_tip, MADE_BASE),
+		pkt_tnt(8, 0x5a), /* a tick at 3000, then half of it after the call */
+		pkt_ip(ppt_tip, MADE_BASE),
+		pkt_tsc(4000),
+		pkt_tnt(8, 0x33),
+		pkt_tsc(5000),
+		pkt_ip(ppt_tip, MADE_BASE),
+		{ .type = ppt_tip_pgd, .payload.ip = { .ipc = pt_ipc_suppressed } },
+	};
+	char *dir = new_temp_dir("rv-made");
+	struct raw r;
+	struct evlist ref = { 0 }, got = { 0 };
+	struct rv_pt_stats ref_stats, got_stats;
+
+	made_load(&r, dir, code, sizeof(code), pkts, sizeof(pkts) / sizeof(pkts[0]));
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(&r, 1, SIZE_MAX, &ref, &ref_stats);
+	cr_assert_eq(ref_stats.errors, 0);
+	cr_assert_eq(ref_stats.insns, 31);
+	/* the second round's call comes at the tick of its first TNT bit */
+	cr_assert_geq(ref.n, 4);
+	cr_assert_eq(ref.v[3].kind, RV_BRANCH_CALL);
+	cr_assert_eq(ref.v[3].time, 3000);
+	r.options.decoder = RV_PT_DECODER_FAST;
+	decode_raw(&r, 1, SIZE_MAX, &got, &got_stats);
+	assert_same_events(&ref, &got, "an event in process, fast walker");
+	assert_same_stats(&ref_stats, &got_stats, "an event in process, fast walker");
+	cr_assert_eq(got_stats.fast_bytes, got_stats.bytes, "the fast walker took it all");
+	evlist_free(&ref);
+	evlist_free(&got);
+	raw_free(&r);
+	free_temp_dir(dir);
 }
 
 static int failing_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
