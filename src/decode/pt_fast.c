@@ -1075,12 +1075,17 @@ static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_
 	 * query's tick (after_query) compares that time with the last
 	 * event's: no tick when they are equal, and the bit changes neither.
 	 * They are equal after every query of this loop that goes on (tick
-	 * made none, and an event stops the loop), but need not be when the
-	 * loop begins: a TNT may have been read while an event was in
-	 * process (tick makes none then) and the event's time be another.
-	 * So the bits are taken here without a call while bits are left,
-	 * when there are no ticks or the times are equal as the loop
-	 * begins; and refilled without the tick only with no ticks. */
+	 * made none, and an event stops the loop). As the loop begins they
+	 * are equal too on every trace tried (the only refill with bits in
+	 * hand is query_cond's, with its tick; libipt reports an event only
+	 * once the bits are used; a TNT before the TIP an event binds to is
+	 * a decode error; the made-up trace of pt_decoder's
+	 * made_time_after_an_event_in_process and the softpt captures), but
+	 * nothing in the contract says so: the bits are taken here without
+	 * a call while bits are left when there are no ticks or the times
+	 * are equal as the loop begins, a compare that costs nothing and
+	 * makes the argument local. Refills go without the tick only with
+	 * no ticks. */
 	bool own_bits = f->own && (!f->ticks || q->last.tsc == f->event.tsc);
 	bool own_refill = f->own && !f->ticks;
 	uint32_t n = bb_here(f), insns = 0;
