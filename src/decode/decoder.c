@@ -567,6 +567,12 @@ static void judge_pt_capture(struct rv_decoder *d)
 
 int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct rv_error *err)
 {
+	return rv_decoder_run_batches(d, sink, NULL, ctx, err);
+}
+
+int rv_decoder_run_batches(struct rv_decoder *d, rv_event_sink_fn sink, rv_event_batch_fn batch,
+			   void *ctx, struct rv_error *err)
+{
 	const struct rv_decoder_options *o = &d->options;
 
 	switch (d->kind) {
@@ -575,7 +581,7 @@ int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struc
 
 		if (o->count_packets)
 			d->packets = rv_pt_capture_count_packets(d->pt);
-		ret = rv_pt_capture_decode(d->pt, sink, ctx, &d->pt_stats, err);
+		ret = rv_pt_capture_decode_batches(d->pt, sink, batch, ctx, &d->pt_stats, err);
 		if (!ret)
 			judge_pt_capture(d);
 		return ret;
@@ -591,6 +597,7 @@ int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struc
 			.chunk_bytes = o->chunk_bytes,
 			.decoder = o->decoder,
 			.count_packets = o->count_packets,
+			.sink_batch = batch,
 		};
 
 		int ret = rv_raw_pt_decode(&ro, sink, ctx, &d->pt_stats, &d->packets, &d->coverage,

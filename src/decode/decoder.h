@@ -117,6 +117,12 @@ typedef int (*rv_event_sink_fn)(void *ctx, const struct rv_event *event, struct 
  * events handed over then are not worth a trace. */
 int rv_decoder_run(struct rv_decoder *d, rv_event_sink_fn sink, void *ctx, struct rv_error *err);
 
+/* rv_decoder_run, with the sink's batch form (events.h; NULL: none), which
+ * producers that have many events at once use (Intel PT: captures and raw
+ * traces). */
+int rv_decoder_run_batches(struct rv_decoder *d, rv_event_sink_fn sink, rv_event_batch_fn batch,
+			   void *ctx, struct rv_error *err);
+
 /* What decoding found, for the caller to tell the user. */
 struct rv_decoder_report {
 	enum rv_capture_kind kind;

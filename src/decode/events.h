@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct rv_error;
+
 enum rv_event_kind {
 	RV_EVENT_STACK_SAMPLE, /* a sampled call stack */
 	RV_EVENT_THREAD_NAME,  /* a thread got (or changed) its name */
@@ -218,5 +220,15 @@ struct rv_event {
 		} error;
 	};
 };
+
+/* A sink that takes events in batches: the same as handing it events[0],
+ * events[1], ... events[n - 1] one by one through its per-event sink (same
+ * ctx, same order), without a call for each. Producers that have many
+ * events at once (a decoded page of Intel PT) use it where the consumer
+ * gives one; the per-event sink stays for everything else. The events, and
+ * the strings they point to, live until the call returns. Returns 0, or
+ * negative (err set): events after the one that failed were not taken. */
+typedef int (*rv_event_batch_fn)(void *ctx, const struct rv_event *events, size_t n,
+				 struct rv_error *err);
 
 #endif

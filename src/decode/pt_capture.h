@@ -137,6 +137,12 @@ const char *rv_pt_capture_damage(const struct rv_pt_capture *c);
 int rv_pt_capture_decode(struct rv_pt_capture *c, rv_pt_sink_fn sink, void *sink_ctx,
 			 struct rv_pt_stats *stats, struct rv_error *err);
 
+/* rv_pt_capture_decode, with the sink's batch form (events.h; NULL: none)
+ * for the events that reach the sink as they came from the decoder. */
+int rv_pt_capture_decode_batches(struct rv_pt_capture *c, rv_pt_sink_fn sink,
+				 rv_event_batch_fn sink_batch, void *sink_ctx,
+				 struct rv_pt_stats *stats, struct rv_error *err);
+
 struct rv_pt_missing {
 	const char *path;	/* as the capture names it ("[kernel.kallsyms]" for the kernel) */
 	const char *reason;	/* why its code could not be read: "no such file", ... */

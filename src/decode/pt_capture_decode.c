@@ -134,6 +134,7 @@ struct buffer_lane {
 struct capture_decode {
 	struct rv_pt_capture *c;
 	rv_pt_sink_fn sink;
+	rv_event_batch_fn sink_batch; /* NULL: the sink only */
 	void *sink_ctx;
 	struct buffer_lane *lanes;
 	size_t nr_lanes, cap_lanes;
@@ -634,6 +635,54 @@ static int consume(struct capture_decode *r, const struct rv_event *in, uint64_t
 	return ret;
 }
 
+/* How many of evs[0, n) consume would hand straight to the sink, changing
+ * nothing but the thread's last time: branches in scope of the thread of the
+ * last event, before its next rename and its next window's end, without
+ * windows applied. *last: the latest of their times and the thread's. */
+static size_t plain_run(const struct capture_decode *r, const struct rv_event *evs, size_t n,
+			uint64_t *last)
+{
+	const struct rv_pt_capture *c = r->c;
+	const struct ptc_thread *t = r->cur;
+	bool all_in_scope = c->include_kernel || !c->kernel_traced;
+	uint64_t until;
+	size_t i;
+
+	if (!t || c->nr_applied)
+		return 0;
+	*last = t->last_time;
+	until = r->cur_until;
+	/* windows_until hands on nothing before the next window's end */
+	if (c->nr_windows && t->win_next < t->win_nr &&
+	    c->windows[t->win_first + t->win_next].end < until)
+		until = c->windows[t->win_first + t->win_next].end;
+	for (i = 0; i < n; i++) {
+		const struct rv_event *ev = &evs[i];
+
+		if (ev->kind != RV_EVENT_BRANCH || ev->tid != r->cur_tid || ev->time >= until)
+			break;
+		if (!all_in_scope && (ev->branch.from.ip >= PTC_KERNEL_START ||
+				      ev->branch.to.ip >= PTC_KERNEL_START))
+			break;
+		if (ev->time > *last)
+			*last = ev->time;
+	}
+	return i;
+}
+
+/* consume for a run plain_run found: one call of the sink's batch form. */
+static int consume_plain(struct capture_decode *r, const struct rv_event *evs, size_t n,
+			 uint64_t last, struct rv_error *err)
+{
+	uint64_t before = r->consumed;
+
+	r->cur->last_time = last;
+	r->consumed += n;
+	if (before / PROGRESS_EVERY != r->consumed / PROGRESS_EVERY)
+		progress_print(r, false);
+	return r->sink_batch(r->sink_ctx, evs, n, err);
+}
+
 static int emit_exit(struct capture_decode *r, struct ptc_thread *t, struct rv_error *err)
 {
 	struct rv_event ev = {
@@ -729,6 +778,38 @@ static int lane_sink(void *ctx, const struct rv_event *in, struct rv_error *err)
 	return 0;
 }
 
+/* Events from the decoder, a batch at a time, on a thread's lane (taken as
+ * they come, on this thread): runs that need nothing but the sink go to its
+ * batch form, the rest one by one through consume. */
+static int lane_sink_batch(void *ctx, const struct rv_event *evs, size_t n, struct rv_error *err)
+{
+	struct buffer_lane *l = ctx;
+	struct capture_decode *r = l->run;
+	int ret = 0;
+
+	/* progress_update's count, once for the batch */
+	l->since_progress += n - 1;
+	progress_update(l, evs[n - 1].time);
+	for (size_t i = 0; i < n;) {
+		uint64_t last = 0, skipped = 0;
+		size_t run = plain_run(r, evs + i, n - i, &last);
+
+		if (run) {
+			ret = consume_plain(r, evs + i, run, last, err);
+			i += run;
+		} else {
+			if (evs[i].kind == RV_EVENT_TRACE_ERROR &&
+			    evs[i].error.offset != UINT64_MAX)
+				skipped = psb_skipped(&l->psb, evs[i].error.offset, l->buf->size);
+			ret = consume(r, &evs[i], skipped, err);
+			i++;
+		}
+		if (ret < 0)
+			break;
+	}
+	return ret;
+}
+
 /* Decodes the lane's buffers, in order. */
 static int lane_decode(struct buffer_lane *l, struct rv_error *err)
 {
@@ -761,6 +842,9 @@ static int lane_decode(struct buffer_lane *l, struct rv_error *err)
 		o.jobs = l->jobs;
 		o.chunk_bytes = c->chunk_bytes;
 		o.decoder = c->decoder;
+		/* a thread's lane takes events as they come: a batch at a time */
+		if (l->cpu == PTC_NONE && !l->run->merged && l->run->sink_batch)
+			o.sink_batch = lane_sink_batch;
 		ret = rv_pt_decode(l->buf->data, (size_t)l->buf->size, &o, lane_sink, l, &s, err);
 		rv_pt_stats_merge(&l->stats, &s);
 		l->done_bytes += l->buf->size;
@@ -993,6 +1077,13 @@ static int decode_cpus(struct capture_decode *r, struct rv_pt_stats *stats, stru
 int rv_pt_capture_decode(struct rv_pt_capture *c, rv_pt_sink_fn sink, void *sink_ctx,
 			 struct rv_pt_stats *stats, struct rv_error *err)
 {
+	return rv_pt_capture_decode_batches(c, sink, NULL, sink_ctx, stats, err);
+}
+
+int rv_pt_capture_decode_batches(struct rv_pt_capture *c, rv_pt_sink_fn sink,
+				 rv_event_batch_fn sink_batch, void *sink_ctx,
+				 struct rv_pt_stats *stats, struct rv_error *err)
+{
 	struct capture_decode r;
 	int ret;
 
@@ -1002,6 +1093,7 @@ int rv_pt_capture_decode(struct rv_pt_capture *c, rv_pt_sink_fn sink, void *sink
 	memset(&r, 0, sizeof(r));
 	r.c = c;
 	r.sink = sink;
+	r.sink_batch = sink_batch;
 	r.sink_ctx = sink_ctx;
 	r.last_percent = -1;
 	pthread_mutex_init(&r.lock, NULL);

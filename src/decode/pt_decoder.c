@@ -38,6 +38,7 @@ int rv_pt_decode(const void *buf, size_t size, const struct rv_pt_decode_options
 	d.options = options;
 	d.sink = sink;
 	d.sink_ctx = sink_ctx;
+	d.sink_batch = options->sink_batch;
 	d.stats = stats;
 	d.pid = options->pid;
 	d.tid = options->tid;

@@ -178,6 +178,11 @@ struct rv_pt_decode_options {
 	/* Stop after this many instructions (0: no limit; decoding is then
 	 * on the calling thread only); for tests. */
 	uint64_t max_insns;
+
+	/* The sink's batch form (events.h), called with the sink's ctx from
+	 * the same thread in the same order, a few hundred events at a time;
+	 * NULL: every event goes to the sink, which is needed either way. */
+	rv_event_batch_fn sink_batch;
 };
 
 /* Where decoding failed, for --stats and warnings. */

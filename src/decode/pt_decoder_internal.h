@@ -145,6 +145,7 @@ struct ptd_decode {
 
 	/* the sink's side */
 	rv_pt_sink_fn sink;
+	rv_event_batch_fn sink_batch; /* NULL: sink, one event at a time */
 	void *sink_ctx;
 	struct rv_pt_stats *stats;
 	uint32_t pid, tid;

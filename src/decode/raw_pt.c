@@ -194,16 +194,15 @@ static int load_images(const struct rv_raw_pt_options *o, struct pt_image *image
  * caller's sink (in buffer order). */
 struct error_offsets {
 	rv_pt_sink_fn sink;
+	rv_event_batch_fn sink_batch;
 	void *ctx;
 	uint64_t *offsets;
 	size_t nr, cap;
 	bool nomem;
 };
 
-static int note_errors(void *ctx, const struct rv_event *ev, struct rv_error *err)
+static void note_error(struct error_offsets *e, const struct rv_event *ev)
 {
-	struct error_offsets *e = ctx;
-
 	if (ev->kind == RV_EVENT_TRACE_ERROR && !ev->error.overflow &&
 	    ev->error.offset != UINT64_MAX) {
 		if (rv_array_grow(&e->offsets, &e->cap, e->nr, sizeof(*e->offsets), 64))
@@ -211,7 +210,25 @@ static int note_errors(void *ctx, const struct rv_event *ev, struct rv_error *er
 		else
 			e->offsets[e->nr++] = ev->error.offset;
 	}
+}
+
+static int note_errors(void *ctx, const struct rv_event *ev, struct rv_error *err)
+{
+	struct error_offsets *e = ctx;
+
+	note_error(e, ev);
 	return e->sink(e->ctx, ev, err);
+}
+
+/* note_errors' batch form: the offsets are only read once decoding ended,
+ * so the whole batch is noted before the sink takes it. */
+static int note_errors_batch(void *ctx, const struct rv_event *evs, size_t n, struct rv_error *err)
+{
+	struct error_offsets *e = ctx;
+
+	for (size_t i = 0; i < n; i++)
+		note_error(e, &evs[i]);
+	return e->sink_batch(e->ctx, evs, n, err);
 }
 
 static bool is_branch_packet(enum pt_packet_type type)
@@ -299,7 +316,7 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 	struct pt_image_section_cache *iscache;
 	struct pt_image *image;
 	struct raw_images loaded = { .options = o };
-	struct error_offsets errors = { .sink = sink, .ctx = ctx };
+	struct error_offsets errors = { .sink = sink, .sink_batch = o->sink_batch, .ctx = ctx };
 	uint64_t lowest, highest;
 	int ret;
 
@@ -343,6 +360,7 @@ int rv_raw_pt_decode(const struct rv_raw_pt_options *o, rv_pt_sink_fn sink, void
 		d.jobs = o->jobs ? o->jobs : 1;
 		d.chunk_bytes = o->chunk_bytes;
 		d.decoder = o->decoder;
+		d.sink_batch = o->sink_batch ? note_errors_batch : NULL;
 		if (o->count_packets && packets)
 			*packets = rv_pt_count_packets(trace.data, trace.size, &d.config);
 		ret = rv_pt_decode(trace.data, trace.size, &d, note_errors, &errors, stats, err);

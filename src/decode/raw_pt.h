@@ -55,6 +55,8 @@ struct rv_raw_pt_options {
 	bool count_packets;	 /* count the packets first (for --stats) */
 	/* which walker decodes (rv_pt_decode_options.decoder) */
 	enum rv_pt_decoder_choice decoder;
+	/* the sink's batch form (events.h), with the sink's ctx; NULL: none */
+	rv_event_batch_fn sink_batch;
 };
 
 /* What of the trace decoded (see the top of this file); counted only when

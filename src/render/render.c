@@ -632,6 +632,11 @@ static int to_builder(void *ctx, const struct rv_event *ev, struct rv_error *err
 	return rv_builder_add(ctx, ev, err);
 }
 
+static int to_builder_batch(void *ctx, const struct rv_event *evs, size_t n, struct rv_error *err)
+{
+	return rv_builder_add_batch(ctx, evs, n, err);
+}
+
 int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer,
 	      struct rv_error *err)
 {
@@ -648,7 +653,7 @@ int rv_render(const struct rv_render_options *ro, struct rv_trace_writer *writer
 		rv_builder_set_base(builder, rv_decoder_first_time(decoder));
 	if (!ret) {
 		started = now_seconds();
-		ret = rv_decoder_run(decoder, to_builder, builder, err);
+		ret = rv_decoder_run_batches(decoder, to_builder, to_builder_batch, builder, err);
 	}
 	if (!ret)
 		ret = rv_builder_finish(builder, err);

@@ -1273,6 +1273,19 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 	return add_event(b, event, err);
 }
 
+int rv_builder_add_batch(struct rv_builder *b, const struct rv_event *events, size_t n,
+			 struct rv_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		int ret = is_plain_branch(b, &events[i]) ? builder_add_branch(b, &events[i], err)
+							 : add_event(b, &events[i], err);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
 {
 	for (size_t i = 0; i < b->cap_threads; i++) {

@@ -232,6 +232,11 @@ void rv_builder_set_base(struct rv_builder *b, uint64_t time);
 /* Events must come in time order for each thread. */
 int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err);
 
+/* rv_builder_add of events[0, n), in order (an rv_event_batch_fn): stops
+ * at the first that fails. */
+int rv_builder_add_batch(struct rv_builder *b, const struct rv_event *events, size_t n,
+			 struct rv_error *err);
+
 /* Ends every open span at the end of its thread's last sample, or at its
  * last branch event. */
 int rv_builder_finish(struct rv_builder *b, struct rv_error *err);

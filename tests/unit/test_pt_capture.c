@@ -1834,3 +1834,145 @@ Test(pt_capture, damage_after_the_trace, .timeout = 300)
 	free(d);
 	remove_tree(dir);
 }
+
+/* ---- the sink's batch form ---- */
+
+/* Every event a sink took, in order, with where it came in. */
+struct event_log {
+	struct logged {
+		struct rv_event ev;
+		char name[64]; /* THREAD_NAME's, copied: it lives only in the call */
+	} * v;
+	size_t nr, cap;
+	uint64_t batches, in_batches;
+};
+
+static int log_event(void *ctx, const struct rv_event *ev, struct rv_error *err)
+{
+	struct event_log *l = ctx;
+
+	if (l->nr == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 1024;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		cr_assert_not_null(l->v);
+	}
+	struct logged *e = &l->v[l->nr++];
+	memset(e, 0, sizeof(*e));
+	e->ev = *ev;
+	if (ev->kind == RV_EVENT_THREAD_NAME) {
+		snprintf(e->name, sizeof(e->name), "%s", ev->thread.name);
+		e->ev.thread.name = NULL;
+	}
+	if (ev->kind == RV_EVENT_TRACE_ERROR)
+		e->ev.error.message = NULL; /* copied in the queue of per-CPU lanes */
+	return 0;
+}
+
+static int log_batch(void *ctx, const struct rv_event *evs, size_t n, struct rv_error *err)
+{
+	struct event_log *l = ctx;
+
+	cr_assert_gt(n, 0, "an empty batch");
+	l->batches++;
+	l->in_batches += n;
+	for (size_t i = 0; i < n; i++)
+		log_event(ctx, &evs[i], err);
+	return 0;
+}
+
+static bool same_end(const struct rv_branch_end *a, const struct rv_branch_end *b)
+{
+	return a->ip == b->ip && a->sym == b->sym && a->sym_start == b->sym_start &&
+	       a->dso == b->dso;
+}
+
+/* Field by field: padding is whatever the producer's stack held. */
+static bool same_event(const struct rv_event *a, const struct rv_event *b)
+{
+	if (a->kind != b->kind || a->pid != b->pid || a->tid != b->tid || a->time != b->time)
+		return false;
+	if (a->kind == RV_EVENT_BRANCH)
+		return a->branch.kind == b->branch.kind && a->branch.flags == b->branch.flags &&
+		       same_end(&a->branch.from, &b->branch.from) &&
+		       same_end(&a->branch.to, &b->branch.to);
+	if (a->kind == RV_EVENT_TRACE_ERROR)
+		return a->error.offset == b->error.offset && a->error.ip == b->error.ip &&
+		       a->error.overflow == b->error.overflow;
+	return true;
+}
+
+static void log_decode(struct event_log *l, const char *dir, bool batches)
+{
+	struct rv_pt_capture *c;
+	struct rv_error err = { 0 };
+	struct rv_pt_stats stats;
+
+	memset(l, 0, sizeof(*l));
+	cr_assert_eq(open_capture(&c, dir, false, NULL, &err), 0, "%s", err.message);
+	cr_assert_eq(rv_pt_capture_decode_batches(c, log_event, batches ? log_batch : NULL, l,
+						  &stats, &err),
+		     0, "%s", err.message);
+	rv_pt_capture_free(c);
+}
+
+/* A thread's lane hands the events that need nothing but the sink over in
+ * batches, and the rest (its name, its rename in the middle of a batch, its
+ * exit) one by one: the sink takes the same events in the same order. */
+Test(pt_capture, batches_are_the_events_one_by_one, .timeout = 60)
+{
+	char dir[PATH_MAX];
+	struct scenario sc;
+	struct ptgen *g1 = gen_new(), *g2 = gen_new();
+	struct syn s;
+	struct event_log one, many;
+	uint64_t tsc = 1000, branches = 0;
+	size_t names = 0;
+
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
+	scenario_programs(&sc, dir);
+	syn_open(&s, dir, false, true, false);
+	syn_comm(&s, 300, "proc_b", 0, 10);
+	syn_mmap(&s, 300, USER_BASE, 0x1000, sc.files[0], 0, 10);
+	syn_itrace_start(&s, 300, 0, 999);
+	for (int i = 0; i < 40; i++)
+		prog_feed(g1, &sc.a, &tsc);
+	tsc = 2000;
+	for (int i = 0; i < 40; i++)
+		prog_feed(g2, &sc.a, &tsc);
+	/* a rename (not an exec: the code stays) between the two snapshots */
+	uint8_t rec[512];
+	struct rv_synth_id id = syn_id(300, 300, 0, 1500);
+	syn_write(&s, rec,
+		  rv_synth_comm(&s.synth, rec, sizeof(rec), 300, 300, "proc_b2", false, &id));
+	syn_trace(&s, g1, 0, 300, UINT32_MAX, 0);
+	syn_trace(&s, g2, 0, 300, UINT32_MAX, 1 << 16);
+	syn_exit(&s, 300, 0, tsc + 100);
+	syn_finish(&s);
+	ptgen_free(g1);
+	ptgen_free(g2);
+
+	log_decode(&one, dir, false);
+	log_decode(&many, dir, true);
+	cr_assert_eq(one.batches, 0);
+	cr_assert_eq(many.nr, one.nr, "%zu events in batches, %zu one by one", many.nr, one.nr);
+	for (size_t i = 0; i < one.nr; i++) {
+		const struct logged *a = &one.v[i], *b = &many.v[i];
+
+		cr_assert(same_event(&a->ev, &b->ev),
+			  "event %zu differs (kind %d/%d, time %" PRIu64 "/%" PRIu64 ")", i,
+			  a->ev.kind, b->ev.kind, a->ev.time, b->ev.time);
+		cr_assert_str_eq(a->name, b->name);
+		branches += a->ev.kind == RV_EVENT_BRANCH;
+		names += a->ev.kind == RV_EVENT_THREAD_NAME;
+	}
+	cr_assert_eq(names, 2, "the name, then the rename: %zu names", names);
+	cr_assert_geq(branches, 80 * sc.a.ncalls);
+	cr_assert_eq(one.v[one.nr - 1].ev.kind, RV_EVENT_THREAD_EXIT);
+	/* the plain branches went in batches, not one by one */
+	cr_assert_gt(many.batches, 1);
+	cr_assert_geq(many.in_batches + 2, branches, "%" PRIu64 " of %" PRIu64 " in batches",
+		      many.in_batches, branches);
+	free(one.v);
+	free(many.v);
+	remove_tree(dir);
+}
