@@ -596,7 +596,9 @@ static int consume(struct capture_decode *r, const struct rv_event *in, uint64_t
 				return ret;
 		}
 	}
-	/* the same thread as before, its name still current: only the sink */
+	/* the same thread as before, its name still current: only the sink
+	 * (plain_run finds runs of such events in a batch by the same rules,
+	 * in_scope's and the windows' above included: change both) */
 	if (r->cur && ev->tid == r->cur_tid && ev->time < r->cur_until &&
 	    ev->kind == RV_EVENT_BRANCH) {
 		if (ev->time > r->cur->last_time)
