@@ -22,14 +22,29 @@ enum rv_filter_stat {
 	RV_FILTER_NR_STATS = 6,
 };
 
-/* What the switch_state program writes, per switch of a target thread that
- * was not preempted, into its CPU's bpf-output event (sample_engine.h): the
- * thread leaving and why (prev_state's TASK_* bits with its exit_state, as
- * the function tracer records them). */
+/* What the switch_state program writes into its CPU's bpf-output event
+ * (sample_engine.h), per switch of a target thread: the thread (not always
+ * the one running: a switch in is written in the context of the task
+ * leaving), why it left (prev_state's TASK_* bits with its exit_state, as the
+ * function tracer records them), and what the record is. */
 struct rv_switch_state {
 	unsigned int pid, tid;
 	unsigned int state;
-	unsigned int reserved;
+	unsigned int kind; /* enum rv_switch_kind */
+};
+
+/* What a struct rv_switch_state is. RV_SWITCH_REASON: only why a thread that
+ * was not preempted left, for the kernel's PERF_RECORD_SWITCH that follows on
+ * the same CPU (the sampling events have context_switch: where switch_state
+ * cannot be attached, and in captures made before the others existed; 0 was
+ * the field's only value then). The others are the switches themselves, and
+ * the sampling events then record none: the thread left the CPU (state says
+ * why), was preempted (state 0), or came back. */
+enum rv_switch_kind {
+	RV_SWITCH_REASON = 0,
+	RV_SWITCH_OUT = 1,
+	RV_SWITCH_OUT_PREEMPT = 2,
+	RV_SWITCH_IN = 3,
 };
 
 #ifdef __bpf__

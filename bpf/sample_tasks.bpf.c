@@ -14,12 +14,17 @@
  * the kernel's own BTF ids: without /sys/kernel/btf/vmlinux they cannot be
  * loaded, and children are not followed.
  *
- * switch_state, on the sched_switch raw tracepoint, says why a target thread
- * that was not preempted left the CPU (the events' PERF_RECORD_SWITCH records
- * say when, and whether it was preempted): a struct rv_switch_state into its
- * CPU's bpf-output event, which shares that CPU's ring with the sampling
- * event, just before the kernel writes the switch record. It reads
- * task_struct's exit_state through CO-RE: the kernel's BTF, or --btf's file.
+ * switch_state, on the sched_switch raw tracepoint, writes the target's
+ * switches into its CPU's bpf-output event, which shares that CPU's ring with
+ * the sampling event (struct rv_switch_state, sample_filter.h): a target
+ * thread leaving the CPU, preempted or why not, and one coming back. Only the
+ * target's: the rings do not fill with every task's switches, as they would
+ * with the sampling events' context_switch (PERF_RECORD_SWITCH_CPU_WIDE of
+ * every task on the CPU, which no BPF filter sees: the engine's fallback
+ * where this program cannot run). Captures made before wrote only why a
+ * thread that was not preempted left (RV_SWITCH_REASON), beside those switch
+ * records. It reads task_struct's exit_state, tgid and pid through
+ * CO-RE: the kernel's BTF, or --btf's file.
  *
  * Not here: which samples are kept (the filter).
  */
@@ -62,28 +67,47 @@ struct {
 	__uint(value_size, sizeof(u32));
 } switch_states SEC(".maps");
 
+/* Whether thread tid of process tgid is one whose switches are recorded: as
+ * the filter keeps samples, but whatever the --filter windows (the snapshots
+ * take a thread's switches by time, with its samples). */
+static __always_inline bool recorded(u32 tgid, u32 tid)
+{
+	if (!tid || !bpf_map_lookup_elem(&target_processes, &tgid))
+		return false;
+	return all_threads || tid == tgid;
+}
+
+static __always_inline void output(void *ctx, u32 tgid, u32 tid, u32 state, u32 kind)
+{
+	struct rv_switch_state rec = { .pid = tgid, .tid = tid, .state = state, .kind = kind };
+
+	bpf_perf_event_output(ctx, &switch_states, BPF_F_CURRENT_CPU, &rec, sizeof(rec));
+}
+
 /* raw_tp/sched_switch's arguments: preempt, prev, next, prev_state (Linux
- * 5.18+; an older kernel refuses the attach, and switches then have no
- * reason). It runs in prev's context, before the switch. */
+ * 5.18+). It runs in prev's context, before the switch: next's switch in is
+ * stamped a little before next runs. */
 SEC("raw_tp/sched_switch")
 int switch_state(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct task_struct *prev = (struct task_struct *)ctx->args[1];
+	struct task_struct *next = (struct task_struct *)ctx->args[2];
 	u64 pid_tgid = bpf_get_current_pid_tgid();
 	u32 tgid = pid_tgid >> 32;
 	u32 tid = (u32)pid_tgid;
-	struct rv_switch_state rec = { 0 };
 
-	if (ctx->args[0] || !bpf_map_lookup_elem(&target_processes, &tgid))
-		return 0; /* preempted: the switch record says so */
-	if (!all_threads && tid != tgid)
-		return 0;
-	if (gated && !bpf_map_lookup_elem(&gate_windows, &tid))
-		return 0;
-	rec.pid = tgid;
-	rec.tid = tid;
-	rec.state = ((u32)ctx->args[3] & 0xff) | (u32)BPF_CORE_READ(prev, exit_state);
-	bpf_perf_event_output(ctx, &switch_states, BPF_F_CURRENT_CPU, &rec, sizeof(rec));
+	if (recorded(tgid, tid)) {
+		if (ctx->args[0])
+			output(ctx, tgid, tid, 0, RV_SWITCH_OUT_PREEMPT);
+		else
+			output(ctx, tgid, tid,
+			       ((u32)ctx->args[3] & 0xff) | (u32)BPF_CORE_READ(prev, exit_state),
+			       RV_SWITCH_OUT);
+	}
+	tgid = BPF_CORE_READ(next, tgid);
+	tid = BPF_CORE_READ(next, pid);
+	if (recorded(tgid, tid))
+		output(ctx, tgid, tid, 0, RV_SWITCH_IN);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "decode/extra.h"
 #include "decode/off_cpu.h"
 #include "decode/sideband.h"
+#include "sample_filter.h"
 #include "symbolize/unwind.h"
 #include "util/log.h"
 
@@ -35,6 +36,10 @@ struct rv_sample_decoder {
 	struct rv_sideband sb;
 	struct rv_sample_decoder_stats stats;
 	struct cpu_reason *reasons; /* by CPU, MAX_CPUS of them once one is seen */
+	/* whether the capture has an RV_SWITCH_STATE_EVENT attribute, as of
+	 * attrs_seen attributes (a pipe brings them as it goes) */
+	bool switch_state_attr;
+	size_t attrs_seen;
 	char off_cpu_name[48];
 	struct rv_event_arg args[1];
 };
@@ -174,37 +179,96 @@ static size_t frames_from_dwarf(struct rv_sample_decoder *d, const struct rv_per
 	return n;
 }
 
-/* A switch reason (RV_SWITCH_STATE_EVENT's raw data: pid, tid, state) kept
- * for the CPU's next switch out. */
-static int on_switch_state(struct rv_sample_decoder *d, const struct rv_perf_sample *s,
-			   struct rv_error *err)
+/* A switch: the thread left the CPU (out: an off-CPU span begins, named by
+ * state, 0 when preempted) or came back (it ends). */
+static int switch_event(struct rv_sample_decoder *d, bool out, uint32_t state, uint32_t pid,
+			uint32_t tid, uint64_t time, struct rv_event *ev)
 {
-	uint32_t fields[3];
+	d->stats.switches++;
+	ev->pid = pid;
+	ev->tid = tid;
+	ev->time = time;
+	ev->kernel.kind = RV_KERNEL_OFF_CPU;
+	ev->kernel.sampled = true;
+	if (!out) {
+		ev->kind = RV_EVENT_KERNEL_END;
+		ev->kernel.name = "[off-cpu]";
+		return 1;
+	}
+	ev->kind = RV_EVENT_KERNEL_BEGIN;
+	ev->kernel.name = rv_off_cpu_name(state, d->off_cpu_name, sizeof(d->off_cpu_name));
+	if (state != RV_OFF_CPU_BLOCKED) {
+		d->args[0] = (struct rv_event_arg){ "state", RV_EVENT_ARG_HEX, state };
+		ev->kernel.args = d->args;
+		ev->kernel.nr_args = 1;
+	}
+	return 1;
+}
 
-	if (!(s->sample_type & PERF_SAMPLE_CPU) || s->cpu >= MAX_CPUS ||
-	    s->raw_size < sizeof(fields))
+/* An RV_SWITCH_STATE_EVENT sample (struct rv_switch_state: pid, tid, state,
+ * kind). A switch itself (the thread its raw data names, not the one running
+ * when it was written) is an event; a reason (RV_SWITCH_REASON, or a raw
+ * area of three fields) is kept for the CPU's next switch out. 0: no event. */
+static int on_switch_state(struct rv_sample_decoder *d, const struct rv_perf_sample *s,
+			   struct rv_event *ev, struct rv_error *err)
+{
+	uint32_t fields[4] = { 0 };
+
+	if (s->raw_size < 3 * sizeof(uint32_t))
+		return 0;
+	memcpy(fields, s->raw,
+	       s->raw_size < sizeof(fields) ? 3 * sizeof(uint32_t) : sizeof(fields));
+	switch (fields[3]) {
+	case RV_SWITCH_OUT:
+	case RV_SWITCH_OUT_PREEMPT:
+	case RV_SWITCH_IN:
+		if (!(s->sample_type & PERF_SAMPLE_TIME) || !fields[1])
+			return 0;
+		return switch_event(d, fields[3] != RV_SWITCH_IN,
+				    fields[3] == RV_SWITCH_OUT ? fields[2] : 0, fields[0],
+				    fields[1], s->time, ev);
+	case RV_SWITCH_REASON:
+		break;
+	default:
+		return 0; /* a kind of a later rearview */
+	}
+	if (!(s->sample_type & PERF_SAMPLE_CPU) || s->cpu >= MAX_CPUS)
 		return 0;
 	if (!d->reasons) {
 		d->reasons = calloc(MAX_CPUS, sizeof(*d->reasons));
 		if (!d->reasons)
 			return rv_error_set(err, ENOMEM, "out of memory");
 	}
-	memcpy(fields, s->raw, sizeof(fields));
 	d->reasons[s->cpu] =
 		(struct cpu_reason){ .tid = fields[1], .state = fields[2], .valid = true };
 	return 0;
 }
 
-static bool is_switch_state(const struct rv_perf_sample *s)
+static bool is_switch_state_attr(const struct rv_perf_attr *attr)
 {
-	return s->attr && s->attr->name && !strcmp(s->attr->name, RV_SWITCH_STATE_EVENT);
+	return attr && attr->name && !strcmp(attr->name, RV_SWITCH_STATE_EVENT);
+}
+
+/* Whether the capture records switches: the samples' attribute has
+ * context_switch, or switch_state wrote them (the attribute of its events is
+ * there, and rearview's sampling events then have no context_switch). */
+static bool switches_recorded(struct rv_sample_decoder *d, const struct perf_event_attr *attr)
+{
+	size_t n = rv_perf_reader_nr_attrs(d->reader);
+
+	if (attr->context_switch)
+		return true;
+	for (; d->attrs_seen < n; d->attrs_seen++)
+		if (is_switch_state_attr(rv_perf_reader_attr(d->reader, d->attrs_seen)))
+			d->switch_state_attr = true;
+	return d->switch_state_attr;
 }
 
 /* PERF_RECORD_SWITCH (a thread's own, perf record --switch-events) or
- * SWITCH_CPU_WIDE (rearview's per-CPU events, perf record -a): the trailer's
- * thread left the CPU (misc SWITCH_OUT) or came back. Out begins an off-CPU
- * span named by the reason its CPU reported just before (preempted when the
- * record says so; "blocked" when nothing says why); in ends it. 0 when the
+ * SWITCH_CPU_WIDE (rearview's per-CPU events where switch_state cannot run,
+ * perf record -a): the trailer's thread left the CPU (misc SWITCH_OUT) or came
+ * back. Out is named by the reason its CPU reported just before (preempted
+ * when the record says so; "blocked" when nothing says why). 0 when the
  * record has no thread or time. */
 static int on_switch(struct rv_sample_decoder *d, const struct perf_event_header *h,
 		     struct rv_event *ev, struct rv_error *err)
@@ -218,18 +282,7 @@ static int on_switch(struct rv_sample_decoder *d, const struct perf_event_header
 		return ret;
 	if (!id.valid || !id.tid)
 		return 0;
-	d->stats.switches++;
-	ev->pid = id.pid;
-	ev->tid = id.tid;
-	ev->time = id.time;
-	ev->kernel.kind = RV_KERNEL_OFF_CPU;
-	ev->kernel.sampled = true;
-	if (!out) {
-		ev->kind = RV_EVENT_KERNEL_END;
-		ev->kernel.name = "[off-cpu]";
-		return 1;
-	}
-	if (d->reasons && id.cpu < MAX_CPUS) {
+	if (out && d->reasons && id.cpu < MAX_CPUS) {
 		struct cpu_reason *r = &d->reasons[id.cpu];
 
 		if (r->valid && r->tid == id.tid)
@@ -238,14 +291,7 @@ static int on_switch(struct rv_sample_decoder *d, const struct perf_event_header
 	}
 	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)
 		state = 0;
-	ev->kind = RV_EVENT_KERNEL_BEGIN;
-	ev->kernel.name = rv_off_cpu_name(state, d->off_cpu_name, sizeof(d->off_cpu_name));
-	if (state != RV_OFF_CPU_BLOCKED) {
-		d->args[0] = (struct rv_event_arg){ "state", RV_EVENT_ARG_HEX, state };
-		ev->kernel.args = d->args;
-		ev->kernel.nr_args = 1;
-	}
-	return 1;
+	return switch_event(d, out, state, id.pid, id.tid, id.time, ev);
 }
 
 /* 1: an event; 0: a sample that makes none (a switch reason). */
@@ -257,8 +303,8 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 
 	if (ret)
 		return ret;
-	if (is_switch_state(&s))
-		return on_switch_state(d, &s, err);
+	if (is_switch_state_attr(s.attr))
+		return on_switch_state(d, &s, ev, err);
 	ret = rv_sideband_mark(&s, ev, err);
 	if (ret < 0)
 		return ret;
@@ -280,7 +326,7 @@ static int on_sample(struct rv_sample_decoder *d, const struct perf_event_header
 	ev->tid = s.tid;
 	ev->time = s.time;
 	ev->stack.interval_ns = nominal_interval(&s.attr->attr);
-	ev->stack.switches_recorded = s.attr->attr.context_switch;
+	ev->stack.switches_recorded = switches_recorded(d, &s.attr->attr);
 	ev->stack.cut_bytes = 0;
 	if (s.sample_type & PERF_SAMPLE_STACK_USER)
 		ev->stack.nr_frames = frames_from_dwarf(d, &s, &ev->stack.cut_bytes);

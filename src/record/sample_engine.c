@@ -9,11 +9,13 @@
  * engine relies on exactly these layouts to find times and pids quickly; the
  * capture module parses them generally when the capture is read back. Marks
  * (capture/marks.h) have their own fixed layout, with the time at MARK_TIME.
- * Sampling events also have context_switch: the target's PERF_RECORD_SWITCH
- * records are kept with the samples (their thread and time in the trailer),
- * and so are the switch-state samples of the bpf-output events that share
- * the sampling rings (IDENTIFIER|IP|TID|TIME|CPU|RAW: tid and time where a
- * sample has them). --events samples share the rings too
+ * The target's context switches are the switch-state samples of the
+ * bpf-output events that share the sampling rings (IDENTIFIER|IP|TID|TIME|CPU|
+ * RAW: time where a sample has it; the thread is the raw data's, not always
+ * the one running). Where switch_state cannot run, the sampling events have
+ * context_switch instead: the target's PERF_RECORD_SWITCH records are kept
+ * with the samples (their thread and time in the trailer). --events samples
+ * share the rings too
  * (RV_EXTRA_SAMPLE_TYPE, record/extra_events.h: tid and time at the same
  * offsets), told apart by their ids.
  */
@@ -230,10 +232,11 @@ void rv_sample_engine_attr(const struct rv_sample_config *c, bool hardware,
 	a->exclude_callchain_kernel = !c->include_kernel;
 	a->exclude_hv = 1;
 	a->exclude_idle = 1;
-	/* When each thread leaves the CPU and comes back (every task's, per CPU:
-	 * the target's are kept), so that a sample does not stand for the time
-	 * its thread was off the CPU. */
-	a->context_switch = 1;
+	/* When each thread leaves the CPU and comes back, so that a sample does
+	 * not stand for the time its thread was off the CPU: from switch_state,
+	 * the target's alone, or else from these events (every task's, per CPU:
+	 * the target's are kept, but a busy neighbour's fill the rings). */
+	a->context_switch = !c->bpf_switches;
 	sideband_and_clock(a);
 }
 
@@ -402,7 +405,7 @@ static int load_tasks(struct rv_sample_engine *e, struct rv_error *err)
 				    "record with --no-follow",
 				    RV_KERNEL_BTF_PATH);
 	if (btf && rv_kernel_btf_none(btf)) {
-		rv_debug("no switch reasons: no kernel BTF for switch_state");
+		rv_debug("no kernel BTF for switch_state");
 		return 0;
 	}
 	if (btf) {
@@ -436,13 +439,18 @@ static int load_tasks(struct rv_sample_engine *e, struct rv_error *err)
 	ret = sample_tasks_bpf__load(t);
 	if (ret)
 		return rv_bpf_load_error(err, ret, "the BPF task programs of the sampling engine");
+	/* Before the rings open: whether it runs decides their context_switch.
+	 * Until its events are in switch_states it writes nothing. */
+	e->switch_link = bpf_program__attach_raw_tracepoint(t->progs.switch_state, "sched_switch");
+	if (!e->switch_link)
+		rv_debug("switch_state cannot be attached to sched_switch (%s)", strerror(errno));
 	return attach_follow(e, err);
 }
 
 static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts);
-	int ret, prog_fd;
+	int ret;
 	uint8_t one = RV_FILTER_TARGET;
 
 	rv_bpf_log_setup();
@@ -483,10 +491,14 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 					    "cannot add process %u to the BPF filter: %s", pid,
 					    strerror(-ret));
 	}
-	ret = load_tasks(e, err);
-	if (ret)
-		return ret;
-	prog_fd = bpf_program__fd(e->filter->progs.filter_sample);
+	return load_tasks(e, err);
+}
+
+/* The filter on every ring's event. */
+static int attach_filter(struct rv_sample_engine *e, struct rv_error *err)
+{
+	int prog_fd = bpf_program__fd(e->filter->progs.filter_sample);
+
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		if (ioctl(e->rings[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd))
 			return rv_error_set(
@@ -498,11 +510,11 @@ static int load_filter(struct rv_sample_engine *e, struct rv_error *err)
 	return 0;
 }
 
-/* Why threads leave the CPU (sampling only): a bpf-output event per CPU,
- * writing into that CPU's sampling ring, which the switch_state program
- * (attached to sched_switch) fills. Where the kernel refuses any of it the
- * switch records still say when, and whether preempted; the reason is then
- * "blocked" (-v says why). */
+/* The target's context switches (sampling only): a bpf-output event per
+ * CPU, writing into that CPU's sampling ring, which the switch_state program
+ * (attached to sched_switch) fills. Where the program cannot run, the
+ * sampling events record every task's switches (context_switch), without
+ * reasons (-v says why). */
 void rv_sample_engine_switch_attr(struct perf_event_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -517,41 +529,37 @@ void rv_sample_engine_switch_attr(struct perf_event_attr *a)
 	a->clockid = CLOCK_MONOTONIC;
 }
 
+/* With switch_state attached the rings were opened without context_switch:
+ * a CPU whose switches it cannot write would have none, so that fails. */
 static int open_switch_events(struct rv_sample_engine *e, struct rv_error *err)
 {
 	struct perf_event_attr *a = &e->switch_attr;
 
-	if (!e->tasks)
-		return 0; /* no BTF: load_tasks said why */
+	if (!e->switch_link)
+		return 0; /* load_tasks said why */
 	rv_sample_engine_switch_attr(a);
 	for (size_t i = 0; i < e->nr_rings; i++) {
 		struct ring *r = &e->rings[i];
 		uint32_t key = (uint32_t)r->cpu;
 		int fd = perf_event_open(a, -1, r->cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
-		if (fd < 0) {
-			rv_debug("no switch reasons: bpf-output event on CPU %d: %s", r->cpu,
-				 strerror(errno));
-			return 0;
-		}
+		if (fd < 0)
+			return rv_error_set(
+				err, errno,
+				"cannot open the bpf-output event that carries CPU %d's "
+				"context switches: %s",
+				r->cpu, strerror(errno));
+		r->switch_fd = fd;
 		if (ioctl(fd, PERF_EVENT_IOC_ID, &r->switch_id) ||
 		    ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) ||
 		    bpf_map__update_elem(e->tasks->maps.switch_states, &key, sizeof(key), &fd,
-					 sizeof(fd), BPF_ANY)) {
-			rv_debug("no switch reasons: CPU %d's event: %s", r->cpu, strerror(errno));
-			close(fd);
-			return 0;
-		}
-		r->switch_fd = fd;
+					 sizeof(fd), BPF_ANY))
+			return rv_error_set(err, errno,
+					    "cannot send CPU %d's context switches to its sample "
+					    "buffer: %s",
+					    r->cpu, strerror(errno));
 		e->nr_switch_events++;
 	}
-	e->switch_link =
-		bpf_program__attach_raw_tracepoint(e->tasks->progs.switch_state, "sched_switch");
-	if (!e->switch_link) {
-		rv_debug("no switch reasons: cannot attach to sched_switch: %s", strerror(errno));
-		e->nr_switch_events = 0;
-	}
-	(void)err;
 	return 0;
 }
 
@@ -654,12 +662,22 @@ int rv_sample_engine_open(struct rv_sample_engine **out, const struct rv_sample_
 					    (unsigned long long)config->snapshot_size_bytes);
 		}
 	}
-	ret = open_rings(e, err);
+	/* The programs first: whether switch_state runs decides what the
+	 * sampling events record. */
+	ret = config->bpf_output ? 0 : load_filter(e, err);
+	e->config.bpf_switches = e->switch_link != NULL;
+	if (!ret && !config->bpf_output)
+		rv_debug("context switches: %s",
+			 e->switch_link ? "the target's, written by switch_state"
+					: "every task's on each CPU (the sampling events' "
+					  "context_switch), without reasons");
+	if (!ret)
+		ret = open_rings(e, err);
 	/* Streams: each ring, the engine's own records, the caller's outputs. */
 	if (!ret && rv_reorder_init(&e->reorder, MISC_STREAM(e) + 1 + config->nr_output_streams))
 		ret = rv_error_set(err, ENOMEM, "out of memory");
 	if (!ret && !config->bpf_output)
-		ret = load_filter(e, err);
+		ret = attach_filter(e, err);
 	if (!ret && !config->bpf_output)
 		ret = open_switch_events(e, err);
 	if (!ret)
@@ -764,6 +782,12 @@ static uint32_t sample_tid(const struct rv_sample_engine *e, const struct perf_e
 		return tid;
 	}
 	memcpy(&tid, bytes + e->tid_offset, sizeof(tid));
+	if (is_switch_state(e, rec)) {
+		/* a switch in is written while the task leaving runs */
+		memcpy(&tid, bytes + OUTPUT_RAW + offsetof(struct rv_switch_state, tid),
+		       sizeof(tid));
+		return tid;
+	}
 	if (!e->config.bpf_output || rec->size < OUTPUT_RAW || is_extra(e, rec))
 		return tid;
 	memcpy(&raw_size, bytes + OUTPUT_RAW_SIZE, sizeof(raw_size));

@@ -14,15 +14,18 @@
  * rings go either into a flight recorder holding the last snapshot_size bytes
  * (sorted by time when it is written), or, with full_execution, through a
  * reorder buffer into the capture in time order.
- * The sampling events also record context switches (context_switch:
- * PERF_RECORD_SWITCH_CPU_WIDE of every task; the records of the threads whose
- * samples are kept stay, with the samples: in the flight recorder, aging out
- * with them and taken by snapshots by thread and time, or in time order into
- * the capture). Why a thread left comes from a BPF program on sched_switch
- * (bpf/sample_tasks.bpf.c) writing into a bpf-output event per CPU, named
- * RV_SWITCH_STATE_EVENT (decode/off_cpu.h), whose output goes to the CPU's
- * sampling ring; where the kernel refuses it, or there is no BTF for its
- * CO-RE read (btf below), switches have no reason.
+ * The target's context switches (its threads leaving the CPU, and why, and
+ * coming back) come from a BPF program on sched_switch
+ * (bpf/sample_tasks.bpf.c, struct rv_switch_state) writing into a bpf-output
+ * event per CPU, named RV_SWITCH_STATE_EVENT (decode/off_cpu.h), whose output
+ * goes to the CPU's sampling ring; they are kept with the samples (in the
+ * flight recorder, aging out with them and taken by snapshots by thread and
+ * time, or in time order into the capture). Only the target's: a busy
+ * neighbour's do not fill the rings. Where the kernel refuses that program,
+ * or there is no BTF for its CO-RE reads (btf below), the sampling events
+ * record the switches instead (context_switch: PERF_RECORD_SWITCH_CPU_WIDE of
+ * every task, the recorded threads' kept), without reasons, and a neighbour
+ * that switches constantly can fill the rings (stats.lost).
  * Sideband (MMAP2, COMM, FORK, EXIT) of the target is always kept whole, and
  * the target's existing threads and mappings are synthesized from /proc at
  * start, as perf does, so that nothing mapped before recording is unknown.
@@ -91,6 +94,11 @@ struct rv_sample_config {
 	/* --filter: the gate's window map (rv_gate_windows_fd); samples of
 	 * threads outside every window are dropped in the kernel. -1: none. */
 	int gate_windows_fd;
+	/* The sampling events record no context switches (no context_switch):
+	 * switch_state writes the target's. rv_sample_engine_open sets it in
+	 * its copy when that program runs; for rv_sample_engine_attr, the
+	 * caller's guess (--dry-run: where the kernel has BTF). */
+	bool bpf_switches;
 	/* bpf-output events instead of sampling (see above); frequency, dwarf,
 	 * include_kernel, all_threads and gate_windows_fd are then unused. */
 	bool bpf_output;
@@ -121,7 +129,7 @@ struct rv_sample_config {
 
 struct rv_sample_stats {
 	uint64_t samples;	  /* target samples (bpf_output: records) read */
-	uint64_t lost;		  /* samples the kernel could not write (ring full) */
+	uint64_t lost;		  /* records the kernel could not write (ring full) */
 	uint64_t throttled;	  /* times the kernel throttled sampling */
 	uint64_t evicted;	  /* samples that aged out of the flight recorder */
 	uint64_t written_samples; /* samples in the capture */
@@ -157,8 +165,8 @@ struct rv_sample_engine;
 void rv_sample_engine_attr(const struct rv_sample_config *config, bool hardware,
 			   struct perf_event_attr *attr);
 
-/* The attribute of the per-CPU bpf-output events that carry why threads
- * left the CPU (RV_SWITCH_STATE_EVENT; sampling only), for --dry-run. */
+/* The attribute of the per-CPU bpf-output events that carry the target's
+ * context switches (RV_SWITCH_STATE_EVENT; sampling only), for --dry-run. */
 void rv_sample_engine_switch_attr(struct perf_event_attr *attr);
 
 /* Opens the events (disabled), maps their rings, loads and attaches the BPF

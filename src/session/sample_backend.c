@@ -102,7 +102,7 @@ int rv_session_describe_engine(const struct rv_session *s, const struct rv_sampl
 	int ret = 0;
 
 	for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
-		char label[96];
+		char label[128];
 		struct rv_dry_run_event ev = {
 			.label = label,
 			.group = -1,
@@ -119,8 +119,9 @@ int rv_session_describe_engine(const struct rv_session *s, const struct rv_sampl
 	return ret;
 }
 
-/* Why threads leave the CPU: a bpf-output event per CPU into that CPU's
- * sampling ring, written by switch_state on sched_switch. */
+/* The target's context switches: a bpf-output event per CPU into that CPU's
+ * sampling ring, written by switch_state on sched_switch (where it cannot be
+ * attached, the sampling events record every task's, without reasons). */
 static int describe_switch_reasons(const struct rv_session *s, struct rv_dry_run_plan *plan,
 				   struct rv_error *err)
 {
@@ -128,22 +129,26 @@ static int describe_switch_reasons(const struct rv_session *s, struct rv_dry_run
 	int ret = 0;
 
 	for (int cpu = 0; !ret && cpu < nr_cpus; cpu++) {
-		char label[96];
+		char label[128];
 		struct rv_dry_run_event ev = { .label = label, .group = -1, .cpu = cpu, .pid = -1 };
 
 		snprintf(label, sizeof(label),
-			 "switch reasons (" RV_SWITCH_STATE_EVENT "), CPU %d, output to its "
-			 "sampling event's ring",
+			 "the target's context switches (" RV_SWITCH_STATE_EVENT
+			 "), CPU %d, output to its sampling event's ring",
 			 cpu);
 		rv_sample_engine_switch_attr(&ev.attr);
 		ret = rv_dry_run_add_event(plan, &ev, err);
 	}
 	if (!ret)
 		ret = rv_dry_run_add_bpf(plan, "program", "switch_state", "raw_tracepoint",
-					 "why a target thread left the CPU", err);
+					 "writes a target thread leaving the CPU (and why) "
+					 "and coming back; where it cannot be attached, the "
+					 "sampling events record every task's switches "
+					 "(context_switch)",
+					 err);
 	if (!ret)
 		ret = rv_dry_run_add_bpf(plan, "map", "switch_states", "perf_event_array",
-					 "the switch reasons' events, by CPU", err);
+					 "the context switches' events, by CPU", err);
 	if (!ret)
 		ret = rv_dry_run_add_probe(plan, "raw_tracepoint", "sched_switch", "switch_state",
 					   err);
@@ -182,6 +187,7 @@ static int sample_describe(struct rv_session *s, const char *exe, pid_t pid,
 
 	(void)exe;
 	config.follow_children = config.follow_children && !s->follow_blocked;
+	config.bpf_switches = !rv_kernel_btf_none(&s->kernel_btf);
 	if (config.dwarf)
 		snprintf(note, sizeof(note), "; dwarf,%u: %s", config.dwarf_stack_bytes,
 			 config.keep_raw_stacks ? "raw stacks kept"
@@ -360,8 +366,9 @@ static int sample_finish(struct rv_backend_state *b, struct rv_render_options *o
 		 (unsigned long long)stats->filter_kept, (unsigned long long)stats->filter_other,
 		 (unsigned long long)stats->filter_thread);
 	if (stats->lost)
-		rv_warn("the kernel lost %llu samples (its buffers were full); lower "
-			"--timer-resolution to lose fewer",
+		rv_warn("the kernel lost %llu records (samples, context switches, and the "
+			"processes' mappings, names, forks and exits: its buffers were full); "
+			"lower --timer-resolution to lose fewer",
 			(unsigned long long)stats->lost);
 	note_children(b);
 	if (b->s->extra_events.nr)

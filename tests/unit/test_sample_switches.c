@@ -1,8 +1,10 @@
 /* test_sample_switches.c: context switch records in sampling captures, written
  * here with the project's perf.data writer and the synth helpers as the
- * sampling engine lays them out (PERF_RECORD_SWITCH_CPU_WIDE of per-CPU
- * events with context_switch, and the reasons as samples of the
- * RV_SWITCH_STATE_EVENT bpf-output event, built as the engine builds them),
+ * sampling engine lays them out (the switches themselves as samples of the
+ * RV_SWITCH_STATE_EVENT bpf-output event, built as the engine builds them;
+ * where switch_state cannot run, and in captures made before,
+ * PERF_RECORD_SWITCH_CPU_WIDE of per-CPU events with context_switch, and the
+ * reasons as that event's samples),
  * and as `perf record --switch-events` writes them (PERF_RECORD_SWITCH),
  * decoded into off-CPU events. */
 #include <criterion/criterion.h>
@@ -33,7 +35,9 @@ struct capture {
 	struct rv_synth synth;
 };
 
-static void capture_open(struct capture *c, bool switch_states)
+/* The clock's attribute has context_switch (the engine's fallback, and
+ * captures made before switch_state wrote the switches), or not. */
+static void capture_open_with(struct capture *c, bool switch_states, bool context_switch)
 {
 	struct perf_event_attr attr;
 	uint64_t id = CLOCK_ID, sid = SWITCH_ID;
@@ -53,7 +57,7 @@ static void capture_open(struct capture *c, bool switch_states)
 	attr.sample_freq = 1000;
 	attr.sample_type = STACK_TYPE;
 	attr.sample_id_all = 1;
-	attr.context_switch = 1;
+	attr.context_switch = context_switch;
 	cr_assert_eq(rv_perf_writer_add_attr(c->w, &attr, "cpu-clock", &id, 1, &c->err), 0);
 	if (switch_states) {
 		memset(&attr, 0, sizeof(attr));
@@ -69,6 +73,11 @@ static void capture_open(struct capture *c, bool switch_states)
 			     0);
 	}
 	c->synth = (struct rv_synth){ .sample_type = STACK_TYPE, .sample_id_all = true };
+}
+
+static void capture_open(struct capture *c, bool switch_states)
+{
+	capture_open_with(c, switch_states, true);
 }
 
 static void write_rec(struct capture *c, const void *buf, size_t size)
@@ -99,23 +108,44 @@ static void stack_sample(struct capture *c, uint32_t tid, uint64_t time)
 	write_rec(c, &s, sizeof(s));
 }
 
-/* The reason the engine's BPF program gives, on CPU cpu, for thread tid. */
-static void switch_state(struct capture *c, uint32_t tid, uint32_t cpu, uint32_t state,
-			 uint64_t time)
+/* What the engine's BPF program writes on CPU cpu about thread tid of
+ * process pid, while thread running (of process running_pid) runs. */
+static void switch_sample(struct capture *c, uint32_t running_pid, uint32_t running,
+			  const struct rv_switch_state *raw, size_t raw_size, uint32_t cpu,
+			  uint64_t time)
 {
 	uint64_t buf[32];
-	struct rv_switch_state raw = { PID, tid, state, 0 };
 	struct rv_output_sample s = {
 		.time = time,
 		.ip = 0,
 		.cpu = cpu,
-		.pid = PID,
-		.tid = tid,
-		.raw = &raw,
-		.raw_size = sizeof(raw),
+		.pid = running_pid,
+		.tid = running,
+		.raw = raw,
+		.raw_size = (uint32_t)raw_size,
 	};
 
 	write_rec(c, buf, rv_output_sample_build(buf, sizeof(buf), SWITCH_ID, &s));
+}
+
+/* The reason the engine's BPF program gave, on CPU cpu, for thread tid, in
+ * captures with context_switch. */
+static void switch_state(struct capture *c, uint32_t tid, uint32_t cpu, uint32_t state,
+			 uint64_t time)
+{
+	struct rv_switch_state raw = { PID, tid, state, RV_SWITCH_REASON };
+
+	switch_sample(c, PID, tid, &raw, sizeof(raw), cpu, time);
+}
+
+/* A switch the engine's BPF program wrote (kind RV_SWITCH_OUT, _OUT_PREEMPT
+ * or _IN) about thread tid, while thread `running` ran. */
+static void bpf_switch(struct capture *c, uint32_t running, uint32_t tid, uint32_t kind,
+		       uint32_t state, uint32_t cpu, uint64_t time)
+{
+	struct rv_switch_state raw = { PID, tid, state, kind };
+
+	switch_sample(c, running == tid ? PID : 4242, running, &raw, sizeof(raw), cpu, time);
 }
 
 static void cpu_wide(struct capture *c, uint32_t tid, uint32_t cpu, bool out, bool preempt,
@@ -299,4 +329,90 @@ Test(sample_switches, reasons_are_named_as_the_function_tracer_names_them)
 			 "[off-cpu: blocked]");
 	cr_assert_eq(rv_off_cpu_name(0x40, buf, sizeof(buf)), buf);
 	cr_assert_str_eq(buf, "[off-cpu: state 0x40]");
+}
+
+Test(sample_switches, switches_written_by_bpf_become_off_cpu_spans_of_the_thread_they_name)
+{
+	struct capture c;
+	struct seen ev[32];
+	struct rv_sample_decoder_stats st;
+	size_t n;
+
+	capture_open_with(&c, true, false);
+	stack_sample(&c, 701, 1000);
+	bpf_switch(&c, 701, 701, RV_SWITCH_OUT, 0x1, 1, 2000); /* sleeps */
+	bpf_switch(&c, 4243, 701, RV_SWITCH_IN, 0, 0, 3000);   /* while another runs */
+	stack_sample(&c, 701, 3100);
+	bpf_switch(&c, 701, 701, RV_SWITCH_OUT_PREEMPT, 0, 0, 4000); /* preempted */
+	bpf_switch(&c, 4243, 701, RV_SWITCH_IN, 0, 1, 4500);
+	bpf_switch(&c, 701, 701, RV_SWITCH_OUT, 0x2, 1, 5000); /* disk */
+	bpf_switch(&c, 4243, 701, 7, 0, 1, 5500);	       /* a kind not known: nothing */
+	bpf_switch(&c, 4243, 0, RV_SWITCH_IN, 0, 1, 5600);     /* no thread: nothing */
+	bpf_switch(&c, 4243, 701, RV_SWITCH_IN, 0, 0, 6000);
+	capture_finish(&c);
+
+	n = decode(c.path, ev, 32, &st);
+	unlink(c.path);
+	cr_assert_eq(n, 8, "%zu events", n);
+	cr_assert_eq(ev[0].kind, RV_EVENT_STACK_SAMPLE);
+	cr_assert(ev[0].switches_recorded,
+		  "a capture whose switches switch_state wrote records them, without "
+		  "context_switch");
+	cr_assert_eq(ev[1].kind, RV_EVENT_KERNEL_BEGIN);
+	cr_assert_eq(ev[1].tid, 701);
+	cr_assert_eq(ev[1].time, 2000);
+	cr_assert(ev[1].sampled);
+	cr_assert_str_eq(ev[1].name, "[off-cpu: sleeping]");
+	cr_assert(ev[1].has_state && ev[1].state == 0x1);
+	cr_assert_eq(ev[2].kind, RV_EVENT_KERNEL_END);
+	cr_assert_eq(ev[2].tid, 701, "a switch in is the thread the record names, not %u",
+		     ev[2].tid);
+	cr_assert_eq(ev[2].time, 3000);
+	cr_assert(ev[3].switches_recorded);
+	cr_assert_eq(ev[4].kind, RV_EVENT_KERNEL_BEGIN);
+	cr_assert_str_eq(ev[4].name, "[off-cpu: preempted]");
+	cr_assert(ev[4].has_state && ev[4].state == 0);
+	cr_assert_eq(ev[5].kind, RV_EVENT_KERNEL_END);
+	cr_assert_eq(ev[5].time, 4500);
+	cr_assert_str_eq(ev[6].name, "[off-cpu: disk]");
+	cr_assert_eq(ev[7].kind, RV_EVENT_KERNEL_END);
+	cr_assert_eq(ev[7].tid, 701);
+	cr_assert_eq(ev[7].time, 6000);
+	cr_assert_eq(st.switches, 6);
+	cr_assert_eq(st.samples, 2, "switches are not stack samples");
+}
+
+Test(sample_switches, a_reason_of_three_fields_names_the_next_switch_out)
+{
+	struct capture c;
+	struct seen ev[8];
+	struct rv_sample_decoder_stats st;
+	struct rv_switch_state raw = { PID, 701, 0x1, 0 };
+	size_t n;
+
+	/* the raw area before the kind (a capture of an older rearview whose
+	 * struct had three fields) is a reason */
+	capture_open(&c, true);
+	switch_sample(&c, PID, 701, &raw, 3 * sizeof(uint32_t), 1, 1990);
+	cpu_wide(&c, 701, 1, true, false, 2000);
+	capture_finish(&c);
+
+	n = decode(c.path, ev, 8, &st);
+	unlink(c.path);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(ev[0].name, "[off-cpu: sleeping]");
+}
+
+Test(sample_switches, samples_of_a_capture_without_switches_say_so)
+{
+	struct capture c;
+	struct seen ev[4];
+	struct rv_sample_decoder_stats st;
+
+	capture_open_with(&c, false, false);
+	stack_sample(&c, 701, 1000);
+	capture_finish(&c);
+	cr_assert_eq(decode(c.path, ev, 4, &st), 1);
+	unlink(c.path);
+	cr_assert_not(ev[0].switches_recorded);
 }
