@@ -89,10 +89,12 @@ Test(follow, sampling_gives_each_process_its_track, .timeout = 300)
 	cleanup_dir(dir);
 }
 
-/* A pipe ping-pong pair, started by the test and ended by it (and with it,
+/* Pipe ping-pong pairs, started by the test and ended by it (and with it,
  * PR_SET_PDEATHSIG): two processes that hand a byte back and forth as fast
  * as they can, so each CPU switches tasks hundreds of thousands of times a
  * second. */
+#define PING_PONG_PAIRS 2
+
 static pid_t start_ping_pong(pid_t *partner)
 {
 	int there[2], back[2];
@@ -138,14 +140,16 @@ Test(follow, sampling_loses_nothing_beside_a_busy_neighbour, .timeout = 300)
 	char dir[64];
 	struct proc_result r;
 	struct fxt_trace *t;
-	pid_t ping, pong;
+	pid_t ping[PING_PONG_PAIRS], pong[PING_PONG_PAIRS];
 
 	require_root("follow");
 	make_test_dir(dir, sizeof(dir));
-	ping = start_ping_pong(&pong);
+	for (size_t i = 0; i < PING_PONG_PAIRS; i++)
+		ping[i] = start_ping_pong(&pong[i]);
 	t = rearview_run(dir, NULL, (const char *const[]){ "--sampling", NULL },
 			 "tests/targets/forkexec", args, 120, &r);
-	stop_ping_pong(ping, pong);
+	for (size_t i = 0; i < PING_PONG_PAIRS; i++)
+		stop_ping_pong(ping[i], pong[i]);
 	cr_assert_null(strstr(r.err, "the kernel lost"), "%s", r.err);
 	for (size_t i = 0; i < 3; i++) {
 		unsigned long pid = process_pid(r.out, work[i].process);
