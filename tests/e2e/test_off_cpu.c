@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture/perf_data.h"
+#include "decode/off_cpu.h"
 #include "harness.h"
+#include "sample_filter.h"
 
 /* The number after `key ` in a program's output. */
 static unsigned long long output_value(const char *out, const char *key)
@@ -128,5 +131,74 @@ Test(off_cpu, a_thread_blocked_in_pthread_join_shows_no_cpu_frame, .timeout = 12
 				  (unsigned long long)s->begin_ns, (unsigned long long)s->end_ns);
 	}
 	fxt_trace_free(t);
+	cleanup_dir(dir);
+}
+
+/* The switches in a sampling capture (switch_state's records, only the
+ * recorded threads'): out (preempted or not) and in. */
+static void count_switches(const char *path, size_t *outs, size_t *ins)
+{
+	struct rv_perf_reader *reader;
+	struct rv_perf_record rec;
+	struct rv_error err = { 0 };
+	int got;
+
+	*outs = *ins = 0;
+	cr_assert_eq(rv_perf_reader_open(&reader, path, &err), 0, "%s", err.message);
+	while ((got = rv_perf_reader_next(reader, &rec, &err)) > 0) {
+		struct rv_perf_sample s;
+		struct rv_switch_state raw;
+
+		if (rec.header->type != PERF_RECORD_SAMPLE)
+			continue;
+		cr_assert_eq(rv_perf_reader_parse_sample(reader, rec.header, &s, &err), 0, "%s",
+			     err.message);
+		if (!s.attr || !s.attr->name || strcmp(s.attr->name, RV_SWITCH_STATE_EVENT) ||
+		    s.raw_size < sizeof(raw))
+			continue;
+		memcpy(&raw, s.raw, sizeof(raw));
+		if (raw.kind == RV_SWITCH_IN)
+			++*ins;
+		else
+			++*outs;
+	}
+	cr_assert_eq(got, 0, "%s", err.message);
+	rv_perf_reader_free(reader);
+}
+
+/* With --min-duration each slow window is a snapshot of the flight recorder,
+ * which takes a thread's records by time and thread: a switch in, written
+ * while the task leaving runs, is the thread's the record names. Each slow
+ * window sleeps (4 ms) and comes back within the window
+ * (tests/targets/windows.c). */
+Test(off_cpu, a_window_snapshot_keeps_the_switches_in, .timeout = 120)
+{
+	const char *options[] = { "--sampling",		 "--filter", "request_begin,request_end",
+				  "--min-duration",	 "2ms",	     "--multi-snapshot",
+				  "--working-directory", NULL,	     NULL };
+	const char *const args[] = { "1000", "1", "12", NULL };
+	char dir[64], work[96], capture[128];
+	struct proc_result r;
+	struct fxt_trace *t;
+	const char *slow_text;
+	size_t outs, ins;
+	unsigned long slow;
+
+	require_root("off_cpu");
+	make_test_dir(dir, sizeof(dir));
+	snprintf(work, sizeof(work), "%s/work", dir);
+	options[7] = work;
+	t = rearview_run(dir, NULL, options, "tests/targets/windows", args, 60, &r);
+	fxt_trace_free(t);
+	slow_text = strstr(r.out, "slow=");
+	cr_assert(slow_text, "%s", r.out);
+	slow = strtoul(slow_text + 5, NULL, 10);
+	cr_assert_geq(slow, 1, "%s", r.out);
+	snprintf(capture, sizeof(capture), "%s/perf.data", work);
+	count_switches(capture, &outs, &ins);
+	cr_assert_geq(outs, slow, "a switch out for each slow window's sleep: %zu, %lu windows",
+		      outs, slow);
+	cr_assert_geq(ins, slow, "a switch in after each slow window's sleep: %zu, %lu windows",
+		      ins, slow);
 	cleanup_dir(dir);
 }
