@@ -416,3 +416,16 @@ Test(sample_switches, samples_of_a_capture_without_switches_say_so)
 	unlink(c.path);
 	cr_assert_not(ev[0].switches_recorded);
 }
+
+Test(sample_switches, the_sampling_events_record_every_switch_only_without_switch_state)
+{
+	struct rv_sample_config config = { .frequency = 1000 };
+	struct perf_event_attr attr;
+
+	rv_sample_engine_attr(&config, false, &attr);
+	cr_assert(attr.context_switch, "the fallback: every task's switches");
+	config.bpf_switches = true;
+	rv_sample_engine_attr(&config, false, &attr);
+	cr_assert_not(attr.context_switch,
+		      "switch_state writes the target's: no other task's fill the rings");
+}
