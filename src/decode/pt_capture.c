@@ -27,6 +27,7 @@
 
 #include "capture/marks.h"
 #include "decode/extra.h"
+#include "decode/off_cpu.h"
 #include "decode/pt_capture_internal.h"
 #include "decode/pt_sections.h"
 #include "util/array.h"
@@ -115,7 +116,9 @@ struct scan {
 	struct ptc_sideband sb;
 	bool have_info;
 	uint64_t samples;
-	const char *sample_event; /* the first sample's event name */
+	/* the first sample's event name, but for the sampling engine's context
+	 * switches (which may come before its first sample) */
+	const char *sample_event;
 };
 
 int ptc_nomem(struct rv_error *err)
@@ -345,7 +348,9 @@ static int note_sample(struct rv_pt_capture *c, struct scan *s, const struct per
 		return add_window(c, &sample, err);
 	if (rv_extra_is_sample(&sample))
 		return add_extra(c, &sample, h, err);
-	if (!s->sample_event && sample.attr && sample.attr->name)
+	if (sample.attr && sample.attr->name &&
+	    (!s->sample_event || (!strcmp(s->sample_event, RV_SWITCH_STATE_EVENT) &&
+				  strcmp(sample.attr->name, RV_SWITCH_STATE_EVENT))))
 		s->sample_event =
 			ptc_arena_strndup(&c->arena, sample.attr->name, strlen(sample.attr->name));
 	return add_aux_sample(c, &sample, err);
