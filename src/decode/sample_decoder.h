@@ -13,15 +13,22 @@
  * that needed memory above a full copy) is marked with the bytes copied
  * (rv_event.stack.cut_bytes).
  *
- * Context switch records (PERF_RECORD_SWITCH, SWITCH_CPU_WIDE) become
- * off-CPU spans (RV_EVENT_KERNEL_BEGIN/END of kind RV_KERNEL_OFF_CPU,
- * kernel.sampled): a switch out begins one, named by decode/off_cpu.h from
- * the reason the sampling engine's RV_SWITCH_STATE_EVENT sample gave on the
- * same CPU just before ("[off-cpu: preempted]" when the record's misc says
- * PREEMPT, "[off-cpu: blocked]" when nothing says why, as in captures of
- * `perf record --switch-events`), with the state as an argument; a switch in
- * ends it. Those samples make no event of their own. Stack samples say
- * whether their attribute records switches (stack.switches_recorded).
+ * Context switches become off-CPU spans (RV_EVENT_KERNEL_BEGIN/END of kind
+ * RV_KERNEL_OFF_CPU, kernel.sampled): a switch out begins one, named by
+ * decode/off_cpu.h from its reason, with the state as an argument; a switch
+ * in ends it. rearview's sampling engine writes them as samples of its
+ * RV_SWITCH_STATE_EVENT (struct rv_switch_state, bpf/sample_filter.h: the
+ * thread its raw data names, which for a switch in is not the one that ran
+ * when it was written; "[off-cpu: preempted]" for a preemption). Where that
+ * program could not run, and in captures made before, the switches are
+ * PERF_RECORD_SWITCH_CPU_WIDE records (PERF_RECORD_SWITCH in captures of
+ * `perf record --switch-events`), named by the reason an
+ * RV_SWITCH_STATE_EVENT sample (kind RV_SWITCH_REASON) gave on the same CPU
+ * just before ("[off-cpu: preempted]" when the record's misc says PREEMPT,
+ * "[off-cpu: blocked]" when nothing says why). Those samples make no event
+ * of their own. Stack samples say whether the capture records switches
+ * (stack.switches_recorded: their attribute's context_switch, or an
+ * RV_SWITCH_STATE_EVENT attribute in the capture).
  *
  * Samples of an --events event (an attribute rv_extra_event_attr_is_extra
  * says is one: record/extra_events.h) become RV_EVENT_EXTRA, named after
