@@ -79,19 +79,6 @@ static inline size_t format_u64(char *p, uint64_t v)
 	return 20 - n;
 }
 
-/* v (below 10^10) as ten digits, with leading zeros. */
-static void put_ten_digits(char *p, uint64_t v)
-{
-	uint32_t high = (uint32_t)(v / 100000), low = (uint32_t)(v % 100000);
-
-	p[0] = (char)('0' + high / 10000);
-	memcpy(p + 1, two_digits + high / 100 % 100 * 2, 2);
-	memcpy(p + 3, two_digits + high % 100 * 2, 2);
-	p[5] = (char)('0' + low / 10000);
-	memcpy(p + 6, two_digits + low / 100 % 100 * 2, 2);
-	memcpy(p + 8, two_digits + low % 100 * 2, 2);
-}
-
 static size_t format_i64(char *p, int64_t v)
 {
 	if (v < 0) {
@@ -137,29 +124,28 @@ static uint64_t grid_from_ns(uint64_t ns)
 	return (ns / 1000 << GRID_BITS) + ((ns % 1000 << GRID_BITS) + 999) / 1000;
 }
 
-/* 5^10: 10^10 / 2^10 */
-#define FIVE_TO_THE_10 9765625ULL
-
 /* grid/2^20 us in decimal: the integer part, then the exact binary fraction
- * without trailing zeros. The fraction f/2^20 is f * 5^20 / 10^20: twenty
- * digits, the first ten f * 5^10 / 2^10 and the next ten what that leaves
- * (below 2^10) times 5^10; and f/2^20 = odd/2^k (k = 20 less f's trailing
- * zero bits) has k digits, the last a 5. Every digit is written; those
- * past k are zeros the caller's reservation holds and the length leaves
- * out. */
+ * two digits at a time (times 100, the digits are what passes 2^20),
+ * without trailing zeros. f/2^20 = odd/2^k (k = 20 less f's trailing zero
+ * bits) has k digits, the last a 5; a pair's second digit past them is a
+ * zero the caller's reservation holds and the length leaves out. */
 static size_t format_grid_microseconds(char *p, uint64_t grid)
 {
 	const uint64_t mask = ((uint64_t)1 << GRID_BITS) - 1;
-	size_t n = format_u64(p, grid >> GRID_BITS);
-	uint64_t frac = grid & mask, first;
+	size_t n = format_u64(p, grid >> GRID_BITS), digits;
+	uint64_t frac = grid & mask;
+	char *o;
 
 	if (!frac)
 		return n;
 	p[n++] = '.';
-	first = frac * FIVE_TO_THE_10;
-	put_ten_digits(p + n, first >> 10);
-	put_ten_digits(p + n + 10, (first & 1023) * FIVE_TO_THE_10);
-	return n + GRID_BITS - (size_t)__builtin_ctzll(frac);
+	digits = GRID_BITS - (size_t)__builtin_ctzll(frac);
+	for (o = p + n; frac; o += 2) {
+		frac *= 100;
+		memcpy(o, two_digits + (frac >> GRID_BITS) * 2, 2);
+		frac &= mask;
+	}
+	return n + digits;
 }
 
 static size_t format_hex(char *p, uint64_t v)
