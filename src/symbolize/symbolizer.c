@@ -55,9 +55,6 @@
 /* 64-byte slots: at most 64 MiB of cache, then it starts again empty. */
 #define CACHE_MAX_SLOTS (1u << 20)
 
-#define FLAG_KNOWN  1
-#define FLAG_KERNEL 2
-
 enum file_state { FILE_UNKNOWN, FILE_ELF, FILE_MISSING };
 
 /* One file on disk, shared by every process that maps it. */
@@ -125,13 +122,16 @@ struct cache_key {
 	uint64_t generation; /* GENERATION_EMPTY: free slot */
 };
 
+/* 64 bytes: the key and the answer as rv_symbolizer_find returns it */
 struct cache_entry {
 	struct cache_key key;
-	const char *name, *module, *file;
-	uint64_t start, size;
-	int32_t line;
-	uint8_t flags;
+	struct rv_symbol sym;
 };
+_Static_assert(sizeof(struct cache_entry) == 64, "a cache entry is 64 bytes");
+
+/* What `last` points to when there is no last entry: its generation is
+ * GENERATION_EMPTY, which no lookup asks for. */
+static const struct cache_entry no_entry;
 
 struct rv_symbolizer {
 	bool want_lines;
@@ -139,6 +139,10 @@ struct rv_symbolizer {
 	const char *empty, *kernel_module, *out_of_memory;
 
 	struct rv_map procs; /* by pid */
+	/* The last pid asked for, plus one (0: none), and its process (NULL:
+	 * it has none), so that a run of lookups in one process, or in one
+	 * that has no mappings, asks the map once. */
+	uint64_t last_pid_key;
 	struct process *last_proc;
 	uint64_t next_generation;
 
@@ -146,11 +150,12 @@ struct rv_symbolizer {
 
 	struct cache_entry *cache;
 	size_t cap_cache, nr_cache;
-	/* The last entry found or added (NULL: none), compared before the
-	 * probe: a trace asks for one address many times in a row (a
+	/* The last entry found or added (&no_entry: none), compared before
+	 * the probe: a trace asks for one address many times in a row (a
 	 * recursion's calls, a loop's). It points into `cache`, so whatever
 	 * moves or empties the entries resets it. */
 	const struct cache_entry *last;
+	struct rv_symbol uncached; /* an answer the cache had no room for */
 
 	/* rv_symbolizer_source's answers, by (generation, address) */
 	struct source_entry {
@@ -192,16 +197,19 @@ static const char *path_basename(const char *path)
 
 /* ---- processes ---- */
 
-static struct process *find_process(struct rv_symbolizer *s, uint32_t pid)
+static __attribute__((noinline)) struct process *find_other_process(struct rv_symbolizer *s,
+								    uint32_t pid)
 {
-	struct process *p;
+	s->last_pid_key = (uint64_t)pid + 1;
+	s->last_proc = rv_map_get(&s->procs, pid);
+	return s->last_proc;
+}
 
-	if (s->last_proc && s->last_proc->pid == pid)
+static inline struct process *find_process(struct rv_symbolizer *s, uint32_t pid)
+{
+	if (s->last_pid_key == (uint64_t)pid + 1)
 		return s->last_proc;
-	p = rv_map_get(&s->procs, pid);
-	if (p)
-		s->last_proc = p;
-	return p;
+	return find_other_process(s, pid);
 }
 
 static struct process *get_process(struct rv_symbolizer *s, uint32_t pid)
@@ -217,6 +225,8 @@ static struct process *get_process(struct rv_symbolizer *s, uint32_t pid)
 	}
 	p->pid = pid;
 	p->generation = s->next_generation++;
+	s->last_pid_key = (uint64_t)pid + 1;
+	s->last_proc = p;
 	return p;
 }
 
@@ -534,8 +544,8 @@ void rv_symbolizer_forget_process(struct rv_symbolizer *s, uint32_t pid)
 
 	if (!p)
 		return;
-	if (s->last_proc == p)
-		s->last_proc = NULL;
+	if (s->last_pid_key == (uint64_t)pid + 1)
+		s->last_pid_key = 0;
 	rv_map_remove(&s->procs, pid);
 	/* Its cache entries stay behind under a generation nothing will ask for. */
 	free_process(p);
@@ -915,21 +925,11 @@ static void *cache_rehash(const void *table, size_t size, size_t cap, size_t new
 	return fresh;
 }
 
-static struct cache_entry *cache_find(struct rv_symbolizer *s, uint64_t generation, uint64_t addr)
-{
-	struct cache_entry *e;
-
-	if (!s->cap_cache)
-		return NULL;
-	e = &s->cache[cache_probe(s->cache, sizeof(*e), s->cap_cache, generation, addr)];
-	return e->key.generation ? e : NULL;
-}
-
 static void cache_clear(struct rv_symbolizer *s)
 {
 	memset(s->cache, 0, s->cap_cache * sizeof(*s->cache));
 	s->nr_cache = 0;
-	s->last = NULL;
+	s->last = &no_entry;
 	for (size_t i = 0; i < s->procs.cap; i++) {
 		struct process *p = s->procs.slots[i].value;
 
@@ -959,78 +959,91 @@ static bool cache_make_room(struct rv_symbolizer *s)
 	free(s->cache);
 	s->cache = fresh;
 	s->cap_cache = cap;
-	s->last = NULL;
+	s->last = &no_entry;
 	return true;
 }
 
-static void cache_insert(struct rv_symbolizer *s, uint64_t generation, uint64_t addr,
-			 const struct rv_symbol *sym)
+/* The answer for (generation, addr), added to the cache; where it is
+ * kept (the cache, or `uncached` when it has no room). */
+static const struct rv_symbol *cache_insert(struct rv_symbolizer *s, uint64_t generation,
+					    uint64_t addr, const struct rv_symbol *sym)
 {
 	size_t at;
 
-	if (!cache_make_room(s))
-		return;
+	if (!cache_make_room(s)) {
+		s->uncached = *sym;
+		return &s->uncached;
+	}
 	at = cache_probe(s->cache, sizeof(*s->cache), s->cap_cache, generation, addr);
 	s->cache[at] = (struct cache_entry){
 		.key = { .addr = addr, .generation = generation },
-		.name = sym->name,
-		.module = sym->module,
-		.file = sym->file,
-		.start = sym->start,
-		.size = sym->size,
-		.line = sym->line,
-		.flags = (sym->known ? FLAG_KNOWN : 0) | (sym->kernel ? FLAG_KERNEL : 0),
+		.sym = *sym,
 	};
 	s->nr_cache++;
 	s->last = &s->cache[at];
+	return &s->cache[at].sym;
 }
 
-void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
-			  struct rv_symbol *out)
+/* rv_symbolizer_find when the cache does not have the answer. */
+static __attribute__((noinline)) const struct rv_symbol *
+lookup_uncached(struct rv_symbolizer *s, struct process *p, uint64_t generation, uint64_t addr)
 {
-	struct process *p = NULL;
-	const struct cache_entry *hit;
-	uint64_t generation;
+	struct rv_symbol sym = {
+		.module = s->empty,
+		.start = addr,
+	};
 
-	s->stats.lookups++;
-	if (addr >= KERNEL_START) {
-		generation = GENERATION_KERNEL;
-	} else {
-		p = find_process(s, pid);
-		generation = p ? p->generation : GENERATION_NO_PROCESS;
-	}
-	hit = s->last;
-	if (!hit || hit->key.addr != addr || hit->key.generation != generation) {
-		hit = cache_find(s, generation, addr);
-		if (hit)
-			s->last = hit;
-	}
-	if (hit) {
-		s->stats.cache_hits++;
-		out->name = hit->name;
-		out->module = hit->module;
-		out->file = hit->file;
-		out->line = hit->line;
-		out->start = hit->start;
-		out->size = hit->size;
-		out->known = hit->flags & FLAG_KNOWN;
-		out->kernel = hit->flags & FLAG_KERNEL;
-		return;
-	}
-	out->module = s->empty;
-	out->file = NULL;
-	out->line = 0;
-	out->start = addr;
-	out->size = 0;
-	out->known = false;
-	out->kernel = false;
 	if (generation == GENERATION_KERNEL)
-		resolve_kernel(s, addr, out);
+		resolve_kernel(s, addr, &sym);
 	else
-		resolve_user(s, p, addr, out);
+		resolve_user(s, p, addr, &sym);
 	if (p)
 		p->cached = true;
-	cache_insert(s, generation, addr, out);
+	return cache_insert(s, generation, addr, &sym);
+}
+
+/* The answer for (generation, addr): the last one's, the cache's, or
+ * found now. Its calls are all tail calls, so that a hit saves no
+ * registers. */
+static inline const struct rv_symbol *find_by_generation(struct rv_symbolizer *s, struct process *p,
+							 uint64_t generation, uint64_t addr)
+{
+	const struct cache_entry *hit = s->last;
+
+	s->stats.lookups++;
+	if (hit->key.addr != addr || hit->key.generation != generation) {
+		if (!s->cap_cache)
+			return lookup_uncached(s, p, generation, addr);
+		hit = &s->cache[cache_probe(s->cache, sizeof(*hit), s->cap_cache, generation,
+					    addr)];
+		if (!hit->key.generation)
+			return lookup_uncached(s, p, generation, addr);
+		s->last = hit;
+	}
+	s->stats.cache_hits++;
+	return &hit->sym;
+}
+
+/* rv_symbolizer_find for a user address in another process than the last
+ * lookup's. */
+static __attribute__((noinline)) const struct rv_symbol *
+find_in_other_process(struct rv_symbolizer *s, uint32_t pid, uint64_t addr)
+{
+	struct process *p = find_other_process(s, pid);
+
+	return find_by_generation(s, p, p ? p->generation : GENERATION_NO_PROCESS, addr);
+}
+
+const struct rv_symbol *rv_symbolizer_find(struct rv_symbolizer *s, uint32_t pid, uint64_t addr)
+{
+	struct process *p;
+
+	if (addr >= KERNEL_START)
+		return find_by_generation(s, NULL, GENERATION_KERNEL, addr);
+	if (s->last_pid_key != (uint64_t)pid + 1)
+		return find_in_other_process(s, pid, addr);
+	p = s->last_proc;
+	return find_by_generation(s, p, p ? p->generation : GENERATION_NO_PROCESS, addr);
 }
 
 /* ---- source lines of functions ---- */
@@ -1078,8 +1091,9 @@ static void resolve_source(struct rv_symbolizer *s, struct process *p, uint64_t 
 	out->column = column;
 }
 
-bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
-			  struct rv_source *out)
+/* rv_symbolizer_source when the answer is not the last one's. */
+static __attribute__((noinline)) bool source_slow(struct rv_symbolizer *s, uint32_t pid,
+						  uint64_t addr, struct rv_source *out)
 {
 	struct process *p;
 	size_t at;
@@ -1116,6 +1130,22 @@ bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
 	return out->file != NULL;
 }
 
+bool rv_symbolizer_source(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
+			  struct rv_source *out)
+{
+	const struct source_entry *e = &s->last_source;
+	const struct process *p = s->last_proc;
+
+	/* the last answer's process and address (a user address: only
+	 * those, of processes with mappings, get an entry; see source_slow) */
+	if (s->last_pid_key == (uint64_t)pid + 1 && p && e->key.generation == p->generation &&
+	    e->key.addr == addr) {
+		*out = (struct rv_source){ e->file, e->line, e->column };
+		return out->file != NULL;
+	}
+	return source_slow(s, pid, addr, out);
+}
+
 /* ---- life cycle ---- */
 
 int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_options *options,
@@ -1128,6 +1158,7 @@ int rv_symbolizer_new(struct rv_symbolizer **out, const struct rv_symbolizer_opt
 	if (!s)
 		return rv_error_set(err, ENOMEM, "out of memory creating the symbolizer");
 	rv_intern_init(&s->strings);
+	s->last = &no_entry;
 	s->next_generation = GENERATION_FIRST_PROCESS;
 	s->want_lines = options && options->want_lines;
 	s->empty = rv_intern(&s->strings, "");

@@ -49,9 +49,9 @@ struct rv_symbol {
 	const char *name;   /* demangled; never NULL */
 	const char *module; /* file name of the DSO, "[kernel.kallsyms]", "[module]", or "" */
 	const char *file;   /* source file (want_lines and DWARF present), else NULL */
-	int line;	    /* source line, 0 if unknown */
 	uint64_t start; /* address of the function's first byte; the address itself when !known */
 	uint64_t size;	/* function size in bytes, 0 if unknown */
+	int line;	/* source line, 0 if unknown */
 	bool known;	/* a symbol covers the address */
 	bool kernel;	/* the address is a kernel address */
 };
@@ -88,10 +88,19 @@ int rv_symbolizer_fork(struct rv_symbolizer *s, uint32_t parent, uint32_t child,
 int rv_symbolizer_add_kernel_symbol(struct rv_symbolizer *s, uint64_t addr, uint64_t size,
 				    const char *name, struct rv_error *err);
 
-/* Names addr in process pid. Kernel addresses (high half) use the kernel's
- * sources; module is then "[kernel.kallsyms]" or the module's "[name]". */
-void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
-			  struct rv_symbol *out);
+/* Names addr in process pid, where the symbolizer keeps the answer (its
+ * cache), for a caller that reads a field or two: valid until the next call
+ * on the symbolizer; never NULL. Kernel addresses (high half) use the
+ * kernel's sources; module is then "[kernel.kallsyms]" or the module's
+ * "[name]". */
+const struct rv_symbol *rv_symbolizer_find(struct rv_symbolizer *s, uint32_t pid, uint64_t addr);
+
+/* rv_symbolizer_find's answer, copied to *out. */
+static inline void rv_symbolizer_lookup(struct rv_symbolizer *s, uint32_t pid, uint64_t addr,
+					struct rv_symbol *out)
+{
+	*out = *rv_symbolizer_find(s, pid, addr);
+}
 
 /* Where code is in its source, from DWARF's line table: for a span's
  * arguments (the trace builder asks it of each function's first byte). */

@@ -104,12 +104,6 @@ struct span_shape {
 	size_t words;
 	bool has_end;
 	uint64_t header; /* the record's first word, with thread index 0 */
-	/* A function span's shape (rv_fxt_function_span), by what decides
-	 * it besides the name and category: its function_kind (0: not one),
-	 * file and line (0 without a file). */
-	unsigned function_kind;
-	const char *function_file;
-	int32_t function_line;
 	struct shape_arg {
 		const char *name;
 		enum rv_arg_kind kind;
@@ -133,7 +127,8 @@ struct thread_slot {
 };
 
 struct rv_fxt {
-	struct rv_out *out;
+	/* first: what the writer's inline path reads (rv_fxt_fast) */
+	struct rv_fxt_fast fast;
 
 	struct string_slot *string_slots;
 	size_t string_slots_mask;
@@ -150,9 +145,10 @@ struct rv_fxt {
 	struct thread_map_slot thread_map[THREAD_MAP_SLOTS];
 	struct thread_slot threads[MAX_THREAD_INDEX + 1]; /* by index; 0 unused */
 	unsigned nr_threads;
+	/* Counts runs of spans on one thread: a thread's last_use is the
+	 * clock when its latest run began, which orders the threads as their
+	 * last spans do, without a store per span. */
 	uint64_t clock;
-	uint64_t last_thread_key;
-	uint8_t last_thread_index; /* 0: no last thread */
 
 	uint64_t inline_strings;
 	uint64_t thread_evictions;
@@ -182,9 +178,7 @@ static const unsigned char replacement_character[] = { 0xef, 0xbf, 0xbd };
 
 static void put_word(unsigned char *p, uint64_t word)
 {
-	uint64_t le = htole64(word);
-
-	memcpy(p, &le, sizeof(le));
+	rv_put_word(p, word);
 }
 
 static size_t stream_words(size_t bytes)
@@ -264,7 +258,7 @@ static void write_string_record(struct rv_fxt *fxt, uint16_t index, const char *
 {
 	size_t stored = copy_utf8(NULL, s, length, MAX_STRING_BYTES);
 	size_t words = 1 + stream_words(stored);
-	unsigned char *p = rv_out_take(fxt->out, words * 8);
+	unsigned char *p = rv_out_take(fxt->fast.out, words * 8);
 
 	put_word(p, RECORD_STRING | (uint64_t)words << 4 | (uint64_t)index << 16 |
 			    (uint64_t)stored << 32);
@@ -550,14 +544,14 @@ static uint8_t assign_thread_index(struct rv_fxt *fxt, uint64_t key)
 	map[j].key = key;
 	map[j].index = (uint8_t)index;
 
-	p = rv_out_take(fxt->out, 3 * 8);
+	p = rv_out_take(fxt->fast.out, 3 * 8);
 	put_word(p, RECORD_THREAD | 3 << 4 | (uint64_t)index << 16);
 	put_word(p + 8, key >> 32);
 	put_word(p + 16, key & 0xffffffffu);
 	return (uint8_t)index;
 }
 
-/* resolve_thread for another thread than the last one's. */
+/* resolve_thread for another thread than the last one's: a run begins. */
 static __attribute__((noinline)) uint8_t resolve_other_thread(struct rv_fxt *fxt, uint64_t key)
 {
 	uint8_t index = 0;
@@ -572,8 +566,8 @@ static __attribute__((noinline)) uint8_t resolve_other_thread(struct rv_fxt *fxt
 	}
 	if (!index)
 		index = assign_thread_index(fxt, key);
-	fxt->last_thread_key = key;
-	fxt->last_thread_index = index;
+	fxt->fast.last_thread_key = key;
+	fxt->fast.last_thread_index = index;
 	fxt->threads[index].last_use = ++fxt->clock;
 	return index;
 }
@@ -583,11 +577,10 @@ static __attribute__((noinline)) uint8_t resolve_other_thread(struct rv_fxt *fxt
 static inline uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
 {
 	uint64_t key = (uint64_t)pid << 32 | tid;
-	uint8_t index = fxt->last_thread_index;
+	uint8_t index = fxt->fast.last_thread_index;
 
-	if (!index || fxt->last_thread_key != key)
+	if (!index || fxt->fast.last_thread_key != key)
 		return resolve_other_thread(fxt, key);
-	fxt->threads[index].last_use = ++fxt->clock;
 	return index;
 }
 
@@ -770,7 +763,6 @@ static void shape_record(struct span_shape *shape, unsigned type, const char *ca
 	shape->name = name;
 	shape->nr_args = nr_args;
 	shape->has_end = has_end;
-	shape->function_kind = 0;
 	shape->words = 2 + has_end;
 	for (size_t i = 0; i < nr_args; i++) {
 		const struct argument_plan *a = &plans[i];
@@ -819,7 +811,7 @@ static bool shape_fits(const struct span_shape *shape, const char *category, con
 static void write_shaped(struct rv_fxt *fxt, const struct span_shape *shape, uint8_t thread,
 			 uint64_t ts, uint64_t end, const struct rv_arg *args)
 {
-	unsigned char *p = rv_out_take(fxt->out, shape->words * 8);
+	unsigned char *p = rv_out_take(fxt->fast.out, shape->words * 8);
 
 	put_word(p, shape->header | (uint64_t)thread << 24);
 	put_word(p + 8, ts);
@@ -875,7 +867,7 @@ static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread,
 	nr_strings += is_inline(category);
 	words = record_words(strings, nr_strings, fixed_words);
 
-	p = rv_out_take(fxt->out, words * 8);
+	p = rv_out_take(fxt->fast.out, words * 8);
 	put_word(p, RECORD_EVENT | (uint64_t)words << 4 | (uint64_t)type << 16 |
 			    (uint64_t)nr_args << 20 | (uint64_t)thread << 24 |
 			    (uint64_t)category->ref << 32 | (uint64_t)name->ref << 48);
@@ -915,7 +907,7 @@ static int write_kernel_object(struct rv_fxt *fxt, unsigned object_type, uint64_
 	fixed_words = collect_inline(&name_ref, &plan, has_process, 2, strings, &nr_strings);
 	words = record_words(strings, nr_strings, fixed_words);
 
-	p = rv_out_take(fxt->out, words * 8);
+	p = rv_out_take(fxt->fast.out, words * 8);
 	put_word(p, RECORD_KERNEL_OBJECT | (uint64_t)words << 4 | (uint64_t)object_type << 16 |
 			    (uint64_t)name_ref.ref << 24 | (uint64_t)has_process << 40);
 	put_word(p + 8, koid);
@@ -938,7 +930,7 @@ int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *er
 		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
 	}
 	fxt->string_slots_mask = STRING_TABLE_MIN_SLOTS - 1;
-	fxt->out = out;
+	fxt->fast.out = out;
 
 	p = rv_out_take(out, 3 * 8);
 	put_word(p, FXT_MAGIC_RECORD);
@@ -985,13 +977,6 @@ int rv_fxt_span(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *cate
 			   true, end_ns, args, nr_args, interned, shape, err);
 }
 
-/* A function span's kind: 1 without arguments, 2 with its address only, 3
- * with its file and line too. */
-static unsigned function_kind(const struct rv_function_span *span)
-{
-	return !span->address ? 1 : !span->file ? 2 : 3;
-}
-
 /* Whether the shape, just recorded, is a function span's (rv_function_args)
  * like this one: the arguments' names by address, the file by address, the
  * line in the INT32 header (a line is an int32). */
@@ -1013,58 +998,55 @@ static bool function_shape_is(const struct span_shape *shape, const struct rv_fu
 }
 
 /* The first span of a function's shape: written the interned way, which
- * records the shape when its strings all have indices; it is then marked
- * as the function's. */
+ * records the shape when its strings all have indices; it is then kept as
+ * the function's. */
 static __attribute__((noinline)) int function_span_slow(struct rv_fxt *fxt,
-							struct span_shape *shape,
+							struct rv_fxt_function_shape *fshape,
 							const struct rv_function_span *span,
 							struct rv_error *err)
 {
+	struct span_shape *shape = &fxt->shapes[shape_slot(span->name)];
 	struct rv_arg args[RV_FUNCTION_ARGS];
 	size_t n = rv_function_args(span, args);
 	int r = rv_fxt_span(fxt, span->pid, span->tid, span->category, span->name, span->begin_ns,
 			    span->end_ns, n ? args : NULL, n, true, err);
 
-	if (r == 0 && function_shape_is(shape, span)) {
-		shape->function_kind = function_kind(span);
-		shape->function_file = span->file;
-		shape->function_line = span->file ? span->line : 0;
-	}
+	if (r == 0 && function_shape_is(shape, span))
+		*fshape = (struct rv_fxt_function_shape){
+			.name = span->name,
+			.category = span->category,
+			.file = span->file,
+			.line = span->file ? span->line : 0,
+			.kind = (uint8_t)rv_function_kind(span),
+			.words = (uint8_t)shape->words,
+			.header = shape->header,
+			.address_header = n >= 1 ? shape->args[0].header : 0,
+			.file_header = n == 3 ? shape->args[1].header : 0,
+			.line_header = n == 3 ? shape->args[2].header : 0,
+		};
 	return r;
+}
+
+struct rv_fxt_fast *rv_fxt_fast(struct rv_fxt *fxt)
+{
+	return &fxt->fast;
 }
 
 int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span,
 			 struct rv_error *err)
 {
-	struct span_shape *shape = &fxt->shapes[shape_slot(span->name)];
+	struct rv_fxt_function_shape *fshape =
+		&fxt->fast.function_shapes[rv_fxt_function_shape_slot(span->name)];
 
-	if (shape->name == span->name && span->name && shape->category == span->category &&
-	    shape->function_kind == function_kind(span) && shape->function_file == span->file &&
-	    shape->function_line == (span->file ? span->line : 0)) {
-		/* header, begin, [address's header and value, [file's and
-		 * line's headers]], end: shape_record's words for these
-		 * arguments. The thread first: it may write the thread's
-		 * record. */
+	if (rv_fxt_function_shape_fits(fshape, span)) {
+		/* The thread first: it may write the thread's record. */
 		uint8_t thread = resolve_thread(fxt, span->pid, span->tid);
-		unsigned char *p = rv_out_take(fxt->out, shape->words * 8);
 
-		put_word(p, shape->header | (uint64_t)thread << 24);
-		put_word(p + 8, span->begin_ns);
-		p += 16;
-		if (span->address) {
-			put_word(p, shape->args[0].header);
-			put_word(p + 8, span->address);
-			p += 16;
-		}
-		if (span->file) {
-			put_word(p, shape->args[1].header);
-			put_word(p + 8, shape->args[2].header);
-			p += 16;
-		}
-		put_word(p, span->end_ns);
+		rv_fxt_write_function(rv_out_take(fxt->fast.out, (size_t)fshape->words * 8), fshape,
+				      thread, span);
 		return 0;
 	}
-	return function_span_slow(fxt, shape, span, err);
+	return function_span_slow(fxt, fshape, span, err);
 }
 
 int rv_fxt_instant(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name, uint64_t ts_ns,

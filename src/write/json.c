@@ -31,6 +31,8 @@
  */
 #include "write/writer_internal.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Input bytes escaped per reservation; an input byte becomes at most six. */
@@ -42,18 +44,39 @@
 
 static const char hex_digits[] = "0123456789abcdef";
 
-static size_t format_u64(char *p, uint64_t v)
-{
-	char digits[20];
-	size_t n = 0, i;
+/* "00" to "99": numbers two digits at a time. */
+static const char two_digits[] = "00010203040506070809"
+				 "10111213141516171819"
+				 "20212223242526272829"
+				 "30313233343536373839"
+				 "40414243444546474849"
+				 "50515253545556575859"
+				 "60616263646566676869"
+				 "70717273747576777879"
+				 "80818283848586878889"
+				 "90919293949596979899";
 
-	do {
-		digits[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (i = 0; i < n; i++)
-		p[i] = digits[n - 1 - i];
-	return n;
+/* v in decimal at p; returns its length. It writes twenty bytes at p
+ * whatever the length (a copy of fixed size): the callers' reservations
+ * hold them. */
+static inline size_t format_u64(char *p, uint64_t v)
+{
+	char digits[40];
+	size_t n = 20;
+
+	while (v >= 100) {
+		n -= 2;
+		memcpy(digits + n, two_digits + v % 100 * 2, 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		n -= 2;
+		memcpy(digits + n, two_digits + v * 2, 2);
+	} else {
+		digits[--n] = (char)('0' + v);
+	}
+	memcpy(p, digits + n, 20);
+	return 20 - n;
 }
 
 static size_t format_i64(char *p, int64_t v)
@@ -102,22 +125,27 @@ static uint64_t grid_from_ns(uint64_t ns)
 }
 
 /* grid/2^20 us in decimal: the integer part, then the exact binary fraction
- * digit by digit (at most twenty), without trailing zeros. */
+ * two digits at a time (times 100, the digits are what passes 2^20),
+ * without trailing zeros. f/2^20 = odd/2^k (k = 20 less f's trailing zero
+ * bits) has k digits, the last a 5; a pair's second digit past them is a
+ * zero the caller's reservation holds and the length leaves out. */
 static size_t format_grid_microseconds(char *p, uint64_t grid)
 {
 	const uint64_t mask = ((uint64_t)1 << GRID_BITS) - 1;
-	size_t n = format_u64(p, grid >> GRID_BITS);
+	size_t n = format_u64(p, grid >> GRID_BITS), digits;
 	uint64_t frac = grid & mask;
+	char *o;
 
 	if (!frac)
 		return n;
 	p[n++] = '.';
-	while (frac) {
-		frac *= 10;
-		p[n++] = (char)('0' + (frac >> GRID_BITS));
+	digits = GRID_BITS - (size_t)__builtin_ctzll(frac);
+	for (o = p + n; frac; o += 2) {
+		frac *= 100;
+		memcpy(o, two_digits + (frac >> GRID_BITS) * 2, 2);
 		frac &= mask;
 	}
-	return n;
+	return n + digits;
 }
 
 static size_t format_hex(char *p, uint64_t v)
@@ -157,12 +185,49 @@ static size_t escape_byte(char *p, unsigned char c)
 	return 6;
 }
 
+/* Whether the eight bytes of w are all printable ASCII other than '"' and
+ * '\\': bytes the document takes as they are. Each test is exact for
+ * "some byte is" (borrows only mark bytes above one that is). */
+static bool plain_word(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	uint64_t quote = w ^ ('"' * ones), backslash = w ^ ('\\' * ones);
+
+	return !((w | ((w - 0x20 * ones) & ~w) | ((quote - ones) & ~quote) |
+		  ((backslash - ones) & ~backslash)) &
+		 highs);
+}
+
+/* Whether s[0..length) needs no escape, eight bytes at a time (most names
+ * and paths). */
+static bool plain_bytes(const unsigned char *s, size_t length)
+{
+	uint64_t w;
+	size_t i;
+
+	for (i = 0; i + 8 <= length; i += 8) {
+		memcpy(&w, s + i, 8);
+		if (!plain_word(w))
+			return false;
+	}
+	w = 0x6161616161616161ULL; /* the tail among 'a's */
+	memcpy(&w, s + i, length - i);
+	return plain_word(w);
+}
+
 static void write_string(struct rv_out *out, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 	size_t length = strlen((const char *)p), i = 0;
 
 	put_literal(out, "\"");
+	if (length && length <= ESCAPE_CHUNK && plain_bytes(p, length)) {
+		/* the loop's first chunk, copied whole (the same reservation, so
+		 * the same flushes) */
+		memcpy(rv_out_reserve(out, ESCAPE_CHUNK + 8), p, length);
+		rv_out_advance(out, length);
+		i = length;
+	}
 	while (i < length) {
 		char *o = (char *)rv_out_reserve(out, ESCAPE_CHUNK + 8);
 		size_t n = 0;

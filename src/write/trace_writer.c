@@ -56,6 +56,9 @@ struct rv_trace_writer {
 	enum writer_state state;
 	struct rv_out out;
 	struct rv_fxt *fxt;
+	/* fxt's inline part while the writer is open, FXT and not failed;
+	 * else NULL */
+	struct rv_fxt_fast *fast;
 	struct rv_json json;
 	uint64_t spans;
 	uint64_t instants;
@@ -287,6 +290,7 @@ static int fail(struct rv_trace_writer *w, int code, struct rv_error *err)
 		rv_error_set(&w->failure, code, "cannot write the trace to '%s': %s", w->path,
 			     strerror(code));
 	w->failed = true;
+	w->fast = NULL;
 	if (err)
 		*err = w->failure;
 	return -code;
@@ -497,6 +501,7 @@ int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct 
 		r = rv_fxt_open(&w->fxt, &w->out, err);
 		if (r < 0)
 			goto fail;
+		w->fast = rv_fxt_fast(w->fxt);
 	} else {
 		rv_json_open(&w->json, &w->out);
 	}
@@ -620,8 +625,11 @@ size_t rv_function_args(const struct rv_function_span *span, struct rv_arg *args
 	return 3;
 }
 
-int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_function_span *span,
-				  struct rv_error *err)
+/* rv_trace_writer_function_span when rv_fxt_function_span_fast cannot
+ * write it: every check, and the encoder's full way. */
+static __attribute__((noinline)) int function_span_checked(struct rv_trace_writer *w,
+							   const struct rv_function_span *span,
+							   struct rv_error *err)
 {
 	int r = check_usable(w, err);
 
@@ -647,6 +655,19 @@ int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_fun
 	return finish_call(w, r, err);
 }
 
+int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_function_span *span,
+				  struct rv_error *err)
+{
+	/* Most spans: nothing to check but the times, and nothing that can
+	 * fail (the fast way neither flushes nor adds strings or threads). */
+	if (w && w->fast && span->end_ns >= span->begin_ns &&
+	    rv_fxt_function_span_fast(w->fast, span)) {
+		w->spans++;
+		return 0;
+	}
+	return function_span_checked(w, span, err);
+}
+
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
 			    uint64_t ts_ns, const struct rv_arg *args, size_t nr_args,
 			    struct rv_error *err)
@@ -669,6 +690,7 @@ int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t ti
 
 static void remove_temp_file(struct rv_trace_writer *w)
 {
+	w->fast = NULL;
 	out_release(&w->out);
 	if (w->temp_created && unlink(w->temp_path) < 0 && errno != ENOENT)
 		rv_debug("cannot remove '%s': %s", w->temp_path, strerror(errno));
@@ -682,6 +704,7 @@ int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err)
 
 	if (r < 0)
 		return r;
+	w->fast = NULL; /* nothing more is written */
 	if (w->format == RV_TRACE_JSON)
 		rv_json_close(&w->json);
 	out_finish(&w->out);

@@ -11,6 +11,7 @@
 #ifndef RV_WRITE_WRITER_INTERNAL_H
 #define RV_WRITE_WRITER_INTERNAL_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -133,6 +134,105 @@ size_t rv_function_args(const struct rv_function_span *span, struct rv_arg *args
  * returns 0 or a negative errno for failures of its own (memory); output
  * failures are left in out->error for the caller to report. */
 struct rv_fxt;
+
+/* A function span's words as fxt.c laid them out for its first span (all
+ * its strings indexed), by the name's address (direct-mapped): a span like
+ * it is these words again with its own thread, times and address. */
+struct rv_fxt_function_shape {
+	const char *name;     /* NULL: an empty slot */
+	const char *category; /* NULL: none */
+	const char *file;     /* NULL: no "file" and "line" */
+	int32_t line;	      /* 0 without a file */
+	uint8_t kind;	      /* 1: no arguments, 2: the address, 3: file and line too */
+	uint8_t words;
+	uint64_t header; /* the record's first word, with thread index 0 */
+	uint64_t address_header, file_header, line_header;
+};
+
+#define RV_FXT_FUNCTION_SHAPES 512
+
+/* What rv_fxt_function_span_fast reads: the first member of struct rv_fxt
+ * (rv_fxt_fast gives it), kept up to date by fxt.c. */
+struct rv_fxt_fast {
+	struct rv_out *out;
+	uint64_t last_thread_key;  /* pid << 32 | tid of the last span's thread */
+	uint8_t last_thread_index; /* its index in the thread table; 0: none */
+	struct rv_fxt_function_shape function_shapes[RV_FXT_FUNCTION_SHAPES];
+};
+
+struct rv_fxt_fast *rv_fxt_fast(struct rv_fxt *fxt);
+
+static inline size_t rv_fxt_function_shape_slot(const char *name)
+{
+	return (size_t)(((uintptr_t)name * 0x9e3779b97f4a7c15ULL) >> 55) &
+	       (RV_FXT_FUNCTION_SHAPES - 1);
+}
+
+/* A function span's kind: 1 without arguments, 2 with its address only, 3
+ * with its file and line too (rv_function_args). */
+static inline unsigned rv_function_kind(const struct rv_function_span *span)
+{
+	return !span->address ? 1 : !span->file ? 2 : 3;
+}
+
+static inline void rv_put_word(unsigned char *p, uint64_t word)
+{
+	uint64_t le = htole64(word);
+
+	memcpy(p, &le, sizeof(le));
+}
+
+/* Whether a function span has the shape's words. */
+static inline bool rv_fxt_function_shape_fits(const struct rv_fxt_function_shape *shape,
+					      const struct rv_function_span *span)
+{
+	return shape->name == span->name && shape->category == span->category &&
+	       shape->file == span->file && shape->line == (span->file ? span->line : 0) &&
+	       shape->kind == rv_function_kind(span);
+}
+
+/* Writes the span through its shape at p (shape->words words): header,
+ * begin, [address's header and value, [file's and line's headers]], end. */
+static inline void rv_fxt_write_function(unsigned char *p,
+					 const struct rv_fxt_function_shape *shape, uint8_t thread,
+					 const struct rv_function_span *span)
+{
+	rv_put_word(p, shape->header | (uint64_t)thread << 24);
+	rv_put_word(p + 8, span->begin_ns);
+	p += 16;
+	if (shape->kind >= 2) {
+		rv_put_word(p, shape->address_header);
+		rv_put_word(p + 8, span->address);
+		p += 16;
+		if (shape->kind == 3) {
+			rv_put_word(p, shape->file_header);
+			rv_put_word(p + 8, shape->line_header);
+			p += 16;
+		}
+	}
+	rv_put_word(p, span->end_ns);
+}
+
+/* rv_fxt_function_span's common case, inline in the writer's front: a span
+ * whose shape is known, on the last span's thread, with room in the
+ * buffer, so that nothing is written but its record and nothing can fail.
+ * false: nothing written; the caller then takes rv_fxt_function_span. */
+static inline bool rv_fxt_function_span_fast(struct rv_fxt_fast *f,
+					     const struct rv_function_span *span)
+{
+	const struct rv_fxt_function_shape *shape =
+		&f->function_shapes[rv_fxt_function_shape_slot(span->name)];
+	struct rv_out *out = f->out;
+	size_t bytes = (size_t)shape->words * 8;
+
+	if (!rv_fxt_function_shape_fits(shape, span) || !f->last_thread_index ||
+	    f->last_thread_key != ((uint64_t)span->pid << 32 | span->tid) ||
+	    RV_OUT_BUFFER_SIZE - out->used < bytes)
+		return false;
+	rv_fxt_write_function(out->buf + out->used, shape, f->last_thread_index, span);
+	out->used += bytes;
+	return true;
+}
 
 int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *err);
 int rv_fxt_process(struct rv_fxt *fxt, uint32_t pid, const char *name, struct rv_error *err);

@@ -1212,6 +1212,102 @@ Test(fxt_writer, attributes_spans_right_with_more_than_255_threads)
 	free_temp_dir(dir);
 }
 
+/* A function span on thread tid of process 1, and the thread slots reused
+ * since the writer was opened. */
+static uint64_t function_span_on(struct rv_trace_writer *w, uint32_t tid, uint64_t ts)
+{
+	static const char name[] = "work";
+	struct rv_function_span fs = {
+		.pid = 1,
+		.tid = tid,
+		.name = name,
+		.begin_ns = ts,
+		.end_ns = ts + 1,
+		.address = 0x401000,
+	};
+	struct rv_trace_writer_stats stats;
+	struct rv_error err = { 0 };
+
+	cr_assert_eq(rv_trace_writer_function_span(w, &fs, &err), 0, "%s", err.message);
+	rv_trace_writer_stats(w, &stats);
+	return stats.thread_evictions;
+}
+
+/* With the thread table full, a new thread takes the slot of the thread
+ * whose last span is the oldest, however many spans in a row the others
+ * had (the writer counts runs of spans on one thread, not spans). */
+Test(fxt_writer, reuses_the_slot_of_the_thread_used_longest_ago)
+{
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
+	struct rv_trace_writer *w = open_writer(path);
+	uint64_t ts = 0;
+
+	for (uint32_t tid = 1; tid <= 255; tid++)
+		for (int k = 0; k < 3; k++)
+			cr_assert_eq(function_span_on(w, tid, ts++), 0);
+	/* thread 1 again, in a run: thread 2 is now the one used longest ago */
+	for (int k = 0; k < 4; k++)
+		cr_assert_eq(function_span_on(w, 1, ts++), 0);
+	cr_assert_eq(function_span_on(w, 256, ts++), 1);
+	cr_assert_eq(function_span_on(w, 1, ts++), 1, "thread 1's slot was given away");
+	cr_assert_eq(function_span_on(w, 3, ts++), 1, "thread 3's slot was given away");
+	cr_assert_eq(function_span_on(w, 2, ts++), 2, "thread 2 kept a slot");
+	commit(w);
+	rv_trace_writer_free(w);
+	fxt_trace_free(read_back(path));
+	free(path);
+	free_temp_dir(dir);
+}
+
+/* A function span once the writer has failed, been committed or been
+ * abandoned is refused like any other call, however like the last span it
+ * is. */
+Test(fxt_writer, refuses_function_spans_after_a_failure_commit_or_abort)
+{
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
+	struct rv_function_span fs = { .pid = 1, .tid = 2, .name = "f", .address = 0x401000 };
+	struct rv_trace_writer *w = NULL;
+	struct rv_error err = { 0 };
+	int saved = dup(STDOUT_FILENO), fds[2], ret = 0;
+
+	/* a reader that is gone: the flush fails, and so does every span after */
+	cr_assert_eq(pipe(fds), 0);
+	dup2(fds[1], STDOUT_FILENO);
+	close(fds[1]);
+	close(fds[0]);
+	cr_assert_eq(rv_trace_writer_open(&w, "-", &err), 0, "%s", err.message);
+	for (uint64_t k = 0; k < 100000 && ret == 0; k++) {
+		fs.begin_ns = fs.end_ns = k;
+		ret = rv_trace_writer_function_span(w, &fs, &err);
+	}
+	dup2(saved, STDOUT_FILENO);
+	cr_assert_eq(ret, -EPIPE, "%d", ret);
+	for (int k = 0; k < 3; k++) {
+		err = (struct rv_error){ 0 };
+		cr_assert_eq(rv_trace_writer_function_span(w, &fs, &err), -EPIPE);
+		cr_assert(strstr(err.message, "standard output"), "%s", err.message);
+	}
+	rv_trace_writer_free(w);
+
+	for (int abort = 0; abort < 2; abort++) {
+		w = open_writer(path);
+		fs.begin_ns = fs.end_ns = 0;
+		for (int k = 0; k < 3; k++)
+			cr_assert_eq(rv_trace_writer_function_span(w, &fs, &err), 0, "%s",
+				     err.message);
+		if (abort)
+			rv_trace_writer_abort(w);
+		else
+			commit(w);
+		err = (struct rv_error){ 0 };
+		cr_assert_eq(rv_trace_writer_function_span(w, &fs, &err), -EINVAL);
+		cr_assert(strstr(err.message, abort ? "abandoned" : "written"), "%s", err.message);
+		rv_trace_writer_free(w);
+	}
+	free(path);
+	free_temp_dir(dir);
+}
+
 Test(fxt_writer, keeps_names_right_beyond_32767_strings)
 {
 	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt");
@@ -1929,16 +2025,19 @@ Test(fxt_writer, writes_interned_spans_as_any_span)
  * (returns true; without an address, its file NULL or not, a line that
  * changes, a negative one)
  * or, for the same names, a span of another shape in args (returns false,
- * *nr set); on one of 300 threads, more than the thread table holds. */
+ * *nr set); on one of 300 threads, more than the thread table holds, half
+ * of them in runs on one thread. */
 static bool function_or_other(uint64_t k, char **names, size_t nr_names,
 			      struct rv_function_span *fs, struct rv_arg *args, size_t *nr)
 {
 	static const char *const files[] = { "/src/a.c", "/src/b.c" };
 	uint64_t x = scramble(k);
+	/* any thread, or runs of 8 spans on one (the writer's quick way) */
+	uint32_t thread = k % 64 < 32 ? (uint32_t)((x >> 8) % 300) : (uint32_t)(k / 8 % 300);
 
 	*fs = (struct rv_function_span){
-		.pid = 1 + (uint32_t)((x >> 8) % 300) / 100,
-		.tid = 1000 + (uint32_t)((x >> 8) % 300),
+		.pid = 1 + thread / 100,
+		.tid = 1000 + thread,
 		.category = (x >> 45) % 4 == 0 ? RV_TRACE_CATEGORY_KERNEL : NULL,
 		.name = k < nr_names ? names[k] : names[(x >> 50) % 16],
 		.begin_ns = 10 * k,

@@ -775,3 +775,102 @@ Test(json_writer, leaves_nothing_at_the_path_before_commit_or_after_abort)
 	free(path);
 	free_temp_dir(dir);
 }
+
+/* What the writer's text of grid points should be, by long double
+ * arithmetic (exact below 2^64 points): grid/2^20 us in decimal, without
+ * trailing zeros. */
+static void expected_us(char *buf, size_t size, uint64_t grid)
+{
+	size_t n = (size_t)snprintf(buf, size, "%.20Lf", (long double)grid / 1048576.0L);
+
+	while (buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (buf[n - 1] == '.')
+		buf[--n] = '\0';
+}
+
+static uint64_t grid_of(uint64_t ns)
+{
+	return (ns / 1000 << 20) + ((ns % 1000 << 20) + 999) / 1000;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	x ^= x >> 29;
+	return x;
+}
+
+/* Each number's text, digit for digit: times on the grid at every depth
+ * (the fraction's every length), pids, tids and integer arguments of every
+ * size, names plain and not. */
+Test(json_writer, writes_every_number_digit_for_digit)
+{
+	enum { SPANS = 20000 };
+	char *dir = new_temp_dir("rv-json-writer"), *path = path_join(dir, "t.json");
+	struct rv_trace_writer *w = json_open(path);
+	struct json_file f;
+	const char *at;
+	char want[128], name[64];
+
+	for (uint64_t k = 0; k < SPANS; k++) {
+		uint64_t x = mix(k + 1), begin = x >> (24 + k % 24), end = begin + (x >> 40) % 5000;
+		struct rv_arg args[2] = {
+			{ .name = "i", .kind = RV_ARG_INT, .i = (int64_t)mix(x) >> (k % 64) },
+			{ .name = "u", .kind = RV_ARG_UINT, .u = mix(x + 1) >> (k % 64) },
+		};
+		struct rv_error err = { 0 };
+
+		snprintf(name, sizeof(name), k % 3 ? "s%" PRIu64 : "s\"%" PRIu64, k);
+		cr_assert_eq(rv_trace_writer_nested_span(w, 1 + (uint32_t)(x >> 8) % 100000,
+							 (uint32_t)(x >> 32) >> (k % 32), NULL,
+							 name, begin, end, (uint32_t)(k % 300),
+							 args, 2, &err),
+			     0, "%s", err.message);
+	}
+	json_commit(w);
+	rv_trace_writer_free(w);
+	f = read_json_file(path);
+	f.bytes = realloc(f.bytes, f.len + 1);
+	f.bytes[f.len] = '\0';
+	at = (const char *)f.bytes;
+	for (uint64_t k = 0; k < SPANS; k++) {
+		uint64_t x = mix(k + 1), begin = x >> (24 + k % 24), end = begin + (x >> 40) % 5000;
+		uint64_t inner = k % 300 < 255 ? k % 300 : 255;
+		uint64_t ts = grid_of(begin) + inner,
+			 stop = end > begin ? grid_of(end) - inner : ts;
+		size_t len;
+
+		snprintf(name, sizeof(name), k % 3 ? "\"s%" PRIu64 "\"" : "\"s\\\"%" PRIu64 "\"",
+			 k);
+		at = strstr(at, name);
+		cr_assert_not_null(at, "span %" PRIu64 " is missing", k);
+		len = (size_t)snprintf(want, sizeof(want), ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32,
+				       1 + (uint32_t)(x >> 8) % 100000,
+				       (uint32_t)(x >> 32) >> (k % 32));
+		cr_assert_eq(strncmp(at + strlen(name), want, len), 0, "span %" PRIu64 ": %.60s", k,
+			     at);
+		at += strlen(name) + len;
+		cr_assert_eq(strncmp(at, ",\"ts\":", 6), 0);
+		at += 6;
+		expected_us(want, sizeof(want), ts);
+		cr_assert_eq(strncmp(at, want, strlen(want)), 0,
+			     "span %" PRIu64 ": ts %.30s, not %s", k, at, want);
+		at += strlen(want);
+		cr_assert_eq(strncmp(at, ",\"dur\":", 7), 0, "span %" PRIu64 ": %.30s", k, at);
+		at += 7;
+		expected_us(want, sizeof(want), stop - ts);
+		cr_assert_eq(strncmp(at, want, strlen(want)), 0,
+			     "span %" PRIu64 ": dur %.30s, not %s", k, at, want);
+		at += strlen(want);
+		len = (size_t)snprintf(want, sizeof(want),
+				       ",\"args\":{\"i\":%" PRId64 ",\"u\":%" PRIu64 "}}",
+				       (int64_t)mix(x) >> (k % 64), mix(x + 1) >> (k % 64));
+		cr_assert_eq(strncmp(at, want, len), 0, "span %" PRIu64 ": %.80s, not %s", k, at,
+			     want);
+	}
+	free(f.bytes);
+	free(path);
+	free_temp_dir(dir);
+}

@@ -343,6 +343,17 @@ Test(symbolizer, source_line_of_a_function_start)
 	cr_assert_not(rv_symbolizer_source(s, (uint32_t)t.pid, 0x1000, &src), "unmapped");
 	cr_assert_not(rv_symbolizer_source(s, (uint32_t)t.pid + 1000000, 0x1000, &src),
 		      "no such process");
+	/* the last answer is its process's: not another's at the same
+	 * address, nor the process's once it is forgotten */
+	cr_assert(rv_symbolizer_source(s, (uint32_t)t.pid, truth_of(&t, "sym_c_middle"), &src));
+	cr_assert_not(rv_symbolizer_source(s, (uint32_t)t.pid + 1000000,
+					   truth_of(&t, "sym_c_middle"), &again));
+	cr_assert_null(again.file);
+	cr_assert(rv_symbolizer_source(s, (uint32_t)t.pid, truth_of(&t, "sym_c_middle"), &again));
+	cr_assert_eq(again.file, src.file);
+	rv_symbolizer_forget_process(s, (uint32_t)t.pid);
+	cr_assert_not(rv_symbolizer_source(s, (uint32_t)t.pid, truth_of(&t, "sym_c_middle"), &src),
+		      "a forgotten process");
 	stop_target(&t);
 	rv_symbolizer_free(s);
 }
@@ -803,6 +814,48 @@ Test(symbolizer, mapping_changes_reach_cached_names)
 	rv_symbolizer_lookup(s, 7, 0x10000010, &sym);
 	cr_assert_str_eq(sym.name, "0x10000010");
 	cr_assert_null(rv_symbolizer_dwfl(s, 7));
+	rv_symbolizer_free(s);
+}
+
+/* A process looked up before anything was reported of it (it has none of
+ * its names then) is named once its mappings come; rv_symbolizer_find
+ * gives what rv_symbolizer_lookup copies. */
+Test(symbolizer, a_process_reported_after_its_first_lookup_is_named)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	const struct rv_symbol *found;
+	struct rv_error err = { 0 };
+	struct rv_source src;
+	struct rv_symbol sym;
+
+	for (int i = 0; i < 2; i++) {
+		rv_symbolizer_lookup(s, 9, 0x10000010 + i, &sym);
+		cr_assert_not(sym.known);
+		cr_assert_not(rv_symbolizer_source(s, 9, 0x10000010, &src));
+	}
+	cr_assert_eq(
+		rv_symbolizer_add_mapping(s, 9, 0x10000000, 0x1000, 0, true, "/gone/late.so", &err),
+		0);
+	rv_symbolizer_lookup(s, 9, 0x10000010, &sym);
+	cr_assert_str_eq(sym.name, "late.so+0x10");
+	found = rv_symbolizer_find(s, 9, 0x10000011);
+	cr_assert_str_eq(found->name, "late.so+0x11");
+	cr_assert_str_eq(found->module, "late.so");
+	cr_assert_eq(found->start, 0x10000011);
+	found = rv_symbolizer_find(s, 9, 0x10000010);
+	cr_assert_eq(found->name, sym.name);
+	cr_assert_eq(found->module, sym.module);
+	cr_assert_eq(found->file, sym.file);
+	cr_assert_eq(found->start, sym.start);
+	cr_assert_eq(found->size, sym.size);
+	cr_assert_eq(found->line, sym.line);
+	cr_assert_eq(found->known, sym.known);
+	cr_assert_eq(found->kernel, sym.kernel);
+	/* and another process, unreported, in between */
+	rv_symbolizer_lookup(s, 10, 0x10000010, &sym);
+	cr_assert_str_eq(sym.name, "0x10000010");
+	rv_symbolizer_lookup(s, 9, 0x10000010, &sym);
+	cr_assert_str_eq(sym.name, "late.so+0x10");
 	rv_symbolizer_free(s);
 }
 
