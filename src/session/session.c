@@ -124,8 +124,9 @@ static int check_working_directory(const char *dir, const struct stat *st, struc
 			    (st->st_mode & S_IWOTH) ? "o-w" : "g-w", dir);
 }
 
-/* The capture directory: a temporary one (mkdtemp: 0700) with the owner
- * record that lets a later run remove it if this one is killed, or
+/* The capture directory: a temporary one (0700) with the owner record that
+ * lets a later run remove it if this one is killed (made so that no kill
+ * leaves it without one: util/leftovers.h), or
  * --working-directory, made 0700 when it does not exist. Every file the
  * backends make in it is 0600, so an existing directory that others can
  * read does not show them the capture either. */
@@ -137,20 +138,18 @@ static int make_capture_dir(struct rv_session *s, struct rv_error *err)
 
 	if (!dir) {
 		const char *tmp = rv_leftovers_tmpdir();
+		char why[sizeof(err->message)];
 
-		snprintf(s->capture_dir, sizeof(s->capture_dir), "%s/" RV_CAPTURE_PREFIX "XXXXXX",
-			 tmp);
-		if (!mkdtemp(s->capture_dir))
-			return rv_error_set(err, errno,
+		ret = rv_leftovers_create_dir(tmp, s->capture_dir, sizeof(s->capture_dir), err);
+		if (ret) {
+			snprintf(why, sizeof(why), "%s", err->message);
+			return rv_error_set(err, -ret,
 					    "cannot create a temporary directory for the capture "
 					    "in %s: %s; set TMPDIR or use --working-directory",
-					    tmp, strerror(errno));
+					    tmp, why);
+		}
 		s->capture_dir_is_temporary = true;
-		ret = rv_leftovers_mark_dir(s->capture_dir, err);
-		if (ret)
-			rv_error_prefix(err, "cannot mark the temporary capture directory as "
-					     "rearview's");
-		return ret;
+		return 0;
 	}
 	if (strlen(dir) >= sizeof(s->capture_dir) - 16)
 		return rv_error_set(err, ENAMETOOLONG, "--working-directory: path too long");

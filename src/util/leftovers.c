@@ -8,11 +8,15 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/log.h"
@@ -21,7 +25,8 @@
 #define RECORD_MAX	 128 /* "rearview " + pid, start, boot id and pid ns, with room */
 #define STAT_MAX	 4096
 #define STAT_START_FIELD 22
-#define TEMPLATE_CHARS	 6 /* mkdtemp's and mkstemp's XXXXXX */
+#define TEMPLATE_CHARS	 6   /* mkdtemp's and mkstemp's XXXXXX */
+#define NAME_TRIES	 100 /* names tried before giving up on EEXIST */
 
 /* Reads at most size - 1 bytes of path, NUL-terminated; the length or -errno. */
 static ssize_t read_small(const char *path, char *buf, size_t size)
@@ -288,8 +293,9 @@ int rv_leftovers_mark_file(int fd, struct rv_error *err)
 	return 0;
 }
 
-/* ---- sweeping ---- */
+/* ---- making entries with their record ---- */
 
+/* XXXXXX as mkdtemp and mkstemp fill it in, ending the string. */
 static bool template_chars(const char *s)
 {
 	for (int i = 0; i < TEMPLATE_CHARS; i++) {
@@ -300,6 +306,256 @@ static bool template_chars(const char *s)
 	}
 	return s[TEMPLATE_CHARS] == '\0';
 }
+
+/* rv_leftovers_simulate_refusal, rv_leftovers_simulate_names */
+static int refused_tmpfile, refused_noreplace;
+static const char *next_names;
+
+void rv_leftovers_simulate_refusal(int tmpfile_errno, int noreplace_errno)
+{
+	refused_tmpfile = tmpfile_errno;
+	refused_noreplace = noreplace_errno;
+}
+
+void rv_leftovers_simulate_names(const char *names)
+{
+	next_names = names && *names ? names : NULL;
+}
+
+/* TEMPLATE_CHARS letters and digits at out (not terminated), as mkstemp
+ * picks them: from getrandom, or the clock, the pid and a counter when it
+ * has nothing to give. A name taken already is tried again with others. */
+static void random_chars(char *out)
+{
+	static const char chars[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	static atomic_uint counter;
+	unsigned char bytes[TEMPLATE_CHARS];
+
+	if (next_names && strlen(next_names) >= TEMPLATE_CHARS) {
+		memcpy(out, next_names, TEMPLATE_CHARS);
+		next_names += TEMPLATE_CHARS;
+		return;
+	}
+	if (getrandom(bytes, sizeof(bytes), GRND_NONBLOCK) != (ssize_t)sizeof(bytes)) {
+		struct timespec ts;
+		uint64_t v;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = ((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+		     ((uint64_t)getpid() << 12)) +
+		    atomic_fetch_add(&counter, 1) * 0x9e3779b97f4a7c15ULL;
+		for (int i = 0; i < TEMPLATE_CHARS; i++)
+			bytes[i] = (unsigned char)(v >> (8 * i));
+	}
+	for (int i = 0; i < TEMPLATE_CHARS; i++)
+		out[i] = chars[bytes[i] % (sizeof(chars) - 1)];
+}
+
+/* The directory part of path ("." without a slash) into dir; false when it
+ * does not fit. */
+static bool dir_of(const char *path, char *dir, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len;
+
+	if (!slash)
+		return snprintf(dir, size, ".") < (int)size;
+	len = slash == path ? 1 : (size_t)(slash - path);
+	if (len >= size)
+		return false;
+	memcpy(dir, path, len);
+	dir[len] = '\0';
+	return true;
+}
+
+/* The way where O_TMPFILE is refused: named first, marked after. */
+static int create_named_file(char *template, struct rv_error *unmarked)
+{
+	int fd;
+
+	memset(template + strlen(template) - TEMPLATE_CHARS, 'X', TEMPLATE_CHARS);
+	fd = mkostemp(template, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rv_leftovers_mark_file(fd, unmarked);
+	return fd;
+}
+
+/* Gives the unnamed file fd the name template with its X's replaced, new
+ * ones while the name is taken. Through /proc/self/fd (what an unprivileged
+ * process may link), else AT_EMPTY_PATH (which older kernels allow only
+ * with CAP_DAC_READ_SEARCH). 0 or -errno. */
+static int link_unnamed(int fd, char *template)
+{
+	char *x = template + strlen(template) - TEMPLATE_CHARS;
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (int i = 0; i < NAME_TRIES; i++) {
+		random_chars(x);
+		if (!linkat(AT_FDCWD, proc, AT_FDCWD, template, AT_SYMLINK_FOLLOW))
+			return 0;
+		if (errno == EEXIST)
+			continue;
+		if (!linkat(fd, "", AT_FDCWD, template, AT_EMPTY_PATH))
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+int rv_leftovers_create_file(char *template, struct rv_error *unmarked)
+{
+	size_t len = strlen(template);
+	char dir[PATH_MAX];
+	int fd;
+
+	rv_error_clear(unmarked);
+	if (len < TEMPLATE_CHARS || strspn(template + len - TEMPLATE_CHARS, "X") != TEMPLATE_CHARS)
+		return -EINVAL;
+	if (!dir_of(template, dir, sizeof(dir)))
+		return -ENAMETOOLONG;
+	if (refused_tmpfile) {
+		fd = -1;
+		errno = refused_tmpfile;
+	} else {
+		fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		/* a kernel before 3.11 opens the directory (EISDIR); a
+		 * filesystem without it says EOPNOTSUPP, or EINVAL */
+		if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)
+			return create_named_file(template, unmarked);
+		return -errno;
+	}
+	/* no name yet: a kill here leaves nothing */
+	rv_leftovers_mark_file(fd, unmarked);
+	if (!link_unnamed(fd, template))
+		return fd;
+	close(fd);
+	rv_error_clear(unmarked);
+	return create_named_file(template, unmarked);
+}
+
+size_t rv_leftovers_staging_name(const struct rv_owner *owner, const char *chars, char *buf,
+				 size_t size)
+{
+	int n = snprintf(buf, size, RV_STAGING_PREFIX "%d.%llu.%s.%llu.%.*s", (int)owner->pid,
+			 owner->start_ticks, owner->boot_id[0] ? owner->boot_id : "-",
+			 owner->pid_ns, TEMPLATE_CHARS, chars);
+
+	return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+bool rv_leftovers_parse_staging_name(const char *name, struct rv_owner *out)
+{
+	size_t prefix = strlen(RV_STAGING_PREFIX), len = strlen(name);
+	char record[RECORD_MAX], again[NAME_MAX + 1];
+	struct rv_owner owner;
+	size_t fields;
+
+	if (len <= prefix + 1 + TEMPLATE_CHARS || strncmp(name, RV_STAGING_PREFIX, prefix) ||
+	    name[len - TEMPLATE_CHARS - 1] != '.' || !template_chars(name + len - TEMPLATE_CHARS))
+		return false;
+	/* "PID.START.BOOT.NS" read as the record "rearview PID START BOOT NS" */
+	fields = len - prefix - 1 - TEMPLATE_CHARS;
+	if (fields + 9 >= sizeof(record))
+		return false;
+	memcpy(record, "rearview ", 9);
+	for (size_t i = 0; i < fields; i++)
+		record[9 + i] = name[prefix + i] == '.' ? ' ' : name[prefix + i];
+	if (!rv_owner_parse(record, 9 + fields, &owner))
+		return false;
+	/* exactly the name rearview makes for that owner, nothing spelt
+	 * another way (leading zeros, a space where a dot goes) */
+	if (!rv_leftovers_staging_name(&owner, name + len - TEMPLATE_CHARS, again, sizeof(again)) ||
+	    strcmp(again, name))
+		return false;
+	*out = owner;
+	return true;
+}
+
+/* Removes a staging directory: its record file (if any), then itself. */
+static void remove_staging(const char *path)
+{
+	char file[PATH_MAX];
+
+	if (snprintf(file, sizeof(file), "%s/%s", path, RV_OWNER_FILE) < (int)sizeof(file))
+		unlink(file);
+	rmdir(path);
+}
+
+/* The way where RENAME_NOREPLACE is refused: mkdtemp, then the record. */
+static int create_named_dir(const char *parent, char *out, size_t size, struct rv_error *err)
+{
+	int ret;
+
+	if (snprintf(out, size, "%s/" RV_CAPTURE_PREFIX "XXXXXX", parent) >= (int)size)
+		return rv_error_set(err, ENAMETOOLONG, "'%s': path too long", parent);
+	if (!mkdtemp(out))
+		return rv_error_set(err, errno, "%s", strerror(errno));
+	ret = rv_leftovers_mark_dir(out, err);
+	if (ret)
+		rmdir(out);
+	return ret;
+}
+
+int rv_leftovers_create_dir(const char *parent, char *out, size_t size, struct rv_error *err)
+{
+	char staging[PATH_MAX], name[NAME_MAX + 1], chars[TEMPLATE_CHARS];
+	struct rv_owner self;
+	int ret, i, e;
+
+	out[0] = '\0';
+	if (strlen(parent) + strlen("/" RV_CAPTURE_PREFIX) + TEMPLATE_CHARS >= size)
+		return rv_error_set(err, ENAMETOOLONG, "'%s': path too long", parent);
+	ret = rv_owner_of(getpid(), &self, err);
+	if (ret)
+		return ret;
+	for (i = 0; i < NAME_TRIES; i++) {
+		random_chars(chars);
+		if (!rv_leftovers_staging_name(&self, chars, name, sizeof(name)) ||
+		    snprintf(staging, sizeof(staging), "%s/%s", parent, name) >=
+			    (int)sizeof(staging))
+			return rv_error_set(err, ENAMETOOLONG, "'%s': path too long", parent);
+		/* its name is its record: a kill from here on leaves a
+		 * directory a later sweep can judge */
+		if (!mkdir(staging, 0700))
+			break;
+		if (errno != EEXIST)
+			return rv_error_set(err, errno, "%s", strerror(errno));
+	}
+	if (i == NAME_TRIES)
+		return rv_error_set(err, EEXIST, "no free name");
+	ret = rv_leftovers_mark_dir(staging, err);
+	if (ret) {
+		remove_staging(staging);
+		return ret;
+	}
+	for (i = 0; i < NAME_TRIES; i++) {
+		random_chars(chars);
+		snprintf(out, size, "%s/" RV_CAPTURE_PREFIX "%.*s", parent, TEMPLATE_CHARS, chars);
+		if (refused_noreplace) {
+			errno = refused_noreplace;
+		} else if (!renameat2(AT_FDCWD, staging, AT_FDCWD, out, RENAME_NOREPLACE)) {
+			return 0;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	e = i == NAME_TRIES ? EEXIST : errno;
+	remove_staging(staging);
+	out[0] = '\0';
+	/* a filesystem without RENAME_NOREPLACE says EINVAL; a kernel before
+	 * 3.15 ENOSYS */
+	if (e == EINVAL || e == ENOSYS)
+		return create_named_dir(parent, out, size, err);
+	return rv_error_set(err, e, "%s", strerror(e));
+}
+
+/* ---- sweeping ---- */
 
 /* rearview-XXXXXX */
 static bool is_capture_name(const char *name)
@@ -405,9 +661,52 @@ static bool remove_stale_trace(const char *path, const struct stat *st, struct r
 	return unlink(path) == 0;
 }
 
+static bool is_staging_name(const char *name)
+{
+	struct rv_owner owner;
+
+	return rv_leftovers_parse_staging_name(name, &owner);
+}
+
+/* A staging directory whose owner is gone, holding nothing but (maybe) its
+ * record file: anything else in it is not what rearview puts there. */
+static bool remove_stale_staging(const char *path, const struct stat *st, struct rv_owner *owner)
+{
+	const char *name = strrchr(path, '/') + 1;
+	struct dirent *de;
+	struct stat in;
+	bool only_record = true;
+	DIR *d;
+	int fd;
+
+	if (!S_ISDIR(st->st_mode) || !rv_leftovers_parse_staging_name(name, owner) ||
+	    rv_owner_alive(owner))
+		return false;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	while (only_record && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		only_record = !strcmp(de->d_name, RV_OWNER_FILE) &&
+			      !fstatat(fd, de->d_name, &in, AT_SYMLINK_NOFOLLOW) &&
+			      S_ISREG(in.st_mode) && in.st_uid == geteuid();
+	}
+	if (only_record && unlinkat(fd, RV_OWNER_FILE, 0) && errno != ENOENT)
+		only_record = false;
+	closedir(d);
+	return only_record && rmdir(path) == 0;
+}
+
 size_t rv_leftovers_sweep_captures(const char *dir, rv_leftover_fn fn, void *ctx)
 {
-	return sweep(dir, is_capture_name, remove_stale_capture, fn, ctx);
+	return sweep(dir, is_capture_name, remove_stale_capture, fn, ctx) +
+	       sweep(dir, is_staging_name, remove_stale_staging, fn, ctx);
 }
 
 size_t rv_leftovers_sweep_traces(const char *dir, rv_leftover_fn fn, void *ctx)
@@ -419,19 +718,9 @@ size_t rv_leftovers_sweep(const char *output, rv_leftover_fn fn, void *ctx)
 {
 	size_t removed = rv_leftovers_sweep_captures(rv_leftovers_tmpdir(), fn, ctx);
 	char dir[PATH_MAX];
-	const char *slash;
 
-	if (!output || !*output || !strcmp(output, "-"))
+	if (!output || !*output || !strcmp(output, "-") || !dir_of(output, dir, sizeof(dir)))
 		return removed;
-	slash = strrchr(output, '/');
-	if (!slash)
-		return removed + rv_leftovers_sweep_traces(".", fn, ctx);
-	if (slash == output)
-		return removed + rv_leftovers_sweep_traces("/", fn, ctx);
-	if ((size_t)(slash - output) >= sizeof(dir))
-		return removed;
-	memcpy(dir, output, (size_t)(slash - output));
-	dir[slash - output] = '\0';
 	return removed + rv_leftovers_sweep_traces(dir, fn, ctx);
 }
 

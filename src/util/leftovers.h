@@ -14,18 +14,36 @@
  * owner, and a pid of another namespace (a container sharing the directory)
  * is not looked up in ours.
  *
+ * Each is made so that a SIGKILL at any moment leaves it either absent or
+ * with its record (rv_leftovers_create_file, rv_leftovers_create_dir):
+ * - the partial trace is opened unnamed (O_TMPFILE in the output's
+ *   directory: killed before it is named, the kernel frees it), given its
+ *   record, and only then linked under its name;
+ * - the capture directory is made under a staging name that is the record
+ *   itself, RV_STAGING_PREFIX "PID.START.BOOT_ID.PID_NS.XXXXXX", its record
+ *   file written in it, and only then renamed to rearview-XXXXXX
+ *   (RENAME_NOREPLACE, never over another entry).
+ *
  * A later run sweeps (rv_leftovers_sweep_*): it removes an entry only when
  * all of these hold: its name has the form rearview makes (rearview-XXXXXX
- * directories, .NAME.XXXXXX regular files, XXXXXX six characters), it is
- * not a symbolic link, it belongs to the sweeping process's effective uid,
- * it carries a well-formed owner record, and that owner is gone. Anything
- * else is never touched, whatever its name.
+ * directories, .NAME.XXXXXX regular files, XXXXXX six letters or digits, or
+ * a staging directory's name, exactly as rearview spells it for the owner it
+ * names), it is not a symbolic link, it belongs to the sweeping process's
+ * effective uid, it carries a well-formed owner record (for a staging
+ * directory, its name), and that owner is gone. A staging directory is
+ * removed only when it holds nothing but (maybe) its record file, a regular
+ * file of that uid: that is all rearview ever puts in one. Anything else is
+ * never touched, whatever its name.
  *
- * What is not covered: the moment between creating a directory or file and
- * writing its record (two system calls back to back: a SIGKILL there leaves
- * an entry without a record, which no sweep removes), and a filesystem that
- * refuses user extended attributes (rv_leftovers_mark_file returns the
- * error; the caller goes on without the record).
+ * What is not covered: a filesystem that refuses O_TMPFILE (EOPNOTSUPP,
+ * EINVAL; EISDIR from a kernel before 3.11) or RENAME_NOREPLACE (EINVAL;
+ * ENOSYS before 3.15), and an unnamed file that cannot be linked (no /proc,
+ * and AT_EMPTY_PATH refused without CAP_DAC_READ_SEARCH): there the entry
+ * is made named (mkostemp, mkdtemp) and its record written right after, and
+ * a SIGKILL between the two system calls leaves an entry without a record,
+ * which no sweep removes. And a filesystem that refuses user extended
+ * attributes: the partial trace is made without its record (the caller is
+ * told), and one a killed run left stays.
  *
  * The sweeps report each removal through a callback; the one the commands
  * pass, rv_leftovers_note_removed, is the only thing here that prints.
@@ -44,6 +62,7 @@
 #define RV_OWNER_FILE	     "owner"
 #define RV_OWNER_XATTR	     "user.rearview.owner"
 #define RV_CAPTURE_PREFIX    "rearview-"
+#define RV_STAGING_PREFIX    "rearview-new."
 #define RV_OWNER_BOOT_ID_MAX 40
 
 struct rv_owner {
@@ -77,13 +96,51 @@ bool rv_owner_alive(const struct rv_owner *owner);
 const char *rv_leftovers_tmpdir(void);
 
 /* Writes this process's record into DIR/RV_OWNER_FILE (created 0600, never
- * through a symbolic link). */
+ * through a symbolic link). rv_leftovers_create_dir uses it. */
 int rv_leftovers_mark_dir(const char *dir, struct rv_error *err);
 
 /* Attaches this process's record to the open file fd as RV_OWNER_XATTR.
  * A negative errno when the filesystem refuses it (ENOTSUP, EPERM...), with
  * err saying so; the file is usable either way. */
 int rv_leftovers_mark_file(int fd, struct rv_error *err);
+
+/* Creates a partial trace at template ("DIR/.NAME.XXXXXX"; its X's become
+ * the name it gets), open for reading and writing (O_CLOEXEC), 0600 less the
+ * umask, with this process's record: unnamed first, then marked, then linked
+ * (see above); where DIR's filesystem refuses O_TMPFILE, or the link cannot
+ * be made, by mkostemp and then the record. Returns the descriptor, or
+ * -errno when nothing was made. The file is made even when the record
+ * cannot be attached: unmarked then says why (its code is 0 otherwise). */
+int rv_leftovers_create_file(char *template, struct rv_error *unmarked);
+
+/* Creates a temporary capture directory PARENT/rearview-XXXXXX, 0700 less
+ * the umask, holding this process's record RV_OWNER_FILE: under a staging
+ * name first, renamed when the record is written (see above); where the
+ * filesystem refuses RENAME_NOREPLACE, by mkdtemp and then the record. Its
+ * path goes into out (size bytes). On an error nothing is left, out is
+ * empty and err says why (the cause alone: the caller says what failed). */
+int rv_leftovers_create_dir(const char *parent, char *out, size_t size, struct rv_error *err);
+
+/* A staging directory's name for owner, with the six letters or digits
+ * chars (not NUL-terminated): RV_STAGING_PREFIX "PID.START.BOOT_ID.PID_NS."
+ * then chars, BOOT_ID "-" when unknown. The length, or 0 when it does not fit
+ * in size bytes. */
+size_t rv_leftovers_staging_name(const struct rv_owner *owner, const char *chars, char *buf,
+				 size_t size);
+
+/* Whether name is a staging directory's name, spelt exactly as
+ * rv_leftovers_staging_name spells it for the owner it names (into out). */
+bool rv_leftovers_parse_staging_name(const char *name, struct rv_owner *out);
+
+/* For tests: makes O_TMPFILE opens (tmpfile_errno) and RENAME_NOREPLACE
+ * renames (noreplace_errno) fail with these errors, as a filesystem that
+ * refuses them would, until called again with 0 (as the filesystem says). */
+void rv_leftovers_simulate_refusal(int tmpfile_errno, int noreplace_errno);
+
+/* For tests: the XXXXXX the next names get (staging and final ones), six
+ * letters or digits each from names (which must outlive their use), in
+ * order; random ones once they are used up, or with NULL. */
+void rv_leftovers_simulate_names(const char *names);
 
 /* Called for each entry a sweep removed, with its path and its gone owner. */
 typedef void (*rv_leftover_fn)(void *ctx, const char *path, const struct rv_owner *owner);
@@ -93,7 +150,8 @@ typedef void (*rv_leftover_fn)(void *ctx, const char *path, const struct rv_owne
 void rv_leftovers_note_removed(void *ctx, const char *path, const struct rv_owner *owner);
 
 /* Removes the stale rearview-XXXXXX capture directories in dir (with all
- * they hold, never following a link out of them). Returns how many. */
+ * they hold, never following a link out of them) and the stale staging
+ * directories. Returns how many. */
 size_t rv_leftovers_sweep_captures(const char *dir, rv_leftover_fn fn, void *ctx);
 
 /* Removes the stale .NAME.XXXXXX partial traces in dir. Returns how many. */

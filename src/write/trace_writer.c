@@ -394,12 +394,13 @@ static int create_temp_file(struct rv_trace_writer *w, struct rv_error *err)
 		w->temp_path = NULL;
 		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
 	}
-	w->out.fd = mkostemp(w->temp_path, O_CLOEXEC);
+	/* with whose it is, for a later run to remove it if this one is
+	 * killed (made so that no kill leaves it without: util/leftovers.h) */
+	w->out.fd = rv_leftovers_create_file(w->temp_path, &unmarked);
 	if (w->out.fd < 0)
-		return cannot_write(w->path, errno, err);
+		return cannot_write(w->path, -w->out.fd, err);
 	w->temp_created = true;
-	/* whose it is, for a later run to remove it if this one is killed */
-	if (rv_leftovers_mark_file(w->out.fd, &unmarked))
+	if (unmarked.code)
 		rv_debug("'%s' has no owner record (%s): if rearview is killed, remove it by "
 			 "hand",
 			 w->temp_path, unmarked.message);
@@ -725,8 +726,8 @@ int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err)
 			 w->spans, w->instants, w->out.written);
 		return 0;
 	}
-	/* mkstemp made it 0600; a trace of what anyone may see gets the mode
-	 * any new file of the user's gets. */
+	/* made 0600 (rv_leftovers_create_file); a trace of what anyone may
+	 * see gets the mode any new file of the user's gets. */
 	if (!w->private_file && fchmod(w->out.fd, 0666 & ~current_umask()) < 0)
 		rv_debug("cannot give '%s' the umask's mode: %s", w->temp_path, strerror(errno));
 	code = close(w->out.fd) < 0 ? errno : 0;

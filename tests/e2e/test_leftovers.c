@@ -1,13 +1,10 @@
 /* test_leftovers.c: nothing a killed rearview left stays. For each backend
  * that runs here, rearview is SIGKILLed at ten random moments (seeded; the
  * seed is printed, and RV_LEFTOVERS_SEED repeats a run) between its start
- * and the end of writing its trace; the next rearview (`run`, or `decode`
- * every other round) removes the killed one's temporary capture directory
- * and partial trace, says so for each, and leaves nothing else touched.
- * A kill between creating an entry and writing its owner record (leftovers.h
- * says that moment is not covered: a few hundred microseconds at start)
- * leaves an entry without a record: the next run must leave that one alone,
- * and the test removes it.
+ * and the end of writing its trace, and many more times in its first 8 ms,
+ * where it makes its temporary capture directory and its partial trace; the
+ * next rearview (`run`, or `decode` every other round) removes every entry
+ * the killed one left, says so for each, and leaves nothing else touched.
  *
  * A SIGKILLed recorder may hang in the kernel while its uprobe links are
  * released and a traced thread is busy: every wait is bounded, and a
@@ -22,18 +19,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "test_files.h"
 
-#define ROUNDS	    10
-#define MAX_ENTRIES 16
+#define ROUNDS	     10
+#define EARLY_ROUNDS 90
+#define EARLY_MS     8
+#define MAX_ENTRIES  16
 
 static long long now_ms(void)
 {
@@ -141,162 +140,218 @@ static void next_run(const struct place *p, bool decode, struct proc_result *r)
 
 	snprintf(next, sizeof(next), "%s/next.fxt", p->out);
 	run_process(decode ? decode_argv : run_argv, 60, r);
-	cr_assert_eq(r->exit_code, 0, "the next rearview (%s) failed:\n%s",
-		     decode ? "decode" : "run", r->err);
+	cr_assert_eq(r->exit_code, 0, "the next rearview (%s) failed (%d%s):\n%s",
+		     decode ? "decode" : "run", r->exit_code, r->timed_out ? ", timed out" : "",
+		     r->err);
 	unlink(next);
 }
 
-/* Whether dir/name carries an owner record (leftovers.h): a capture
- * directory's owner file with its line, a partial trace's extended
- * attribute. */
-static bool has_owner_record(const char *dir, const char *name)
-{
-	char path[PATH_MAX + NAME_MAX + 16], value[128];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (lstat(path, &st))
-		return false;
-	if (S_ISDIR(st.st_mode)) {
-		FILE *f;
-		bool whole;
-
-		snprintf(path, sizeof(path), "%s/%s/owner", dir, name);
-		f = fopen(path, "r");
-		if (!f)
-			return false;
-		whole = fgets(value, sizeof(value), f) && strchr(value, '\n');
-		fclose(f);
-		return whole;
-	}
-	return getxattr(path, "user.rearview.owner", value, sizeof(value)) > 0;
-}
-
-/* An entry the killed run left without its owner record: the next run must
- * not have named or removed it; the test removes it. */
-static void assert_left_alone(const char *err, const char *dir, const char *name)
-{
-	char path[PATH_MAX + NAME_MAX + 16];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	cr_assert_null(strstr(err, path), "the next run named %s, which has no owner record:\n%s",
-		       path, err);
-	cr_assert_eq(lstat(path, &st), 0, "the next run removed %s, which has no owner record",
-		     path);
-	if (S_ISDIR(st.st_mode))
-		cleanup_dir(path);
-	else
-		cr_assert_eq(unlink(path), 0);
-}
-
-/* Asserts that the next run's stderr says it removed dir/name, left by pid. */
-static void assert_said_removed(const char *err, const char *dir, const char *name, pid_t pid)
+/* Asserts that the next run's stderr says it removed dir/name, left by pid
+ * (killed when). */
+static void assert_said_removed(const char *err, const char *dir, const char *name, pid_t pid,
+				const char *when)
 {
 	char line[PATH_MAX + 600];
 
 	snprintf(line, sizeof(line), "removed %s/%s, left by rearview [%d], which is gone", dir,
 		 name, (int)pid);
-	cr_assert_not_null(strstr(err, line), "the next run did not say '%s':\n%s", line, err);
+	cr_assert_not_null(strstr(err, line), "killed %s: the next run did not say '%s':\n%s", when,
+			   line, err);
+}
+
+static void sleep_us(long us)
+{
+	struct timespec pause = { us / 1000000, (us % 1000000) * 1000 };
+
+	nanosleep(&pause, NULL);
+}
+
+static long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* An inotify descriptor told of each entry made in (or renamed into) dir. */
+static int watch(const char *dir)
+{
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+
+	cr_assert_geq(fd, 0, "inotify: %s", strerror(errno));
+	cr_assert_geq(inotify_add_watch(fd, dir, IN_CREATE | IN_MOVED_TO), 0, "%s: %s", dir,
+		      strerror(errno));
+	return fd;
+}
+
+/* Waits (up to limit_ms) until the watched directory gets an entry:
+ * spinning, not sleeping in poll, so that the kill can follow within
+ * microseconds. */
+static bool wait_entry(int fd, int limit_ms)
+{
+	char events[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	long long until = now_us() + (long long)limit_ms * 1000;
+
+	while (now_us() < until)
+		if (read(fd, events, sizeof(events)) > 0)
+			return true;
+	return false;
+}
+
+/* Waits us microseconds: by spinning up to 1 ms (nanosleep's slack is about
+ * 50 us), by sleeping beyond. */
+static void wait_us(long us)
+{
+	long long until = now_us() + us;
+
+	if (us > 1000) {
+		sleep_us(us);
+		return;
+	}
+	while (now_us() < until)
+		;
+}
+
+/* When a round's rearview is killed: delay_us after it starts or, with
+ * watched set, delay_us after the first entry appears in that directory
+ * (its temporary capture directory in TMPDIR, its partial trace next to
+ * the trace), when its owner record is being made. */
+struct kill_at {
+	const char *watched;
+	long delay_us;
+};
+
+/* What one round found the killed run had left. */
+struct left {
+	size_t captures; /* in TMPDIR, staging directories included */
+	size_t staging;	 /* rearview-new.* of them: killed before their final name */
+	size_t partial;	 /* partial traces */
+};
+
+/* One round: rearview started, SIGKILLed at `at`, then the next run (decode
+ * or run): it must remove every entry the killed one left in TMPDIR and
+ * next to the trace, and say so for each. */
+static struct left killed_round(const struct place *p, const char *backend, bool decode,
+				struct kill_at at, const char *when)
+{
+	static char tmp_names[MAX_ENTRIES][NAME_MAX + 1], out_names[MAX_ENTRIES][NAME_MAX + 1];
+	struct left left = { 0 };
+	struct proc_result r;
+	size_t nr_tmp, nr_out;
+	int out_fd, err_fd, watch_fd = at.watched ? watch(at.watched) : -1;
+	bool appeared = true;
+	pid_t pid;
+
+	pid = start_recording(p, backend, false, &out_fd, &err_fd);
+	if (watch_fd >= 0) {
+		appeared = wait_entry(watch_fd, 10000);
+		close(watch_fd);
+	}
+	wait_us(at.delay_us);
+	kill(pid, SIGKILL);
+	if (!wait_child_exit(pid, 10000, NULL)) {
+		/* a uprobe link's release waits for the busy target */
+		kill(-pid, SIGSTOP);
+		if (!wait_child_exit(pid, 10000, NULL)) {
+			kill(-pid, SIGKILL);
+			wait_child_exit(pid, 10000, NULL);
+		}
+		end_group(pid);
+		cr_assert_fail("--backend %s: rearview did not end within 10 s of SIGKILL (%s)",
+			       backend, when);
+	}
+	close(out_fd);
+	close(err_fd);
+	end_group(pid);
+	cr_assert(appeared, "--backend %s, %s: nothing appeared in %s within 10 s", backend, when,
+		  at.watched);
+
+	nr_tmp = list(p->tmp, tmp_names);
+	nr_out = list(p->out, out_names);
+	next_run(p, decode, &r);
+	for (size_t i = 0; i < nr_tmp; i++) {
+		assert_said_removed(r.err, p->tmp, tmp_names[i], pid, when);
+		left.captures++;
+		left.staging += !strncmp(tmp_names[i], "rearview-new.", 13);
+	}
+	for (size_t i = 0; i < nr_out; i++) {
+		if (!strcmp(out_names[i], "t.fxt")) /* written whole before the kill */
+			continue;
+		assert_said_removed(r.err, p->out, out_names[i], pid, when);
+		left.partial++;
+	}
+	cr_assert_eq(list(p->tmp, tmp_names), 0, "--backend %s, %s: %s is left in %s", backend,
+		     when, tmp_names[0], p->tmp);
+	nr_out = list(p->out, out_names);
+	cr_assert(nr_out == 0 || (nr_out == 1 && !strcmp(out_names[0], "t.fxt")),
+		  "--backend %s, %s: %s is left in %s", backend, when, out_names[0], p->out);
+	unlink(p->trace);
+	return left;
+}
+
+static unsigned leftovers_seed(const char *what)
+{
+	const char *seed_text = getenv("RV_LEFTOVERS_SEED");
+	unsigned seed = seed_text ? (unsigned)strtoul(seed_text, NULL, 10)
+				  : (unsigned)time(NULL) ^ (unsigned)getpid();
+
+	fprintf(stderr, "test_leftovers: %s: seed %u (RV_LEFTOVERS_SEED=%u repeats it)\n", what,
+		seed, seed);
+	return seed;
+}
+
+/* The place, a capture kept to decode, and a whole run's length (ms) and
+ * how long after its start its partial trace appeared (us). */
+static long long prepare(struct place *p, const char *backend, long long *first_entry_us)
+{
+	struct proc_result r;
+	long long began, whole_ms;
+	int out_fd, err_fd, watch_fd;
+	pid_t pid;
+
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	make_place(p);
+	watch_fd = watch(p->out);
+	began = now_us();
+	pid = start_recording(p, backend, true, &out_fd, &err_fd);
+	cr_assert(wait_entry(watch_fd, 10000), "no partial trace appeared in %s", p->out);
+	*first_entry_us = now_us() - began;
+	close(watch_fd);
+	finish_process(pid, out_fd, err_fd, 60, &r);
+	whole_ms = (now_us() - began) / 1000;
+	cr_assert_eq(r.exit_code, 3, "a whole run (busy2 exits with 3):\n%s", r.err);
+	end_group(pid);
+	cr_assert_eq(unlink(p->trace), 0);
+	return whole_ms;
 }
 
 static void killed_runs(const char *backend)
 {
-	static char tmp_names[MAX_ENTRIES][NAME_MAX + 1], out_names[MAX_ENTRIES][NAME_MAX + 1];
-	bool tmp_marked[MAX_ENTRIES], out_marked[MAX_ENTRIES];
+	char what[64];
+	unsigned seed;
 	struct place p;
-	struct proc_result r;
-	const char *seed_text = getenv("RV_LEFTOVERS_SEED");
-	unsigned seed = seed_text ? (unsigned)strtoul(seed_text, NULL, 10)
-				  : (unsigned)time(NULL) ^ (unsigned)getpid();
 	size_t rounds_with_leftovers = 0;
-	long long began, whole_ms;
-	int out_fd, err_fd;
-	pid_t pid;
+	long long whole_ms, first_entry_us;
 
 	require_root("leftovers");
-	fprintf(stderr, "test_leftovers: --backend %s: seed %u (RV_LEFTOVERS_SEED=%u repeats it)\n",
-		backend, seed, seed);
-	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-	make_place(&p);
-
-	/* a whole run: how long killing may wait, and a capture to decode */
-	began = now_ms();
-	pid = start_recording(&p, backend, true, &out_fd, &err_fd);
-	finish_process(pid, out_fd, err_fd, 60, &r);
-	whole_ms = now_ms() - began;
-	cr_assert_eq(r.exit_code, 3, "a whole run (busy2 exits with 3):\n%s", r.err);
-	end_group(pid);
-	cr_assert_eq(unlink(p.trace), 0);
-
+	snprintf(what, sizeof(what), "--backend %s", backend);
+	seed = leftovers_seed(what);
+	whole_ms = prepare(&p, backend, &first_entry_us);
 	for (int round = 0; round < ROUNDS; round++) {
 		long delay_ms = (long)(rand_r(&seed) % (unsigned)whole_ms);
-		size_t nr_tmp, nr_out, nr_partial, nr_unmarked;
-		bool decode = round % 2;
+		char when[128];
+		struct left left;
 
-		pid = start_recording(&p, backend, false, &out_fd, &err_fd);
-		sleep_ms(delay_ms);
-		kill(pid, SIGKILL);
-		if (!wait_child_exit(pid, 10000, NULL)) {
-			/* a uprobe link's release waits for the busy target */
-			kill(-pid, SIGSTOP);
-			if (!wait_child_exit(pid, 10000, NULL)) {
-				kill(-pid, SIGKILL);
-				wait_child_exit(pid, 10000, NULL);
-			}
-			end_group(pid);
-			cr_assert_fail("--backend %s: rearview did not end within 10 s of SIGKILL "
-				       "(round %d, %ld ms in)",
-				       backend, round, delay_ms);
-		}
-		close(out_fd);
-		close(err_fd);
-		end_group(pid);
-
-		nr_tmp = list(p.tmp, tmp_names);
-		nr_out = list(p.out, out_names);
-		nr_partial = 0;
-		for (size_t i = 0; i < nr_out; i++)
-			nr_partial += strcmp(out_names[i], "t.fxt") != 0;
-		for (size_t i = 0; i < nr_tmp; i++)
-			tmp_marked[i] = has_owner_record(p.tmp, tmp_names[i]);
-		for (size_t i = 0; i < nr_out; i++)
-			out_marked[i] = has_owner_record(p.out, out_names[i]);
-		next_run(&p, decode, &r);
-		nr_unmarked = 0;
-		for (size_t i = 0; i < nr_tmp; i++) {
-			if (tmp_marked[i]) {
-				assert_said_removed(r.err, p.tmp, tmp_names[i], pid);
-			} else {
-				assert_left_alone(r.err, p.tmp, tmp_names[i]);
-				nr_unmarked++;
-			}
-		}
-		for (size_t i = 0; i < nr_out; i++) {
-			if (!strcmp(out_names[i], "t.fxt")) /* written whole before the kill */
-				continue;
-			if (out_marked[i]) {
-				assert_said_removed(r.err, p.out, out_names[i], pid);
-			} else {
-				assert_left_alone(r.err, p.out, out_names[i]);
-				nr_unmarked++;
-			}
-		}
-		cr_assert_eq(list(p.tmp, tmp_names), 0,
-			     "--backend %s, round %d (%ld ms in): a capture is left in %s", backend,
-			     round, delay_ms, p.tmp);
-		nr_out = list(p.out, out_names);
-		cr_assert(nr_out == 0 || (nr_out == 1 && !strcmp(out_names[0], "t.fxt")),
-			  "--backend %s, round %d (%ld ms in): %s is left in %s", backend, round,
-			  delay_ms, out_names[0], p.out);
-		unlink(p.trace);
-		if (nr_tmp + nr_partial > nr_unmarked)
-			rounds_with_leftovers++;
+		snprintf(when, sizeof(when), "round %d (%ld ms in, of %lld)", round, delay_ms,
+			 whole_ms);
+		left = killed_round(&p, backend, round % 2,
+				    (struct kill_at){ .delay_us = delay_ms * 1000 }, when);
+		rounds_with_leftovers += left.captures + left.partial > 0;
 		fprintf(stderr,
-			"test_leftovers: --backend %s, round %d: killed %ld ms in (of %lld), "
-			"%zu left in TMPDIR, %zu partial traces, %zu of them without an owner "
-			"record (killed before it was written; left alone)\n",
-			backend, round, delay_ms, whole_ms, nr_tmp, nr_partial, nr_unmarked);
+			"test_leftovers: --backend %s, %s: %zu left in TMPDIR (%zu staging), %zu "
+			"partial traces, all removed\n",
+			backend, when, left.captures, left.staging, left.partial);
 	}
 	cr_assert_geq(rounds_with_leftovers, 1, "some kill left something to remove");
 	unsetenv("TMPDIR");
@@ -311,6 +366,59 @@ Test(leftovers, a_killed_sampling_recording_leaves_nothing_after_the_next_run, .
 Test(leftovers, a_killed_uprobe_recording_leaves_nothing_after_the_next_run, .timeout = 120)
 {
 	killed_runs("uprobe");
+}
+
+/* Kills where rearview makes its temporary capture directory and its
+ * partial trace with their owner records, each round one of three ways: at
+ * a moment of its first EARLY_MS ms (or, on a machine so busy that its
+ * partial trace came later in the first whole run, of twice that time);
+ * 0-200 us after its partial trace appears; 0-200 us after its capture
+ * directory appears (inotify). Whatever the kill leaves, the next run
+ * removes. A rearview that made an entry and then wrote its record with
+ * another system call left one without it within the first 15 rounds here,
+ * in each of six runs (killed a few hundred microseconds after the entry
+ * appeared). */
+Test(leftovers, a_kill_in_the_first_8_ms_leaves_nothing_after_the_next_run, .timeout = 300)
+{
+	struct place p;
+	unsigned seed;
+	size_t rounds_with_leftovers = 0, staging = 0;
+	long long first_entry_us;
+	long range_us;
+
+	require_root("leftovers");
+	seed = leftovers_seed("the first 8 ms");
+	prepare(&p, "sample", &first_entry_us);
+	range_us =
+		first_entry_us * 2 > EARLY_MS * 1000 ? (long)first_entry_us * 2 : EARLY_MS * 1000;
+	for (int round = 0; round < EARLY_ROUNDS; round++) {
+		static const char *const ways[] = { "in", "after the partial trace appeared,",
+						    "after the capture directory appeared," };
+		int way = round % 3;
+		struct kill_at at = {
+			.watched = way == 1   ? p.out
+				   : way == 2 ? p.tmp
+					      : NULL,
+			.delay_us = (long)(rand_r(&seed) % (way ? 200u : (unsigned)range_us)),
+		};
+		char when[160];
+		struct left left;
+
+		snprintf(when, sizeof(when), "early round %d (%ld us %s)", round, at.delay_us,
+			 ways[way]);
+		left = killed_round(&p, "sample", (round / 3) % 2, at, when);
+		cr_assert(!at.watched || left.captures + left.partial > 0,
+			  "%s: the entry that appeared is gone", when);
+		rounds_with_leftovers += left.captures + left.partial > 0;
+		staging += left.staging;
+	}
+	fprintf(stderr,
+		"test_leftovers: kills in the first %ld us (the first whole run's partial trace "
+		"came at %lld us) and right after an entry appeared: %d kills, %zu left "
+		"something (%zu staging directories), all removed\n",
+		range_us, first_entry_us, EARLY_ROUNDS, rounds_with_leftovers, staging);
+	unsetenv("TMPDIR");
+	cleanup_dir(p.dir);
 }
 
 /* A stop signal during `decode` ends it as before (by the signal), and its
