@@ -992,14 +992,19 @@ lookup_uncached(struct rv_symbolizer *s, struct process *p, uint64_t generation,
 		.module = s->empty,
 		.start = addr,
 	};
+	const struct rv_symbol *found;
 
 	if (generation == GENERATION_KERNEL)
 		resolve_kernel(s, addr, &sym);
 	else
 		resolve_user(s, p, addr, &sym);
+	found = cache_insert(s, generation, addr, &sym);
+	/* After the insert: making room may empty the cache, which marks every
+	 * process uncached; this answer is cached under p's generation, so a
+	 * mapping change must move it. */
 	if (p)
 		p->cached = true;
-	return cache_insert(s, generation, addr, &sym);
+	return found;
 }
 
 /* The answer for (generation, addr): the last one's, the cache's, or

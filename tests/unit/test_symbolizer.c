@@ -859,6 +859,33 @@ Test(symbolizer, a_process_reported_after_its_first_lookup_is_named)
 	rv_symbolizer_free(s);
 }
 
+/* The cache starts again empty when full, marking every process as having
+ * nothing cached; the answer whose insert emptied it is cached all the
+ * same, so its process must count as cached, or a mapping reported later
+ * leaves that answer in place. */
+Test(symbolizer, a_mapping_after_the_cache_starts_again_reaches_the_last_answer)
+{
+	struct rv_symbolizer *s = new_symbolizer(false, NULL);
+	struct rv_error err = { 0 };
+	struct rv_symbol sym;
+	const uint64_t base = 0x10000000, n = 1u << 19; /* the cache holds half its 2^20 slots */
+	uint64_t addr = base;
+
+	cr_assert_eq(rv_symbolizer_add_mapping(s, 9, base, 2 * n, 0, true, "/gone/old.so", &err),
+		     0);
+	for (uint64_t i = 0; i <= n; i++) {
+		addr = base + i;
+		rv_symbolizer_lookup(s, 9, addr, &sym);
+	}
+	cr_assert_str_eq(sym.name, "old.so+0x80000");
+	cr_assert_eq(rv_symbolizer_add_mapping(s, 9, addr, 0x1000, 0, true, "/gone/new.so", &err),
+		     0);
+	rv_symbolizer_lookup(s, 9, addr, &sym);
+	cr_assert_str_eq(sym.name, "new.so+0x0", "the answer cached as the cache emptied: %s",
+			 sym.name);
+	rv_symbolizer_free(s);
+}
+
 /* The cache keeps its last entry by address, for the next lookup of the
  * same address: another process's (at the same address), and the cache
  * growing under it (its entries move), must not reach it. */
