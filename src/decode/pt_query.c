@@ -1778,12 +1778,70 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 	return flags | status_flags(q);
 }
 
+/* The first byte at or after p that is not a PAD (0), or end, eight
+ * bytes at a time: the packets after a TIP.PGE or TIP.PGD are padded (in
+ * mruby's trace, to the next eight bytes). */
+static const uint8_t *past_pads(const uint8_t *p, const uint8_t *end)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	while (end - p >= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, sizeof(w));
+		if (w)
+			return p + __builtin_ctzll(w) / 8; /* the lowest byte not 0 */
+		p += 8;
+	}
+#endif
+	while (p < end && !p[0])
+		p++;
+	return p;
+}
+
+/* rv_pq_event's common events: a TIP.PGE or TIP.PGD that no event waits
+ * for, which makes its own (decode_pge and decode_pgd, written straight
+ * into *event). Returns the size of the packet, or an error. */
+static int tracing_event(struct rv_pq *q, struct pt_event *event)
+{
+	uint64_t ip;
+	int size = decode_ip(q);
+
+	if (size < 0)
+		return size;
+	memset(event, 0, sizeof(*event));
+	if (q->next == K_PGE) {
+		if (query_ip(q, &ip) < 0)
+			return RV_PQ_UNMODELLED;
+		event->type = ptev_enabled;
+		event->variant.enabled.ip = ip;
+		q->tnt = q->tnt_index = 0;
+		q->enabled = true;
+	} else {
+		event->type = ptev_disabled;
+		add_event_ip(q, event, &event->variant.disabled.ip);
+		q->enabled = false;
+	}
+	add_event_time(q, event);
+	return size;
+}
+
 int rv_pq_event(struct rv_pq *q, struct pt_event *event)
 {
 	int status;
 
 	if (q->tnt_index)
 		return -pte_bad_query;
+	if ((q->next == K_PGE || q->next == K_PGD) && !pending(&q->tip) && !q->consume_packet) {
+		status = tracing_event(q, event);
+		if (status < 0)
+			return status;
+		q->last = q->time;
+		q->pos = past_pads(q->pos + status, q->end);
+		status = finish(q);
+		if (status < 0)
+			return status;
+		return status_flags(q);
+	}
 	for (;;) {
 		uint8_t kind = q->next;
 
