@@ -1091,6 +1091,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 	for (;;) {
 		const struct bb *b = &bbs[n - 1];
 		int drops = 0, side = 0;
+		bool indirect = false; /* the transfer's target is the trace's */
 		uint32_t next;
 
 		insns += b->ninsn;
@@ -1143,7 +1144,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				break;
 			case BB_JUMP:
 				ip = b->to[1];
-				drops = droppable(drop, b->end_ip, ip);
+				drops = drop_all ? 0 : droppable(drop, b->end_ip, ip);
 				if (drops < 0) {
 					f->ip = ip;
 					status = expect(f, n, 0);
@@ -1163,11 +1164,12 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 					status = expect(f, n, 0);
 					goto out_status;
 				}
-				drops = droppable(drop, b->end_ip, ip);
+				drops = drop_all ? 0 : droppable(drop, b->end_ip, ip);
 				if (drops < 0) {
 					status = expect(f, n, 0);
 					goto out_status;
 				}
+				indirect = true;
 				break;
 			case BB_CALL:
 				if (b->to[1] != b->to[0])
@@ -1212,9 +1214,12 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 			status = expect(f, n, side);
 			goto out_status;
 		}
-		/* bb_next, with the blocks in hand */
+		/* bb_next, with the blocks in hand: a direct transfer's block
+		 * is always the one at its target (only a block's lookup and
+		 * expect() link them, both from there), an indirect one's the
+		 * last target's */
 		next = b->succ[side];
-		if (__builtin_expect(!next || bbs[next - 1].ip != ip, 0)) {
+		if (__builtin_expect(!next || (indirect && bbs[next - 1].ip != ip), 0)) {
 			f->ip = ip;
 			next = bb_number(f, ip);
 			bbs = c->bbs;
