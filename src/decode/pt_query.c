@@ -1738,6 +1738,33 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 		else
 			*ip = to;
 		q->last = q->time;
+
+		/* The read-ahead's common ends, past PADs: a TNT-8, a TIP, a
+		 * TIP.PGE or a TIP.PGD, where it stops (as finish would), and
+		 * status_flags' answer there. */
+		const uint8_t *p = q->pos;
+		uint8_t next = 0;
+
+		while (p < q->end && !p[0])
+			p++;
+		if (p < q->end) {
+			if (is_tnt8(p[0]))
+				next = K_TNT8;
+			else if (is_tip(p[0]))
+				next = K_TIP;
+			else if ((p[0] & 0x1f) == 0x11)
+				next = K_PGE;
+			else if ((p[0] & 0x1f) == 0x01)
+				next = K_PGD;
+		}
+		if (next) {
+			/* no event waits for a TIP: none did for this one */
+			q->pos = p;
+			q->next = next;
+			if (q->tnt_index || next == K_TNT8 || next == K_TIP)
+				return flags;
+			return flags | pts_event_pending;
+		}
 		status = finish(q);
 		if (status < 0)
 			return status;

@@ -302,20 +302,38 @@ Test(pt_query, made_up_tnt_refills, .timeout = 120)
 
 /* IP packets of every compression, their payload of distinct bytes, at
  * every distance from the trace's end: the layer reads them in one load
- * when 8 bytes follow the opcode, else byte by byte. */
+ * when 8 bytes follow the opcode, else byte by byte. After them (past the
+ * PADs), the end or a packet where the read-ahead stops or goes on: a
+ * PSB+, a TNT-8, a TIP, a TIP.PGE, a TIP.PGD, an MTC. */
 Test(pt_query, made_up_ip_packets)
 {
 	static const uint8_t ipcs[] = { 0, 1, 2, 3, 4, 6 };
 	static const uint8_t sizes[] = { 0, 2, 4, 6, 6, 0, 8 };
 	/* TIP, and FUP then TIP (an asynchronous branch) */
 	static const uint8_t opcodes[] = { 0x0d, 0x1d };
+	static const struct {
+		const char *what;
+		uint8_t bytes[20];
+		uint8_t size;
+	} after[] = {
+		{ "the end", { 0 }, 0 },
+		{ "PSB+",
+		  { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 0x02,
+		    0x23 },
+		  18 },
+		{ "TNT-8", { 0x0a }, 1 },
+		{ "TIP", { 0x2d, 0x30, 0x10 }, 3 },
+		{ "TIP.PGE", { 0x31, 0x60, 0x10, 0x0a }, 4 },
+		{ "TIP.PGD", { 0x21, 0x60, 0x10 }, 3 },
+		{ "MTC", { 0x59, 0x13, 0x0a }, 3 },
+	};
 
 	for (size_t o = 0; o < sizeof(opcodes); o++) {
-		for (size_t i = 0; i < sizeof(ipcs); i++) {
+		for (size_t i = 0; i < sizeof(ipcs) * (sizeof(after) / sizeof(after[0])); i++) {
 			for (unsigned pads = 0; pads <= 9; pads++) {
 				uint8_t body[64];
-				size_t n = 0;
-				char what[64];
+				size_t n = 0, a = i / sizeof(ipcs);
+				char what[96];
 
 				body[n++] = 0x06; /* a TNT first */
 				if (opcodes[o] == 0x1d) {
@@ -323,16 +341,22 @@ Test(pt_query, made_up_ip_packets)
 					body[n++] = 0x40;
 					body[n++] = 0x10;
 				}
-				body[n++] = (uint8_t)(0x0d | ipcs[i] << 5);
-				for (unsigned k = 0; k < sizes[ipcs[i]]; k++)
+				uint8_t ipc = ipcs[i % sizeof(ipcs)];
+
+				body[n++] = (uint8_t)(0x0d | ipc << 5);
+				for (unsigned k = 0; k < sizes[ipc]; k++)
 					body[n++] = (uint8_t)(0x11 * (k + 1));
 				for (unsigned k = 0; k < pads; k++)
 					body[n++] = 0;
-				snprintf(what, sizeof(what), "%s with IP compression %u, %u PADs",
-					 opcodes[o] == 0x1d ? "FUP and TIP" : "TIP", ipcs[i], pads);
+				memcpy(body + n, after[a].bytes, after[a].size);
+				n += after[a].size;
+				snprintf(what, sizeof(what),
+					 "%s with IP compression %u, %u PADs, %s",
+					 opcodes[o] == 0x1d ? "FUP and TIP" : "TIP", ipc, pads,
+					 after[a].what);
 				made_up_step(body, n, what);
 				/* cut short: the end of the trace inside the packet */
-				for (unsigned cut = 1; cut <= sizes[ipcs[i]] && !pads; cut++)
+				for (unsigned cut = 1; cut <= sizes[ipc] && !pads && !a; cut++)
 					made_up_step(body, n - cut, what);
 			}
 		}
