@@ -654,6 +654,9 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 		f->status = status;
 		return 0;
 	case BB_RETURN:
+		/* query_cond's refusal, without asking */
+		if (f->own && rv_pq_tip_next(&f->pq))
+			break;
 		status = query_cond(f, &taken, b->end_ip);
 		if (status >= 0) {
 			f->status = status;

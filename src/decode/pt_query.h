@@ -108,6 +108,18 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip);
 int rv_pq_event(struct rv_pq *q, struct pt_event *event);
 int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken);
 
+/* The kind of packet struct rv_pq's next names for a TIP (pt_query.c has
+ * them all). */
+enum { RV_PQ_KIND_TIP = 6 };
+
+/* Whether rv_pq_cond_branch would refuse (-pte_bad_query) having read
+ * nothing: no TNT bit in hand and a TIP next (a return that is not
+ * compressed asks for a bit first). */
+static inline bool rv_pq_tip_next(const struct rv_pq *q)
+{
+	return !q->tnt_index && q->next == RV_PQ_KIND_TIP;
+}
+
 /* A TNT bit from the cache is the common case: no flags while bits are
  * left (libipt reports events and the end only once they are used). */
 static inline int rv_pq_cond_branch(struct rv_pq *q, int *taken)
