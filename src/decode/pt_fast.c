@@ -1105,6 +1105,13 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				tnt_index >>= 1;
 				st = 0;
 				ip = b->to[side];
+			} else if (own_refill && tnt_index == 1 && rv_pq_next_plain(q)) {
+				/* the last bit, where the refill's answer is the
+				 * bit and status 0 (and no tick: no ticks) */
+				side = (int)(tnt & 1);
+				tnt_index = 0;
+				st = 0;
+				ip = b->to[side];
 			} else {
 				/* no tick to make when own_refill: query_cond's
 				 * after_query has nothing to do */
