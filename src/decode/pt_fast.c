@@ -1056,17 +1056,6 @@ static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint
 	return -1;
 }
 
-/* libipt's no-event flow, one basic block and its transfer at a time; and
- * on through the next ones while their transfers give the walker nothing:
- * a conditional branch not taken, a jump the walker drops (see
- * struct rv_fast_drop), the end of a section. The block stops before a
- * call, a return, a far transfer, a jump the walker keeps, at a tick or
- * an event, and at the end of the trace: where libipt's decoder would give
- * the walker something to do.
- *
- * The block is filled by the caller, from the last basic block walked
- * (*last, 0: none) and the instructions up to its end (*total), whatever
- * the status: the loop keeps them in registers, not in the block. */
 /* proceed_no_event_walk's loop, for its three settings: own_bits, TNT bits
  * taken from rearview's packet layer without a call; own_refill, its
  * refills without the tick; drop_all, drop->all. Inline in each caller, so
@@ -1257,6 +1246,17 @@ out_status_f:
 	return status;
 }
 
+/* libipt's no-event flow, one basic block and its transfer at a time; and
+ * on through the next ones while their transfers give the walker nothing:
+ * a conditional branch not taken, a jump the walker drops (see
+ * struct rv_fast_drop), the end of a section. The block stops before a
+ * call, a return, a far transfer, a jump the walker keeps, at a tick or
+ * an event, and at the end of the trace: where libipt's decoder would give
+ * the walker something to do.
+ *
+ * The block is filled by the caller, from the last basic block walked
+ * (*last, 0: none) and the instructions up to its end (*total), whatever
+ * the status: the loop keeps them in registers, not in the block. */
 static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_drop *drop,
 					uint64_t *dropped, uint32_t *last, uint32_t *total)
 {
