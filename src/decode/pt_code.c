@@ -41,6 +41,14 @@ static void zydis_init(void)
 					      ZYDIS_STACK_WIDTH_32)) &&
 		ZYAN_SUCCESS(ZydisDecoderInit(&zydis.decoder16, ZYDIS_MACHINE_MODE_LONG_COMPAT_16,
 					      ZYDIS_STACK_WIDTH_16));
+	/* Minimal decoding has all this module reads (length, mnemonic,
+	 * category, branch type, opcode and map, the raw immediate) without
+	 * the attributes and AVX details. */
+	ZydisDecoder *all[] = { &zydis.decoder64, &zydis.decoder32, &zydis.decoder16 };
+
+	for (size_t i = 0; zydis.ok && i < sizeof(all) / sizeof(all[0]); i++)
+		zydis.ok = ZYAN_SUCCESS(
+			ZydisDecoderEnableMode(all[i], ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE));
 }
 
 static size_t slot_of(uint64_t ip, int isid, size_t mask)

@@ -654,6 +654,9 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 		f->status = status;
 		return 0;
 	case BB_RETURN:
+		/* query_cond's refusal, without asking */
+		if (f->own && rv_pq_tip_next(&f->pq))
+			break;
 		status = query_cond(f, &taken, b->end_ip);
 		if (status >= 0) {
 			f->status = status;
@@ -1053,6 +1056,196 @@ static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint
 	return -1;
 }
 
+/* proceed_no_event_walk's loop, for its three settings: own_bits, TNT bits
+ * taken from rearview's packet layer without a call; own_refill, its
+ * refills without the tick; drop_all, drop->all. Inline in each caller, so
+ * that a constant setting costs nothing in the loop. */
+static inline __attribute__((always_inline)) int
+walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *dropped, uint32_t *last,
+	    uint32_t *total, bool own_bits, bool own_refill, bool drop_all)
+{
+	struct rv_fast_cache *c = f->cache;
+	struct rv_pq *q = &f->pq;
+	uint32_t n = bb_here(f), insns = 0;
+	uint64_t drop_count = 0;
+	/* The walk's state in registers, written back where the loop calls
+	 * out and where it ends: the address (f->ip), the last status
+	 * (f->status), the packet layer's TNT bits (q->tnt, q->tnt_index; not
+	 * used without own_bits), and the blocks (c->bbs, which a lookup that
+	 * adds a block moves). */
+	const struct bb *bbs = c->bbs;
+	uint64_t ip = f->ip, tnt = q->tnt, tnt_index = q->tnt_index;
+	int st = f->status, status, taken;
+
+	*last = n;
+	if (__builtin_expect(!n, 0))
+		return RV_FAST_HANDOFF;
+	for (;;) {
+		const struct bb *b = &bbs[n - 1];
+		int drops = 0, side = 0;
+		bool indirect = false; /* the transfer's target is the trace's */
+		uint32_t next;
+
+		insns += b->ninsn;
+		if (__builtin_expect(b->end == BB_COND, 1)) {
+			/* most blocks: a bit of the trace says which way */
+			if (own_bits && tnt_index > 1) {
+				side = (tnt & tnt_index) != 0;
+				tnt_index >>= 1;
+				st = 0;
+				ip = b->to[side];
+			} else if (own_refill && tnt_index == 1 && rv_pq_next_plain(q)) {
+				/* the last bit, where the refill's answer is the
+				 * bit and status 0 (and no tick: no ticks) */
+				side = (int)(tnt & 1);
+				tnt_index = 0;
+				st = 0;
+				ip = b->to[side];
+			} else {
+				/* no tick to make when own_refill: query_cond's
+				 * after_query has nothing to do */
+				q->tnt_index = tnt_index;
+				f->ip = ip;
+				status =
+					own_refill
+						? own_answer(f, rv_pq_cond_branch_refill(q, &taken))
+						: query_cond(f, &taken, b->end_ip);
+				tnt = q->tnt;
+				tnt_index = q->tnt_index;
+				if (status < 0) {
+					status = failed(status);
+					goto out_status;
+				}
+				side = taken != 0;
+				st = status;
+				ip = b->to[side];
+				if (f->process_event || (status & (pts_event_pending | pts_eos))) {
+					f->ip = ip;
+					status = expect(f, n, side);
+					goto out_status;
+				}
+			}
+			if (!drop_all && side) {
+				drops = droppable(drop, b->end_ip, ip);
+				if (drops < 0) {
+					f->ip = ip;
+					status = expect(f, n, 1);
+					goto out_status;
+				}
+			}
+		} else {
+			/* the calls below read and write the state in f */
+			q->tnt_index = tnt_index;
+			f->status = st;
+			switch (b->end) {
+			case BB_FALL:
+				ip = b->to[0];
+				break;
+			case BB_JUMP:
+				ip = b->to[1];
+				drops = drop_all ? 0 : droppable(drop, b->end_ip, ip);
+				if (drops < 0) {
+					f->ip = ip;
+					status = expect(f, n, 0);
+					goto out_status;
+				}
+				break;
+			case BB_JUMP_IND:
+				f->ip = ip;
+				status = proceed_with_trace(f, b);
+				ip = f->ip;
+				st = f->status;
+				tnt = q->tnt;
+				tnt_index = q->tnt_index;
+				if (status < 0)
+					goto out_status;
+				if (f->process_event || (st & (pts_event_pending | pts_eos))) {
+					status = expect(f, n, 0);
+					goto out_status;
+				}
+				drops = drop_all ? 0 : droppable(drop, b->end_ip, ip);
+				if (drops < 0) {
+					status = expect(f, n, 0);
+					goto out_status;
+				}
+				indirect = true;
+				break;
+			case BB_CALL:
+				if (b->to[1] != b->to[0])
+					retstack_push(f, b->to[0], n);
+				f->ip = b->to[1];
+				status = expect(f, n, 0);
+				goto out_status_f;
+			case BB_CALL_IND:
+				retstack_push(f, b->to[0], n);
+				f->ip = ip;
+				status = proceed_with_trace(f, b);
+				if (status >= 0)
+					status = expect(f, n, 0);
+				goto out_status_f;
+			case BB_SPECIAL:
+				status = RV_FAST_HANDOFF;
+				goto out_status;
+			case BB_RETURN:
+				f->pop_from = 0;
+				f->ip = ip;
+				status = proceed_with_trace(f, b);
+				if (status < 0)
+					goto out_status_f;
+				/* a compressed return goes where its call said */
+				status = f->pop_from ? expect(f, f->pop_from, 1)
+						     : expect_return(f, n);
+				goto out_status_f;
+			default: /* BB_FAR */
+				f->ip = ip;
+				status = proceed_with_trace(f, b);
+				if (status >= 0)
+					status = expect(f, n, 0);
+				goto out_status_f;
+			}
+		}
+		/* On to the next block, unless the trace has ended (the walker
+		 * looks for where the next chunk begins then). A transfer the
+		 * block ends with is the walker's to drop and count; one it
+		 * runs through is counted here. */
+		if (st & pts_eos) {
+			f->ip = ip;
+			status = expect(f, n, side);
+			goto out_status;
+		}
+		/* bb_next, with the blocks in hand: a direct transfer's block
+		 * is always the one at its target (only a block's lookup and
+		 * expect() link them, both from there), an indirect one's the
+		 * last target's */
+		next = b->succ[side];
+		if (__builtin_expect(!next || (indirect && bbs[next - 1].ip != ip), 0)) {
+			f->ip = ip;
+			next = bb_number(f, ip);
+			bbs = c->bbs;
+			if (next)
+				c->bbs[n - 1].succ[side] = next;
+		}
+		if (!next || insns + bbs[next - 1].ninsn > UINT16_MAX - 1) {
+			f->hint = next;
+			status = 0;
+			goto out_status;
+		}
+		drop_count += (uint64_t)drops;
+		n = next;
+	}
+out_status:
+	/* the state the loop kept in registers */
+	f->ip = ip;
+	f->status = st;
+	q->tnt_index = tnt_index;
+out_status_f:
+	/* (a block that ends with a call or a return: the state is in f) */
+	*last = n;
+	*total = insns;
+	*dropped += drop_count;
+	return status;
+}
+
 /* libipt's no-event flow, one basic block and its transfer at a time; and
  * on through the next ones while their transfers give the walker nothing:
  * a conditional branch not taken, a jump the walker drops (see
@@ -1067,8 +1260,7 @@ static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint
 static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_drop *drop,
 					uint64_t *dropped, uint32_t *last, uint32_t *total)
 {
-	struct rv_fast_cache *c = f->cache;
-	struct rv_pq *q = &f->pq;
+	const struct rv_pq *q = &f->pq;
 	/* A TNT bit rearview's packet layer holds answers the query with
 	 * status 0 (rv_pq_cond_branch) and leaves its time (rv_pq_time, the
 	 * time of the last query that read a packet) where it was. The
@@ -1088,133 +1280,13 @@ static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_
 	 * no ticks. */
 	bool own_bits = f->own && (!f->ticks || q->last.tsc == f->event.tsc);
 	bool own_refill = f->own && !f->ticks;
-	uint32_t n = bb_here(f), insns = 0;
-	uint64_t drop_count = 0;
-	int status, taken;
 
-	*last = n;
-	if (__builtin_expect(!n, 0))
-		return RV_FAST_HANDOFF;
-	for (;;) {
-		const struct bb *b = &c->bbs[n - 1];
-		int drops = 0, side = 0;
-		uint32_t next;
-
-		*last = n;
-		insns += b->ninsn;
-		*total = insns;
-		if (__builtin_expect(b->end == BB_COND, 1)) {
-			/* most blocks: a bit of the trace says which way */
-			if (own_bits && q->tnt_index > 1) {
-				side = (q->tnt & q->tnt_index) != 0;
-				q->tnt_index >>= 1;
-				f->status = 0;
-				f->ip = b->to[side];
-			} else {
-				/* no tick to make when own_refill: query_cond's
-				 * after_query has nothing to do */
-				status =
-					own_refill
-						? own_answer(f, rv_pq_cond_branch_refill(q, &taken))
-						: query_cond(f, &taken, b->end_ip);
-				if (status < 0) {
-					status = failed(status);
-					goto out_status;
-				}
-				side = taken != 0;
-				f->status = status;
-				f->ip = b->to[side];
-				if (f->process_event || (status & (pts_event_pending | pts_eos))) {
-					status = expect(f, n, side);
-					goto out_status;
-				}
-			}
-			if (!drop->all && side) {
-				drops = droppable(drop, b->end_ip, f->ip);
-				if (drops < 0) {
-					status = expect(f, n, 1);
-					goto out_status;
-				}
-			}
-		} else {
-			switch (b->end) {
-			case BB_FALL:
-				f->ip = b->to[0];
-				break;
-			case BB_JUMP:
-				f->ip = b->to[1];
-				drops = droppable(drop, b->end_ip, f->ip);
-				if (drops < 0) {
-					status = expect(f, n, 0);
-					goto out_status;
-				}
-				break;
-			case BB_JUMP_IND:
-				status = proceed_with_trace(f, b);
-				if (status < 0)
-					goto out_status;
-				if (f->process_event ||
-				    (f->status & (pts_event_pending | pts_eos))) {
-					status = expect(f, n, 0);
-					goto out_status;
-				}
-				drops = droppable(drop, b->end_ip, f->ip);
-				if (drops < 0) {
-					status = expect(f, n, 0);
-					goto out_status;
-				}
-				break;
-			case BB_CALL:
-				if (b->to[1] != b->to[0])
-					retstack_push(f, b->to[0], n);
-				f->ip = b->to[1];
-				status = expect(f, n, 0);
-				goto out_status;
-			case BB_CALL_IND:
-				retstack_push(f, b->to[0], n);
-				status = proceed_with_trace(f, b);
-				if (status >= 0)
-					status = expect(f, n, 0);
-				goto out_status;
-			case BB_SPECIAL:
-				status = RV_FAST_HANDOFF;
-				goto out_status;
-			case BB_RETURN:
-				f->pop_from = 0;
-				status = proceed_with_trace(f, b);
-				if (status < 0)
-					goto out_status;
-				/* a compressed return goes where its call said */
-				status = f->pop_from ? expect(f, f->pop_from, 1)
-						     : expect_return(f, n);
-				goto out_status;
-			default: /* BB_FAR */
-				status = proceed_with_trace(f, b);
-				if (status >= 0)
-					status = expect(f, n, 0);
-				goto out_status;
-			}
-		}
-		/* On to the next block, unless the trace has ended (the walker
-		 * looks for where the next chunk begins then). A transfer the
-		 * block ends with is the walker's to drop and count; one it
-		 * runs through is counted here. */
-		if (f->status & pts_eos) {
-			status = expect(f, n, side);
-			goto out_status;
-		}
-		next = bb_next(f, n, side);
-		if (!next || insns + c->bbs[next - 1].ninsn > UINT16_MAX - 1) {
-			f->hint = next;
-			status = 0;
-			goto out_status;
-		}
-		drop_count += (uint64_t)drops;
-		n = next;
-	}
-out_status:
-	*dropped += drop_count;
-	return status;
+	/* the common settings: a trace without time, walked whole or with
+	 * the jumps inside functions dropped */
+	if (own_bits && own_refill)
+		return drop->all ? walk_blocks(f, drop, dropped, last, total, true, true, true)
+				 : walk_blocks(f, drop, dropped, last, total, true, true, false);
+	return walk_blocks(f, drop, dropped, last, total, own_bits, own_refill, drop->all);
 }
 
 static int proceed_no_event(struct rv_fast *f, struct pt_block *block,

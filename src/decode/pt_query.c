@@ -49,6 +49,9 @@ enum {
 
 enum { F_TNT = 1, F_TIP = 2, F_EVENT = 4, F_PSBEND = 8, F_FUP = 16 };
 
+_Static_assert((int)K_TIP == (int)RV_PQ_KIND_TIP && (int)K_TNT8 == (int)RV_PQ_KIND_TNT8,
+	       "pt_query.h knows a TIP's and a TNT-8's kind");
+
 static const uint8_t kind_flags[K_CYC + 1] = {
 	[K_PSBEND] = F_PSBEND,
 	[K_TNT8] = F_TNT,
@@ -1738,6 +1741,33 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 		else
 			*ip = to;
 		q->last = q->time;
+
+		/* The read-ahead's common ends, past PADs: a TNT-8, a TIP, a
+		 * TIP.PGE or a TIP.PGD, where it stops (as finish would), and
+		 * status_flags' answer there. */
+		const uint8_t *p = q->pos;
+		uint8_t next = 0;
+
+		while (p < q->end && !p[0])
+			p++;
+		if (p < q->end) {
+			if (is_tnt8(p[0]))
+				next = K_TNT8;
+			else if (is_tip(p[0]))
+				next = K_TIP;
+			else if ((p[0] & 0x1f) == 0x11)
+				next = K_PGE;
+			else if ((p[0] & 0x1f) == 0x01)
+				next = K_PGD;
+		}
+		if (next) {
+			/* no event waits for a TIP: none did for this one */
+			q->pos = p;
+			q->next = next;
+			if (q->tnt_index || next == K_TNT8 || next == K_TIP)
+				return flags;
+			return flags | pts_event_pending;
+		}
 		status = finish(q);
 		if (status < 0)
 			return status;
@@ -1778,12 +1808,70 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 	return flags | status_flags(q);
 }
 
+/* The first byte at or after p that is not a PAD (0), or end, eight
+ * bytes at a time: the packets after a TIP.PGE or TIP.PGD are padded (in
+ * mruby's trace, to the next eight bytes). */
+static const uint8_t *past_pads(const uint8_t *p, const uint8_t *end)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	while (end - p >= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, sizeof(w));
+		if (w)
+			return p + __builtin_ctzll(w) / 8; /* the lowest byte not 0 */
+		p += 8;
+	}
+#endif
+	while (p < end && !p[0])
+		p++;
+	return p;
+}
+
+/* rv_pq_event's common events: a TIP.PGE or TIP.PGD that no event waits
+ * for, which makes its own (decode_pge and decode_pgd, written straight
+ * into *event). Returns the size of the packet, or an error. */
+static int tracing_event(struct rv_pq *q, struct pt_event *event)
+{
+	uint64_t ip;
+	int size = decode_ip(q);
+
+	if (size < 0)
+		return size;
+	memset(event, 0, sizeof(*event));
+	if (q->next == K_PGE) {
+		if (query_ip(q, &ip) < 0)
+			return RV_PQ_UNMODELLED;
+		event->type = ptev_enabled;
+		event->variant.enabled.ip = ip;
+		q->tnt = q->tnt_index = 0;
+		q->enabled = true;
+	} else {
+		event->type = ptev_disabled;
+		add_event_ip(q, event, &event->variant.disabled.ip);
+		q->enabled = false;
+	}
+	add_event_time(q, event);
+	return size;
+}
+
 int rv_pq_event(struct rv_pq *q, struct pt_event *event)
 {
 	int status;
 
 	if (q->tnt_index)
 		return -pte_bad_query;
+	if ((q->next == K_PGE || q->next == K_PGD) && !pending(&q->tip) && !q->consume_packet) {
+		status = tracing_event(q, event);
+		if (status < 0)
+			return status;
+		q->last = q->time;
+		q->pos = past_pads(q->pos + status, q->end);
+		status = finish(q);
+		if (status < 0)
+			return status;
+		return status_flags(q);
+	}
 	for (;;) {
 		uint8_t kind = q->next;
 

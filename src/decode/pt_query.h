@@ -108,6 +108,27 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip);
 int rv_pq_event(struct rv_pq *q, struct pt_event *event);
 int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken);
 
+/* The kinds of packet struct rv_pq's next names for a TNT-8 and a TIP
+ * (pt_query.c has them all). */
+enum { RV_PQ_KIND_TNT8 = 4, RV_PQ_KIND_TIP = 6 };
+
+/* Whether the status flags once the TNT bits in hand are used say
+ * nothing: the packet next is a TNT-8, or a TIP no event waits for. Then
+ * rv_pq_cond_branch answers the last bit (tnt_index 1) with status 0. */
+static inline bool rv_pq_next_plain(const struct rv_pq *q)
+{
+	return q->next == RV_PQ_KIND_TNT8 ||
+	       (q->next == RV_PQ_KIND_TIP && q->tip.begin == q->tip.end);
+}
+
+/* Whether rv_pq_cond_branch would refuse (-pte_bad_query) having read
+ * nothing: no TNT bit in hand and a TIP next (a return that is not
+ * compressed asks for a bit first). */
+static inline bool rv_pq_tip_next(const struct rv_pq *q)
+{
+	return !q->tnt_index && q->next == RV_PQ_KIND_TIP;
+}
+
 /* A TNT bit from the cache is the common case: no flags while bits are
  * left (libipt reports events and the end only once they are used). */
 static inline int rv_pq_cond_branch(struct rv_pq *q, int *taken)

@@ -1137,11 +1137,14 @@ static bool stalled(struct walker *w, uint32_t ninsn)
  * would drop (those it counts are counted here). */
 static int fast_next(struct walker *w, struct pt_block *block)
 {
+	static const struct rv_fast_drop drop_all = { .all = true };
 	const struct function_cache *c = &w->function;
-	struct rv_fast_drop drop = { .all = w->ignore_jumps };
+	struct rv_fast_drop drop = { .all = false };
 
-	if (!drop.all && w->drop_in_function && c->valid && c->pid == w->pid &&
-	    w->time >= c->from && w->time < c->until) {
+	if (w->ignore_jumps)
+		return rv_fast_next(w->fast, block, &drop_all, &w->dropped_jumps);
+	if (w->drop_in_function && c->valid && c->pid == w->pid && w->time >= c->from &&
+	    w->time < c->until) {
 		drop.span = true;
 		drop.start = c->start;
 		drop.end = c->end;

@@ -1845,6 +1845,51 @@ Test(pt_decoder, made_time_after_an_event_in_process)
 	free_temp_dir(dir);
 }
 
+/* The last TNT bit of a packet with an asynchronous branch (a FUP) bound
+ * to the TIP after it: libipt reports the event once that bit is used,
+ * and so must the fast walker's loop, which answers a last bit itself
+ * when nothing follows it but a TNT or a TIP no event waits for. */
+Test(pt_decoder, made_last_bit_before_an_asynchronous_branch)
+{
+	/* four jz over a two-byte nop, jmp *%rax */
+	static const uint8_t code[] = { 0x74, 2,    0x66, 0x90, 0x74, 2,    0x66, 0x90, 0x74,
+					2,    0x66, 0x90, 0x74, 2,    0x66, 0x90, 0xff, 0xe0 };
+	struct pt_packet pkts[] = {
+		{ .type = ppt_psb },
+		pkt_mode_64(),
+		pkt_ip(ppt_fup, MADE_BASE),
+		{ .type = ppt_psbend },
+		{ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 4, .payload = 0x5 } },
+		pkt_ip(ppt_fup, MADE_BASE + 16), /* an interrupt before the jmp ... */
+		pkt_ip(ppt_tip, MADE_BASE),	 /* ... goes back to the start */
+		pkt_tnt(4, 0xa),
+		pkt_ip(ppt_tip, MADE_BASE), /* the jmp */
+		{ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 4, .payload = 0x3 } },
+		pkt_ip(ppt_tip, MADE_BASE),
+		{ .type = ppt_tip_pgd, .payload.ip = { .ipc = pt_ipc_suppressed } },
+	};
+	char *dir = new_temp_dir("rv-made");
+	struct raw r;
+	struct evlist ref = { 0 }, got = { 0 };
+	struct rv_pt_stats ref_stats, got_stats;
+
+	made_load(&r, dir, code, sizeof(code), pkts, sizeof(pkts) / sizeof(pkts[0]));
+	r.options.config.nom_freq = 0; /* no time: no tick events */
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(&r, 1, SIZE_MAX, &ref, &ref_stats);
+	cr_assert_eq(ref_stats.errors, 0);
+	cr_assert_eq(ref_stats.interrupts, 1);
+	r.options.decoder = RV_PT_DECODER_FAST;
+	decode_raw(&r, 1, SIZE_MAX, &got, &got_stats);
+	assert_same_events(&ref, &got, "the last bit before an interrupt, fast walker");
+	assert_same_stats(&ref_stats, &got_stats, "the last bit before an interrupt, fast walker");
+	cr_assert_eq(got_stats.fast_bytes, got_stats.bytes, "the fast walker took it all");
+	evlist_free(&ref);
+	evlist_free(&got);
+	raw_free(&r);
+	free_temp_dir(dir);
+}
+
 static int failing_populate(void *ctx, const struct pt_image *image, struct pt_image *copy,
 			    struct pt_image_section_cache *iscache, struct rv_error *err)
 {

@@ -302,20 +302,38 @@ Test(pt_query, made_up_tnt_refills, .timeout = 120)
 
 /* IP packets of every compression, their payload of distinct bytes, at
  * every distance from the trace's end: the layer reads them in one load
- * when 8 bytes follow the opcode, else byte by byte. */
+ * when 8 bytes follow the opcode, else byte by byte. After them (past the
+ * PADs), the end or a packet where the read-ahead stops or goes on: a
+ * PSB+, a TNT-8, a TIP, a TIP.PGE, a TIP.PGD, an MTC. */
 Test(pt_query, made_up_ip_packets)
 {
 	static const uint8_t ipcs[] = { 0, 1, 2, 3, 4, 6 };
 	static const uint8_t sizes[] = { 0, 2, 4, 6, 6, 0, 8 };
 	/* TIP, and FUP then TIP (an asynchronous branch) */
 	static const uint8_t opcodes[] = { 0x0d, 0x1d };
+	static const struct {
+		const char *what;
+		uint8_t bytes[20];
+		uint8_t size;
+	} after[] = {
+		{ "the end", { 0 }, 0 },
+		{ "PSB+",
+		  { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 0x02,
+		    0x23 },
+		  18 },
+		{ "TNT-8", { 0x0a }, 1 },
+		{ "TIP", { 0x2d, 0x30, 0x10 }, 3 },
+		{ "TIP.PGE", { 0x31, 0x60, 0x10, 0x0a }, 4 },
+		{ "TIP.PGD", { 0x21, 0x60, 0x10 }, 3 },
+		{ "MTC", { 0x59, 0x13, 0x0a }, 3 },
+	};
 
 	for (size_t o = 0; o < sizeof(opcodes); o++) {
-		for (size_t i = 0; i < sizeof(ipcs); i++) {
+		for (size_t i = 0; i < sizeof(ipcs) * (sizeof(after) / sizeof(after[0])); i++) {
 			for (unsigned pads = 0; pads <= 9; pads++) {
 				uint8_t body[64];
-				size_t n = 0;
-				char what[64];
+				size_t n = 0, a = i / sizeof(ipcs);
+				char what[96];
 
 				body[n++] = 0x06; /* a TNT first */
 				if (opcodes[o] == 0x1d) {
@@ -323,17 +341,96 @@ Test(pt_query, made_up_ip_packets)
 					body[n++] = 0x40;
 					body[n++] = 0x10;
 				}
-				body[n++] = (uint8_t)(0x0d | ipcs[i] << 5);
-				for (unsigned k = 0; k < sizes[ipcs[i]]; k++)
+				uint8_t ipc = ipcs[i % sizeof(ipcs)];
+
+				body[n++] = (uint8_t)(0x0d | ipc << 5);
+				for (unsigned k = 0; k < sizes[ipc]; k++)
 					body[n++] = (uint8_t)(0x11 * (k + 1));
 				for (unsigned k = 0; k < pads; k++)
 					body[n++] = 0;
-				snprintf(what, sizeof(what), "%s with IP compression %u, %u PADs",
-					 opcodes[o] == 0x1d ? "FUP and TIP" : "TIP", ipcs[i], pads);
+				memcpy(body + n, after[a].bytes, after[a].size);
+				n += after[a].size;
+				snprintf(what, sizeof(what),
+					 "%s with IP compression %u, %u PADs, %s",
+					 opcodes[o] == 0x1d ? "FUP and TIP" : "TIP", ipc, pads,
+					 after[a].what);
 				made_up_step(body, n, what);
 				/* cut short: the end of the trace inside the packet */
-				for (unsigned cut = 1; cut <= sizes[ipcs[i]] && !pads; cut++)
+				for (unsigned cut = 1; cut <= sizes[ipc] && !pads && !a; cut++)
 					made_up_step(body, n - cut, what);
+			}
+		}
+	}
+}
+
+/* TIP.PGD and TIP.PGE with every IP compression, each followed (past 0
+ * to 9 PADs) by what comes next: a TNT, a TIP, the other one, an MTC, a
+ * PSB+, the end; on their own (the layer's shortcut for them), or after a
+ * FUP or a MODE.Exec that binds to them (its general path); with a time
+ * before them (a TSC) or none. */
+Test(pt_query, made_up_tracing_events, .timeout = 120)
+{
+	static const uint8_t ipcs[] = { 0, 1, 2, 3, 4, 6 };
+	static const uint8_t sizes[] = { 0, 2, 4, 6, 6, 0, 8 };
+	static const struct {
+		const char *what;
+		uint8_t bytes[20];
+		uint8_t size;
+	} after[] = {
+		{ "TNT-8", { 0x0a }, 1 },
+		{ "TIP", { 0x2d, 0x30, 0x10 }, 3 },
+		{ "TIP.PGD", { 0x21, 0x60, 0x10 }, 3 },
+		{ "TIP.PGE", { 0x31, 0x60, 0x10, 0x0a }, 4 },
+		{ "MTC", { 0x59, 0x13, 0x0a }, 3 },
+		{ "PSB+",
+		  { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 0x02,
+		    0x23 },
+		  18 },
+		{ "the end", { 0 }, 0 },
+	};
+	static const struct {
+		const char *what;
+		uint8_t bytes[8];
+		uint8_t size;
+		uint8_t opcode; /* of the packet under test */
+	} before[] = {
+		{ "TIP.PGD", { 0x06 }, 1, 0x01 },
+		{ "TIP.PGD, TIP.PGE", { 0x06, 0x01 }, 2, 0x11 },
+		{ "FUP, TIP.PGD", { 0x06, 0x3d, 0x20, 0x10 }, 4, 0x01 },
+		{ "TIP.PGD, MODE.Exec, TIP.PGE", { 0x06, 0x01, 0x99, 0x01 }, 4, 0x11 },
+	};
+	static const uint8_t tsc[] = { 0x19, 1, 2, 3, 4, 5, 6, 7 };
+
+	for (size_t b = 0; b < sizeof(before) / sizeof(before[0]); b++) {
+		for (size_t i = 0; i < sizeof(ipcs); i++) {
+			for (size_t a = 0; a < sizeof(after) / sizeof(after[0]); a++) {
+				for (unsigned pads = 0; pads <= 9; pads++) {
+					uint8_t body[96];
+					size_t n = 0;
+					char what[128];
+
+					if (pads & 1) {
+						memcpy(body, tsc, sizeof(tsc));
+						n += sizeof(tsc);
+					}
+					memcpy(body + n, before[b].bytes, before[b].size);
+					n += before[b].size;
+					body[n++] = (uint8_t)(before[b].opcode | ipcs[i] << 5);
+					for (unsigned k = 0; k < sizes[ipcs[i]]; k++)
+						body[n++] = (uint8_t)(0x11 * (k + 1));
+					for (unsigned k = 0; k < pads; k++)
+						body[n++] = 0;
+					memcpy(body + n, after[a].bytes, after[a].size);
+					n += after[a].size;
+					snprintf(what, sizeof(what),
+						 "%s with IP compression %u, %u PADs, %s%s",
+						 before[b].what, ipcs[i], pads, after[a].what,
+						 pads & 1 ? ", a TSC first" : "");
+					made_up_step(body, n, what);
+					/* cut inside the packet or its PADs */
+					if (!after[a].size && n > 1)
+						made_up_step(body, n - 1, what);
+				}
 			}
 		}
 	}
