@@ -171,7 +171,8 @@ static inline const struct function *resolve(struct step *s, struct target *tg)
 
 /* Whether `tg` is in f's function: a range compare for a function of known
  * size, which is every jump inside a function traced with binaries. */
-static inline bool frame_has(struct step *s, const struct open_frame *f, struct target *tg)
+static inline __attribute__((always_inline)) bool
+frame_has(struct step *s, const struct open_frame *f, struct target *tg)
 {
 	const struct function *fn;
 
@@ -739,7 +740,7 @@ static inline uint64_t take_time(struct rv_builder *b, const struct branch_state
  * test_builder_branch.c's a_million_jumps_inside_a_function_..., and
  * unknown_code_from_perf_script_is_one_function fail when the frame's
  * range or FRAME_KNOWN differ from push's. */
-static inline int hot_call(struct step *s, struct target *to)
+static inline __attribute__((always_inline)) int hot_call(struct step *s, struct target *to)
 {
 	const struct function *fn = resolve(s, to);
 	struct open_frame *f;
@@ -759,7 +760,7 @@ static inline int hot_call(struct step *s, struct target *to)
 /* A return in user code: the top frame ends, and execution goes on in the
  * frame below when it is the function returned to (land's rule, asked
  * first), else as land says. */
-static inline int hot_return(struct step *s, struct target *to)
+static inline __attribute__((always_inline)) int hot_return(struct step *s, struct target *to)
 {
 	struct thread_state *t = s->t;
 	bool entered_async = top_frame(t)->flags & FRAME_ASYNC;
