@@ -151,13 +151,14 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uint64_t ns)
 {
 	struct self_time_slot *slot = self_slot(b, f->name);
+	const size_t at = builder_cache_slot((uintptr_t)f->name);
 
 	if (!slot)
 		return -ENOMEM;
-	b->last_self.name = f->name;
-	b->last_self.slot = (size_t)(slot - b->self);
-	b->last_self.generation = b->self_generation;
-	f->self_slot = b->last_self.slot;
+	b->self_memo[at].name = f->name;
+	b->self_memo[at].slot = (size_t)(slot - b->self);
+	b->self_memo[at].generation = b->self_generation;
+	f->self_slot = b->self_memo[at].slot;
 	f->self_generation = b->self_generation;
 	slot->ns += ns;
 	b->stats.self_ns += ns;

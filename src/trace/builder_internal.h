@@ -285,13 +285,14 @@ struct rv_builder {
 	struct self_time_slot *self;
 	size_t nr_self, cap_self;
 	uint64_t self_generation; /* one more each time the table is rebuilt; from 1 */
-	/* the slot builder_frame_self_time looked up last, while generation is
-	 * the table's: the next frame is often the same function's */
+	/* The slots builder_frame_self_time looked up, by name (a pointer:
+	 * names are the symbolizer's or pooled), while generation is the
+	 * table's: a function called again finds its slot here. */
 	struct {
 		const char *name;
 		size_t slot;
 		uint64_t generation;
-	} last_self;
+	} self_memo[BUILDER_CACHE_SLOTS];
 	uint64_t base; /* the trace's zero on the capture clock */
 	bool have_base;
 	struct rv_builder_stats stats;
@@ -349,7 +350,7 @@ static inline int builder_ensure_track(struct rv_builder *b, struct thread_state
 
 int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
 
-/* builder_frame_self_time when neither the frame nor last_self knows the
+/* builder_frame_self_time when neither the frame nor self_memo knows the
  * function's slot. */
 int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uint64_t ns);
 
@@ -359,9 +360,12 @@ int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uin
 static inline int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns)
 {
 	if (f->self_generation != b->self_generation) {
-		if (b->last_self.name != f->name || b->last_self.generation != b->self_generation)
+		const size_t at = builder_cache_slot((uintptr_t)f->name);
+
+		if (b->self_memo[at].name != f->name ||
+		    b->self_memo[at].generation != b->self_generation)
 			return builder_frame_self_time_slow(b, f, ns);
-		f->self_slot = b->last_self.slot;
+		f->self_slot = b->self_memo[at].slot;
 		f->self_generation = b->self_generation;
 	}
 	b->self[f->self_slot].ns += ns;

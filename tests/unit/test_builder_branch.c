@@ -1596,6 +1596,48 @@ Test(builder_branch, function_spans_show_their_address_and_source_line)
 	builder_fixture_close(&f, t);
 }
 
+/* Many functions, each called with its own self time: every one gets its
+ * own, however the builder remembers where each one's total is. */
+Test(builder_branch, each_of_many_functions_keeps_its_own_self_time)
+{
+	enum { N = 1000 };
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	static char names[N][16];
+	static struct rv_top_function top[N + 8];
+	uint64_t time = 0;
+	size_t n, seen = 0;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, time, at("main", 0x10));
+	/* twice: the second round after the table of totals has grown */
+	for (size_t i = 0; i < 2 * N; i++) {
+		size_t j = i % N;
+		struct rv_branch_end fn = { .ip = 0x500000 + j * 0x100,
+					    .sym = names[j],
+					    .sym_start = 0x500000 + j * 0x100 };
+		struct rv_branch_end back = fn;
+
+		snprintf(names[j], sizeof(names[j]), "f%zu", j);
+		back.ip += 0x10;
+		call(&f, time += 10, at("main", 0x20), fn);
+		ret(&f, time += 1 + j, back, at("main", 0x25));
+	}
+	t = builder_fixture_finish(&f);
+	n = rv_builder_top_functions(f.b, top, N + 8);
+	for (size_t i = 0; i < n; i++) {
+		unsigned long k;
+
+		if (sscanf(top[i].name, "f%lu", &k) != 1)
+			continue;
+		cr_assert_eq(top[i].self_ns, 2 * (1 + k), "%s ran %llu ns on its own, not %lu",
+			     top[i].name, (unsigned long long)top[i].self_ns, 2 * (1 + k));
+		seen++;
+	}
+	cr_assert_eq(seen, N);
+	builder_fixture_close(&f, t);
+}
+
 /* The builder keeps the symbolizer's answers only for the call it is in
  * (builder.h): code mapped between two calls is named by its mapping
  * from the next call on, and its span shows its source. */
