@@ -91,13 +91,57 @@ static bool takes_share(void)
 	return true;
 }
 
-static const struct function *resolve(struct step *s, struct target *tg)
+/* The symbolizer's function at ip, as the rules take it, through the
+ * builder's cache (builder_internal.h). */
+static __attribute__((noinline)) void lookup_function_slow(struct rv_builder *b,
+							   struct builder_function_entry *e,
+							   uint32_t pid, uint64_t ip,
+							   struct function *fn)
+{
+	struct rv_symbol sym;
+
+	rv_symbolizer_lookup(b->symbolizer, pid, ip, &sym);
+	/* Code no symbol covers is named by where it is ("libfoo.so+0x1038",
+	 * or the address itself), though for the rules it is all one
+	 * unknown function. */
+	*fn = (struct function){ .name = sym.name };
+	if (sym.known) {
+		fn->start = sym.start;
+		/* A size that does not cover the address (kallsyms guesses)
+		 * is no size: the start is compared instead. */
+		if (sym.size && ip - sym.start < sym.size)
+			fn->end = sym.start + sym.size;
+		fn->known = true;
+	}
+	*e = (struct builder_function_entry){ .ip = ip,
+					      .epoch = b->epoch,
+					      .pid = pid,
+					      .known = fn->known,
+					      .name = fn->name,
+					      .start = fn->start,
+					      .end = fn->end };
+}
+
+static inline void lookup_function(struct rv_builder *b, uint32_t pid, uint64_t ip,
+				   struct function *fn)
+{
+	struct builder_function_entry *e = &b->functions[builder_cache_slot(ip)];
+
+	if (e->ip != ip || e->pid != pid || e->epoch != b->epoch) {
+		lookup_function_slow(b, e, pid, ip, fn);
+		return;
+	}
+	fn->name = e->name;
+	fn->start = e->start;
+	fn->end = e->end;
+	fn->known = e->known;
+}
+
+/* resolve's way for a branch end with perf script's text, or none. */
+static __attribute__((noinline)) void resolve_named(struct target *tg)
 {
 	struct function *fn = &tg->fn;
 
-	if (tg->resolved)
-		return fn;
-	tg->resolved = true;
 	*fn = (struct function){ .name = NAME_UNKNOWN };
 	if (tg->sym) {
 		/* perf script's text: trusted as given */
@@ -109,30 +153,26 @@ static const struct function *resolve(struct step *s, struct target *tg)
 			if (!fn->start)
 				fn->start = BUILDER_NAME_TAG | (uintptr_t)tg->sym;
 		}
-	} else if (tg->ip) {
-		struct rv_symbol sym;
-
-		rv_symbolizer_lookup(s->b->symbolizer, s->t->pid, tg->ip, &sym);
-		/* Code no symbol covers is named by where it is ("libfoo.so+0x1038",
-		 * or the address itself), though for the rules it is all one
-		 * unknown function. */
-		fn->name = sym.name;
-		if (sym.known) {
-			fn->name = sym.name;
-			fn->start = sym.start;
-			/* A size that does not cover the address (kallsyms guesses)
-			 * is no size: the start is compared instead. */
-			if (sym.size && tg->ip - sym.start < sym.size)
-				fn->end = sym.start + sym.size;
-			fn->known = true;
-		}
 	}
-	return fn;
+}
+
+/* Inline: the address alone (PT) is every call's, and most returns'. */
+static inline const struct function *resolve(struct step *s, struct target *tg)
+{
+	if (!tg->resolved) {
+		tg->resolved = true;
+		if (!tg->sym && tg->ip)
+			lookup_function(s->b, s->t->pid, tg->ip, &tg->fn);
+		else
+			resolve_named(tg);
+	}
+	return &tg->fn;
 }
 
 /* Whether `tg` is in f's function: a range compare for a function of known
  * size, which is every jump inside a function traced with binaries. */
-static inline bool frame_has(struct step *s, const struct open_frame *f, struct target *tg)
+static inline __attribute__((always_inline)) bool
+frame_has(struct step *s, const struct open_frame *f, struct target *tg)
 {
 	const struct function *fn;
 
@@ -180,7 +220,8 @@ static inline int account(struct step *s)
 }
 
 /* Pushes a frame that begins now, or, inferred, at the active stack's
- * create_time, taking the stack's orphans as the spans it held. */
+ * create_time, taking the stack's orphans as the spans it held. hot_call
+ * restates it for a plain call: keep the two alike. */
 static int push(struct step *s, const char *name, uint64_t lo, uint64_t hi, unsigned flags)
 {
 	struct thread_state *t = s->t;
@@ -254,7 +295,7 @@ static int push_placeholder(struct step *s, const char *name, bool kernel)
 	return push(s, name, 0, 0, FRAME_PLACEHOLDER | (kernel ? FRAME_KERNEL : 0));
 }
 
-static int pop(struct step *s)
+static inline __attribute__((always_inline)) int pop(struct step *s)
 {
 	int ret = account(s);
 
@@ -683,70 +724,116 @@ static int handle(struct rv_builder *b, struct thread_state *t, const struct bat
 	return ret;
 }
 
-/* The hot path: a jump or jcc inside the top frame's function of known size
- * changes nothing, and is decided here without a call. */
-static bool stays_in_top(const struct thread_state *t, const struct batched_event *e)
+/* The time an event is taken at, which the trace's last time follows. */
+static inline uint64_t take_time(struct rv_builder *b, const struct branch_state *br, uint64_t now)
 {
-	const struct open_frame *top;
-
-	if ((e->kind != RV_BRANCH_COND && e->kind != RV_BRANCH_JUMP) || e->flags || e->error ||
-	    !t->br.active || t->br.in_gap || t->depth == active_segment(t)->base)
-		return false;
-	top = top_frame(t);
-	return top->hi && e->to_ip >= top->lo && e->to_ip < top->hi;
+	if (br->have_error && now <= br->error_time)
+		now = br->error_time + 1; /* magic-trace #155 */
+	if (now > b->stats.last_time)
+		b->stats.last_time = now;
+	return now;
 }
 
-/* The other hot paths: a call or a return in user code that stays there,
- * on a thread whose stack runs (handle's and on_branch's rules with
- * nothing but the kind left to decide). */
-static bool plain_user(const struct thread_state *t, const struct batched_event *e)
+/* A call in user code on a user stack that is not empty: push_target's
+ * and push's rules for it, restated without what cannot apply (an
+ * inferred frame, kernel code, a stack's bottom frame); push says so too.
+ * test_builder_branch.c's a_million_jumps_inside_a_function_..., and
+ * unknown_code_from_perf_script_is_one_function fail when the frame's
+ * range or FRAME_KNOWN differ from push's. */
+static inline __attribute__((always_inline)) int hot_call(struct step *s, struct target *to)
 {
-	return (e->kind == RV_BRANCH_CALL || e->kind == RV_BRANCH_RETURN) && !e->flags &&
-	       !e->error && e->to_ip && e->to_ip < KERNEL_START && t->br.active && !t->br.in_gap &&
-	       t->named && !in_kernel(t) && !stack_empty(t);
-}
+	const struct function *fn = resolve(s, to);
+	struct open_frame *f;
+	int ret = account(s);
 
-static int take_plain_user(struct rv_builder *b, struct thread_state *t,
-			   const struct batched_event *e, uint64_t now, struct rv_error *err)
-{
-	struct step s = { .b = b, .t = t, .now = now, .err = err };
-	struct target to;
-	bool entered_async;
-	int ret;
-
-	t->br.last_time = now;
-	t->br.fresh = false;
-	b->stats.branches++;
-	target_init(&to, e->to_ip, e->to_sym, e->to_start);
-	if (e->kind == RV_BRANCH_CALL) {
-		b->stats.calls++;
-		return push_target(&s, &to, 0);
-	}
-	b->stats.returns++;
-	entered_async = top_frame(t)->flags & FRAME_ASYNC;
-	ret = pop(&s);
 	if (ret)
 		return ret;
-	return land(&s, &to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
+	if (builder_push_frame(s->b, s->t, fn->start, fn->name, s->now))
+		return builder_out_of_memory(s->err);
+	f = top_frame(s->t);
+	f->lo = fn->start;
+	f->hi = fn->end;
+	f->flags = fn->known ? FRAME_KNOWN : 0;
+	return 0;
+}
+
+/* A return in user code: the top frame ends, and execution goes on in the
+ * frame below when it is the function returned to (land's rule, asked
+ * first), else as land says. */
+static inline __attribute__((always_inline)) int hot_return(struct step *s, struct target *to)
+{
+	struct thread_state *t = s->t;
+	bool entered_async = top_frame(t)->flags & FRAME_ASYNC;
+	int ret = pop(s);
+
+	if (ret)
+		return ret;
+	if (!stack_empty(t) && frame_has(s, top_frame(t), to))
+		return 0;
+	return land(s, to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
+}
+
+/* The hot paths, on an event's fields before it is copied for the rules:
+ * a jump or jcc inside the top frame's function of known size changes
+ * nothing; a call or a return in user code that stays there, on a thread
+ * whose stack runs, is handle's and on_branch's rules with nothing but the
+ * kind left to decide (hot_call, hot_return). False when the event is none
+ * of them; else *ret is taken's result. `now` is take_time's. */
+static inline __attribute__((always_inline)) bool
+take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned flags,
+	 uint64_t to_ip, const char *to_sym, uint64_t to_start, uint64_t now, struct rv_error *err,
+	 int *ret)
+{
+	struct branch_state *br = &t->br;
+	struct step s;
+	struct target to;
+	const struct open_frame *top;
+
+	if (flags || !br->active || br->in_gap || stack_empty(t))
+		return false;
+	top = top_frame(t);
+	switch (kind) {
+	case RV_BRANCH_COND:
+	case RV_BRANCH_JUMP:
+		if (!top->hi || to_ip < top->lo || to_ip >= top->hi)
+			return false;
+		br->last_time = now;
+		b->stats.branches++;
+		*ret = 0;
+		return true;
+	case RV_BRANCH_CALL:
+	case RV_BRANCH_RETURN:
+		break;
+	default:
+		return false;
+	}
+	if (!to_ip || to_ip >= KERNEL_START || !t->named || in_kernel(t))
+		return false;
+	s = (struct step){ .b = b, .t = t, .now = now, .err = err };
+	br->last_time = now;
+	br->fresh = false;
+	b->stats.branches++;
+	target_init(&to, to_ip, to_sym, to_start);
+	if (kind == RV_BRANCH_CALL) {
+		b->stats.calls++;
+		*ret = hot_call(&s, &to);
+	} else {
+		b->stats.returns++;
+		*ret = hot_return(&s, &to);
+	}
+	return true;
 }
 
 /* Takes one event at its time (after spreading). */
 static int take(struct rv_builder *b, struct thread_state *t, const struct batched_event *e,
 		uint64_t now, struct rv_error *err)
 {
-	struct branch_state *br = &t->br;
+	int ret;
 
-	if (br->have_error && now <= br->error_time)
-		now = br->error_time + 1; /* magic-trace #155 */
-	if (now > b->stats.last_time)
-		b->stats.last_time = now;
-	if (stays_in_top(t, e)) {
-		br->last_time = now;
-		b->stats.branches++;
-		return 0;
-	}
-	if (plain_user(t, e))
-		return take_plain_user(b, t, e, now, err);
+	now = take_time(b, &t->br, now);
+	if (!e->error &&
+	    take_hot(b, t, e->kind, e->flags, e->to_ip, e->to_sym, e->to_start, now, err, &ret))
+		return ret;
 	return handle(b, t, e, now, err);
 }
 
@@ -774,6 +861,23 @@ static inline void unpack(const struct branch_state *br, size_t i, struct batche
 		e->from_sym = x->from_sym;
 		e->to_sym = x->to_sym;
 	}
+}
+
+/* take of the batch's ith waiting event, unpacked only for the rules. */
+static inline int take_packed(struct rv_builder *b, struct thread_state *t, size_t i, uint64_t now,
+			      struct rv_error *err)
+{
+	const struct packed_event *p = &t->br.batch[i];
+	const struct batched_extra *x = p->extra ? &t->br.extra[p->extra - 1] : NULL;
+	struct batched_event e;
+	int ret;
+
+	now = take_time(b, &t->br, now);
+	if (take_hot(b, t, p->kind, p->flags, p->to_ip, x ? x->to_sym : NULL, x ? x->to_start : 0,
+		     now, err, &ret))
+		return ret;
+	unpack(&t->br, i, &e);
+	return handle(b, t, &e, now, err);
 }
 
 static void close_batch(struct branch_state *br)
@@ -811,15 +915,13 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 		remainder = span % ncalls;
 	}
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
-		struct batched_event e;
 		uint64_t k, part;
 
-		unpack(br, i, &e);
 		calls += takes_share();
 		k = calls ? calls - 1 : 0;
 		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
 		part = !ncalls ? 0 : shift < 64 ? k * remainder >> shift : k * remainder / ncalls;
-		ret = take(b, t, &e, br->batch_time + k * quotient + part, err);
+		ret = take_packed(b, t, i, br->batch_time + k * quotient + part, err);
 	}
 	close_batch(br);
 	return ret;
@@ -844,10 +946,7 @@ static int flush_batch_at_stamp(struct rv_builder *b, struct thread_state *t, ui
 	int ret = 0;
 
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
-		struct batched_event e;
-
-		unpack(br, i, &e);
-		ret = take(b, t, &e, now, err);
+		ret = take_packed(b, t, i, now, err);
 		now += entered_at(t, now);
 	}
 	close_batch(br);
@@ -992,8 +1091,10 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 	br = &t->br;
 	note_stamp(br, time);
 	if (br->batch_open && time > br->batch_time) {
-		ret = flush_batch(b, t, spread_until(br, time), err);
-		if (ret)
+		/* mostly a batch whose only event was taken when it came */
+		if (!br->nr_batch)
+			close_batch(br);
+		else if ((ret = flush_batch(b, t, spread_until(br, time), err)))
 			return ret;
 	}
 	if (!br->batch_open) {
@@ -1012,11 +1113,17 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 	 * it: taken now, not copied. */
 	if (!br->nr_batch && br->batch_calls + call <= 1) {
 		struct batched_event one;
+		uint64_t now = take_time(b, br, br->batch_time);
 
-		copy_event(&one, ev);
 		br->batch_calls += call;
 		br->taken_calls += call;
-		return take(b, t, &one, br->batch_time, err);
+		/* take's way, on the event before it is copied */
+		if (take_hot(b, t, (uint8_t)ev->branch.kind, (uint8_t)ev->branch.flags,
+			     ev->branch.to.ip, ev->branch.to.sym, ev->branch.to.sym_start, now, err,
+			     &ret))
+			return ret;
+		copy_event(&one, ev);
+		return handle(b, t, &one, now, err);
 	}
 	ret = batch_event(br, ev, err);
 	if (ret)

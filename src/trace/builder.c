@@ -44,6 +44,7 @@ int rv_builder_new(struct rv_builder **out, struct rv_symbolizer *symbolizer,
 	b->cap_self = 1024;
 	b->self = calloc(b->cap_self, sizeof(*b->self));
 	b->self_generation = 1;
+	b->epoch = 1;
 	if (!b->threads || !b->self) {
 		rv_builder_free(b);
 		return rv_error_set(err, ENOMEM, "out of memory");
@@ -150,13 +151,14 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uint64_t ns)
 {
 	struct self_time_slot *slot = self_slot(b, f->name);
+	const size_t at = builder_cache_slot((uintptr_t)f->name);
 
 	if (!slot)
 		return -ENOMEM;
-	b->last_self.name = f->name;
-	b->last_self.slot = (size_t)(slot - b->self);
-	b->last_self.generation = b->self_generation;
-	f->self_slot = b->last_self.slot;
+	b->self_memo[at].name = f->name;
+	b->self_memo[at].slot = (size_t)(slot - b->self);
+	b->self_memo[at].generation = b->self_generation;
+	f->self_slot = b->self_memo[at].slot;
 	f->self_generation = b->self_generation;
 	slot->ns += ns;
 	b->stats.self_ns += ns;
@@ -184,11 +186,6 @@ int builder_count_call(struct rv_builder *b, const char *name)
 }
 
 /* ---- writing spans ---- */
-
-uint64_t builder_rel(const struct rv_builder *b, uint64_t time)
-{
-	return time > b->base ? time - b->base : 0;
-}
 
 /* builder_ensure_track's way when the track's name is not written. */
 int builder_name_track(struct rv_builder *b, struct thread_state *t, struct rv_error *err)
@@ -245,29 +242,6 @@ static size_t function_args(const struct pending_span *span, struct rv_arg *args
 	return n;
 }
 
-/* builder_write_span of a span with no arguments but a function's (most
- * spans), which the writer has a way for. */
-static int write_function_span(struct rv_builder *b, const struct thread_state *t, const char *name,
-			       uint64_t addr, const char *file, int32_t line, bool kernel,
-			       uint64_t begin, uint64_t end, uint32_t depth, struct rv_error *err)
-{
-	struct rv_function_span fs = {
-		.pid = t->pid,
-		.tid = t->tid,
-		.category = kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
-		.name = name,
-		.begin_ns = builder_rel(b, begin),
-		.end_ns = builder_rel(b, end),
-		.depth = depth,
-		.address = addr,
-		.file = file,
-		.line = line,
-	};
-
-	b->stats.spans++;
-	return rv_trace_writer_function_span(b->writer, &fs, err);
-}
-
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err)
 {
@@ -275,8 +249,9 @@ int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 	size_t n = 0;
 
 	if (!span->inferred && !span->args.nr)
-		return write_function_span(b, t, span->name, span->addr, span->file, span->line,
-					   span->kernel, span->begin, span->end, span->depth, err);
+		return builder_write_function_span(b, t, span->name, span->addr, span->file,
+						   span->line, span->kernel, span->begin, span->end,
+						   span->depth, err);
 	if (span->addr)
 		n += function_args(span, args);
 	if (span->inferred)
@@ -327,22 +302,6 @@ static int append_pending(struct pending_span **list, size_t *nr, size_t *cap,
 	return 0;
 }
 
-static uint32_t depth_of(size_t pos)
-{
-	return pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
-}
-
-/* Whether a span that began at `begin` and stood at pos is written now:
- * neither an orphan nor held (see builder_settle). */
-static inline bool written_now(const struct thread_state *t, uint64_t begin, size_t pos)
-{
-	const struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
-
-	if (seg && pos == seg->base && begin == seg->create_time)
-		return false;
-	return !(pos > 0 && t->stack[pos - 1].begin == begin);
-}
-
 /* Every span in a held list began when its holder did, so a span and what it
  * held always go to the same place, in order:
  * - the bottom frame of a branch stack that began at the stack's create_time
@@ -357,9 +316,9 @@ int builder_settle(struct rv_builder *b, struct thread_state *t, struct pending_
 	struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
 	int ret = 0;
 
-	span->depth = depth_of(pos);
+	span->depth = builder_depth_of(pos);
 
-	if (written_now(t, span->begin, pos)) {
+	if (builder_written_now(t, span->begin, pos)) {
 		ret = builder_write_span(b, t, span, err);
 		for (size_t i = 0; !ret && i < nr_held; i++)
 			ret = builder_write_span(b, t, &held[i], err);
@@ -395,12 +354,14 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	if ((f->flags & FRAME_PLACEHOLDER) && end == f->begin && !f->nr_held)
 		return 0;
 	/* Most frames: a function's (or a placeholder), written now with
-	 * nothing it held, and no pending span to make of it. */
+	 * nothing it held, and no pending span to make of it. The same rule
+	 * as builder_close_top's inline way (builder_internal.h), which leaves
+	 * placeholders here: keep the two alike. */
 	if (!args && !f->nr_held && !(f->flags & FRAME_INFERRED) &&
-	    written_now(t, f->begin, t->depth))
-		return write_function_span(b, t, f->name, f->addr, f->file, f->line,
-					   f->flags & FRAME_KERNEL, f->begin, end,
-					   depth_of(t->depth), err);
+	    builder_written_now(t, f->begin, t->depth))
+		return builder_write_function_span(b, t, f->name, f->addr, f->file, f->line,
+						   f->flags & FRAME_KERNEL, f->begin, end,
+						   builder_depth_of(t->depth), err);
 
 	/* Filled field by field: the argument arrays stay untouched (the hot
 	 * path of branches has none). */
@@ -421,63 +382,36 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 	return ret;
 }
 
-int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
-		      struct rv_error *err)
-{
-	return builder_close_top_args(b, t, end, NULL, err);
-}
-
 void builder_source(struct rv_builder *b, const struct thread_state *t, struct pending_span *span)
 {
-	struct rv_source src;
-
-	span->file = NULL;
-	span->line = 0;
-	if (span->addr && rv_symbolizer_source(b->symbolizer, t->pid, span->addr, &src)) {
-		span->file = src.file;
-		span->line = src.line;
-	}
+	builder_source_at(b, t->pid, span->addr, &span->file, &span->line);
 }
 
-int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t identity,
-		       const char *name, uint64_t begin)
+void builder_source_slow(struct rv_builder *b, struct builder_source_entry *e, uint32_t pid,
+			 uint64_t addr)
 {
-	struct open_frame *f;
 	struct rv_source src;
-	uint32_t cut;
 
-	if (t->depth == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 32;
-		struct open_frame *grown = realloc(t->stack, cap * sizeof(*grown));
+	e->file = NULL;
+	e->line = 0;
+	if (rv_symbolizer_source(b->symbolizer, pid, addr, &src)) {
+		e->file = src.file;
+		e->line = src.line;
+	}
+	e->addr = addr;
+	e->pid = pid;
+	e->epoch = b->epoch;
+}
 
-		if (!grown)
-			return -ENOMEM;
-		t->stack = grown;
-		t->cap = cap;
-	}
-	f = &t->stack[t->depth++];
-	if (t->depth > t->used_frames) {
-		f->held = NULL;
-		f->cap_held = 0;
-		t->used_frames = t->depth;
-	}
-	f->identity = identity;
-	f->name = name;
-	f->begin = begin;
-	f->lo = f->hi = 0;
-	f->addr = rv_stack_cut_parse(identity, &cut) || builder_is_named(identity) ? 0 : identity;
-	f->file = NULL;
-	f->line = 0;
-	if (f->addr && rv_symbolizer_source(b->symbolizer, t->pid, f->addr, &src)) {
-		f->file = src.file;
-		f->line = src.line;
-	}
-	/* a sampled kernel frame (the identity is its address or start) */
-	f->flags = builder_is_named(identity) ? (identity & BUILDER_NAME_KERNEL ? FRAME_KERNEL : 0)
-		   : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
-						      : 0;
-	f->nr_held = 0;
-	f->self_generation = 0;
+int builder_grow_stack(struct thread_state *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 32;
+	struct open_frame *grown = realloc(t->stack, cap * sizeof(*grown));
+
+	if (!grown)
+		return -ENOMEM;
+	t->stack = grown;
+	t->cap = cap;
 	return 0;
 }
 
@@ -1266,8 +1200,16 @@ static int add_event(struct rv_builder *b, const struct rv_event *event, struct 
 	return 0;
 }
 
+/* A call of the builder's begins: the symbolizer's answers stay as they
+ * are until it returns (builder.h), and no longer. */
+static void begin_call(struct rv_builder *b)
+{
+	b->epoch++;
+}
+
 int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
 {
+	begin_call(b);
 	if (is_plain_branch(b, event))
 		return builder_add_branch(b, event, err);
 	return add_event(b, event, err);
@@ -1276,6 +1218,7 @@ int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv
 int rv_builder_add_batch(struct rv_builder *b, const struct rv_event *events, size_t n,
 			 struct rv_error *err)
 {
+	begin_call(b);
 	for (size_t i = 0; i < n; i++) {
 		int ret = is_plain_branch(b, &events[i]) ? builder_add_branch(b, &events[i], err)
 							 : add_event(b, &events[i], err);
@@ -1288,6 +1231,7 @@ int rv_builder_add_batch(struct rv_builder *b, const struct rv_event *events, si
 
 int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
 {
+	begin_call(b);
 	for (size_t i = 0; i < b->cap_threads; i++) {
 		struct thread_state *t = &b->threads[i];
 		int ret;

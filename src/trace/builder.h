@@ -229,7 +229,10 @@ int rv_builder_new(struct rv_builder **out, struct rv_symbolizer *symbolizer,
  * before the zero are clamped to it. Call before the first event. */
 void rv_builder_set_base(struct rv_builder *b, uint64_t time);
 
-/* Events must come in time order for each thread. */
+/* Events must come in time order for each thread. The symbolizer's
+ * mappings may change between calls of rv_builder_add, _add_batch and
+ * _finish, never during one: the builder keeps the symbolizer's answers
+ * for the rest of the call it is in. */
 int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err);
 
 /* rv_builder_add of events[0, n), in order (an rv_event_batch_fn): stops

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "capture/callchain.h"
 #include "util/intern.h"
 #include "trace/builder.h"
 
@@ -240,8 +241,40 @@ struct self_time_slot {
 	bool kernel;	/* kernel code (builder_mark_kernel) */
 };
 
+/* The symbolizer's answers the builder keeps for the rest of one call of
+ * rv_builder_add, _add_batch or _finish (while epoch is the builder's),
+ * when mappings cannot change (builder.h): a trace asks the same few
+ * addresses over and over. Direct-mapped by address; epoch 0: empty. */
+#define BUILDER_CACHE_SLOTS 256
+
+static inline size_t builder_cache_slot(uint64_t addr)
+{
+	return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 56) & (BUILDER_CACHE_SLOTS - 1);
+}
+
+/* rv_symbolizer_source's file and line of addr in pid */
+struct builder_source_entry {
+	uint64_t addr, epoch;
+	uint32_t pid;
+	int32_t line;
+	const char *file;
+};
+
+/* rv_symbolizer_lookup's function at ip in pid, as branches.c's rules take
+ * it (struct function there) */
+struct builder_function_entry {
+	uint64_t ip, epoch;
+	uint32_t pid;
+	bool known;
+	const char *name;
+	uint64_t start, end;
+};
+
 struct rv_builder {
 	struct rv_symbolizer *symbolizer;
+	uint64_t epoch; /* one more at each call of the builder; from 1 */
+	struct builder_source_entry sources[BUILDER_CACHE_SLOTS];
+	struct builder_function_entry functions[BUILDER_CACHE_SLOTS];
 	struct rv_trace_writer *writer;
 	/* copies of the names events bring (perf script's symbols, kernel span
 	 * and argument names): they outlive the producer */
@@ -252,13 +285,14 @@ struct rv_builder {
 	struct self_time_slot *self;
 	size_t nr_self, cap_self;
 	uint64_t self_generation; /* one more each time the table is rebuilt; from 1 */
-	/* the slot builder_frame_self_time looked up last, while generation is
-	 * the table's: the next frame is often the same function's */
+	/* The slots builder_frame_self_time looked up, by name (a pointer:
+	 * names are the symbolizer's or pooled), while generation is the
+	 * table's: a function called again finds its slot here. */
 	struct {
 		const char *name;
 		size_t slot;
 		uint64_t generation;
-	} last_self;
+	} self_memo[BUILDER_CACHE_SLOTS];
 	uint64_t base; /* the trace's zero on the capture clock */
 	bool have_base;
 	struct rv_builder_stats stats;
@@ -299,7 +333,10 @@ static inline struct thread_state *builder_thread(struct rv_builder *b, uint32_t
 struct thread_state *builder_find_thread(struct rv_builder *b, uint32_t tid);
 
 /* A capture time as the trace's time (nanoseconds from its first event). */
-uint64_t builder_rel(const struct rv_builder *b, uint64_t time);
+static inline uint64_t builder_rel(const struct rv_builder *b, uint64_t time)
+{
+	return time > b->base ? time - b->base : 0;
+}
 
 /* Writes the thread's track (and process) names if not yet written
  * (builder_name_track writes them). */
@@ -313,7 +350,7 @@ static inline int builder_ensure_track(struct rv_builder *b, struct thread_state
 
 int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
 
-/* builder_frame_self_time when neither the frame nor last_self knows the
+/* builder_frame_self_time when neither the frame nor self_memo knows the
  * function's slot. */
 int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uint64_t ns);
 
@@ -323,9 +360,12 @@ int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uin
 static inline int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns)
 {
 	if (f->self_generation != b->self_generation) {
-		if (b->last_self.name != f->name || b->last_self.generation != b->self_generation)
+		const size_t at = builder_cache_slot((uintptr_t)f->name);
+
+		if (b->self_memo[at].name != f->name ||
+		    b->self_memo[at].generation != b->self_generation)
 			return builder_frame_self_time_slow(b, f, ns);
-		f->self_slot = b->last_self.slot;
+		f->self_slot = b->self_memo[at].slot;
 		f->self_generation = b->self_generation;
 	}
 	b->self[f->self_slot].ns += ns;
@@ -346,25 +386,138 @@ int builder_mark_kernel(struct rv_builder *b, const char *name);
 int builder_write_span(struct rv_builder *b, const struct thread_state *t,
 		       const struct pending_span *span, struct rv_error *err);
 
+/* builder_source_at when the cache does not hold addr: asks the symbolizer
+ * and fills e. */
+void builder_source_slow(struct rv_builder *b, struct builder_source_entry *e, uint32_t pid,
+			 uint64_t addr);
+
+/* The file and line of user code at addr in process pid (rv_symbolizer_source's;
+ * NULL and 0 when unknown, and for addr 0). */
+static inline void builder_source_at(struct rv_builder *b, uint32_t pid, uint64_t addr,
+				     const char **file, int32_t *line)
+{
+	struct builder_source_entry *e = &b->sources[builder_cache_slot(addr)];
+
+	if (!addr) {
+		*file = NULL;
+		*line = 0;
+		return;
+	}
+	if (e->addr != addr || e->pid != pid || e->epoch != b->epoch)
+		builder_source_slow(b, e, pid, addr);
+	*file = e->file;
+	*line = e->line;
+}
+
+/* Doubles t's frame array; -ENOMEM. */
+int builder_grow_stack(struct thread_state *t);
+
 /* Pushes a frame (no range; flags FRAME_KERNEL for an identity at a kernel
  * address, else 0; addr the identity, but 0 for a stack-cut marker, and its
- * source line); -ENOMEM on allocation failure. */
-int builder_push_frame(struct rv_builder *b, struct thread_state *t, uint64_t identity,
-		       const char *name, uint64_t begin);
+ * source line); -ENOMEM on allocation failure. Inline: every call of a
+ * traced function pushes one. */
+static inline int builder_push_frame(struct rv_builder *b, struct thread_state *t,
+				     uint64_t identity, const char *name, uint64_t begin)
+{
+	struct open_frame *f;
+	uint32_t cut;
+
+	if (t->depth == t->cap && builder_grow_stack(t))
+		return -ENOMEM;
+	f = &t->stack[t->depth++];
+	if (t->depth > t->used_frames) {
+		f->held = NULL;
+		f->cap_held = 0;
+		t->used_frames = t->depth;
+	}
+	f->identity = identity;
+	f->name = name;
+	f->begin = begin;
+	f->lo = f->hi = 0;
+	f->addr = rv_stack_cut_parse(identity, &cut) || builder_is_named(identity) ? 0 : identity;
+	builder_source_at(b, t->pid, f->addr, &f->file, &f->line);
+	/* a sampled kernel frame (the identity is its address or start) */
+	f->flags = builder_is_named(identity) ? (identity & BUILDER_NAME_KERNEL ? FRAME_KERNEL : 0)
+		   : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
+						      : 0;
+	f->nr_held = 0;
+	f->self_generation = 0;
+	return 0;
+}
 
 /* Fills span's file and line from its addr, in t's process (a span made
  * without a frame: an inferred one). rv_symbolizer_source caches them, so a
  * function costs one line lookup per process. */
 void builder_source(struct rv_builder *b, const struct thread_state *t, struct pending_span *span);
 
-/* Ends the top frame of t at `end`: writes it, or holds it for a frame that
- * must be written first (see settle in builder.c). */
-int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
-		      struct rv_error *err);
+static inline uint32_t builder_depth_of(size_t pos)
+{
+	return pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
+}
 
-/* The same for a frame that shows arguments (args may be NULL). */
+/* Whether a span that began at `begin` and stood at pos is written now:
+ * neither an orphan nor held (see builder_settle). */
+static inline bool builder_written_now(const struct thread_state *t, uint64_t begin, size_t pos)
+{
+	const struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
+
+	if (seg && pos == seg->base && begin == seg->create_time)
+		return false;
+	return !(pos > 0 && t->stack[pos - 1].begin == begin);
+}
+
+/* builder_write_span of a span with no arguments but a function's (most
+ * spans), which the writer has a way for. */
+static inline int builder_write_function_span(struct rv_builder *b, const struct thread_state *t,
+					      const char *name, uint64_t addr, const char *file,
+					      int32_t line, bool kernel, uint64_t begin,
+					      uint64_t end, uint32_t depth, struct rv_error *err)
+{
+	struct rv_function_span fs = {
+		.pid = t->pid,
+		.tid = t->tid,
+		.category = kernel ? RV_TRACE_CATEGORY_KERNEL : NULL,
+		.name = name,
+		.begin_ns = builder_rel(b, begin),
+		.end_ns = builder_rel(b, end),
+		.depth = depth,
+		.address = addr,
+		.file = file,
+		.line = line,
+	};
+
+	b->stats.spans++;
+	return rv_trace_writer_function_span(b->writer, &fs, err);
+}
+
+/* Ends the top frame of t at `end` for a frame that shows arguments (args
+ * may be NULL): writes it, or holds it for a frame that must be written
+ * first (see settle in builder.c). */
 int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_t end,
 			   const struct span_args *args, struct rv_error *err);
+
+/* The same without arguments. Inline: every return of a traced function
+ * ends one. Most frames, a function's written now with nothing it held,
+ * are written here: builder_close_top_args's rule for them, restated (it
+ * keeps placeholders, which may be dropped, to itself). test_builder.c's
+ * children_that_begin_with_their_parent_are_written_after_it fails when
+ * the two disagree on what they hold or when they are written. An inferred
+ * frame always stands at its segment's base from its create_time, so that
+ * builder_written_now already sends it there; the flag is asked anyway. */
+static inline int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
+				    struct rv_error *err)
+{
+	const struct open_frame *f = &t->stack[t->depth - 1];
+
+	if (!(f->flags & (FRAME_INFERRED | FRAME_PLACEHOLDER)) && !f->nr_held &&
+	    builder_written_now(t, f->begin, t->depth - 1)) {
+		t->depth--;
+		return builder_write_function_span(b, t, f->name, f->addr, f->file, f->line,
+						   f->flags & FRAME_KERNEL, f->begin, end,
+						   builder_depth_of(t->depth), err);
+	}
+	return builder_close_top_args(b, t, end, NULL, err);
+}
 
 /* Places a closed span (and the spans it held, all with its begin time) that
  * stood at stack index pos, which becomes its depth: held by the frame

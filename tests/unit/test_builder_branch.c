@@ -1596,6 +1596,128 @@ Test(builder_branch, function_spans_show_their_address_and_source_line)
 	builder_fixture_close(&f, t);
 }
 
+/* Many functions, each called with its own self time: every one gets its
+ * own, however the builder remembers where each one's total is. */
+Test(builder_branch, each_of_many_functions_keeps_its_own_self_time)
+{
+	enum { N = 1000 };
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	static char names[N][16];
+	static struct rv_top_function top[N + 8];
+	uint64_t time = 0;
+	size_t n, seen = 0;
+
+	builder_fixture_open(&f);
+	trace_begin(&f, time, at("main", 0x10));
+	/* twice: the second round after the table of totals has grown */
+	for (size_t i = 0; i < 2 * N; i++) {
+		size_t j = i % N;
+		struct rv_branch_end fn = { .ip = 0x500000 + j * 0x100,
+					    .sym = names[j],
+					    .sym_start = 0x500000 + j * 0x100 };
+		struct rv_branch_end back = fn;
+
+		snprintf(names[j], sizeof(names[j]), "f%zu", j);
+		back.ip += 0x10;
+		call(&f, time += 10, at("main", 0x20), fn);
+		ret(&f, time += 1 + j, back, at("main", 0x25));
+	}
+	t = builder_fixture_finish(&f);
+	n = rv_builder_top_functions(f.b, top, N + 8);
+	for (size_t i = 0; i < n; i++) {
+		unsigned long k;
+
+		if (sscanf(top[i].name, "f%lu", &k) != 1)
+			continue;
+		cr_assert_eq(top[i].self_ns, 2 * (1 + k), "%s ran %llu ns on its own, not %lu",
+			     top[i].name, (unsigned long long)top[i].self_ns, 2 * (1 + k));
+		seen++;
+	}
+	cr_assert_eq(seen, N);
+	builder_fixture_close(&f, t);
+}
+
+/* The builder keeps the symbolizer's answers only for the call it is in
+ * (builder.h): code mapped between two calls is named by its mapping
+ * from the next call on, and its span shows its source. */
+Test(builder_branch, code_mapped_between_calls_of_the_builder_is_named_from_then_on)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const char *binary;
+	const uint64_t base = 0x555555554000ull;
+	struct real_function m, l;
+	char unmapped[32], caller[32];
+
+	builder_fixture_open(&f);
+	binary = built_target("ratio");
+	m.start = base + nm_symbol(binary, "main", &m.size);
+	l.start = base + nm_symbol(binary, "work_long", &l.size);
+	snprintf(unmapped, sizeof(unmapped), "0x%llx", (unsigned long long)l.start);
+	/* unknown code is named by where it was entered */
+	snprintf(caller, sizeof(caller), "0x%llx", (unsigned long long)m.start + 4);
+	trace_begin(&f, 0, in(&m, 4));
+	call(&f, 10, in(&m, 8), in(&l, 0));
+	ret(&f, 20, in(&l, 9), in(&m, 12));
+	cr_assert_eq(rv_symbolizer_add_mapping(f.sym, PID, base, 0x10000, 0, true, binary, &f.err),
+		     0);
+	call(&f, 30, in(&m, 8), in(&l, 0));
+	ret(&f, 40, in(&l, 9), in(&m, 12));
+	t = builder_fixture_finish(&f);
+	expect_span(t, unmapped, 0, 10, 20, caller);
+	expect_span(t, "work_long", 0, 30, 40, caller);
+	expect_source(trace_span(t, "work_long", 0), l.start, "void work_long(");
+	builder_fixture_close(&f, t);
+}
+
+/* Two processes with the same addresses, mapped differently, in one batch:
+ * each is named by its own mappings. */
+Test(builder_branch, one_batch_names_each_process_by_its_own_mappings)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct real_function m, l, s;
+	struct rv_event evs[6];
+	char unmapped[32];
+	const uint32_t other = PID + 1;
+
+	builder_fixture_open(&f);
+	map_ratio(&f, &m, &l, &s);
+	snprintf(unmapped, sizeof(unmapped), "0x%llx", (unsigned long long)l.start);
+	for (size_t i = 0; i < 6; i++) {
+		uint32_t pid = i % 2 ? other : PID;
+
+		evs[i] = (struct rv_event){
+			.kind = RV_EVENT_BRANCH, .pid = pid, .tid = pid, .time = 10 * i
+		};
+		switch (i / 2) {
+		case 0:
+			evs[i].branch.kind = RV_BRANCH_NONE;
+			evs[i].branch.flags = RV_BRANCH_TRACE_BEGIN;
+			evs[i].branch.to = in(&m, 4);
+			break;
+		case 1:
+			evs[i].branch.kind = RV_BRANCH_CALL;
+			evs[i].branch.from = in(&m, 8);
+			evs[i].branch.to = in(&l, 0);
+			break;
+		default:
+			evs[i].branch.kind = RV_BRANCH_RETURN;
+			evs[i].branch.from = in(&l, 9);
+			evs[i].branch.to = in(&m, 12);
+			break;
+		}
+	}
+	cr_assert_eq(rv_builder_add_batch(f.b, evs, 6, &f.err), 0, "%s", f.err.message);
+	t = builder_fixture_finish(&f);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "work_long"), 1);
+	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, unmapped), 1);
+	cr_assert_eq(trace_span(t, "work_long", 0)->pid, PID);
+	expect_source(trace_span(t, "work_long", 0), l.start, "void work_long(");
+	builder_fixture_close(&f, t);
+}
+
 Test(builder_branch, a_million_jumps_inside_a_function_make_no_span_and_no_lookup)
 {
 	struct builder_fixture f;
