@@ -783,10 +783,12 @@ static int lane_sink(void *ctx, const struct rv_event *in, struct rv_error *err)
 /* Events from the decoder, a batch at a time, on a thread's lane (taken as
  * they come, on this thread): runs that need nothing but the sink go to its
  * batch form, the rest one by one through consume. */
-static int lane_sink_batch(void *ctx, const struct rv_event *evs, size_t n, struct rv_error *err)
+static int lane_sink_batch(void *ctx, const struct rv_pt_batch *b, struct rv_error *err)
 {
 	struct buffer_lane *l = ctx;
 	struct capture_decode *r = l->run;
+	const struct rv_event *evs = b->events;
+	size_t n = b->n;
 	int ret = 0;
 
 	/* progress_update's count, once for the batch */
