@@ -264,14 +264,9 @@ int rv_perf_time_conv_parse(const struct perf_event_header *rec, struct rv_perf_
 
 uint64_t rv_perf_tsc_to_time(const struct rv_perf_time_conv *tc, uint64_t tsc)
 {
-	uint64_t shift = tc->time_shift < 64 ? tc->time_shift : 63;
-	uint64_t quot, rem;
+	struct rv_perf_tsc_conv c = rv_perf_tsc_conv_prepare(tc);
 
-	if (tc->cap_user_time_short)
-		tsc = tc->time_cycles + ((tsc - tc->time_cycles) & tc->time_mask);
-	quot = tsc >> shift;
-	rem = tsc & ((1ULL << shift) - 1);
-	return tc->time_zero + quot * tc->time_mult + ((rem * tc->time_mult) >> shift);
+	return rv_perf_tsc_conv(&c, tsc);
 }
 
 uint64_t rv_perf_time_to_tsc(const struct rv_perf_time_conv *tc, uint64_t ns)

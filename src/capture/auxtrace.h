@@ -88,6 +88,46 @@ int rv_perf_time_conv_parse(const struct perf_event_header *rec, struct rv_perf_
 uint64_t rv_perf_tsc_to_time(const struct rv_perf_time_conv *tc, uint64_t tsc);
 uint64_t rv_perf_time_to_tsc(const struct rv_perf_time_conv *tc, uint64_t ns);
 
+/* tsc_to_time's terms worked out once, for a loop that converts many times
+ * (a PT decoder converts at almost every other branch): prepare(NULL) is
+ * the identity, for times that are TSC ticks already. */
+struct rv_perf_tsc_conv {
+	uint64_t shift, rem_mask, mult, zero;
+	bool cycles_short; /* cap_user_time_short: the TSC's low bits from cycles */
+	uint64_t cycles, mask;
+	/* no short cycles, and no remainder times mult overflows: the
+	 * conversion is one 128-bit product (what the formula's two halves
+	 * add up to when the remainder's does not wrap) */
+	bool wide;
+};
+
+static inline struct rv_perf_tsc_conv rv_perf_tsc_conv_prepare(const struct rv_perf_time_conv *tc)
+{
+	struct rv_perf_tsc_conv c = { .mult = 1 };
+
+	if (tc) {
+		c.shift = tc->time_shift < 64 ? tc->time_shift : 63;
+		c.rem_mask = (1ULL << c.shift) - 1;
+		c.mult = tc->time_mult;
+		c.zero = tc->time_zero;
+		c.cycles_short = tc->cap_user_time_short;
+		c.cycles = tc->time_cycles;
+		c.mask = tc->time_mask;
+	}
+	c.wide = !c.cycles_short && (!c.mult || c.rem_mask <= UINT64_MAX / c.mult);
+	return c;
+}
+
+static inline uint64_t rv_perf_tsc_conv(const struct rv_perf_tsc_conv *c, uint64_t tsc)
+{
+	if (c->wide)
+		return c->zero + (uint64_t)(((unsigned __int128)tsc * c->mult) >> c->shift);
+	if (c->cycles_short)
+		tsc = c->cycles + ((tsc - c->cycles) & c->mask);
+	return c->zero + (tsc >> c->shift) * c->mult +
+	       (((tsc & c->rem_mask) * c->mult) >> c->shift);
+}
+
 /* Chooses shift/mult/zero so that tsc_to_time(tsc_at) == ns_at for a TSC of tsc_hz:
  * the largest shift (at most 31, so that no product overflows) whose multiplier
  * fits 32 bits, as the kernel chooses for its cyc2ns. tsc_hz must not be 0. */

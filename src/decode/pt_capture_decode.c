@@ -598,7 +598,8 @@ static int consume(struct capture_decode *r, const struct rv_event *in, uint64_t
 	}
 	/* the same thread as before, its name still current: only the sink
 	 * (plain_run finds runs of such events in a batch by the same rules,
-	 * in_scope's and the windows' above included: change both) */
+	 * in_scope's and the windows' above included, and plain_batch whole
+	 * batches of them: change all three) */
 	if (r->cur && ev->tid == r->cur_tid && ev->time < r->cur_until &&
 	    ev->kind == RV_EVENT_BRANCH) {
 		if (ev->time > r->cur->last_time)
@@ -637,6 +638,21 @@ static int consume(struct capture_decode *r, const struct rv_event *in, uint64_t
 	return ret;
 }
 
+/* Until when consume hands the current thread's branches straight to the
+ * sink: its next rename, or its next window's end if sooner
+ * (windows_until hands on nothing before it). */
+static uint64_t plain_until(const struct capture_decode *r)
+{
+	const struct rv_pt_capture *c = r->c;
+	const struct ptc_thread *t = r->cur;
+	uint64_t until = r->cur_until;
+
+	if (c->nr_windows && t->win_next < t->win_nr &&
+	    c->windows[t->win_first + t->win_next].end < until)
+		until = c->windows[t->win_first + t->win_next].end;
+	return until;
+}
+
 /* How many of evs[0, n) consume would hand straight to the sink, changing
  * nothing but the thread's last time: branches in scope of the thread of the
  * last event, before its next rename and its next window's end, without
@@ -653,11 +669,7 @@ static size_t plain_run(const struct capture_decode *r, const struct rv_event *e
 	if (!t || c->nr_applied)
 		return 0;
 	*last = t->last_time;
-	until = r->cur_until;
-	/* windows_until hands on nothing before the next window's end */
-	if (c->nr_windows && t->win_next < t->win_nr &&
-	    c->windows[t->win_first + t->win_next].end < until)
-		until = c->windows[t->win_first + t->win_next].end;
+	until = plain_until(r);
 	for (i = 0; i < n; i++) {
 		const struct rv_event *ev = &evs[i];
 
@@ -670,6 +682,26 @@ static size_t plain_run(const struct capture_decode *r, const struct rv_event *e
 			*last = ev->time;
 	}
 	return i;
+}
+
+/* Whether the whole of batch b is a run plain_run would find, told from
+ * what the decoder says of it rather than event by event: branches of one
+ * task (the current thread's), in time order, the last before plain_until,
+ * no address in the kernel unless it is in scope. false: plain_run looks.
+ * *last: as plain_run's. */
+static bool plain_batch(const struct capture_decode *r, const struct rv_pt_batch *b, uint64_t *last)
+{
+	const struct rv_pt_capture *c = r->c;
+	const struct ptc_thread *t = r->cur;
+	uint64_t time = b->events[b->n - 1].time;
+
+	if (!t || c->nr_applied || !b->branches_only || !b->ordered ||
+	    b->events[0].tid != r->cur_tid || time >= plain_until(r))
+		return false;
+	if (!c->include_kernel && c->kernel_traced && b->ip_bits >= PTC_KERNEL_START)
+		return false;
+	*last = time > t->last_time ? time : t->last_time;
+	return true;
 }
 
 /* consume for a run plain_run found: one call of the sink's batch form. */
@@ -783,17 +815,22 @@ static int lane_sink(void *ctx, const struct rv_event *in, struct rv_error *err)
 /* Events from the decoder, a batch at a time, on a thread's lane (taken as
  * they come, on this thread): runs that need nothing but the sink go to its
  * batch form, the rest one by one through consume. */
-static int lane_sink_batch(void *ctx, const struct rv_event *evs, size_t n, struct rv_error *err)
+static int lane_sink_batch(void *ctx, const struct rv_pt_batch *b, struct rv_error *err)
 {
 	struct buffer_lane *l = ctx;
 	struct capture_decode *r = l->run;
+	const struct rv_event *evs = b->events;
+	size_t n = b->n;
+	uint64_t last = 0;
 	int ret = 0;
 
 	/* progress_update's count, once for the batch */
 	l->since_progress += n - 1;
 	progress_update(l, evs[n - 1].time);
+	if (plain_batch(r, b, &last))
+		return consume_plain(r, evs, n, last, err);
 	for (size_t i = 0; i < n;) {
-		uint64_t last = 0, skipped = 0;
+		uint64_t skipped = 0;
 		size_t run = plain_run(r, evs + i, n - i, &last);
 
 		if (run) {

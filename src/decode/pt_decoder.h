@@ -66,6 +66,25 @@
  * buffer order. A negative return stops decoding and is returned. */
 typedef int (*rv_pt_sink_fn)(void *ctx, const struct rv_event *ev, struct rv_error *err);
 
+/* A batch of events for the sink's batch form, and what the decoder knows
+ * of them, so that a sink can take a batch whole instead of looking at each
+ * event. Every event of a batch is of one task (pid and tid). A flag that
+ * is false says nothing (it is not known to hold), never the opposite. */
+struct rv_pt_batch {
+	const struct rv_event *events;
+	size_t n;	    /* at least 1 */
+	bool branches_only; /* every event is a RV_EVENT_BRANCH */
+	bool ordered;	    /* no event's time is below the one before it */
+	/* every branch's from.ip and to.ip ORed together (so none is above it) */
+	uint64_t ip_bits;
+};
+
+/* The sink's batch form: the same as handing batch->events[0], [1], ...
+ * [n - 1] to the sink one by one (same ctx, same order), as events.h's
+ * rv_event_batch_fn, with what is known of them. Returns 0, or negative
+ * (err set): the events after the one that failed were not taken. */
+typedef int (*rv_pt_batch_fn)(void *ctx, const struct rv_pt_batch *batch, struct rv_error *err);
+
 /* What task runs, and in which address space, at `time` on the buffer's CPU:
  * called when a chunk starts, whenever tracing is enabled again (a context
  * switch happens while tracing is off), and when the decoder's time reaches
@@ -179,10 +198,11 @@ struct rv_pt_decode_options {
 	 * on the calling thread only); for tests. */
 	uint64_t max_insns;
 
-	/* The sink's batch form (events.h), called with the sink's ctx from
-	 * the same thread in the same order, a few hundred events at a time;
-	 * NULL: every event goes to the sink, which is needed either way. */
-	rv_event_batch_fn sink_batch;
+	/* The sink's batch form (rv_pt_batch_fn), called with the sink's ctx
+	 * from the same thread in the same order, a few hundred events at a
+	 * time; NULL: every event goes to the sink, which is needed either
+	 * way. */
+	rv_pt_batch_fn sink_batch;
 };
 
 /* Where decoding failed, for --stats and warnings. */

@@ -145,7 +145,8 @@ struct ptd_decode {
 
 	/* the sink's side */
 	rv_pt_sink_fn sink;
-	rv_event_batch_fn sink_batch; /* NULL: sink, one event at a time */
+	rv_pt_batch_fn sink_batch; /* NULL: sink, one event at a time */
+	struct rv_event *batch;	   /* the batch sink_batch is given (pt_pool.c) */
 	void *sink_ctx;
 	struct rv_pt_stats *stats;
 	uint32_t pid, tid;

@@ -119,107 +119,277 @@ static void stats_add_error(struct rv_pt_stats *s, uint64_t offset, uint64_t ip,
  * costs nothing per event, few enough to stay in the cache (96 bytes each). */
 #define SINK_BATCH 256
 
-/* The running state of a page's conversion: the stamp converted last and
- * what the page adds to the stats. */
+/* What a page adds to the stats as its records become events. */
 struct page_state {
-	const struct rv_perf_time_conv *tc;
-	uint64_t stamp, time;
-	uint64_t first, last;
-	uint64_t kinds[RV_BRANCH_TX_ABORT + 1];
+	uint64_t first, last;	       /* the events' times, as stats.first/last_time */
+	uint64_t kinds[UINT8_MAX + 1]; /* branches by rv_branch_kind (a record's byte) */
 };
 
-/* Record r as an event in *ev; false when it makes none (a task record, a
- * seam's begin that the previous chunk already gave). Inlined into each of
- * consume_page's loops: a call would cost a fifth of the hand-off. */
-static inline __attribute__((always_inline)) bool
-record_event(struct ptd_decode *d, const struct ptd_chunk *ch, const struct ptd_record *r,
-	     struct page_state *ps, struct rv_event *ev)
+/* An event's time into the page's first and last. */
+static inline void page_time(struct page_state *ps, uint64_t time)
 {
-	if (r->type == PTD_REC_BRANCH) {
-		uint8_t flags = r->flags;
+	if (!ps->first || time < ps->first)
+		ps->first = time;
+	if (time > ps->last)
+		ps->last = time;
+}
 
-		if (__builtin_expect(flags & PTD_REC_SEAM, 0)) {
-			if (ch->index > 0 && d->prev_passed)
-				return false;
-			flags &= (uint8_t)~PTD_REC_SEAM;
-		}
-		ev->kind = RV_EVENT_BRANCH;
-		ev->branch.kind = (enum rv_branch_kind)r->kind;
-		ev->branch.flags = flags;
-		ev->branch.from = (struct rv_branch_end){ .ip = r->a };
-		ev->branch.to = (struct rv_branch_end){ .ip = r->b };
-		if (r->kind <= RV_BRANCH_TX_ABORT)
-			ps->kinds[r->kind]++;
-	} else if (r->type == PTD_REC_TASK) {
-		d->pid = (uint32_t)r->a;
-		d->tid = (uint32_t)r->b;
-		return false;
-	} else {
-		bool overflow = r->extra & PTD_REC_OVERFLOW;
+/* Record r, a PTD_REC_ERROR, as an event (all of it: the rest zero). */
+static void error_event(struct ptd_decode *d, const struct ptd_record *r, struct rv_event *ev)
+{
+	bool overflow = r->extra & PTD_REC_OVERFLOW;
 
-		memset(ev, 0, sizeof(*ev));
-		ev->kind = RV_EVENT_TRACE_ERROR;
-		ev->error.message = overflow ? "overflow" : rv_pt_strerror(r->code);
-		ev->error.offset = r->a;
-		ev->error.ip = r->b;
-		ev->error.overflow = overflow;
-		stats_add_error(d->stats, r->a, r->b, r->code, overflow);
-	}
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = RV_EVENT_TRACE_ERROR;
 	ev->pid = d->pid;
 	ev->tid = d->tid;
-	if (r->time != ps->stamp) {
-		ps->stamp = r->time;
-		ps->time = ps->tc ? rv_perf_tsc_to_time(ps->tc, ps->stamp) : ps->stamp;
+	ev->error.message = overflow ? "overflow" : rv_pt_strerror(r->code);
+	ev->error.offset = r->a;
+	ev->error.ip = r->b;
+	ev->error.overflow = overflow;
+	stats_add_error(d->stats, r->a, r->b, r->code, overflow);
+}
+
+/* Whether a PTD_REC_BRANCH with PTD_REC_SEAM makes no event: the seam's
+ * begin that the previous chunk already gave. */
+static bool seam_dropped(const struct ptd_decode *d, const struct ptd_chunk *ch)
+{
+	return ch->index > 0 && d->prev_passed;
+}
+
+/* The page's records one by one into the sink. */
+static int consume_one_by_one(struct ptd_decode *d, const struct ptd_chunk *ch,
+			      const struct ptd_page *p, struct page_state *ps, struct rv_error *err)
+{
+	const struct rv_perf_tsc_conv tc = rv_perf_tsc_conv_prepare(d->options->time_conv);
+	/* Records come in runs of one stamp: each run is converted once. */
+	uint64_t stamp = 0, time = rv_perf_tsc_conv(&tc, 0);
+	int ret = 0;
+
+	for (size_t i = 0; i < p->nr; i++) {
+		const struct ptd_record *r = &p->records[i];
+		struct rv_event ev;
+
+		/* Pages from another thread come from another core's cache. */
+		__builtin_prefetch(r + 16);
+		if (r->type == PTD_REC_BRANCH) {
+			if ((r->flags & PTD_REC_SEAM) && seam_dropped(d, ch))
+				continue;
+			ev.kind = RV_EVENT_BRANCH;
+			ev.pid = d->pid;
+			ev.tid = d->tid;
+			ev.branch.kind = (enum rv_branch_kind)r->kind;
+			ev.branch.flags = r->flags & (uint8_t)~PTD_REC_SEAM;
+			ev.branch.from = (struct rv_branch_end){ .ip = r->a };
+			ev.branch.to = (struct rv_branch_end){ .ip = r->b };
+			ps->kinds[r->kind]++;
+		} else if (r->type == PTD_REC_TASK) {
+			d->pid = (uint32_t)r->a;
+			d->tid = (uint32_t)r->b;
+			continue;
+		} else {
+			error_event(d, r, &ev);
+		}
+		if (r->time != stamp) {
+			stamp = r->time;
+			time = rv_perf_tsc_conv(&tc, stamp);
+		}
+		ev.time = time;
+		page_time(ps, time);
+		ret = d->sink(d->sink_ctx, &ev, err);
+		if (ret < 0)
+			break;
 	}
-	ev->time = ps->time;
-	if (!ps->first || ev->time < ps->first)
-		ps->first = ev->time;
-	if (ev->time > ps->last)
-		ps->last = ev->time;
-	return true;
+	return ret;
+}
+
+/* consume_batches' batch as a branch of d's task would have it but for its
+ * kind, flags, addresses and time: what those write is all that changes
+ * from one branch to the next. */
+static void batch_reset(struct ptd_decode *d)
+{
+	memset(d->batch, 0, SINK_BATCH * sizeof(*d->batch));
+	for (size_t i = 0; i < SINK_BATCH; i++) {
+		d->batch[i].kind = RV_EVENT_BRANCH;
+		d->batch[i].pid = d->pid;
+		d->batch[i].tid = d->tid;
+	}
+}
+
+/* Hands the sink b (its events in d->batch), takes its times into ps, and
+ * sets the batch up again if an error's event changed it. */
+static int hand_batch(struct ptd_decode *d, struct rv_pt_batch *b, struct page_state *ps,
+		      struct rv_error *err)
+{
+	const struct rv_event *evs = d->batch;
+	int ret = d->sink_batch(d->sink_ctx, b, err);
+
+	/* The times into first and last as page_time takes them one by one:
+	 * of times in order, only the first, the first that is not 0 (after
+	 * a 0, first starts again) and the last can change them. */
+	if (b->ordered) {
+		size_t lo = 0, hi = b->n - 1;
+
+		page_time(ps, evs[0].time);
+		if (!evs[0].time && evs[hi].time) {
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+
+				if (evs[mid].time)
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+			page_time(ps, evs[lo].time);
+		}
+		page_time(ps, evs[b->n - 1].time);
+	} else {
+		for (size_t i = 0; i < b->n; i++)
+			page_time(ps, evs[i].time);
+	}
+	if (!b->branches_only)
+		batch_reset(d);
+	return ret;
+}
+
+/* A record's type, kind, flags and extra bytes as one word, type lowest:
+ * a branch without PTD_REC_SEAM is told by one test (PLAIN_BRANCH). */
+_Static_assert(offsetof(struct ptd_record, kind) == offsetof(struct ptd_record, type) + 1 &&
+		       offsetof(struct ptd_record, flags) ==
+			       offsetof(struct ptd_record, type) + 2 &&
+		       offsetof(struct ptd_record, extra) == offsetof(struct ptd_record, type) + 3,
+	       "a record's bytes are one word");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the first byte is the lowest");
+#define PLAIN_BRANCH_MASK (0xffu | (uint32_t)PTD_REC_SEAM << 16)
+#define PLAIN_BRANCH	  ((uint32_t)PTD_REC_BRANCH)
+
+static inline uint32_t record_head(const struct ptd_record *r)
+{
+	uint32_t w;
+
+	memcpy(&w, &r->type, sizeof(w));
+	return w;
+}
+
+/* The batch consume_batches fills, and what it knows of it so far. */
+struct filling {
+	struct rv_event *ev; /* the next event's place in d->batch */
+	bool branches_only, ordered;
+	uint64_t ip_bits;
+};
+
+/* Hands the sink the events filled so far, and starts the next batch. */
+static int hand_filled(struct ptd_decode *d, struct filling *f, struct page_state *ps,
+		       struct rv_error *err)
+{
+	struct rv_pt_batch b = {
+		.events = d->batch,
+		.n = (size_t)(f->ev - d->batch),
+		.branches_only = f->branches_only,
+		.ordered = f->ordered,
+		.ip_bits = f->ip_bits,
+	};
+
+	f->ev = d->batch;
+	f->branches_only = f->ordered = true;
+	f->ip_bits = 0;
+	return hand_batch(d, &b, ps, err);
+}
+
+/* The page's records into the sink's batch form, SINK_BATCH events at a
+ * time: each one's event is written in place in d->batch, which holds the
+ * rest of a branch event already (batch_reset), and what is known of the
+ * batch (rv_pt_batch) is gathered on the way. A batch is of one task: a
+ * task record that changes it ends the batch. */
+static int consume_batches(struct ptd_decode *d, const struct ptd_chunk *ch,
+			   const struct ptd_page *p, struct page_state *ps, struct rv_error *err)
+{
+	const struct rv_perf_tsc_conv tc = rv_perf_tsc_conv_prepare(d->options->time_conv);
+	struct rv_event *const batch = d->batch, *const end = batch + SINK_BATCH;
+	struct filling f = { batch, true, true, 0 };
+	const struct ptd_record *r = p->records, *last = r + p->nr;
+	/* Records come in runs of one stamp: each run is converted once. */
+	uint64_t stamp = 0, time = rv_perf_tsc_conv(&tc, 0);
+	int ret = 0;
+
+	while (r < last) {
+		/* the records that fill the batch if each makes an event */
+		const struct ptd_record *stop = last - r < end - f.ev ? last : r + (end - f.ev);
+		struct rv_event *ev = f.ev;
+		uint64_t ip_bits = f.ip_bits;
+
+		for (; r < stop; r++) {
+			uint8_t flags = r->flags;
+
+			/* Pages from another thread come from another core's cache. */
+			__builtin_prefetch(r + 16);
+			if (__builtin_expect((record_head(r) & PLAIN_BRANCH_MASK) != PLAIN_BRANCH,
+					     0)) {
+				if (r->type == PTD_REC_TASK) {
+					uint32_t pid = (uint32_t)r->a, tid = (uint32_t)r->b;
+
+					if (pid == d->pid && tid == d->tid)
+						continue;
+					f.ev = ev;
+					f.ip_bits = ip_bits;
+					if (ev > batch && (ret = hand_filled(d, &f, ps, err)) < 0)
+						return ret;
+					ev = f.ev;
+					ip_bits = f.ip_bits;
+					d->pid = pid;
+					d->tid = tid;
+					for (size_t i = 0; i < SINK_BATCH; i++) {
+						batch[i].pid = pid;
+						batch[i].tid = tid;
+					}
+					/* the records from here may all make events */
+					r++;
+					break;
+				}
+				if (r->type != PTD_REC_BRANCH) {
+					error_event(d, r, ev);
+					f.branches_only = false;
+					goto timed;
+				}
+				if (seam_dropped(d, ch))
+					continue;
+				flags &= (uint8_t)~PTD_REC_SEAM;
+			}
+			ev->branch.kind = (enum rv_branch_kind)r->kind;
+			ev->branch.flags = flags;
+			ev->branch.from.ip = r->a;
+			ev->branch.to.ip = r->b;
+			ip_bits |= r->a | r->b;
+			ps->kinds[r->kind]++;
+		timed:
+			if (r->time != stamp) {
+				uint64_t t = rv_perf_tsc_conv(&tc, r->time);
+
+				/* against the event before it in the batch */
+				if (__builtin_expect(t < time, 0) && ev > batch)
+					f.ordered = false;
+				stamp = r->time;
+				time = t;
+			}
+			ev->time = time;
+			ev++;
+		}
+		f.ev = ev;
+		f.ip_bits = ip_bits;
+		if (ev == end && (ret = hand_filled(d, &f, ps, err)) < 0)
+			return ret;
+	}
+	return f.ev > batch ? hand_filled(d, &f, ps, err) : 0;
 }
 
 static int consume_page(struct ptd_decode *d, struct ptd_chunk *ch, const struct ptd_page *p,
 			struct rv_error *err)
 {
 	struct rv_pt_stats *s = d->stats;
-	/* Records come in runs of one stamp: each run is converted once. */
-	struct page_state ps = {
-		.tc = d->options->time_conv,
-		.first = s->first_time,
-		.last = s->last_time,
-	};
-	int ret = 0;
+	struct page_state ps = { .first = s->first_time, .last = s->last_time };
+	int ret = d->sink_batch ? consume_batches(d, ch, p, &ps, err)
+				: consume_one_by_one(d, ch, p, &ps, err);
 
-	ps.time = ps.tc ? rv_perf_tsc_to_time(ps.tc, 0) : 0;
-	if (d->sink_batch) {
-		struct rv_event batch[SINK_BATCH], *out = batch;
-
-		for (size_t i = 0; i < p->nr; i++) {
-			/* Pages from another thread come from another core's cache. */
-			__builtin_prefetch(&p->records[i] + 16);
-			if (!record_event(d, ch, &p->records[i], &ps, out) ||
-			    ++out < batch + SINK_BATCH)
-				continue;
-			out = batch;
-			ret = d->sink_batch(d->sink_ctx, batch, SINK_BATCH, err);
-			if (ret < 0)
-				break;
-		}
-		if (out > batch && ret >= 0)
-			ret = d->sink_batch(d->sink_ctx, batch, (size_t)(out - batch), err);
-	} else {
-		for (size_t i = 0; i < p->nr; i++) {
-			struct rv_event ev;
-
-			__builtin_prefetch(&p->records[i] + 16);
-			if (!record_event(d, ch, &p->records[i], &ps, &ev))
-				continue;
-			ret = d->sink(d->sink_ctx, &ev, err);
-			if (ret < 0)
-				break;
-		}
-	}
 	s->first_time = ps.first;
 	s->last_time = ps.last;
 	s->calls += ps.kinds[RV_BRANCH_CALL];
@@ -541,9 +711,17 @@ int ptd_decode_chunks(struct ptd_decode *d, unsigned jobs, struct rv_error *err)
 	 * one) leaves the other threads nothing to take: starting them (and
 	 * their section caches and arenas) would only add to its cost. */
 	bool one_chunk = d->next_begin >= d->size || chunk_step(d) >= d->size - d->next_begin;
-	int ret =
-		jobs <= 1 || one_chunk ? decode_sequential(d, err) : decode_parallel(d, jobs, err);
+	int ret;
 
+	if (d->sink_batch) {
+		d->batch = malloc(SINK_BATCH * sizeof(*d->batch));
+		if (!d->batch)
+			return rv_error_set(err, ENOMEM, "out of memory for decoded events");
+		batch_reset(d);
+	}
+	ret = jobs <= 1 || one_chunk ? decode_sequential(d, err) : decode_parallel(d, jobs, err);
+	free(d->batch);
+	d->batch = NULL;
 	free_pages(d->free_pages);
 	d->free_pages = NULL;
 	d->nr_free_pages = 0;

@@ -221,14 +221,15 @@ static int note_errors(void *ctx, const struct rv_event *ev, struct rv_error *er
 }
 
 /* note_errors' batch form: the offsets are only read once decoding ended,
- * so the whole batch is noted before the sink takes it. */
-static int note_errors_batch(void *ctx, const struct rv_event *evs, size_t n, struct rv_error *err)
+ * so the whole batch is noted before the sink takes it (a batch of branches
+ * alone has nothing to note). */
+static int note_errors_batch(void *ctx, const struct rv_pt_batch *b, struct rv_error *err)
 {
 	struct error_offsets *e = ctx;
 
-	for (size_t i = 0; i < n; i++)
-		note_error(e, &evs[i]);
-	return e->sink_batch(e->ctx, evs, n, err);
+	for (size_t i = 0; !b->branches_only && i < b->n; i++)
+		note_error(e, &b->events[i]);
+	return e->sink_batch(e->ctx, b->events, b->n, err);
 }
 
 static bool is_branch_packet(enum pt_packet_type type)

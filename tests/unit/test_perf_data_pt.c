@@ -1451,6 +1451,77 @@ Test(perf_data_pt, time_conversion_of_a_short_counter)
 	cr_assert_eq(rv_perf_time_to_tsc(&tc, 500), 0, "no multiplier, no conversion");
 }
 
+/* perf's tsc_to_perf_time as rearview spells it (a shift past 63 taken as
+ * 63), every product wrapping at 64 bits. */
+static uint64_t perf_formula(const struct rv_perf_time_conv *tc, uint64_t tsc)
+{
+	uint64_t shift = tc->time_shift < 64 ? tc->time_shift : 63;
+
+	if (tc->cap_user_time_short)
+		tsc = tc->time_cycles + ((tsc - tc->time_cycles) & tc->time_mask);
+	return tc->time_zero + (tsc >> shift) * tc->time_mult +
+	       (((tsc & ((1ULL << shift) - 1)) * tc->time_mult) >> shift);
+}
+
+/* The conversion worked out once (rv_perf_tsc_conv_prepare) is the formula,
+ * wrapping products included, whether it takes the one 128-bit product
+ * (wide: what a kernel's shift and multiplier give) or the formula's two
+ * halves; prepared from no TIME_CONV, it is the identity. */
+Test(perf_data_pt, prepared_conversions_are_the_formula)
+{
+	static const uint64_t shifts[] = { 0, 1, 10, 31, 32, 40, 63, 64, 200 };
+	static const uint64_t mults[] = { 0,	      1,	   1024,       1000000000,
+					  0xffffffff, 0x123456789, 1ULL << 40, UINT64_MAX };
+	static const uint64_t tscs[] = { 0,
+					 1,
+					 999,
+					 1ULL << 31,
+					 (1ULL << 32) - 1,
+					 22242862301508,
+					 1ULL << 62,
+					 UINT64_MAX - 5,
+					 UINT64_MAX };
+	struct rv_perf_time_conv kernel;
+	struct rv_perf_tsc_conv c;
+	size_t wide = 0, narrow = 0;
+
+	for (size_t s = 0; s < sizeof(shifts) / sizeof(shifts[0]); s++) {
+		for (size_t m = 0; m < sizeof(mults) / sizeof(mults[0]); m++) {
+			for (int cycles_short = 0; cycles_short < 2; cycles_short++) {
+				struct rv_perf_time_conv tc = {
+					.time_shift = shifts[s],
+					.time_mult = mults[m],
+					.time_zero = 0xfffff00000000000ULL + s * 77 + m,
+					.time_cycles = 0x100000000ULL,
+					.time_mask = 0xffffffffULL,
+					.cap_user_time_zero = true,
+					.cap_user_time_short = cycles_short,
+				};
+
+				c = rv_perf_tsc_conv_prepare(&tc);
+				wide += c.wide;
+				narrow += !c.wide;
+				for (size_t t = 0; t < sizeof(tscs) / sizeof(tscs[0]); t++) {
+					uint64_t want = perf_formula(&tc, tscs[t]);
+
+					cr_assert_eq(rv_perf_tsc_conv(&c, tscs[t]), want,
+						     "shift %" PRIu64 ", mult %" PRIu64
+						     ", short %d, tsc %" PRIu64,
+						     shifts[s], mults[m], cycles_short, tscs[t]);
+					cr_assert_eq(rv_perf_tsc_to_time(&tc, tscs[t]), want);
+				}
+			}
+		}
+	}
+	cr_assert_gt(wide, 0);
+	cr_assert_gt(narrow, 0);
+	rv_perf_time_conv_from_freq(&kernel, 2400000000ULL, 0, 0);
+	cr_assert(rv_perf_tsc_conv_prepare(&kernel).wide, "a kernel's conversion is one product");
+	c = rv_perf_tsc_conv_prepare(NULL);
+	for (size_t t = 0; t < sizeof(tscs) / sizeof(tscs[0]); t++)
+		cr_assert_eq(rv_perf_tsc_conv(&c, tscs[t]), tscs[t]);
+}
+
 /* ---- writing a PT capture ---- */
 
 /* Straight-line code with a known flow for perf's decoder to walk: two

@@ -1901,28 +1901,48 @@ static bool same_event(const struct rv_event *a, const struct rv_event *b)
 	return true;
 }
 
-static void log_decode(struct event_log *l, const char *dir, bool batches)
+static void log_decode_scope(struct event_log *l, const char *dir, bool batches, bool kernel)
 {
 	struct rv_pt_capture *c;
 	struct rv_error err = { 0 };
 	struct rv_pt_stats stats;
 
 	memset(l, 0, sizeof(*l));
-	cr_assert_eq(open_capture(&c, dir, false, NULL, &err), 0, "%s", err.message);
+	cr_assert_eq(open_capture(&c, dir, kernel, NULL, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_pt_capture_decode_batches(c, log_event, batches ? log_batch : NULL, l,
 						  &stats, &err),
 		     0, "%s", err.message);
 	rv_pt_capture_free(c);
 }
 
+static void log_decode(struct event_log *l, const char *dir, bool batches)
+{
+	log_decode_scope(l, dir, batches, false);
+}
+
+/* one and many hold the same events, field by field. */
+static void assert_same_log(const struct event_log *one, const struct event_log *many)
+{
+	cr_assert_eq(many->nr, one->nr, "%zu events in batches, %zu one by one", many->nr, one->nr);
+	for (size_t i = 0; i < one->nr; i++) {
+		const struct logged *a = &one->v[i], *b = &many->v[i];
+
+		cr_assert(same_event(&a->ev, &b->ev),
+			  "event %zu differs (kind %d/%d, time %" PRIu64 "/%" PRIu64 ")", i,
+			  a->ev.kind, b->ev.kind, a->ev.time, b->ev.time);
+		cr_assert_str_eq(a->name, b->name);
+	}
+}
+
 /* A thread's lane hands the events that need nothing but the sink over in
  * batches, and the rest (its name, its rename in the middle of a batch, its
- * exit) one by one: the sink takes the same events in the same order. */
+ * exit, the name of the thread whose lane comes next) one by one: the sink
+ * takes the same events in the same order. */
 Test(pt_capture, batches_are_the_events_one_by_one, .timeout = 60)
 {
 	char dir[PATH_MAX];
 	struct scenario sc;
-	struct ptgen *g1 = gen_new(), *g2 = gen_new();
+	struct ptgen *g1 = gen_new(), *g2 = gen_new(), *g3 = gen_new();
 	struct syn s;
 	struct event_log one, many;
 	uint64_t tsc = 1000, branches = 0;
@@ -1934,11 +1954,18 @@ Test(pt_capture, batches_are_the_events_one_by_one, .timeout = 60)
 	syn_comm(&s, 300, "proc_b", 0, 10);
 	syn_mmap(&s, 300, USER_BASE, 0x1000, sc.files[0], 0, 10);
 	syn_itrace_start(&s, 300, 0, 999);
+	/* another process, in a buffer of its own: its lane comes after */
+	syn_comm(&s, 400, "proc_c", 0, 10);
+	syn_mmap(&s, 400, USER_BASE, 0x1000, sc.files[2], 0, 10);
+	syn_itrace_start(&s, 400, 0, 2999);
 	for (int i = 0; i < 40; i++)
 		prog_feed(g1, &sc.a, &tsc);
 	tsc = 2000;
 	for (int i = 0; i < 40; i++)
 		prog_feed(g2, &sc.a, &tsc);
+	uint64_t c_tsc = 3000;
+	for (int i = 0; i < 40; i++)
+		prog_feed(g3, &sc.c, &c_tsc);
 	/* a rename (not an exec: the code stays) between the two snapshots */
 	uint8_t rec[512];
 	struct rv_synth_id id = syn_id(300, 300, 0, 1500);
@@ -1946,31 +1973,97 @@ Test(pt_capture, batches_are_the_events_one_by_one, .timeout = 60)
 		  rv_synth_comm(&s.synth, rec, sizeof(rec), 300, 300, "proc_b2", false, &id));
 	syn_trace(&s, g1, 0, 300, UINT32_MAX, 0);
 	syn_trace(&s, g2, 0, 300, UINT32_MAX, 1 << 16);
+	syn_trace(&s, g3, 1, 400, UINT32_MAX, 0);
 	syn_exit(&s, 300, 0, tsc + 100);
+	syn_exit(&s, 400, 0, c_tsc + 100);
 	syn_finish(&s);
 	ptgen_free(g1);
 	ptgen_free(g2);
+	ptgen_free(g3);
 
 	log_decode(&one, dir, false);
 	log_decode(&many, dir, true);
 	cr_assert_eq(one.batches, 0);
-	cr_assert_eq(many.nr, one.nr, "%zu events in batches, %zu one by one", many.nr, one.nr);
+	assert_same_log(&one, &many);
 	for (size_t i = 0; i < one.nr; i++) {
-		const struct logged *a = &one.v[i], *b = &many.v[i];
+		const struct logged *a = &one.v[i];
 
-		cr_assert(same_event(&a->ev, &b->ev),
-			  "event %zu differs (kind %d/%d, time %" PRIu64 "/%" PRIu64 ")", i,
-			  a->ev.kind, b->ev.kind, a->ev.time, b->ev.time);
-		cr_assert_str_eq(a->name, b->name);
 		branches += a->ev.kind == RV_EVENT_BRANCH;
 		names += a->ev.kind == RV_EVENT_THREAD_NAME;
 	}
-	cr_assert_eq(names, 2, "the name, then the rename: %zu names", names);
-	cr_assert_geq(branches, 80 * sc.a.ncalls);
+	cr_assert_eq(names, 3, "the name, the rename, the other's name: %zu names", names);
+	cr_assert_geq(branches, 80 * sc.a.ncalls + 40 * sc.c.ncalls);
 	cr_assert_eq(one.v[one.nr - 1].ev.kind, RV_EVENT_THREAD_EXIT);
-	/* the plain branches went in batches, not one by one */
+	/* the plain branches went in batches, not one by one: all but the
+	 * first of each thread and the first after the rename */
 	cr_assert_gt(many.batches, 1);
-	cr_assert_geq(many.in_batches + 2, branches, "%" PRIu64 " of %" PRIu64 " in batches",
+	cr_assert_geq(many.in_batches + 3, branches, "%" PRIu64 " of %" PRIu64 " in batches",
+		      many.in_batches, branches);
+	free(one.v);
+	free(many.v);
+	remove_tree(dir);
+}
+
+/* A thread traced in the kernel too, decoded without kernel scope: a batch
+ * of its branches holds kernel addresses, which consume drops (in_scope),
+ * so the batch is not taken whole; the sink takes the same events as one by
+ * one. (The kernel's code is mapped into the process here, as the decoder
+ * reads no kernel code out of scope: with errors in them, the batches
+ * would not be taken whole anyway.) */
+Test(pt_capture, batches_without_kernel_scope_are_the_events_one_by_one, .timeout = 60)
+{
+	char dir[PATH_MAX], kfile[PATH_MAX + 16];
+	struct scenario sc;
+	struct ptgen *g = gen_new();
+	struct syn s;
+	struct event_log one, many;
+	uint64_t tsc = 1000, branches = 0, kernel = 0;
+
+	make_temp_dir(dir, sizeof(dir), "rv-ptcap");
+	scenario_programs(&sc, dir);
+	snprintf(kfile, sizeof(kfile), "%s/kernel.bin", dir);
+	write_file(kfile, sc.k.code, sc.k.size);
+	syn_open(&s, dir, false, false, true);
+	syn_comm(&s, 300, "proc_a", 0, 10);
+	syn_mmap(&s, 300, USER_BASE, 0x1000, sc.files[0], 0, 10);
+	syn_mmap(&s, 300, KERNEL_BASE, 0x1000, kfile, 0, 10);
+	syn_itrace_start(&s, 300, 0, 999);
+	for (int i = 0; i < 200; i++) {
+		prog_feed(g, &sc.a, &tsc);
+		prog_feed(g, &sc.k, &tsc);
+	}
+	syn_trace(&s, g, 0, 300, UINT32_MAX, 0);
+	syn_exit(&s, 300, 0, tsc + 100);
+	syn_finish(&s);
+	ptgen_free(g);
+
+	/* in kernel scope, the kernel's calls are there, without an error */
+	log_decode_scope(&one, dir, false, true);
+	for (size_t i = 0; i < one.nr; i++) {
+		const struct rv_event *e = &one.v[i].ev;
+
+		cr_assert_neq(e->kind, RV_EVENT_TRACE_ERROR, "event %zu: an error", i);
+		kernel += e->kind == RV_EVENT_BRANCH && e->branch.kind == RV_BRANCH_CALL &&
+			  e->branch.to.ip >= KERNEL_BASE;
+	}
+	cr_assert_eq(kernel, 200 * sc.k.ncalls);
+	free(one.v);
+
+	log_decode(&one, dir, false);
+	log_decode(&many, dir, true);
+	assert_same_log(&one, &many);
+	for (size_t i = 0; i < one.nr; i++) {
+		const struct rv_event *e = &one.v[i].ev;
+
+		if (e->kind != RV_EVENT_BRANCH)
+			continue;
+		branches++;
+		cr_assert(e->branch.from.ip < KERNEL_BASE && e->branch.to.ip < KERNEL_BASE,
+			  "event %zu: a kernel address out of scope", i);
+	}
+	cr_assert_geq(branches, 200 * 2 * sc.a.ncalls);
+	/* the user's branches still go in batches, between the kernel's */
+	cr_assert_geq(many.in_batches, branches / 2, "%" PRIu64 " of %" PRIu64 " in batches",
 		      many.in_batches, branches);
 	free(one.v);
 	free(many.v);

@@ -22,6 +22,10 @@
  *   each walker's bytes add up to the buffer's; and on made-up traces over
  *   made-up code (libipt's encoder): the time after an event in process.
  *   tests/fuzz/fuzz_pt_fast.c holds them to the same on fuzzed traces.
+ * - The sink's batch form: the events the sink takes one by one, field by
+ *   field, and the same stats, with every batch's claims (pt_decoder.h)
+ *   true, on mruby with times that begin, change and wrap, damage, and a
+ *   task for every time.
  *
  * The glue that reads softpt's perf.data (AUXTRACE payloads, AUXTRACE_INFO,
  * TIME_CONV, MMAP2 into an image) lives here, in its simplest form: the real
@@ -2133,4 +2137,249 @@ Test(pt_decoder, psb_pattern_search_at_every_alignment)
 				     psb_by_bytes(buf, size, from), "round %u, size %zu, from %zu",
 				     round, size, from);
 	}
+}
+
+/* ---- the sink's batch form ---- */
+
+/* Every event as the sink took it, one by one or in batches, and what the
+ * batches said of themselves. */
+struct full_log {
+	struct rv_event *v;
+	size_t n, cap;
+	size_t batches, plain; /* plain: branches only, in time order */
+	size_t with_errors, unordered;
+	size_t zero_then_two; /* in order: a 0 time, then two others */
+	size_t tasks;	      /* batches of another task than the one before */
+	uint32_t last_tid;
+};
+
+static int full_sink(void *ctx, const struct rv_event *e, struct rv_error *err)
+{
+	struct full_log *l = ctx;
+
+	(void)err;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 4096;
+		l->v = realloc(l->v, l->cap * sizeof(*l->v));
+		cr_assert_not_null(l->v);
+	}
+	l->v[l->n++] = *e;
+	return 0;
+}
+
+/* Each batch's claims (pt_decoder.h) checked against its events. */
+static int full_batch(void *ctx, const struct rv_pt_batch *b, struct rv_error *err)
+{
+	struct full_log *l = ctx;
+	const struct rv_event *e = b->events;
+	size_t times = 0;
+
+	cr_assert_gt(b->n, 0, "an empty batch");
+	l->batches++;
+	l->plain += b->branches_only && b->ordered;
+	l->with_errors += !b->branches_only;
+	l->unordered += !b->ordered;
+	for (size_t i = 0; i < b->n; i++) {
+		cr_assert(e[i].pid == e[0].pid && e[i].tid == e[0].tid, "two tasks in a batch");
+		cr_assert(!b->branches_only || e[i].kind == RV_EVENT_BRANCH);
+		cr_assert(!b->ordered || !i || e[i].time >= e[i - 1].time, "not in time order");
+		if (e[i].kind == RV_EVENT_BRANCH)
+			cr_assert_eq((e[i].branch.from.ip | e[i].branch.to.ip) & ~b->ip_bits, 0,
+				     "an address above ip_bits");
+		times += i && e[i].time != e[i - 1].time;
+		full_sink(ctx, &e[i], err);
+	}
+	l->zero_then_two += b->ordered && !e[0].time && times >= 2;
+	l->tasks += e[0].tid != l->last_tid;
+	l->last_tid = e[0].tid;
+	return 0;
+}
+
+static bool same_full_end(const struct rv_branch_end *a, const struct rv_branch_end *b)
+{
+	return a->ip == b->ip && a->sym == b->sym && a->sym_start == b->sym_start &&
+	       a->dso == b->dso;
+}
+
+/* Field by field (padding is whatever the producer's memory held): every
+ * field an event of its kind has, the branch ends' names (none) included. */
+static bool same_full_event(const struct rv_event *a, const struct rv_event *b)
+{
+	if (a->kind != b->kind || a->pid != b->pid || a->tid != b->tid || a->time != b->time)
+		return false;
+	if (a->kind == RV_EVENT_BRANCH)
+		return a->branch.kind == b->branch.kind && a->branch.flags == b->branch.flags &&
+		       same_full_end(&a->branch.from, &b->branch.from) &&
+		       same_full_end(&a->branch.to, &b->branch.to);
+	return a->error.offset == b->error.offset && a->error.ip == b->error.ip &&
+	       a->error.overflow == b->error.overflow &&
+	       !strcmp(a->error.message, b->error.message);
+}
+
+/* A TSC packet (tsc 1000, 2000, ...) before every `every`-th packet from
+ * the `from`-th on, outside PSB+ headers: times that change between PSBs,
+ * and none (time 0) before the first. */
+static void add_tsc_every(struct raw *r, size_t every, size_t from)
+{
+	struct pt_config c = r->options.config;
+	struct pt_packet_decoder *d;
+	struct pt_packet pkt;
+	uint64_t *at = NULL, offset;
+	size_t n = 0, cap = 0, k = 0, used = 0, done = 0;
+	bool in_psb = false;
+	uint8_t *out;
+
+	c.begin = r->trace;
+	c.end = r->trace + r->size;
+	d = pt_pkt_alloc_decoder(&c);
+	cr_assert_not_null(d);
+	cr_assert_geq(pt_pkt_sync_forward(d), 0);
+	for (;;) {
+		int status = pt_pkt_get_offset(d, &offset);
+
+		if (status >= 0)
+			status = pt_pkt_next(d, &pkt, sizeof(pkt));
+		if (status == -pte_eos)
+			break;
+		if (status < 0) {
+			if (pt_pkt_sync_forward(d) < 0)
+				break;
+			in_psb = false;
+			continue;
+		}
+		if (pkt.type == ppt_psb)
+			in_psb = true;
+		if (!in_psb && k++ >= from && k % every == 0) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 1024;
+				at = realloc(at, cap * sizeof(*at));
+				cr_assert_not_null(at);
+			}
+			at[n++] = offset;
+		}
+		if (pkt.type == ppt_psbend)
+			in_psb = false;
+	}
+	pt_pkt_free_decoder(d);
+	out = malloc(r->size + 8 * n);
+	cr_assert_not_null(out);
+	for (size_t i = 0; i <= n; i++) {
+		size_t upto = i < n ? (size_t)at[i] : r->size;
+		uint64_t tsc = 1000 * (i + 1);
+
+		memcpy(out + used, r->trace + done, upto - done);
+		used += upto - done;
+		done = upto;
+		if (i == n)
+			break;
+		out[used++] = 0x19;
+		for (int b = 0; b < 7; b++)
+			out[used++] = (uint8_t)(tsc >> (8 * b));
+	}
+	free(at);
+	free(r->trace);
+	r->trace = out;
+	r->size = used;
+}
+
+/* r decoded into the sink one by one and into its batch form, for one and
+ * two threads and two chunk sizes: the same events, field by field, and the
+ * same stats; each batch's claims hold. *out: what the batches said (of
+ * the last decode). */
+static void assert_batches_one_by_one(struct raw *r, const char *what, struct full_log *out)
+{
+	static const size_t chunks[] = { 0, 16384 };
+
+	for (unsigned jobs = 1; jobs <= 2; jobs++) {
+		for (size_t c = 0; c < 2; c++) {
+			struct full_log one = { 0 }, many = { 0 };
+			struct rv_pt_stats s1, s2;
+			struct rv_error err = { 0 };
+
+			r->options.jobs = jobs;
+			r->options.chunk_bytes = chunks[c];
+			r->options.sink_batch = NULL;
+			cr_assert_eq(rv_pt_decode(r->trace, r->size, &r->options, full_sink, &one,
+						  &s1, &err),
+				     0, "%s", err.message);
+			r->options.sink_batch = full_batch;
+			cr_assert_eq(rv_pt_decode(r->trace, r->size, &r->options, full_sink, &many,
+						  &s2, &err),
+				     0, "%s", err.message);
+			r->options.sink_batch = NULL;
+			cr_assert_eq(many.n, one.n, "%s: %zu events in batches, %zu one by one",
+				     what, many.n, one.n);
+			for (size_t i = 0; i < one.n; i++)
+				cr_assert(
+					same_full_event(&one.v[i], &many.v[i]),
+					"%s, %u jobs: event %zu differs (kind %d/%d, time %" PRIu64
+					"/%" PRIu64 ")",
+					what, jobs, i, one.v[i].kind, many.v[i].kind, one.v[i].time,
+					many.v[i].time);
+			cr_assert_gt(many.batches, 1, "%s", what);
+			cr_assert_eq(s2.first_time, s1.first_time, "%s", what);
+			cr_assert_eq(s2.last_time, s1.last_time, "%s", what);
+			cr_assert_eq(s2.calls, s1.calls, "%s", what);
+			cr_assert_eq(s2.returns, s1.returns, "%s", what);
+			cr_assert_eq(s2.jumps, s1.jumps, "%s", what);
+			cr_assert_eq(s2.syscalls, s1.syscalls, "%s", what);
+			cr_assert_eq(s2.errors, s1.errors, "%s", what);
+			cr_assert_eq(s2.nr_sites, s1.nr_sites, "%s", what);
+			free(one.v);
+			free(many.v);
+			many.v = NULL;
+			*out = many;
+		}
+	}
+}
+
+/* The sink's batch form (pt_pool.c writes each event in place over the
+ * last batch's) takes what the sink would one by one, with every batch's
+ * claims true: on mruby as it is (times all 0: every batch is plain, as the
+ * claims must say for a sink to take it whole); with damage (errors in
+ * batches) and times that change between PSBs and wrap (the capture's
+ * short TSC); with times that begin at 0 (stats.first_time is the first
+ * that is not); and with a task for every time (a batch ends where the task
+ * changes). */
+Test(pt_decoder, batches_are_the_events_one_by_one, .timeout = 300)
+{
+	struct raw r;
+	struct full_log got;
+	struct rv_perf_time_conv wrap = {
+		.time_shift = 10,
+		.time_mult = 3000,
+		.time_cycles = 0,
+		.time_mask = 0x7ffff,
+		.cap_user_time_zero = true,
+		.cap_user_time_short = true,
+	};
+	struct rv_perf_time_conv wide = { .time_shift = 10, .time_mult = 3000 };
+
+	raw_load(&r, &corpora[2], 1);
+	r.options.decoder = RV_PT_DECODER_FAST;
+	assert_batches_one_by_one(&r, "mruby", &got);
+	/* its one error (at the end) aside */
+	cr_assert_eq(got.unordered, 0);
+	cr_assert_leq(got.with_errors, 1, "%zu of %zu batches with errors", got.with_errors,
+		      got.batches);
+
+	add_tsc_every(&r, 40, 4000);
+	r.options.time_conv = &wide;
+	assert_batches_one_by_one(&r, "mruby with times from 0", &got);
+	cr_assert_gt(got.zero_then_two, 0, "a batch where the times begin");
+
+	r.options.resolve = task_per_time;
+	r.options.resolve_ctx = &r;
+	assert_batches_one_by_one(&r, "mruby with a task per time", &got);
+	cr_assert_gt(got.tasks, 1000, "%zu batches of another task", got.tasks);
+	r.options.resolve = NULL;
+
+	memset(r.trace + 300000, 0xd9, 64); /* as in damage_resyncs_at_next_psb */
+	r.options.time_conv = &wrap;
+	assert_batches_one_by_one(&r, "mruby with damage and times that wrap", &got);
+	cr_assert_gt(got.with_errors, 0);
+	cr_assert_gt(got.unordered, 0, "the times wrap in a batch");
+	cr_assert_gt(got.plain, got.batches / 2, "%zu of %zu batches plain", got.plain,
+		     got.batches);
+	raw_free(&r);
 }
