@@ -1604,16 +1604,6 @@ int rv_pq_get_sync_offset(const struct rv_pq *q, uint64_t *offset)
 	return 0;
 }
 
-int rv_pq_time(const struct rv_pq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
-{
-	*time = q->last.tsc;
-	if (lost_mtc)
-		*lost_mtc = q->last.lost_mtc;
-	if (lost_cyc)
-		*lost_cyc = q->last.lost_cyc;
-	return q->last.have_tsc ? 0 : -pte_no_time;
-}
-
 /* libipt's pt_qry_cache_tnt: on to the next TNT packet. */
 static int cache_tnt(struct rv_pq *q)
 {
