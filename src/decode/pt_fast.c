@@ -1050,7 +1050,8 @@ static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint
 {
 	if (drop->all)
 		return 0;
-	if (drop->span && from - drop->start < drop->end - drop->start &&
+	if (drop->span && drop->time >= drop->from && drop->time < drop->until &&
+	    from - drop->start < drop->end - drop->start &&
 	    to - drop->start < drop->end - drop->start)
 		return 1;
 	return -1;

@@ -75,8 +75,9 @@ void rv_fast_free(struct rv_fast *f);
  * branches not taken, and counts in *dropped those the walker counts. */
 struct rv_fast_drop {
 	bool all;  /* every jump (options.ignore_jumps), none counted */
-	bool span; /* those from and to [start, end) (a function), counted */
+	bool span; /* those from and to [start, end) (a function), counted, */
 	uint64_t start, end;
+	uint64_t time, from, until; /* ... when time is in [from, until) */
 };
 
 /* As pt_blk_sync_set, pt_blk_set_image, pt_blk_next, pt_blk_event,
