@@ -1329,6 +1329,19 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast
 	return proceed_trailing_event(f);
 }
 
+int rv_fast_tick_event(struct rv_fast *f, uint64_t *tsc, bool *has_tsc)
+{
+	const struct pt_event *ev = &f->event;
+
+	if (!f->process_event || ev->type != ptev_tick || ev->status_update)
+		return RV_FAST_NOT_TICK;
+	/* rv_fast_event's path for a tick: nothing to check or to move */
+	f->process_event = false;
+	*tsc = ev->tsc;
+	*has_tsc = ev->has_tsc;
+	return proceed_trailing_event(f);
+}
+
 int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 {
 	struct pt_event *ev = &f->event;

@@ -946,6 +946,19 @@ static void on_block(struct walker *w, const struct pt_block *b, int status)
 	set_pending(w, b);
 }
 
+/* on_event for a tick event at `time` (the fast walker's, taken by
+ * rv_fast_tick_event): the time changed at the TNT or TIP that ended the
+ * last block. */
+static inline void on_tick(struct walker *w, uint64_t time)
+{
+	bool fresh = w->pend_fresh;
+
+	w->pend_fresh = false;
+	w->time = time;
+	if (fresh && w->pend.valid)
+		w->pend.time = time;
+}
+
 static void on_event(struct walker *w, const struct pt_event *ev)
 {
 	/* The event's own time: libipt's current time has moved on to the
@@ -965,7 +978,8 @@ static void on_event(struct walker *w, const struct pt_event *ev)
 	w->time = time;
 	switch (ev->type) {
 	case ptev_tick:
-		/* The time changed at the TNT or TIP that ended the last block. */
+		/* The time changed at the TNT or TIP that ended the last
+		 * block (as on_tick). */
 		if (fresh && w->pend.valid)
 			w->pend.time = time;
 		break;
@@ -1114,6 +1128,22 @@ static int drain_events(struct walker *w, int status)
 	while (status >= 0 && (status & pts_event_pending) && !w->stop) {
 		struct pt_event ev;
 
+		if (w->fast) {
+			/* most events of a timed trace: a tick, taken
+			 * without its copy and on_event's dispatch */
+			uint64_t tsc;
+			bool has_tsc;
+
+			status = rv_fast_tick_event(w->fast, &tsc, &has_tsc);
+			if (status != RV_FAST_NOT_TICK) {
+				if (status < 0)
+					break;
+				on_tick(w, has_tsc ? tsc : w->time);
+				if (status & pts_eos)
+					w->at_eos = true;
+				continue;
+			}
+		}
 		status = w->fast ? rv_fast_event(w->fast, &ev)
 				 : pt_blk_event(w->dec, &ev, sizeof(ev));
 		if (status < 0)
