@@ -576,7 +576,7 @@ static int status_flags(const struct rv_fast *f, int flags)
 
 /* libipt's pt_blk_tick: after a TNT or TIP, a tick event when the time
  * moved since the last event. */
-static int tick(struct rv_fast *f, uint64_t ip)
+static inline int tick(struct rv_fast *f, uint64_t ip)
 {
 	uint64_t tsc = 0;
 	uint32_t lost_mtc = 0, lost_cyc = 0;
