@@ -576,7 +576,7 @@ static int status_flags(const struct rv_fast *f, int flags)
 
 /* libipt's pt_blk_tick: after a TNT or TIP, a tick event when the time
  * moved since the last event. */
-static int tick(struct rv_fast *f, uint64_t ip)
+static inline int tick(struct rv_fast *f, uint64_t ip)
 {
 	uint64_t tsc = 0;
 	uint32_t lost_mtc = 0, lost_cyc = 0;
@@ -1050,7 +1050,8 @@ static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint
 {
 	if (drop->all)
 		return 0;
-	if (drop->span && from - drop->start < drop->end - drop->start &&
+	if (drop->span && drop->time >= drop->from && drop->time < drop->until &&
+	    from - drop->start < drop->end - drop->start &&
 	    to - drop->start < drop->end - drop->start)
 		return 1;
 	return -1;
@@ -1325,6 +1326,19 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast
 	status = proceed_no_event(f, block, drop, dropped);
 	if (status < 0)
 		return status;
+	return proceed_trailing_event(f);
+}
+
+int rv_fast_tick_event(struct rv_fast *f, uint64_t *tsc, bool *has_tsc)
+{
+	const struct pt_event *ev = &f->event;
+
+	if (!f->process_event || ev->type != ptev_tick || ev->status_update)
+		return RV_FAST_NOT_TICK;
+	/* rv_fast_event's path for a tick: nothing to check or to move */
+	f->process_event = false;
+	*tsc = ev->tsc;
+	*has_tsc = ev->has_tsc;
 	return proceed_trailing_event(f);
 }
 

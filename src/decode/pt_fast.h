@@ -51,6 +51,8 @@
 
 /* Not a pte_* code (those are small and negative). */
 #define RV_FAST_HANDOFF (-1000)
+/* rv_fast_tick_event's "the event in process is not a tick". */
+#define RV_FAST_NOT_TICK (-1001)
 
 /* One thread's basic blocks and image snapshots, kept from chunk to chunk. */
 struct rv_fast_cache;
@@ -75,8 +77,9 @@ void rv_fast_free(struct rv_fast *f);
  * branches not taken, and counts in *dropped those the walker counts. */
 struct rv_fast_drop {
 	bool all;  /* every jump (options.ignore_jumps), none counted */
-	bool span; /* those from and to [start, end) (a function), counted */
+	bool span; /* those from and to [start, end) (a function), counted, */
 	uint64_t start, end;
+	uint64_t time, from, until; /* ... when time is in [from, until) */
 };
 
 /* As pt_blk_sync_set, pt_blk_set_image, pt_blk_next, pt_blk_event,
@@ -88,6 +91,13 @@ int rv_fast_set_image(struct rv_fast *f, struct pt_image *image);
 int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast_drop *drop,
 		 uint64_t *dropped);
 int rv_fast_event(struct rv_fast *f, struct pt_event *event);
+/* rv_fast_event for the event most timed traces are made of, without
+ * copying it out: when the event in process is a tick (the only ones are
+ * made after a TNT or TIP, never a status update), takes it as
+ * rv_fast_event would, sets *tsc and *has_tsc to its tsc and has_tsc, and
+ * returns rv_fast_event's status; else RV_FAST_NOT_TICK, and nothing
+ * changed (rv_fast_event is then the call to make). */
+int rv_fast_tick_event(struct rv_fast *f, uint64_t *tsc, bool *has_tsc);
 int rv_fast_get_offset(const struct rv_fast *f, uint64_t *offset);
 int rv_fast_get_sync_offset(const struct rv_fast *f, uint64_t *offset);
 int rv_fast_time(struct rv_fast *f, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc);

@@ -199,7 +199,7 @@ static uint64_t read_le(const uint8_t *p, unsigned n)
 /* A CYC packet's size and (when value is not NULL) its cycles; -pte_eos
  * when cut, RV_PQ_UNMODELLED for one of more than 8 extension bytes (whose
  * bits libipt shifts past 64). */
-static int read_cyc(const uint8_t *pos, const uint8_t *end, uint64_t *value)
+static inline int read_cyc(const uint8_t *pos, const uint8_t *end, uint64_t *value)
 {
 	uint64_t cyc = pos[0] >> 3;
 	const uint8_t *p = pos + 1;
@@ -584,7 +584,7 @@ static int apply_mtc(struct rv_pq *q, uint8_t payload)
 	return status < 0 ? status : time_mtc(q, ctc);
 }
 
-static int apply_cyc(struct rv_pq *q, uint64_t cyc)
+static inline int apply_cyc(struct rv_pq *q, uint64_t cyc)
 {
 	struct rv_pq_time *t = &q->time;
 	uint64_t fcr, fc;
@@ -635,7 +635,7 @@ static void add_event_time(const struct rv_pq *q, struct pt_event *ev)
 static int decode_timing(struct rv_pq *q, uint8_t kind, bool header)
 {
 	const uint8_t *p = q->pos;
-	uint64_t cyc;
+	uint64_t cyc = 0; /* (set by read_cyc when it is read: for the compiler) */
 	int size, status;
 
 	size = kind == K_CYC ? read_cyc(p, q->end, &cyc) : packet_size(p, q->end, kind);
@@ -1602,16 +1602,6 @@ int rv_pq_get_sync_offset(const struct rv_pq *q, uint64_t *offset)
 		return -pte_nosync;
 	*offset = (uint64_t)(q->sync - q->begin);
 	return 0;
-}
-
-int rv_pq_time(const struct rv_pq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc)
-{
-	*time = q->last.tsc;
-	if (lost_mtc)
-		*lost_mtc = q->last.lost_mtc;
-	if (lost_cyc)
-		*lost_cyc = q->last.lost_cyc;
-	return q->last.have_tsc ? 0 : -pte_no_time;
 }
 
 /* libipt's pt_qry_cache_tnt: on to the next TNT packet. */

@@ -103,7 +103,6 @@ bool rv_pq_init(struct rv_pq *q, const struct pt_config *config, bool whole);
 int rv_pq_sync_set(struct rv_pq *q, uint64_t *ip, uint64_t offset);
 int rv_pq_get_offset(const struct rv_pq *q, uint64_t *offset);
 int rv_pq_get_sync_offset(const struct rv_pq *q, uint64_t *offset);
-int rv_pq_time(const struct rv_pq *q, uint64_t *time, uint32_t *lost_mtc, uint32_t *lost_cyc);
 int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip);
 int rv_pq_event(struct rv_pq *q, struct pt_event *event);
 int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken);
@@ -127,6 +126,19 @@ static inline bool rv_pq_next_plain(const struct rv_pq *q)
 static inline bool rv_pq_tip_next(const struct rv_pq *q)
 {
 	return !q->tnt_index && q->next == RV_PQ_KIND_TIP;
+}
+
+/* The rv_pq_time of the list above, inline: a timed trace asks for the
+ * time after every TNT and TIP (pt_fast.c's tick). */
+static inline int rv_pq_time(const struct rv_pq *q, uint64_t *time, uint32_t *lost_mtc,
+			     uint32_t *lost_cyc)
+{
+	*time = q->last.tsc;
+	if (lost_mtc)
+		*lost_mtc = q->last.lost_mtc;
+	if (lost_cyc)
+		*lost_cyc = q->last.lost_cyc;
+	return q->last.have_tsc ? 0 : -pte_no_time;
 }
 
 /* A TNT bit from the cache is the common case: no flags while bits are

@@ -170,14 +170,16 @@ struct walker {
 	uint64_t stall_offset; /* the decoder's offset, and blocks walked since it moved */
 	uint32_t stall_blocks, stall_tick;
 	uint64_t stall_insns;
-	uint64_t last_ip; /* where the decoder was last seen, for errors */
-	uint32_t pid;	  /* the task decoded, for options->function_at */
+	uint64_t stall_max_insns; /* the pass's limit (stalled) */
+	uint64_t last_ip;	  /* where the decoder was last seen, for errors */
+	uint32_t pid;		  /* the task decoded, for options->function_at */
 	struct function_cache {
 		bool valid;
 		uint32_t pid;
 		uint64_t start, end;  /* the code of one function ... */
 		uint64_t from, until; /* ... over these decoder times */
 	} function;		      /* function_at's last answer */
+	struct rv_fast_drop drop;     /* fast_next's (set_drop) */
 	uint64_t dropped_jumps;	      /* jumps inside one function, counted but not emitted */
 	uint64_t insns, blocks;	      /* walked, added to the chunk's at its end */
 	struct pt_image *image;
@@ -331,6 +333,21 @@ static uint64_t time_bound(const struct rv_perf_time_conv *tc, uint64_t until, u
 	return t;
 }
 
+/* fast_next's drop, from the function cache and the task: set again
+ * wherever either changes, so that a block costs only the time's copy
+ * (the fast walker checks it when a jump comes). */
+static void set_drop(struct walker *w)
+{
+	const struct function_cache *c = &w->function;
+
+	w->drop =
+		(struct rv_fast_drop){ .span = w->drop_in_function && c->valid && c->pid == w->pid,
+				       .start = c->start,
+				       .end = c->end,
+				       .from = c->from,
+				       .until = c->until };
+}
+
 /* Whether a jump from `from` to `to` at `time` stays inside one function,
  * through the walker's last answer from options->function_at while it holds
  * (the same task, the same stretch of code, a time it covers). */
@@ -347,8 +364,10 @@ static bool stays_in_function(struct walker *w, uint64_t time, uint64_t from, ui
 		c->valid = false;
 		if (!o->function_at(o->function_at_ctx, w->pid,
 				    tc ? rv_perf_tsc_to_time(tc, time) : time, from, &span) ||
-		    span.end <= span.start || from < span.start || from >= span.end)
+		    span.end <= span.start || from < span.start || from >= span.end) {
+			set_drop(w);
 			return false;
+		}
 		/* Times before this one may have had other code: the answer
 		 * holds from now on, as decoding goes forward. */
 		*c = (struct function_cache){ .valid = true,
@@ -359,6 +378,7 @@ static bool stays_in_function(struct walker *w, uint64_t time, uint64_t from, ui
 					      .until = time_bound(tc, span.until, time) };
 		if (time >= c->until)
 			c->valid = false;
+		set_drop(w);
 	}
 	return to - c->start < c->end - c->start;
 }
@@ -387,6 +407,7 @@ static void emit_error(struct walker *w, int code, bool overflow, uint64_t offse
 static void emit_task(struct walker *w, uint32_t pid, uint32_t tid)
 {
 	w->pid = pid;
+	set_drop(w);
 	put(w, PTD_REC_TASK, 0, 0, 0, 0, pid, tid, w->time);
 }
 
@@ -925,6 +946,19 @@ static void on_block(struct walker *w, const struct pt_block *b, int status)
 	set_pending(w, b);
 }
 
+/* on_event for a tick event at `time` (the fast walker's, taken by
+ * rv_fast_tick_event): the time changed at the TNT or TIP that ended the
+ * last block. */
+static inline void on_tick(struct walker *w, uint64_t time)
+{
+	bool fresh = w->pend_fresh;
+
+	w->pend_fresh = false;
+	w->time = time;
+	if (fresh && w->pend.valid)
+		w->pend.time = time;
+}
+
 static void on_event(struct walker *w, const struct pt_event *ev)
 {
 	/* The event's own time: libipt's current time has moved on to the
@@ -944,7 +978,8 @@ static void on_event(struct walker *w, const struct pt_event *ev)
 	w->time = time;
 	switch (ev->type) {
 	case ptev_tick:
-		/* The time changed at the TNT or TIP that ended the last block. */
+		/* The time changed at the TNT or TIP that ended the last
+		 * block (as on_tick). */
 		if (fresh && w->pend.valid)
 			w->pend.time = time;
 		break;
@@ -1093,6 +1128,22 @@ static int drain_events(struct walker *w, int status)
 	while (status >= 0 && (status & pts_event_pending) && !w->stop) {
 		struct pt_event ev;
 
+		if (w->fast) {
+			/* most events of a timed trace: a tick, taken
+			 * without its copy and on_event's dispatch */
+			uint64_t tsc;
+			bool has_tsc;
+
+			status = rv_fast_tick_event(w->fast, &tsc, &has_tsc);
+			if (status != RV_FAST_NOT_TICK) {
+				if (status < 0)
+					break;
+				on_tick(w, has_tsc ? tsc : w->time);
+				if (status & pts_eos)
+					w->at_eos = true;
+				continue;
+			}
+		}
 		status = w->fast ? rv_fast_event(w->fast, &ev)
 				 : pt_blk_event(w->dec, &ev, sizeof(ev));
 		if (status < 0)
@@ -1115,12 +1166,13 @@ static bool stalled(struct walker *w, uint32_t ninsn)
 	w->stall_insns += ninsn;
 	/* The offset only grows, so looking every STALL_CHECK blocks tells
 	 * as well whether it moved in between, at a fraction of the cost. */
+	if (++w->stall_tick % STALL_CHECK && w->stall_insns <= w->stall_max_insns)
+		return false;
+
+	uint64_t max_insns = w->stall_max_insns;
 	/* the fast walker's limits are lower (see tail_too_long) */
-	uint64_t max_insns = w->fast ? MAX_STALL_INSNS / 4 : MAX_STALL_INSNS;
 	uint32_t max_blocks = w->fast ? MAX_TAIL_BLOCKS / 4 : MAX_TAIL_BLOCKS;
 
-	if (++w->stall_tick % STALL_CHECK && w->stall_insns <= max_insns)
-		return false;
 	if (dec_offset(w, &offset) < 0)
 		return false;
 	if (offset != w->stall_offset) {
@@ -1138,19 +1190,13 @@ static bool stalled(struct walker *w, uint32_t ninsn)
 static int fast_next(struct walker *w, struct pt_block *block)
 {
 	static const struct rv_fast_drop drop_all = { .all = true };
-	const struct function_cache *c = &w->function;
-	struct rv_fast_drop drop = { .all = false };
 
 	if (w->ignore_jumps)
 		return rv_fast_next(w->fast, block, &drop_all, &w->dropped_jumps);
-	if (w->drop_in_function && c->valid && c->pid == w->pid && w->time >= c->from &&
-	    w->time < c->until) {
-		drop.span = true;
-		drop.start = c->start;
-		drop.end = c->end;
-	}
+	/* the rest of w->drop is kept up to date by set_drop */
+	w->drop.time = w->time;
 	/* rv_fast_next adds to the count */
-	return rv_fast_next(w->fast, block, &drop, &w->dropped_jumps);
+	return rv_fast_next(w->fast, block, &w->drop, &w->dropped_jumps);
 }
 
 /* One pass over the chunk, with libipt's block decoder or (fast) the fast
@@ -1184,6 +1230,8 @@ static void walk(struct walker *w, bool fast)
 		status = pt_blk_sync_set(w->dec, 0);
 	}
 	w->image = NULL;
+	/* the fast walker's limits are lower (see tail_too_long) */
+	w->stall_max_insns = fast ? MAX_STALL_INSNS / 4 : MAX_STALL_INSNS;
 	if (status >= 0 && after_sync(w, status, BEGIN_SEAM) < 0)
 		w->stop = true;
 
@@ -1257,6 +1305,7 @@ static void restart(struct walker *w)
 	w->ignore_jumps = keep.ignore_jumps;
 	w->drop_in_function = keep.drop_in_function;
 	w->pid = keep.d->options->pid;
+	set_drop(w);
 }
 
 static void decode_chunk(struct walker *w)
@@ -1314,6 +1363,7 @@ int ptd_walk_chunk(struct ptd_decode *d, struct ptd_thread *t, struct ptd_chunk 
 	w.ignore_jumps = d->options->ignore_jumps;
 	w.drop_in_function = d->options->function_at != NULL;
 	w.direct = direct;
+	set_drop(&w);
 	decode_chunk(&w);
 	return w.status;
 }

@@ -663,6 +663,7 @@ Test(pt_decoder, corpus_fast_walker_same_events)
 		struct evlist all = { 0 };
 		struct rv_pt_stats all_stats;
 		struct fn_map fns;
+		uint64_t fast_blocks_all[NR_FAST_SETTINGS] = { 0 };
 
 		raw_load(&r, &corpora[c], 1);
 		r.options.decoder = RV_PT_DECODER_LIBIPT;
@@ -702,6 +703,18 @@ Test(pt_decoder, corpus_fast_walker_same_events)
 					   &got, &st);
 				assert_same_events(&ref, &got, what);
 				assert_same_stats(&ref_stats, &st, what);
+				/* The jumps it drops, the fast walker runs
+				 * through: fewer blocks than with every jump
+				 * (the function's span reaches it, pt_fast.h's
+				 * struct rv_fast_drop). */
+				if (mode == JUMPS_ALL)
+					fast_blocks_all[s] = st.blocks;
+				else if (mode == JUMPS_IN_FUNCTION_DROPPED)
+					cr_assert_lt(st.blocks,
+						     fast_blocks_all[s] - fast_blocks_all[s] / 16,
+						     "%s: %" PRIu64
+						     " blocks, with every jump %" PRIu64,
+						     what, st.blocks, fast_blocks_all[s]);
 				if (mode == JUMPS_ALL && s == 0)
 					fprintf(stderr,
 						"pt_decoder: %s: the fast walker decoded %" PRIu64
