@@ -864,8 +864,9 @@ static inline void unpack(const struct branch_state *br, size_t i, struct batche
 }
 
 /* take of the batch's ith waiting event, unpacked only for the rules. */
-static inline int take_packed(struct rv_builder *b, struct thread_state *t, size_t i, uint64_t now,
-			      struct rv_error *err)
+static inline __attribute__((always_inline)) int take_packed(struct rv_builder *b,
+							     struct thread_state *t, size_t i,
+							     uint64_t now, struct rv_error *err)
 {
 	const struct packed_event *p = &t->br.batch[i];
 	const struct batched_extra *x = p->extra ? &t->br.extra[p->extra - 1] : NULL;
@@ -973,22 +974,31 @@ static void copy_event(struct batched_event *e, const struct rv_event *ev)
 	e->to_start = ev->branch.to.sym_start;
 }
 
-/* Keeps the branch ev in the batch (packed). */
-static int batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error *err)
+/* Doubles the batch's room; -ENOMEM (err set). */
+static __attribute__((noinline)) int grow_batch(struct branch_state *br, struct rv_error *err)
+{
+	size_t cap = br->cap_batch ? br->cap_batch * 2 : 64;
+	struct packed_event *grown = realloc(br->batch, cap * sizeof(*grown));
+
+	if (!grown)
+		return builder_out_of_memory(err);
+	br->batch = grown;
+	br->cap_batch = cap;
+	return 0;
+}
+
+/* Keeps the branch ev in the batch (packed). Inline: half the events of a
+ * trace with timing are batched. */
+static inline __attribute__((always_inline)) int
+batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error *err)
 {
 	const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
 	struct packed_event *p;
 	bool extra;
+	int ret;
 
-	if (br->nr_batch == br->cap_batch) {
-		size_t cap = br->cap_batch ? br->cap_batch * 2 : 64;
-		struct packed_event *grown = realloc(br->batch, cap * sizeof(*grown));
-
-		if (!grown)
-			return builder_out_of_memory(err);
-		br->batch = grown;
-		br->cap_batch = cap;
-	}
+	if (br->nr_batch == br->cap_batch && (ret = grow_batch(br, err)))
+		return ret;
 	p = &br->batch[br->nr_batch];
 	*p = (struct packed_event){ .from_ip = from->ip,
 				    .to_ip = to->ip,
@@ -1076,19 +1086,19 @@ static int take_error(struct rv_builder *b, struct thread_state *t, const struct
 	return take(b, t, &e, now > br->last_time ? now : br->last_time, err);
 }
 
-int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
+/* builder_add_branch's way for a branch (no trace error) of thread t;
+ * inline in both of its callers, a call of the builder's for each event
+ * and one for a run of them. */
+static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b,
+							    struct thread_state *t,
+							    const struct rv_event *ev,
+							    struct rv_error *err)
 {
-	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
-	struct branch_state *br;
+	struct branch_state *br = &t->br;
 	uint64_t time = ev->time;
 	bool call;
 	int ret;
 
-	if (!t)
-		return builder_out_of_memory(err);
-	if (ev->kind == RV_EVENT_TRACE_ERROR)
-		return take_error(b, t, ev, err);
-	br = &t->br;
 	note_stamp(br, time);
 	if (br->batch_open && time > br->batch_time) {
 		/* mostly a batch whose only event was taken when it came */
@@ -1134,6 +1144,34 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 		/* the next event comes after the last nanosecond taken */
 		br->last_time++;
 		return ret;
+	}
+	return 0;
+}
+
+int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err)
+{
+	struct thread_state *t = builder_thread(b, ev->pid, ev->tid);
+
+	if (!t)
+		return builder_out_of_memory(err);
+	if (ev->kind == RV_EVENT_TRACE_ERROR)
+		return take_error(b, t, ev, err);
+	return add_branch(b, t, ev, err);
+}
+
+int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, size_t n,
+			   struct rv_error *err)
+{
+	/* one thread's: builder_thread's answer for the first is every one's */
+	struct thread_state *t = builder_thread(b, evs[0].pid, evs[0].tid);
+
+	if (!t)
+		return builder_out_of_memory(err);
+	for (size_t i = 0; i < n; i++) {
+		int ret = add_branch(b, t, &evs[i], err);
+
+		if (ret)
+			return ret;
 	}
 	return 0;
 }

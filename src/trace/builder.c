@@ -1219,12 +1219,23 @@ int rv_builder_add_batch(struct rv_builder *b, const struct rv_event *events, si
 			 struct rv_error *err)
 {
 	begin_call(b);
-	for (size_t i = 0; i < n; i++) {
-		int ret = is_plain_branch(b, &events[i]) ? builder_add_branch(b, &events[i], err)
-							 : add_event(b, &events[i], err);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		int ret;
 
+		if (!is_plain_branch(b, &events[i])) {
+			ret = add_event(b, &events[i], err);
+		} else {
+			/* a run of one thread's plain branches, which do not
+			 * change what makes them plain (the base) */
+			while (j < n && events[j].tid == events[i].tid &&
+			       is_plain_branch(b, &events[j]))
+				j++;
+			ret = builder_add_branch_run(b, events + i, j - i, err);
+		}
 		if (ret)
 			return ret;
+		i = j;
 	}
 	return 0;
 }

@@ -531,6 +531,12 @@ int builder_settle(struct rv_builder *b, struct thread_state *t, struct pending_
 /* Takes an RV_EVENT_BRANCH or RV_EVENT_TRACE_ERROR into its thread's batch. */
 int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err);
 
+/* builder_add_branch of evs[0], [1], ... [n - 1] (n at least 1): branches
+ * (RV_EVENT_BRANCH) of one thread (one tid), in one call, the thread looked
+ * up once. */
+int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, size_t n,
+			   struct rv_error *err);
+
 /* Handles the thread's batched events (the last batch gets its own time). */
 int builder_flush_branches(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
 

@@ -1867,3 +1867,115 @@ Test(builder_branch, untraced_syscalls_of_libc_are_named_by_their_number)
 	expect_category(t, "[syscall]", "kernel");
 	builder_fixture_close(&f, t);
 }
+
+/* The events a_batch_is_taken_as_its_events_one_by_one feeds: runs of one
+ * thread's branches broken by another thread's, by a branch with perf
+ * script's names (whose call stays open to the end: its name must be the
+ * builder's copy) and by a trace error; events sharing a time, and the
+ * first event setting the base. */
+static size_t mixed_events(struct rv_event *evs, const struct real_function *m,
+			   const struct real_function *l, const struct real_function *s,
+			   const char *caller, const char *callee)
+{
+	const uint32_t other = TID + 1;
+	size_t n = 0;
+
+#define ADD(tid_, time_, kind_, flags_, from_, to_)                                                \
+	evs[n++] = (struct rv_event)                                                               \
+	{                                                                                          \
+		.kind = RV_EVENT_BRANCH, .pid = PID, .tid = (tid_), .time = (time_), .branch = {   \
+			.kind = (kind_),                                                           \
+			.flags = (flags_),                                                         \
+			.from = (from_),                                                           \
+			.to = (to_)                                                                \
+		}                                                                                  \
+	}
+	const struct rv_branch_end none = { 0 };
+
+	ADD(TID, 100, RV_BRANCH_NONE, RV_BRANCH_TRACE_BEGIN, none, in(m, 4));
+	ADD(TID, 100, RV_BRANCH_CALL, 0, in(m, 8), in(l, 0));
+	ADD(TID, 100, RV_BRANCH_JUMP, 0, in(l, 2), in(l, 5));
+	ADD(other, 110, RV_BRANCH_NONE, RV_BRANCH_TRACE_BEGIN, none, in(m, 4));
+	ADD(other, 110, RV_BRANCH_CALL, 0, in(m, 8), in(s, 0));
+	ADD(TID, 120, RV_BRANCH_RETURN, 0, in(l, 9), in(m, 12));
+	ADD(TID, 120, RV_BRANCH_CALL, 0, in(m, 16), in(l, 0));
+	evs[n - 1].branch.from.sym = caller;
+	evs[n - 1].branch.to.sym = callee;
+	evs[n - 1].branch.to.sym_start = l->start;
+	ADD(TID, 120, RV_BRANCH_JUMP, 0, in(l, 2), in(l, 5));
+	evs[n++] = (struct rv_event){ .kind = RV_EVENT_TRACE_ERROR,
+				      .pid = PID,
+				      .tid = other,
+				      .time = 130,
+				      .error = { .message = "lost", .offset = UINT64_MAX } };
+	ADD(other, 140, RV_BRANCH_NONE, RV_BRANCH_TRACE_BEGIN, none, in(s, 3));
+	ADD(other, 140, RV_BRANCH_RETURN, 0, in(s, 6), in(m, 12));
+	ADD(TID, 150, RV_BRANCH_CALL, 0, in(l, 7), in(s, 0));
+	ADD(TID, 150, RV_BRANCH_RETURN, 0, in(s, 6), in(l, 9));
+	ADD(TID, 160, RV_BRANCH_JUMP, 0, in(l, 9), in(l, 2));
+#undef ADD
+	return n;
+}
+
+/* The file a fixture's trace was written to, whole (freed by the caller). */
+static char *trace_bytes(const struct builder_fixture *f, size_t *size)
+{
+	FILE *fp = fopen(f->path, "rb");
+	char *buf;
+	long len;
+
+	cr_assert(fp, "%s", f->path);
+	cr_assert_eq(fseek(fp, 0, SEEK_END), 0);
+	len = ftell(fp);
+	cr_assert_gt(len, 0);
+	rewind(fp);
+	buf = malloc((size_t)len);
+	cr_assert(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)len, fp), (size_t)len);
+	fclose(fp);
+	*size = (size_t)len;
+	return buf;
+}
+
+/* rv_builder_add_batch is rv_builder_add of each event in turn (builder.h):
+ * the same trace, to the byte, through the runs of plain branches it takes
+ * in one call (builder_add_branch_run) and the events it cannot. */
+Test(builder_branch, a_batch_is_taken_as_its_events_one_by_one)
+{
+	struct builder_fixture one, all;
+	struct fxt_trace *t_one, *t_all;
+	struct real_function m, l, s;
+	struct rv_event evs[32];
+	char caller[2][16] = { "caller", "caller" }, callee[2][16] = { "callee", "callee" };
+	char *bytes_one, *bytes_all;
+	size_t n, size_one, size_all;
+
+	builder_fixture_open(&one);
+	builder_fixture_open(&all);
+	map_ratio(&one, &m, &l, &s);
+	map_ratio(&all, &m, &l, &s);
+	n = mixed_events(evs, &m, &l, &s, caller[0], callee[0]);
+	for (size_t i = 0; i < n; i++)
+		builder_fixture_add(&one, &evs[i]);
+	mixed_events(evs, &m, &l, &s, caller[1], callee[1]);
+	cr_assert_eq(rv_builder_add_batch(all.b, evs, n, &all.err), 0, "%s", all.err.message);
+	/* the caller's text is its own again once the call returns */
+	strcpy(caller[0], "reused");
+	strcpy(callee[0], "reused");
+	strcpy(caller[1], "reused");
+	strcpy(callee[1], "reused");
+	t_one = builder_fixture_finish(&one);
+	t_all = builder_fixture_finish(&all);
+	cr_assert_eq(fxt_count_spans(t_one, FXT_ANY, FXT_ANY, "callee"), 1);
+	cr_assert_gt(fxt_count_spans(t_one, FXT_ANY, FXT_ANY, "work_long"), 0);
+	cr_assert_gt(fxt_count_spans(t_one, FXT_ANY, FXT_ANY, "spin"), 0);
+	cr_assert_eq(t_one->nr_threads, 2);
+	bytes_one = trace_bytes(&one, &size_one);
+	bytes_all = trace_bytes(&all, &size_all);
+	cr_assert_eq(size_all, size_one);
+	cr_assert(!memcmp(bytes_all, bytes_one, size_one), "the batch's trace differs");
+	free(bytes_one);
+	free(bytes_all);
+	builder_fixture_close(&one, t_one);
+	builder_fixture_close(&all, t_all);
+}
