@@ -964,8 +964,11 @@ static void on_event(struct walker *w, const struct pt_event *ev)
 	/* The event's own time: libipt's current time has moved on to the
 	 * next event already when it tells whether one is pending. */
 	uint64_t time = ev->has_tsc ? ev->tsc : w->time;
-	bool fresh = w->pend_fresh;
 
+	if (ev->type == ptev_tick && !ev->status_update) {
+		on_tick(w, time);
+		return;
+	}
 	w->pend_fresh = false;
 	if (ev->status_update) {
 		/* A PSB+: its time holds from its FUP's address on, which the
@@ -977,12 +980,6 @@ static void on_event(struct walker *w, const struct pt_event *ev)
 	}
 	w->time = time;
 	switch (ev->type) {
-	case ptev_tick:
-		/* The time changed at the TNT or TIP that ended the last
-		 * block (as on_tick). */
-		if (fresh && w->pend.valid)
-			w->pend.time = time;
-		break;
 	case ptev_enabled:
 		w->pend.valid = false;
 		w->begin = BEGIN_REAL;
