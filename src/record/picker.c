@@ -4,6 +4,8 @@
 #include "record/picker.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -13,44 +15,75 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "util/leftovers.h"
+
 static bool have_fzf(void)
 {
 	return system("command -v fzf >/dev/null 2>&1") == 0;
+}
+
+/* The list fzf reads, in a file without a name, so that no way of ending
+ * rearview (SIGKILL included) leaves it behind: an O_TMPFILE in the
+ * temporary directory; where its filesystem refuses that, a file unlinked
+ * right after mkstemp makes it (only a kill between the two leaves it, as
+ * rearview-pick-XXXXXX, which no sweep removes). Open for reading and
+ * writing, and not close-on-exec: fzf's shell opens it again through
+ * /dev/fd. -errno on failure. */
+static int unnamed_list_file(void)
+{
+	const char *dir = rv_leftovers_tmpdir();
+	char path[PATH_MAX];
+	int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+
+	if (fd >= 0)
+		return fd;
+	if ((size_t)snprintf(path, sizeof(path), "%s/rearview-pick-XXXXXX", dir) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	return fd;
 }
 
 /* fzf over "INDEX\tLINE" lines, showing only LINE; its answer's INDEX. */
 static int pick_with_fzf(const struct rv_pick_question *q, const char *const *lines, size_t nr,
 			 size_t *chosen, struct rv_error *err)
 {
-	char tmpl[] = "/tmp/rearview-pick-XXXXXX", command[256], answer[64];
-	int fd = mkstemp(tmpl);
+	char command[320], answer[64];
+	int fd = unnamed_list_file(), copy;
 	FILE *f, *result;
 	char *end;
 	unsigned long long index;
 	bool answered;
 
 	if (fd < 0)
-		return rv_error_set(err, errno, "cannot create a temporary file: %s",
-				    strerror(errno));
-	f = fdopen(fd, "w");
+		return rv_error_set(err, -fd, "cannot create a temporary file in %s: %s",
+				    rv_leftovers_tmpdir(), strerror(-fd));
+	copy = dup(fd);
+	f = copy >= 0 ? fdopen(copy, "w") : NULL;
 	if (!f) {
+		int e = errno;
+
+		if (copy >= 0)
+			close(copy);
 		close(fd);
-		unlink(tmpl);
-		return rv_error_set(err, errno, "cannot write a temporary file");
+		return rv_error_set(err, e, "cannot write a temporary file: %s", strerror(e));
 	}
 	for (size_t i = 0; i < nr; i++)
 		fprintf(f, "%zu\t%s\n", i, lines[i]);
 	if (fclose(f)) {
-		unlink(tmpl);
+		close(fd);
 		return rv_error_set(err, EIO, "cannot write a temporary file");
 	}
-	snprintf(command, sizeof(command), "fzf --delimiter='\t' --with-nth=2.. --prompt='%s' < %s",
-		 q->fzf_prompt, tmpl);
+	snprintf(command, sizeof(command),
+		 "fzf --delimiter='\t' --with-nth=2.. --prompt='%s' < /dev/fd/%d", q->fzf_prompt,
+		 fd);
 	result = popen(command, "r");
 	answered = result && fgets(answer, sizeof(answer), result);
 	if (result)
 		pclose(result);
-	unlink(tmpl);
+	close(fd);
 	if (!answered)
 		return rv_error_set(err, ECANCELED, "no %s chosen; %s", q->noun, q->otherwise);
 	errno = 0;

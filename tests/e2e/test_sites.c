@@ -20,6 +20,7 @@
 
 #include "fxt_reader.h"
 #include "harness.h"
+#include "test_env.h"
 
 /* ---- rearview on a pseudo-terminal ---- */
 
@@ -55,24 +56,31 @@ static void path_without_fzf(char *out, size_t size)
 }
 
 /* Starts argv on a new pseudo-terminal (its standard input, output and
- * error); with_fzf false hides fzf from it. */
-static void pty_start(struct pty_run *p, char *const argv[], bool with_fzf)
+ * error) with PATH set to path (NULL: left as it is). */
+static void pty_start_path(struct pty_run *p, char *const argv[], const char *path)
 {
 	struct winsize size = { .ws_row = 40, .ws_col = 200 };
-	char path[4096];
 
 	memset(p, 0, sizeof(*p));
-	path_without_fzf(path, sizeof(path));
 	p->pid = forkpty(&p->master, NULL, NULL, &size);
 	cr_assert_geq(p->pid, 0, "forkpty: %s", strerror(errno));
 	if (p->pid == 0) {
 		default_stop_signals();
-		if (!with_fzf)
+		if (path)
 			setenv("PATH", path, 1);
 		execv(argv[0], argv);
 		_exit(127);
 	}
 	fcntl(p->master, F_SETFL, fcntl(p->master, F_GETFL) | O_NONBLOCK);
+}
+
+/* pty_start_path; with_fzf false hides fzf from it. */
+static void pty_start(struct pty_run *p, char *const argv[], bool with_fzf)
+{
+	char path[4096];
+
+	path_without_fzf(path, sizeof(path));
+	pty_start_path(p, argv, with_fzf ? NULL : path);
 }
 
 /* Reads what is there, waiting up to timeout_ms; false at the end (EIO once
@@ -406,9 +414,13 @@ Test(sites, fzf_picks_when_installed, .timeout = 120)
 			 "3",
 			 NULL };
 
-	if (system("command -v fzf >/dev/null 2>&1") != 0)
+	if (system("command -v fzf >/dev/null 2>&1") != 0) {
+		/* make deps installs it */
+		cr_assert(!under_ci(),
+			  "under CI=true fzf must be installed (make deps installs it)");
 		cr_skip_test("fzf is not installed: the numbered list is what '?' shows here "
-			     "(the other sites tests drive it)");
+			     "(the other sites tests drive it; make deps installs fzf)");
+	}
 	pty_start(&p, argv, true);
 	pty_wait_for(&p, "--trigger function>", 30);
 	pty_type(&p, "on_trigger");
@@ -417,6 +429,69 @@ Test(sites, fzf_picks_when_installed, .timeout = 120)
 	pty_finish(&p, 60);
 	cr_assert_eq(p.exit_code, 0, "%s", p.text);
 	cr_expect(strstr(p.text, "TRIGGER uprobe at on_trigger"), "%s", p.text);
+}
+
+/* The list fzf reads has no name while fzf runs, so that a kill then leaves
+ * nothing behind; and fzf's answer chooses. A stand-in fzf first on PATH
+ * keeps what it was given (its standard input's name in /proc, its
+ * arguments, the list) and answers with the list's on_trigger line. */
+Test(sites, fzf_reads_a_list_without_a_name, .timeout = 120)
+{
+	static struct pty_run p;
+	char dir[64], script[128], path[4200], file[160], text[4096];
+	const char *old_path = getenv("PATH");
+	char *argv[] = { (char *)build_path("rearview"),
+			 "run",
+			 "--dry-run",
+			 "--backend",
+			 "sample",
+			 "--trigger",
+			 "?",
+			 "--",
+			 (char *)built_target("gated"),
+			 "trigger",
+			 "3",
+			 NULL };
+	FILE *f;
+	size_t n;
+
+	make_test_dir(dir, sizeof(dir));
+	snprintf(script, sizeof(script), "%s/fzf", dir);
+	f = fopen(script, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"#!/bin/sh\n"
+		"readlink /proc/self/fd/0 > '%s/stdin'\n"
+		"echo \"$@\" > '%s/args'\n"
+		"cat > '%s/list'\n"
+		"grep '	'on_trigger'$' '%s/list'\n",
+		dir, dir, dir, dir);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(script, 0700), 0);
+	snprintf(path, sizeof(path), "%s:%s", dir, old_path ? old_path : "/usr/bin:/bin");
+
+	pty_start_path(&p, argv, path);
+	pty_finish(&p, 60);
+	cr_assert_eq(p.exit_code, 0, "%s", p.text);
+	cr_expect(strstr(p.text, "TRIGGER uprobe at on_trigger"), "%s", p.text);
+
+	snprintf(file, sizeof(file), "%s/stdin", dir);
+	f = fopen(file, "r");
+	cr_assert_not_null(f, "the stand-in fzf did not run:\n%s", p.text);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	cr_expect(strstr(text, " (deleted)"),
+		  "fzf read a file with a name, which a kill would leave: %s", text);
+	snprintf(file, sizeof(file), "%s/list", dir);
+	f = fopen(file, "r");
+	cr_assert_not_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	cr_expect(strstr(text, "\tmain\n") && strstr(text, "\ton_trigger\n"),
+		  "the list lacks the program's functions:\n%s", text);
+	cleanup_dir(dir);
 }
 
 Test(sites, question_mark_without_a_terminal_is_refused, .timeout = 60)
