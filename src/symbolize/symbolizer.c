@@ -51,7 +51,11 @@
 #define GENERATION_NO_PROCESS	 2
 #define GENERATION_FIRST_PROCESS 3
 
-#define CACHE_MIN_SLOTS 4096u
+/* Small to start with (4 KiB of answers, 2 KiB of sources), doubling as
+ * it fills: a short decode names a handful of functions, and 4096 slots
+ * (384 KiB zeroed for both tables) were a tenth of the heap a 200 KB
+ * capture's decode grows to, enough to fault one more huge page. */
+#define CACHE_MIN_SLOTS 64u
 /* 64-byte slots: at most 64 MiB of cache, then it starts again empty. */
 #define CACHE_MAX_SLOTS (1u << 20)
 

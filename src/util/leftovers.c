@@ -605,12 +605,20 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return 0;
 }
 
-/* Tries try_remove on each entry of dir whose name matches and that belongs
- * to our effective uid (by lstat: a link is not followed); reports each one
- * it removed to fn. A path too long for PATH_MAX is skipped. */
-static size_t sweep(const char *dir, bool (*matches)(const char *name),
-		    bool (*try_remove)(const char *path, const struct stat *st,
-				       struct rv_owner *owner),
+/* One kind of leftover: the names rearview gives it, and how a stale one is
+ * told and removed (true when it was). */
+struct leftover_kind {
+	bool (*matches)(const char *name);
+	bool (*try_remove)(const char *path, const struct stat *st, struct rv_owner *owner);
+};
+
+/* Tries each entry of dir whose name one of the nr kinds matches (the kinds'
+ * names never overlap) and that belongs to our effective uid (by lstat: a
+ * link is not followed) on that kind's try_remove; reports each one it
+ * removed to fn. A path too long for PATH_MAX is skipped. One pass over dir
+ * for all kinds: reading a directory costs the kernel a hash of every name
+ * in it, some 100 us for a shared /tmp of 200 entries. */
+static size_t sweep(const char *dir, const struct leftover_kind *kinds, size_t nr,
 		    rv_leftover_fn fn, void *ctx)
 {
 	DIR *d = opendir(dir);
@@ -620,17 +628,21 @@ static size_t sweep(const char *dir, bool (*matches)(const char *name),
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
+		const struct leftover_kind *kind = NULL;
 		char path[PATH_MAX];
 		struct rv_owner owner;
 		struct stat st;
 
-		if (!matches(de->d_name))
+		for (size_t i = 0; i < nr && !kind; i++)
+			if (kinds[i].matches(de->d_name))
+				kind = &kinds[i];
+		if (!kind)
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
 			continue;
 		if (lstat(path, &st) || st.st_uid != geteuid())
 			continue;
-		if (try_remove(path, &st, &owner)) {
+		if (kind->try_remove(path, &st, &owner)) {
 			removed++;
 			if (fn)
 				fn(ctx, path, &owner);
@@ -703,25 +715,35 @@ static bool remove_stale_staging(const char *path, const struct stat *st, struct
 	return only_record && rmdir(path) == 0;
 }
 
+/* Every kind, the captures' first: rv_leftovers_sweep_captures takes the
+ * first two, rv_leftovers_sweep_traces the last. */
+static const struct leftover_kind kinds[] = {
+	{ is_capture_name, remove_stale_capture },
+	{ is_staging_name, remove_stale_staging },
+	{ is_partial_trace_name, remove_stale_trace },
+};
+
 size_t rv_leftovers_sweep_captures(const char *dir, rv_leftover_fn fn, void *ctx)
 {
-	return sweep(dir, is_capture_name, remove_stale_capture, fn, ctx) +
-	       sweep(dir, is_staging_name, remove_stale_staging, fn, ctx);
+	return sweep(dir, kinds, 2, fn, ctx);
 }
 
 size_t rv_leftovers_sweep_traces(const char *dir, rv_leftover_fn fn, void *ctx)
 {
-	return sweep(dir, is_partial_trace_name, remove_stale_trace, fn, ctx);
+	return sweep(dir, kinds + 2, 1, fn, ctx);
 }
 
 size_t rv_leftovers_sweep(const char *output, rv_leftover_fn fn, void *ctx)
 {
-	size_t removed = rv_leftovers_sweep_captures(rv_leftovers_tmpdir(), fn, ctx);
+	const char *tmp = rv_leftovers_tmpdir();
 	char dir[PATH_MAX];
 
 	if (!output || !*output || !strcmp(output, "-") || !dir_of(output, dir, sizeof(dir)))
-		return removed;
-	return removed + rv_leftovers_sweep_traces(dir, fn, ctx);
+		return rv_leftovers_sweep_captures(tmp, fn, ctx);
+	/* the output in TMPDIR itself, spelled as TMPDIR is: one pass */
+	if (!strcmp(dir, tmp))
+		return sweep(tmp, kinds, 3, fn, ctx);
+	return rv_leftovers_sweep_captures(tmp, fn, ctx) + rv_leftovers_sweep_traces(dir, fn, ctx);
 }
 
 void rv_leftovers_note_removed(void *ctx, const char *path, const struct rv_owner *owner)
