@@ -107,6 +107,9 @@ struct rv_fast {
 	struct pt_config config;
 	bool ticks;
 	const struct snapshot *snap;
+	/* cache->bbs, as the last lookup left it (bb_number, the only place
+	 * that moves it; one decoder at a time uses a cache: pt_fast.h) */
+	struct bb *bbs;
 
 	uint64_t ip;
 	enum pt_exec_mode mode;
@@ -407,8 +410,11 @@ static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 	/* every number fits in 32 bits */
 	if (c->nr_bbs >= UINT32_MAX / sizeof(struct bb) - 1 || !decode_bb(c, f->snap, ip, &fresh))
 		return 0;
-	if (c->nr_bbs == c->cap_bbs && !grow_bbs(c))
-		return 0;
+	if (c->nr_bbs == c->cap_bbs) {
+		if (!grow_bbs(c))
+			return 0;
+		f->bbs = c->bbs;
+	}
 	if ((c->nr_bbs + 1) * 2 > c->mask) {
 		if (!grow(c))
 			return 0;
@@ -425,7 +431,7 @@ static inline const struct bb *bb_at(struct rv_fast *f, uint64_t ip)
 {
 	uint32_t n = bb_number(f, ip);
 
-	return n ? bb_of(f->cache->bbs, n) : NULL;
+	return n ? bb_of(f->bbs, n) : NULL;
 }
 
 /* The block after block `from` on side `side` (see struct bb's succ),
@@ -450,7 +456,7 @@ static inline uint32_t bb_next(struct rv_fast *f, uint32_t from, int side)
  * says what it expects, or that it expects nothing (forget). Returns 0. */
 static inline int expect(struct rv_fast *f, uint32_t from, int side)
 {
-	f->hint = bb_of(f->cache->bbs, from)->succ[side];
+	f->hint = bb_of(f->bbs, from)->succ[side];
 	f->link = from;
 	f->link_side = side;
 	return 0;
@@ -494,8 +500,8 @@ static inline uint32_t bb_here(struct rv_fast *f)
 
 	/* a return address may have been pushed in another image, and the
 	 * mode may have changed */
-	if (!n || bb_of(c->bbs, n)->ip != f->ip || !f->snap ||
-	    bb_of(c->bbs, n)->image != f->snap->id || f->mode != ptem_64bit) {
+	if (!n || bb_of(f->bbs, n)->ip != f->ip || !f->snap ||
+	    bb_of(f->bbs, n)->image != f->snap->id || f->mode != ptem_64bit) {
 		n = bb_number(f, f->ip);
 		if (f->link && n && bb_of(c->bbs, f->link)->image == bb_of(c->bbs, n)->image)
 			bb_of(c->bbs, f->link)->succ[f->link_side] = n;
@@ -536,6 +542,7 @@ struct rv_fast *rv_fast_alloc(const struct pt_config *config, struct rv_fast_cac
 		return NULL;
 	f->config = *config;
 	f->cache = cache;
+	f->bbs = cache->bbs;
 	f->ticks = config->flags.variant.block.enable_tick_events;
 	f->own = rv_pq_init(&f->pq, config, cache->check_whole);
 	if (f->own)
@@ -732,7 +739,7 @@ static inline void take_bb(struct pt_block *block, const struct bb *b)
  * RV_FAST_HANDOFF for an instruction not modelled. */
 static int walk_bb(struct rv_fast *f, uint32_t n)
 {
-	const struct bb *b = bb_of(f->cache->bbs, n);
+	const struct bb *b = bb_of(f->bbs, n);
 
 	switch (b->end) {
 	case BB_FALL:
@@ -808,7 +815,7 @@ static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t tar
 	n = bb_here(f);
 	if (!n)
 		return RV_FAST_HANDOFF;
-	b = bb_of(f->cache->bbs, n);
+	b = bb_of(f->bbs, n);
 	if (inside_bb(f, b, target, &before, &prev)) {
 		/* the block holds the instructions before target */
 		block->isid = b->isid;
@@ -905,7 +912,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 			last = bb_here(f);
 			if (!last)
 				return RV_FAST_HANDOFF;
-			take_bb(block, bb_of(f->cache->bbs, last));
+			take_bb(block, bb_of(f->bbs, last));
 			status = walk_bb(f, last);
 			if (status == 1)
 				return 0;
@@ -917,7 +924,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 				return status;
 
 			/* libipt's pt_blk_set_disable_resume_ip */
-			const struct bb *b = bb_of(f->cache->bbs, last);
+			const struct bb *b = bb_of(f->bbs, last);
 
 			if (b->end == BB_CALL || b->end == BB_CALL_IND ||
 			    b->iclass == ptic_far_call) {
@@ -953,7 +960,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 		/* libipt's pt_blk_proceed_to_ip_with_trace */
 		status = proceed_to_ip(f, block, ip, &last);
 		if (status == -pte_bad_query) {
-			status = proceed_with_trace(f, bb_of(f->cache->bbs, last));
+			status = proceed_with_trace(f, bb_of(f->bbs, last));
 			forget(f);
 			if (status < 0)
 				return status;
@@ -1095,16 +1102,15 @@ static inline __attribute__((always_inline)) int
 walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *dropped, uint32_t *last,
 	    uint32_t *total, bool own_bits, bool own_refill, bool drop_all)
 {
-	struct rv_fast_cache *c = f->cache;
 	struct rv_pq *q = &f->pq;
 	uint32_t n = bb_here(f), insns = 0;
 	uint64_t drop_count = 0;
 	/* The walk's state in registers, written back where the loop calls
 	 * out and where it ends: the address (f->ip), the last status
 	 * (f->status), the packet layer's TNT bits (q->tnt, q->tnt_index; not
-	 * used without own_bits), and the blocks (c->bbs, which a lookup that
+	 * used without own_bits), and the blocks (f->bbs, which a lookup that
 	 * adds a block moves). */
-	struct bb *bbs = c->bbs;
+	struct bb *bbs = f->bbs;
 	uint64_t ip = f->ip, tnt = q->tnt, tnt_index = q->tnt_index;
 	int st = f->status, status, taken;
 
@@ -1254,7 +1260,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 		if (__builtin_expect(!next || (indirect && bb_of(bbs, next)->ip != ip), 0)) {
 			f->ip = ip;
 			next = bb_number(f, ip);
-			bbs = c->bbs;
+			bbs = f->bbs;
 			if (next)
 				bb_of(bbs, n)->succ[side] = next;
 		}
@@ -1330,7 +1336,7 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 	int status = proceed_no_event_walk(f, drop, dropped, &last, &total);
 
 	if (last) {
-		const struct bb *b = bb_of(f->cache->bbs, last);
+		const struct bb *b = bb_of(f->bbs, last);
 
 		block->isid = b->isid;
 		block->end_ip = b->end_ip;
