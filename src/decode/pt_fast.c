@@ -477,7 +477,7 @@ static inline void forget(struct rv_fast *f)
  * that call (libipt pops the stack for compressed returns only, and so
  * does this guess: the stack stays as it is); else block `from`'s succ[0],
  * the return's last target (0: nothing is expected). Returns 0. */
-static int expect_return(struct rv_fast *f, uint32_t from)
+static inline int expect_return(struct rv_fast *f, uint32_t from)
 {
 	for (uint32_t k = 0; k < RETURN_GUESSES && k < f->ret_nr; k++) {
 		uint32_t at = (f->ret_top + RETSTACK - 1 - k) % RETSTACK;
@@ -674,6 +674,23 @@ static int query_indirect(struct rv_fast *f, uint64_t *to, uint64_t ip)
 	return after_query(f, status, ip);
 }
 
+/* proceed_with_trace for a block whose transfer takes its target from the
+ * trace (an indirect jump or call, a far transfer, a return that is not
+ * compressed), inline in the walk's loop. */
+static inline int proceed_indirect(struct rv_fast *f, const struct bb *b)
+{
+	int status = query_indirect(f, &f->ip, b->end_ip);
+
+	if (status < 0)
+		return failed(status);
+	f->status = status;
+	/* libipt's two flows disagree on a suppressed IP here (one fails,
+	 * one goes on): not modelled */
+	if (status & pts_ip_suppressed)
+		return RV_FAST_HANDOFF;
+	return 0;
+}
+
 /* The transfer that ends basic block b, which needs the trace (libipt's
  * pt_blk_next_ip and the cached flow's queries): sets f->ip and f->status.
  * The near calls' return addresses are pushed by the caller. Returns 0,
@@ -711,15 +728,7 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 	default:
 		return RV_FAST_HANDOFF;
 	}
-	status = query_indirect(f, &f->ip, b->end_ip);
-	if (status < 0)
-		return failed(status);
-	f->status = status;
-	/* libipt's two flows disagree on a suppressed IP here (one fails,
-	 * one goes on): not modelled */
-	if (status & pts_ip_suppressed)
-		return RV_FAST_HANDOFF;
-	return 0;
+	return proceed_indirect(f, b);
 }
 
 /* Fills block with basic block b (the block is empty: one basic block per
@@ -1191,7 +1200,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				break;
 			case BB_JUMP_IND:
 				f->ip = ip;
-				status = proceed_with_trace(f, b);
+				status = proceed_indirect(f, b);
 				ip = f->ip;
 				st = f->status;
 				tnt = q->tnt;
@@ -1218,7 +1227,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 			case BB_CALL_IND:
 				retstack_push(f, b->to[0], n);
 				f->ip = ip;
-				status = proceed_with_trace(f, b);
+				status = proceed_indirect(f, b);
 				if (status >= 0)
 					status = expect(f, n, 0);
 				goto out_status_f;
@@ -1228,7 +1237,10 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 			case BB_RETURN:
 				f->pop_from = 0;
 				f->ip = ip;
-				status = proceed_with_trace(f, b);
+				/* proceed_with_trace's first check, here: most
+				 * returns that are not compressed */
+				status = f->own && rv_pq_tip_next(q) ? proceed_indirect(f, b)
+								     : proceed_with_trace(f, b);
 				if (status < 0)
 					goto out_status_f;
 				/* a compressed return goes where its call said */
