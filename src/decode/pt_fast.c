@@ -708,7 +708,8 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 		f->status = status;
 		return 0;
 	case BB_RETURN:
-		/* query_cond's refusal, without asking */
+		/* query_cond's refusal, without asking (walk_blocks makes
+		 * this check too, before it calls here) */
 		if (f->own && rv_pq_tip_next(&f->pq))
 			break;
 		status = query_cond(f, &taken, b->end_ip);
@@ -1237,8 +1238,9 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 			case BB_RETURN:
 				f->pop_from = 0;
 				f->ip = ip;
-				/* proceed_with_trace's first check, here: most
-				 * returns that are not compressed */
+				/* proceed_with_trace's first check, here: the
+				 * returns that are not compressed (most) go to
+				 * proceed_indirect without its call */
 				status = f->own && rv_pq_tip_next(q) ? proceed_indirect(f, b)
 								     : proceed_with_trace(f, b);
 				if (status < 0)
