@@ -78,8 +78,14 @@ struct snapshot {
 	struct rv_pt_section_list list;
 };
 
+/* A block's number is where it lies in the array: bbs[i]'s is
+ * (i + 1) * sizeof(struct bb), its offset in bytes from bbs[-1], and 0 is
+ * none (bb_of). Found from its number with an add the load takes in its
+ * address, where an index would need a shift as well: the walk's loop
+ * goes from block to block through their numbers (succ), one load after
+ * the other. */
 struct rv_fast_cache {
-	struct bb *bbs; /* block n is bbs[n - 1] */
+	struct bb *bbs; /* block n is bb_of(bbs, n) */
 	size_t nr_bbs, cap_bbs;
 	uint32_t *slots; /* open addressing on (image, ip): block numbers, 0: empty */
 	size_t mask;
@@ -101,6 +107,9 @@ struct rv_fast {
 	struct pt_config config;
 	bool ticks;
 	const struct snapshot *snap;
+	/* cache->bbs, as the last lookup left it (bb_number, the only place
+	 * that moves it; one decoder at a time uses a cache: pt_fast.h) */
+	struct bb *bbs;
 
 	uint64_t ip;
 	enum pt_exec_mode mode;
@@ -156,6 +165,29 @@ size_t rv_fast_cache_bytes(const struct rv_fast_cache *c)
 	return n;
 }
 
+/* Block n (not 0) of the array bbs. */
+static inline struct bb *bb_of(struct bb *bbs, uint32_t n)
+{
+	return (struct bb *)((char *)bbs + n) - 1;
+}
+
+/* Block n's succ[side], by one load at an address that adds bbs and side
+ * (known before the load: the trace's bit, not the block, says which side)
+ * to n: in the walk's loop, where each block's number comes from the one
+ * before, the step from one to the next is that load alone. */
+static inline uint32_t succ_of(const struct bb *bbs, uint32_t n, int side)
+{
+	const char *at = (const char *)bbs + (size_t)side * sizeof(uint32_t);
+
+	return *(const uint32_t *)(at + (n - sizeof(struct bb) + offsetof(struct bb, succ)));
+}
+
+/* The number of bbs[i]. */
+static inline uint32_t bb_number_of(size_t i)
+{
+	return (uint32_t)((i + 1) * sizeof(struct bb));
+}
+
 static inline size_t slot_of(uint64_t ip, uint32_t image, size_t mask)
 {
 	uint64_t h = ip ^ ((uint64_t)image << 48);
@@ -173,13 +205,13 @@ static bool grow(struct rv_fast_cache *c)
 
 	if (!slots)
 		return false;
-	for (size_t n = 1; n <= c->nr_bbs; n++) {
-		const struct bb *b = &c->bbs[n - 1];
+	for (size_t i = 0; i < c->nr_bbs; i++) {
+		const struct bb *b = &c->bbs[i];
 		size_t j = slot_of(b->ip, b->image, mask);
 
 		while (slots[j])
 			j = (j + 1) & mask;
-		slots[j] = (uint32_t)n;
+		slots[j] = bb_number_of(i);
 	}
 	free(c->slots);
 	c->slots = slots;
@@ -369,16 +401,20 @@ static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 
 		if (!n)
 			break;
-		if (c->bbs[n - 1].ip == ip && c->bbs[n - 1].image == id)
+		if (bb_of(c->bbs, n)->ip == ip && bb_of(c->bbs, n)->image == id)
 			return n;
 	}
 
 	struct bb fresh;
 
-	if (c->nr_bbs >= UINT32_MAX - 1 || !decode_bb(c, f->snap, ip, &fresh))
+	/* every number fits in 32 bits */
+	if (c->nr_bbs >= UINT32_MAX / sizeof(struct bb) - 1 || !decode_bb(c, f->snap, ip, &fresh))
 		return 0;
-	if (c->nr_bbs == c->cap_bbs && !grow_bbs(c))
-		return 0;
+	if (c->nr_bbs == c->cap_bbs) {
+		if (!grow_bbs(c))
+			return 0;
+		f->bbs = c->bbs;
+	}
 	if ((c->nr_bbs + 1) * 2 > c->mask) {
 		if (!grow(c))
 			return 0;
@@ -386,16 +422,16 @@ static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 		while (c->slots[i])
 			i = (i + 1) & c->mask;
 	}
-	c->bbs[c->nr_bbs++] = fresh;
-	c->slots[i] = (uint32_t)c->nr_bbs;
-	return (uint32_t)c->nr_bbs;
+	c->bbs[c->nr_bbs] = fresh;
+	c->slots[i] = bb_number_of(c->nr_bbs++);
+	return c->slots[i];
 }
 
 static inline const struct bb *bb_at(struct rv_fast *f, uint64_t ip)
 {
 	uint32_t n = bb_number(f, ip);
 
-	return n ? &f->cache->bbs[n - 1] : NULL;
+	return n ? bb_of(f->bbs, n) : NULL;
 }
 
 /* The block after block `from` on side `side` (see struct bb's succ),
@@ -403,13 +439,13 @@ static inline const struct bb *bb_at(struct rv_fast *f, uint64_t ip)
 static inline uint32_t bb_next(struct rv_fast *f, uint32_t from, int side)
 {
 	struct rv_fast_cache *c = f->cache;
-	uint32_t n = c->bbs[from - 1].succ[side];
+	uint32_t n = bb_of(c->bbs, from)->succ[side];
 
-	if (__builtin_expect(n && c->bbs[n - 1].ip == f->ip, 1))
+	if (__builtin_expect(n && bb_of(c->bbs, n)->ip == f->ip, 1))
 		return n; /* a link stays inside one image's blocks */
 	n = bb_number(f, f->ip);
 	if (n)
-		c->bbs[from - 1].succ[side] = n;
+		bb_of(c->bbs, from)->succ[side] = n;
 	return n;
 }
 
@@ -420,7 +456,7 @@ static inline uint32_t bb_next(struct rv_fast *f, uint32_t from, int side)
  * says what it expects, or that it expects nothing (forget). Returns 0. */
 static inline int expect(struct rv_fast *f, uint32_t from, int side)
 {
-	f->hint = f->cache->bbs[from - 1].succ[side];
+	f->hint = bb_of(f->bbs, from)->succ[side];
 	f->link = from;
 	f->link_side = side;
 	return 0;
@@ -441,7 +477,7 @@ static inline void forget(struct rv_fast *f)
  * that call (libipt pops the stack for compressed returns only, and so
  * does this guess: the stack stays as it is); else block `from`'s succ[0],
  * the return's last target (0: nothing is expected). Returns 0. */
-static int expect_return(struct rv_fast *f, uint32_t from)
+static inline int expect_return(struct rv_fast *f, uint32_t from)
 {
 	for (uint32_t k = 0; k < RETURN_GUESSES && k < f->ret_nr; k++) {
 		uint32_t at = (f->ret_top + RETSTACK - 1 - k) % RETSTACK;
@@ -464,11 +500,11 @@ static inline uint32_t bb_here(struct rv_fast *f)
 
 	/* a return address may have been pushed in another image, and the
 	 * mode may have changed */
-	if (!n || c->bbs[n - 1].ip != f->ip || !f->snap || c->bbs[n - 1].image != f->snap->id ||
-	    f->mode != ptem_64bit) {
+	if (!n || bb_of(f->bbs, n)->ip != f->ip || !f->snap ||
+	    bb_of(f->bbs, n)->image != f->snap->id || f->mode != ptem_64bit) {
 		n = bb_number(f, f->ip);
-		if (f->link && n && c->bbs[f->link - 1].image == c->bbs[n - 1].image)
-			c->bbs[f->link - 1].succ[f->link_side] = n;
+		if (f->link && n && bb_of(c->bbs, f->link)->image == bb_of(c->bbs, n)->image)
+			bb_of(c->bbs, f->link)->succ[f->link_side] = n;
 	}
 	forget(f);
 	return n;
@@ -506,6 +542,7 @@ struct rv_fast *rv_fast_alloc(const struct pt_config *config, struct rv_fast_cac
 		return NULL;
 	f->config = *config;
 	f->cache = cache;
+	f->bbs = cache->bbs;
 	f->ticks = config->flags.variant.block.enable_tick_events;
 	f->own = rv_pq_init(&f->pq, config, cache->check_whole);
 	if (f->own)
@@ -637,6 +674,23 @@ static int query_indirect(struct rv_fast *f, uint64_t *to, uint64_t ip)
 	return after_query(f, status, ip);
 }
 
+/* proceed_with_trace for a block whose transfer takes its target from the
+ * trace (an indirect jump or call, a far transfer, a return that is not
+ * compressed), inline in the walk's loop. */
+static inline int proceed_indirect(struct rv_fast *f, const struct bb *b)
+{
+	int status = query_indirect(f, &f->ip, b->end_ip);
+
+	if (status < 0)
+		return failed(status);
+	f->status = status;
+	/* libipt's two flows disagree on a suppressed IP here (one fails,
+	 * one goes on): not modelled */
+	if (status & pts_ip_suppressed)
+		return RV_FAST_HANDOFF;
+	return 0;
+}
+
 /* The transfer that ends basic block b, which needs the trace (libipt's
  * pt_blk_next_ip and the cached flow's queries): sets f->ip and f->status.
  * The near calls' return addresses are pushed by the caller. Returns 0,
@@ -654,7 +708,8 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 		f->status = status;
 		return 0;
 	case BB_RETURN:
-		/* query_cond's refusal, without asking */
+		/* query_cond's refusal, without asking (walk_blocks makes
+		 * this check too, before it calls here) */
 		if (f->own && rv_pq_tip_next(&f->pq))
 			break;
 		status = query_cond(f, &taken, b->end_ip);
@@ -674,15 +729,7 @@ static int proceed_with_trace(struct rv_fast *f, const struct bb *b)
 	default:
 		return RV_FAST_HANDOFF;
 	}
-	status = query_indirect(f, &f->ip, b->end_ip);
-	if (status < 0)
-		return failed(status);
-	f->status = status;
-	/* libipt's two flows disagree on a suppressed IP here (one fails,
-	 * one goes on): not modelled */
-	if (status & pts_ip_suppressed)
-		return RV_FAST_HANDOFF;
-	return 0;
+	return proceed_indirect(f, b);
 }
 
 /* Fills block with basic block b (the block is empty: one basic block per
@@ -702,7 +749,7 @@ static inline void take_bb(struct pt_block *block, const struct bb *b)
  * RV_FAST_HANDOFF for an instruction not modelled. */
 static int walk_bb(struct rv_fast *f, uint32_t n)
 {
-	const struct bb *b = &f->cache->bbs[n - 1];
+	const struct bb *b = bb_of(f->bbs, n);
 
 	switch (b->end) {
 	case BB_FALL:
@@ -778,7 +825,7 @@ static int proceed_to_ip(struct rv_fast *f, struct pt_block *block, uint64_t tar
 	n = bb_here(f);
 	if (!n)
 		return RV_FAST_HANDOFF;
-	b = &f->cache->bbs[n - 1];
+	b = bb_of(f->bbs, n);
 	if (inside_bb(f, b, target, &before, &prev)) {
 		/* the block holds the instructions before target */
 		block->isid = b->isid;
@@ -875,7 +922,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 			last = bb_here(f);
 			if (!last)
 				return RV_FAST_HANDOFF;
-			take_bb(block, &f->cache->bbs[last - 1]);
+			take_bb(block, bb_of(f->bbs, last));
 			status = walk_bb(f, last);
 			if (status == 1)
 				return 0;
@@ -887,7 +934,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 				return status;
 
 			/* libipt's pt_blk_set_disable_resume_ip */
-			const struct bb *b = &f->cache->bbs[last - 1];
+			const struct bb *b = bb_of(f->bbs, last);
 
 			if (b->end == BB_CALL || b->end == BB_CALL_IND ||
 			    b->iclass == ptic_far_call) {
@@ -923,7 +970,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 		/* libipt's pt_blk_proceed_to_ip_with_trace */
 		status = proceed_to_ip(f, block, ip, &last);
 		if (status == -pte_bad_query) {
-			status = proceed_with_trace(f, &f->cache->bbs[last - 1]);
+			status = proceed_with_trace(f, bb_of(f->bbs, last));
 			forget(f);
 			if (status < 0)
 				return status;
@@ -1065,24 +1112,25 @@ static inline __attribute__((always_inline)) int
 walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *dropped, uint32_t *last,
 	    uint32_t *total, bool own_bits, bool own_refill, bool drop_all)
 {
-	struct rv_fast_cache *c = f->cache;
 	struct rv_pq *q = &f->pq;
 	uint32_t n = bb_here(f), insns = 0;
 	uint64_t drop_count = 0;
 	/* The walk's state in registers, written back where the loop calls
 	 * out and where it ends: the address (f->ip), the last status
 	 * (f->status), the packet layer's TNT bits (q->tnt, q->tnt_index; not
-	 * used without own_bits), and the blocks (c->bbs, which a lookup that
+	 * used without own_bits), and the blocks (f->bbs, which a lookup that
 	 * adds a block moves). */
-	const struct bb *bbs = c->bbs;
+	struct bb *bbs = f->bbs;
 	uint64_t ip = f->ip, tnt = q->tnt, tnt_index = q->tnt_index;
 	int st = f->status, status, taken;
+
+	const struct bb *b;
 
 	*last = n;
 	if (__builtin_expect(!n, 0))
 		return RV_FAST_HANDOFF;
+	b = bb_of(bbs, n);
 	for (;;) {
-		const struct bb *b = &bbs[n - 1];
 		int drops = 0, side = 0;
 		bool indirect = false; /* the transfer's target is the trace's */
 		uint32_t next;
@@ -1153,7 +1201,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				break;
 			case BB_JUMP_IND:
 				f->ip = ip;
-				status = proceed_with_trace(f, b);
+				status = proceed_indirect(f, b);
 				ip = f->ip;
 				st = f->status;
 				tnt = q->tnt;
@@ -1180,7 +1228,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 			case BB_CALL_IND:
 				retstack_push(f, b->to[0], n);
 				f->ip = ip;
-				status = proceed_with_trace(f, b);
+				status = proceed_indirect(f, b);
 				if (status >= 0)
 					status = expect(f, n, 0);
 				goto out_status_f;
@@ -1190,7 +1238,11 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 			case BB_RETURN:
 				f->pop_from = 0;
 				f->ip = ip;
-				status = proceed_with_trace(f, b);
+				/* proceed_with_trace's first check, here: the
+				 * returns that are not compressed (most) go to
+				 * proceed_indirect without its call */
+				status = f->own && rv_pq_tip_next(q) ? proceed_indirect(f, b)
+								     : proceed_with_trace(f, b);
 				if (status < 0)
 					goto out_status_f;
 				/* a compressed return goes where its call said */
@@ -1218,21 +1270,22 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 		 * is always the one at its target (only a block's lookup and
 		 * expect() link them, both from there), an indirect one's the
 		 * last target's */
-		next = b->succ[side];
-		if (__builtin_expect(!next || (indirect && bbs[next - 1].ip != ip), 0)) {
+		next = succ_of(bbs, n, side);
+		if (__builtin_expect(!next || (indirect && bb_of(bbs, next)->ip != ip), 0)) {
 			f->ip = ip;
 			next = bb_number(f, ip);
-			bbs = c->bbs;
+			bbs = f->bbs;
 			if (next)
-				c->bbs[n - 1].succ[side] = next;
+				bb_of(bbs, n)->succ[side] = next;
 		}
-		if (!next || insns + bbs[next - 1].ninsn > UINT16_MAX - 1) {
+		if (!next || insns + bb_of(bbs, next)->ninsn > UINT16_MAX - 1) {
 			f->hint = next;
 			status = 0;
 			goto out_status;
 		}
 		drop_count += (uint64_t)drops;
 		n = next;
+		b = bb_of(bbs, n);
 	}
 out_status:
 	/* the state the loop kept in registers */
@@ -1297,7 +1350,7 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 	int status = proceed_no_event_walk(f, drop, dropped, &last, &total);
 
 	if (last) {
-		const struct bb *b = &f->cache->bbs[last - 1];
+		const struct bb *b = bb_of(f->bbs, last);
 
 		block->isid = b->isid;
 		block->end_ip = b->end_ip;

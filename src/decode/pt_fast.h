@@ -38,7 +38,9 @@
  * it may apply, and address filtering with erratum SKL014. Overflows are
  * modelled (the walker reports them as libipt's decoder does).
  *
- * Thread safety: a decoder and its cache belong to one thread.
+ * Thread safety: a decoder and its cache belong to one thread, and a cache
+ * serves one decoder at a time (from rv_fast_alloc to rv_fast_free): the
+ * decoder keeps where the cache's blocks are.
  */
 #ifndef RV_DECODE_PT_FAST_H
 #define RV_DECODE_PT_FAST_H
