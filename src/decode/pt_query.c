@@ -1509,10 +1509,10 @@ static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_
 	return status_flags(q);
 }
 
-/* read_ahead_at(q, q->pos) for the queries' hot paths: the run a timed
- * trace has after most TNTs and TIPs, one-byte CYCs (calibrated) up to a
- * TNT-8 or a TIP, inline and without a call; the rest from where it
- * stopped. */
+/* read_ahead_at(q, q->pos) for the queries' hot paths, inline and
+ * without a call: the run a timed trace has after most TNTs and TIPs,
+ * one-byte CYCs (calibrated), and an untimed one's PADs, up to a TNT-8, a
+ * TIP, a TIP.PGE or a TIP.PGD; the rest from where it stopped. */
 static inline __attribute__((always_inline)) int read_ahead_flags(struct rv_pq *q)
 {
 	const uint8_t *p = q->pos, *const end = q->end;
@@ -1530,9 +1530,21 @@ static inline __attribute__((always_inline)) int read_ahead_flags(struct rv_pq *
 			q->next = K_TIP;
 			return !q->tnt_index && pending(&q->tip) ? pts_event_pending : 0;
 		}
-		/* a CYC without extension bytes */
-		if ((c & 7) != 3 || !apply_cyc_calibrated(q, c >> 3))
+		if ((c & 7) == 3) {
+			/* a CYC without extension bytes */
+			if (!apply_cyc_calibrated(q, c >> 3))
+				break;
+		} else if (c) {
+			/* TIP.PGE, TIP.PGD (events): an untimed trace has them
+			 * where a timed one has CYCs */
+			if ((c & 0x1f) == 0x11 || (c & 0x1f) == 0x01) {
+				q->pos = p;
+				q->next = (c & 0x1f) == 0x11 ? K_PGE : K_PGD;
+				return q->tnt_index ? 0 : pts_event_pending;
+			}
 			break;
+		}
+		/* past the CYC, or a PAD */
 		p++;
 	}
 	return read_ahead_at(q, p);
@@ -1950,10 +1962,8 @@ int rv_pq_event(struct rv_pq *q, struct pt_event *event)
 			return status;
 		q->last = q->time;
 		q->pos = past_pads(q->pos + status, q->end);
-		status = finish(q);
-		if (status < 0)
-			return status;
-		return status_flags(q);
+		/* finish, then status_flags */
+		return read_ahead_flags(q);
 	}
 	for (;;) {
 		uint8_t kind = q->next;
