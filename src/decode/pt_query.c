@@ -196,6 +196,19 @@ static uint64_t read_le(const uint8_t *p, unsigned n)
 	return v;
 }
 
+/* read_le of 8 bytes, in one load where the order is the same. */
+static inline uint64_t read_le64(const uint8_t *p)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+#else
+	return read_le(p, 8);
+#endif
+}
+
 /* A CYC packet's size and (when value is not NULL) its cycles; -pte_eos
  * when cut, RV_PQ_UNMODELLED for one of more than 8 extension bytes (whose
  * bits libipt shifts past 64). */
@@ -426,12 +439,18 @@ static bool ctc_delta(const struct rv_pq *q, uint32_t *delta, uint32_t ctc, uint
 	return true;
 }
 
-/* CTC ticks in TSC units; false without the CPUID 0x15 ratio. */
-static bool ctc_fc(const struct rv_pq *q, uint64_t *fc, uint64_t ctc)
+/* CTC ticks in TSC units; false without the CPUID 0x15 ratio. The last
+ * answer is kept for the next question: an MTC asks twice, and most ask
+ * for one MTC period. */
+static bool ctc_fc(struct rv_pq *q, uint64_t *fc, uint32_t ctc)
 {
 	if (!q->ctc_eax || !q->ctc_ebx)
 		return false;
-	*fc = (ctc * q->ctc_ebx) / q->ctc_eax;
+	if (ctc != q->memo.ctc) {
+		q->memo.ctc = ctc;
+		q->memo.fc = ((uint64_t)ctc * q->ctc_ebx) / q->ctc_eax;
+	}
+	*fc = q->memo.fc;
 	return true;
 }
 
@@ -535,7 +554,14 @@ static int tcal_mtc(struct rv_pq *q, uint32_t ctc)
 		return 0;
 	if (fc & ~(~0ull >> FCR_SHR))
 		return RV_PQ_UNMODELLED;
-	tcal_set_fcr(tcal, (fc << FCR_SHR) / cyc);
+	/* the last quotient again when asked again (periods of as many
+	 * cycles are the rule) */
+	if (fc != q->memo.cal_fc || cyc != q->memo.cal_cyc) {
+		q->memo.cal_fc = fc;
+		q->memo.cal_cyc = cyc;
+		q->memo.cal_fcr = (fc << FCR_SHR) / cyc;
+	}
+	tcal_set_fcr(tcal, q->memo.cal_fcr);
 	return 0;
 }
 
@@ -618,6 +644,23 @@ static inline int apply_cyc(struct rv_pq *q, uint64_t cyc)
 	t->fc = fc;
 	t->tsc = t->base + fc;
 	return 0;
+}
+
+/* apply_cyc when it is a product and a sum (calibrated, and no earlier
+ * MTC periods' share to take off): false, and nothing done, when not. */
+static inline bool apply_cyc_calibrated(struct rv_pq *q, uint64_t cyc)
+{
+	struct rv_pq_time *t = &q->time;
+	uint64_t fcr = q->tcal.fcr, fc = t->fc;
+
+	if (q->tcal.min_fcr > q->tcal.max_fcr || !fcr || (!fc && t->ctc != t->ctc_cyc))
+		return false;
+	q->tcal.cyc_mtc += cyc;
+	q->tcal.cyc_tsc += cyc;
+	fc += (cyc * fcr) >> FCR_SHR;
+	t->fc = fc;
+	t->tsc = t->base + fc;
+	return true;
 }
 
 /* libipt's pt_qry_add_event_time: the time goes in whether known or not. */
@@ -1399,48 +1442,125 @@ static int read_ahead_slow(struct rv_pq *q)
 	}
 }
 
-/* read_ahead_slow, past PADs, CYCs and MTCs (those whole: the slow path
- * has a cut one's end) to a TNT-8, TIP, TIP.PGE or TIP.PGD first. */
-static inline int read_ahead(struct rv_pq *q)
+/* The read-ahead from p on (what is before it applied), and the flags
+ * after it: past PADs, CYCs and MTCs (those whole: the slow path has a
+ * cut one's end), applied, to a TNT-8, TNT-64, TIP, TIP.PGE or TIP.PGD,
+ * where it stops (q->next is its kind, q->pos at it) and returns
+ * status_flags' answer there; anything else, and the end, goes through
+ * read_ahead_slow and then status_flags, as finish does. Returns the
+ * flags, or an error (RV_PQ_UNMODELLED, after which q is not used). The
+ * position is kept in a register: a packet's byte may alias anything, so
+ * each read through q->pos would load it again. */
+static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_t *p)
 {
-	for (;;) {
-		uint64_t cyc;
-		int size, status;
+	const uint8_t *const end = q->end;
+	int status;
 
-		/* PADs are decoded by moving past them */
-		while (q->pos < q->end && !q->pos[0])
-			q->pos++;
-		if (q->pos >= q->end)
-			break;
-		if (is_tnt8(q->pos[0])) {
+	while (p < end) {
+		uint8_t c = p[0];
+		int size;
+
+		if (is_tnt8(c)) {
+			q->pos = p;
 			q->next = K_TNT8;
 			return 0;
 		}
-		if (is_tip(q->pos[0])) {
+		if (is_tip(c)) {
+			q->pos = p;
 			q->next = K_TIP;
-			return 0;
+			return !q->tnt_index && pending(&q->tip) ? pts_event_pending : 0;
 		}
-		if ((q->pos[0] & 0x1f) == 0x11 || (q->pos[0] & 0x1f) == 0x01) {
-			/* TIP.PGE, TIP.PGD: events, where it stops too */
-			q->next = (q->pos[0] & 0x1f) == 0x11 ? K_PGE : K_PGD;
-			return 0;
-		}
-		if ((q->pos[0] & 3) == 3) {
-			size = read_cyc(q->pos, q->end, &cyc);
+		if ((c & 3) == 3) {
+			uint64_t cyc;
+
+			size = read_cyc(p, end, &cyc);
 			if (size < 0)
 				break;
 			status = apply_cyc(q, cyc);
-		} else if (q->pos[0] == 0x59 && q->end - q->pos >= 2) {
+		} else if (c == 0x59 && end - p >= 2) {
 			size = 2;
-			status = apply_mtc(q, q->pos[1]);
+			status = apply_mtc(q, p[1]);
+		} else if (!c) {
+			/* PADs are decoded by moving past them */
+			p++;
+			continue;
+		} else if ((c & 0x1f) == 0x11 || (c & 0x1f) == 0x01) {
+			/* TIP.PGE, TIP.PGD: events */
+			q->pos = p;
+			q->next = (c & 0x1f) == 0x11 ? K_PGE : K_PGD;
+			return q->tnt_index ? 0 : pts_event_pending;
+		} else if (c == 0x02 && end - p >= 2 && p[1] == 0xa3) {
+			q->pos = p;
+			q->next = K_TNT64;
+			return 0;
 		} else {
 			break;
 		}
-		if (status < 0)
+		if (status < 0) {
+			q->pos = p;
 			return status;
-		q->pos += size;
+		}
+		p += size;
 	}
-	return read_ahead_slow(q);
+	q->pos = p;
+	status = read_ahead_slow(q);
+	if (status < 0 && status != -pte_eos)
+		return status;
+	return status_flags(q);
+}
+
+/* read_ahead_at(q, q->pos) for the queries' hot paths, inline and
+ * without a call: the run a timed trace has after most TNTs and TIPs,
+ * one-byte CYCs (calibrated), and an untimed one's PADs, up to a TNT-8, a
+ * TIP, a TIP.PGE or a TIP.PGD; the rest from where it stopped. */
+static inline __attribute__((always_inline)) int read_ahead_flags(struct rv_pq *q)
+{
+	const uint8_t *p = q->pos, *const end = q->end;
+
+	while (p < end) {
+		uint8_t c = p[0];
+
+		if (is_tnt8(c)) {
+			q->pos = p;
+			q->next = K_TNT8;
+			return 0;
+		}
+		if (is_tip(c)) {
+			q->pos = p;
+			q->next = K_TIP;
+			return !q->tnt_index && pending(&q->tip) ? pts_event_pending : 0;
+		}
+		if ((c & 7) == 3) {
+			/* a CYC without extension bytes */
+			if (!apply_cyc_calibrated(q, c >> 3))
+				break;
+		} else if (c) {
+			/* TIP.PGE, TIP.PGD (events): an untimed trace has them
+			 * where a timed one has CYCs */
+			if ((c & 0x1f) == 0x11 || (c & 0x1f) == 0x01) {
+				q->pos = p;
+				q->next = (c & 0x1f) == 0x11 ? K_PGE : K_PGD;
+				return q->tnt_index ? 0 : pts_event_pending;
+			}
+			break;
+		}
+		/* past the CYC, or a PAD */
+		p++;
+	}
+	return read_ahead_at(q, p);
+}
+
+/* read_ahead_slow, past PADs, CYCs and MTCs first (read_ahead_flags'
+ * run, without its flags). */
+static int read_ahead(struct rv_pq *q)
+{
+	int status = read_ahead_flags(q);
+
+	if (status < 0)
+		return status;
+	/* read_ahead_slow's end of the trace, which status_flags' pts_eos
+	 * tells */
+	return q->next ? 0 : -pte_eos;
 }
 
 /* libipt's pt_qry_provoke_fetch_error: the error the fetch at pos met. */
@@ -1631,22 +1751,11 @@ static int cache_tnt(struct rv_pq *q)
 	return finish(q);
 }
 
-/* rv_pq_cond_branch_refill when the TNT-8 at pos is not the common one. */
+/* rv_pq_cond_branch_refill the whole way: bits in hand (taken without the
+ * inline query), or a refill that is not the common one. */
 static int refill_slow(struct rv_pq *q, int *taken)
 {
-	if (!q->tnt_index && q->next == K_TNT8) {
-		/* cache_tnt's common case: the TNT packet is next */
-		unsigned bits = q->pos[0] >> 1;
-		int status;
-
-		q->last = q->time;
-		q->tnt = bits;
-		q->tnt_index = 1ull << (30 - __builtin_clz(bits));
-		q->pos++;
-		status = finish(q);
-		if (status < 0)
-			return status;
-	} else if (!q->tnt_index) {
+	if (!q->tnt_index) {
 		int status = cache_tnt(q);
 
 		if (status < 0)
@@ -1661,48 +1770,42 @@ static int refill_slow(struct rv_pq *q, int *taken)
 
 /* The common refills: the last bit of the TNT packet (the status says what
  * follows); a TIP next (a return asks for a bit first, and cache_tnt
- * refuses); or a TNT-8 next, and after it (past PADs) another TNT-8, a TIP
- * or a TIP.PGD, where the read-ahead stops: that is all cache_tnt and the
- * read-ahead do then. Anything else (timing packets, other events, the
- * end) goes the whole way. */
+ * refuses); or a TNT-8 or a whole TNT-64 of at least one bit next, which
+ * is all cache_tnt decodes then, and the read-ahead after it
+ * (read_ahead_flags). Anything else (other packets, a TNT-64 that libipt
+ * refuses or that is cut, the end) goes the whole way. */
 int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 {
-	if (__builtin_expect(!q->tnt_index && q->next == K_TNT8, 1)) {
-		const uint8_t *p = q->pos + 1;
-		uint8_t next;
-		bool event; /* the next packet makes an event (will_event) */
+	if (__builtin_expect(!q->tnt_index, 1)) {
+		uint64_t bits, index;
+		int size;
 
-		while (p < q->end && !p[0])
-			p++;
-		if (p >= q->end)
-			return refill_slow(q, taken);
-		if (is_tnt8(p[0])) {
-			next = K_TNT8;
-			event = false;
-		} else if (is_tip(p[0])) {
-			next = K_TIP;
-			event = pending(&q->tip);
-		} else if ((p[0] & 0x1f) == 0x01) {
-			next = K_PGD;
-			event = true;
+		if (q->next == K_TNT8) {
+			bits = q->pos[0] >> 1; /* at least 2: an even byte above 2 */
+			size = 1;
+		} else if (q->next == K_TNT64 && q->end - q->pos >= 8) {
+			/* the 6 bytes after the opcode's 2 */
+			bits = read_le64(q->pos) >> 16;
+			size = 8;
+			if (bits < 2)
+				return refill_slow(q, taken); /* no bit, or none but the stop bit */
+		} else if (q->next == K_TIP) {
+			/* cache_tnt's answer: a return that is not compressed */
+			return -pte_bad_query;
 		} else {
 			return refill_slow(q, taken);
 		}
-
-		unsigned bits = q->pos[0] >> 1;
-		uint64_t index = 1ull << (30 - __builtin_clz(bits));
-
+		/* the bit below the stop bit first */
+		index = 1ull << (62 - __builtin_clzll(bits));
 		q->last = q->time;
 		q->tnt = bits;
-		q->pos = p;
-		q->next = next;
+		q->pos += size;
 		*taken = (bits & index) != 0;
 		q->tnt_index = index >> 1;
-		/* status_flags: flags once the bits are used */
-		return !q->tnt_index && event ? pts_event_pending : 0;
+		/* finish, and status_flags once the bit is taken (an error
+		 * leaves q to be dropped) */
+		return read_ahead_flags(q);
 	}
-	if (!q->tnt_index && q->next == K_TIP)
-		return -pte_bad_query; /* cache_tnt's answer: a return that is not compressed */
 	if (q->tnt_index == 1) {
 		/* the packet's last bit: the status tells what comes next */
 		*taken = (int)(q->tnt & 1);
@@ -1712,14 +1815,14 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 	return refill_slow(q, taken);
 }
 
-int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
+/* rv_pq_indirect_branch but for its common case. */
+static int __attribute__((noinline)) indirect_branch_slow(struct rv_pq *q, uint64_t *ip)
 {
 	int flags = 0, status;
 
-	if (__builtin_expect(q->next == K_TIP && !pending(&q->tip), 1)) {
-		/* The common case, the loop's first turn without its
-		 * dispatch: a TIP no event waits for (decode_tip moves past
-		 * it). */
+	if (q->next == K_TIP && !pending(&q->tip)) {
+		/* a TIP no event waits for, as in the common case: the loop's
+		 * first turn without its dispatch */
 		uint64_t to;
 		int size = decode_ip(q);
 
@@ -1731,37 +1834,8 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 		else
 			*ip = to;
 		q->last = q->time;
-
-		/* The read-ahead's common ends, past PADs: a TNT-8, a TIP, a
-		 * TIP.PGE or a TIP.PGD, where it stops (as finish would), and
-		 * status_flags' answer there. */
-		const uint8_t *p = q->pos;
-		uint8_t next = 0;
-
-		while (p < q->end && !p[0])
-			p++;
-		if (p < q->end) {
-			if (is_tnt8(p[0]))
-				next = K_TNT8;
-			else if (is_tip(p[0]))
-				next = K_TIP;
-			else if ((p[0] & 0x1f) == 0x11)
-				next = K_PGE;
-			else if ((p[0] & 0x1f) == 0x01)
-				next = K_PGD;
-		}
-		if (next) {
-			/* no event waits for a TIP: none did for this one */
-			q->pos = p;
-			q->next = next;
-			if (q->tnt_index || next == K_TNT8 || next == K_TIP)
-				return flags;
-			return flags | pts_event_pending;
-		}
-		status = finish(q);
-		if (status < 0)
-			return status;
-		return flags | status_flags(q);
+		status = read_ahead_flags(q);
+		return status < 0 ? status : flags | status;
 	}
 	for (;;) {
 		uint8_t kind = q->next;
@@ -1796,6 +1870,37 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 	if (status < 0)
 		return status;
 	return flags | status_flags(q);
+}
+
+int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
+{
+	const uint8_t *p = q->pos;
+
+	/* The common case: a TIP no event waits for (decode_tip moves past
+	 * it), with IP compression 1, 2, 4 or 6 and 8 bytes after the opcode:
+	 * the payload's bytes replace the last IP's low ones (update_ip) in
+	 * one load, and there is an IP; then finish and status_flags
+	 * (read_ahead_flags). No call but to the read-ahead's rest, so no
+	 * register to save. */
+	if (__builtin_expect(q->next == K_TIP && !pending(&q->tip) &&
+				     ((0x56u >> (p[0] >> 5)) & 1) && q->end - p >= 9,
+			     1)) {
+		static const uint64_t kept[8] = {
+			[1] = ~0xffffull, [2] = ~0xffffffffull, [4] = ~0xffffffffffffull
+		};
+		static const uint8_t sizes[8] = { [1] = 3, [2] = 5, [4] = 7, [6] = 9 };
+		unsigned ipc = p[0] >> 5;
+		uint64_t to = (q->last_ip & kept[ipc]) | (read_le64(p + 1) & ~kept[ipc]);
+
+		q->last_ip = to;
+		q->have_ip = true;
+		q->ip_suppressed = false;
+		*ip = to;
+		q->pos = p + sizes[ipc];
+		q->last = q->time;
+		return read_ahead_flags(q);
+	}
+	return indirect_branch_slow(q, ip);
 }
 
 /* The first byte at or after p that is not a PAD (0), or end, eight
@@ -1857,10 +1962,8 @@ int rv_pq_event(struct rv_pq *q, struct pt_event *event)
 			return status;
 		q->last = q->time;
 		q->pos = past_pads(q->pos + status, q->end);
-		status = finish(q);
-		if (status < 0)
-			return status;
-		return status_flags(q);
+		/* finish, then status_flags */
+		return read_ahead_flags(q);
 	}
 	for (;;) {
 		uint8_t kind = q->next;

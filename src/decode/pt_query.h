@@ -83,6 +83,15 @@ struct rv_pq {
 	struct rv_pq_time time;
 	struct rv_pq_time last; /* time when the last query's packet was decoded */
 	struct rv_pq_tcal tcal;
+	/* The last answers of time's divisions, kept for the next equal
+	 * question (MTC periods are mostly alike): CTC ticks in TSC units
+	 * (zero is right for ctc 0), and the calibration's quotient (cal_cyc
+	 * 0: none, as it never divides by 0). */
+	struct {
+		uint32_t ctc;
+		uint64_t fc;
+		uint64_t cal_fc, cal_cyc, cal_fcr;
+	} memo;
 	const struct pt_event *event; /* the event the last packet published */
 	struct pt_event standalone;
 	struct rv_pq_queue psbend, tip, fup; /* the events bound to each */

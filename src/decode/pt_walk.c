@@ -163,6 +163,7 @@ struct walker {
 	uint64_t time;
 	enum begin_state begin;
 	bool direct;	       /* the chunk the sink is at: pages go to it at once */
+	bool stream;	       /* pages go to another thread's sink (put streams them) */
 	bool ignore_jumps;     /* options->ignore_jumps */
 	bool drop_in_function; /* options->function_at is set: jumps inside one are dropped */
 	bool at_eos, in_tx, stop;
@@ -261,18 +262,24 @@ static inline bool put(struct walker *w, uint8_t type, uint8_t kind, uint8_t fla
 		r = &p->records[p->nr++];
 	}
 #ifdef __SSE2__
-	if (!w->direct && w->d->pool) {
-		/* The record's bytes in registers (x86 is little-endian). */
-		uint64_t tail = type | (uint64_t)kind << 8 | (uint64_t)flags << 16 |
-				(uint64_t)extra << 24 | (uint64_t)(uint32_t)code << 32;
+	/* The record's bytes in registers (x86 is little-endian), stored 16
+	 * at a time: fewer stores than fields, and none of a byte (which
+	 * may alias the walker's state, so that the compiler would load it
+	 * again). The sink reads the fields in narrower loads, each inside
+	 * one store, and a page later: nothing waits on a store there. */
+	uint64_t tail = type | (uint64_t)kind << 8 | (uint64_t)flags << 16 | (uint64_t)extra << 24 |
+			(uint64_t)(uint32_t)code << 32;
+	__m128i lo = _mm_set_epi64x((long long)a, (long long)time);
+	__m128i hi = _mm_set_epi64x((long long)tail, (long long)b);
 
-		_mm_stream_si128((__m128i *)r, _mm_set_epi64x((long long)a, (long long)time));
-		_mm_stream_si128((__m128i *)r + 1, _mm_set_epi64x((long long)tail, (long long)b));
-		return true;
+	if (w->stream) {
+		_mm_stream_si128((__m128i *)r, lo);
+		_mm_stream_si128((__m128i *)r + 1, hi);
+	} else {
+		_mm_store_si128((__m128i *)r, lo);
+		_mm_store_si128((__m128i *)r + 1, hi);
 	}
-#endif
-	/* Field by field: a record built elsewhere and copied whole would be
-	 * read back in wider loads than it was written with, which stalls. */
+#else
 	r->time = time;
 	r->a = a;
 	r->b = b;
@@ -281,6 +288,7 @@ static inline bool put(struct walker *w, uint8_t type, uint8_t kind, uint8_t fla
 	r->flags = flags;
 	r->extra = extra;
 	r->code = code;
+#endif
 	return true;
 }
 
@@ -1299,6 +1307,7 @@ static void restart(struct walker *w)
 	w->function = keep.function;
 	w->status = keep.status;
 	w->direct = keep.direct;
+	w->stream = keep.stream;
 	w->ignore_jumps = keep.ignore_jumps;
 	w->drop_in_function = keep.drop_in_function;
 	w->pid = keep.d->options->pid;
@@ -1360,6 +1369,7 @@ int ptd_walk_chunk(struct ptd_decode *d, struct ptd_thread *t, struct ptd_chunk 
 	w.ignore_jumps = d->options->ignore_jumps;
 	w.drop_in_function = d->options->function_at != NULL;
 	w.direct = direct;
+	w.stream = !direct && d->pool;
 	set_drop(&w);
 	decode_chunk(&w);
 	return w.status;

@@ -18,7 +18,9 @@
  *   declines first when damaged.
  * - Made-up traces: an overflow with and without a FUP after it, a
  *   MODE.TSX, TIP.PGD after a FUP, a cut TIP at the end, a CBR between
- *   packets, timing packets in and out of a PSB+.
+ *   packets, timing packets in and out of a PSB+; TNT-64s of every length;
+ *   TIPs and TNTs each followed by a run of timing packets, in several
+ *   timing configurations.
  *
  * Not here: the walk over the answers (test_pt_decoder.c); fuzzed bytes
  * (tests/fuzz/fuzz_pt_query.c).
@@ -431,6 +433,199 @@ Test(pt_query, made_up_tracing_events, .timeout = 120)
 					if (!after[a].size && n > 1)
 						made_up_step(body, n - 1, what);
 				}
+			}
+		}
+	}
+}
+
+/* ---- timed traces made up ---- */
+
+/* A made-up body of a timed trace, and the CTC its next MTC counts from. */
+struct timed_body {
+	uint8_t bytes[512];
+	size_t n;
+	uint8_t ctc;
+};
+
+/* Appends bytes; an MTC (0x59) there takes its payload byte as the
+ * periods it is after the last one, and becomes that CTC. */
+static void timed_put(struct timed_body *t, const uint8_t *bytes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_lt(t->n + 2, sizeof(t->bytes));
+		t->bytes[t->n++] = bytes[i];
+		if (bytes[i] == 0x59 && i + 1 < n) {
+			t->ctc = (uint8_t)(t->ctc + bytes[++i]);
+			t->bytes[t->n++] = t->ctc;
+		}
+	}
+}
+
+/* Lock step over a made-up timed trace (made_up's PSB+, then body) with
+ * timing configuration `variant`; returns whether the layer declined. */
+static bool timed_step(const struct timed_body *t, int variant, const char *what)
+{
+	static const struct {
+		uint8_t mtc_freq, nom_freq;
+		uint32_t eax, ebx;
+	} timing[] = {
+		{ 3, 0, 2, 100 }, /* CYCs calibrated by MTC periods */
+		{ 3, 8, 2, 100 }, /* and by the PSB+'s CBR first */
+		{ 3, 8, 0, 0 },	  /* by the CBR only: MTCs without a ratio */
+		{ 0, 0, 1, 3 },	  /* MTC's CTC unshifted */
+	};
+	uint8_t buf[600];
+	size_t size = made_up(buf, t->bytes, t->n);
+	bool declined = false;
+
+	for (uint64_t seed = 1; seed <= 16; seed++) {
+		struct pt_config config;
+		struct pq_lockstep r;
+
+		config_for(&config, &corpora[0], buf, buf + size, seed & 2);
+		config.mtc_freq = timing[variant].mtc_freq;
+		config.nom_freq = timing[variant].nom_freq;
+		config.cpuid_0x15_eax = timing[variant].eax;
+		config.cpuid_0x15_ebx = timing[variant].ebx;
+		cr_assert(pq_lockstep_run(&config, 0, seed & 1, seed, MAX_CALLS, &r));
+		cr_assert_not(r.differ, "%s (timing %d): %s", what, variant, r.text);
+		declined |= r.declined;
+	}
+	return declined;
+}
+
+/* TIPs, TNT-8s and TNT-64s, each followed by the run of timing packets
+ * the read-ahead takes after it (inline for one-byte CYCs when the CYC
+ * is calibrated, the whole way for the rest): CYCs of one byte and more,
+ * PADs, MTCs one and two periods on, a CYC over MTC periods, a CBR that
+ * starts the calibration over, a CYC of 0; after a TSC and a TMA, with
+ * MTC periods that calibrate CYCs (of as many cycles, and of others) or
+ * none first; ending in a TIP, a TIP.PGD, a PSB+ (with a TSC that
+ * calibrates, and a TMA and a CYC after it), or the end. */
+Test(pt_query, made_up_timed_runs, .timeout = 300)
+{
+	static const struct {
+		const char *what;
+		uint8_t bytes[8];
+		uint8_t size;
+	} runs[] = {
+		{ "CYC", { 0x3b }, 1 },
+		{ "CYC, CYC", { 0x0b, 0x13 }, 2 },
+		{ "a CYC of 2 bytes", { 0x07, 0x04 }, 2 },
+		{ "a CYC of 3 bytes", { 0x0f, 0x03, 0x04 }, 3 },
+		{ "PAD, CYC, PAD", { 0x00, 0x3b, 0x00 }, 3 },
+		{ "CYC, MTC, CYC", { 0x3b, 0x59, 1, 0x0b }, 4 },
+		{ "MTC, CYC", { 0x59, 1, 0x1b }, 3 },
+		{ "MTC, MTC, CYC", { 0x59, 1, 0x59, 1, 0x2b }, 5 },
+		{ "CYC, MTC two periods on, CYC", { 0x23, 0x59, 2, 0x13 }, 4 },
+		{ "nothing", { 0 }, 0 },
+		{ "CYC, CBR, CYC", { 0x3b, 0x02, 0x03, 0x18, 0x00, 0x0b }, 6 },
+		{ "a CYC of 0", { 0x03 }, 1 },
+	};
+	static const struct {
+		const char *what;
+		uint8_t bytes[40];
+		uint8_t size;
+	} ends[] = {
+		{ "TIP", { 0x2d, 0x70, 0x10 }, 3 },
+		{ "TIP.PGD", { 0x21, 0x60, 0x10 }, 3 },
+		{ "PSB+",
+		  { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 0x02,
+		    0x23 },
+		  18 },
+		/* a TSC in a PSB+ calibrates CYCs when there are no MTCs (the
+		 * TMA's CTC of 0 lets the CYC after it count) */
+		{ "PSB+ with a TSC and a TMA, CYC, TIP",
+		  { 2,	  0x82, 2,    0x82, 2,	  0x82, 2, 0x82,
+		    2,	  0x82, 2,    0x82, 2,	  0x82, 2, 0x82, /* PSB */
+		    0x19, 1,	0x12, 3,    4,	  5,	6, 7,	 /* TSC */
+		    0x02, 0x73, 0,    0,    0,	  0,	0,	 /* TMA */
+		    0x02, 0x23, 0x3b, 0x2d, 0x70, 0x10 },
+		  37 },
+		{ "the end", { 0 }, 0 },
+	};
+	/* the packets that answer queries, a run after each */
+	static const uint8_t tip[] = { 0x2d, 0x30, 0x10 }, tnt8[] = { 0x0a },
+			     tnt64[] = { 0x02, 0xa3, 0x55, 0x01, 0, 0, 0, 0 };
+	/* TSC, then TMA with the CTC of MTC 0x10 (at mtc_freq 3) */
+	static const uint8_t start[] = { 0x19, 1,    2,	   3,	 4, 5,	  6, 7,
+					 0x02, 0x73, 0x80, 0x00, 0, 0x05, 0 };
+	/* MTC periods of 40 cycles, and of 24 */
+	static const uint8_t calibrate[] = { 0x59, 1,	 0xa3, 0x43, 0x59, 1,	 0xa3,
+					     0x43, 0x59, 1,    0x63, 0x23, 0x59, 1 };
+
+	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+		for (size_t e = 0; e < sizeof(ends) / sizeof(ends[0]); e++) {
+			for (int first = 0; first < 2; first++) {
+				struct timed_body t = { .ctc = 0x10 };
+				char what[160];
+
+				timed_put(&t, start, sizeof(start));
+				if (first)
+					timed_put(&t, calibrate, sizeof(calibrate));
+				for (int k = 0; k < 3; k++) {
+					timed_put(&t, tip, sizeof(tip));
+					timed_put(&t, runs[r].bytes, runs[r].size);
+					timed_put(&t, tnt8, sizeof(tnt8));
+					timed_put(&t, runs[r].bytes, runs[r].size);
+					timed_put(&t, tip, sizeof(tip));
+					timed_put(&t, runs[r].bytes, runs[r].size);
+					timed_put(&t, tnt64, sizeof(tnt64));
+					timed_put(&t, runs[r].bytes, runs[r].size);
+				}
+				timed_put(&t, ends[e].bytes, ends[e].size);
+				snprintf(what, sizeof(what), "%s after each, %s%s", runs[r].what,
+					 ends[e].what, first ? ", calibrated first" : "");
+				for (int v = 0; v < 4; v++)
+					cr_assert_not(timed_step(&t, v, what),
+						      "%s (timing %d): declined", what, v);
+			}
+		}
+	}
+}
+
+/* TNT-64 packets of 0 to 47 bits (and of none: no stop bit), whole or
+ * cut by the end, each followed (past PADs or none) by a TIP, a TNT-8, a
+ * one-byte CYC and a TIP, or the end: the layer's refill decodes the
+ * whole ones of a bit or more itself. */
+Test(pt_query, made_up_tnt64_refills, .timeout = 120)
+{
+	static const struct {
+		const char *what;
+		uint8_t bytes[4];
+		uint8_t size;
+	} after[] = {
+		{ "TIP", { 0x2d, 0x30, 0x10 }, 3 },
+		{ "TNT-8", { 0x0a }, 1 },
+		{ "CYC, TIP", { 0x3b, 0x2d, 0x30, 0x10 }, 4 },
+		{ "the end", { 0 }, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(after) / sizeof(after[0]); i++) {
+		for (int bits = -1; bits <= 47; bits++) {
+			for (unsigned cut = 0; cut <= 7; cut += bits % 7 ? 7 : 1) {
+				struct timed_body t = { .ctc = 0 };
+				/* the stop bit, and bits below it: 0x5a... */
+				uint64_t payload = bits < 0 ? 0
+							    : 1ull << bits | (0x5a5a5a5a5a5aull &
+									      ((1ull << bits) - 1));
+				uint8_t tnt[8] = { 0x02, 0xa3 };
+				char what[96];
+
+				/* a TNT and a TIP before: the refill comes after a
+				 * bit or an IP was asked for */
+				timed_put(&t, (const uint8_t[]){ 0x06, 0x2d, 0x10, 0x10 }, 4);
+				for (int k = 0; k < 6; k++)
+					tnt[2 + k] = (uint8_t)(payload >> (8 * k));
+				timed_put(&t, tnt, sizeof(tnt) - cut);
+				if (!cut) {
+					if (bits & 1)
+						timed_put(&t, (const uint8_t[]){ 0, 0 }, 2);
+					timed_put(&t, after[i].bytes, after[i].size);
+				}
+				snprintf(what, sizeof(what), "TNT-64 of %d bits, cut by %u, %s",
+					 bits, cut, cut ? "the end" : after[i].what);
+				made_up_step(t.bytes, t.n, what);
 			}
 		}
 	}
