@@ -724,13 +724,22 @@ static int handle(struct rv_builder *b, struct thread_state *t, const struct bat
 	return ret;
 }
 
-/* The time an event is taken at, which the trace's last time follows. */
+/* The trace's last time follows the events taken. */
+static inline void note_last_time(struct rv_builder *b, uint64_t now)
+{
+	if (now > b->stats.last_time)
+		b->stats.last_time = now;
+}
+
+/* The time a trace error is taken at (take), which the trace's last time
+ * follows: after the last error, 1 ns after it at the earliest. A batch's
+ * events need no such check: a batch opens after the last error's time
+ * (add_branch) and an error closes it (flush_before) before it is taken. */
 static inline uint64_t take_time(struct rv_builder *b, const struct branch_state *br, uint64_t now)
 {
 	if (br->have_error && now <= br->error_time)
 		now = br->error_time + 1; /* magic-trace #155 */
-	if (now > b->stats.last_time)
-		b->stats.last_time = now;
+	note_last_time(b, now);
 	return now;
 }
 
@@ -863,7 +872,9 @@ static inline void unpack(const struct branch_state *br, size_t i, struct batche
 	}
 }
 
-/* take of the batch's ith waiting event, unpacked only for the rules. */
+/* take of the batch's ith waiting event, unpacked only for the rules, at
+ * `now`: after the last error (take_time's rule holds for a batch), and
+ * the caller notes the trace's last time. */
 static inline __attribute__((always_inline)) int take_packed(struct rv_builder *b,
 							     struct thread_state *t, size_t i,
 							     uint64_t now, struct rv_error *err)
@@ -873,7 +884,6 @@ static inline __attribute__((always_inline)) int take_packed(struct rv_builder *
 	struct batched_event e;
 	int ret;
 
-	now = take_time(b, &t->br, now);
 	if (take_hot(b, t, p->kind, p->flags, p->to_ip, x ? x->to_sym : NULL, x ? x->to_start : 0,
 		     now, err, &ret))
 		return ret;
@@ -895,35 +905,37 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 		       struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
-	uint64_t ncalls = br->batch_calls;
-	uint64_t quotient, remainder;
+	/* Share k of the batch's ncalls is at k * span / ncalls, worked out
+	 * without overflow (k < ncalls <= MAX_BATCH + 1) as k * quotient +
+	 * k * remainder / ncalls. Both terms are carried from one share to
+	 * the next rather than worked out for each: the second by adding
+	 * remainder to what is left of the division (less than ncalls, as
+	 * remainder is), which carries at most 1. A batch of one call taken
+	 * when it came has no share left to work out: no division at all. */
+	uint64_t ncalls = br->nr_batch ? br->batch_calls : 0;
+	uint64_t divisor = ncalls ? ncalls : 1;
+	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
 	uint64_t calls = br->taken_calls;
-	/* Batches are mostly of one or two events: a power of two divides by
-	 * a shift, and a batch whose only event was taken when it came needs
-	 * no quotient (a 64-bit division costs tens of cycles, on every
-	 * timestamp of a trace). */
-	unsigned shift =
-		ncalls && !(ncalls & (ncalls - 1)) ? (unsigned)__builtin_ctzll(ncalls) : 64;
+	uint64_t k = 0, at = br->batch_time, left = 0; /* share k is at `at`, `left` over */
+	uint64_t now = at;
 	int ret = 0;
 
-	if (!br->nr_batch || !ncalls) {
-		quotient = remainder = 0;
-	} else if (shift < 64) {
-		quotient = span >> shift;
-		remainder = span & (ncalls - 1);
-	} else {
-		quotient = span / ncalls;
-		remainder = span % ncalls;
-	}
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
-		uint64_t k, part;
-
 		calls += takes_share();
-		k = calls ? calls - 1 : 0;
-		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
-		part = !ncalls ? 0 : shift < 64 ? k * remainder >> shift : k * remainder / ncalls;
-		ret = take_packed(b, t, i, br->batch_time + k * quotient + part, err);
+		while (k + 1 < calls) {
+			k++;
+			at += quotient;
+			left += remainder;
+			if (left >= divisor) {
+				left -= divisor;
+				at++;
+			}
+		}
+		now = at;
+		ret = take_packed(b, t, i, now, err);
 	}
+	if (br->nr_batch)
+		note_last_time(b, now);
 	close_batch(br);
 	return ret;
 }
@@ -947,6 +959,7 @@ static int flush_batch_at_stamp(struct rv_builder *b, struct thread_state *t, ui
 	int ret = 0;
 
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
+		note_last_time(b, now);
 		ret = take_packed(b, t, i, now, err);
 		now += entered_at(t, now);
 	}
@@ -1113,7 +1126,9 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 		br->batch_time = time > br->last_time ? time : br->last_time;
 		/* after an error at this time: 1 ns after it, so that the gap
 		 * has a length (magic-trace #155), and the batch spreads from
-		 * there */
+		 * there. Every event of the batch is then after the error
+		 * (take_time's rule, which the batch's events skip), as an
+		 * error closes the batch before it is taken. */
 		if (br->have_error && br->batch_time <= br->error_time)
 			br->batch_time = br->error_time + 1;
 		br->batch_calls = br->taken_calls = 0;
@@ -1123,7 +1138,9 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 	 * it: taken now, not copied. */
 	if (!br->nr_batch && br->batch_calls + call <= 1) {
 		struct batched_event one;
-		uint64_t now = take_time(b, br, br->batch_time);
+		uint64_t now = br->batch_time; /* after the last error (above) */
+
+		note_last_time(b, now);
 
 		br->batch_calls += call;
 		br->taken_calls += call;
