@@ -91,12 +91,11 @@ static bool takes_share(void)
 	return true;
 }
 
-/* The symbolizer's function at ip, as the rules take it, through the
- * builder's cache (builder_internal.h). */
+/* Fills e with the symbolizer's function at ip, as the rules take it, its
+ * source not yet known. */
 static __attribute__((noinline)) void lookup_function_slow(struct rv_builder *b,
 							   struct builder_function_entry *e,
-							   uint32_t pid, uint64_t ip,
-							   struct function *fn)
+							   uint32_t pid, uint64_t ip)
 {
 	struct rv_symbol sym;
 
@@ -104,33 +103,48 @@ static __attribute__((noinline)) void lookup_function_slow(struct rv_builder *b,
 	/* Code no symbol covers is named by where it is ("libfoo.so+0x1038",
 	 * or the address itself), though for the rules it is all one
 	 * unknown function. */
-	*fn = (struct function){ .name = sym.name };
+	*e = (struct builder_function_entry){
+		.ip = ip, .epoch = b->epoch, .pid = pid, .name = sym.name, .has_source = false
+	};
 	if (sym.known) {
-		fn->start = sym.start;
+		e->start = sym.start;
 		/* A size that does not cover the address (kallsyms guesses)
 		 * is no size: the start is compared instead. */
 		if (sym.size && ip - sym.start < sym.size)
-			fn->end = sym.start + sym.size;
-		fn->known = true;
+			e->end = sym.start + sym.size;
+		e->known = true;
 	}
-	*e = (struct builder_function_entry){ .ip = ip,
-					      .epoch = b->epoch,
-					      .pid = pid,
-					      .known = fn->known,
-					      .name = fn->name,
-					      .start = fn->start,
-					      .end = fn->end };
 }
 
-static inline void lookup_function(struct rv_builder *b, uint32_t pid, uint64_t ip,
-				   struct function *fn)
+/* The builder's cache entry of the symbolizer's function at ip
+ * (builder_internal.h), filled if it did not hold it. */
+static inline struct builder_function_entry *function_entry(struct rv_builder *b, uint32_t pid,
+							    uint64_t ip)
 {
 	struct builder_function_entry *e = &b->functions[builder_cache_slot(ip)];
 
-	if (e->ip != ip || e->pid != pid || e->epoch != b->epoch) {
-		lookup_function_slow(b, e, pid, ip, fn);
-		return;
-	}
+	if (e->ip != ip || e->pid != pid || e->epoch != b->epoch)
+		lookup_function_slow(b, e, pid, ip);
+	return e;
+}
+
+/* Sets e's frame address and source: builder_push_frame's for a frame of
+ * e's function. */
+static __attribute__((noinline)) void function_source(struct rv_builder *b,
+						      struct builder_function_entry *e)
+{
+	e->addr = builder_frame_addr(e->start);
+	builder_source_at(b, e->pid, e->addr, &e->file, &e->line);
+	e->has_source = true;
+}
+
+/* The symbolizer's function at ip, as the rules take it, through the
+ * builder's cache. */
+static inline void lookup_function(struct rv_builder *b, uint32_t pid, uint64_t ip,
+				   struct function *fn)
+{
+	const struct builder_function_entry *e = function_entry(b, pid, ip);
+
 	fn->name = e->name;
 	fn->start = e->start;
 	fn->end = e->end;
@@ -748,21 +762,47 @@ static inline uint64_t take_time(struct rv_builder *b, const struct branch_state
  * inferred frame, kernel code, a stack's bottom frame); push says so too.
  * test_builder_branch.c's a_million_jumps_inside_a_function_..., and
  * unknown_code_from_perf_script_is_one_function fail when the frame's
- * range or FRAME_KNOWN differ from push's. */
+ * range or FRAME_KNOWN differ from push's, and
+ * functions_sharing_a_cache_slot_show_their_own_source when its address
+ * or source does. */
 static inline __attribute__((always_inline)) int hot_call(struct step *s, struct target *to)
 {
-	const struct function *fn = resolve(s, to);
-	struct open_frame *f;
-	int ret = account(s);
+	const char *name, *file;
+	uint64_t start, end, addr;
+	int32_t line;
+	bool known;
+	int ret;
 
+	if (!to->sym && to->ip) {
+		/* resolve's answer, with the frame's address and source
+		 * kept beside it in the cache entry (builder_push_frame's) */
+		struct builder_function_entry *e = function_entry(s->b, s->t->pid, to->ip);
+
+		if (!e->has_source)
+			function_source(s->b, e);
+		name = e->name;
+		start = e->start;
+		end = e->end;
+		known = e->known;
+		addr = e->addr;
+		file = e->file;
+		line = e->line;
+	} else {
+		const struct function *fn = resolve(s, to);
+
+		name = fn->name;
+		start = fn->start;
+		end = fn->end;
+		known = fn->known;
+		addr = builder_frame_addr(start);
+		builder_source_at(s->b, s->t->pid, addr, &file, &line);
+	}
+	ret = account(s);
 	if (ret)
 		return ret;
-	if (builder_push_frame(s->b, s->t, fn->start, fn->name, s->now))
+	if (builder_push_frame_as(s->t, start, name, s->now, start, end, addr, file, line,
+				  known ? FRAME_KNOWN : 0))
 		return builder_out_of_memory(s->err);
-	f = top_frame(s->t);
-	f->lo = fn->start;
-	f->hi = fn->end;
-	f->flags = fn->known ? FRAME_KNOWN : 0;
 	return 0;
 }
 

@@ -261,13 +261,19 @@ struct builder_source_entry {
 };
 
 /* rv_symbolizer_lookup's function at ip in pid, as branches.c's rules take
- * it (struct function there) */
+ * it (struct function there), and, once a frame of it is pushed
+ * (has_source), what builder_push_frame makes of its start: the frame's
+ * address and that address's source. */
 struct builder_function_entry {
 	uint64_t ip, epoch;
 	uint32_t pid;
 	bool known;
+	bool has_source; /* addr, file and line are set */
+	int32_t line;
 	const char *name;
 	uint64_t start, end;
+	uint64_t addr;
+	const char *file;
 };
 
 struct rv_builder {
@@ -412,15 +418,22 @@ static inline void builder_source_at(struct rv_builder *b, uint32_t pid, uint64_
 /* Doubles t's frame array; -ENOMEM. */
 int builder_grow_stack(struct thread_state *t);
 
-/* Pushes a frame (no range; flags FRAME_KERNEL for an identity at a kernel
- * address, else 0; addr the identity, but 0 for a stack-cut marker, and its
- * source line); -ENOMEM on allocation failure. Inline: every call of a
- * traced function pushes one. */
-static inline int builder_push_frame(struct rv_builder *b, struct thread_state *t,
-				     uint64_t identity, const char *name, uint64_t begin)
+/* The address a frame of this identity shows (open_frame.addr): the
+ * identity, but 0 for a stack-cut marker and a name. */
+static inline uint64_t builder_frame_addr(uint64_t identity)
+{
+	uint32_t cut;
+
+	return rv_stack_cut_parse(identity, &cut) || builder_is_named(identity) ? 0 : identity;
+}
+
+/* Pushes a frame with every field given but the held list (empty) and the
+ * self-time slot (not looked up); -ENOMEM on allocation failure. */
+static inline int builder_push_frame_as(struct thread_state *t, uint64_t identity, const char *name,
+					uint64_t begin, uint64_t lo, uint64_t hi, uint64_t addr,
+					const char *file, int32_t line, unsigned flags)
 {
 	struct open_frame *f;
-	uint32_t cut;
 
 	if (t->depth == t->cap && builder_grow_stack(t))
 		return -ENOMEM;
@@ -433,16 +446,35 @@ static inline int builder_push_frame(struct rv_builder *b, struct thread_state *
 	f->identity = identity;
 	f->name = name;
 	f->begin = begin;
-	f->lo = f->hi = 0;
-	f->addr = rv_stack_cut_parse(identity, &cut) || builder_is_named(identity) ? 0 : identity;
-	builder_source_at(b, t->pid, f->addr, &f->file, &f->line);
-	/* a sampled kernel frame (the identity is its address or start) */
-	f->flags = builder_is_named(identity) ? (identity & BUILDER_NAME_KERNEL ? FRAME_KERNEL : 0)
-		   : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
-						      : 0;
+	f->lo = lo;
+	f->hi = hi;
+	f->addr = addr;
+	f->file = file;
+	f->line = line;
+	f->flags = flags;
 	f->nr_held = 0;
 	f->self_generation = 0;
 	return 0;
+}
+
+/* Pushes a frame (no range; flags FRAME_KERNEL for an identity at a kernel
+ * address, else 0; addr builder_frame_addr's, and its source line); -ENOMEM
+ * on allocation failure. Inline: every call of a traced function pushes
+ * one. */
+static inline int builder_push_frame(struct rv_builder *b, struct thread_state *t,
+				     uint64_t identity, const char *name, uint64_t begin)
+{
+	uint64_t addr = builder_frame_addr(identity);
+	const char *file;
+	int32_t line;
+
+	builder_source_at(b, t->pid, addr, &file, &line);
+	/* a sampled kernel frame (the identity is its address or start) */
+	return builder_push_frame_as(t, identity, name, begin, 0, 0, addr, file, line,
+				     builder_is_named(identity)
+					     ? (identity & BUILDER_NAME_KERNEL ? FRAME_KERNEL : 0)
+				     : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
+									: 0);
 }
 
 /* Fills span's file and line from its addr, in t's process (a span made
