@@ -85,7 +85,8 @@ static struct open_frame *top_frame(const struct thread_state *t)
  * zero-length span, and a frame ended by a jump (a tail call, a longjmp) at
  * the time it began, which a reader may take for its parent's sibling. Every
  * branch taking its share keeps each span a length and the order of events
- * that nesting needs. */
+ * that nesting needs. flush_batch counts on it: the batch's ith event is
+ * its share taken_calls + i. */
 static bool takes_share(void)
 {
 	return true;
@@ -938,6 +939,19 @@ static void close_batch(struct branch_state *br)
 	br->batch_open = false;
 }
 
+/* From share k's time `at` (and what is left of k * remainder / divisor)
+ * to share k + 1's (flush_batch). */
+static inline void next_share(uint64_t *at, uint64_t *left, uint64_t quotient, uint64_t remainder,
+			      uint64_t divisor)
+{
+	*at += quotient;
+	*left += remainder;
+	if (*left >= divisor) {
+		*left -= divisor;
+		++*at;
+	}
+}
+
 /* Takes the batched events spread over [batch_time, batch_time + span), and
  * closes the batch. The batch's first event, taken when it came, had the
  * batch's time, as it would now. */
@@ -947,30 +961,25 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 	struct branch_state *br = &t->br;
 	/* Share k of the batch's ncalls is at k * span / ncalls, worked out
 	 * without overflow (k < ncalls <= MAX_BATCH + 1) as k * quotient +
-	 * k * remainder / ncalls. Both terms are carried from one share to
-	 * the next rather than worked out for each: the second by adding
-	 * remainder to what is left of the division (less than ncalls, as
-	 * remainder is), which carries at most 1. A batch of one call taken
-	 * when it came has no share left to work out: no division at all. */
+	 * k * remainder / ncalls. Every event takes a share (takes_share):
+	 * the batch's ith is share taken_calls + i, and both terms are
+	 * carried from one share to the next rather than worked out for
+	 * each, the second by adding remainder to what is left of the
+	 * division (less than ncalls, as remainder is), which carries at
+	 * most 1. A batch whose only event was taken when it came has
+	 * nothing to work out. */
 	uint64_t ncalls = br->nr_batch ? br->batch_calls : 0;
 	uint64_t divisor = ncalls ? ncalls : 1;
 	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
-	uint64_t calls = br->taken_calls;
-	uint64_t k = 0, at = br->batch_time, left = 0; /* share k is at `at`, `left` over */
+	uint64_t at = br->batch_time, left = 0; /* share k's time, and what is left over */
 	uint64_t now = at;
 	int ret = 0;
 
+	if (br->taken_calls) /* 0 or 1 */
+		next_share(&at, &left, quotient, remainder, divisor);
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
-		calls += takes_share();
-		while (k + 1 < calls) {
-			k++;
-			at += quotient;
-			left += remainder;
-			if (left >= divisor) {
-				left -= divisor;
-				at++;
-			}
-		}
+		if (i)
+			next_share(&at, &left, quotient, remainder, divisor);
 		now = at;
 		ret = take_packed(b, t, i, now, err);
 	}
