@@ -1226,19 +1226,22 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 }
 
 int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, size_t n,
-			   struct rv_error *err)
+			   size_t *taken, struct rv_error *err)
 {
 	/* one thread's: builder_thread's answer for the first is every one's */
 	struct thread_state *t = builder_thread(b, evs[0].pid, evs[0].tid);
+	const uint32_t tid = evs[0].tid;
+	size_t i = 0;
 
 	if (!t)
 		return builder_out_of_memory(err);
-	for (size_t i = 0; i < n; i++) {
+	do {
 		int ret = add_branch(b, t, &evs[i], err);
 
 		if (ret)
 			return ret;
-	}
+	} while (++i < n && evs[i].tid == tid && builder_plain_branch(b, &evs[i]));
+	*taken = i;
 	return 0;
 }
 

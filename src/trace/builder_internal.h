@@ -563,11 +563,21 @@ int builder_settle(struct rv_builder *b, struct thread_state *t, struct pending_
 /* Takes an RV_EVENT_BRANCH or RV_EVENT_TRACE_ERROR into its thread's batch. */
 int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err);
 
-/* builder_add_branch of evs[0], [1], ... [n - 1] (n at least 1): branches
- * (RV_EVENT_BRANCH) of one thread (one tid), in one call, the thread looked
- * up once. */
+/* Whether rv_builder_add takes ev as builder_add_branch does, whatever
+ * the builder holds (most events): a branch without perf script's names,
+ * once the base is set (no branch sets it). */
+static inline bool builder_plain_branch(const struct rv_builder *b, const struct rv_event *ev)
+{
+	return ev->kind == RV_EVENT_BRANCH && b->have_base && !ev->branch.from.sym &&
+	       !ev->branch.to.sym;
+}
+
+/* builder_add_branch of evs[0], [1], ... up to the first that is no plain
+ * branch (builder_plain_branch) of evs[0]'s thread (its tid) or evs[n - 1]
+ * (evs[0] must be one), in one call, the thread looked up once. *taken: how
+ * many were taken, when it returns 0. */
 int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, size_t n,
-			   struct rv_error *err);
+			   size_t *taken, struct rv_error *err);
 
 /* Handles the thread's batched events (the last batch gets its own time). */
 int builder_flush_branches(struct rv_builder *b, struct thread_state *t, struct rv_error *err);
