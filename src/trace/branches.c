@@ -184,6 +184,13 @@ static inline const struct function *resolve(struct step *s, struct target *tg)
 	return &tg->fn;
 }
 
+/* Whether f is a function of known size (never a placeholder: push gives
+ * those no range) and ip is in it. */
+static inline bool frame_spans(const struct open_frame *f, uint64_t ip)
+{
+	return f->hi && ip >= f->lo && ip < f->hi;
+}
+
 /* Whether `tg` is in f's function: a range compare for a function of known
  * size, which is every jump inside a function traced with binaries. */
 static inline __attribute__((always_inline)) bool
@@ -194,7 +201,7 @@ frame_has(struct step *s, const struct open_frame *f, struct target *tg)
 	if (f->flags & FRAME_PLACEHOLDER)
 		return false;
 	if (f->hi)
-		return tg->ip >= f->lo && tg->ip < f->hi;
+		return frame_spans(f, tg->ip);
 	fn = resolve(s, tg);
 	if (!fn->known)
 		return !(f->flags & FRAME_KNOWN);
@@ -766,7 +773,8 @@ static inline uint64_t take_time(struct rv_builder *b, const struct branch_state
  * range or FRAME_KNOWN differ from push's, and
  * functions_sharing_a_cache_slot_show_their_own_source when its address
  * or source does. */
-static inline __attribute__((always_inline)) int hot_call(struct step *s, struct target *to)
+static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64_t to_ip,
+							  const char *to_sym, uint64_t to_start)
 {
 	const char *name, *file;
 	uint64_t start, end, addr;
@@ -774,10 +782,10 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, struct
 	bool known;
 	int ret;
 
-	if (!to->sym && to->ip) {
+	if (!to_sym) {
 		/* resolve's answer, with the frame's address and source
 		 * kept beside it in the cache entry (builder_push_frame's) */
-		struct builder_function_entry *e = function_entry(s->b, s->t->pid, to->ip);
+		struct builder_function_entry *e = function_entry(s->b, s->t->pid, to_ip);
 
 		if (!e->has_source)
 			function_source(s->b, e);
@@ -789,8 +797,11 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, struct
 		file = e->file;
 		line = e->line;
 	} else {
-		const struct function *fn = resolve(s, to);
+		struct target to;
+		const struct function *fn;
 
+		target_init(&to, to_ip, to_sym, to_start);
+		fn = resolve(s, &to);
 		name = fn->name;
 		start = fn->start;
 		end = fn->end;
@@ -810,17 +821,28 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, struct
 /* A return in user code: the top frame ends, and execution goes on in the
  * frame below when it is the function returned to (land's rule, asked
  * first), else as land says. */
-static inline __attribute__((always_inline)) int hot_return(struct step *s, struct target *to)
+static inline __attribute__((always_inline)) int hot_return(struct step *s, uint64_t to_ip,
+							    const char *to_sym, uint64_t to_start)
 {
 	struct thread_state *t = s->t;
 	bool entered_async = top_frame(t)->flags & FRAME_ASYNC;
+	struct step slow;
+	struct target to;
 	int ret = pop(s);
 
 	if (ret)
 		return ret;
-	if (!stack_empty(t) && frame_has(s, top_frame(t), to))
+	/* frame_has's way for a frame of known size, before the target is
+	 * made (most returns land in such a frame) */
+	if (!stack_empty(t) && frame_spans(top_frame(t), to_ip))
 		return 0;
-	return land(s, to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
+	/* the step copied, for the rules it is handed to: the hot path's
+	 * stays in registers */
+	slow = *s;
+	target_init(&to, to_ip, to_sym, to_start);
+	if (!stack_empty(t) && frame_has(&slow, top_frame(t), &to))
+		return 0;
+	return land(&slow, &to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
 }
 
 /* The hot paths, on an event's fields before it is copied for the rules:
@@ -836,7 +858,6 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 {
 	struct branch_state *br = &t->br;
 	struct step s;
-	struct target to;
 	const struct open_frame *top;
 
 	if (flags || !br->active || br->in_gap || stack_empty(t))
@@ -845,7 +866,7 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 	switch (kind) {
 	case RV_BRANCH_COND:
 	case RV_BRANCH_JUMP:
-		if (!top->hi || to_ip < top->lo || to_ip >= top->hi)
+		if (!frame_spans(top, to_ip))
 			return false;
 		br->last_time = now;
 		b->stats.branches++;
@@ -863,13 +884,12 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 	br->last_time = now;
 	br->fresh = false;
 	b->stats.branches++;
-	target_init(&to, to_ip, to_sym, to_start);
 	if (kind == RV_BRANCH_CALL) {
 		b->stats.calls++;
-		*ret = hot_call(&s, &to);
+		*ret = hot_call(&s, to_ip, to_sym, to_start);
 	} else {
 		b->stats.returns++;
-		*ret = hot_return(&s, &to);
+		*ret = hot_return(&s, to_ip, to_sym, to_start);
 	}
 	return true;
 }

@@ -1597,6 +1597,43 @@ Test(builder_branch, function_spans_show_their_address_and_source_line)
 	builder_fixture_close(&f, t);
 }
 
+/* A function of known size is [start, start + size): a return or a jump to
+ * the byte after its last leaves it. In ratio, main is followed by _fini
+ * (no size): a return to there replaces main with it (land's way), and a
+ * jump there is a tail call. Events at 30 end the traces later. */
+Test(builder_branch, the_byte_after_a_function_is_not_in_it)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct real_function m, l, s;
+	struct rv_branch_end after;
+
+	for (int jumps = 0; jumps < 2; jumps++) {
+		builder_fixture_open(&f);
+		map_ratio(&f, &m, &l, &s);
+		after = (struct rv_branch_end){ .ip = m.start + m.size };
+		trace_begin(&f, 0, in(&m, 4));
+		call(&f, 10, in(&m, 8), in(&l, 0));
+		if (jumps) {
+			ret(&f, 15, in(&l, 9), in(&m, 12));
+			jump(&f, 20, in(&m, 16), after);
+		} else {
+			ret(&f, 20, in(&l, 9), after);
+		}
+		jump(&f, 30, in(&m, 20), in(&m, 24));
+		t = builder_fixture_finish(&f);
+		for (size_t i = 0; i < t->nr_spans; i++) {
+			if (!strcmp(t->spans[i].name, "main") && !t->spans[i].begin_ns)
+				cr_assert_eq(t->spans[i].end_ns, 20, "%s: main ends at %llu",
+					     jumps ? "a jump" : "a return",
+					     (unsigned long long)t->spans[i].end_ns);
+		}
+		cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "_fini"), 1, "%s",
+			     jumps ? "a jump" : "a return");
+		builder_fixture_close(&f, t);
+	}
+}
+
 /* Many functions, each called with its own self time: every one gets its
  * own, however the builder remembers where each one's total is. */
 Test(builder_branch, each_of_many_functions_keeps_its_own_self_time)
