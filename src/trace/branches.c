@@ -85,18 +85,18 @@ static struct open_frame *top_frame(const struct thread_state *t)
  * zero-length span, and a frame ended by a jump (a tail call, a longjmp) at
  * the time it began, which a reader may take for its parent's sibling. Every
  * branch taking its share keeps each span a length and the order of events
- * that nesting needs. */
+ * that nesting needs. flush_batch counts on it: the batch's ith event is
+ * its share taken_calls + i. */
 static bool takes_share(void)
 {
 	return true;
 }
 
-/* The symbolizer's function at ip, as the rules take it, through the
- * builder's cache (builder_internal.h). */
+/* Fills e with the symbolizer's function at ip, as the rules take it, its
+ * source not yet known. */
 static __attribute__((noinline)) void lookup_function_slow(struct rv_builder *b,
 							   struct builder_function_entry *e,
-							   uint32_t pid, uint64_t ip,
-							   struct function *fn)
+							   uint32_t pid, uint64_t ip)
 {
 	struct rv_symbol sym;
 
@@ -104,33 +104,48 @@ static __attribute__((noinline)) void lookup_function_slow(struct rv_builder *b,
 	/* Code no symbol covers is named by where it is ("libfoo.so+0x1038",
 	 * or the address itself), though for the rules it is all one
 	 * unknown function. */
-	*fn = (struct function){ .name = sym.name };
+	*e = (struct builder_function_entry){
+		.ip = ip, .epoch = b->epoch, .pid = pid, .name = sym.name, .has_source = false
+	};
 	if (sym.known) {
-		fn->start = sym.start;
+		e->start = sym.start;
 		/* A size that does not cover the address (kallsyms guesses)
 		 * is no size: the start is compared instead. */
 		if (sym.size && ip - sym.start < sym.size)
-			fn->end = sym.start + sym.size;
-		fn->known = true;
+			e->end = sym.start + sym.size;
+		e->known = true;
 	}
-	*e = (struct builder_function_entry){ .ip = ip,
-					      .epoch = b->epoch,
-					      .pid = pid,
-					      .known = fn->known,
-					      .name = fn->name,
-					      .start = fn->start,
-					      .end = fn->end };
 }
 
-static inline void lookup_function(struct rv_builder *b, uint32_t pid, uint64_t ip,
-				   struct function *fn)
+/* The builder's cache entry of the symbolizer's function at ip
+ * (builder_internal.h), filled if it did not hold it. */
+static inline struct builder_function_entry *function_entry(struct rv_builder *b, uint32_t pid,
+							    uint64_t ip)
 {
 	struct builder_function_entry *e = &b->functions[builder_cache_slot(ip)];
 
-	if (e->ip != ip || e->pid != pid || e->epoch != b->epoch) {
-		lookup_function_slow(b, e, pid, ip, fn);
-		return;
-	}
+	if (e->ip != ip || e->pid != pid || e->epoch != b->epoch)
+		lookup_function_slow(b, e, pid, ip);
+	return e;
+}
+
+/* Sets e's frame address and source: builder_push_frame's for a frame of
+ * e's function. */
+static __attribute__((noinline)) void function_source(struct rv_builder *b,
+						      struct builder_function_entry *e)
+{
+	e->addr = builder_frame_addr(e->start);
+	builder_source_at(b, e->pid, e->addr, &e->file, &e->line);
+	e->has_source = true;
+}
+
+/* The symbolizer's function at ip, as the rules take it, through the
+ * builder's cache. */
+static inline void lookup_function(struct rv_builder *b, uint32_t pid, uint64_t ip,
+				   struct function *fn)
+{
+	const struct builder_function_entry *e = function_entry(b, pid, ip);
+
 	fn->name = e->name;
 	fn->start = e->start;
 	fn->end = e->end;
@@ -169,6 +184,13 @@ static inline const struct function *resolve(struct step *s, struct target *tg)
 	return &tg->fn;
 }
 
+/* Whether f is a function of known size (never a placeholder: push gives
+ * those no range) and ip is in it. */
+static inline bool frame_spans(const struct open_frame *f, uint64_t ip)
+{
+	return f->hi && ip >= f->lo && ip < f->hi;
+}
+
 /* Whether `tg` is in f's function: a range compare for a function of known
  * size, which is every jump inside a function traced with binaries. */
 static inline __attribute__((always_inline)) bool
@@ -179,7 +201,7 @@ frame_has(struct step *s, const struct open_frame *f, struct target *tg)
 	if (f->flags & FRAME_PLACEHOLDER)
 		return false;
 	if (f->hi)
-		return tg->ip >= f->lo && tg->ip < f->hi;
+		return frame_spans(f, tg->ip);
 	fn = resolve(s, tg);
 	if (!fn->known)
 		return !(f->flags & FRAME_KNOWN);
@@ -724,13 +746,22 @@ static int handle(struct rv_builder *b, struct thread_state *t, const struct bat
 	return ret;
 }
 
-/* The time an event is taken at, which the trace's last time follows. */
+/* The trace's last time follows the events taken. */
+static inline void note_last_time(struct rv_builder *b, uint64_t now)
+{
+	if (now > b->stats.last_time)
+		b->stats.last_time = now;
+}
+
+/* The time a trace error is taken at (take), which the trace's last time
+ * follows: after the last error, 1 ns after it at the earliest. A batch's
+ * events need no such check: a batch opens after the last error's time
+ * (add_branch) and an error closes it (flush_before) before it is taken. */
 static inline uint64_t take_time(struct rv_builder *b, const struct branch_state *br, uint64_t now)
 {
 	if (br->have_error && now <= br->error_time)
 		now = br->error_time + 1; /* magic-trace #155 */
-	if (now > b->stats.last_time)
-		b->stats.last_time = now;
+	note_last_time(b, now);
 	return now;
 }
 
@@ -739,38 +770,79 @@ static inline uint64_t take_time(struct rv_builder *b, const struct branch_state
  * inferred frame, kernel code, a stack's bottom frame); push says so too.
  * test_builder_branch.c's a_million_jumps_inside_a_function_..., and
  * unknown_code_from_perf_script_is_one_function fail when the frame's
- * range or FRAME_KNOWN differ from push's. */
-static inline __attribute__((always_inline)) int hot_call(struct step *s, struct target *to)
+ * range or FRAME_KNOWN differ from push's, and
+ * functions_sharing_a_cache_slot_show_their_own_source when its address
+ * or source does. */
+static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64_t to_ip,
+							  const char *to_sym, uint64_t to_start)
 {
-	const struct function *fn = resolve(s, to);
-	struct open_frame *f;
-	int ret = account(s);
+	const char *name, *file;
+	uint64_t start, end, addr;
+	int32_t line;
+	bool known;
+	int ret;
 
+	if (!to_sym) {
+		/* resolve's answer, with the frame's address and source
+		 * kept beside it in the cache entry (builder_push_frame's) */
+		struct builder_function_entry *e = function_entry(s->b, s->t->pid, to_ip);
+
+		if (!e->has_source)
+			function_source(s->b, e);
+		name = e->name;
+		start = e->start;
+		end = e->end;
+		known = e->known;
+		addr = e->addr;
+		file = e->file;
+		line = e->line;
+	} else {
+		struct target to;
+		const struct function *fn;
+
+		target_init(&to, to_ip, to_sym, to_start);
+		fn = resolve(s, &to);
+		name = fn->name;
+		start = fn->start;
+		end = fn->end;
+		known = fn->known;
+		addr = builder_frame_addr(start);
+		builder_source_at(s->b, s->t->pid, addr, &file, &line);
+	}
+	ret = account(s);
 	if (ret)
 		return ret;
-	if (builder_push_frame(s->b, s->t, fn->start, fn->name, s->now))
+	if (builder_push_frame_as(s->t, start, name, s->now, start, end, addr, file, line,
+				  known ? FRAME_KNOWN : 0))
 		return builder_out_of_memory(s->err);
-	f = top_frame(s->t);
-	f->lo = fn->start;
-	f->hi = fn->end;
-	f->flags = fn->known ? FRAME_KNOWN : 0;
 	return 0;
 }
 
 /* A return in user code: the top frame ends, and execution goes on in the
  * frame below when it is the function returned to (land's rule, asked
  * first), else as land says. */
-static inline __attribute__((always_inline)) int hot_return(struct step *s, struct target *to)
+static inline __attribute__((always_inline)) int hot_return(struct step *s, uint64_t to_ip,
+							    const char *to_sym, uint64_t to_start)
 {
 	struct thread_state *t = s->t;
 	bool entered_async = top_frame(t)->flags & FRAME_ASYNC;
+	struct step slow;
+	struct target to;
 	int ret = pop(s);
 
 	if (ret)
 		return ret;
-	if (!stack_empty(t) && frame_has(s, top_frame(t), to))
+	/* frame_has's way for a frame of known size, before the target is
+	 * made (most returns land in such a frame) */
+	if (!stack_empty(t) && frame_spans(top_frame(t), to_ip))
 		return 0;
-	return land(s, to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
+	/* the step copied, for the rules it is handed to: the hot path's
+	 * stays in registers */
+	slow = *s;
+	target_init(&to, to_ip, to_sym, to_start);
+	if (!stack_empty(t) && frame_has(&slow, top_frame(t), &to))
+		return 0;
+	return land(&slow, &to, entered_async ? OTHERWISE_PUSH : OTHERWISE_REPLACE, true);
 }
 
 /* The hot paths, on an event's fields before it is copied for the rules:
@@ -786,7 +858,6 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 {
 	struct branch_state *br = &t->br;
 	struct step s;
-	struct target to;
 	const struct open_frame *top;
 
 	if (flags || !br->active || br->in_gap || stack_empty(t))
@@ -795,7 +866,7 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 	switch (kind) {
 	case RV_BRANCH_COND:
 	case RV_BRANCH_JUMP:
-		if (!top->hi || to_ip < top->lo || to_ip >= top->hi)
+		if (!frame_spans(top, to_ip))
 			return false;
 		br->last_time = now;
 		b->stats.branches++;
@@ -813,13 +884,12 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 	br->last_time = now;
 	br->fresh = false;
 	b->stats.branches++;
-	target_init(&to, to_ip, to_sym, to_start);
 	if (kind == RV_BRANCH_CALL) {
 		b->stats.calls++;
-		*ret = hot_call(&s, &to);
+		*ret = hot_call(&s, to_ip, to_sym, to_start);
 	} else {
 		b->stats.returns++;
-		*ret = hot_return(&s, &to);
+		*ret = hot_return(&s, to_ip, to_sym, to_start);
 	}
 	return true;
 }
@@ -863,7 +933,9 @@ static inline void unpack(const struct branch_state *br, size_t i, struct batche
 	}
 }
 
-/* take of the batch's ith waiting event, unpacked only for the rules. */
+/* take of the batch's ith waiting event, unpacked only for the rules, at
+ * `now`: after the last error (take_time's rule holds for a batch), and
+ * the caller notes the trace's last time. */
 static inline __attribute__((always_inline)) int take_packed(struct rv_builder *b,
 							     struct thread_state *t, size_t i,
 							     uint64_t now, struct rv_error *err)
@@ -873,7 +945,6 @@ static inline __attribute__((always_inline)) int take_packed(struct rv_builder *
 	struct batched_event e;
 	int ret;
 
-	now = take_time(b, &t->br, now);
 	if (take_hot(b, t, p->kind, p->flags, p->to_ip, x ? x->to_sym : NULL, x ? x->to_start : 0,
 		     now, err, &ret))
 		return ret;
@@ -888,6 +959,19 @@ static void close_batch(struct branch_state *br)
 	br->batch_open = false;
 }
 
+/* From share k's time `at` (and what is left of k * remainder / divisor)
+ * to share k + 1's (flush_batch). */
+static inline void next_share(uint64_t *at, uint64_t *left, uint64_t quotient, uint64_t remainder,
+			      uint64_t divisor)
+{
+	*at += quotient;
+	*left += remainder;
+	if (*left >= divisor) {
+		*left -= divisor;
+		++*at;
+	}
+}
+
 /* Takes the batched events spread over [batch_time, batch_time + span), and
  * closes the batch. The batch's first event, taken when it came, had the
  * batch's time, as it would now. */
@@ -895,35 +979,32 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 		       struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
-	uint64_t ncalls = br->batch_calls;
-	uint64_t quotient, remainder;
-	uint64_t calls = br->taken_calls;
-	/* Batches are mostly of one or two events: a power of two divides by
-	 * a shift, and a batch whose only event was taken when it came needs
-	 * no quotient (a 64-bit division costs tens of cycles, on every
-	 * timestamp of a trace). */
-	unsigned shift =
-		ncalls && !(ncalls & (ncalls - 1)) ? (unsigned)__builtin_ctzll(ncalls) : 64;
+	/* Share k of the batch's ncalls is at k * span / ncalls, worked out
+	 * without overflow (k < ncalls <= MAX_BATCH + 1) as k * quotient +
+	 * k * remainder / ncalls. Every event takes a share (takes_share):
+	 * the batch's ith is share taken_calls + i, and both terms are
+	 * carried from one share to the next rather than worked out for
+	 * each, the second by adding remainder to what is left of the
+	 * division (less than ncalls, as remainder is), which carries at
+	 * most 1. A batch whose only event was taken when it came has
+	 * nothing to work out. */
+	uint64_t ncalls = br->nr_batch ? br->batch_calls : 0;
+	uint64_t divisor = ncalls ? ncalls : 1;
+	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
+	uint64_t at = br->batch_time, left = 0; /* share k's time, and what is left over */
+	uint64_t now = at;
 	int ret = 0;
 
-	if (!br->nr_batch || !ncalls) {
-		quotient = remainder = 0;
-	} else if (shift < 64) {
-		quotient = span >> shift;
-		remainder = span & (ncalls - 1);
-	} else {
-		quotient = span / ncalls;
-		remainder = span % ncalls;
-	}
+	if (br->taken_calls) /* 0 or 1 */
+		next_share(&at, &left, quotient, remainder, divisor);
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
-		uint64_t k, part;
-
-		calls += takes_share();
-		k = calls ? calls - 1 : 0;
-		/* k * span / ncalls without overflow: k < ncalls <= MAX_BATCH */
-		part = !ncalls ? 0 : shift < 64 ? k * remainder >> shift : k * remainder / ncalls;
-		ret = take_packed(b, t, i, br->batch_time + k * quotient + part, err);
+		if (i)
+			next_share(&at, &left, quotient, remainder, divisor);
+		now = at;
+		ret = take_packed(b, t, i, now, err);
 	}
+	if (br->nr_batch)
+		note_last_time(b, now);
 	close_batch(br);
 	return ret;
 }
@@ -947,6 +1028,7 @@ static int flush_batch_at_stamp(struct rv_builder *b, struct thread_state *t, ui
 	int ret = 0;
 
 	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
+		note_last_time(b, now);
 		ret = take_packed(b, t, i, now, err);
 		now += entered_at(t, now);
 	}
@@ -1113,7 +1195,9 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 		br->batch_time = time > br->last_time ? time : br->last_time;
 		/* after an error at this time: 1 ns after it, so that the gap
 		 * has a length (magic-trace #155), and the batch spreads from
-		 * there */
+		 * there. Every event of the batch is then after the error
+		 * (take_time's rule, which the batch's events skip), as an
+		 * error closes the batch before it is taken. */
 		if (br->have_error && br->batch_time <= br->error_time)
 			br->batch_time = br->error_time + 1;
 		br->batch_calls = br->taken_calls = 0;
@@ -1123,7 +1207,9 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 	 * it: taken now, not copied. */
 	if (!br->nr_batch && br->batch_calls + call <= 1) {
 		struct batched_event one;
-		uint64_t now = take_time(b, br, br->batch_time);
+		uint64_t now = br->batch_time; /* after the last error (above) */
+
+		note_last_time(b, now);
 
 		br->batch_calls += call;
 		br->taken_calls += call;
@@ -1160,19 +1246,22 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 }
 
 int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, size_t n,
-			   struct rv_error *err)
+			   size_t *taken, struct rv_error *err)
 {
 	/* one thread's: builder_thread's answer for the first is every one's */
 	struct thread_state *t = builder_thread(b, evs[0].pid, evs[0].tid);
+	const uint32_t tid = evs[0].tid;
+	size_t i = 0;
 
 	if (!t)
 		return builder_out_of_memory(err);
-	for (size_t i = 0; i < n; i++) {
+	do {
 		int ret = add_branch(b, t, &evs[i], err);
 
 		if (ret)
 			return ret;
-	}
+	} while (++i < n && evs[i].tid == tid && builder_plain_branch(b, &evs[i]));
+	*taken = i;
 	return 0;
 }
 

@@ -1112,13 +1112,6 @@ static const struct rv_event *keep_names(struct rv_builder *b, const struct rv_e
 	return ok ? copy : NULL;
 }
 
-/* Most events: a branch without perf script's names, once the base is set. */
-static bool is_plain_branch(const struct rv_builder *b, const struct rv_event *ev)
-{
-	return ev->kind == RV_EVENT_BRANCH && b->have_base && !ev->branch.from.sym &&
-	       !ev->branch.to.sym;
-}
-
 /* rv_builder_add's way for any event. */
 static int add_event(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
 {
@@ -1210,7 +1203,7 @@ static void begin_call(struct rv_builder *b)
 int rv_builder_add(struct rv_builder *b, const struct rv_event *event, struct rv_error *err)
 {
 	begin_call(b);
-	if (is_plain_branch(b, event))
+	if (builder_plain_branch(b, event))
 		return builder_add_branch(b, event, err);
 	return add_event(b, event, err);
 }
@@ -1220,22 +1213,15 @@ int rv_builder_add_batch(struct rv_builder *b, const struct rv_event *events, si
 {
 	begin_call(b);
 	for (size_t i = 0; i < n;) {
-		size_t j = i + 1;
-		int ret;
+		/* a run of one thread's plain branches, in one call */
+		size_t taken = 1;
+		int ret = builder_plain_branch(b, &events[i])
+				  ? builder_add_branch_run(b, events + i, n - i, &taken, err)
+				  : add_event(b, &events[i], err);
 
-		if (!is_plain_branch(b, &events[i])) {
-			ret = add_event(b, &events[i], err);
-		} else {
-			/* a run of one thread's plain branches, which do not
-			 * change what makes them plain (the base) */
-			while (j < n && events[j].tid == events[i].tid &&
-			       is_plain_branch(b, &events[j]))
-				j++;
-			ret = builder_add_branch_run(b, events + i, j - i, err);
-		}
 		if (ret)
 			return ret;
-		i = j;
+		i += taken;
 	}
 	return 0;
 }

@@ -261,13 +261,19 @@ struct builder_source_entry {
 };
 
 /* rv_symbolizer_lookup's function at ip in pid, as branches.c's rules take
- * it (struct function there) */
+ * it (struct function there), and, once a frame of it is pushed
+ * (has_source), what builder_push_frame makes of its start: the frame's
+ * address and that address's source. */
 struct builder_function_entry {
 	uint64_t ip, epoch;
 	uint32_t pid;
 	bool known;
+	bool has_source; /* addr, file and line are set */
+	int32_t line;
 	const char *name;
 	uint64_t start, end;
+	uint64_t addr;
+	const char *file;
 };
 
 struct rv_builder {
@@ -412,15 +418,22 @@ static inline void builder_source_at(struct rv_builder *b, uint32_t pid, uint64_
 /* Doubles t's frame array; -ENOMEM. */
 int builder_grow_stack(struct thread_state *t);
 
-/* Pushes a frame (no range; flags FRAME_KERNEL for an identity at a kernel
- * address, else 0; addr the identity, but 0 for a stack-cut marker, and its
- * source line); -ENOMEM on allocation failure. Inline: every call of a
- * traced function pushes one. */
-static inline int builder_push_frame(struct rv_builder *b, struct thread_state *t,
-				     uint64_t identity, const char *name, uint64_t begin)
+/* The address a frame of this identity shows (open_frame.addr): the
+ * identity, but 0 for a stack-cut marker and a name. */
+static inline uint64_t builder_frame_addr(uint64_t identity)
+{
+	uint32_t cut;
+
+	return rv_stack_cut_parse(identity, &cut) || builder_is_named(identity) ? 0 : identity;
+}
+
+/* Pushes a frame with every field given but the held list (empty) and the
+ * self-time slot (not looked up); -ENOMEM on allocation failure. */
+static inline int builder_push_frame_as(struct thread_state *t, uint64_t identity, const char *name,
+					uint64_t begin, uint64_t lo, uint64_t hi, uint64_t addr,
+					const char *file, int32_t line, unsigned flags)
 {
 	struct open_frame *f;
-	uint32_t cut;
 
 	if (t->depth == t->cap && builder_grow_stack(t))
 		return -ENOMEM;
@@ -433,16 +446,35 @@ static inline int builder_push_frame(struct rv_builder *b, struct thread_state *
 	f->identity = identity;
 	f->name = name;
 	f->begin = begin;
-	f->lo = f->hi = 0;
-	f->addr = rv_stack_cut_parse(identity, &cut) || builder_is_named(identity) ? 0 : identity;
-	builder_source_at(b, t->pid, f->addr, &f->file, &f->line);
-	/* a sampled kernel frame (the identity is its address or start) */
-	f->flags = builder_is_named(identity) ? (identity & BUILDER_NAME_KERNEL ? FRAME_KERNEL : 0)
-		   : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
-						      : 0;
+	f->lo = lo;
+	f->hi = hi;
+	f->addr = addr;
+	f->file = file;
+	f->line = line;
+	f->flags = flags;
 	f->nr_held = 0;
 	f->self_generation = 0;
 	return 0;
+}
+
+/* Pushes a frame (no range; flags FRAME_KERNEL for an identity at a kernel
+ * address, else 0; addr builder_frame_addr's, and its source line); -ENOMEM
+ * on allocation failure. Inline: every call of a traced function pushes
+ * one. */
+static inline int builder_push_frame(struct rv_builder *b, struct thread_state *t,
+				     uint64_t identity, const char *name, uint64_t begin)
+{
+	uint64_t addr = builder_frame_addr(identity);
+	const char *file;
+	int32_t line;
+
+	builder_source_at(b, t->pid, addr, &file, &line);
+	/* a sampled kernel frame (the identity is its address or start) */
+	return builder_push_frame_as(t, identity, name, begin, 0, 0, addr, file, line,
+				     builder_is_named(identity)
+					     ? (identity & BUILDER_NAME_KERNEL ? FRAME_KERNEL : 0)
+				     : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
+									: 0);
 }
 
 /* Fills span's file and line from its addr, in t's process (a span made
@@ -531,11 +563,21 @@ int builder_settle(struct rv_builder *b, struct thread_state *t, struct pending_
 /* Takes an RV_EVENT_BRANCH or RV_EVENT_TRACE_ERROR into its thread's batch. */
 int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct rv_error *err);
 
-/* builder_add_branch of evs[0], [1], ... [n - 1] (n at least 1): branches
- * (RV_EVENT_BRANCH) of one thread (one tid), in one call, the thread looked
- * up once. */
+/* Whether rv_builder_add takes ev as builder_add_branch does, whatever
+ * the builder holds (most events): a branch without perf script's names,
+ * once the base is set (no branch sets it). */
+static inline bool builder_plain_branch(const struct rv_builder *b, const struct rv_event *ev)
+{
+	return ev->kind == RV_EVENT_BRANCH && b->have_base && !ev->branch.from.sym &&
+	       !ev->branch.to.sym;
+}
+
+/* builder_add_branch of evs[0], [1], ... up to the first that is no plain
+ * branch (builder_plain_branch) of evs[0]'s thread (its tid) or evs[n - 1]
+ * (evs[0] must be one), in one call, the thread looked up once. *taken: how
+ * many were taken, when it returns 0. */
 int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, size_t n,
-			   struct rv_error *err);
+			   size_t *taken, struct rv_error *err);
 
 /* Handles the thread's batched events (the last batch gets its own time). */
 int builder_flush_branches(struct rv_builder *b, struct thread_state *t, struct rv_error *err);

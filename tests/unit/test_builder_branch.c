@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "builder_fixture.h"
+#include "trace/builder_internal.h" /* builder_cache_slot */
 #include "test_env.h"
 
 #define PID 100
@@ -1596,6 +1597,43 @@ Test(builder_branch, function_spans_show_their_address_and_source_line)
 	builder_fixture_close(&f, t);
 }
 
+/* A function of known size is [start, start + size): a return or a jump to
+ * the byte after its last leaves it. In ratio, main is followed by _fini
+ * (no size): a return to there replaces main with it (land's way), and a
+ * jump there is a tail call. Events at 30 end the traces later. */
+Test(builder_branch, the_byte_after_a_function_is_not_in_it)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct real_function m, l, s;
+	struct rv_branch_end after;
+
+	for (int jumps = 0; jumps < 2; jumps++) {
+		builder_fixture_open(&f);
+		map_ratio(&f, &m, &l, &s);
+		after = (struct rv_branch_end){ .ip = m.start + m.size };
+		trace_begin(&f, 0, in(&m, 4));
+		call(&f, 10, in(&m, 8), in(&l, 0));
+		if (jumps) {
+			ret(&f, 15, in(&l, 9), in(&m, 12));
+			jump(&f, 20, in(&m, 16), after);
+		} else {
+			ret(&f, 20, in(&l, 9), after);
+		}
+		jump(&f, 30, in(&m, 20), in(&m, 24));
+		t = builder_fixture_finish(&f);
+		for (size_t i = 0; i < t->nr_spans; i++) {
+			if (!strcmp(t->spans[i].name, "main") && !t->spans[i].begin_ns)
+				cr_assert_eq(t->spans[i].end_ns, 20, "%s: main ends at %llu",
+					     jumps ? "a jump" : "a return",
+					     (unsigned long long)t->spans[i].end_ns);
+		}
+		cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, "_fini"), 1, "%s",
+			     jumps ? "a jump" : "a return");
+		builder_fixture_close(&f, t);
+	}
+}
+
 /* Many functions, each called with its own self time: every one gets its
  * own, however the builder remembers where each one's total is. */
 Test(builder_branch, each_of_many_functions_keeps_its_own_self_time)
@@ -1715,6 +1753,59 @@ Test(builder_branch, one_batch_names_each_process_by_its_own_mappings)
 	cr_assert_eq(fxt_count_spans(t, FXT_ANY, FXT_ANY, unmapped), 1);
 	cr_assert_eq(trace_span(t, "work_long", 0)->pid, PID);
 	expect_source(trace_span(t, "work_long", 0), l.start, "void work_long(");
+	builder_fixture_close(&f, t);
+}
+
+/* work_long and spin mapped (from two mappings of ratio) where their starts
+ * share a slot of the builder's cache of functions (builder_internal.h),
+ * and called in turn in one batch: each call's span shows its own
+ * function's address and source, whatever the slot held before. */
+Test(builder_branch, functions_sharing_a_cache_slot_show_their_own_source)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	const char *binary;
+	const uint64_t base = 0x555555554000ull;
+	uint64_t other = base + 0x100000, s_off;
+	struct real_function m, l, s;
+	struct rv_event evs[9];
+	size_t n = 0;
+
+	builder_fixture_open(&f);
+	map_ratio(&f, &m, &l, &s);
+	binary = built_target("ratio");
+	s_off = s.start - base;
+	while (builder_cache_slot(other + s_off) != builder_cache_slot(l.start))
+		other += 0x10000;
+	s.start = other + s_off;
+	cr_assert_eq(rv_symbolizer_add_mapping(f.sym, PID, other, 0x10000, 0, true, binary, &f.err),
+		     0);
+	evs[n++] = (struct rv_event){ .kind = RV_EVENT_BRANCH,
+				      .branch = { .kind = RV_BRANCH_NONE,
+						  .flags = RV_BRANCH_TRACE_BEGIN,
+						  .to = in(&m, 4) } };
+	for (size_t i = 0; i < 4; i++) {
+		const struct real_function *fn = i % 2 ? &s : &l;
+
+		evs[n++] = (struct rv_event){
+			.kind = RV_EVENT_BRANCH,
+			.branch = { .kind = RV_BRANCH_CALL, .from = in(&m, 8), .to = in(fn, 0) }
+		};
+		evs[n++] = (struct rv_event){
+			.kind = RV_EVENT_BRANCH,
+			.branch = { .kind = RV_BRANCH_RETURN, .from = in(fn, 2), .to = in(&m, 12) }
+		};
+	}
+	for (size_t i = 0; i < n; i++) {
+		evs[i].pid = evs[i].tid = PID;
+		evs[i].time = 10 * i;
+	}
+	cr_assert_eq(rv_builder_add_batch(f.b, evs, n, &f.err), 0, "%s", f.err.message);
+	t = builder_fixture_finish(&f);
+	for (size_t i = 0; i < 2; i++) {
+		expect_source(trace_span(t, "work_long", i), l.start, "void work_long(");
+		expect_source(trace_span(t, "spin", i), s.start, "static void spin(");
+	}
 	builder_fixture_close(&f, t);
 }
 
