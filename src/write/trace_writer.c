@@ -5,7 +5,8 @@
  * The output is a temporary file next to the final path, written through a
  * buffer of our own (no system call per event) and, for ".gz" paths, through
  * zlib's deflate with a gzip wrapper, for ".zst" paths through libzstd's
- * streaming compressor. Commit renames it into place; abort removes it.
+ * streaming compressor. Commit puts it into place (put_in_place); abort
+ * removes it.
  * "-" is a duplicate of standard output, with SIGPIPE held back while it is
  * written (a reader that went away is an error to report, not the end of
  * rearview with its probes and temporary files left). A failed write (a full disk) is remembered,
@@ -689,6 +690,37 @@ int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t ti
 	return finish_call(w, r, err);
 }
 
+/* Puts the finished file at temp into place at path, as rename(2) does
+ * (-errno as it fails). Over a regular file the two are exchanged
+ * (RENAME_EXCHANGE) and the old one, now at temp, is unlinked: replacing a
+ * file by rename(2) makes ext4 start writing the new file to disk at once
+ * (its auto_da_alloc), and the next run's replacing of that file waits until
+ * the writing is done (60 to 130 ms for the 300 MB trace of a 30 MB capture
+ * decoded again at once). Either way the path names the old file or the new
+ * one at every moment. A kill between the exchange and the unlink leaves
+ * the old file at temp, where the next run's sweep removes it if rearview
+ * made it (it is marked as the partial trace it once was). */
+static int put_in_place(const char *temp, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    renameat2(AT_FDCWD, temp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		/* something other than a file put at path since lstat (a
+		 * directory) goes back, and rename(2) says what it says */
+		if (lstat(temp, &st) == 0 && !S_ISREG(st.st_mode)) {
+			if (renameat2(AT_FDCWD, temp, AT_FDCWD, path, RENAME_EXCHANGE) < 0)
+				return -errno;
+		} else {
+			if (unlink(temp) < 0)
+				rv_debug("cannot remove the trace '%s' replaced (now '%s'): %s",
+					 path, temp, strerror(errno));
+			return 0;
+		}
+	}
+	return rename(temp, path) < 0 ? -errno : 0;
+}
+
 static void remove_temp_file(struct rv_trace_writer *w)
 {
 	w->fast = NULL;
@@ -737,8 +769,7 @@ int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err)
 		remove_temp_file(w);
 		return r;
 	}
-	if (rename(w->temp_path, w->path) < 0) {
-		code = errno;
+	if ((code = -put_in_place(w->temp_path, w->path))) {
 		r = rv_error_set(&w->failure, code,
 				 "cannot put the trace in place at '%s': %s; choose another path "
 				 "with -o",

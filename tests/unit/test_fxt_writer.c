@@ -1625,6 +1625,99 @@ Test(fxt_writer, replaces_an_existing_file_only_on_commit)
 	t = read_back(path);
 	cr_assert_eq(t->nr_spans, 1);
 	fxt_trace_free(t);
+	cr_assert_eq(dir_entries(dir), 1, "the replaced file or the temporary one was left");
+
+	/* and again, over a trace it wrote (an exchange, then the old one
+	 * removed) */
+	w = open_writer(path);
+	span(w, 1, 2, "g", 0, 10);
+	span(w, 1, 2, "g", 20, 30);
+	commit(w);
+	rv_trace_writer_free(w);
+	t = read_back(path);
+	cr_assert_eq(fxt_count_spans(t, 1, 2, "g"), 2);
+	cr_assert_eq(fxt_count_spans(t, 1, 2, "f"), 0);
+	fxt_trace_free(t);
+	cr_assert_eq(dir_entries(dir), 1, "the replaced trace was left");
+	free(path);
+	free_temp_dir(dir);
+}
+
+/* Commit replaces what rename(2) replaces, and only that: another name of
+ * the old file keeps it, a symbolic link is replaced (not what it points
+ * to), a directory (made after open, which refuses one) is refused and
+ * left as it was. */
+Test(fxt_writer, commit_replaces_as_rename_does)
+{
+	char *dir = new_temp_dir("rv-fxt-writer"), *path = path_join(dir, "t.fxt"),
+	     *other = path_join(dir, "other"), *target = path_join(dir, "target"),
+	     *inside = path_join(path, "kept");
+	struct rv_trace_writer *w;
+	struct rv_error err = { 0 };
+	struct fxt_trace *t;
+	struct fxt_buf b;
+	struct stat st;
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	/* a file with a second name */
+	cr_assert_not_null(f);
+	fputs("old contents", f);
+	fclose(f);
+	cr_assert_eq(link(path, other), 0, "%s", strerror(errno));
+	w = open_writer(path);
+	span(w, 1, 2, "f", 0, 10);
+	commit(w);
+	rv_trace_writer_free(w);
+	t = read_back(path);
+	cr_assert_eq(t->nr_spans, 1);
+	fxt_trace_free(t);
+	b = slurp(other);
+	cr_assert(b.len == 12 && memcmp(b.bytes, "old contents", 12) == 0,
+		  "the old file's other name lost it");
+	free(b.bytes);
+	cr_assert_eq(dir_entries(dir), 2);
+	unlink(other);
+	unlink(path);
+
+	/* a symbolic link */
+	f = fopen(target, "w");
+	cr_assert_not_null(f);
+	fputs("target", f);
+	fclose(f);
+	cr_assert_eq(symlink("target", path), 0, "%s", strerror(errno));
+	w = open_writer(path);
+	span(w, 1, 2, "f", 0, 10);
+	commit(w);
+	rv_trace_writer_free(w);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISREG(st.st_mode), "the link was not replaced by the trace");
+	b = slurp(target);
+	cr_assert(b.len == 6 && memcmp(b.bytes, "target", 6) == 0, "the link's target changed");
+	free(b.bytes);
+	cr_assert_eq(dir_entries(dir), 2);
+	unlink(target);
+	unlink(path);
+
+	/* a directory, made there after open refused one */
+	w = open_writer(path);
+	span(w, 1, 2, "f", 0, 10);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	f = fopen(inside, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	ret = rv_trace_writer_commit(w, &err);
+	rv_trace_writer_free(w);
+	cr_assert_lt(ret, 0);
+	cr_assert(strstr(err.message, "cannot put the trace in place"), "%s", err.message);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISDIR(st.st_mode) && exists(inside), "the directory was moved or changed");
+	cr_assert_eq(dir_entries(dir), 1, "the temporary file was left");
+	unlink(inside);
+	rmdir(path);
+	free(inside);
+	free(target);
+	free(other);
 	free(path);
 	free_temp_dir(dir);
 }
