@@ -107,6 +107,12 @@ struct rv_fast {
 	struct pt_config config;
 	bool ticks;
 	const struct snapshot *snap;
+	/* The image id of the blocks that may be used at f->ip: snap's id
+	 * when there is a snapshot and the mode is 64-bit, else 0, which no
+	 * block has (ids start at 1). set_key keeps it so, called wherever
+	 * snap or mode change: one compare with a block's image then says
+	 * all three. */
+	uint32_t key;
 	/* cache->bbs, as the last lookup left it (bb_number, the only place
 	 * that moves it; one decoder at a time uses a cache: pt_fast.h) */
 	struct bb *bbs;
@@ -393,9 +399,9 @@ static uint32_t bb_number(struct rv_fast *f, uint64_t ip)
 	uint32_t id;
 	size_t i;
 
-	if (__builtin_expect(!f->snap || f->mode != ptem_64bit, 0))
-		return 0;
-	id = f->snap->id;
+	if (__builtin_expect(!f->key, 0))
+		return 0; /* no snapshot, or not 64-bit code */
+	id = f->key;
 	for (i = slot_of(ip, id, c->mask);; i = (i + 1) & c->mask) {
 		uint32_t n = c->slots[i];
 
@@ -499,15 +505,20 @@ static inline uint32_t bb_here(struct rv_fast *f)
 	uint32_t n = f->hint;
 
 	/* a return address may have been pushed in another image, and the
-	 * mode may have changed */
-	if (!n || bb_of(f->bbs, n)->ip != f->ip || !f->snap ||
-	    bb_of(f->bbs, n)->image != f->snap->id || f->mode != ptem_64bit) {
+	 * mode may have changed: f->key says both (0 matches no block) */
+	if (!n || bb_of(f->bbs, n)->ip != f->ip || bb_of(f->bbs, n)->image != f->key) {
 		n = bb_number(f, f->ip);
 		if (f->link && n && bb_of(c->bbs, f->link)->image == bb_of(c->bbs, n)->image)
 			bb_of(c->bbs, f->link)->succ[f->link_side] = n;
 	}
 	forget(f);
 	return n;
+}
+
+/* f->key from f->snap and f->mode: after every change of either. */
+static inline void set_key(struct rv_fast *f)
+{
+	f->key = f->snap && f->mode == ptem_64bit ? f->snap->id : 0;
 }
 
 static void retstack_push(struct rv_fast *f, uint64_t ip, uint32_t from)
@@ -589,6 +600,7 @@ int rv_fast_set_image(struct rv_fast *f, struct pt_image *image)
 	/* No image, or one the registry does not know: every block lookup
 	 * fails, and the chunk goes to libipt's decoder at the first. */
 	f->snap = image ? snapshot_of(f->cache, image) : NULL;
+	set_key(f);
 	forget(f);
 	return 0;
 }
@@ -628,13 +640,16 @@ static inline int tick(struct rv_fast *f, uint64_t ip)
 		return RV_FAST_HANDOFF;
 	if (tsc == f->event.tsc)
 		return 0;
-	memset(&f->event, 0, sizeof(f->event));
-	f->event.type = ptev_tick;
-	f->event.variant.tick.ip = ip;
-	f->event.has_tsc = r != -pte_no_time;
-	f->event.tsc = tsc;
-	f->event.lost_mtc = lost_mtc;
-	f->event.lost_cyc = lost_cyc;
+	/* made whole in registers and stored: a memset of f->event becomes
+	 * a slow string store */
+	struct pt_event ev = { .type = ptev_tick,
+			       .has_tsc = r != -pte_no_time,
+			       .tsc = tsc,
+			       .lost_mtc = lost_mtc,
+			       .lost_cyc = lost_cyc };
+
+	ev.variant.tick.ip = ip;
+	f->event = ev;
 	f->process_event = true;
 	return 1;
 }
@@ -1062,11 +1077,17 @@ static int proceed_trailing_event_slow(struct rv_fast *f)
 }
 
 /* proceed_trailing_event_slow, inline where no event is in process or
- * pending (fetch_event's 0). */
+ * pending (fetch_event's 0), and for a tick in process (its fetch_event's
+ * 1 and its switch's default: nothing to walk to), which a timed trace
+ * has after most TIPs. */
 static inline int proceed_trailing_event(struct rv_fast *f)
 {
-	if (!f->process_event && !(f->status & pts_event_pending))
-		return status_flags(f, 0);
+	if (!f->process_event) {
+		if (!(f->status & pts_event_pending))
+			return status_flags(f, 0);
+	} else if (f->event.type == ptev_tick) {
+		return status_flags(f, pts_event_pending);
+	}
 	return proceed_trailing_event_slow(f);
 }
 
@@ -1075,6 +1096,7 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	int status;
 
 	f->mode = ptem_unknown;
+	set_key(f);
 	f->ip = 0;
 	f->status = 0;
 	f->enabled = false;
@@ -1442,6 +1464,7 @@ int rv_fast_event(struct rv_fast *f, struct pt_event *event)
 		    f->mode != ev->variant.exec_mode.mode)
 			return RV_FAST_HANDOFF;
 		f->mode = ev->variant.exec_mode.mode;
+		set_key(f);
 		break;
 	case ptev_tsx:
 		if (!ev->ip_suppressed && f->ip != ev->variant.tsx.ip)
