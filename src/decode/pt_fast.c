@@ -640,16 +640,13 @@ static inline int tick(struct rv_fast *f, uint64_t ip)
 		return RV_FAST_HANDOFF;
 	if (tsc == f->event.tsc)
 		return 0;
-	/* made whole in registers and stored: a memset of f->event becomes
-	 * a slow string store */
-	struct pt_event ev = { .type = ptev_tick,
-			       .has_tsc = r != -pte_no_time,
-			       .tsc = tsc,
-			       .lost_mtc = lost_mtc,
-			       .lost_cyc = lost_cyc };
-
-	ev.variant.tick.ip = ip;
-	f->event = ev;
+	memset(&f->event, 0, sizeof(f->event));
+	f->event.type = ptev_tick;
+	f->event.variant.tick.ip = ip;
+	f->event.has_tsc = r != -pte_no_time;
+	f->event.tsc = tsc;
+	f->event.lost_mtc = lost_mtc;
+	f->event.lost_cyc = lost_cyc;
 	f->process_event = true;
 	return 1;
 }
