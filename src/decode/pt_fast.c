@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "decode/pt_code.h"
 #include "decode/pt_query.h"
 #include "decode/pt_sections.h"
@@ -623,6 +627,20 @@ static int status_flags(const struct rv_fast *f, int flags)
 	return flags;
 }
 
+/* memset(ev, 0, sizeof(*ev)) in 16-byte stores: the compiler makes that
+ * memset a string store (rep stos), whose start-up took 2% of the time on
+ * the softpt captures, where most TIPs make a tick. */
+static inline void zero_event(struct pt_event *ev)
+{
+#ifdef __SSE2__
+	_Static_assert(sizeof(*ev) % 16 == 0, "an event is whole 16-byte stores");
+	for (size_t i = 0; i < sizeof(*ev); i += 16)
+		_mm_storeu_si128((__m128i *)((char *)ev + i), _mm_setzero_si128());
+#else
+	memset(ev, 0, sizeof(*ev));
+#endif
+}
+
 /* libipt's pt_blk_tick: after a TNT or TIP, a tick event when the time
  * moved since the last event. */
 static inline int tick(struct rv_fast *f, uint64_t ip)
@@ -640,7 +658,7 @@ static inline int tick(struct rv_fast *f, uint64_t ip)
 		return RV_FAST_HANDOFF;
 	if (tsc == f->event.tsc)
 		return 0;
-	memset(&f->event, 0, sizeof(f->event));
+	zero_event(&f->event);
 	f->event.type = ptev_tick;
 	f->event.variant.tick.ip = ip;
 	f->event.has_tsc = r != -pte_no_time;
