@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "trace/builder_internal.h"
+#include "util/array.h"
 
 #define KERNEL_START BUILDER_KERNEL_START
 
@@ -1056,19 +1057,6 @@ static void copy_event(struct batched_event *e, const struct rv_event *ev)
 	e->to_start = ev->branch.to.sym_start;
 }
 
-/* Doubles the batch's room; -ENOMEM (err set). */
-static __attribute__((noinline)) int grow_batch(struct branch_state *br, struct rv_error *err)
-{
-	size_t cap = br->cap_batch ? br->cap_batch * 2 : 64;
-	struct packed_event *grown = realloc(br->batch, cap * sizeof(*grown));
-
-	if (!grown)
-		return builder_out_of_memory(err);
-	br->batch = grown;
-	br->cap_batch = cap;
-	return 0;
-}
-
 /* Keeps the branch ev in the batch (packed). Inline: half the events of a
  * trace with timing are batched. */
 static inline __attribute__((always_inline)) int
@@ -1077,10 +1065,11 @@ batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error 
 	const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
 	struct packed_event *p;
 	bool extra;
-	int ret;
 
-	if (br->nr_batch == br->cap_batch && (ret = grow_batch(br, err)))
-		return ret;
+	/* the room checked here, grown by a call only when full */
+	if (br->nr_batch == br->cap_batch &&
+	    rv_array_grow(&br->batch, &br->cap_batch, br->nr_batch, sizeof(*br->batch), 64))
+		return builder_out_of_memory(err);
 	p = &br->batch[br->nr_batch];
 	*p = (struct packed_event){ .from_ip = from->ip,
 				    .to_ip = to->ip,
@@ -1088,15 +1077,9 @@ batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error 
 				    .flags = (uint8_t)ev->branch.flags };
 	extra = from->sym || to->sym || from->sym_start || to->sym_start;
 	if (extra) {
-		if (br->nr_extra == br->cap_extra) {
-			size_t cap = br->cap_extra ? br->cap_extra * 2 : 16;
-			struct batched_extra *grown = realloc(br->extra, cap * sizeof(*grown));
-
-			if (!grown)
-				return builder_out_of_memory(err);
-			br->extra = grown;
-			br->cap_extra = cap;
-		}
+		if (br->nr_extra == br->cap_extra &&
+		    rv_array_grow(&br->extra, &br->cap_extra, br->nr_extra, sizeof(*br->extra), 16))
+			return builder_out_of_memory(err);
 		br->extra[br->nr_extra] = (struct batched_extra){ .from_start = from->sym_start,
 								  .to_start = to->sym_start,
 								  .from_sym = from->sym,
