@@ -1442,6 +1442,40 @@ static int read_ahead_slow(struct rv_pq *q)
 	}
 }
 
+/* A read-ahead's stop at the packet p, whose first byte is c, when it is a
+ * TNT-8 or a TIP: q->next is its kind, q->pos at it, and *flags is what
+ * status_flags says there (an event waits after a TIP when no TNT bit is
+ * left and one is bound to it). False for any other packet. */
+static inline __attribute__((always_inline)) bool
+stop_at_tnt8_or_tip(struct rv_pq *q, const uint8_t *p, uint8_t c, int *flags)
+{
+	if (is_tnt8(c)) {
+		q->pos = p;
+		q->next = K_TNT8;
+		*flags = 0;
+		return true;
+	}
+	if (is_tip(c)) {
+		q->pos = p;
+		q->next = K_TIP;
+		*flags = !q->tnt_index && pending(&q->tip) ? pts_event_pending : 0;
+		return true;
+	}
+	return false;
+}
+
+/* The same for a TIP.PGE or TIP.PGD, which are events themselves. */
+static inline __attribute__((always_inline)) bool
+stop_at_pge_or_pgd(struct rv_pq *q, const uint8_t *p, uint8_t c, int *flags)
+{
+	if ((c & 0x1f) != 0x11 && (c & 0x1f) != 0x01)
+		return false;
+	q->pos = p;
+	q->next = (c & 0x1f) == 0x11 ? K_PGE : K_PGD;
+	*flags = q->tnt_index ? 0 : pts_event_pending;
+	return true;
+}
+
 /* The read-ahead from p on (what is before it applied), and the flags
  * after it: past PADs, CYCs and MTCs (those whole: the slow path has a
  * cut one's end), applied, to a TNT-8, TNT-64, TIP, TIP.PGE or TIP.PGD,
@@ -1458,18 +1492,10 @@ static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_
 
 	while (p < end) {
 		uint8_t c = p[0];
-		int size;
+		int size, flags;
 
-		if (is_tnt8(c)) {
-			q->pos = p;
-			q->next = K_TNT8;
-			return 0;
-		}
-		if (is_tip(c)) {
-			q->pos = p;
-			q->next = K_TIP;
-			return !q->tnt_index && pending(&q->tip) ? pts_event_pending : 0;
-		}
+		if (stop_at_tnt8_or_tip(q, p, c, &flags))
+			return flags;
 		if ((c & 3) == 3) {
 			uint64_t cyc;
 
@@ -1484,11 +1510,8 @@ static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_
 			/* PADs are decoded by moving past them */
 			p++;
 			continue;
-		} else if ((c & 0x1f) == 0x11 || (c & 0x1f) == 0x01) {
-			/* TIP.PGE, TIP.PGD: events */
-			q->pos = p;
-			q->next = (c & 0x1f) == 0x11 ? K_PGE : K_PGD;
-			return q->tnt_index ? 0 : pts_event_pending;
+		} else if (stop_at_pge_or_pgd(q, p, c, &flags)) {
+			return flags;
 		} else if (c == 0x02 && end - p >= 2 && p[1] == 0xa3) {
 			q->pos = p;
 			q->next = K_TNT64;
@@ -1519,29 +1542,19 @@ static inline __attribute__((always_inline)) int read_ahead_flags(struct rv_pq *
 
 	while (p < end) {
 		uint8_t c = p[0];
+		int flags;
 
-		if (is_tnt8(c)) {
-			q->pos = p;
-			q->next = K_TNT8;
-			return 0;
-		}
-		if (is_tip(c)) {
-			q->pos = p;
-			q->next = K_TIP;
-			return !q->tnt_index && pending(&q->tip) ? pts_event_pending : 0;
-		}
+		if (stop_at_tnt8_or_tip(q, p, c, &flags))
+			return flags;
 		if ((c & 7) == 3) {
 			/* a CYC without extension bytes */
 			if (!apply_cyc_calibrated(q, c >> 3))
 				break;
 		} else if (c) {
-			/* TIP.PGE, TIP.PGD (events): an untimed trace has them
-			 * where a timed one has CYCs */
-			if ((c & 0x1f) == 0x11 || (c & 0x1f) == 0x01) {
-				q->pos = p;
-				q->next = (c & 0x1f) == 0x11 ? K_PGE : K_PGD;
-				return q->tnt_index ? 0 : pts_event_pending;
-			}
+			/* TIP.PGE, TIP.PGD: an untimed trace has them where a
+			 * timed one has CYCs */
+			if (stop_at_pge_or_pgd(q, p, c, &flags))
+				return flags;
 			break;
 		}
 		/* past the CYC, or a PAD */
