@@ -653,12 +653,28 @@ static inline int tick(struct rv_fast *f, uint64_t ip)
 		return RV_FAST_HANDOFF;
 	if (f->process_event)
 		return 0;
-	r = rv_fast_time(f, &tsc, &lost_mtc, &lost_cyc);
+	if (f->own) {
+		r = rv_pq_time(&f->pq, &tsc, &lost_mtc, &lost_cyc);
+	} else {
+		/* rv_fast_time's libipt side through variables of its own:
+		 * the pointers libipt takes would keep tsc and the counts in
+		 * memory on the side above too */
+		uint64_t t = 0;
+		uint32_t mtc = 0, cyc = 0;
+
+		r = pt_qry_time(f->qry, &t, &mtc, &cyc);
+		tsc = t;
+		lost_mtc = mtc;
+		lost_cyc = cyc;
+	}
 	if (r < 0 && r != -pte_no_time)
 		return RV_FAST_HANDOFF;
 	if (tsc == f->event.tsc)
 		return 0;
-	zero_event(&f->event);
+	/* a tick's fields but these are 0 (ticks come one after the other,
+	 * where the trace has time) */
+	if (f->event.type != ptev_tick)
+		zero_event(&f->event);
 	f->event.type = ptev_tick;
 	f->event.variant.tick.ip = ip;
 	f->event.has_tsc = r != -pte_no_time;
@@ -1397,8 +1413,14 @@ static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
 	return status;
 }
 
+/* Whether the event in process is a tick (rv_fast_tick_event's). */
+static inline bool tick_in_process(const struct rv_fast *f)
+{
+	return f->process_event && f->event.type == ptev_tick && !f->event.status_update;
+}
+
 int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast_drop *drop,
-		 uint64_t *dropped)
+		 uint64_t *dropped, struct rv_fast_tick *tick)
 {
 	int status;
 
@@ -1416,6 +1438,19 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast
 	status = proceed_no_event(f, block, drop, dropped);
 	if (status < 0)
 		return status;
+	if (tick_in_process(f) && !(f->status & pts_event_pending)) {
+		/* proceed_trailing_event's answer for a tick in process, then
+		 * rv_fast_tick_event's, whose proceed_trailing_event has
+		 * nothing to fetch: the walker's call and loop for the tick
+		 * saved (a TIP's return, most often) */
+		status = status_flags(f, pts_event_pending);
+		f->process_event = false;
+		tick->taken = true;
+		tick->has_tsc = f->event.has_tsc;
+		tick->tsc = f->event.tsc;
+		tick->status = status_flags(f, 0);
+		return status;
+	}
 	return proceed_trailing_event(f);
 }
 
@@ -1423,7 +1458,7 @@ int rv_fast_tick_event(struct rv_fast *f, uint64_t *tsc, bool *has_tsc)
 {
 	const struct pt_event *ev = &f->event;
 
-	if (!f->process_event || ev->type != ptev_tick || ev->status_update)
+	if (!tick_in_process(f))
 		return RV_FAST_NOT_TICK;
 	/* rv_fast_event's path for a tick: nothing to check or to move */
 	f->process_event = false;

@@ -84,14 +84,30 @@ struct rv_fast_drop {
 	uint64_t time, from, until; /* ... when time is in [from, until) */
 };
 
+/* The tick event rv_fast_next may take with its block (see below). */
+struct rv_fast_tick {
+	bool taken;   /* false before the call; the rest is set only when true */
+	bool has_tsc; /* the tick's has_tsc and tsc */
+	uint64_t tsc;
+	int status; /* rv_fast_tick_event's status, never negative */
+};
+
 /* As pt_blk_sync_set, pt_blk_set_image, pt_blk_next, pt_blk_event,
  * pt_blk_get_offset, pt_blk_get_sync_offset and pt_blk_time, with
  * RV_FAST_HANDOFF in place of every error but -pte_eos (and of the
- * results libipt's decoder would reach by paths this one does not take). */
+ * results libipt's decoder would reach by paths this one does not take).
+ *
+ * rv_fast_next also takes the tick event a block of a timed trace most
+ * often ends with, as rv_fast_tick_event would right after it, when that
+ * takes nothing from the trace (no event waits behind the tick): then
+ * tick->taken, the status returned is the block's from before the take
+ * (an event pending), and tick->status the one after it (none pending);
+ * else tick->taken is left false (the caller sets it so before the
+ * call) and the decoder is as pt_blk_next leaves libipt's. */
 int rv_fast_sync_set(struct rv_fast *f, uint64_t offset);
 int rv_fast_set_image(struct rv_fast *f, struct pt_image *image);
 int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast_drop *drop,
-		 uint64_t *dropped);
+		 uint64_t *dropped, struct rv_fast_tick *tick);
 int rv_fast_event(struct rv_fast *f, struct pt_event *event);
 /* rv_fast_event for the event most timed traces are made of, without
  * copying it out: when the event in process is a tick (the only ones are

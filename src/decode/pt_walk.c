@@ -1192,16 +1192,16 @@ static bool stalled(struct walker *w, uint32_t ninsn)
 
 /* The fast walker's next block, running through the jumps this walker
  * would drop (those it counts are counted here). */
-static int fast_next(struct walker *w, struct pt_block *block)
+static int fast_next(struct walker *w, struct pt_block *block, struct rv_fast_tick *tick)
 {
 	static const struct rv_fast_drop drop_all = { .all = true };
 
 	if (w->ignore_jumps)
-		return rv_fast_next(w->fast, block, &drop_all, &w->dropped_jumps);
+		return rv_fast_next(w->fast, block, &drop_all, &w->dropped_jumps, tick);
 	/* the rest of w->drop is kept up to date by set_drop */
 	w->drop.time = w->time;
 	/* rv_fast_next adds to the count */
-	return rv_fast_next(w->fast, block, &w->drop, &w->dropped_jumps);
+	return rv_fast_next(w->fast, block, &w->drop, &w->dropped_jumps, tick);
 }
 
 /* One pass over the chunk, with libipt's block decoder or (fast) the fast
@@ -1213,6 +1213,8 @@ static void walk(struct walker *w, bool fast)
 	struct ptd_chunk *ch = w->ch;
 	struct pt_config config = d->config;
 	uint64_t max_insns = d->options->max_insns;
+	/* the tick the fast walker took with its last block (pt_fast.h) */
+	struct rv_fast_tick tick = { .taken = false };
 	int status;
 
 	config.begin = (uint8_t *)d->buf + ch->begin;
@@ -1254,9 +1256,19 @@ static void walk(struct walker *w, bool fast)
 			continue;
 		}
 		if (status & pts_event_pending) {
-			status = drain_events(w, status);
-			if (status < 0 || w->stop)
-				continue;
+			if (tick.taken) {
+				/* drain_events' only turn, for the tick taken
+				 * with the block (no event waits behind it) */
+				tick.taken = false;
+				on_tick(w, tick.has_tsc ? tick.tsc : w->time);
+				status = tick.status;
+				if (status & pts_eos)
+					w->at_eos = true;
+			} else {
+				status = drain_events(w, status);
+				if (status < 0 || w->stop)
+					continue;
+			}
 		}
 
 		struct pt_block block;
@@ -1267,7 +1279,8 @@ static void walk(struct walker *w, bool fast)
 		if (w->time >= w->image_until && resolve_task(w, w->time) < 0)
 			break;
 		/* libipt zeroes the block first, also on errors */
-		status = fast ? fast_next(w, &block) : pt_blk_next(w->dec, &block, sizeof(block));
+		status = fast ? fast_next(w, &block, &tick)
+			      : pt_blk_next(w->dec, &block, sizeof(block));
 		if (fast && status == RV_FAST_HANDOFF) {
 			w->handoff = true;
 			break;
