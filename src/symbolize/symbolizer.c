@@ -313,7 +313,8 @@ static void examine_file(struct rv_symbolizer *s, struct file_info *f)
 		s->stats.missing_files++;
 		return;
 	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* read, not mapped: the headers are all it wants */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	ok = elf && read_load_segments(f, elf);
 	if (elf)
 		elf_end(elf);
