@@ -137,6 +137,9 @@ static __attribute__((noinline)) void function_source(struct rv_builder *b,
 {
 	e->addr = builder_frame_addr(e->start);
 	builder_source_at(b, e->pid, e->addr, &e->file, &e->line);
+	/* hot_call's frames: user code, no category */
+	e->span_function =
+		rv_trace_writer_function(b->writer, NULL, e->name, e->addr, e->file, e->line);
 	e->has_source = true;
 }
 
@@ -773,13 +776,14 @@ static inline uint64_t take_time(struct rv_builder *b, const struct branch_state
  * unknown_code_from_perf_script_is_one_function fail when the frame's
  * range or FRAME_KNOWN differ from push's, and
  * functions_sharing_a_cache_slot_show_their_own_source when its address
- * or source does. */
+ * or source does, or the writer's handle of them (span_function). */
 static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64_t to_ip,
 							  const char *to_sym, uint64_t to_start)
 {
 	const char *name, *file;
 	uint64_t start, end, addr;
 	int32_t line;
+	uint32_t span_function = 0;
 	bool known;
 	int ret;
 
@@ -797,6 +801,7 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64
 		addr = e->addr;
 		file = e->file;
 		line = e->line;
+		span_function = e->span_function;
 	} else {
 		struct target to;
 		const struct function *fn;
@@ -814,7 +819,7 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64
 	if (ret)
 		return ret;
 	if (builder_push_frame_as(s->t, start, name, s->now, start, end, addr, file, line,
-				  known ? FRAME_KNOWN : 0))
+				  known ? FRAME_KNOWN : 0, span_function))
 		return builder_out_of_memory(s->err);
 	return 0;
 }

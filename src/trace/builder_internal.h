@@ -91,6 +91,11 @@ struct open_frame {
 	const char *file;
 	int32_t line;
 	unsigned flags; /* FRAME_* */
+	/* The writer's handle (rv_trace_writer_function) of its span's name,
+	 * addr, file and line with no category, which a frame of user code
+	 * entered by a call of the hot path has (hot_call); 0: none, its
+	 * span is written field by field */
+	uint32_t span_function;
 	/* The function's slot in the self-time table, while self_generation
 	 * is the table's (builder_frame_self_time); 0: not looked up */
 	size_t self_slot;
@@ -274,6 +279,9 @@ struct builder_function_entry {
 	uint64_t start, end;
 	uint64_t addr;
 	const char *file;
+	/* (has_source) the writer's handle of a frame's span of the
+	 * function at addr (open_frame.span_function); 0: none */
+	uint32_t span_function;
 };
 
 struct rv_builder {
@@ -431,7 +439,8 @@ static inline uint64_t builder_frame_addr(uint64_t identity)
  * self-time slot (not looked up); -ENOMEM on allocation failure. */
 static inline int builder_push_frame_as(struct thread_state *t, uint64_t identity, const char *name,
 					uint64_t begin, uint64_t lo, uint64_t hi, uint64_t addr,
-					const char *file, int32_t line, unsigned flags)
+					const char *file, int32_t line, unsigned flags,
+					uint32_t span_function)
 {
 	struct open_frame *f;
 
@@ -452,6 +461,7 @@ static inline int builder_push_frame_as(struct thread_state *t, uint64_t identit
 	f->file = file;
 	f->line = line;
 	f->flags = flags;
+	f->span_function = span_function;
 	f->nr_held = 0;
 	f->self_generation = 0;
 	return 0;
@@ -474,7 +484,8 @@ static inline int builder_push_frame(struct rv_builder *b, struct thread_state *
 				     builder_is_named(identity)
 					     ? (identity & BUILDER_NAME_KERNEL ? FRAME_KERNEL : 0)
 				     : identity >= BUILDER_KERNEL_START ? FRAME_KERNEL
-									: 0);
+									: 0,
+				     0);
 }
 
 /* Fills span's file and line from its addr, in t's process (a span made
@@ -529,9 +540,10 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
 			   const struct span_args *args, struct rv_error *err);
 
 /* The same without arguments. Inline: every return of a traced function
- * ends one. Most frames, a function's written now with nothing it held,
- * are written here: builder_close_top_args's rule for them, restated (it
- * keeps placeholders, which may be dropped, to itself). test_builder.c's
+ * ends one. Most frames, a function's entered by a call of the hot path
+ * (span_function) written now with nothing it held, are written here:
+ * builder_close_top_args's rule for them, restated (it keeps the others
+ * to itself). test_builder.c's
  * children_that_begin_with_their_parent_are_written_after_it fails when
  * the two disagree on what they hold or when they are written. An inferred
  * frame always stands at its segment's base from its create_time, so that
@@ -541,12 +553,14 @@ static inline int builder_close_top(struct rv_builder *b, struct thread_state *t
 {
 	const struct open_frame *f = &t->stack[t->depth - 1];
 
-	if (!(f->flags & (FRAME_INFERRED | FRAME_PLACEHOLDER)) && !f->nr_held &&
+	if (f->span_function && !(f->flags & (FRAME_INFERRED | FRAME_PLACEHOLDER)) && !f->nr_held &&
 	    builder_written_now(t, f->begin, t->depth - 1)) {
 		t->depth--;
-		return builder_write_function_span(b, t, f->name, f->addr, f->file, f->line,
-						   f->flags & FRAME_KERNEL, f->begin, end,
-						   builder_depth_of(t->depth), err);
+		b->stats.spans++;
+		return rv_trace_writer_function_span_of(
+			b->writer, f->span_function, rv_trace_thread(t->pid, t->tid),
+			builder_rel(b, f->begin), builder_rel(b, end), builder_depth_of(t->depth),
+			err);
 	}
 	return builder_close_top_args(b, t, end, NULL, err);
 }

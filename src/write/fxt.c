@@ -576,7 +576,7 @@ static __attribute__((noinline)) uint8_t resolve_other_thread(struct rv_fxt *fxt
  * it has none (inline: once a span, mostly the last one's thread). */
 static inline uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
 {
-	uint64_t key = (uint64_t)pid << 32 | tid;
+	uint64_t key = rv_trace_thread(pid, tid);
 	uint8_t index = fxt->fast.last_thread_index;
 
 	if (!index || fxt->fast.last_thread_key != key)
@@ -1043,7 +1043,7 @@ int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span
 		uint8_t thread = resolve_thread(fxt, span->pid, span->tid);
 
 		rv_fxt_write_function(rv_out_take(fxt->fast.out, (size_t)fshape->words * 8), fshape,
-				      thread, span);
+				      thread, span->begin_ns, span->end_ns, span->address);
 		return 0;
 	}
 	return function_span_slow(fxt, fshape, span, err);

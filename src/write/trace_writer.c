@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/array.h"
 #include "util/leftovers.h"
 #include "util/log.h"
 #include "write/writer_internal.h"
@@ -42,6 +43,18 @@
  * level 3 for a smaller file. */
 #define ZSTD_LEVEL 3
 #define MAX_ARGS   15
+
+/* A function rv_trace_writer_function gave a handle: its spans' fields but
+ * their thread, times and depth, and (FXT) the words fxt.c laid out for its
+ * first span, which the rest repeat (shape.name NULL: not laid out yet). */
+struct writer_function {
+	struct rv_fxt_function_shape shape;
+	uint64_t address;
+	const char *category, *name, *file;
+	int32_t line;
+};
+
+#define FUNCTION_INDEX_MIN_SLOTS 256
 
 enum writer_state {
 	WRITER_OPEN,
@@ -63,6 +76,12 @@ struct rv_trace_writer {
 	struct rv_json json;
 	uint64_t spans;
 	uint64_t instants;
+	/* the functions by handle - 1, and their handles by the function's
+	 * fields (open addressing, 0: an empty slot; cap a power of two) */
+	struct writer_function *functions;
+	size_t nr_functions, cap_functions;
+	uint32_t *function_index;
+	size_t cap_function_index;
 	bool failed;
 	struct rv_error failure; /* the first output failure, repeated to later calls */
 	bool private_file;	 /* 0600 (else the umask's mode): rv_trace_writer_set_private */
@@ -444,7 +463,7 @@ static int init_output(struct rv_trace_writer *w, enum rv_trace_compression comp
 	struct rv_out *out = &w->out;
 
 	out->compression = compression;
-	out->buf = malloc(RV_OUT_BUFFER_SIZE);
+	out->buf = malloc(RV_OUT_BUFFER_SIZE + RV_OUT_SLACK);
 	if (!out->buf)
 		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
 	if (compression == RV_TRACE_PLAIN)
@@ -670,6 +689,114 @@ int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_fun
 	return function_span_checked(w, span, err);
 }
 
+static size_t function_home(const char *category, const char *name, uint64_t address,
+			    const char *file, int32_t line, size_t mask)
+{
+	uint64_t h = (uintptr_t)name * 0x9e3779b97f4a7c15ULL;
+
+	h ^= address ^ (uintptr_t)file << 1 ^ (uintptr_t)category << 2 ^ (uint32_t)line;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	return (size_t)(h >> 32) & mask;
+}
+
+/* Doubles the index of functions (or makes its first); -ENOMEM. */
+static int grow_function_index(struct rv_trace_writer *w)
+{
+	size_t cap = w->cap_function_index ? w->cap_function_index * 2 : FUNCTION_INDEX_MIN_SLOTS;
+	uint32_t *index = calloc(cap, sizeof(*index));
+
+	if (!index)
+		return -ENOMEM;
+	for (size_t k = 0; k < w->nr_functions; k++) {
+		const struct writer_function *fn = &w->functions[k];
+		size_t i = function_home(fn->category, fn->name, fn->address, fn->file, fn->line,
+					 cap - 1);
+
+		while (index[i])
+			i = (i + 1) & (cap - 1);
+		index[i] = (uint32_t)(k + 1);
+	}
+	free(w->function_index);
+	w->function_index = index;
+	w->cap_function_index = cap;
+	return 0;
+}
+
+uint32_t rv_trace_writer_function(struct rv_trace_writer *w, const char *category, const char *name,
+				  uint64_t address, const char *file, int32_t line)
+{
+	size_t i;
+
+	if (!w || w->nr_functions >= UINT32_MAX - 1)
+		return 0;
+	if ((w->nr_functions + 1) * 2 > w->cap_function_index && grow_function_index(w))
+		return 0;
+	for (i = function_home(category, name, address, file, line, w->cap_function_index - 1);
+	     w->function_index[i]; i = (i + 1) & (w->cap_function_index - 1)) {
+		const struct writer_function *fn = &w->functions[w->function_index[i] - 1];
+
+		if (fn->name == name && fn->category == category && fn->address == address &&
+		    fn->file == file && fn->line == line)
+			return w->function_index[i];
+	}
+	if (w->nr_functions == w->cap_functions &&
+	    rv_array_grow(&w->functions, &w->cap_functions, w->nr_functions, sizeof(*w->functions),
+			  64))
+		return 0;
+	w->functions[w->nr_functions] = (struct writer_function){
+		.address = address, .category = category, .name = name, .file = file, .line = line
+	};
+	w->function_index[i] = (uint32_t)++w->nr_functions;
+	return w->function_index[i];
+}
+
+/* rv_trace_writer_function_span_of when the function's words are not known
+ * or rv_fxt_shaped_span_fast cannot write them: rv_trace_writer_function_span's
+ * way, and the words fxt.c laid out for the span (it keeps them by the
+ * name, where another name may take their place) become the function's. */
+static __attribute__((noinline)) int
+function_span_of_slow(struct rv_trace_writer *w, struct writer_function *fn, uint64_t thread,
+		      uint64_t begin_ns, uint64_t end_ns, uint32_t depth, struct rv_error *err)
+{
+	const struct rv_function_span span = {
+		.pid = (uint32_t)(thread >> 32),
+		.tid = (uint32_t)thread,
+		.category = fn->category,
+		.name = fn->name,
+		.begin_ns = begin_ns,
+		.end_ns = end_ns,
+		.depth = depth,
+		.address = fn->address,
+		.file = fn->file,
+		.line = fn->line,
+	};
+	int r = function_span_checked(w, &span, err);
+
+	if (r == 0 && w->fast && !fn->shape.name) {
+		const struct rv_fxt_function_shape *shape =
+			&w->fast->function_shapes[rv_fxt_function_shape_slot(span.name)];
+
+		if (rv_fxt_function_shape_fits(shape, &span))
+			fn->shape = *shape;
+	}
+	return r;
+}
+
+int rv_trace_writer_function_span_of(struct rv_trace_writer *w, uint32_t function, uint64_t thread,
+				     uint64_t begin_ns, uint64_t end_ns, uint32_t depth,
+				     struct rv_error *err)
+{
+	struct writer_function *fn = &w->functions[function - 1];
+
+	/* rv_trace_writer_function_span's fast way, with the shape known */
+	if (w->fast && fn->shape.name && end_ns >= begin_ns &&
+	    rv_fxt_shaped_span_fast(w->fast, &fn->shape, thread, begin_ns, end_ns, fn->address)) {
+		w->spans++;
+		return 0;
+	}
+	return function_span_of_slow(w, fn, thread, begin_ns, end_ns, depth, err);
+}
+
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
 			    uint64_t ts_ns, const struct rv_arg *args, size_t nr_args,
 			    struct rv_error *err)
@@ -807,6 +934,8 @@ void rv_trace_writer_free(struct rv_trace_writer *w)
 	if (w->state == WRITER_OPEN)
 		remove_temp_file(w);
 	rv_fxt_free(w->fxt);
+	free(w->functions);
+	free(w->function_index);
 	free(w->temp_path);
 	free(w->path);
 	free(w);

@@ -150,6 +150,30 @@ struct rv_function_span {
 int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_function_span *span,
 				  struct rv_error *err);
 
+/* A function whose spans share everything but their thread, times and
+ * depth: its category, name, address, file and line as in struct
+ * rv_function_span (with the same promise about its strings), for
+ * rv_trace_writer_function_span_of. The same function is given the same
+ * handle again. Returns the handle (not 0), valid while w is; 0 when w is
+ * NULL or memory runs out (then its spans go through
+ * rv_trace_writer_function_span). */
+uint32_t rv_trace_writer_function(struct rv_trace_writer *w, const char *category, const char *name,
+				  uint64_t address, const char *file, int32_t line);
+
+/* The thread argument of rv_trace_writer_function_span_of. */
+static inline uint64_t rv_trace_thread(uint32_t pid, uint32_t tid)
+{
+	return (uint64_t)pid << 32 | tid;
+}
+
+/* rv_trace_writer_function_span of a span of the function w gave the
+ * handle `function` for (not 0) on the thread rv_trace_thread(pid, tid),
+ * byte for byte, with nothing to compare (FXT: the function's words again,
+ * once its first span laid them out). */
+int rv_trace_writer_function_span_of(struct rv_trace_writer *w, uint32_t function, uint64_t thread,
+				     uint64_t begin_ns, uint64_t end_ns, uint32_t depth,
+				     struct rv_error *err);
+
 /* A zero-length marker on the thread's track (FXT: instant event, thread
  * scope; JSON: "i" event). */
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,

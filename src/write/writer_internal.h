@@ -26,6 +26,10 @@
 /* Large enough to hold the biggest FXT record (4095 words) many times over,
  * small enough to stay in cache. */
 #define RV_OUT_BUFFER_SIZE (256 * 1024)
+/* Bytes the buffer has after its RV_OUT_BUFFER_SIZE, which no record
+ * takes: a writer may store past the end of what it took, up to 24 bytes
+ * (rv_fxt_write_function), and those bytes are then not the output's. */
+#define RV_OUT_SLACK 32
 
 struct rv_out {
 	int fd;
@@ -155,7 +159,7 @@ struct rv_fxt_function_shape {
  * (rv_fxt_fast gives it), kept up to date by fxt.c. */
 struct rv_fxt_fast {
 	struct rv_out *out;
-	uint64_t last_thread_key;  /* pid << 32 | tid of the last span's thread */
+	uint64_t last_thread_key;  /* rv_trace_thread of the last span's thread */
 	uint8_t last_thread_index; /* its index in the thread table; 0: none */
 	struct rv_fxt_function_shape function_shapes[RV_FXT_FUNCTION_SHAPES];
 };
@@ -191,47 +195,57 @@ static inline bool rv_fxt_function_shape_fits(const struct rv_fxt_function_shape
 	       shape->kind == rv_function_kind(span);
 }
 
-/* Writes the span through its shape at p (shape->words words): header,
- * begin, [address's header and value, [file's and line's headers]], end. */
+/* Writes a span through its shape at p, shape->words words taken from the
+ * output: header, begin, [address's header and value, [file's and line's
+ * headers]], end. Every word of the longest record is stored, and then the
+ * end at its place, over those a shorter record does not have, so that the
+ * kind costs no branch: up to 24 bytes past the record (RV_OUT_SLACK). */
 static inline void rv_fxt_write_function(unsigned char *p,
 					 const struct rv_fxt_function_shape *shape, uint8_t thread,
-					 const struct rv_function_span *span)
+					 uint64_t begin_ns, uint64_t end_ns, uint64_t address)
 {
 	rv_put_word(p, shape->header | (uint64_t)thread << 24);
-	rv_put_word(p + 8, span->begin_ns);
-	p += 16;
-	if (shape->kind >= 2) {
-		rv_put_word(p, shape->address_header);
-		rv_put_word(p + 8, span->address);
-		p += 16;
-		if (shape->kind == 3) {
-			rv_put_word(p, shape->file_header);
-			rv_put_word(p + 8, shape->line_header);
-			p += 16;
-		}
-	}
-	rv_put_word(p, span->end_ns);
+	rv_put_word(p + 8, begin_ns);
+	rv_put_word(p + 16, shape->address_header);
+	rv_put_word(p + 24, address);
+	rv_put_word(p + 32, shape->file_header);
+	rv_put_word(p + 40, shape->line_header);
+	rv_put_word(p + ((size_t)shape->words - 1) * 8, end_ns);
 }
 
-/* rv_fxt_function_span's common case, inline in the writer's front: a span
- * whose shape is known, on the last span's thread, with room in the
- * buffer, so that nothing is written but its record and nothing can fail.
- * false: nothing written; the caller then takes rv_fxt_function_span. */
+/* rv_fxt_function_span's common case for a span whose words are the shape's
+ * (rv_fxt_function_shape_fits), inline in the writer's front: on the last
+ * span's thread, with room in the buffer, so that nothing is written but
+ * its record and nothing can fail. false: nothing written; the caller then
+ * takes rv_fxt_function_span. */
+static inline bool rv_fxt_shaped_span_fast(struct rv_fxt_fast *f,
+					   const struct rv_fxt_function_shape *shape,
+					   uint64_t thread, uint64_t begin_ns, uint64_t end_ns,
+					   uint64_t address)
+{
+	struct rv_out *out = f->out;
+	size_t bytes = (size_t)shape->words * 8;
+
+	if (!f->last_thread_index || f->last_thread_key != thread ||
+	    RV_OUT_BUFFER_SIZE - out->used < bytes)
+		return false;
+	rv_fxt_write_function(out->buf + out->used, shape, f->last_thread_index, begin_ns, end_ns,
+			      address);
+	out->used += bytes;
+	return true;
+}
+
+/* rv_fxt_shaped_span_fast of a span whose shape is the one cached for its
+ * name. */
 static inline bool rv_fxt_function_span_fast(struct rv_fxt_fast *f,
 					     const struct rv_function_span *span)
 {
 	const struct rv_fxt_function_shape *shape =
 		&f->function_shapes[rv_fxt_function_shape_slot(span->name)];
-	struct rv_out *out = f->out;
-	size_t bytes = (size_t)shape->words * 8;
 
-	if (!rv_fxt_function_shape_fits(shape, span) || !f->last_thread_index ||
-	    f->last_thread_key != ((uint64_t)span->pid << 32 | span->tid) ||
-	    RV_OUT_BUFFER_SIZE - out->used < bytes)
-		return false;
-	rv_fxt_write_function(out->buf + out->used, shape, f->last_thread_index, span);
-	out->used += bytes;
-	return true;
+	return rv_fxt_function_shape_fits(shape, span) &&
+	       rv_fxt_shaped_span_fast(f, shape, rv_trace_thread(span->pid, span->tid),
+				       span->begin_ns, span->end_ns, span->address);
 }
 
 int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *err);

@@ -2116,7 +2116,7 @@ Test(fxt_writer, writes_interned_spans_as_any_span)
 
 /* Span k of writes_function_spans_as_any_span's sequence: a function's span
  * (returns true; without an address, its file NULL or not, a line that
- * changes, a negative one)
+ * changes, a negative one, a name that has no index)
  * or, for the same names, a span of another shape in args (returns false,
  * *nr set); on one of 300 threads, more than the thread table holds, half
  * of them in runs on one thread. */
@@ -2132,7 +2132,10 @@ static bool function_or_other(uint64_t k, char **names, size_t nr_names,
 		.pid = 1 + thread / 100,
 		.tid = 1000 + thread,
 		.category = (x >> 45) % 4 == 0 ? RV_TRACE_CATEGORY_KERNEL : NULL,
-		.name = k < nr_names ? names[k] : names[(x >> 50) % 16],
+		/* names again: 16 with an index, 16 inline (beyond the table) */
+		.name = k < nr_names	? names[k]
+			: (x >> 49) % 2 ? names[(x >> 50) % 16]
+					: names[nr_names - 1 - (x >> 50) % 16],
 		.begin_ns = 10 * k,
 		.end_ns = 10 * k + 5,
 		.address = (x >> 10) % 7 ? 0x401000 + (x >> 10) % 64 : 0,
@@ -2150,10 +2153,11 @@ static bool function_or_other(uint64_t k, char **names, size_t nr_names,
 	return false;
 }
 
-/* rv_trace_writer_function_span writes what a span with its arguments (or
- * none) written any other way is, byte for byte (FXT and JSON), among spans of
- * other shapes for the same names, beyond the string table's 32767 entries
- * and the thread table's 255 threads. */
+/* rv_trace_writer_function_span, and _function_span_of with the function's
+ * handle, write what a span with its arguments (or none) written any other
+ * way is, byte for byte (FXT and JSON), among spans of other shapes for the
+ * same names, beyond the string table's 32767 entries and the thread
+ * table's 255 threads. */
 Test(fxt_writer, writes_function_spans_as_any_span)
 {
 	enum { NR_NAMES = 34000, NR_SPANS = 100000 };
@@ -2165,11 +2169,12 @@ Test(fxt_writer, writes_function_spans_as_any_span)
 	for (size_t i = 0; i < NR_NAMES; i++)
 		cr_assert_gt(asprintf(&names[i], "function_%05zu", i), 0);
 	for (size_t e = 0; e < 2; e++) {
-		struct rv_trace_writer_stats stats[2];
-		struct fxt_buf files[2];
-		char *paths[2];
+		struct rv_trace_writer_stats stats[3];
+		struct fxt_buf files[3];
+		char *paths[3];
 
-		for (int function = 0; function < 2; function++) {
+		/* 0: as any span; 1: rv_trace_writer_function_span; 2: by handle */
+		for (int function = 0; function < 3; function++) {
 			struct rv_trace_writer *w;
 			struct rv_error err = { 0 };
 
@@ -2187,8 +2192,17 @@ Test(fxt_writer, writes_function_spans_as_any_span)
 					ret = rv_trace_writer_interned_span(
 						w, fs.pid, fs.tid, fs.category, fs.name,
 						fs.begin_ns, fs.end_ns, 0, args, nr, &err);
-				} else if (function) {
+				} else if (function == 1) {
 					ret = rv_trace_writer_function_span(w, &fs, &err);
+				} else if (function == 2) {
+					uint32_t handle = rv_trace_writer_function(
+						w, fs.category, fs.name, fs.address, fs.file,
+						fs.line);
+
+					cr_assert_neq(handle, 0);
+					ret = rv_trace_writer_function_span_of(
+						w, handle, rv_trace_thread(fs.pid, fs.tid),
+						fs.begin_ns, fs.end_ns, fs.depth, &err);
 				} else {
 					args[0] = (struct rv_arg){ .name = "address",
 								   .kind = RV_ARG_POINTER,
@@ -2212,17 +2226,19 @@ Test(fxt_writer, writes_function_spans_as_any_span)
 			rv_trace_writer_free(w);
 			files[function] = slurp(paths[function]);
 		}
-		cr_assert_eq(stats[0].spans, NR_SPANS);
-		cr_assert_eq(stats[1].spans, NR_SPANS);
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(stats[i].spans, NR_SPANS);
 		if (e == 0) {
 			cr_assert_gt(stats[1].inline_strings, 0,
 				     "names beyond the table are inline");
 			cr_assert_gt(stats[1].thread_evictions, 0);
 		}
-		cr_assert_eq(files[0].len, files[1].len, "%s", endings[e]);
-		cr_assert_eq(memcmp(files[0].bytes, files[1].bytes, files[0].len), 0,
-			     "the function spans' %s file differs", endings[e]);
-		for (int i = 0; i < 2; i++) {
+		for (int i = 1; i < 3; i++) {
+			cr_assert_eq(files[0].len, files[i].len, "%s, way %d", endings[e], i);
+			cr_assert_eq(memcmp(files[0].bytes, files[i].bytes, files[0].len), 0,
+				     "the function spans' %s file differs (way %d)", endings[e], i);
+		}
+		for (int i = 0; i < 3; i++) {
 			free(files[i].bytes);
 			free(paths[i]);
 		}
@@ -2230,5 +2246,41 @@ Test(fxt_writer, writes_function_spans_as_any_span)
 	for (size_t i = 0; i < NR_NAMES; i++)
 		free(names[i]);
 	free(names);
+	free_temp_dir(dir);
+}
+
+/* A function's handle is the same for the same fields, another for any
+ * field that differs; a writer that is not there gives none. */
+Test(fxt_writer, function_handles_name_one_function_each)
+{
+	static const char name[] = "f", other_name[] = "g", file[] = "/src/a.c",
+			  other_file[] = "/src/b.c";
+	char *dir = new_temp_dir("rv-fxt-writer");
+	char *path = path_join(dir, "t.fxt");
+	struct rv_trace_writer *w = open_writer(path);
+	uint32_t f = rv_trace_writer_function(w, NULL, name, 0x401000, file, 7);
+	const uint32_t others[] = {
+		rv_trace_writer_function(w, RV_TRACE_CATEGORY_KERNEL, name, 0x401000, file, 7),
+		rv_trace_writer_function(w, NULL, other_name, 0x401000, file, 7),
+		rv_trace_writer_function(w, NULL, name, 0x401001, file, 7),
+		rv_trace_writer_function(w, NULL, name, 0x401000, other_file, 7),
+		rv_trace_writer_function(w, NULL, name, 0x401000, file, 8),
+	};
+
+	cr_assert_neq(f, 0);
+	/* more than the index's first slots, so that it grows */
+	for (uint64_t k = 0; k < 1000; k++)
+		cr_assert_neq(rv_trace_writer_function(w, NULL, name, 0x500000 + k, file, 1), 0);
+	cr_assert_eq(rv_trace_writer_function(w, NULL, name, 0x401000, file, 7), f);
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		cr_assert_neq(others[i], 0);
+		cr_assert_neq(others[i], f, "field %zu", i);
+		for (size_t j = 0; j < i; j++)
+			cr_assert_neq(others[i], others[j], "fields %zu and %zu", i, j);
+	}
+	cr_assert_eq(rv_trace_writer_function(NULL, NULL, name, 0x401000, file, 7), 0);
+	commit(w);
+	rv_trace_writer_free(w);
+	free(path);
 	free_temp_dir(dir);
 }
