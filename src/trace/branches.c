@@ -140,6 +140,9 @@ static __attribute__((noinline)) void function_source(struct rv_builder *b,
 	/* hot_call's frames: user code, no category */
 	e->span_function =
 		rv_trace_writer_function(b->writer, NULL, e->name, e->addr, e->file, e->line);
+	/* what builder_frame_self_time would find, for the frames hot_call
+	 * pushes */
+	e->self_generation = builder_self_memo(b, e->name, &e->self_slot) ? b->self_generation : 0;
 	e->has_source = true;
 }
 
@@ -784,6 +787,8 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64
 	uint64_t start, end, addr;
 	int32_t line;
 	uint32_t span_function = 0;
+	size_t self_slot = 0;
+	uint64_t self_generation = 0;
 	bool known;
 	int ret;
 
@@ -802,6 +807,8 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64
 		file = e->file;
 		line = e->line;
 		span_function = e->span_function;
+		self_slot = e->self_slot;
+		self_generation = e->self_generation;
 	} else {
 		struct target to;
 		const struct function *fn;
@@ -821,6 +828,8 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64
 	if (builder_push_frame_as(s->t, start, name, s->now, start, end, addr, file, line,
 				  known ? FRAME_KNOWN : 0, span_function))
 		return builder_out_of_memory(s->err);
+	s->t->stack[s->t->depth - 1].self_slot = self_slot;
+	s->t->stack[s->t->depth - 1].self_generation = self_generation;
 	return 0;
 }
 

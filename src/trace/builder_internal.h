@@ -282,6 +282,10 @@ struct builder_function_entry {
 	/* (has_source) the writer's handle of a frame's span of the
 	 * function at addr (open_frame.span_function); 0: none */
 	uint32_t span_function;
+	/* (has_source) the function's slot in the self-time table while
+	 * self_generation is the table's, as self_memo knew it then */
+	size_t self_slot;
+	uint64_t self_generation;
 };
 
 struct rv_builder {
@@ -368,18 +372,29 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns);
  * function's slot. */
 int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uint64_t ns);
 
+/* Whether self_memo knows the slot of the function of that name in the
+ * self-time table as it is now; *slot is it. */
+static inline bool builder_self_memo(const struct rv_builder *b, const char *name, size_t *slot)
+{
+	const size_t at = builder_cache_slot((uintptr_t)name);
+
+	if (b->self_memo[at].name != name || b->self_memo[at].generation != b->self_generation)
+		return false;
+	*slot = b->self_memo[at].slot;
+	return true;
+}
+
 /* builder_add_self_time for an open frame's function: its slot is looked up
  * once while the table stays as it is (inline: twice an event, and the
  * slot is almost always known). */
 static inline int builder_frame_self_time(struct rv_builder *b, struct open_frame *f, uint64_t ns)
 {
 	if (f->self_generation != b->self_generation) {
-		const size_t at = builder_cache_slot((uintptr_t)f->name);
+		size_t slot;
 
-		if (b->self_memo[at].name != f->name ||
-		    b->self_memo[at].generation != b->self_generation)
+		if (!builder_self_memo(b, f->name, &slot))
 			return builder_frame_self_time_slow(b, f, ns);
-		f->self_slot = b->self_memo[at].slot;
+		f->self_slot = slot;
 		f->self_generation = b->self_generation;
 	}
 	b->self[f->self_slot].ns += ns;

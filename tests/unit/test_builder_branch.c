@@ -1676,6 +1676,48 @@ Test(builder_branch, each_of_many_functions_keeps_its_own_self_time)
 	builder_fixture_close(&f, t);
 }
 
+/* Functions the symbolizer names, called again in later calls of the
+ * builder: each keeps its own self time, however the builder remembers
+ * where each one's total is (a frame of the hot path takes it from its
+ * function's cache entry, filled again at each call). */
+Test(builder_branch, functions_called_again_keep_their_own_self_time)
+{
+	enum { ROUNDS = 4 };
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct real_function m, l, s;
+	struct rv_top_function top[8];
+	uint64_t time = 0, main_ns = 0, long_ns = 0, spin_ns = 0;
+	size_t n;
+
+	builder_fixture_open(&f);
+	map_ratio(&f, &m, &l, &s);
+	trace_begin(&f, time, in(&m, 4));
+	for (int i = 0; i < ROUNDS; i++) {
+		call(&f, time += 10, in(&m, 8), in(&l, 0));
+		call(&f, time += 2, in(&l, 4), in(&s, 0));
+		ret(&f, time += 3, in(&s, 4), in(&l, 8));
+		ret(&f, time += 4, in(&l, 9), in(&m, 12));
+	}
+	t = builder_fixture_finish(&f);
+	n = rv_builder_top_functions(f.b, top, 8);
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(top[i].name, "main"))
+			main_ns = top[i].self_ns;
+		else if (!strcmp(top[i].name, "work_long"))
+			long_ns = top[i].self_ns;
+		else if (!strcmp(top[i].name, "spin"))
+			spin_ns = top[i].self_ns;
+	}
+	cr_assert_eq(main_ns, 10 * ROUNDS, "main ran %llu ns on its own",
+		     (unsigned long long)main_ns);
+	cr_assert_eq(long_ns, (2 + 4) * ROUNDS, "work_long ran %llu ns on its own",
+		     (unsigned long long)long_ns);
+	cr_assert_eq(spin_ns, 3 * ROUNDS, "spin ran %llu ns on its own",
+		     (unsigned long long)spin_ns);
+	builder_fixture_close(&f, t);
+}
+
 /* The builder keeps the symbolizer's answers only for the call it is in
  * (builder.h): code mapped between two calls is named by its mapping
  * from the next call on, and its span shows its source. */
