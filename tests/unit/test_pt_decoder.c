@@ -20,7 +20,10 @@
  *   and several chunk sizes, with a task that changes with time, on the
  *   damaged and the code-less traces, and up to where max_insns stops it;
  *   each walker's bytes add up to the buffer's; and on made-up traces over
- *   made-up code (libipt's encoder): the time after an event in process.
+ *   made-up code (libipt's encoder): the time after an event in process,
+ *   code that leaves 64-bit mode where the fast walker's cache holds
+ *   64-bit blocks, and the tick the fast walker takes with a block (at
+ *   chunk ends, and call for call against libipt's block decoder).
  *   tests/fuzz/fuzz_pt_fast.c holds them to the same on fuzzed traces.
  * - The sink's batch form: the events the sink takes one by one, field by
  *   field, and the same stats, with every batch's claims (pt_decoder.h)
@@ -51,6 +54,7 @@
 #include "capture/perf_data.h"
 #include "decode/perf_script.h"
 #include "decode/pt_decoder.h"
+#include "decode/pt_fast.h"
 #include "decode/pt_sections.h"
 #include "softpt_reference.h"
 #include "test_env.h"
@@ -1903,6 +1907,263 @@ Test(pt_decoder, made_last_bit_before_an_asynchronous_branch)
 	cr_assert_eq(got_stats.fast_bytes, got_stats.bytes, "the fast walker took it all");
 	evlist_free(&ref);
 	evlist_free(&got);
+	raw_free(&r);
+	free_temp_dir(dir);
+}
+
+static struct pt_packet pkt_mode_32(void)
+{
+	return (struct pt_packet){
+		.type = ppt_mode, .payload.mode = { .leaf = pt_mol_exec, .bits.exec = { .csd = 1 } }
+	};
+}
+
+/* The fast walker's decode of r against libipt's at chunk_bytes, events
+ * and counts; and how many chunks it handed to libipt's decoder. */
+static uint64_t assert_fast_as_libipt(struct raw *r, size_t chunk_bytes, const char *what)
+{
+	struct evlist ref = { 0 }, got = { 0 };
+	struct rv_pt_stats ref_stats, got_stats;
+
+	r->options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(r, 1, chunk_bytes, &ref, &ref_stats);
+	cr_assert_eq(ref_stats.errors, 0, "%s", what);
+	r->options.decoder = RV_PT_DECODER_FAST;
+	decode_raw(r, 1, chunk_bytes, &got, &got_stats);
+	assert_same_events(&ref, &got, what);
+	assert_same_stats(&ref_stats, &got_stats, what);
+	evlist_free(&ref);
+	evlist_free(&got);
+	return got_stats.handoffs;
+}
+
+/* Code that leaves 64-bit mode and comes back to a block the fast walker's
+ * cache holds from 64-bit mode, where the bytes are other instructions:
+ * in the middle of a chunk (a MODE.exec), and at the next chunk's PSB+.
+ * The walker's blocks are 64-bit code (its key says the mode: pt_fast.c's
+ * set_key) and it hands 32-bit code to libipt's decoder. Both walkers
+ * alike, one chunk or a chunk at every PSB. */
+Test(pt_decoder, made_block_cached_in_64_bit_mode_not_used_in_32)
+{
+	/* 64-bit: jmp *%rax; 32-bit: dec %eax, jmp *%eax */
+	static const uint8_t code[] = { 0x48, 0xff, 0xe0 };
+	struct pt_packet pkts[] = {
+		{ .type = ppt_psb },
+		pkt_mode_64(),
+		pkt_ip(ppt_fup, MADE_BASE),
+		{ .type = ppt_psbend },
+		pkt_ip(ppt_tip, MADE_BASE), /* the block is cached ... */
+		pkt_ip(ppt_tip, MADE_BASE), /* ... and links to itself */
+		pkt_mode_32(),		    /* binds to the TIP after it */
+		pkt_ip(ppt_tip, MADE_BASE),
+		pkt_ip(ppt_tip, MADE_BASE),
+		{ .type = ppt_psb },
+		pkt_mode_32(),
+		pkt_ip(ppt_fup, MADE_BASE),
+		{ .type = ppt_psbend },
+		pkt_ip(ppt_tip, MADE_BASE),
+		{ .type = ppt_tip_pgd, .payload.ip = { .ipc = pt_ipc_suppressed } },
+	};
+	char *dir = new_temp_dir("rv-made");
+	struct raw r;
+	struct evlist ref = { 0 };
+	struct rv_pt_stats st;
+	size_t last = 0;
+
+	made_load(&r, dir, code, sizeof(code), pkts, sizeof(pkts) / sizeof(pkts[0]));
+	r.options.config.nom_freq = 0;
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(&r, 1, SIZE_MAX, &ref, &st);
+	/* the 32-bit code's jmp ends the trace (libipt 2.0's own block cache
+	 * gives the rounds after the MODE.exec as 64-bit blocks still; the
+	 * disable's walk, an instruction at a time, decodes 32-bit code) */
+	while (last < ref.n && !(ref.v[last].flags & RV_BRANCH_TRACE_END))
+		last++;
+	cr_assert_lt(last, ref.n);
+	cr_assert_eq(ref.v[last].from, MADE_BASE + 1);
+	evlist_free(&ref);
+	cr_assert_gt(assert_fast_as_libipt(&r, SIZE_MAX, "32-bit code after 64-bit, fast walker"),
+		     0, "the 32-bit code is libipt's");
+	cr_assert_gt(assert_fast_as_libipt(&r, RV_PT_PSB_BYTES + 1,
+					   "32-bit code after 64-bit, fast walker, a chunk at "
+					   "every PSB"),
+		     0, "the 32-bit code is libipt's");
+	raw_free(&r);
+	free_temp_dir(dir);
+}
+
+/* The tick a block ends with, which the fast walker takes with the block
+ * (pt_fast.h's struct rv_fast_tick), at the ends of chunks, where the
+ * status after it says whether the trace has ended: the walker's tail walk
+ * looks for the next chunk's first address from there on, and stops at it.
+ * - chunk 1 ends with a tick and, behind it, tracing stopping at an
+ *   address past the next chunk's first (the tick is not taken);
+ * - chunk 2 has a tick in its middle (the trace goes on: no tail walk
+ *   there, which would stop at chunk 3's first address), and one with its
+ *   end; chunk 3 begins inside the first block after that one, where the
+ *   tail walk stops.
+ * Both walkers alike, times included, the fast walker taking it all. */
+Test(pt_decoder, made_tick_taken_with_a_block_at_chunk_ends)
+{
+	/* two nops, jmp *%rax */
+	static const uint8_t code[] = { 0x90, 0x90, 0xff, 0xe0 };
+	struct pt_packet pkts[] = {
+		{ .type = ppt_psb },
+		pkt_tsc(1000),
+		pkt_mode_64(),
+		pkt_ip(ppt_fup, MADE_BASE),
+		{ .type = ppt_psbend },
+		pkt_tsc(2000),
+		pkt_ip(ppt_tip, MADE_BASE),	    /* a tick at 2000 ... */
+		pkt_ip(ppt_tip_pgd, MADE_BASE + 1), /* ... tracing stops after a nop */
+		{ .type = ppt_psb },
+		pkt_tsc(3000),
+		pkt_mode_64(),
+		pkt_ip(ppt_fup, MADE_BASE),
+		{ .type = ppt_psbend },
+		pkt_tsc(4000),
+		pkt_ip(ppt_tip, MADE_BASE), /* a tick, the trace goes on */
+		pkt_tsc(5000),
+		pkt_ip(ppt_tip, MADE_BASE), /* a tick, the chunk's end */
+		{ .type = ppt_psb },
+		pkt_tsc(6000),
+		pkt_mode_64(),
+		pkt_ip(ppt_fup, MADE_BASE + 1),
+		{ .type = ppt_psbend },
+		pkt_tsc(7000),
+		pkt_ip(ppt_tip, MADE_BASE),
+		{ .type = ppt_tip_pgd, .payload.ip = { .ipc = pt_ipc_suppressed } },
+	};
+	char *dir = new_temp_dir("rv-made");
+	struct raw r;
+	struct evlist ref = { 0 };
+	struct rv_pt_stats st;
+
+	made_load(&r, dir, code, sizeof(code), pkts, sizeof(pkts) / sizeof(pkts[0]));
+	/* a chunk at every PSB (in one chunk, a PSB+ with an address after
+	 * tracing stopped is a decode error) */
+	r.options.decoder = RV_PT_DECODER_LIBIPT;
+	decode_raw(&r, 1, RV_PT_PSB_BYTES + 1, &ref, &st);
+	cr_assert_eq(st.chunks, 3);
+	evlist_free(&ref);
+	cr_assert_eq(
+		assert_fast_as_libipt(&r, RV_PT_PSB_BYTES + 1, "ticks at chunk ends, fast walker"),
+		0, "the fast walker took it all");
+	raw_free(&r);
+	free_temp_dir(dir);
+}
+
+/* The fast walker (decode/pt_fast.h) and libipt's block decoder driven call
+ * for call over r's trace, as pt_walk.c drives them, every answer
+ * compared: statuses, blocks (over code whose blocks both cut at the same
+ * places: no conditional branch) and events. A tick the fast
+ * walker takes with a block (struct rv_fast_tick) is held to libipt's
+ * next event, which must be that tick (its time), and to the status
+ * after it. Returns the ticks taken so. */
+static unsigned fast_lockstep(struct raw *r)
+{
+	struct pt_config c = r->options.config;
+	struct pt_block_decoder *lib;
+	struct rv_fast_cache *cache = rv_fast_cache_new();
+	struct rv_fast *f;
+	static const struct rv_fast_drop keep = { .all = false };
+	uint64_t dropped = 0;
+	unsigned taken = 0;
+	int a, b;
+
+	c.begin = r->trace;
+	c.end = r->trace + r->size;
+	c.flags.variant.block.end_on_call = 1;
+	c.flags.variant.block.end_on_jump = 1;
+	c.flags.variant.block.enable_tick_events = 1;
+	lib = pt_blk_alloc_decoder(&c);
+	f = cache ? rv_fast_alloc(&c, cache) : NULL;
+	cr_assert(lib && f);
+	cr_assert_geq(pt_blk_set_image(lib, r->image), 0);
+	a = pt_blk_sync_set(lib, 0);
+	b = rv_fast_sync_set(f, 0);
+	cr_assert_geq(rv_fast_set_image(f, r->image), 0);
+	for (unsigned step = 0;; step++) {
+		struct pt_block bl, bf;
+		struct rv_fast_tick tick = { .taken = false };
+
+		cr_assert_eq(b, a, "step %u: status %d, libipt's %d", step, b, a);
+		if (a < 0)
+			break;
+		while (a & pts_event_pending) {
+			struct pt_event el, ef;
+
+			a = pt_blk_event(lib, &el, sizeof(el));
+			b = rv_fast_event(f, &ef);
+			cr_assert_eq(b, a, "step %u: event status %d, libipt's %d", step, b, a);
+			cr_assert_eq(ef.type, el.type, "step %u: event %d, libipt's %d", step,
+				     ef.type, el.type);
+			cr_assert_eq(ef.tsc, el.tsc,
+				     "step %u: event at %" PRIu64 ", libipt's at %" PRIu64, step,
+				     ef.tsc, el.tsc);
+			if (a < 0)
+				break;
+		}
+		if (a < 0)
+			break;
+		a = pt_blk_next(lib, &bl, sizeof(bl));
+		b = rv_fast_next(f, &bf, &keep, &dropped, &tick);
+		cr_assert_neq(b, RV_FAST_HANDOFF, "step %u: handed back", step);
+		cr_assert_eq(b, a, "step %u: block status %d, libipt's %d", step, b, a);
+		cr_assert(bf.ip == bl.ip && bf.ninsn == bl.ninsn && bf.end_ip == bl.end_ip,
+			  "step %u: block %#" PRIx64 "-%#" PRIx64 " (%u), libipt's %#" PRIx64
+			  "-%#" PRIx64 " (%u)",
+			  step, bf.ip, bf.end_ip, bf.ninsn, bl.ip, bl.end_ip, bl.ninsn);
+		if (tick.taken) {
+			struct pt_event el;
+
+			cr_assert(a >= 0 && (a & pts_event_pending), "step %u: a tick taken", step);
+			a = pt_blk_event(lib, &el, sizeof(el));
+			cr_assert_eq(el.type, ptev_tick,
+				     "step %u: the tick taken, libipt's event %d", step, el.type);
+			cr_assert(tick.has_tsc == el.has_tsc && tick.tsc == el.tsc,
+				  "step %u: the tick taken at %" PRIu64 ", libipt's at %" PRIu64,
+				  step, tick.tsc, el.tsc);
+			b = tick.status;
+			taken++;
+		}
+	}
+	cr_assert_eq(a, -pte_eos);
+	rv_fast_free(f);
+	rv_fast_cache_free(cache);
+	pt_blk_free_decoder(lib);
+	return taken;
+}
+
+/* The tick the fast walker takes with a block, call for call as libipt's
+ * block decoder gives it: at a TIP with more trace behind it, at the end
+ * of the trace, and not at one with an event behind it (tracing stops
+ * after a nop). */
+Test(pt_decoder, made_tick_taken_with_a_block_call_for_call)
+{
+	/* two nops, jmp *%rax */
+	static const uint8_t code[] = { 0x90, 0x90, 0xff, 0xe0 };
+	struct pt_packet pkts[] = {
+		{ .type = ppt_psb },
+		pkt_tsc(1000),
+		pkt_mode_64(),
+		pkt_ip(ppt_fup, MADE_BASE),
+		{ .type = ppt_psbend },
+		pkt_tsc(2000),
+		pkt_ip(ppt_tip, MADE_BASE), /* a tick, the trace goes on */
+		pkt_tsc(3000),
+		pkt_ip(ppt_tip, MADE_BASE),	    /* a tick ... */
+		pkt_ip(ppt_tip_pgd, MADE_BASE + 1), /* ... and an event behind it */
+		pkt_tsc(4000),
+		pkt_ip(ppt_tip_pge, MADE_BASE),
+		pkt_tsc(5000),
+		pkt_ip(ppt_tip, MADE_BASE), /* a tick, the end of the trace */
+	};
+	char *dir = new_temp_dir("rv-made");
+	struct raw r;
+
+	made_load(&r, dir, code, sizeof(code), pkts, sizeof(pkts) / sizeof(pkts[0]));
+	cr_assert_eq(fast_lockstep(&r), 2);
 	raw_free(&r);
 	free_temp_dir(dir);
 }
