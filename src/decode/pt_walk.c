@@ -967,6 +967,16 @@ static inline void on_tick(struct walker *w, uint64_t time)
 		w->pend.time = time;
 }
 
+/* A tick event the decoder gave with status: its time (has_tsc: tsc, else
+ * the walker's), and whether the trace ends after it. drain_events and
+ * walk's tick taken with a block (pt_fast.h's struct rv_fast_tick). */
+static inline void take_tick(struct walker *w, bool has_tsc, uint64_t tsc, int status)
+{
+	on_tick(w, has_tsc ? tsc : w->time);
+	if (status & pts_eos)
+		w->at_eos = true;
+}
+
 static void on_event(struct walker *w, const struct pt_event *ev)
 {
 	/* The event's own time: libipt's current time has moved on to the
@@ -1143,9 +1153,7 @@ static int drain_events(struct walker *w, int status)
 			if (status != RV_FAST_NOT_TICK) {
 				if (status < 0)
 					break;
-				on_tick(w, has_tsc ? tsc : w->time);
-				if (status & pts_eos)
-					w->at_eos = true;
+				take_tick(w, has_tsc, tsc, status);
 				continue;
 			}
 		}
@@ -1260,10 +1268,8 @@ static void walk(struct walker *w, bool fast)
 				/* drain_events' only turn, for the tick taken
 				 * with the block (no event waits behind it) */
 				tick.taken = false;
-				on_tick(w, tick.has_tsc ? tick.tsc : w->time);
 				status = tick.status;
-				if (status & pts_eos)
-					w->at_eos = true;
+				take_tick(w, tick.has_tsc, tick.tsc, status);
 			} else {
 				status = drain_events(w, status);
 				if (status < 0 || w->stop)
