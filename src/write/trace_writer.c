@@ -31,6 +31,7 @@
 #include "util/array.h"
 #include "util/leftovers.h"
 #include "util/log.h"
+#include "util/map.h"
 #include "write/writer_internal.h"
 
 #define GZIP_BUFFER_SIZE (128 * 1024)
@@ -692,11 +693,10 @@ int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_fun
 static size_t function_home(const char *category, const char *name, uint64_t address,
 			    const char *file, int32_t line, size_t mask)
 {
-	uint64_t h = (uintptr_t)name * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = rv_mix64((uintptr_t)name) ^ address ^ (uintptr_t)file << 1 ^
+		     (uintptr_t)category << 2 ^ (uint32_t)line;
 
-	h ^= address ^ (uintptr_t)file << 1 ^ (uintptr_t)category << 2 ^ (uint32_t)line;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	return (size_t)(h >> 32) & mask;
+	return (size_t)rv_mix64(h) & mask;
 }
 
 /* Doubles the index of functions (or makes its first); -ENOMEM. */
