@@ -5,11 +5,13 @@
  * site is proved by the uprobe --dry-run places (against the same site
  * named plainly) or by the snapshot a recording takes there. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,13 +437,17 @@ Test(sites, fzf_picks_when_installed, .timeout = 120)
 /* The list fzf reads has no name while fzf runs, so that a kill then leaves
  * nothing behind; and fzf's answer chooses. A stand-in fzf first on PATH
  * keeps what it was given (its standard input's name in /proc, its
- * arguments, the list) and answers with the list's on_trigger line. */
-Test(sites, fzf_reads_a_list_without_a_name, .timeout = 120)
+ * arguments, the list) and answers with the list's on_trigger line. With
+ * refuse_tmpfile, rearview runs under no_tmpfile (tests/targets), as on a
+ * temporary directory whose filesystem has no unnamed files: the list is
+ * then a file unlinked as soon as it is made, in TMPDIR. */
+static void stand_in_fzf_chooses(bool refuse_tmpfile)
 {
 	static struct pty_run p;
-	char dir[64], script[128], path[4200], file[160], text[4096];
+	char dir[64], script[128], path[4200], file[160], text[4096], tmp[96];
 	const char *old_path = getenv("PATH");
-	char *argv[] = { (char *)build_path("rearview"),
+	char *argv[] = { (char *)built_target("no_tmpfile"),
+			 (char *)build_path("rearview"),
 			 "run",
 			 "--dry-run",
 			 "--backend",
@@ -455,6 +461,8 @@ Test(sites, fzf_reads_a_list_without_a_name, .timeout = 120)
 			 NULL };
 	FILE *f;
 	size_t n;
+	DIR *d;
+	struct dirent *entry;
 
 	make_test_dir(dir, sizeof(dir));
 	snprintf(script, sizeof(script), "%s/fzf", dir);
@@ -470,8 +478,11 @@ Test(sites, fzf_reads_a_list_without_a_name, .timeout = 120)
 	cr_assert_eq(fclose(f), 0);
 	cr_assert_eq(chmod(script, 0700), 0);
 	snprintf(path, sizeof(path), "%s:%s", dir, old_path ? old_path : "/usr/bin:/bin");
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	cr_assert_eq(mkdir(tmp, 0700), 0);
+	cr_assert_eq(setenv("TMPDIR", tmp, 1), 0);
 
-	pty_start_path(&p, argv, path);
+	pty_start_path(&p, refuse_tmpfile ? argv : argv + 1, path);
 	pty_finish(&p, 60);
 	cr_assert_eq(p.exit_code, 0, "%s", p.text);
 	cr_expect(strstr(p.text, "TRIGGER uprobe at on_trigger"), "%s", p.text);
@@ -484,6 +495,14 @@ Test(sites, fzf_reads_a_list_without_a_name, .timeout = 120)
 	text[n] = '\0';
 	cr_expect(strstr(text, " (deleted)"),
 		  "fzf read a file with a name, which a kill would leave: %s", text);
+	/* O_TMPFILE's files are named '#INODE' in /proc; the fallback's keep
+	 * the name mkstemp gave them */
+	if (refuse_tmpfile)
+		cr_expect(strstr(text, "/rearview-pick-"),
+			  "with O_TMPFILE refused, the list is not mkstemp's file: %s", text);
+	else
+		cr_expect(!strstr(text, "/rearview-pick-"), "the list is not an O_TMPFILE file: %s",
+			  text);
 	snprintf(file, sizeof(file), "%s/list", dir);
 	f = fopen(file, "r");
 	cr_assert_not_null(f);
@@ -492,7 +511,23 @@ Test(sites, fzf_reads_a_list_without_a_name, .timeout = 120)
 	text[n] = '\0';
 	cr_expect(strstr(text, "\tmain\n") && strstr(text, "\ton_trigger\n"),
 		  "the list lacks the program's functions:\n%s", text);
+	d = opendir(tmp);
+	cr_assert_not_null(d);
+	while ((entry = readdir(d)))
+		cr_expect(strncmp(entry->d_name, "rearview-pick-", 14),
+			  "the list was left in TMPDIR: %s/%s", tmp, entry->d_name);
+	closedir(d);
 	cleanup_dir(dir);
+}
+
+Test(sites, fzf_reads_a_list_without_a_name, .timeout = 120)
+{
+	stand_in_fzf_chooses(false);
+}
+
+Test(sites, fzf_reads_a_list_without_a_name_where_tmpfile_is_refused, .timeout = 120)
+{
+	stand_in_fzf_chooses(true);
 }
 
 Test(sites, question_mark_without_a_terminal_is_refused, .timeout = 60)
