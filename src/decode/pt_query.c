@@ -83,6 +83,39 @@ static inline bool is_tip(uint8_t opc)
 	return (opc & 0x1f) == 0x0d;
 }
 
+/* What the read-ahead makes of a packet's first byte, one load instead of
+ * a test after another: the kind of a packet it stops at (a TNT-8, a TIP,
+ * a TIP.PGE or a TIP.PGD, all below B_RUN), or one of these: */
+enum {
+	B_RUN = 16,
+	B_PAD = B_RUN,
+	B_CYC, /* a CYC with extension bytes */
+	B_MTC,
+	B_EXT,	     /* 0x02: a TNT-64 when 0xa3 follows */
+	B_OTHER,     /* read_ahead_slow's */
+	B_CYC1 = 32, /* and up: a CYC without extension bytes, of b - B_CYC1 cycles */
+};
+
+#define BYTE_CLASS(c)                                                                              \
+	((c) == 0	      ? B_PAD                                                              \
+	 : (c) == 2	      ? B_EXT                                                              \
+	 : !((c)&1)	      ? K_TNT8                                                             \
+	 : ((c)&7) == 3	      ? B_CYC1 + ((c) >> 3)                                                \
+	 : ((c)&7) == 7	      ? B_CYC                                                              \
+	 : ((c)&0x1f) == 0x0d ? K_TIP                                                              \
+	 : ((c)&0x1f) == 0x11 ? K_PGE                                                              \
+	 : ((c)&0x1f) == 0x01 ? K_PGD                                                              \
+	 : (c) == 0x59	      ? B_MTC                                                              \
+			      : B_OTHER)
+#define BYTE_CLASS4(c) BYTE_CLASS(c), BYTE_CLASS((c) + 1), BYTE_CLASS((c) + 2), BYTE_CLASS((c) + 3)
+#define BYTE_CLASS16(c)                                                                            \
+	BYTE_CLASS4(c), BYTE_CLASS4((c) + 4), BYTE_CLASS4((c) + 8), BYTE_CLASS4((c) + 12)
+#define BYTE_CLASS64(c)                                                                            \
+	BYTE_CLASS16(c), BYTE_CLASS16((c) + 16), BYTE_CLASS16((c) + 32), BYTE_CLASS16((c) + 48)
+
+static const uint8_t byte_class[256] = { BYTE_CLASS64(0), BYTE_CLASS64(64), BYTE_CLASS64(128),
+					 BYTE_CLASS64(192) };
+
 /* The kind of the packet at pos, as libipt's pt_df_fetch finds it: 0 and
  * -pte_eos at the end, 0 and RV_PQ_UNMODELLED for a kind not modelled. */
 static int fetch_slow(const uint8_t *pos, const uint8_t *end, uint8_t *kind)
@@ -457,38 +490,28 @@ static bool ctc_fc(struct rv_pq *q, uint64_t *fc, uint32_t ctc)
 static void tcal_init(struct rv_pq_tcal *tcal)
 {
 	memset(tcal, 0, sizeof(*tcal));
-	tcal->min_fcr = UINT64_MAX;
-}
-
-static void tcal_set_fcr(struct rv_pq_tcal *tcal, uint64_t fcr)
-{
-	tcal->fcr = fcr;
-	if (fcr < tcal->min_fcr)
-		tcal->min_fcr = fcr;
-	if (fcr > tcal->max_fcr)
-		tcal->max_fcr = fcr;
 }
 
 static void time_tsc(struct rv_pq *q, uint64_t tsc)
 {
 	struct rv_pq_time *t = &q->time;
 
-	t->have_tsc = true;
+	t->now.have_tsc = true;
 	t->have_tma = t->have_mtc = false;
-	t->tsc = t->base = tsc;
+	t->now.tsc = t->base = tsc;
 	t->ctc = 0;
 	t->fc = 0;
-	t->lost_mtc = t->lost_cyc = 0;
+	t->now.lost_mtc = t->now.lost_cyc = 0;
 }
 
 /* A TSC packet (tsc: its 56 bits), in a PSB+ or not. */
 static int apply_tsc(struct rv_pq *q, uint64_t tsc, bool header)
 {
 	struct rv_pq_tcal *tcal = &q->tcal;
-	uint64_t last_tsc = tcal->tsc, cyc = tcal->cyc_tsc;
+	uint64_t last_tsc = tcal->tsc, cyc = tcal->cyc - tcal->cyc_at_tsc;
 
 	tcal->tsc = tsc;
-	tcal->cyc_tsc = 0;
+	tcal->cyc_at_tsc = tcal->cyc;
 	if (header && last_tsc && cyc && !tcal->have_mtc) {
 		uint64_t now = tsc, delta;
 
@@ -500,7 +523,7 @@ static int apply_tsc(struct rv_pq *q, uint64_t tsc, bool header)
 		delta = now - last_tsc;
 		if (delta & ~(~0ull >> FCR_SHR))
 			return RV_PQ_UNMODELLED;
-		tcal_set_fcr(tcal, (delta << FCR_SHR) / cyc);
+		tcal->fcr = (delta << FCR_SHR) / cyc;
 	}
 	time_tsc(q, tsc);
 	return 0;
@@ -513,7 +536,7 @@ static void apply_cbr(struct rv_pq *q, uint8_t ratio, bool header)
 	if (!header)
 		tcal_init(&q->tcal);
 	if (q->nom_freq)
-		tcal_set_fcr(&q->tcal, ((uint64_t)q->nom_freq << FCR_SHR) / ratio);
+		q->tcal.fcr = ((uint64_t)q->nom_freq << FCR_SHR) / ratio;
 }
 
 static int apply_tma(struct rv_pq *q, uint32_t ctc, uint64_t fc)
@@ -521,7 +544,7 @@ static int apply_tma(struct rv_pq *q, uint32_t ctc, uint64_t fc)
 	struct rv_pq_time *t = &q->time;
 	uint32_t mtc_hi = q->mtc_freq + 8u;
 
-	if (!t->have_tsc || t->have_tma || t->have_mtc)
+	if (!t->now.have_tsc || t->have_tma || t->have_mtc)
 		return RV_PQ_UNMODELLED;
 	t->have_tma = true;
 	t->base -= fc;
@@ -536,17 +559,17 @@ static int tcal_mtc(struct rv_pq *q, uint32_t ctc)
 {
 	struct rv_pq_tcal *tcal = &q->tcal;
 	uint32_t last_ctc = tcal->ctc, delta;
-	uint64_t cyc = tcal->cyc_mtc, fc;
+	uint64_t cyc = tcal->cyc - tcal->cyc_at_mtc, fc;
 
 	if (!tcal->have_mtc) {
-		tcal->cyc_mtc = 0;
+		tcal->cyc_at_mtc = tcal->cyc;
 		tcal->ctc = ctc;
 		tcal->have_mtc = true;
 		return 0;
 	}
 	if (!cyc)
 		return 0;
-	tcal->cyc_mtc = 0;
+	tcal->cyc_at_mtc = tcal->cyc;
 	tcal->ctc = ctc;
 	if (!ctc_delta(q, &delta, ctc, last_ctc))
 		return RV_PQ_UNMODELLED;
@@ -561,7 +584,7 @@ static int tcal_mtc(struct rv_pq *q, uint32_t ctc)
 		q->memo.cal_cyc = cyc;
 		q->memo.cal_fcr = (fc << FCR_SHR) / cyc;
 	}
-	tcal_set_fcr(tcal, q->memo.cal_fcr);
+	tcal->fcr = q->memo.cal_fcr;
 	return 0;
 }
 
@@ -572,14 +595,14 @@ static int time_mtc(struct rv_pq *q, uint32_t ctc)
 	bool have_mtc = t->have_mtc;
 	uint64_t fc;
 
-	if (t->have_tsc && !t->have_tma)
+	if (t->now.have_tsc && !t->have_tma)
 		return 0;
-	if (t->fc || t->lost_cyc || !have_mtc)
+	if (t->fc || t->now.lost_cyc || !have_mtc)
 		t->ctc_cyc = ctc;
 	t->have_mtc = true;
 	t->fc = 0;
 	t->ctc = ctc;
-	t->lost_cyc = 0;
+	t->now.lost_cyc = 0;
 	if (!have_mtc) {
 		uint32_t lo = ctc & 0xffffu, hi = ctc & ~0xffffu;
 
@@ -597,7 +620,7 @@ static int time_mtc(struct rv_pq *q, uint32_t ctc)
 		return RV_PQ_UNMODELLED;
 	if (!ctc_fc(q, &fc, delta))
 		return 0;
-	t->tsc = t->base = t->base + fc;
+	t->now.tsc = t->base = t->base + fc;
 	return 0;
 }
 
@@ -615,15 +638,10 @@ static inline int apply_cyc(struct rv_pq *q, uint64_t cyc)
 	struct rv_pq_time *t = &q->time;
 	uint64_t fcr, fc;
 
-	q->tcal.cyc_mtc += cyc;
-	q->tcal.cyc_tsc += cyc;
-	if (q->tcal.min_fcr > q->tcal.max_fcr) {
-		t->lost_cyc++;
-		return 0;
-	}
+	q->tcal.cyc += cyc;
 	fcr = q->tcal.fcr;
 	if (!fcr) {
-		t->lost_cyc++;
+		t->now.lost_cyc++;
 		return 0;
 	}
 	fc = t->fc;
@@ -642,7 +660,7 @@ static inline int apply_cyc(struct rv_pq *q, uint64_t cyc)
 	}
 	fc += (cyc * fcr) >> FCR_SHR;
 	t->fc = fc;
-	t->tsc = t->base + fc;
+	t->now.tsc = t->base + fc;
 	return 0;
 }
 
@@ -653,23 +671,22 @@ static inline bool apply_cyc_calibrated(struct rv_pq *q, uint64_t cyc)
 	struct rv_pq_time *t = &q->time;
 	uint64_t fcr = q->tcal.fcr, fc = t->fc;
 
-	if (q->tcal.min_fcr > q->tcal.max_fcr || !fcr || (!fc && t->ctc != t->ctc_cyc))
+	if (!fcr || (!fc && t->ctc != t->ctc_cyc))
 		return false;
-	q->tcal.cyc_mtc += cyc;
-	q->tcal.cyc_tsc += cyc;
+	q->tcal.cyc += cyc;
 	fc += (cyc * fcr) >> FCR_SHR;
 	t->fc = fc;
-	t->tsc = t->base + fc;
+	t->now.tsc = t->base + fc;
 	return true;
 }
 
 /* libipt's pt_qry_add_event_time: the time goes in whether known or not. */
 static void add_event_time(const struct rv_pq *q, struct pt_event *ev)
 {
-	ev->tsc = q->time.tsc;
-	ev->lost_mtc = q->time.lost_mtc;
-	ev->lost_cyc = q->time.lost_cyc;
-	if (q->time.have_tsc)
+	ev->tsc = q->time.now.tsc;
+	ev->lost_mtc = q->time.now.lost_mtc;
+	ev->lost_cyc = q->time.now.lost_cyc;
+	if (q->time.now.have_tsc)
 		ev->has_tsc = 1;
 }
 
@@ -1442,37 +1459,47 @@ static int read_ahead_slow(struct rv_pq *q)
 	}
 }
 
-/* A read-ahead's stop at the packet p, whose first byte is c, when it is a
- * TNT-8 or a TIP: q->next is its kind, q->pos at it, and *flags is what
- * status_flags says there (an event waits after a TIP when no TNT bit is
- * left and one is bound to it). False for any other packet. */
-static inline __attribute__((always_inline)) bool
-stop_at_tnt8_or_tip(struct rv_pq *q, const uint8_t *p, uint8_t c, int *flags)
+/* A read-ahead's stop at the packet p of kind b (byte_class': a TNT-8, a
+ * TIP, a TIP.PGE or a TIP.PGD): q->next is its kind, q->pos at it, and the
+ * flags returned are what status_flags says there (an event waits after
+ * a TIP when no TNT bit is left and one is bound to it; a TIP.PGE and a
+ * TIP.PGD are events themselves). */
+static inline __attribute__((always_inline)) int stop_at(struct rv_pq *q, const uint8_t *p,
+							 unsigned b)
 {
-	if (is_tnt8(c)) {
-		q->pos = p;
-		q->next = K_TNT8;
-		*flags = 0;
-		return true;
-	}
-	if (is_tip(c)) {
-		q->pos = p;
-		q->next = K_TIP;
-		*flags = !q->tnt_index && pending(&q->tip) ? pts_event_pending : 0;
-		return true;
-	}
-	return false;
+	q->pos = p;
+	q->next = (uint8_t)b;
+	if (b == K_TIP)
+		return !q->tnt_index && pending(&q->tip) ? pts_event_pending : 0;
+	return b == K_TNT8 || q->tnt_index ? 0 : pts_event_pending;
 }
 
-/* The same for a TIP.PGE or TIP.PGD, which are events themselves. */
-static inline __attribute__((always_inline)) bool
-stop_at_pge_or_pgd(struct rv_pq *q, const uint8_t *p, uint8_t c, int *flags)
+/* libipt's time after an MTC packet (tcal_mtc and time_mtc) where it is a
+ * step of one MTC period more like the last: both count from the same CTC,
+ * which the new one is not below (no wrap), the period's ticks and the
+ * calibration's quotient are the last ones (memo), cycles were counted
+ * since, and the time has had its TMA and an MTC. (A quotient kept means
+ * there is a CPUID 0x15 ratio.) False, and nothing done, when not so. */
+static inline bool apply_mtc_step(struct rv_pq *q, uint8_t payload)
 {
-	if ((c & 0x1f) != 0x11 && (c & 0x1f) != 0x01)
+	struct rv_pq_tcal *tcal = &q->tcal;
+	struct rv_pq_time *t = &q->time;
+	uint32_t ctc = (uint32_t)payload << q->mtc_freq;
+	uint64_t cyc = tcal->cyc - tcal->cyc_at_mtc;
+
+	if (!tcal->have_mtc || !t->have_mtc || !t->have_tma || t->ctc != tcal->ctc ||
+	    ctc < t->ctc || ctc - t->ctc != q->memo.ctc || !cyc || cyc != q->memo.cal_cyc ||
+	    q->memo.fc != q->memo.cal_fc)
 		return false;
-	q->pos = p;
-	q->next = (c & 0x1f) == 0x11 ? K_PGE : K_PGD;
-	*flags = q->tnt_index ? 0 : pts_event_pending;
+	tcal->cyc_at_mtc = tcal->cyc;
+	tcal->ctc = ctc;
+	tcal->fcr = q->memo.cal_fcr;
+	if (t->fc || t->now.lost_cyc)
+		t->ctc_cyc = ctc;
+	t->fc = 0;
+	t->ctc = ctc;
+	t->now.lost_cyc = 0;
+	t->now.tsc = t->base = t->base + q->memo.fc;
 	return true;
 }
 
@@ -1491,28 +1518,34 @@ static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_
 	int status;
 
 	while (p < end) {
-		uint8_t c = p[0];
-		int size, flags;
+		unsigned b = byte_class[p[0]];
+		int size;
 
-		if (stop_at_tnt8_or_tip(q, p, c, &flags))
-			return flags;
-		if ((c & 3) == 3) {
+		if (b >= B_CYC1 || b == B_CYC) {
 			uint64_t cyc;
 
 			size = read_cyc(p, end, &cyc);
 			if (size < 0)
 				break;
+			if (apply_cyc_calibrated(q, cyc)) {
+				p += size;
+				continue;
+			}
 			status = apply_cyc(q, cyc);
-		} else if (c == 0x59 && end - p >= 2) {
+		} else if (b == B_MTC && end - p >= 2) {
 			size = 2;
+			if (apply_mtc_step(q, p[1])) {
+				p += size;
+				continue;
+			}
 			status = apply_mtc(q, p[1]);
-		} else if (!c) {
+		} else if (b == B_PAD) {
 			/* PADs are decoded by moving past them */
 			p++;
 			continue;
-		} else if (stop_at_pge_or_pgd(q, p, c, &flags)) {
-			return flags;
-		} else if (c == 0x02 && end - p >= 2 && p[1] == 0xa3) {
+		} else if (b < B_RUN) {
+			return stop_at(q, p, b);
+		} else if (b == B_EXT && end - p >= 2 && p[1] == 0xa3) {
 			q->pos = p;
 			q->next = K_TNT64;
 			return 0;
@@ -1541,20 +1574,16 @@ static inline __attribute__((always_inline)) int read_ahead_flags(struct rv_pq *
 	const uint8_t *p = q->pos, *const end = q->end;
 
 	while (p < end) {
-		uint8_t c = p[0];
-		int flags;
+		unsigned b = byte_class[p[0]];
 
-		if (stop_at_tnt8_or_tip(q, p, c, &flags))
-			return flags;
-		if ((c & 7) == 3) {
-			/* a CYC without extension bytes */
-			if (!apply_cyc_calibrated(q, c >> 3))
+		/* TIP.PGE, TIP.PGD: an untimed trace has them where a timed
+		 * one has CYCs */
+		if (b < B_RUN)
+			return stop_at(q, p, b);
+		if (b >= B_CYC1) {
+			if (!apply_cyc_calibrated(q, b - B_CYC1))
 				break;
-		} else if (c) {
-			/* TIP.PGE, TIP.PGD: an untimed trace has them where a
-			 * timed one has CYCs */
-			if (stop_at_pge_or_pgd(q, p, c, &flags))
-				return flags;
+		} else if (b != B_PAD) {
 			break;
 		}
 		/* past the CYC, or a PAD */
@@ -1698,7 +1727,7 @@ int rv_pq_sync_set(struct rv_pq *q, uint64_t *ip, uint64_t offset)
 
 	reset_state(q);
 	memset(&q->time, 0, sizeof(q->time));
-	q->last = q->time;
+	q->last = q->time.now;
 	q->next = 0;
 	if (offset > (uint64_t)(q->end - q->begin) || q->end - q->begin - offset < PSB_BYTES)
 		return RV_PQ_UNMODELLED;
@@ -1760,7 +1789,7 @@ static int cache_tnt(struct rv_pq *q)
 		if (status)
 			return status;
 	}
-	q->last = q->time;
+	q->last = q->time.now;
 	return finish(q);
 }
 
@@ -1810,7 +1839,7 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 		}
 		/* the bit below the stop bit first */
 		index = 1ull << (62 - __builtin_clzll(bits));
-		q->last = q->time;
+		q->last = q->time.now;
 		q->tnt = bits;
 		q->pos += size;
 		*taken = (bits & index) != 0;
@@ -1846,7 +1875,7 @@ static int __attribute__((noinline)) indirect_branch_slow(struct rv_pq *q, uint6
 			flags |= pts_ip_suppressed;
 		else
 			*ip = to;
-		q->last = q->time;
+		q->last = q->time.now;
 		status = read_ahead_flags(q);
 		return status < 0 ? status : flags | status;
 	}
@@ -1872,7 +1901,7 @@ static int __attribute__((noinline)) indirect_branch_slow(struct rv_pq *q, uint6
 				flags |= pts_ip_suppressed;
 			else
 				*ip = to;
-			q->last = q->time;
+			q->last = q->time.now;
 			break;
 		}
 		status = read_ahead(q);
@@ -1895,23 +1924,25 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 	 * one load, and there is an IP; then finish and status_flags
 	 * (read_ahead_flags). No call but to the read-ahead's rest, so no
 	 * register to save. */
-	if (__builtin_expect(q->next == K_TIP && !pending(&q->tip) &&
-				     ((0x56u >> (p[0] >> 5)) & 1) && q->end - p >= 9,
-			     1)) {
+	if (__builtin_expect(q->next == K_TIP && !pending(&q->tip), 1)) {
 		static const uint64_t kept[8] = {
 			[1] = ~0xffffull, [2] = ~0xffffffffull, [4] = ~0xffffffffffffull
 		};
+		/* the packet's size, 0 for the other compressions */
 		static const uint8_t sizes[8] = { [1] = 3, [2] = 5, [4] = 7, [6] = 9 };
-		unsigned ipc = p[0] >> 5;
-		uint64_t to = (q->last_ip & kept[ipc]) | (read_le64(p + 1) & ~kept[ipc]);
+		unsigned ipc = p[0] >> 5, size = sizes[ipc];
 
-		q->last_ip = to;
-		q->have_ip = true;
-		q->ip_suppressed = false;
-		*ip = to;
-		q->pos = p + sizes[ipc];
-		q->last = q->time;
-		return read_ahead_flags(q);
+		if (__builtin_expect(size && q->end - p >= 9, 1)) {
+			uint64_t to = (q->last_ip & kept[ipc]) | (read_le64(p + 1) & ~kept[ipc]);
+
+			q->last_ip = to;
+			q->have_ip = true;
+			q->ip_suppressed = false;
+			*ip = to;
+			q->pos = p + size;
+			q->last = q->time.now;
+			return read_ahead_flags(q);
+		}
 	}
 	return indirect_branch_slow(q, ip);
 }
@@ -1973,7 +2004,7 @@ int rv_pq_event(struct rv_pq *q, struct pt_event *event)
 		status = tracing_event(q, event);
 		if (status < 0)
 			return status;
-		q->last = q->time;
+		q->last = q->time.now;
 		q->pos = past_pads(q->pos + status, q->end);
 		/* finish, then status_flags */
 		return read_ahead_flags(q);
@@ -1991,7 +2022,7 @@ int rv_pq_event(struct rv_pq *q, struct pt_event *event)
 			return status;
 		if (q->event) {
 			memcpy(event, q->event, sizeof(*event));
-			q->last = q->time;
+			q->last = q->time.now;
 			break;
 		}
 		status = read_ahead(q);

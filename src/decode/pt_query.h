@@ -50,19 +50,28 @@ struct rv_pq_queue {
 	uint8_t begin, end; /* ev[begin, end) */
 };
 
+/* What rv_pq_time reports of the time: a query's answer copies it whole. */
+struct rv_pq_stamp {
+	uint64_t tsc;
+	uint32_t lost_mtc, lost_cyc;
+	bool have_tsc;
+};
+
 /* libipt's time (struct pt_time): TSC units. */
 struct rv_pq_time {
-	uint64_t tsc, base, fc;
+	struct rv_pq_stamp now;
+	uint64_t base, fc;
 	uint32_t ctc, ctc_cyc; /* CTC at the last MTC (or TMA), and the last reset of fc */
-	uint32_t lost_mtc, lost_cyc;
-	bool have_tsc, have_tma, have_mtc;
+	bool have_tma, have_mtc;
 };
 
 /* libipt's calibration (struct pt_time_cal): fcr is fast-counter ticks per
- * cycle, shifted left by 8. */
+ * cycle, shifted left by 8 (0: none; libipt's min_fcr and max_fcr, which
+ * it checks for one, are apart only when fcr is 0). The cycles since the
+ * last TSC and since the last MTC are one count, cyc, less its value then. */
 struct rv_pq_tcal {
-	uint64_t fcr, min_fcr, max_fcr;
-	uint64_t tsc, cyc_tsc, cyc_mtc;
+	uint64_t fcr;
+	uint64_t tsc, cyc, cyc_at_tsc, cyc_at_mtc;
 	uint32_t ctc;
 	bool have_mtc;
 };
@@ -81,7 +90,7 @@ struct rv_pq {
 	uint8_t mtc_freq, nom_freq; /* pt_config's */
 	uint32_t ctc_eax, ctc_ebx;  /* pt_config's cpuid_0x15_eax, _ebx */
 	struct rv_pq_time time;
-	struct rv_pq_time last; /* time when the last query's packet was decoded */
+	struct rv_pq_stamp last; /* time when the last query's packet was decoded */
 	struct rv_pq_tcal tcal;
 	/* The last answers of time's divisions, kept for the next equal
 	 * question (MTC periods are mostly alike): CTC ticks in TSC units
