@@ -1512,7 +1512,7 @@ static inline bool apply_mtc_step(struct rv_pq *q, uint8_t payload)
  * flags, or an error (RV_PQ_UNMODELLED, after which q is not used). The
  * position is kept in a register: a packet's byte may alias anything, so
  * each read through q->pos would load it again. */
-static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_t *p)
+static int __attribute__((noinline)) read_ahead_rest(struct rv_pq *q, const uint8_t *p)
 {
 	const uint8_t *const end = q->end;
 	int status;
@@ -1563,6 +1563,44 @@ static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_
 	if (status < 0 && status != -pte_eos)
 		return status;
 	return status_flags(q);
+}
+
+/* read_ahead_rest, with its common steps alone and no call but the one
+ * to it for the rest (so without registers to save): the run a timed
+ * trace has after a TNT-64 (a CYC of one or two bytes, calibrated, and an
+ * MTC a period like the last one) up to a TNT-64 or where read_ahead_flags
+ * stops. */
+static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_t *p)
+{
+	const uint8_t *const end = q->end;
+
+	while (p < end) {
+		unsigned b = byte_class[p[0]];
+
+		if (b < B_RUN)
+			return stop_at(q, p, b);
+		if (b >= B_CYC1) {
+			if (!apply_cyc_calibrated(q, b - B_CYC1))
+				break;
+			p++;
+		} else if (b == B_CYC && end - p >= 2 && !(p[1] & 1)) {
+			/* one extension byte */
+			if (!apply_cyc_calibrated(q, (p[0] >> 3) | (uint64_t)(p[1] >> 1) << 5))
+				break;
+			p += 2;
+		} else if (b == B_MTC && end - p >= 2 && apply_mtc_step(q, p[1])) {
+			p += 2;
+		} else if (b == B_PAD) {
+			p++;
+		} else if (b == B_EXT && end - p >= 2 && p[1] == 0xa3) {
+			q->pos = p;
+			q->next = K_TNT64;
+			return 0;
+		} else {
+			break;
+		}
+	}
+	return read_ahead_rest(q, p);
 }
 
 /* read_ahead_at(q, q->pos) for the queries' hot paths, inline and
@@ -1698,6 +1736,7 @@ bool rv_pq_init(struct rv_pq *q, const struct pt_config *config, bool whole)
 	q->end = end;
 	if (!q->begin || end < q->begin || end - q->begin < PSB_BYTES)
 		return false;
+	q->end8 = end - 8;
 	/* BDM70 is modelled; SKD022 and SKL014 are the instruction flow
 	 * decoders' (the query decoder has no workaround for them); no other
 	 * erratum */
@@ -1825,7 +1864,7 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 		if (q->next == K_TNT8) {
 			bits = q->pos[0] >> 1; /* at least 2: an even byte above 2 */
 			size = 1;
-		} else if (q->next == K_TNT64 && q->end - q->pos >= 8) {
+		} else if (q->next == K_TNT64 && q->pos <= q->end8) {
 			/* the 6 bytes after the opcode's 2 */
 			bits = read_le64(q->pos) >> 16;
 			size = 8;
@@ -1932,7 +1971,7 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 		static const uint8_t sizes[8] = { [1] = 3, [2] = 5, [4] = 7, [6] = 9 };
 		unsigned ipc = p[0] >> 5, size = sizes[ipc];
 
-		if (__builtin_expect(size && q->end - p >= 9, 1)) {
+		if (__builtin_expect(size && p < q->end8, 1)) {
 			uint64_t to = (q->last_ip & kept[ipc]) | (read_le64(p + 1) & ~kept[ipc]);
 
 			q->last_ip = to;

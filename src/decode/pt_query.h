@@ -79,6 +79,7 @@ struct rv_pq_tcal {
 /* The decoder's state: read only by the inline query below. */
 struct rv_pq {
 	const uint8_t *begin, *end;
+	const uint8_t *end8;	 /* end - 8: the 8 bytes from one at or before it are there */
 	const uint8_t *pos;	 /* the packet the decoder is at (NULL: not synced) */
 	const uint8_t *sync;	 /* the PSB it synchronised at */
 	uint8_t next;		 /* the kind of packet at pos (0: none, after an error) */
