@@ -10,6 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "decode/pt_decoder.h"
 #include "decode/pt_decoder_internal.h"
 
@@ -114,6 +118,35 @@ out:
 #define PSB_WORD_EVEN 0x8202820282028202ull /* 02 82 02 82 ... in memory */
 #define PSB_WORD_ODD  0x0282028202820282ull /* 82 02 82 02 ... */
 
+#ifdef __SSE2__
+/* Whether the 16 bytes at p hold a 32-bit half of either word. */
+static inline __m128i psb_halves(const uint8_t *p)
+{
+	const __m128i even = _mm_set1_epi32((int)(uint32_t)PSB_WORD_EVEN);
+	const __m128i odd = _mm_set1_epi32((int)(uint32_t)PSB_WORD_ODD);
+	__m128i v = _mm_loadu_si128((const __m128i *)p);
+
+	return _mm_or_si128(_mm_cmpeq_epi32(v, even), _mm_cmpeq_epi32(v, odd));
+}
+
+/* word on, 64 bytes at a time, to the first 64 bytes that may hold a
+ * PSB's word (one of their 32-bit halves is half of one), or to where
+ * fewer are left: most of a trace is passed at a few instructions for
+ * eight words. */
+static size_t psb_skip(const uint8_t *buf, size_t size, size_t word)
+{
+	for (; size - word >= 64; word += 64) {
+		const uint8_t *p = buf + word;
+		__m128i hits = _mm_or_si128(_mm_or_si128(psb_halves(p), psb_halves(p + 16)),
+					    _mm_or_si128(psb_halves(p + 32), psb_halves(p + 48)));
+
+		if (_mm_movemask_epi8(hits))
+			break;
+	}
+	return word;
+}
+#endif
+
 size_t rv_pt_next_psb_pattern(const uint8_t *buf, size_t size, size_t from)
 {
 	if (from >= size || size - from < sizeof(psb_pattern))
@@ -123,6 +156,11 @@ size_t rv_pt_next_psb_pattern(const uint8_t *buf, size_t size, size_t from)
 	for (size_t word = (from + 7) & ~(size_t)7; word <= size - 8; word += 8) {
 		uint64_t w;
 
+#ifdef __SSE2__
+		word = psb_skip(buf, size, word);
+		if (word > size - 8)
+			break;
+#endif
 		memcpy(&w, buf + word, sizeof(w));
 		if (__builtin_expect(w != PSB_WORD_EVEN && w != PSB_WORD_ODD, 1))
 			continue;
