@@ -1737,6 +1737,7 @@ bool rv_pq_init(struct rv_pq *q, const struct pt_config *config, bool whole)
 	if (!q->begin || end < q->begin || end - q->begin < PSB_BYTES)
 		return false;
 	q->end8 = end - 8;
+	q->end16 = end - 16;
 	/* BDM70 is modelled; SKD022 and SKL014 are the instruction flow
 	 * decoders' (the query decoder has no workaround for them); no other
 	 * erratum */
@@ -1971,15 +1972,25 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 		static const uint8_t sizes[8] = { [1] = 3, [2] = 5, [4] = 7, [6] = 9 };
 		unsigned ipc = p[0] >> 5, size = sizes[ipc];
 
-		if (__builtin_expect(size && p < q->end8, 1)) {
+		if (__builtin_expect(size && p < q->end16, 1)) {
 			uint64_t to = (q->last_ip & kept[ipc]) | (read_le64(p + 1) & ~kept[ipc]);
+			unsigned b;
 
 			q->last_ip = to;
 			q->have_ip = true;
 			q->ip_suppressed = false;
 			*ip = to;
-			q->pos = p + size;
 			q->last = q->time.now;
+			/* read_ahead_flags' commonest run, a one-byte CYC and a
+			 * stop, without its checks for the end: the 2 bytes
+			 * after the TIP are there */
+			p += size;
+			b = byte_class[p[0]];
+			if (b >= B_CYC1 && apply_cyc_calibrated(q, b - B_CYC1))
+				b = byte_class[(++p)[0]];
+			if (b < B_RUN)
+				return stop_at(q, p, b);
+			q->pos = p;
 			return read_ahead_flags(q);
 		}
 	}

@@ -80,6 +80,7 @@ struct rv_pq_tcal {
 struct rv_pq {
 	const uint8_t *begin, *end;
 	const uint8_t *end8;	 /* end - 8: the 8 bytes from one at or before it are there */
+	const uint8_t *end16;	 /* end - 16 */
 	const uint8_t *pos;	 /* the packet the decoder is at (NULL: not synced) */
 	const uint8_t *sync;	 /* the PSB it synchronised at */
 	uint8_t next;		 /* the kind of packet at pos (0: none, after an error) */
