@@ -1885,8 +1885,9 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 		*taken = (bits & index) != 0;
 		q->tnt_index = index >> 1;
 		/* finish, and status_flags once the bit is taken (an error
-		 * leaves q to be dropped) */
-		return read_ahead_flags(q);
+		 * leaves q to be dropped); after a TNT-64, in a timed trace
+		 * mostly a CYC of two bytes, which read_ahead_at takes */
+		return size == 8 ? read_ahead_at(q, q->pos) : read_ahead_flags(q);
 	}
 	if (q->tnt_index == 1) {
 		/* the packet's last bit: the status tells what comes next */
