@@ -274,22 +274,28 @@ static inline int read_ip(const struct rv_pq *q, unsigned *ipc, uint64_t *ip)
 	int n;
 
 	*ipc = q->pos[0] >> 5;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (q->pos < q->end8) {
+		/* one load of the 8 bytes after the opcode, all in the
+		 * buffer, masked to the packet's payload */
+		static const uint64_t payload[8] = {
+			0, 0xffff, 0xffffffff, 0xffffffffffff, 0xffffffffffff, 0, ~0ull, 0
+		};
+		uint64_t v;
+
+		n = bytes[*ipc];
+		if (n < 0)
+			return RV_PQ_UNMODELLED;
+		memcpy(&v, q->pos + 1, sizeof(v));
+		*ip = v & payload[*ipc];
+		return 1 + n;
+	}
+#endif
 	n = bytes[*ipc];
 	if (n < 0)
 		return RV_PQ_UNMODELLED;
 	if (q->end - q->pos < 1 + n)
 		return -pte_eos;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (q->end - q->pos >= 9) {
-		/* one load of the 8 bytes after the opcode, all in the
-		 * buffer, masked to the packet's n */
-		uint64_t v;
-
-		memcpy(&v, q->pos + 1, sizeof(v));
-		*ip = n == 8 ? v : v & ((1ull << (8 * n)) - 1);
-		return 1 + n;
-	}
-#endif
 	*ip = read_le(q->pos + 1, (unsigned)n);
 	return 1 + n;
 }
@@ -2045,21 +2051,11 @@ static int tracing_event(struct rv_pq *q, struct pt_event *event)
 	return size;
 }
 
-int rv_pq_event(struct rv_pq *q, struct pt_event *event)
+/* rv_pq_event but for its common case. */
+static int __attribute__((noinline)) event_slow(struct rv_pq *q, struct pt_event *event)
 {
 	int status;
 
-	if (q->tnt_index)
-		return -pte_bad_query;
-	if ((q->next == K_PGE || q->next == K_PGD) && !pending(&q->tip) && !q->consume_packet) {
-		status = tracing_event(q, event);
-		if (status < 0)
-			return status;
-		q->last = q->time.now;
-		q->pos = past_pads(q->pos + status, q->end);
-		/* finish, then status_flags */
-		return read_ahead_flags(q);
-	}
 	for (;;) {
 		uint8_t kind = q->next;
 
@@ -2084,4 +2080,22 @@ int rv_pq_event(struct rv_pq *q, struct pt_event *event)
 	if (status < 0)
 		return status;
 	return status_flags(q);
+}
+
+int rv_pq_event(struct rv_pq *q, struct pt_event *event)
+{
+	int status;
+
+	if (q->tnt_index)
+		return -pte_bad_query;
+	if ((q->next == K_PGE || q->next == K_PGD) && !pending(&q->tip) && !q->consume_packet) {
+		status = tracing_event(q, event);
+		if (status < 0)
+			return status;
+		q->last = q->time.now;
+		q->pos = past_pads(q->pos + status, q->end);
+		/* finish, then status_flags */
+		return read_ahead_flags(q);
+	}
+	return event_slow(q, event);
 }
