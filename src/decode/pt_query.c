@@ -1896,10 +1896,11 @@ int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken)
 		return size == 8 ? read_ahead_at(q, q->pos) : read_ahead_flags(q);
 	}
 	if (q->tnt_index == 1) {
-		/* the packet's last bit: the status tells what comes next */
+		/* the packet's last bit: the status tells what comes next
+		 * (nothing, when it is another TNT) */
 		*taken = (int)(q->tnt & 1);
 		q->tnt_index = 0;
-		return status_flags(q);
+		return kind_flags[q->next] & F_TNT ? 0 : status_flags(q);
 	}
 	return refill_slow(q, taken);
 }
