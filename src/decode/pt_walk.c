@@ -126,8 +126,12 @@ static struct pt_image *thread_image(struct ptd_thread *t, struct pt_image *sour
 
 enum begin_state { BEGIN_NONE, BEGIN_SEAM, BEGIN_REAL };
 
+/* pend.valid: a pending branch (true), or one resolve_pending_at_block
+ * emits as it is, a call, return or jump nothing drops (PEND_PLAIN). */
+#define PEND_PLAIN 2
+
 struct pending {
-	bool valid;
+	uint8_t valid; /* false, true or PEND_PLAIN */
 	uint8_t kind;  /* enum rv_branch_kind */
 	uint8_t flags; /* RV_BRANCH_IN_TX */
 	uint8_t size;  /* the instruction's length, 0 if unknown */
@@ -148,14 +152,22 @@ struct walker {
 	struct pt_block_decoder *dec; /* libipt's, or ... */
 	struct rv_fast *fast;	      /* ... the fast walker's (pt_fast.h) */
 	struct ptd_page *page;
-	/* Records emitted in this chunk, and how many to skip: a chunk the
-	 * fast walker hands over is decoded again from its start by libipt's
-	 * decoder, whose first records are those already emitted. */
-	uint64_t emitted, skip;
+	/* put()'s next slot in page, and how far it may fill without
+	 * put_slot: the page's end, or next itself when there is no page, it
+	 * is full or records are skipped. */
+	struct ptd_record *next, *limit;
+	/* Records of this chunk on pages published, and how many to skip: a
+	 * chunk the fast walker hands over is decoded again from its start by
+	 * libipt's decoder, whose first records are those already emitted. */
+	uint64_t published, skip;
 	bool handoff; /* the fast walker handed the chunk over */
 
 	struct pending pend;
 	bool pend_fresh; /* pend is the block's just returned: no event since */
+	/* set_pending's pending branch for a block that ends in a near call,
+	 * return or jump, by iclass (valid false for the others), but for
+	 * what the block gives: set by set_in_tx, as in_tx changes */
+	struct pending near[ptic_jump + 1];
 	/* The time of the decoder's position: of the last event (libipt's tick
 	 * events say when it changed at a TNT or TIP). pt_blk_time() alone
 	 * would not do: when an event follows a block, libipt has read up to
@@ -192,19 +204,71 @@ struct walker {
 	uint64_t lost_ip_at;
 };
 
+/* The branch a block ends with when libipt's class of its last instruction
+ * says it all (RV_BRANCH_NONE: it does not). A table, not a switch: blocks
+ * end in calls, returns and jumps in no order a branch predictor learns. */
+static const uint8_t near_kind[] = {
+	[ptic_call] = RV_BRANCH_CALL,
+	[ptic_return] = RV_BRANCH_RETURN,
+	[ptic_jump] = RV_BRANCH_JUMP,
+};
+
+/* Sets in_tx, and the pending branches of set_pending that depend on it. */
+static void set_in_tx(struct walker *w, bool in_tx)
+{
+	uint8_t flags = in_tx ? RV_BRANCH_IN_TX : 0;
+
+	_Static_assert(sizeof(near_kind) == sizeof(w->near) / sizeof(w->near[0]),
+		       "a pending branch for each near_kind");
+	w->in_tx = in_tx;
+	for (size_t i = 0; i < sizeof(near_kind); i++) {
+		uint8_t kind = near_kind[i];
+		/* what emit_branch would look at (and resolve_pending drop) */
+		bool checked = kind == RV_BRANCH_JUMP && !flags &&
+			       (w->ignore_jumps || w->drop_in_function);
+
+		w->near[i] = (struct pending){
+			.valid = kind == RV_BRANCH_NONE ? false
+				 : checked		? true
+							: PEND_PLAIN,
+			.kind = kind,
+			.flags = flags,
+			.dropped = w->ignore_jumps && kind == RV_BRANCH_JUMP && !flags,
+		};
+	}
+}
+
+/* Records on the walker's page. */
+static size_t page_fill(const struct walker *w)
+{
+	return w->page ? (size_t)(w->next - w->page->records) : 0;
+}
+
 /* Hands the walker's page over to the sink's side. */
 static int publish(struct walker *w)
 {
 	struct ptd_page *p = w->page;
 
+	if (!p)
+		return 0;
+	p->nr = page_fill(w);
+	w->published += p->nr;
 	w->page = NULL;
-	return p ? ptd_publish(w->d, w->ch, p, w->direct, w->err) : 0;
+	w->next = w->limit = NULL;
+	return ptd_publish(w->d, w->ch, p, w->direct, w->err);
 }
 
-/* put()'s slot when the page is full or there is none yet. */
-static struct ptd_record *slot_slow(struct walker *w)
+/* put()'s slot when it reaches its limit: NULL when the record is skipped
+ * or decoding must stop (w->stop set, and w->status). */
+static struct ptd_record *put_slot(struct walker *w)
 {
-	if (w->page && w->page->nr == PTD_PAGE_RECORDS) {
+	if (w->skip) {
+		/* the limit stays: the record after the last skipped one
+		 * comes here too, and sets it */
+		w->skip--;
+		return NULL;
+	}
+	if (page_fill(w) == PTD_PAGE_RECORDS) {
 		int r = publish(w);
 
 		if (r < 0) {
@@ -221,8 +285,10 @@ static struct ptd_record *slot_slow(struct walker *w)
 			w->stop = true;
 			return NULL;
 		}
+		w->next = w->page->records;
 	}
-	return &w->page->records[w->page->nr++];
+	w->limit = w->page->records + PTD_PAGE_RECORDS;
+	return w->next;
 }
 
 /* put() streams records in 16-byte stores (malloc aligns pages to 16), built
@@ -238,37 +304,38 @@ _Static_assert(offsetof(struct ptd_record, time) == 0 && offsetof(struct ptd_rec
 		       offsetof(struct ptd_record, code) == 28,
 	       "put() knows where each field is");
 
-/* Appends a record to the walker's page; false (with w->status set) when
- * decoding must stop. A page that another thread's sink will read is written
- * around the cache (non-temporal stores): otherwise every line of it would
- * first be fetched from the sink's core, which last read it, and then go
- * back there, and that traffic costs more than decoding the branch. */
-static inline bool put(struct walker *w, uint8_t type, uint8_t kind, uint8_t flags, uint8_t extra,
-		       int32_t code, uint64_t a, uint64_t b, uint64_t time)
+/* A record's type, kind, flags, extra and code as put() stores them: its
+ * last 8 bytes (x86 is little-endian). */
+static inline uint64_t record_tail(uint8_t type, uint8_t kind, uint8_t flags, uint8_t extra,
+				   int32_t code)
 {
-	struct ptd_page *p = w->page;
-	struct ptd_record *r;
+	return type | (uint64_t)kind << 8 | (uint64_t)flags << 16 | (uint64_t)extra << 24 |
+	       (uint64_t)(uint32_t)code << 32;
+}
 
-	if (__builtin_expect(w->skip != 0, 0)) {
-		w->skip--;
-		return true;
-	}
-	w->emitted++;
-	if (__builtin_expect(!p || p->nr == PTD_PAGE_RECORDS, 0)) {
-		r = slot_slow(w);
+/* Appends a record (its tail from record_tail) to the walker's page, unless
+ * it is skipped or decoding must stop (w->stop set). A page that another
+ * thread's sink will read is written around the cache (non-temporal
+ * stores): otherwise every line of it would first be fetched from the
+ * sink's core, which last read it, and then go back there, and that traffic
+ * costs more than decoding the branch. */
+static inline void put(struct walker *w, uint64_t tail, uint64_t a, uint64_t b, uint64_t time)
+{
+	struct ptd_record *r = w->next;
+
+	/* one test for a full page, no page and records to skip */
+	if (__builtin_expect(r == w->limit, 0)) {
+		r = put_slot(w);
 		if (!r)
-			return false;
-	} else {
-		r = &p->records[p->nr++];
+			return;
 	}
+	w->next = r + 1;
 #ifdef __SSE2__
-	/* The record's bytes in registers (x86 is little-endian), stored 16
-	 * at a time: fewer stores than fields, and none of a byte (which
-	 * may alias the walker's state, so that the compiler would load it
-	 * again). The sink reads the fields in narrower loads, each inside
-	 * one store, and a page later: nothing waits on a store there. */
-	uint64_t tail = type | (uint64_t)kind << 8 | (uint64_t)flags << 16 | (uint64_t)extra << 24 |
-			(uint64_t)(uint32_t)code << 32;
+	/* The record's bytes in registers, stored 16 at a time: fewer
+	 * stores than fields, and none of a byte (which may alias the
+	 * walker's state, so that the compiler would load it again). The
+	 * sink reads the fields in narrower loads, each inside one store,
+	 * and a page later: nothing waits on a store there. */
 	__m128i lo = _mm_set_epi64x((long long)a, (long long)time);
 	__m128i hi = _mm_set_epi64x((long long)tail, (long long)b);
 
@@ -283,13 +350,8 @@ static inline bool put(struct walker *w, uint8_t type, uint8_t kind, uint8_t fla
 	r->time = time;
 	r->a = a;
 	r->b = b;
-	r->type = type;
-	r->kind = kind;
-	r->flags = flags;
-	r->extra = extra;
-	r->code = code;
+	memcpy(&r->type, &tail, sizeof(tail));
 #endif
-	return true;
 }
 
 /* ---- the decoder: libipt's block decoder or the fast walker ---- */
@@ -341,15 +403,16 @@ static uint64_t time_bound(const struct rv_perf_time_conv *tc, uint64_t until, u
 	return t;
 }
 
-/* fast_next's drop, from the function cache and the task: set again
- * wherever either changes, so that a block costs only the time's copy
- * (the fast walker checks it when a jump comes). */
+/* fast_next's drop, from the function cache and the task (every jump with
+ * ignore_jumps): set again wherever either changes, so that a block costs
+ * only the time's copy (the fast walker checks it when a jump comes). */
 static void set_drop(struct walker *w)
 {
 	const struct function_cache *c = &w->function;
 
 	w->drop =
-		(struct rv_fast_drop){ .span = w->drop_in_function && c->valid && c->pid == w->pid,
+		(struct rv_fast_drop){ .all = w->ignore_jumps,
+				       .span = w->drop_in_function && c->valid && c->pid == w->pid,
 				       .start = c->start,
 				       .end = c->end,
 				       .from = c->from,
@@ -403,20 +466,21 @@ static inline void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, ui
 		w->dropped_jumps++;
 		return;
 	}
-	put(w, PTD_REC_BRANCH, kind, flags, 0, 0, from, to, time);
+	put(w, record_tail(PTD_REC_BRANCH, kind, flags, 0, 0), from, to, time);
 }
 
 static void emit_error(struct walker *w, int code, bool overflow, uint64_t offset, uint64_t ip,
 		       uint64_t time)
 {
-	put(w, PTD_REC_ERROR, 0, 0, overflow ? PTD_REC_OVERFLOW : 0, code, offset, ip, time);
+	put(w, record_tail(PTD_REC_ERROR, 0, 0, overflow ? PTD_REC_OVERFLOW : 0, code), offset, ip,
+	    time);
 }
 
 static void emit_task(struct walker *w, uint32_t pid, uint32_t tid)
 {
 	w->pid = pid;
 	set_drop(w);
-	put(w, PTD_REC_TASK, 0, 0, 0, 0, pid, tid, w->time);
+	put(w, record_tail(PTD_REC_TASK, 0, 0, 0, 0), pid, tid, w->time);
 }
 
 static void emit_begin_now(struct walker *w, uint64_t to, uint64_t time)
@@ -485,19 +549,17 @@ static inline void resolve_pending(struct walker *w, uint64_t to)
 
 /* resolve_pending for the block loop, where most pending branches are
  * calls and returns: those are emitted here, without resolve_pending_slow's
- * call (only a conditional branch needs its length looked up). */
+ * call or emit_branch's tests (set_pending told them apart). */
 static inline void resolve_pending_at_block(struct walker *w, uint64_t to)
 {
 	struct pending *p = &w->pend;
 
-	if (!p->valid)
-		return;
-	if (p->dropped || p->kind == RV_BRANCH_COND) {
+	if (p->valid == PEND_PLAIN) {
+		p->valid = false;
+		put(w, record_tail(PTD_REC_BRANCH, p->kind, p->flags, 0, 0), p->from, to, p->time);
+	} else {
 		resolve_pending(w, to);
-		return;
 	}
-	p->valid = false;
-	emit_branch(w, p->kind, p->flags, p->from, to, p->time);
 }
 
 static void decode_pending(struct walker *w)
@@ -734,7 +796,7 @@ static int after_sync(struct walker *w, int status, enum begin_state begin)
 
 	w->pend.valid = false;
 	w->at_eos = false;
-	w->in_tx = false;
+	set_in_tx(w, false);
 	w->tail_blocks = 0;
 	w->begin = (status & pts_ip_suppressed) ? BEGIN_NONE : begin;
 	(void)dec_sync_offset(w, &sync);
@@ -747,39 +809,14 @@ static int after_sync(struct walker *w, int status, enum begin_state begin)
 	return resolve_task(w, w->time);
 }
 
-/* The branch a block ends with when libipt's class of its last instruction
- * says it all (RV_BRANCH_NONE: it does not). A table, not a switch: blocks
- * end in calls, returns and jumps in no order a branch predictor learns. */
-static const uint8_t near_kind[] = {
-	[ptic_call] = RV_BRANCH_CALL,
-	[ptic_return] = RV_BRANCH_RETURN,
-	[ptic_jump] = RV_BRANCH_JUMP,
-};
-
-static void set_pending(struct walker *w, const struct pt_block *b)
+/* set_pending for a block that does not end in a near call, return or
+ * jump. */
+static void set_pending_slow(struct walker *w, const struct pt_block *b)
 {
 	struct pending *p = &w->pend;
 	const struct rv_pt_insn *insn = NULL;
-	uint8_t kind =
-		(unsigned)b->iclass < sizeof(near_kind) ? near_kind[b->iclass] : RV_BRANCH_NONE;
+	uint8_t kind;
 
-	if (kind != RV_BRANCH_NONE) {
-		/* A near call, return or jump: nothing to decode, and the
-		 * whole pending branch in one go, as for a conditional one. */
-		uint8_t flags = w->in_tx ? RV_BRANCH_IN_TX : 0;
-
-		*p = (struct pending){ .valid = true,
-				       .kind = kind,
-				       .flags = flags,
-				       .mode = (uint8_t)b->mode,
-				       .dropped =
-					       w->ignore_jumps && kind == RV_BRANCH_JUMP && !flags,
-				       .isid = b->isid,
-				       .from = b->end_ip,
-				       .time = w->time };
-		w->pend_fresh = true;
-		return;
-	}
 	switch (b->iclass) {
 	case ptic_cond_jump:
 		if (!b->truncated) {
@@ -865,6 +902,26 @@ static void set_pending(struct walker *w, const struct pt_block *b)
 	p->disp = insn ? insn->disp : 0;
 }
 
+/* The branch block b ends with, pending until the next block or event
+ * says where it went. */
+static inline void set_pending(struct walker *w, const struct pt_block *b)
+{
+	struct pending *p = &w->pend;
+
+	if ((unsigned)b->iclass < sizeof(near_kind) && w->near[b->iclass].valid) {
+		/* A near call, return or jump: nothing to decode, and the
+		 * whole pending branch in one go. */
+		*p = w->near[b->iclass];
+		p->mode = (uint8_t)b->mode;
+		p->isid = b->isid;
+		p->from = b->end_ip;
+		p->time = w->time;
+		w->pend_fresh = true;
+		return;
+	}
+	set_pending_slow(w, b);
+}
+
 /* Instructions of block b before `target`, walking from its first one; -1
  * when target is not one of its instruction addresses. */
 static int64_t insns_before(struct walker *w, const struct pt_block *b, uint64_t target)
@@ -903,7 +960,9 @@ static bool tail_too_long(struct walker *w)
 	return true;
 }
 
-static void on_block(struct walker *w, const struct pt_block *b, int status)
+/* Inline (as stalled is) in both of walk's loops, where gcc would not. */
+static inline __attribute__((always_inline)) void on_block(struct walker *w,
+							   const struct pt_block *b, int status)
 {
 	struct ptd_chunk *ch = w->ch;
 
@@ -1065,7 +1124,7 @@ static void on_event(struct walker *w, const struct pt_event *ev)
 			resolve_pending(w, ev->variant.tsx.ip);
 			w->last_ip = ev->variant.tsx.ip;
 		}
-		w->in_tx = ev->variant.tsx.speculative;
+		set_in_tx(w, ev->variant.tsx.speculative);
 		if (ev->variant.tsx.aborted && !ev->ip_suppressed) {
 			w->pend = (struct pending){
 				.valid = true,
@@ -1172,7 +1231,7 @@ static int drain_events(struct walker *w, int status)
  * MAX_STALL_INSNS instructions without reading a packet: code that loops with no branch to record,
  * which real code does not do for long; the image does not fit the trace (a binary mapped at
  * another place, or changed), and decoding it would never end. */
-static bool stalled(struct walker *w, uint32_t ninsn)
+static inline __attribute__((always_inline)) bool stalled(struct walker *w, uint32_t ninsn)
 {
 	uint64_t offset;
 
@@ -1202,10 +1261,6 @@ static bool stalled(struct walker *w, uint32_t ninsn)
  * would drop (those it counts are counted here). */
 static int fast_next(struct walker *w, struct pt_block *block, struct rv_fast_tick *tick)
 {
-	static const struct rv_fast_drop drop_all = { .all = true };
-
-	if (w->ignore_jumps)
-		return rv_fast_next(w->fast, block, &drop_all, &w->dropped_jumps, tick);
 	/* the rest of w->drop is kept up to date by set_drop */
 	w->drop.time = w->time;
 	/* rv_fast_next adds to the count */
@@ -1214,8 +1269,10 @@ static int fast_next(struct walker *w, struct pt_block *block, struct rv_fast_ti
 
 /* One pass over the chunk, with libipt's block decoder or (fast) the fast
  * walker. A fast pass that meets what it does not model stops with
- * w->handoff set, having emitted only records libipt's pass emits too. */
-static void walk(struct walker *w, bool fast)
+ * w->handoff set, having emitted only records libipt's pass emits too.
+ * Inline in walk_fast and walk_libipt, so that neither loop tests which
+ * it is. */
+static inline __attribute__((always_inline)) void walk(struct walker *w, bool fast)
 {
 	struct ptd_decode *d = w->d;
 	struct ptd_chunk *ch = w->ch;
@@ -1296,7 +1353,8 @@ static void walk(struct walker *w, bool fast)
 			w->at_eos = true;
 		if (status >= 0 && !w->at_eos && stalled(w, block.ninsn))
 			status = -pte_bad_query;
-		if (max_insns && d->insns_total + w->insns >= max_insns) {
+		/* (a thread has the fast walker only without max_insns) */
+		if (!fast && max_insns && d->insns_total + w->insns >= max_insns) {
 			d->stop = true;
 			break;
 		}
@@ -1308,6 +1366,16 @@ static void walk(struct walker *w, bool fast)
 		pt_blk_free_decoder(w->dec);
 		w->dec = NULL;
 	}
+}
+
+static void walk_fast(struct walker *w)
+{
+	walk(w, true);
+}
+
+static void walk_libipt(struct walker *w)
+{
+	walk(w, false);
 }
 
 /* The walker's state as a chunk begins (what it keeps from chunk to chunk
@@ -1323,6 +1391,8 @@ static void restart(struct walker *w)
 	w->ch = keep.ch;
 	w->err = keep.err;
 	w->page = keep.page;
+	/* put_slot sets the limit, past the records to skip */
+	w->next = w->limit = keep.next;
 	w->function = keep.function;
 	w->status = keep.status;
 	w->direct = keep.direct;
@@ -1331,6 +1401,7 @@ static void restart(struct walker *w)
 	w->drop_in_function = keep.drop_in_function;
 	w->pid = keep.d->options->pid;
 	set_drop(w);
+	set_in_tx(w, false);
 }
 
 static void decode_chunk(struct walker *w)
@@ -1339,23 +1410,23 @@ static void decode_chunk(struct walker *w)
 	struct ptd_chunk *ch = w->ch;
 
 	if (w->thread->fast) {
-		walk(w, true);
+		walk_fast(w);
 		if (w->handoff && w->status >= 0 && !d->stop) {
 			/* libipt's decoder again from the chunk's start, past
 			 * the records the fast walker emitted */
-			uint64_t emitted = w->emitted;
+			uint64_t emitted = w->published + page_fill(w);
 
 			restart(w);
 			w->skip = emitted;
 			ch->handoff = true;
-			walk(w, false);
+			walk_libipt(w);
 		} else {
 			ch->fast = !w->handoff;
 		}
 	} else {
-		walk(w, false);
+		walk_libipt(w);
 	}
-	if (w->status >= 0 && w->page && w->page->nr) {
+	if (w->status >= 0 && page_fill(w)) {
 		int r = publish(w);
 
 		if (r < 0)
@@ -1390,6 +1461,7 @@ int ptd_walk_chunk(struct ptd_decode *d, struct ptd_thread *t, struct ptd_chunk 
 	w.direct = direct;
 	w.stream = !direct && d->pool;
 	set_drop(&w);
+	set_in_tx(&w, false);
 	decode_chunk(&w);
 	return w.status;
 }
