@@ -1388,11 +1388,15 @@ static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_
 	bool own_bits = f->own && (!f->ticks || q->last.tsc == f->event.tsc);
 	bool own_refill = f->own && !f->ticks;
 
-	/* the common settings: a trace without time, walked whole or with
-	 * the jumps inside functions dropped */
+	/* the common settings, each walked whole or with the jumps inside
+	 * functions dropped: a trace without time, and one with time whose
+	 * bits are taken without a call (most calls on a timed trace) */
 	if (own_bits && own_refill)
 		return drop->all ? walk_blocks(f, drop, dropped, last, total, true, true, true)
 				 : walk_blocks(f, drop, dropped, last, total, true, true, false);
+	if (own_bits)
+		return drop->all ? walk_blocks(f, drop, dropped, last, total, true, false, true)
+				 : walk_blocks(f, drop, dropped, last, total, true, false, false);
 	return walk_blocks(f, drop, dropped, last, total, own_bits, own_refill, drop->all);
 }
 
