@@ -1442,20 +1442,27 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast
 	status = proceed_no_event(f, block, drop, dropped);
 	if (status < 0)
 		return status;
-	if (tick_in_process(f) && !(f->status & pts_event_pending)) {
-		/* proceed_trailing_event's answer for a tick in process, then
-		 * rv_fast_tick_event's, whose proceed_trailing_event has
-		 * nothing to fetch: the walker's call and loop for the tick
-		 * saved (a TIP's return, most often) */
-		status = status_flags(f, pts_event_pending);
-		f->process_event = false;
-		tick->taken = true;
-		tick->has_tsc = f->event.has_tsc;
-		tick->tsc = f->event.tsc;
-		tick->status = status_flags(f, 0);
-		return status;
+	/* proceed_trailing_event's fast cases, where tracing is on (the walk
+	 * leaves it so): status_flags adds no pts_ip_suppressed, and
+	 * pts_eos only with no event in process */
+	if (!f->process_event) {
+		if (!(f->status & pts_event_pending))
+			return f->status & pts_eos;
+	} else if (f->event.type == ptev_tick) {
+		if (!f->event.status_update && !(f->status & pts_event_pending)) {
+			/* then rv_fast_tick_event's, whose
+			 * proceed_trailing_event has nothing to fetch: the
+			 * walker's call and loop for the tick saved (a TIP's
+			 * return, most often) */
+			f->process_event = false;
+			tick->taken = true;
+			tick->has_tsc = f->event.has_tsc;
+			tick->tsc = f->event.tsc;
+			tick->status = f->status & pts_eos;
+		}
+		return pts_event_pending;
 	}
-	return proceed_trailing_event(f);
+	return proceed_trailing_event_slow(f);
 }
 
 int rv_fast_tick_event(struct rv_fast *f, uint64_t *tsc, bool *has_tsc)
