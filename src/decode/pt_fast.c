@@ -501,20 +501,28 @@ static inline int expect_return(struct rv_fast *f, uint32_t from)
 	return 0;
 }
 
+/* bb_here's lookup, where the block expected is not the one at f->ip: out
+ * of line, for the registers of the walk's loop. */
+static __attribute__((noinline)) uint32_t bb_here_slow(struct rv_fast *f)
+{
+	struct rv_fast_cache *c = f->cache;
+	uint32_t n = bb_number(f, f->ip);
+
+	if (f->link && n && bb_of(c->bbs, f->link)->image == bb_of(c->bbs, n)->image)
+		bb_of(c->bbs, f->link)->succ[f->link_side] = n;
+	return n;
+}
+
 /* The number of the block at f->ip (0: none): the one expected when it is
  * that one, else looked up and linked from where it was expected. */
 static inline uint32_t bb_here(struct rv_fast *f)
 {
-	struct rv_fast_cache *c = f->cache;
 	uint32_t n = f->hint;
 
 	/* a return address may have been pushed in another image, and the
 	 * mode may have changed: f->key says both (0 matches no block) */
-	if (!n || bb_of(f->bbs, n)->ip != f->ip || bb_of(f->bbs, n)->image != f->key) {
-		n = bb_number(f, f->ip);
-		if (f->link && n && bb_of(c->bbs, f->link)->image == bb_of(c->bbs, n)->image)
-			bb_of(c->bbs, f->link)->succ[f->link_side] = n;
-	}
+	if (!n || bb_of(f->bbs, n)->ip != f->ip || bb_of(f->bbs, n)->image != f->key)
+		n = bb_here_slow(f);
 	forget(f);
 	return n;
 }
