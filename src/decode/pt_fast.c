@@ -131,8 +131,9 @@ struct rv_fast {
 	uint32_t ret_top, ret_nr;
 	uint32_t pop_from; /* ret_from of the last return address popped */
 	uint32_t hint;	   /* the block thought to start at ip (0: none) */
-	uint32_t link;	   /* the block whose succ[link_side] is the block at ip (0: none) */
-	int link_side;
+	/* The block whose succ[side] is the block at ip (0: none), with side
+	 * in its low bit (a block's number has none: struct bb's size). */
+	uint32_t link;
 };
 
 /* ---- the cache ---- */
@@ -467,8 +468,7 @@ static inline uint32_t bb_next(struct rv_fast *f, uint32_t from, int side)
 static inline int expect(struct rv_fast *f, uint32_t from, int side)
 {
 	f->hint = bb_of(f->bbs, from)->succ[side];
-	f->link = from;
-	f->link_side = side;
+	f->link = from | (uint32_t)side;
 	return 0;
 }
 
@@ -506,10 +506,10 @@ static inline int expect_return(struct rv_fast *f, uint32_t from)
 static __attribute__((noinline)) uint32_t bb_here_slow(struct rv_fast *f)
 {
 	struct rv_fast_cache *c = f->cache;
-	uint32_t n = bb_number(f, f->ip);
+	uint32_t n = bb_number(f, f->ip), from = f->link & ~1u;
 
-	if (f->link && n && bb_of(c->bbs, f->link)->image == bb_of(c->bbs, n)->image)
-		bb_of(c->bbs, f->link)->succ[f->link_side] = n;
+	if (from && n && bb_of(c->bbs, from)->image == bb_of(c->bbs, n)->image)
+		bb_of(c->bbs, from)->succ[f->link & 1] = n;
 	return n;
 }
 
