@@ -783,53 +783,45 @@ static inline uint64_t take_time(struct rv_builder *b, const struct branch_state
 static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64_t to_ip,
 							  const char *to_sym, uint64_t to_start)
 {
-	const char *name, *file;
-	uint64_t start, end, addr;
+	const char *file;
+	struct target to;
+	const struct function *fn;
+	uint64_t addr;
 	int32_t line;
-	uint32_t span_function = 0;
-	size_t self_slot = 0;
-	uint64_t self_generation = 0;
-	bool known;
 	int ret;
 
 	if (!to_sym) {
 		/* resolve's answer, with the frame's address and source
-		 * kept beside it in the cache entry (builder_push_frame's) */
+		 * kept beside it in the cache entry (builder_push_frame's),
+		 * read after account: the fields go from the entry to the
+		 * frame without being held across it */
 		struct builder_function_entry *e = function_entry(s->b, s->t->pid, to_ip);
+		struct open_frame *f;
 
 		if (!e->has_source)
 			function_source(s->b, e);
-		name = e->name;
-		start = e->start;
-		end = e->end;
-		known = e->known;
-		addr = e->addr;
-		file = e->file;
-		line = e->line;
-		span_function = e->span_function;
-		self_slot = e->self_slot;
-		self_generation = e->self_generation;
-	} else {
-		struct target to;
-		const struct function *fn;
-
-		target_init(&to, to_ip, to_sym, to_start);
-		fn = resolve(s, &to);
-		name = fn->name;
-		start = fn->start;
-		end = fn->end;
-		known = fn->known;
-		addr = builder_frame_addr(start);
-		builder_source_at(s->b, s->t->pid, addr, &file, &line);
+		ret = account(s);
+		if (ret)
+			return ret;
+		if (builder_push_frame_as(s->t, e->start, e->name, s->now, e->start, e->end,
+					  e->addr, e->file, e->line, e->known ? FRAME_KNOWN : 0,
+					  e->span_function))
+			return builder_out_of_memory(s->err);
+		f = top_frame(s->t);
+		f->self_slot = e->self_slot;
+		f->self_generation = e->self_generation;
+		return 0;
 	}
+	target_init(&to, to_ip, to_sym, to_start);
+	fn = resolve(s, &to);
+	addr = builder_frame_addr(fn->start);
+	builder_source_at(s->b, s->t->pid, addr, &file, &line);
 	ret = account(s);
 	if (ret)
 		return ret;
-	if (builder_push_frame_as(s->t, start, name, s->now, start, end, addr, file, line,
-				  known ? FRAME_KNOWN : 0, span_function))
+	if (builder_push_frame_as(s->t, fn->start, fn->name, s->now, fn->start, fn->end, addr, file,
+				  line, fn->known ? FRAME_KNOWN : 0, 0))
 		return builder_out_of_memory(s->err);
-	s->t->stack[s->t->depth - 1].self_slot = self_slot;
-	s->t->stack[s->t->depth - 1].self_generation = self_generation;
 	return 0;
 }
 
