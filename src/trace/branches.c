@@ -772,6 +772,25 @@ static inline uint64_t take_time(struct rv_builder *b, const struct branch_state
 	return now;
 }
 
+/* Pushes a frame of the function of the cache entry e that begins at
+ * `begin` (hot_call's, take_early's). The fields go from the entry to the
+ * frame, read after what the caller did before (account): none is held
+ * across it. */
+static inline __attribute__((always_inline)) int push_entry(struct thread_state *t,
+							    const struct builder_function_entry *e,
+							    uint64_t begin, struct rv_error *err)
+{
+	struct open_frame *f;
+
+	if (builder_push_frame_as(t, e->start, e->name, begin, e->start, e->end, e->addr, e->file,
+				  e->line, e->known ? FRAME_KNOWN : 0, e->span_function))
+		return builder_out_of_memory(err);
+	f = top_frame(t);
+	f->self_slot = e->self_slot;
+	f->self_generation = e->self_generation;
+	return 0;
+}
+
 /* A call in user code on a user stack that is not empty: push_target's
  * and push's rules for it, restated without what cannot apply (an
  * inferred frame, kernel code, a stack's bottom frame); push says so too.
@@ -792,25 +811,13 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64
 
 	if (!to_sym) {
 		/* resolve's answer, with the frame's address and source
-		 * kept beside it in the cache entry (builder_push_frame's),
-		 * read after account: the fields go from the entry to the
-		 * frame without being held across it */
+		 * kept beside it in the cache entry (builder_push_frame's) */
 		struct builder_function_entry *e = function_entry(s->b, s->t->pid, to_ip);
-		struct open_frame *f;
 
 		if (!e->has_source)
 			function_source(s->b, e);
 		ret = account(s);
-		if (ret)
-			return ret;
-		if (builder_push_frame_as(s->t, e->start, e->name, s->now, e->start, e->end,
-					  e->addr, e->file, e->line, e->known ? FRAME_KNOWN : 0,
-					  e->span_function))
-			return builder_out_of_memory(s->err);
-		f = top_frame(s->t);
-		f->self_slot = e->self_slot;
-		f->self_generation = e->self_generation;
-		return 0;
+		return ret ? ret : push_entry(s->t, e, s->now, s->err);
 	}
 	target_init(&to, to_ip, to_sym, to_start);
 	fn = resolve(s, &to);
@@ -901,6 +908,67 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 	return true;
 }
 
+/* Whether the branch ev of thread t, which waits in its batch behind the
+ * batch's first event and calls taken early only, is a call that take_hot
+ * would take (hot_call, with no name from the event) when the batch is
+ * flushed. Such a call is taken now (take_early) but for what needs its
+ * time, which flush_batch gives it (time_early): the batch's calls into a
+ * recursion are most of its waiting events, and are then never copied.
+ * The thread's state asked here is the one the flush would find: those
+ * calls change none of it, and whatever else reads or changes the thread's
+ * stack flushes its batch first; but a sampled thread's switch out ends
+ * its stack without that, and takes no call early. The function is the
+ * one mapped when the call came, as for the batch's first event, where a
+ * batched call's is the one mapped when the batch is flushed (in a later
+ * call of the builder when its next time comes in that one). */
+static inline __attribute__((always_inline)) bool early_call(const struct thread_state *t,
+							     const struct rv_event *ev)
+{
+	const struct branch_state *br = &t->br;
+	uint64_t to_ip = ev->branch.to.ip;
+
+	return ev->branch.kind == RV_BRANCH_CALL && !ev->branch.flags &&
+	       br->nr_batch == br->nr_early && to_ip && to_ip < KERNEL_START &&
+	       !ev->branch.to.sym && br->active && !br->in_gap && t->named && !t->has_sample &&
+	       !stack_empty(t) && !in_kernel(t);
+}
+
+/* take_hot's and hot_call's way for an early call (early_call), but for
+ * what needs its time: the frame's begin, the self time of the frame
+ * below it, and the thread's last time (time_early). */
+static inline __attribute__((always_inline)) int
+take_early(struct rv_builder *b, struct thread_state *t, uint64_t to_ip, struct rv_error *err)
+{
+	struct builder_function_entry *e = function_entry(b, t->pid, to_ip);
+
+	if (!e->has_source)
+		function_source(b, e);
+	t->br.fresh = false;
+	t->br.nr_early++;
+	t->br.nr_batch++;
+	b->stats.branches++;
+	b->stats.calls++;
+	return push_entry(t, e, 0, err);
+}
+
+/* What take_early left for the time `now` of the early call whose frame is
+ * stack[i]: its begin, and account's self time of the frame below it, then
+ * the top. */
+static inline int time_early(struct rv_builder *b, struct thread_state *t, size_t i, uint64_t now,
+			     struct rv_error *err)
+{
+	struct branch_state *br = &t->br;
+	struct open_frame *below = &t->stack[i - 1];
+
+	br->last_time = now;
+	if (!(below->flags & FRAME_PLACEHOLDER) && now > br->since &&
+	    builder_frame_self_time(b, below, now - br->since))
+		return builder_out_of_memory(err);
+	br->since = now;
+	t->stack[i].begin = now;
+	return 0;
+}
+
 /* Takes one event at its time (after spreading). */
 static int take(struct rv_builder *b, struct thread_state *t, const struct batched_event *e,
 		uint64_t now, struct rv_error *err)
@@ -963,6 +1031,7 @@ static void close_batch(struct branch_state *br)
 {
 	br->nr_extra = 0;
 	br->nr_batch = 0;
+	br->nr_early = 0;
 	br->batch_open = false;
 }
 
@@ -995,16 +1064,25 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 	 * division (less than ncalls, as remainder is), which carries at
 	 * most 1. A batch whose only event was taken when it came has
 	 * nothing to work out. */
+	const size_t early = t->depth - br->nr_early; /* the first early call's frame */
 	uint64_t ncalls = br->nr_batch ? br->batch_calls : 0;
 	uint64_t divisor = ncalls ? ncalls : 1;
 	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
 	uint64_t at = br->batch_time, left = 0; /* share k's time, and what is left over */
 	uint64_t now = at;
 	int ret = 0;
+	size_t i;
 
 	if (br->taken_calls) /* 0 or 1 */
 		next_share(&at, &left, quotient, remainder, divisor);
-	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
+	/* the calls taken early come first */
+	for (i = 0; i < br->nr_early && !ret; i++) {
+		if (i)
+			next_share(&at, &left, quotient, remainder, divisor);
+		now = at;
+		ret = time_early(b, t, early + i, now, err);
+	}
+	for (; i < br->nr_batch && !ret; i++) {
 		if (i)
 			next_share(&at, &left, quotient, remainder, divisor);
 		now = at;
@@ -1031,10 +1109,19 @@ static int flush_batch_at_stamp(struct rv_builder *b, struct thread_state *t, ui
 				struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
-	uint64_t now = br->batch_time + entered_at(t, br->batch_time);
+	const size_t early = t->depth - br->nr_early;
+	/* the top before the calls taken early is below them */
+	uint64_t now = br->batch_time + (br->nr_early ? t->stack[early - 1].begin == br->batch_time
+						      : entered_at(t, br->batch_time));
 	int ret = 0;
+	size_t i;
 
-	for (size_t i = 0; i < br->nr_batch && !ret; i++) {
+	for (i = 0; i < br->nr_early && !ret; i++) {
+		note_last_time(b, now);
+		ret = time_early(b, t, early + i, now, err);
+		now++; /* its frame entered then */
+	}
+	for (; i < br->nr_batch && !ret; i++) {
 		note_last_time(b, now);
 		ret = take_packed(b, t, i, now, err);
 		now += entered_at(t, now);
@@ -1072,8 +1159,9 @@ batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error 
 	struct packed_event *p;
 	bool extra;
 
-	/* the room checked here, grown by a call only when full */
-	if (br->nr_batch == br->cap_batch &&
+	/* the room checked here, grown by a call only when full (the
+	 * slots of calls taken early stay unwritten) */
+	if (br->nr_batch >= br->cap_batch &&
 	    rv_array_grow(&br->batch, &br->cap_batch, br->nr_batch, sizeof(*br->batch), 64))
 		return builder_out_of_memory(err);
 	p = &br->batch[br->nr_batch];
@@ -1210,7 +1298,8 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 		copy_event(&one, ev);
 		return handle(b, t, &one, now, err);
 	}
-	ret = batch_event(br, ev, err);
+	ret = early_call(t, ev) ? take_early(b, t, ev->branch.to.ip, err)
+				: batch_event(br, ev, err);
 	if (ret)
 		return ret;
 	br->batch_calls += call;

@@ -100,8 +100,9 @@
  *   ns later (magic-trace #155), and spread from there.
  * Self time goes to the top frame (placeholders excluded). TSX transactions
  * are not replayed: IN_TX branches are taken as they come. Because of the
- * batches, a thread's last events are in the spans, stats and self time only
- * once its time moves on, it exits, or rv_builder_finish is called.
+ * batches, a thread's last events are in the spans and self time (and some
+ * in the stats) only once its time moves on, it exits, or rv_builder_finish
+ * is called.
  *
  * For exact calls (RV_EVENT_CALL_ENTER/EXIT, RV_EVENT_KERNEL_BEGIN/END,
  * RV_EVENT_INSTANT: the uprobe engine's records) each thread has one stack

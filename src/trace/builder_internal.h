@@ -171,6 +171,11 @@ struct branch_state {
 	uint64_t batch_time;
 	size_t batch_calls; /* calls in the batch, taken ones included */
 	size_t taken_calls; /* calls among the events already taken (0 or 1) */
+	/* The first nr_early of the nr_batch waiting events are calls taken
+	 * early, before their time is known (branches.c, early_call): the top
+	 * nr_early frames, which wait for their begin, as the frame below
+	 * them for its self time. The others are batch[nr_early, nr_batch). */
+	size_t nr_early;
 	struct packed_event *batch;
 	size_t nr_batch, cap_batch;
 	struct batched_extra *extra; /* of the batch's events that have any */

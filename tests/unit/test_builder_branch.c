@@ -1718,6 +1718,81 @@ Test(builder_branch, functions_called_again_keep_their_own_self_time)
 	builder_fixture_close(&f, t);
 }
 
+static uint64_t self_ns_of(struct builder_fixture *f, const char *name)
+{
+	struct rv_top_function top[8];
+	size_t n = rv_builder_top_functions(f->b, top, 8);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(top[i].name, name))
+			return top[i].self_ns;
+	return 0;
+}
+
+/* Calls the symbolizer names that wait in a batch behind its first event
+ * are taken when they come, before their time is known (branches.c's
+ * early calls), and get it when the batch is flushed: their spans and
+ * self times are those of calls taken at their share of the batch, the
+ * recursion's too, and so is what comes after them in the batch. Fails
+ * when an early frame's begin, or the self time of the frame below it,
+ * is not its share's. */
+Test(builder_branch, calls_named_by_the_symbolizer_in_a_batch_take_their_share_of_its_time)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct real_function m, l, s;
+
+	builder_fixture_open(&f);
+	map_ratio(&f, &m, &l, &s);
+	trace_begin(&f, 0, in(&m, 4));
+	/* four events at 1000, the next time 1400: 100 ns each */
+	call(&f, 1000, in(&m, 8), in(&l, 0));
+	call(&f, 1000, in(&l, 4), in(&s, 0));
+	call(&f, 1000, in(&s, 4), in(&s, 0));
+	ret(&f, 1000, in(&s, 8), in(&s, 6));
+	ret(&f, 1400, in(&s, 8), in(&l, 8));
+	ret(&f, 1500, in(&l, 9), in(&m, 12));
+	t = builder_fixture_finish(&f);
+	expect_span(t, "work_long", 0, 1000, 1500, "main");
+	expect_span(t, "spin", 0, 1200, 1300, "spin");
+	expect_span(t, "spin", 1, 1100, 1400, "work_long");
+	cr_assert_eq(self_ns_of(&f, "main"), 1000);
+	cr_assert_eq(self_ns_of(&f, "work_long"), 100 + 100);
+	cr_assert_eq(self_ns_of(&f, "spin"), 100 + 100 + 100);
+	builder_fixture_close(&f, t);
+}
+
+/* The same calls with a trace error at their stamp: each function entered
+ * there keeps 1 ns (flush_batch_at_stamp), the early calls too, and the
+ * error follows them. */
+Test(builder_branch, calls_named_by_the_symbolizer_at_an_errors_stamp_keep_a_length)
+{
+	struct builder_fixture f;
+	struct fxt_trace *t;
+	struct real_function m, l, s;
+	const struct fxt_instant *marker;
+
+	builder_fixture_open(&f);
+	map_ratio(&f, &m, &l, &s);
+	trace_begin(&f, 0, in(&m, 4));
+	call(&f, 1000, in(&m, 8), in(&l, 0));
+	call(&f, 1000, in(&l, 4), in(&s, 0));
+	call(&f, 1000, in(&s, 4), in(&s, 0));
+	trace_error(&f, 1000, "no memory mapped at 0x1234", false);
+	t = builder_fixture_finish(&f);
+	marker = fxt_find_instant(t, FXT_ANY, FXT_ANY, "[decode error: no memory mapped at 0x1234]",
+				  0);
+	cr_assert(marker);
+	cr_assert_eq(marker->ts_ns, 1003, "the error at %llu, not at 1003",
+		     (unsigned long long)marker->ts_ns);
+	expect_span(t, "spin", 0, 1002, 1003, "spin");
+	expect_span(t, "spin", 1, 1001, 1003, "work_long");
+	expect_span(t, "work_long", 0, 1000, 1003, "main");
+	cr_assert_eq(self_ns_of(&f, "work_long"), 1);
+	cr_assert_eq(self_ns_of(&f, "spin"), 1 + 1);
+	builder_fixture_close(&f, t);
+}
+
 /* The builder keeps the symbolizer's answers only for the call it is in
  * (builder.h): code mapped between two calls is named by its mapping
  * from the next call on, and its span shows its source. */
