@@ -927,10 +927,13 @@ static inline __attribute__((always_inline)) bool early_call(const struct thread
 	const struct branch_state *br = &t->br;
 	uint64_t to_ip = ev->branch.to.ip;
 
+	/* after a call taken early the state is the one it was taken in (but
+	 * for the track's name, which a rename may take back) */
 	return ev->branch.kind == RV_BRANCH_CALL && !ev->branch.flags &&
 	       br->nr_batch == br->nr_early && to_ip && to_ip < KERNEL_START &&
-	       !ev->branch.to.sym && br->active && !br->in_gap && t->named && !t->has_sample &&
-	       !stack_empty(t) && !in_kernel(t);
+	       !ev->branch.to.sym && t->named &&
+	       (br->nr_early ||
+		(br->active && !br->in_gap && !t->has_sample && !stack_empty(t) && !in_kernel(t)));
 }
 
 /* take_hot's and hot_call's way for an early call (early_call), but for
