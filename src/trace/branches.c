@@ -1262,14 +1262,13 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 	int ret;
 
 	note_stamp(br, time);
-	if (br->batch_open && time > br->batch_time) {
-		/* mostly a batch whose only event was taken when it came */
-		if (!br->nr_batch)
-			close_batch(br);
-		else if ((ret = flush_batch(b, t, spread_until(br, time), err)))
-			return ret;
-	}
-	if (!br->batch_open) {
+	/* mostly a batch whose only event was taken when it came: nothing to
+	 * close (close_batch's fields are as it leaves them) but itself, which
+	 * opens again at once */
+	if (br->batch_open && time > br->batch_time && br->nr_batch &&
+	    (ret = flush_batch(b, t, spread_until(br, time), err)))
+		return ret;
+	if (!br->batch_open || time > br->batch_time) {
 		br->batch_open = true;
 		/* out of order (which the caller must not do): at the last time */
 		br->batch_time = time > br->last_time ? time : br->last_time;
