@@ -1328,7 +1328,8 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, size_t n,
 			   size_t *taken, struct rv_error *err)
 {
-	/* one thread's: builder_thread's answer for the first is every one's */
+	/* one thread's: builder_thread's answer for the first is every one's;
+	 * and builder_plain_branch's but for the base, set once for all */
 	struct thread_state *t = builder_thread(b, evs[0].pid, evs[0].tid);
 	const uint32_t tid = evs[0].tid;
 	size_t i = 0;
@@ -1340,7 +1341,8 @@ int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, siz
 
 		if (ret)
 			return ret;
-	} while (++i < n && evs[i].tid == tid && builder_plain_branch(b, &evs[i]));
+	} while (++i < n && evs[i].tid == tid && evs[i].kind == RV_EVENT_BRANCH &&
+		 !evs[i].branch.from.sym && !evs[i].branch.to.sym);
 	*taken = i;
 	return 0;
 }
