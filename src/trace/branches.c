@@ -910,19 +910,19 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 
 /* Whether the branch ev of thread t, which waits in its batch behind the
  * batch's first event and calls taken early only, is a call that take_hot
- * would take (hot_call, with no name from the event) when the batch is
- * flushed. Such a call is taken now (take_early) but for what needs its
- * time, which flush_batch gives it (time_early): the batch's calls into a
- * recursion are most of its waiting events, and are then never copied.
- * The thread's state asked here is the one the flush would find: those
- * calls change none of it, and whatever else reads or changes the thread's
- * stack flushes its batch first; but a sampled thread's switch out ends
- * its stack without that, and takes no call early. The function is the
- * one mapped when the call came, as for the batch's first event, where a
- * batched call's is the one mapped when the batch is flushed (in a later
- * call of the builder when its next time comes in that one). */
-static inline __attribute__((always_inline)) bool early_call(const struct thread_state *t,
-							     const struct rv_event *ev)
+ * would take (hot_call, with no name from the event: to_sym, add_branch's)
+ * when the batch is flushed. Such a call is taken now (take_early) but for
+ * what needs its time, which flush_batch gives it (time_early): the batch's
+ * calls into a recursion are most of its waiting events, and are then never
+ * copied. The thread's state asked here is the one the flush would find:
+ * those calls change none of it, and whatever else reads or changes the
+ * thread's stack flushes its batch first; but a sampled thread's switch
+ * out ends its stack without that, and takes no call early. The function
+ * is the one mapped when the call came, as for the batch's first event,
+ * where a batched call's is the one mapped when the batch is flushed (in a
+ * later call of the builder when its next time comes in that one). */
+static inline __attribute__((always_inline)) bool
+early_call(const struct thread_state *t, const struct rv_event *ev, const char *to_sym)
 {
 	const struct branch_state *br = &t->br;
 	uint64_t to_ip = ev->branch.to.ip;
@@ -930,8 +930,8 @@ static inline __attribute__((always_inline)) bool early_call(const struct thread
 	/* after a call taken early the state is the one it was taken in (but
 	 * for the track's name, which a rename may take back) */
 	return ev->branch.kind == RV_BRANCH_CALL && !ev->branch.flags &&
-	       br->nr_batch == br->nr_early && to_ip && to_ip < KERNEL_START &&
-	       !ev->branch.to.sym && t->named &&
+	       br->nr_batch == br->nr_early && to_ip && to_ip < KERNEL_START && !to_sym &&
+	       t->named &&
 	       (br->nr_early ||
 		(br->active && !br->in_gap && !t->has_sample && !stack_empty(t) && !in_kernel(t)));
 }
@@ -1250,14 +1250,19 @@ static int take_error(struct rv_builder *b, struct thread_state *t, const struct
 
 /* builder_add_branch's way for a branch (no trace error) of thread t;
  * inline in both of its callers, a call of the builder's for each event
- * and one for a run of them. */
+ * and one for a run of them, whose events are `plain`: the caller knows
+ * they bring no names (builder_plain_branch), and the rules' ways for a
+ * name are left out of its copy. */
 static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b,
 							    struct thread_state *t,
-							    const struct rv_event *ev,
+							    const struct rv_event *ev, bool plain,
 							    struct rv_error *err)
 {
 	struct branch_state *br = &t->br;
 	uint64_t time = ev->time;
+	/* the start goes with the name: without one the rules never read it */
+	const char *to_sym = plain ? NULL : ev->branch.to.sym;
+	uint64_t to_start = plain ? 0 : ev->branch.to.sym_start;
 	bool call;
 	int ret;
 
@@ -1294,14 +1299,13 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 		br->taken_calls += call;
 		/* take's way, on the event before it is copied */
 		if (take_hot(b, t, (uint8_t)ev->branch.kind, (uint8_t)ev->branch.flags,
-			     ev->branch.to.ip, ev->branch.to.sym, ev->branch.to.sym_start, now, err,
-			     &ret))
+			     ev->branch.to.ip, to_sym, to_start, now, err, &ret))
 			return ret;
 		copy_event(&one, ev);
 		return handle(b, t, &one, now, err);
 	}
-	ret = early_call(t, ev) ? take_early(b, t, ev->branch.to.ip, err)
-				: batch_event(br, ev, err);
+	ret = early_call(t, ev, to_sym) ? take_early(b, t, ev->branch.to.ip, err)
+					: batch_event(br, ev, err);
 	if (ret)
 		return ret;
 	br->batch_calls += call;
@@ -1322,7 +1326,7 @@ int builder_add_branch(struct rv_builder *b, const struct rv_event *ev, struct r
 		return builder_out_of_memory(err);
 	if (ev->kind == RV_EVENT_TRACE_ERROR)
 		return take_error(b, t, ev, err);
-	return add_branch(b, t, ev, err);
+	return add_branch(b, t, ev, false, err);
 }
 
 int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, size_t n,
@@ -1337,7 +1341,7 @@ int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, siz
 	if (!t)
 		return builder_out_of_memory(err);
 	do {
-		int ret = add_branch(b, t, &evs[i], err);
+		int ret = add_branch(b, t, &evs[i], true, err);
 
 		if (ret)
 			return ret;
