@@ -955,20 +955,19 @@ take_early(struct rv_builder *b, struct thread_state *t, uint64_t to_ip, struct 
 }
 
 /* What take_early left for the time `now` of the early call whose frame is
- * stack[i]: its begin, and account's self time of the frame below it, then
- * the top. */
-static inline int time_early(struct rv_builder *b, struct thread_state *t, size_t i, uint64_t now,
-			     struct rv_error *err)
+ * f: its begin, and account's self time of the frame below it, the top
+ * since `since`. The caller makes the thread's since and last time the
+ * last early call's (the compiler cannot keep them in registers across
+ * the self-time table's sums). */
+static inline int time_early(struct rv_builder *b, struct open_frame *f, uint64_t now,
+			     uint64_t since, struct rv_error *err)
 {
-	struct branch_state *br = &t->br;
-	struct open_frame *below = &t->stack[i - 1];
+	struct open_frame *below = f - 1;
 
-	br->last_time = now;
-	if (!(below->flags & FRAME_PLACEHOLDER) && now > br->since &&
-	    builder_frame_self_time(b, below, now - br->since))
+	if (!(below->flags & FRAME_PLACEHOLDER) && now > since &&
+	    builder_frame_self_time(b, below, now - since))
 		return builder_out_of_memory(err);
-	br->since = now;
-	t->stack[i].begin = now;
+	f->begin = now;
 	return 0;
 }
 
@@ -1067,7 +1066,9 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 	 * division (less than ncalls, as remainder is), which carries at
 	 * most 1. A batch whose only event was taken when it came has
 	 * nothing to work out. */
-	const size_t early = t->depth - br->nr_early; /* the first early call's frame */
+	const size_t nr_early = br->nr_early;
+	const size_t early = t->depth - nr_early; /* the first early call's frame */
+	uint64_t since = br->since;
 	uint64_t ncalls = br->nr_batch ? br->batch_calls : 0;
 	uint64_t divisor = ncalls ? ncalls : 1;
 	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
@@ -1079,12 +1080,14 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 	if (br->taken_calls) /* 0 or 1 */
 		next_share(&at, &left, quotient, remainder, divisor);
 	/* the calls taken early come first */
-	for (i = 0; i < br->nr_early && !ret; i++) {
+	for (i = 0; i < nr_early && !ret; i++) {
 		if (i)
 			next_share(&at, &left, quotient, remainder, divisor);
-		now = at;
-		ret = time_early(b, t, early + i, now, err);
+		ret = time_early(b, &t->stack[early + i], at, since, err);
+		since = now = at;
 	}
+	if (nr_early)
+		br->since = br->last_time = now;
 	for (; i < br->nr_batch && !ret; i++) {
 		if (i)
 			next_share(&at, &left, quotient, remainder, divisor);
@@ -1121,7 +1124,8 @@ static int flush_batch_at_stamp(struct rv_builder *b, struct thread_state *t, ui
 
 	for (i = 0; i < br->nr_early && !ret; i++) {
 		note_last_time(b, now);
-		ret = time_early(b, t, early + i, now, err);
+		ret = time_early(b, &t->stack[early + i], now, br->since, err);
+		br->since = br->last_time = now;
 		now++; /* its frame entered then */
 	}
 	for (; i < br->nr_batch && !ret; i++) {
