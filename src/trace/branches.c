@@ -1157,10 +1157,11 @@ static void copy_event(struct batched_event *e, const struct rv_event *ev)
 	e->to_start = ev->branch.to.sym_start;
 }
 
-/* Keeps the branch ev in the batch (packed). Inline: half the events of a
- * trace with timing are batched. */
+/* Keeps the branch ev in the batch (packed); `plain`: it brings no names
+ * (add_branch's). Inline: half the events of a trace with timing are
+ * batched. */
 static inline __attribute__((always_inline)) int
-batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error *err)
+batch_event(struct branch_state *br, const struct rv_event *ev, bool plain, struct rv_error *err)
 {
 	const struct rv_branch_end *from = &ev->branch.from, *to = &ev->branch.to;
 	struct packed_event *p;
@@ -1176,7 +1177,7 @@ batch_event(struct branch_state *br, const struct rv_event *ev, struct rv_error 
 				    .to_ip = to->ip,
 				    .kind = (uint8_t)ev->branch.kind,
 				    .flags = (uint8_t)ev->branch.flags };
-	extra = from->sym || to->sym || from->sym_start || to->sym_start;
+	extra = (!plain && (from->sym || to->sym)) || from->sym_start || to->sym_start;
 	if (extra) {
 		if (br->nr_extra == br->cap_extra &&
 		    rv_array_grow(&br->extra, &br->cap_extra, br->nr_extra, sizeof(*br->extra), 16))
@@ -1267,49 +1268,52 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 	/* the start goes with the name: without one the rules never read it */
 	const char *to_sym = plain ? NULL : ev->branch.to.sym;
 	uint64_t to_start = plain ? 0 : ev->branch.to.sym_start;
+	struct batched_event one;
+	uint64_t now; /* the batch's time, after the last error */
 	bool call;
 	int ret;
 
 	note_stamp(br, time);
-	/* mostly a batch whose only event was taken when it came: nothing to
-	 * close (close_batch's fields are as it leaves them) but itself, which
-	 * opens again at once */
-	if (br->batch_open && time > br->batch_time && br->nr_batch &&
-	    (ret = flush_batch(b, t, spread_until(br, time), err)))
-		return ret;
-	if (!br->batch_open || time > br->batch_time) {
+	call = takes_share();
+	if (br->batch_open && time <= br->batch_time) {
+		/* The batch's first event has the batch's time whatever comes
+		 * after it: taken when it came, not copied, as is one that
+		 * opens the batch (below). */
+		if (br->nr_batch || br->batch_calls + call > 1)
+			goto wait;
+		now = br->batch_time;
+	} else {
+		/* mostly a batch whose only event was taken when it came:
+		 * nothing to close (close_batch's fields are as it leaves
+		 * them) but itself, which opens again at once */
+		if (br->batch_open && br->nr_batch &&
+		    (ret = flush_batch(b, t, spread_until(br, time), err)))
+			return ret;
 		br->batch_open = true;
 		/* out of order (which the caller must not do): at the last time */
-		br->batch_time = time > br->last_time ? time : br->last_time;
+		now = time > br->last_time ? time : br->last_time;
 		/* after an error at this time: 1 ns after it, so that the gap
 		 * has a length (magic-trace #155), and the batch spreads from
 		 * there. Every event of the batch is then after the error
 		 * (take_time's rule, which the batch's events skip), as an
 		 * error closes the batch before it is taken. */
-		if (br->have_error && br->batch_time <= br->error_time)
-			br->batch_time = br->error_time + 1;
+		if (br->have_error && now <= br->error_time)
+			now = br->error_time + 1;
+		br->batch_time = now;
 		br->batch_calls = br->taken_calls = 0;
 	}
-	call = takes_share();
-	/* The batch's first event has the batch's time whatever comes after
-	 * it: taken now, not copied. */
-	if (!br->nr_batch && br->batch_calls + call <= 1) {
-		struct batched_event one;
-		uint64_t now = br->batch_time; /* after the last error (above) */
-
-		note_last_time(b, now);
-
-		br->batch_calls += call;
-		br->taken_calls += call;
-		/* take's way, on the event before it is copied */
-		if (take_hot(b, t, (uint8_t)ev->branch.kind, (uint8_t)ev->branch.flags,
-			     ev->branch.to.ip, to_sym, to_start, now, err, &ret))
-			return ret;
-		copy_event(&one, ev);
-		return handle(b, t, &one, now, err);
-	}
+	note_last_time(b, now);
+	br->batch_calls += call;
+	br->taken_calls += call;
+	/* take's way, on the event before it is copied */
+	if (take_hot(b, t, (uint8_t)ev->branch.kind, (uint8_t)ev->branch.flags, ev->branch.to.ip,
+		     to_sym, to_start, now, err, &ret))
+		return ret;
+	copy_event(&one, ev);
+	return handle(b, t, &one, now, err);
+wait: /* behind the batch's first event, for the batch's time */
 	ret = early_call(t, ev, to_sym) ? take_early(b, t, ev->branch.to.ip, err)
-					: batch_event(br, ev, err);
+					: batch_event(br, ev, plain, err);
 	if (ret)
 		return ret;
 	br->batch_calls += call;
