@@ -892,7 +892,8 @@ take_hot(struct rv_builder *b, struct thread_state *t, unsigned kind, unsigned f
 	default:
 		return false;
 	}
-	if (!to_ip || to_ip >= KERNEL_START || !t->named || in_kernel(t))
+	/* in_kernel's question, of a stack that runs: it has a segment */
+	if (!to_ip || to_ip >= KERNEL_START || !t->named || active_segment(t)->kernel)
 		return false;
 	s = (struct step){ .b = b, .t = t, .now = now, .err = err };
 	br->last_time = now;

@@ -522,10 +522,12 @@ static inline uint32_t builder_depth_of(size_t pos)
  * neither an orphan nor held (see builder_settle). */
 static inline bool builder_written_now(const struct thread_state *t, uint64_t begin, size_t pos)
 {
-	const struct segment *seg = t->br.nr_segs ? &t->br.segs[t->br.nr_segs - 1] : NULL;
+	if (t->br.nr_segs) {
+		const struct segment *seg = &t->br.segs[t->br.nr_segs - 1];
 
-	if (seg && pos == seg->base && begin == seg->create_time)
-		return false;
+		if (pos == seg->base && begin == seg->create_time)
+			return false;
+	}
 	return !(pos > 0 && t->stack[pos - 1].begin == begin);
 }
 
