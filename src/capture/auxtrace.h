@@ -99,6 +99,11 @@ struct rv_perf_tsc_conv {
 	 * conversion is one 128-bit product (what the formula's two halves
 	 * add up to when the remainder's does not wrap) */
 	bool wide;
+	/* wide, and mult below 1 << shift (a tick shorter than a nanosecond,
+	 * as a kernel's conversion has it): the product's high half with
+	 * mult shifted up by 64 - shift, which loses no bit of it */
+	bool high;
+	uint64_t high_mult;
 };
 
 static inline struct rv_perf_tsc_conv rv_perf_tsc_conv_prepare(const struct rv_perf_time_conv *tc)
@@ -115,11 +120,22 @@ static inline struct rv_perf_tsc_conv rv_perf_tsc_conv_prepare(const struct rv_p
 		c.mask = tc->time_mask;
 	}
 	c.wide = !c.cycles_short && (!c.mult || c.rem_mask <= UINT64_MAX / c.mult);
+	c.high = c.wide && c.shift && c.mult <= c.rem_mask;
+	if (c.high)
+		c.high_mult = c.mult << (64 - c.shift);
 	return c;
+}
+
+/* rv_perf_tsc_conv for a c that is high: one product, no shift. */
+static inline uint64_t rv_perf_tsc_conv_high(const struct rv_perf_tsc_conv *c, uint64_t tsc)
+{
+	return c->zero + (uint64_t)(((unsigned __int128)tsc * c->high_mult) >> 64);
 }
 
 static inline uint64_t rv_perf_tsc_conv(const struct rv_perf_tsc_conv *c, uint64_t tsc)
 {
+	if (c->high)
+		return rv_perf_tsc_conv_high(c, tsc);
 	if (c->wide)
 		return c->zero + (uint64_t)(((unsigned __int128)tsc * c->mult) >> c->shift);
 	if (c->cycles_short)

@@ -59,11 +59,18 @@ enum ptd_record_type {
 /* In a record's extra bits. */
 #define PTD_REC_OVERFLOW 0x1u /* PTD_REC_ERROR: an OVF, not a decode error */
 
+/* Laid out for the sink (pt_pool.c): a branch's ends are one 16-byte load,
+ * and a plain branch's last 8 bytes (type PTD_REC_BRANCH, which is 0, no
+ * PTD_REC_SEAM, extra and pad 0) are its event's branch.kind and
+ * branch.flags as they are. */
 struct ptd_record {
-	uint64_t time; /* TSC (or libipt's relative time) */
 	uint64_t a, b;
-	uint8_t type, kind, flags, extra;
-	int32_t code;
+	uint64_t time; /* TSC (or libipt's relative time) */
+	union {
+		uint32_t kind; /* PTD_REC_BRANCH: an rv_branch_kind, below 256 */
+		int32_t code;  /* PTD_REC_ERROR */
+	};
+	uint8_t flags, type, extra, pad;
 };
 
 _Static_assert(sizeof(struct ptd_record) == 32, "records stay small");

@@ -252,30 +252,79 @@ static int hand_batch(struct ptd_decode *d, struct rv_pt_batch *b, struct page_s
 	return ret;
 }
 
-/* A record's type, kind, flags and extra bytes as one word, type lowest:
- * a branch without PTD_REC_SEAM is told by one test (PLAIN_BRANCH). */
-_Static_assert(offsetof(struct ptd_record, kind) == offsetof(struct ptd_record, type) + 1 &&
-		       offsetof(struct ptd_record, flags) ==
-			       offsetof(struct ptd_record, type) + 2 &&
-		       offsetof(struct ptd_record, extra) == offsetof(struct ptd_record, type) + 3,
-	       "a record's bytes are one word");
+/* A record's last 8 bytes as one word, its kind lowest: a branch's event
+ * takes them as they are (its branch.kind and branch.flags) when no bit of
+ * PLAIN_BRANCH_MASK is set, that is, when the record is a PTD_REC_BRANCH
+ * (0) without PTD_REC_SEAM (the top bit of flags), its extra and pad 0. */
+_Static_assert(offsetof(struct ptd_record, flags) == offsetof(struct ptd_record, kind) + 4 &&
+		       offsetof(struct ptd_record, type) == offsetof(struct ptd_record, kind) + 5 &&
+		       offsetof(struct ptd_record, extra) ==
+			       offsetof(struct ptd_record, kind) + 6 &&
+		       offsetof(struct ptd_record, pad) == offsetof(struct ptd_record, kind) + 7,
+	       "a record's last bytes are one word");
+_Static_assert(PTD_REC_BRANCH == 0 && PTD_REC_SEAM == 0x80, "a plain branch's bits");
+_Static_assert(offsetof(struct rv_event, branch.flags) ==
+			       offsetof(struct rv_event, branch.kind) + 4 &&
+		       sizeof(enum rv_branch_kind) == 4 &&
+		       sizeof(((struct rv_event *)0)->branch.flags) == 4,
+	       "an event's branch kind and flags are one word");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the first byte is the lowest");
-#define PLAIN_BRANCH_MASK (0xffu | (uint32_t)PTD_REC_SEAM << 16)
-#define PLAIN_BRANCH	  ((uint32_t)PTD_REC_BRANCH)
+#define PLAIN_BRANCH_MASK (~(uint64_t)0 << 39)
+#define SEAM_BIT	  ((uint64_t)PTD_REC_SEAM << 32)
 
-static inline uint32_t record_head(const struct ptd_record *r)
+static inline uint64_t record_tail(const struct ptd_record *r)
 {
-	uint32_t w;
+	uint64_t w;
 
-	memcpy(&w, &r->type, sizeof(w));
+	memcpy(&w, &r->kind, sizeof(w));
 	return w;
 }
+
+/* The ends of the branches of a batch ORed together (rv_pt_batch.ip_bits),
+ * as they are gathered: with SSE2 a record's two ends are one 16-byte load
+ * (records are 16-byte aligned: pt_walk.c), stored into the event and ORed
+ * in from there. */
+#ifdef __SSE2__
+typedef __m128i ends_acc;
+
+static inline ends_acc take_ends(struct rv_event *ev, const struct ptd_record *r, ends_acc acc)
+{
+	__m128i ends = _mm_load_si128((const __m128i *)r);
+
+	_mm_storel_epi64((__m128i *)&ev->branch.from.ip, ends);
+	_mm_storeh_pd((double *)&ev->branch.to.ip, _mm_castsi128_pd(ends));
+	return _mm_or_si128(acc, ends);
+}
+
+static inline uint64_t ends_bits(ends_acc acc)
+{
+	return (uint64_t)_mm_cvtsi128_si64(_mm_or_si128(acc, _mm_unpackhi_epi64(acc, acc)));
+}
+
+#define ENDS_NONE _mm_setzero_si128()
+#else
+typedef uint64_t ends_acc;
+
+static inline ends_acc take_ends(struct rv_event *ev, const struct ptd_record *r, ends_acc acc)
+{
+	ev->branch.from.ip = r->a;
+	ev->branch.to.ip = r->b;
+	return acc | r->a | r->b;
+}
+
+static inline uint64_t ends_bits(ends_acc acc)
+{
+	return acc;
+}
+
+#define ENDS_NONE 0
+#endif
 
 /* The batch consume_batches fills, and what it knows of it so far. */
 struct filling {
 	struct rv_event *ev; /* the next event's place in d->batch */
 	bool branches_only, ordered;
-	uint64_t ip_bits;
+	ends_acc ends;
 };
 
 /* Hands the sink the events filled so far, and starts the next batch. */
@@ -287,55 +336,67 @@ static int hand_filled(struct ptd_decode *d, struct filling *f, struct page_stat
 		.n = (size_t)(f->ev - d->batch),
 		.branches_only = f->branches_only,
 		.ordered = f->ordered,
-		.ip_bits = f->ip_bits,
+		.ip_bits = ends_bits(f->ends),
 	};
 
 	f->ev = d->batch;
 	f->branches_only = f->ordered = true;
-	f->ip_bits = 0;
+	f->ends = ENDS_NONE;
 	return hand_batch(d, &b, ps, err);
+}
+
+/* A record's stamp as a time: `high` is tc's, told by the caller, so that
+ * the loop that converts is the one for it. */
+static inline __attribute__((always_inline)) uint64_t stamp_time(const struct rv_perf_tsc_conv *tc,
+								 uint64_t stamp, bool high)
+{
+	return high ? rv_perf_tsc_conv_high(tc, stamp) : rv_perf_tsc_conv(tc, stamp);
 }
 
 /* The page's records into the sink's batch form, SINK_BATCH events at a
  * time: each one's event is written in place in d->batch, which holds the
  * rest of a branch event already (batch_reset), and what is known of the
  * batch (rv_pt_batch) is gathered on the way. A batch is of one task: a
- * task record that changes it ends the batch. */
-static int consume_batches(struct ptd_decode *d, const struct ptd_chunk *ch,
-			   const struct ptd_page *p, struct page_state *ps, struct rv_error *err)
+ * task record that changes it ends the batch. Inline in consume_batches
+ * for each of its `high` (tc's) and `pooled` (the page comes from another
+ * thread). */
+static inline __attribute__((always_inline)) int
+fill_batches(struct ptd_decode *d, const struct ptd_chunk *ch, const struct ptd_page *p,
+	     const struct rv_perf_tsc_conv *tc, bool high, bool pooled, struct page_state *ps,
+	     struct rv_error *err)
 {
-	const struct rv_perf_tsc_conv tc = rv_perf_tsc_conv_prepare(d->options->time_conv);
 	struct rv_event *const batch = d->batch, *const end = batch + SINK_BATCH;
-	struct filling f = { batch, true, true, 0 };
+	struct filling f = { batch, true, true, ENDS_NONE };
 	const struct ptd_record *r = p->records, *last = r + p->nr;
 	/* Records come in runs of one stamp: each run is converted once. */
-	uint64_t stamp = 0, time = rv_perf_tsc_conv(&tc, 0);
+	uint64_t stamp = 0, time = stamp_time(tc, 0, high);
 	int ret = 0;
 
 	while (r < last) {
 		/* the records that fill the batch if each makes an event */
 		const struct ptd_record *stop = last - r < end - f.ev ? last : r + (end - f.ev);
 		struct rv_event *ev = f.ev;
-		uint64_t ip_bits = f.ip_bits;
+		ends_acc ends = f.ends;
 
 		for (; r < stop; r++) {
-			uint8_t flags = r->flags;
+			uint64_t tail = record_tail(r);
 
-			/* Pages from another thread come from another core's cache. */
-			__builtin_prefetch(r + 16);
-			if (__builtin_expect((record_head(r) & PLAIN_BRANCH_MASK) != PLAIN_BRANCH,
-					     0)) {
+			/* Pages from another thread come from another core's
+			 * cache; this thread's were written just now. */
+			if (pooled)
+				__builtin_prefetch(r + 16);
+			if (__builtin_expect(tail & PLAIN_BRANCH_MASK, 0)) {
 				if (r->type == PTD_REC_TASK) {
 					uint32_t pid = (uint32_t)r->a, tid = (uint32_t)r->b;
 
 					if (pid == d->pid && tid == d->tid)
 						continue;
 					f.ev = ev;
-					f.ip_bits = ip_bits;
+					f.ends = ends;
 					if (ev > batch && (ret = hand_filled(d, &f, ps, err)) < 0)
 						return ret;
 					ev = f.ev;
-					ip_bits = f.ip_bits;
+					ends = f.ends;
 					d->pid = pid;
 					d->tid = tid;
 					for (size_t i = 0; i < SINK_BATCH; i++) {
@@ -353,17 +414,15 @@ static int consume_batches(struct ptd_decode *d, const struct ptd_chunk *ch,
 				}
 				if (seam_dropped(d, ch))
 					continue;
-				flags &= (uint8_t)~PTD_REC_SEAM;
+				tail &= ~SEAM_BIT;
 			}
-			ev->branch.kind = (enum rv_branch_kind)r->kind;
-			ev->branch.flags = flags;
-			ev->branch.from.ip = r->a;
-			ev->branch.to.ip = r->b;
-			ip_bits |= r->a | r->b;
-			ps->kinds[r->kind]++;
+			memcpy((char *)ev + offsetof(struct rv_event, branch.kind), &tail,
+			       sizeof(tail));
+			ends = take_ends(ev, r, ends);
+			ps->kinds[(uint8_t)tail]++;
 		timed:
 			if (r->time != stamp) {
-				uint64_t t = rv_perf_tsc_conv(&tc, r->time);
+				uint64_t t = stamp_time(tc, r->time, high);
 
 				/* against the event before it in the batch */
 				if (__builtin_expect(t < time, 0) && ev > batch)
@@ -375,19 +434,32 @@ static int consume_batches(struct ptd_decode *d, const struct ptd_chunk *ch,
 			ev++;
 		}
 		f.ev = ev;
-		f.ip_bits = ip_bits;
+		f.ends = ends;
 		if (ev == end && (ret = hand_filled(d, &f, ps, err)) < 0)
 			return ret;
 	}
 	return f.ev > batch ? hand_filled(d, &f, ps, err) : 0;
 }
 
+static int consume_batches(struct ptd_decode *d, const struct ptd_chunk *ch,
+			   const struct ptd_page *p, bool pooled, struct page_state *ps,
+			   struct rv_error *err)
+{
+	const struct rv_perf_tsc_conv tc = rv_perf_tsc_conv_prepare(d->options->time_conv);
+
+	if (!tc.high)
+		return fill_batches(d, ch, p, &tc, false, true, ps, err);
+	return pooled ? fill_batches(d, ch, p, &tc, true, true, ps, err)
+		      : fill_batches(d, ch, p, &tc, true, false, ps, err);
+}
+
+/* Page p of chunk ch into the sink; `pooled`: another thread wrote it. */
 static int consume_page(struct ptd_decode *d, struct ptd_chunk *ch, const struct ptd_page *p,
-			struct rv_error *err)
+			bool pooled, struct rv_error *err)
 {
 	struct rv_pt_stats *s = d->stats;
 	struct page_state ps = { .first = s->first_time, .last = s->last_time };
-	int ret = d->sink_batch ? consume_batches(d, ch, p, &ps, err)
+	int ret = d->sink_batch ? consume_batches(d, ch, p, pooled, &ps, err)
 				: consume_one_by_one(d, ch, p, &ps, err);
 
 	s->first_time = ps.first;
@@ -404,7 +476,7 @@ int ptd_publish(struct ptd_decode *d, struct ptd_chunk *ch, struct ptd_page *p, 
 		struct rv_error *err)
 {
 	if (!d->pool || direct) {
-		int r = p->nr ? consume_page(d, ch, p, err) : 0;
+		int r = p->nr ? consume_page(d, ch, p, false, err) : 0;
 
 		ptd_page_put(d, p);
 		return r;
@@ -604,7 +676,7 @@ static int run_caller(struct ptd_decode *d, struct ptd_thread *t, struct rv_erro
 			if (!ch->pages)
 				ch->last_page = NULL;
 			pthread_mutex_unlock(&pool->lock);
-			ret = consume_page(d, ch, p, err);
+			ret = consume_page(d, ch, p, true, err);
 			pthread_mutex_lock(&pool->lock);
 			page_put_locked(d, p);
 			continue;

@@ -295,22 +295,24 @@ static struct ptd_record *put_slot(struct walker *w)
  * from this layout. */
 _Static_assert(offsetof(struct ptd_page, records) % 16 == 0 && sizeof(struct ptd_record) % 16 == 0,
 	       "records can be stored 16 bytes at a time");
-_Static_assert(offsetof(struct ptd_record, time) == 0 && offsetof(struct ptd_record, a) == 8 &&
-		       offsetof(struct ptd_record, b) == 16 &&
-		       offsetof(struct ptd_record, type) == 24 &&
-		       offsetof(struct ptd_record, kind) == 25 &&
-		       offsetof(struct ptd_record, flags) == 26 &&
-		       offsetof(struct ptd_record, extra) == 27 &&
-		       offsetof(struct ptd_record, code) == 28,
+_Static_assert(offsetof(struct ptd_record, a) == 0 && offsetof(struct ptd_record, b) == 8 &&
+		       offsetof(struct ptd_record, time) == 16 &&
+		       offsetof(struct ptd_record, kind) == 24 &&
+		       offsetof(struct ptd_record, code) == 24 &&
+		       offsetof(struct ptd_record, flags) == 28 &&
+		       offsetof(struct ptd_record, type) == 29 &&
+		       offsetof(struct ptd_record, extra) == 30 &&
+		       offsetof(struct ptd_record, pad) == 31,
 	       "put() knows where each field is");
 
-/* A record's type, kind, flags, extra and code as put() stores them: its
- * last 8 bytes (x86 is little-endian). */
+/* A record's kind (a branch's; 0 else), code (an error's; 0 else), flags,
+ * type and extra as put() stores them: its last 8 bytes (x86 is
+ * little-endian). */
 static inline uint64_t record_tail(uint8_t type, uint8_t kind, uint8_t flags, uint8_t extra,
 				   int32_t code)
 {
-	return type | (uint64_t)kind << 8 | (uint64_t)flags << 16 | (uint64_t)extra << 24 |
-	       (uint64_t)(uint32_t)code << 32;
+	return ((uint32_t)code | kind) | (uint64_t)flags << 32 | (uint64_t)type << 40 |
+	       (uint64_t)extra << 48;
 }
 
 /* Appends a record (its tail from record_tail) to the walker's page, unless
@@ -336,8 +338,8 @@ static inline void put(struct walker *w, uint64_t tail, uint64_t a, uint64_t b, 
 	 * walker's state, so that the compiler would load it again). The
 	 * sink reads the fields in narrower loads, each inside one store,
 	 * and a page later: nothing waits on a store there. */
-	__m128i lo = _mm_set_epi64x((long long)a, (long long)time);
-	__m128i hi = _mm_set_epi64x((long long)tail, (long long)b);
+	__m128i lo = _mm_set_epi64x((long long)b, (long long)a);
+	__m128i hi = _mm_set_epi64x((long long)tail, (long long)time);
 
 	if (w->stream) {
 		_mm_stream_si128((__m128i *)r, lo);
@@ -347,10 +349,10 @@ static inline void put(struct walker *w, uint64_t tail, uint64_t a, uint64_t b, 
 		_mm_store_si128((__m128i *)r + 1, hi);
 	}
 #else
-	r->time = time;
 	r->a = a;
 	r->b = b;
-	memcpy(&r->type, &tail, sizeof(tail));
+	r->time = time;
+	memcpy(&r->kind, &tail, sizeof(tail));
 #endif
 }
 

@@ -1464,9 +1464,10 @@ static uint64_t perf_formula(const struct rv_perf_time_conv *tc, uint64_t tsc)
 }
 
 /* The conversion worked out once (rv_perf_tsc_conv_prepare) is the formula,
- * wrapping products included, whether it takes the one 128-bit product
- * (wide: what a kernel's shift and multiplier give) or the formula's two
- * halves; prepared from no TIME_CONV, it is the identity. */
+ * wrapping products included, whether it takes the one 128-bit product's
+ * high half (high: what a kernel's shift and multiplier give), the product
+ * shifted (wide) or the formula's two halves; prepared from no TIME_CONV,
+ * it is the identity. */
 Test(perf_data_pt, prepared_conversions_are_the_formula)
 {
 	static const uint64_t shifts[] = { 0, 1, 10, 31, 32, 40, 63, 64, 200 };
@@ -1483,7 +1484,7 @@ Test(perf_data_pt, prepared_conversions_are_the_formula)
 					 UINT64_MAX };
 	struct rv_perf_time_conv kernel;
 	struct rv_perf_tsc_conv c;
-	size_t wide = 0, narrow = 0;
+	size_t high = 0, wide = 0, narrow = 0;
 
 	for (size_t s = 0; s < sizeof(shifts) / sizeof(shifts[0]); s++) {
 		for (size_t m = 0; m < sizeof(mults) / sizeof(mults[0]); m++) {
@@ -1499,7 +1500,8 @@ Test(perf_data_pt, prepared_conversions_are_the_formula)
 				};
 
 				c = rv_perf_tsc_conv_prepare(&tc);
-				wide += c.wide;
+				high += c.high;
+				wide += c.wide && !c.high;
 				narrow += !c.wide;
 				for (size_t t = 0; t < sizeof(tscs) / sizeof(tscs[0]); t++) {
 					uint64_t want = perf_formula(&tc, tscs[t]);
@@ -1513,10 +1515,11 @@ Test(perf_data_pt, prepared_conversions_are_the_formula)
 			}
 		}
 	}
+	cr_assert_gt(high, 0);
 	cr_assert_gt(wide, 0);
 	cr_assert_gt(narrow, 0);
 	rv_perf_time_conv_from_freq(&kernel, 2400000000ULL, 0, 0);
-	cr_assert(rv_perf_tsc_conv_prepare(&kernel).wide, "a kernel's conversion is one product");
+	cr_assert(rv_perf_tsc_conv_prepare(&kernel).high, "a kernel's conversion is one product");
 	c = rv_perf_tsc_conv_prepare(NULL);
 	for (size_t t = 0; t < sizeof(tscs) / sizeof(tscs[0]); t++)
 		cr_assert_eq(rv_perf_tsc_conv(&c, tscs[t]), tscs[t]);
