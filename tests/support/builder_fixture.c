@@ -43,6 +43,17 @@ struct fxt_trace *builder_fixture_finish(struct builder_fixture *f)
 	return t;
 }
 
+uint64_t builder_fixture_self_ns(struct builder_fixture *f, const char *name)
+{
+	struct rv_top_function top[8];
+	size_t n = rv_builder_top_functions(f->b, top, 8);
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(top[i].name, name))
+			return top[i].self_ns;
+	return 0;
+}
+
 void builder_fixture_close(struct builder_fixture *f, struct fxt_trace *t)
 {
 	fxt_trace_free(t);

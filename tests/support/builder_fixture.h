@@ -37,6 +37,10 @@ void builder_fixture_add(struct builder_fixture *f, const struct rv_event *ev);
  * builder_fixture_close). */
 struct fxt_trace *builder_fixture_finish(struct builder_fixture *f);
 
+/* The self time rv_builder_top_functions gives the function called name,
+ * among the first 8 it lists; 0 when it is not there. */
+uint64_t builder_fixture_self_ns(struct builder_fixture *f, const char *name);
+
 /* Frees everything and removes the trace; t may be NULL. */
 void builder_fixture_close(struct builder_fixture *f, struct fxt_trace *t);
 

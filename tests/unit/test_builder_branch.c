@@ -1686,9 +1686,7 @@ Test(builder_branch, functions_called_again_keep_their_own_self_time)
 	struct builder_fixture f;
 	struct fxt_trace *t;
 	struct real_function m, l, s;
-	struct rv_top_function top[8];
-	uint64_t time = 0, main_ns = 0, long_ns = 0, spin_ns = 0;
-	size_t n;
+	uint64_t time = 0, main_ns, long_ns, spin_ns;
 
 	builder_fixture_open(&f);
 	map_ratio(&f, &m, &l, &s);
@@ -1700,15 +1698,9 @@ Test(builder_branch, functions_called_again_keep_their_own_self_time)
 		ret(&f, time += 4, in(&l, 9), in(&m, 12));
 	}
 	t = builder_fixture_finish(&f);
-	n = rv_builder_top_functions(f.b, top, 8);
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(top[i].name, "main"))
-			main_ns = top[i].self_ns;
-		else if (!strcmp(top[i].name, "work_long"))
-			long_ns = top[i].self_ns;
-		else if (!strcmp(top[i].name, "spin"))
-			spin_ns = top[i].self_ns;
-	}
+	main_ns = builder_fixture_self_ns(&f, "main");
+	long_ns = builder_fixture_self_ns(&f, "work_long");
+	spin_ns = builder_fixture_self_ns(&f, "spin");
 	cr_assert_eq(main_ns, 10 * ROUNDS, "main ran %llu ns on its own",
 		     (unsigned long long)main_ns);
 	cr_assert_eq(long_ns, (2 + 4) * ROUNDS, "work_long ran %llu ns on its own",
@@ -1716,17 +1708,6 @@ Test(builder_branch, functions_called_again_keep_their_own_self_time)
 	cr_assert_eq(spin_ns, 3 * ROUNDS, "spin ran %llu ns on its own",
 		     (unsigned long long)spin_ns);
 	builder_fixture_close(&f, t);
-}
-
-static uint64_t self_ns_of(struct builder_fixture *f, const char *name)
-{
-	struct rv_top_function top[8];
-	size_t n = rv_builder_top_functions(f->b, top, 8);
-
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(top[i].name, name))
-			return top[i].self_ns;
-	return 0;
 }
 
 /* Calls the symbolizer names that wait in a batch behind its first event
@@ -1756,9 +1737,9 @@ Test(builder_branch, calls_named_by_the_symbolizer_in_a_batch_take_their_share_o
 	expect_span(t, "work_long", 0, 1000, 1500, "main");
 	expect_span(t, "spin", 0, 1200, 1300, "spin");
 	expect_span(t, "spin", 1, 1100, 1400, "work_long");
-	cr_assert_eq(self_ns_of(&f, "main"), 1000);
-	cr_assert_eq(self_ns_of(&f, "work_long"), 100 + 100);
-	cr_assert_eq(self_ns_of(&f, "spin"), 100 + 100 + 100);
+	cr_assert_eq(builder_fixture_self_ns(&f, "main"), 1000);
+	cr_assert_eq(builder_fixture_self_ns(&f, "work_long"), 100 + 100);
+	cr_assert_eq(builder_fixture_self_ns(&f, "spin"), 100 + 100 + 100);
 	builder_fixture_close(&f, t);
 }
 
@@ -1788,8 +1769,8 @@ Test(builder_branch, calls_named_by_the_symbolizer_at_an_errors_stamp_keep_a_len
 	expect_span(t, "spin", 0, 1002, 1003, "spin");
 	expect_span(t, "spin", 1, 1001, 1003, "work_long");
 	expect_span(t, "work_long", 0, 1000, 1003, "main");
-	cr_assert_eq(self_ns_of(&f, "work_long"), 1);
-	cr_assert_eq(self_ns_of(&f, "spin"), 1 + 1);
+	cr_assert_eq(builder_fixture_self_ns(&f, "work_long"), 1);
+	cr_assert_eq(builder_fixture_self_ns(&f, "spin"), 1 + 1);
 	builder_fixture_close(&f, t);
 }
 

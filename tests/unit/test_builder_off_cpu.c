@@ -70,17 +70,6 @@ static const struct fxt_arg *arg(const struct fxt_span *s, const char *name)
 	return NULL;
 }
 
-static uint64_t self_of(struct builder_fixture *f, const char *name)
-{
-	struct rv_top_function top[8];
-	size_t n = rv_builder_top_functions(f->b, top, 8);
-
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(top[i].name, name))
-			return top[i].self_ns;
-	return 0;
-}
-
 Test(builder_off_cpu, a_switch_out_ends_the_frames_and_the_same_frames_resume_at_the_switch_in)
 {
 	struct builder_fixture f;
@@ -97,7 +86,7 @@ Test(builder_off_cpu, a_switch_out_ends_the_frames_and_the_same_frames_resume_at
 	switch_in(&f, 100);
 	sample(&f, 104, work, 2, true);
 	sample(&f, 114, work, 2, true);
-	cr_assert_eq(self_of(&f, "0x2000"), 25 + 4 + 10,
+	cr_assert_eq(builder_fixture_self_ns(&f, "0x2000"), 25 + 4 + 10,
 		     "self time: until the switch out, from the switch in");
 	t = builder_fixture_finish(&f);
 
