@@ -75,6 +75,25 @@ struct ptd_record {
 
 _Static_assert(sizeof(struct ptd_record) == 32, "records stay small");
 
+/* A record's last 8 bytes as one word, as put() (pt_walk.c) stores them
+ * and the sink reads them: its kind (a branch's; 0 else) or code (an
+ * error's; 0 else) lowest, then flags, type, extra and pad (x86 is
+ * little-endian). */
+_Static_assert(offsetof(struct ptd_record, kind) == 24 && offsetof(struct ptd_record, code) == 24 &&
+		       offsetof(struct ptd_record, flags) == 28 &&
+		       offsetof(struct ptd_record, type) == 29 &&
+		       offsetof(struct ptd_record, extra) == 30 &&
+		       offsetof(struct ptd_record, pad) == 31,
+	       "a record's tail is one word");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the first byte is the lowest");
+
+static inline uint64_t ptd_record_tail(uint8_t type, uint8_t kind, uint8_t flags, uint8_t extra,
+				       int32_t code)
+{
+	return ((uint32_t)code | kind) | (uint64_t)flags << 32 | (uint64_t)type << 40 |
+	       (uint64_t)extra << 48;
+}
+
 struct ptd_page {
 	struct ptd_page *next;
 	size_t nr;

@@ -252,27 +252,21 @@ static int hand_batch(struct ptd_decode *d, struct rv_pt_batch *b, struct page_s
 	return ret;
 }
 
-/* A record's last 8 bytes as one word, its kind lowest: a branch's event
- * takes them as they are (its branch.kind and branch.flags) when no bit of
- * PLAIN_BRANCH_MASK is set, that is, when the record is a PTD_REC_BRANCH
- * (0) without PTD_REC_SEAM (the top bit of flags), its extra and pad 0. */
-_Static_assert(offsetof(struct ptd_record, flags) == offsetof(struct ptd_record, kind) + 4 &&
-		       offsetof(struct ptd_record, type) == offsetof(struct ptd_record, kind) + 5 &&
-		       offsetof(struct ptd_record, extra) ==
-			       offsetof(struct ptd_record, kind) + 6 &&
-		       offsetof(struct ptd_record, pad) == offsetof(struct ptd_record, kind) + 7,
-	       "a record's last bytes are one word");
+/* A record's tail (pt_decoder_internal.h: its last 8 bytes as one word,
+ * its kind lowest): a branch's event takes it as it is (its branch.kind and
+ * branch.flags) when no bit of PLAIN_BRANCH_MASK is set, that is, when the
+ * record is a PTD_REC_BRANCH (0) without PTD_REC_SEAM (the top bit of
+ * flags), its extra and pad 0. */
 _Static_assert(PTD_REC_BRANCH == 0 && PTD_REC_SEAM == 0x80, "a plain branch's bits");
 _Static_assert(offsetof(struct rv_event, branch.flags) ==
 			       offsetof(struct rv_event, branch.kind) + 4 &&
 		       sizeof(enum rv_branch_kind) == 4 &&
 		       sizeof(((struct rv_event *)0)->branch.flags) == 4,
 	       "an event's branch kind and flags are one word");
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the first byte is the lowest");
 #define PLAIN_BRANCH_MASK (~(uint64_t)0 << 39)
 #define SEAM_BIT	  ((uint64_t)PTD_REC_SEAM << 32)
 
-static inline uint64_t record_tail(const struct ptd_record *r)
+static inline uint64_t tail_of(const struct ptd_record *r)
 {
 	uint64_t w;
 
@@ -379,7 +373,7 @@ fill_batches(struct ptd_decode *d, const struct ptd_chunk *ch, const struct ptd_
 		ends_acc ends = f.ends;
 
 		for (; r < stop; r++) {
-			uint64_t tail = record_tail(r);
+			uint64_t tail = tail_of(r);
 
 			/* Pages from another thread come from another core's
 			 * cache; this thread's were written just now. */

@@ -297,25 +297,10 @@ _Static_assert(offsetof(struct ptd_page, records) % 16 == 0 && sizeof(struct ptd
 	       "records can be stored 16 bytes at a time");
 _Static_assert(offsetof(struct ptd_record, a) == 0 && offsetof(struct ptd_record, b) == 8 &&
 		       offsetof(struct ptd_record, time) == 16 &&
-		       offsetof(struct ptd_record, kind) == 24 &&
-		       offsetof(struct ptd_record, code) == 24 &&
-		       offsetof(struct ptd_record, flags) == 28 &&
-		       offsetof(struct ptd_record, type) == 29 &&
-		       offsetof(struct ptd_record, extra) == 30 &&
-		       offsetof(struct ptd_record, pad) == 31,
-	       "put() knows where each field is");
+		       offsetof(struct ptd_record, kind) == 24,
+	       "put() knows where each field is (the tail: ptd_record_tail)");
 
-/* A record's kind (a branch's; 0 else), code (an error's; 0 else), flags,
- * type and extra as put() stores them: its last 8 bytes (x86 is
- * little-endian). */
-static inline uint64_t record_tail(uint8_t type, uint8_t kind, uint8_t flags, uint8_t extra,
-				   int32_t code)
-{
-	return ((uint32_t)code | kind) | (uint64_t)flags << 32 | (uint64_t)type << 40 |
-	       (uint64_t)extra << 48;
-}
-
-/* Appends a record (its tail from record_tail) to the walker's page, unless
+/* Appends a record (its tail from ptd_record_tail) to the walker's page, unless
  * it is skipped or decoding must stop (w->stop set). A page that another
  * thread's sink will read is written around the cache (non-temporal
  * stores): otherwise every line of it would first be fetched from the
@@ -468,21 +453,21 @@ static inline void emit_branch(struct walker *w, uint8_t kind, uint8_t flags, ui
 		w->dropped_jumps++;
 		return;
 	}
-	put(w, record_tail(PTD_REC_BRANCH, kind, flags, 0, 0), from, to, time);
+	put(w, ptd_record_tail(PTD_REC_BRANCH, kind, flags, 0, 0), from, to, time);
 }
 
 static void emit_error(struct walker *w, int code, bool overflow, uint64_t offset, uint64_t ip,
 		       uint64_t time)
 {
-	put(w, record_tail(PTD_REC_ERROR, 0, 0, overflow ? PTD_REC_OVERFLOW : 0, code), offset, ip,
-	    time);
+	put(w, ptd_record_tail(PTD_REC_ERROR, 0, 0, overflow ? PTD_REC_OVERFLOW : 0, code), offset,
+	    ip, time);
 }
 
 static void emit_task(struct walker *w, uint32_t pid, uint32_t tid)
 {
 	w->pid = pid;
 	set_drop(w);
-	put(w, record_tail(PTD_REC_TASK, 0, 0, 0, 0), pid, tid, w->time);
+	put(w, ptd_record_tail(PTD_REC_TASK, 0, 0, 0, 0), pid, tid, w->time);
 }
 
 static void emit_begin_now(struct walker *w, uint64_t to, uint64_t time)
@@ -558,7 +543,8 @@ static inline void resolve_pending_at_block(struct walker *w, uint64_t to)
 
 	if (p->valid == PEND_PLAIN) {
 		p->valid = false;
-		put(w, record_tail(PTD_REC_BRANCH, p->kind, p->flags, 0, 0), p->from, to, p->time);
+		put(w, ptd_record_tail(PTD_REC_BRANCH, p->kind, p->flags, 0, 0), p->from, to,
+		    p->time);
 	} else {
 		resolve_pending(w, to);
 	}
