@@ -10,7 +10,6 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +29,14 @@ int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpa
 {
 	if (swap_in_directory_at && (flags & RENAME_EXCHANGE) &&
 	    !strcmp(newpath, swap_in_directory_at)) {
-		char kept[4200];
-		int fd;
+		char *kept;
 
 		swap_in_directory_at = NULL;
 		cr_assert_eq(rename(newpath, moved_aside_to), 0, "%s", strerror(errno));
 		cr_assert_eq(mkdir(newpath, 0700), 0, "%s", strerror(errno));
-		snprintf(kept, sizeof(kept), "%s/kept", newpath);
-		fd = open(kept, O_WRONLY | O_CREAT | O_EXCL, 0600);
-		cr_assert_geq(fd, 0, "%s", strerror(errno));
-		close(fd);
+		kept = path_join(newpath, "kept");
+		write_file(kept, "", 0);
+		free(kept);
 	}
 	return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
 }
@@ -51,12 +48,9 @@ Test(writer_race, directory_put_at_the_path_before_the_exchange_goes_back)
 	struct rv_trace_writer *w = NULL;
 	struct rv_error err = { 0 };
 	struct stat st;
-	FILE *f = fopen(path, "w");
 	int ret;
 
-	cr_assert_not_null(f);
-	fputs("old contents", f);
-	fclose(f);
+	write_file(path, "old contents", 12);
 	cr_assert_eq(rv_trace_writer_open(&w, path, &err), 0, "%s", err.message);
 	cr_assert_eq(rv_trace_writer_span(w, 1, 2, "f", 0, 10, NULL, 0, &err), 0, "%s",
 		     err.message);
