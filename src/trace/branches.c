@@ -62,7 +62,7 @@ static void target_init(struct target *tg, uint64_t ip, const char *sym, uint64_
 
 static struct segment *active_segment(const struct thread_state *t)
 {
-	return &t->br.segs[t->br.nr_segs - 1];
+	return t->br.seg;
 }
 
 static bool stack_empty(const struct thread_state *t)
@@ -453,6 +453,7 @@ static int enter_kernel(struct step *s, struct target *to)
 		br->cap_segs = cap;
 	}
 	seg = &br->segs[br->nr_segs++];
+	br->seg = seg;
 	seg->base = s->t->depth;
 	seg->create_time = s->now;
 	seg->nr_orphans = 0;
@@ -468,6 +469,7 @@ static int pop_segment(struct step *s)
 	struct segment *dead = &br->segs[--br->nr_segs];
 	int ret = 0;
 
+	br->seg = dead - 1;
 	for (size_t i = 0; !ret && i < dead->nr_orphans; i++)
 		ret = builder_settle(s->b, s->t, &dead->orphans[i], NULL, 0, dead->base, s->err);
 	dead->nr_orphans = 0;
@@ -616,6 +618,7 @@ static int close_all(struct step *s)
 		ret = builder_write_span(s->b, s->t, &bottom->orphans[i], s->err);
 	bottom->nr_orphans = 0;
 	br->nr_segs = 0;
+	br->seg = NULL;
 	br->active = false;
 	return ret;
 }
@@ -653,6 +656,7 @@ static int start_stack(struct step *s)
 		br->cap_segs = 4;
 	}
 	br->nr_segs = 1;
+	br->seg = &br->segs[0];
 	br->segs[0].base = s->t->depth;
 	br->segs[0].create_time = s->now;
 	br->segs[0].nr_orphans = 0;

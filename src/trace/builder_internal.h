@@ -165,6 +165,9 @@ struct branch_state {
 	uint64_t first_stamp; /* the time of the thread's first branch or error */
 	struct segment *segs;
 	size_t nr_segs, cap_segs;
+	/* the active segment, segs[nr_segs - 1] (NULL without one): asked of
+	 * every event, and kept rather than found */
+	struct segment *seg;
 	/* The events sharing batch_time: those up to the first call were taken
 	 * when they came, the rest wait in batch for the next time. */
 	bool batch_open;
@@ -523,7 +526,7 @@ static inline uint32_t builder_depth_of(size_t pos)
 static inline bool builder_written_now(const struct thread_state *t, uint64_t begin, size_t pos)
 {
 	if (t->br.nr_segs) {
-		const struct segment *seg = &t->br.segs[t->br.nr_segs - 1];
+		const struct segment *seg = t->br.seg;
 
 		if (pos == seg->base && begin == seg->create_time)
 			return false;
