@@ -135,14 +135,22 @@ static inline struct builder_function_entry *function_entry(struct rv_builder *b
 static __attribute__((noinline)) void function_source(struct rv_builder *b,
 						      struct builder_function_entry *e)
 {
-	e->addr = builder_frame_addr(e->start);
-	builder_source_at(b, e->pid, e->addr, &e->file, &e->line);
+	struct open_frame *f = &e->frame;
+
+	f->identity = e->start;
+	f->name = e->name;
+	f->lo = e->start;
+	f->hi = e->end;
+	f->addr = builder_frame_addr(e->start);
+	builder_source_at(b, e->pid, f->addr, &f->file, &f->line);
+	f->flags = e->known ? FRAME_KNOWN : 0;
 	/* hot_call's frames: user code, no category */
-	e->span_function =
-		rv_trace_writer_function(b->writer, NULL, e->name, e->addr, e->file, e->line);
+	f->span_function =
+		rv_trace_writer_function(b->writer, NULL, f->name, f->addr, f->file, f->line);
 	/* what builder_frame_self_time would find, for the frames hot_call
 	 * pushes */
-	e->self_generation = builder_self_memo(b, e->name, &e->self_slot) ? b->self_generation : 0;
+	f->self_generation = builder_self_memo(b, f->name, &f->self_slot) ? b->self_generation : 0;
+	f->nr_held = 0;
 	e->has_source = true;
 }
 
@@ -777,21 +785,19 @@ static inline uint64_t take_time(struct rv_builder *b, const struct branch_state
 }
 
 /* Pushes a frame of the function of the cache entry e that begins at
- * `begin` (hot_call's, take_early's). The fields go from the entry to the
- * frame, read after what the caller did before (account): none is held
- * across it. */
+ * `begin` (hot_call's, take_early's): the entry's frame, copied in one go
+ * after what the caller did before (account), so that none of its fields
+ * is held across it. */
 static inline __attribute__((always_inline)) int push_entry(struct thread_state *t,
 							    const struct builder_function_entry *e,
 							    uint64_t begin, struct rv_error *err)
 {
-	struct open_frame *f;
+	struct open_frame *f = builder_new_frame(t);
 
-	if (builder_push_frame_as(t, e->start, e->name, begin, e->start, e->end, e->addr, e->file,
-				  e->line, e->known ? FRAME_KNOWN : 0, e->span_function))
+	if (!f)
 		return builder_out_of_memory(err);
-	f = top_frame(t);
-	f->self_slot = e->self_slot;
-	f->self_generation = e->self_generation;
+	memcpy(f, &e->frame, offsetof(struct open_frame, held));
+	f->begin = begin;
 	return 0;
 }
 

@@ -101,9 +101,12 @@ struct open_frame {
 	size_t self_slot;
 	uint64_t self_generation;
 	/* Closed descendants that began when this frame did, in the order they
-	 * must be written after it. */
+	 * must be written after it: nr_held of held's cap_held. A push sets
+	 * every field before held (branches.c copies them in one go), and
+	 * held and cap_held only of a frame never used before. */
+	size_t nr_held;
 	struct pending_span *held;
-	size_t nr_held, cap_held;
+	size_t cap_held;
 };
 
 /* One of a thread's call stacks in the frame array: the active one is the
@@ -275,25 +278,19 @@ struct builder_source_entry {
 
 /* rv_symbolizer_lookup's function at ip in pid, as branches.c's rules take
  * it (struct function there), and, once a frame of it is pushed
- * (has_source), what builder_push_frame makes of its start: the frame's
- * address and that address's source. */
+ * (has_source), the frame a call of the hot path pushes for it but its
+ * begin: the frame's address and that address's source as
+ * builder_push_frame makes them of its start, the writer's handle of its
+ * span (span_function) and its slot in the self-time table, as self_memo
+ * knew it then (self_slot and self_generation). */
 struct builder_function_entry {
 	uint64_t ip, epoch;
 	uint32_t pid;
 	bool known;
-	bool has_source; /* addr, file and line are set */
-	int32_t line;
+	bool has_source; /* frame is set, but its begin and its held list */
 	const char *name;
 	uint64_t start, end;
-	uint64_t addr;
-	const char *file;
-	/* (has_source) the writer's handle of a frame's span of the
-	 * function at addr (open_frame.span_function); 0: none */
-	uint32_t span_function;
-	/* (has_source) the function's slot in the self-time table while
-	 * self_generation is the table's, as self_memo knew it then */
-	size_t self_slot;
-	uint64_t self_generation;
+	struct open_frame frame;
 };
 
 struct rv_builder {
@@ -458,6 +455,24 @@ static inline uint64_t builder_frame_addr(uint64_t identity)
 	return rv_stack_cut_parse(identity, &cut) || builder_is_named(identity) ? 0 : identity;
 }
 
+/* A frame on top of t's stack with only its held list set (empty, its
+ * room kept from the frame that stood there); NULL on allocation failure. */
+static inline struct open_frame *builder_new_frame(struct thread_state *t)
+{
+	struct open_frame *f;
+
+	if (t->depth == t->cap && builder_grow_stack(t))
+		return NULL;
+	f = &t->stack[t->depth++];
+	if (t->depth > t->used_frames) {
+		f->held = NULL;
+		f->cap_held = 0;
+		t->used_frames = t->depth;
+	}
+	f->nr_held = 0;
+	return f;
+}
+
 /* Pushes a frame with every field given but the held list (empty) and the
  * self-time slot (not looked up); -ENOMEM on allocation failure. */
 static inline int builder_push_frame_as(struct thread_state *t, uint64_t identity, const char *name,
@@ -465,16 +480,10 @@ static inline int builder_push_frame_as(struct thread_state *t, uint64_t identit
 					const char *file, int32_t line, unsigned flags,
 					uint32_t span_function)
 {
-	struct open_frame *f;
+	struct open_frame *f = builder_new_frame(t);
 
-	if (t->depth == t->cap && builder_grow_stack(t))
+	if (!f)
 		return -ENOMEM;
-	f = &t->stack[t->depth++];
-	if (t->depth > t->used_frames) {
-		f->held = NULL;
-		f->cap_held = 0;
-		t->used_frames = t->depth;
-	}
 	f->identity = identity;
 	f->name = name;
 	f->begin = begin;
@@ -485,7 +494,6 @@ static inline int builder_push_frame_as(struct thread_state *t, uint64_t identit
 	f->line = line;
 	f->flags = flags;
 	f->span_function = span_function;
-	f->nr_held = 0;
 	f->self_generation = 0;
 	return 0;
 }
