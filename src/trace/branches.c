@@ -244,16 +244,27 @@ static long deeper_frame(struct step *s, struct target *tg)
 	return -1;
 }
 
-/* Self time: the top frame ran from when it became the top until now. */
-static inline int account(struct step *s)
+/* account's way when the thread has a top frame (a pop's, a call's of
+ * the hot path, on a stack that is not empty). */
+static inline int account_top(struct step *s)
 {
 	struct thread_state *t = s->t;
 
-	if (t->depth && !(top_frame(t)->flags & FRAME_PLACEHOLDER) && s->now > t->br.since &&
+	if (!(top_frame(t)->flags & FRAME_PLACEHOLDER) && s->now > t->br.since &&
 	    builder_frame_self_time(s->b, top_frame(t), s->now - t->br.since))
 		return builder_out_of_memory(s->err);
 	t->br.since = s->now;
 	return 0;
+}
+
+/* Self time: the top frame ran from when it became the top until now. */
+static inline int account(struct step *s)
+{
+	if (!s->t->depth) {
+		s->t->br.since = s->now;
+		return 0;
+	}
+	return account_top(s);
 }
 
 /* Pushes a frame that begins now, or, inferred, at the active stack's
@@ -334,7 +345,7 @@ static int push_placeholder(struct step *s, const char *name, bool kernel)
 
 static inline __attribute__((always_inline)) int pop(struct step *s)
 {
-	int ret = account(s);
+	int ret = account_top(s);
 
 	return ret ? ret : builder_close_top(s->b, s->t, s->now, s->err);
 }
@@ -826,14 +837,14 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64
 
 		if (!e->has_source)
 			function_source(s->b, e);
-		ret = account(s);
+		ret = account_top(s);
 		return ret ? ret : push_entry(s->t, e, s->now, s->err);
 	}
 	target_init(&to, to_ip, to_sym, to_start);
 	fn = resolve(s, &to);
 	addr = builder_frame_addr(fn->start);
 	builder_source_at(s->b, s->t->pid, addr, &file, &line);
-	ret = account(s);
+	ret = account_top(s);
 	if (ret)
 		return ret;
 	if (builder_push_frame_as(s->t, fn->start, fn->name, s->now, fn->start, fn->end, addr, file,
