@@ -1366,18 +1366,19 @@ int builder_add_branch_run(struct rv_builder *b, const struct rv_event *evs, siz
 	 * and builder_plain_branch's but for the base, set once for all */
 	struct thread_state *t = builder_thread(b, evs[0].pid, evs[0].tid);
 	const uint32_t tid = evs[0].tid;
-	size_t i = 0;
+	const struct rv_event *ev = evs, *end = evs + n;
 
 	if (!t)
 		return builder_out_of_memory(err);
 	do {
-		int ret = add_branch(b, t, &evs[i], true, err);
+		int ret = add_branch(b, t, ev, true, err);
 
 		if (ret)
 			return ret;
-	} while (++i < n && evs[i].tid == tid && evs[i].kind == RV_EVENT_BRANCH &&
-		 !evs[i].branch.from.sym && !evs[i].branch.to.sym);
-	*taken = i;
+		/* both names in one test (plain branches have neither) */
+	} while (++ev < end && ev->tid == tid && ev->kind == RV_EVENT_BRANCH &&
+		 !((uintptr_t)ev->branch.from.sym | (uintptr_t)ev->branch.to.sym));
+	*taken = (size_t)(ev - evs);
 	return 0;
 }
 
