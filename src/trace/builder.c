@@ -144,7 +144,6 @@ int builder_add_self_time(struct rv_builder *b, const char *name, uint64_t ns)
 	if (!slot)
 		return -ENOMEM;
 	slot->ns += ns;
-	b->stats.self_ns += ns;
 	return 0;
 }
 
@@ -161,7 +160,6 @@ int builder_frame_self_time_slow(struct rv_builder *b, struct open_frame *f, uin
 	f->self_slot = b->self_memo[at].slot;
 	f->self_generation = b->self_generation;
 	slot->ns += ns;
-	b->stats.self_ns += ns;
 	return 0;
 }
 
@@ -1260,6 +1258,11 @@ int rv_builder_finish(struct rv_builder *b, struct rv_error *err)
 void rv_builder_stats(const struct rv_builder *b, struct rv_builder_stats *out)
 {
 	*out = b->stats;
+	/* the functions' self times, summed here rather than at each one's
+	 * sum (twice an event of branches) */
+	out->self_ns = 0;
+	for (size_t i = 0; b->self && i < b->cap_self; i++)
+		out->self_ns += b->self[i].ns;
 	out->untracked_threads = 0;
 	for (size_t i = 0; b->threads && i < b->cap_threads; i++) {
 		const struct thread_state *t = &b->threads[i];

@@ -403,7 +403,6 @@ static inline int builder_frame_self_time(struct rv_builder *b, struct open_fram
 		f->self_generation = b->self_generation;
 	}
 	b->self[f->self_slot].ns += ns;
-	b->stats.self_ns += ns;
 	return 0;
 }
 
