@@ -94,7 +94,7 @@ static bool takes_share(void)
 }
 
 /* Fills e with the symbolizer's function at ip, as the rules take it, its
- * source not yet known. */
+ * frame not yet made. */
 static __attribute__((noinline)) void lookup_function_slow(struct rv_builder *b,
 							   struct builder_function_entry *e,
 							   uint32_t pid, uint64_t ip)
@@ -106,15 +106,15 @@ static __attribute__((noinline)) void lookup_function_slow(struct rv_builder *b,
 	 * or the address itself), though for the rules it is all one
 	 * unknown function. */
 	*e = (struct builder_function_entry){
-		.ip = ip, .epoch = b->epoch, .pid = pid, .name = sym.name, .has_source = false
+		.ip = ip, .epoch = b->epoch, .pid = pid, .frame.name = sym.name
 	};
 	if (sym.known) {
-		e->start = sym.start;
+		e->frame.identity = e->frame.lo = sym.start;
 		/* A size that does not cover the address (kallsyms guesses)
 		 * is no size: the start is compared instead. */
 		if (sym.size && ip - sym.start < sym.size)
-			e->end = sym.start + sym.size;
-		e->known = true;
+			e->frame.hi = sym.start + sym.size;
+		e->frame.flags = FRAME_KNOWN;
 	}
 }
 
@@ -130,28 +130,37 @@ static inline struct builder_function_entry *function_entry(struct rv_builder *b
 	return e;
 }
 
-/* Sets e's frame address and source: builder_push_frame's for a frame of
- * e's function. */
-static __attribute__((noinline)) void function_source(struct rv_builder *b,
-						      struct builder_function_entry *e)
+/* frame_entry's way when e does not hold the function at ip in pid with
+ * its frame made: makes the rest of the frame, builder_push_frame's for a
+ * frame of the function, after looking the function up if need be. */
+static __attribute__((noinline)) void
+frame_entry_slow(struct rv_builder *b, struct builder_function_entry *e, uint32_t pid, uint64_t ip)
 {
 	struct open_frame *f = &e->frame;
 
-	f->identity = e->start;
-	f->name = e->name;
-	f->lo = e->start;
-	f->hi = e->end;
-	f->addr = builder_frame_addr(e->start);
-	builder_source_at(b, e->pid, f->addr, &f->file, &f->line);
-	f->flags = e->known ? FRAME_KNOWN : 0;
+	if (e->ip != ip || e->pid != pid || e->epoch != b->epoch)
+		lookup_function_slow(b, e, pid, ip);
+	f->addr = builder_frame_addr(f->lo);
+	builder_source_at(b, pid, f->addr, &f->file, &f->line);
 	/* hot_call's frames: user code, no category */
 	f->span_function =
 		rv_trace_writer_function(b->writer, NULL, f->name, f->addr, f->file, f->line);
 	/* what builder_frame_self_time would find, for the frames hot_call
 	 * pushes */
 	f->self_generation = builder_self_memo(b, f->name, &f->self_slot) ? b->self_generation : 0;
-	f->nr_held = 0;
-	e->has_source = true;
+	e->frame_epoch = b->epoch;
+}
+
+/* The builder's cache entry of the function at ip with the frame that a
+ * call of the hot path pushes made (but its begin): one test for both. */
+static inline struct builder_function_entry *frame_entry(struct rv_builder *b, uint32_t pid,
+							 uint64_t ip)
+{
+	struct builder_function_entry *e = &b->functions[builder_cache_slot(ip)];
+
+	if (e->ip != ip || e->pid != pid || e->frame_epoch != b->epoch)
+		frame_entry_slow(b, e, pid, ip);
+	return e;
 }
 
 /* The symbolizer's function at ip, as the rules take it, through the
@@ -159,12 +168,12 @@ static __attribute__((noinline)) void function_source(struct rv_builder *b,
 static inline void lookup_function(struct rv_builder *b, uint32_t pid, uint64_t ip,
 				   struct function *fn)
 {
-	const struct builder_function_entry *e = function_entry(b, pid, ip);
+	const struct open_frame *f = &function_entry(b, pid, ip)->frame;
 
-	fn->name = e->name;
-	fn->start = e->start;
-	fn->end = e->end;
-	fn->known = e->known;
+	fn->name = f->name;
+	fn->start = f->lo;
+	fn->end = f->hi;
+	fn->known = f->flags & FRAME_KNOWN;
 }
 
 /* resolve's way for a branch end with perf script's text, or none. */
@@ -833,10 +842,8 @@ static inline __attribute__((always_inline)) int hot_call(struct step *s, uint64
 	if (!to_sym) {
 		/* resolve's answer, with the frame's address and source
 		 * kept beside it in the cache entry (builder_push_frame's) */
-		struct builder_function_entry *e = function_entry(s->b, s->t->pid, to_ip);
+		struct builder_function_entry *e = frame_entry(s->b, s->t->pid, to_ip);
 
-		if (!e->has_source)
-			function_source(s->b, e);
 		ret = account_top(s);
 		return ret ? ret : push_entry(s->t, e, s->now, s->err);
 	}
@@ -964,10 +971,8 @@ early_call(const struct thread_state *t, const struct rv_event *ev, const char *
 static inline __attribute__((always_inline)) int
 take_early(struct rv_builder *b, struct thread_state *t, uint64_t to_ip, struct rv_error *err)
 {
-	struct builder_function_entry *e = function_entry(b, t->pid, to_ip);
+	struct builder_function_entry *e = frame_entry(b, t->pid, to_ip);
 
-	if (!e->has_source)
-		function_source(b, e);
 	t->br.fresh = false;
 	t->br.nr_early++;
 	t->br.nr_batch++;

@@ -277,19 +277,17 @@ struct builder_source_entry {
 };
 
 /* rv_symbolizer_lookup's function at ip in pid, as branches.c's rules take
- * it (struct function there), and, once a frame of it is pushed
- * (has_source), the frame a call of the hot path pushes for it but its
- * begin: the frame's address and that address's source as
- * builder_push_frame makes them of its start, the writer's handle of its
- * span (span_function) and its slot in the self-time table, as self_memo
- * knew it then (self_slot and self_generation). */
+ * it (struct function there), in the frame a call of the hot path pushes
+ * for it: its name, identity and range, and FRAME_KNOWN. Once such a frame
+ * is pushed (frame_epoch), the rest of it but its begin and its held list:
+ * its address and that address's source as builder_push_frame makes them
+ * of its start, the writer's handle of its span (span_function) and its
+ * slot in the self-time table, as self_memo knew it then (self_slot and
+ * self_generation). */
 struct builder_function_entry {
 	uint64_t ip, epoch;
+	uint64_t frame_epoch; /* the epoch the frame was made in; 0: not made */
 	uint32_t pid;
-	bool known;
-	bool has_source; /* frame is set, but its begin and its held list */
-	const char *name;
-	uint64_t start, end;
 	struct open_frame frame;
 };
 
