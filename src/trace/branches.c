@@ -87,7 +87,8 @@ static struct open_frame *top_frame(const struct thread_state *t)
  * the time it began, which a reader may take for its parent's sibling. Every
  * branch taking its share keeps each span a length and the order of events
  * that nesting needs. flush_batch counts on it: the batch's ith event is
- * its share taken_calls + i. */
+ * its share taken_calls + i, and the batch's calls are taken_calls and
+ * its waiting events (struct branch_state). */
 static bool takes_share(void)
 {
 	return true;
@@ -1016,7 +1017,8 @@ static int take(struct rv_builder *b, struct thread_state *t, const struct batch
  * long to hold): a nanosecond each keeps the order that nesting needs. */
 static uint64_t spread_until(const struct branch_state *br, uint64_t next_time)
 {
-	return next_time > br->batch_time ? next_time - br->batch_time : br->batch_calls;
+	return next_time > br->batch_time ? next_time - br->batch_time
+					  : br->taken_calls + br->nr_batch;
 }
 
 /* The batch's ith waiting event. */
@@ -1096,7 +1098,7 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 	const size_t nr_early = br->nr_early;
 	const size_t early = t->depth - nr_early; /* the first early call's frame */
 	uint64_t since = br->since;
-	uint64_t ncalls = br->nr_batch ? br->batch_calls : 0;
+	uint64_t ncalls = br->nr_batch ? br->taken_calls + br->nr_batch : 0;
 	uint64_t divisor = ncalls ? ncalls : 1;
 	uint64_t quotient = ncalls ? span / ncalls : 0, remainder = ncalls ? span % ncalls : 0;
 	uint64_t at = br->batch_time, left = 0; /* share k's time, and what is left over */
@@ -1306,7 +1308,7 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 		/* The batch's first event has the batch's time whatever comes
 		 * after it: taken when it came, not copied, as is one that
 		 * opens the batch (below). */
-		if (br->nr_batch || br->batch_calls + call > 1)
+		if (br->nr_batch || br->taken_calls + call > 1)
 			goto wait;
 		now = br->batch_time;
 	} else {
@@ -1327,10 +1329,9 @@ static inline __attribute__((always_inline)) int add_branch(struct rv_builder *b
 		if (br->have_error && now <= br->error_time)
 			now = br->error_time + 1;
 		br->batch_time = now;
-		br->batch_calls = br->taken_calls = 0;
+		br->taken_calls = 0;
 	}
 	note_last_time(b, now);
-	br->batch_calls += call;
 	br->taken_calls += call;
 	/* take's way, on the event before it is copied */
 	if (take_hot(b, t, (uint8_t)ev->branch.kind, (uint8_t)ev->branch.flags, ev->branch.to.ip,
@@ -1343,7 +1344,6 @@ wait: /* behind the batch's first event, for the batch's time */
 					: batch_event(br, ev, plain, err);
 	if (ret)
 		return ret;
-	br->batch_calls += call;
 	if (br->nr_batch >= MAX_BATCH) {
 		ret = flush_batch(b, t, spread_until(br, br->batch_time), err);
 		/* the next event comes after the last nanosecond taken */

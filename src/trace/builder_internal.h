@@ -175,8 +175,10 @@ struct branch_state {
 	 * when they came, the rest wait in batch for the next time. */
 	bool batch_open;
 	uint64_t batch_time;
-	size_t batch_calls; /* calls in the batch, taken ones included */
-	size_t taken_calls; /* calls among the events already taken (0 or 1) */
+	/* calls among the events already taken (0 or 1); the batch's calls
+	 * are these and its waiting events (every event takes a share:
+	 * branches.c's takes_share) */
+	size_t taken_calls;
 	/* The first nr_early of the nr_batch waiting events are calls taken
 	 * early, before their time is known (branches.c, early_call): the top
 	 * nr_early frames, which wait for their begin, as the frame below
