@@ -528,9 +528,11 @@ static inline uint32_t builder_depth_of(size_t pos)
 	return pos > UINT32_MAX ? UINT32_MAX : (uint32_t)pos;
 }
 
-/* Whether a span that began at `begin` and stood at pos is written now:
- * neither an orphan nor held (see builder_settle). */
-static inline bool builder_written_now(const struct thread_state *t, uint64_t begin, size_t pos)
+/* builder_written_now with the frame at pos given, &t->stack[pos], whose
+ * frame below is read only when pos > 0: the frame that a caller has at
+ * hand (builder_close_top's), not found again. */
+static inline bool builder_written_now_at(const struct thread_state *t, uint64_t begin, size_t pos,
+					  const struct open_frame *at)
 {
 	if (t->br.nr_segs) {
 		const struct segment *seg = t->br.seg;
@@ -538,7 +540,14 @@ static inline bool builder_written_now(const struct thread_state *t, uint64_t be
 		if (pos == seg->base && begin == seg->create_time)
 			return false;
 	}
-	return !(pos > 0 && t->stack[pos - 1].begin == begin);
+	return !(pos > 0 && at[-1].begin == begin);
+}
+
+/* Whether a span that began at `begin` and stood at pos is written now:
+ * neither an orphan nor held (see builder_settle). */
+static inline bool builder_written_now(const struct thread_state *t, uint64_t begin, size_t pos)
+{
+	return builder_written_now_at(t, begin, pos, pos ? &t->stack[pos] : NULL);
 }
 
 /* builder_write_span of a span with no arguments but a function's (most
@@ -586,7 +595,7 @@ static inline int builder_close_top(struct rv_builder *b, struct thread_state *t
 	const struct open_frame *f = &t->stack[t->depth - 1];
 
 	if (f->span_function && !(f->flags & (FRAME_INFERRED | FRAME_PLACEHOLDER)) && !f->nr_held &&
-	    builder_written_now(t, f->begin, t->depth - 1)) {
+	    builder_written_now_at(t, f->begin, t->depth - 1, f)) {
 		t->depth--;
 		b->stats.spans++;
 		return rv_trace_writer_function_span_of(
