@@ -1097,6 +1097,8 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 	 * nothing to work out. */
 	const size_t nr_early = br->nr_early;
 	const size_t early = t->depth - nr_early; /* the first early call's frame */
+	/* read once: nothing here moves the frames */
+	struct open_frame *const frames = t->stack;
 	uint64_t since = br->since;
 	uint64_t ncalls = br->nr_batch ? br->taken_calls + br->nr_batch : 0;
 	uint64_t divisor = ncalls ? ncalls : 1;
@@ -1109,11 +1111,13 @@ static int flush_batch(struct rv_builder *b, struct thread_state *t, uint64_t sp
 	if (br->taken_calls) /* 0 or 1 */
 		next_share(&at, &left, quotient, remainder, divisor);
 	/* the calls taken early come first */
-	for (i = 0; i < nr_early && !ret; i++) {
+	for (i = 0; i < nr_early; i++) {
 		if (i)
 			next_share(&at, &left, quotient, remainder, divisor);
-		ret = time_early(b, &t->stack[early + i], at, since, err);
+		ret = time_early(b, &frames[early + i], at, since, err);
 		since = now = at;
+		if (ret)
+			break;
 	}
 	if (nr_early)
 		br->since = br->last_time = now;
