@@ -586,15 +586,15 @@ int builder_close_top_args(struct rv_builder *b, struct thread_state *t, uint64_
  * builder_close_top_args's rule for them, restated (it keeps the others
  * to itself). test_builder.c's
  * children_that_begin_with_their_parent_are_written_after_it fails when
- * the two disagree on what they hold or when they are written. An inferred
- * frame always stands at its segment's base from its create_time, so that
- * builder_written_now already sends it there; the flag is asked anyway. */
+ * the two disagree on what they hold or when they are written. Only such
+ * a call's frame has a span_function (branches.c, push_entry), and it is
+ * never inferred nor a placeholder, whose flags are not asked here. */
 static inline int builder_close_top(struct rv_builder *b, struct thread_state *t, uint64_t end,
 				    struct rv_error *err)
 {
 	const struct open_frame *f = &t->stack[t->depth - 1];
 
-	if (f->span_function && !(f->flags & (FRAME_INFERRED | FRAME_PLACEHOLDER)) && !f->nr_held &&
+	if (f->span_function && !f->nr_held &&
 	    builder_written_now_at(t, f->begin, t->depth - 1, f)) {
 		t->depth--;
 		b->stats.spans++;
