@@ -460,14 +460,16 @@ static inline struct open_frame *builder_new_frame(struct thread_state *t)
 {
 	struct open_frame *f;
 
-	if (t->depth == t->cap && builder_grow_stack(t))
-		return NULL;
-	f = &t->stack[t->depth++];
-	if (t->depth > t->used_frames) {
-		f->held = NULL;
-		f->cap_held = 0;
-		t->used_frames = t->depth;
+	/* a frame used before is in the array, its room kept (used_frames
+	 * never passes cap): one test where the stack was as deep before */
+	if (t->depth >= t->used_frames) {
+		if (t->depth == t->cap && builder_grow_stack(t))
+			return NULL;
+		t->stack[t->depth].held = NULL;
+		t->stack[t->depth].cap_held = 0;
+		t->used_frames = t->depth + 1;
 	}
+	f = &t->stack[t->depth++];
 	f->nr_held = 0;
 	return f;
 }
