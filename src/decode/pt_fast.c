@@ -1152,12 +1152,11 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	return proceed_trailing_event(f);
 }
 
-/* Whether the walker drops a taken jump from `from` to `to` (-1: no; 0:
- * without counting it; 1: counting it). */
+/* Whether the walker drops a taken jump from `from` to `to` when it does
+ * not drop them all (drop->all, which the walk's loop has asked already):
+ * 1, counting it, or -1, not. */
 static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint64_t to)
 {
-	if (drop->all)
-		return 0;
 	if (drop->span && drop->time >= drop->from && drop->time < drop->until &&
 	    from - drop->start < drop->end - drop->start &&
 	    to - drop->start < drop->end - drop->start)
