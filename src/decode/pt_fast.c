@@ -649,6 +649,25 @@ static inline void zero_event(struct pt_event *ev)
 #endif
 }
 
+/* The tick event at ip, in process: the time moved since the last event
+ * to tsc (has_tsc: the trace has a time), with lost_mtc and lost_cyc. */
+static inline __attribute__((always_inline)) void make_tick(struct rv_fast *f, uint64_t ip,
+							    bool has_tsc, uint64_t tsc,
+							    uint32_t lost_mtc, uint32_t lost_cyc)
+{
+	/* a tick's fields but these are 0 (ticks come one after the other,
+	 * where the trace has time) */
+	if (f->event.type != ptev_tick)
+		zero_event(&f->event);
+	f->event.type = ptev_tick;
+	f->event.variant.tick.ip = ip;
+	f->event.has_tsc = has_tsc;
+	f->event.tsc = tsc;
+	f->event.lost_mtc = lost_mtc;
+	f->event.lost_cyc = lost_cyc;
+	f->process_event = true;
+}
+
 /* libipt's pt_blk_tick: after a TNT or TIP, a tick event when the time
  * moved since the last event. */
 static inline int tick(struct rv_fast *f, uint64_t ip)
@@ -679,17 +698,7 @@ static inline int tick(struct rv_fast *f, uint64_t ip)
 		return RV_FAST_HANDOFF;
 	if (tsc == f->event.tsc)
 		return 0;
-	/* a tick's fields but these are 0 (ticks come one after the other,
-	 * where the trace has time) */
-	if (f->event.type != ptev_tick)
-		zero_event(&f->event);
-	f->event.type = ptev_tick;
-	f->event.variant.tick.ip = ip;
-	f->event.has_tsc = r != -pte_no_time;
-	f->event.tsc = tsc;
-	f->event.lost_mtc = lost_mtc;
-	f->event.lost_cyc = lost_cyc;
-	f->process_event = true;
+	make_tick(f, ip, r != -pte_no_time, tsc, lost_mtc, lost_cyc);
 	return 1;
 }
 
@@ -743,6 +752,44 @@ static inline int proceed_indirect(struct rv_fast *f, const struct bb *b)
 	if (status & pts_ip_suppressed)
 		return RV_FAST_HANDOFF;
 	return 0;
+}
+
+/* proceed_indirect for a return the trace's TIP spells out, in the walk's
+ * loop on rearview's packet layer, where tracing is on and no event is in
+ * process (ticks: f->ticks). The tick the TIP makes, when no event waits
+ * behind it, is taken here (into *took) as rv_fast_next would take it
+ * after the block, and the answer is then pts_event_pending (rv_fast_next's
+ * for that block): f->event keeps of it what the next tick reads, its type
+ * and time, as no other field is read before an event is made again. */
+static inline __attribute__((always_inline)) int
+proceed_tip_return(struct rv_fast *f, const struct bb *b, bool ticks, struct rv_fast_tick *took)
+{
+	const struct rv_pq *q = &f->pq;
+	int status = own_answer(f, rv_pq_indirect_branch(&f->pq, &f->ip));
+
+	if (status < 0)
+		return failed(status);
+	f->status = status;
+	if (status & pts_ip_suppressed)
+		return RV_FAST_HANDOFF;
+	if (!ticks || q->last.tsc == f->event.tsc)
+		return 0;
+	if (status & pts_event_pending) {
+		/* the tick waits in process, as tick() leaves it */
+		make_tick(f, b->end_ip, q->last.have_tsc, q->last.tsc, q->last.lost_mtc,
+			  q->last.lost_cyc);
+		return 0;
+	}
+	if (f->event.type != ptev_tick) {
+		zero_event(&f->event);
+		f->event.type = ptev_tick;
+	}
+	f->event.tsc = q->last.tsc;
+	took->taken = true;
+	took->has_tsc = q->last.have_tsc;
+	took->tsc = q->last.tsc;
+	took->status = status & pts_eos;
+	return pts_event_pending;
 }
 
 /* The transfer that ends basic block b, which needs the trace (libipt's
@@ -1169,8 +1216,9 @@ static inline int droppable(const struct rv_fast_drop *drop, uint64_t from, uint
  * refills without the tick; drop_all, drop->all. Inline in each caller, so
  * that a constant setting costs nothing in the loop. */
 static inline __attribute__((always_inline)) int
-walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *dropped, uint32_t *last,
-	    uint32_t *total, bool own_bits, bool own_refill, bool drop_all)
+walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *dropped,
+	    struct rv_fast_tick *took, uint32_t *last, uint32_t *total, bool own_bits,
+	    bool own_refill, bool drop_all)
 {
 	struct rv_pq *q = &f->pq;
 	uint32_t n = bb_here(f), insns = 0;
@@ -1296,8 +1344,17 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				status = RV_FAST_HANDOFF;
 				goto out_status;
 			case BB_RETURN:
-				f->pop_from = 0;
 				f->ip = ip;
+				if (own_bits && rv_pq_tip_next(q)) {
+					/* not compressed (most returns): the TIP
+					 * says where, with the tick it makes (with
+					 * own_bits, f->ticks is !own_refill) */
+					status = proceed_tip_return(f, b, !own_refill, took);
+					if (status >= 0)
+						expect_return(f, n);
+					goto out_status_f;
+				}
+				f->pop_from = 0;
 				/* proceed_with_trace's first check, here: the
 				 * returns that are not compressed (most) go to
 				 * proceed_indirect without its call */
@@ -1366,13 +1423,16 @@ out_status_f:
  * struct rv_fast_drop), the end of a section. The block stops before a
  * call, a return, a far transfer, a jump the walker keeps, at a tick or
  * an event, and at the end of the trace: where libipt's decoder would give
- * the walker something to do.
+ * the walker something to do. Returns 0, a negative status, or
+ * pts_event_pending when the block ends with a return whose tick was taken
+ * into *took (proceed_tip_return).
  *
  * The block is filled by the caller, from the last basic block walked
  * (*last, 0: none) and the instructions up to its end (*total), whatever
  * the status: the loop keeps them in registers, not in the block. */
 static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_drop *drop,
-					uint64_t *dropped, uint32_t *last, uint32_t *total)
+					uint64_t *dropped, struct rv_fast_tick *took,
+					uint32_t *last, uint32_t *total)
 {
 	const struct rv_pq *q = &f->pq;
 	/* A TNT bit rearview's packet layer holds answers the query with
@@ -1399,19 +1459,25 @@ static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_
 	 * functions dropped: a trace without time, and one with time whose
 	 * bits are taken without a call (most calls on a timed trace) */
 	if (own_bits && own_refill)
-		return drop->all ? walk_blocks(f, drop, dropped, last, total, true, true, true)
-				 : walk_blocks(f, drop, dropped, last, total, true, true, false);
+		return drop->all
+			       ? walk_blocks(f, drop, dropped, took, last, total, true, true, true)
+			       : walk_blocks(f, drop, dropped, took, last, total, true, true,
+					     false);
 	if (own_bits)
-		return drop->all ? walk_blocks(f, drop, dropped, last, total, true, false, true)
-				 : walk_blocks(f, drop, dropped, last, total, true, false, false);
-	return walk_blocks(f, drop, dropped, last, total, own_bits, own_refill, drop->all);
+		return drop->all
+			       ? walk_blocks(f, drop, dropped, took, last, total, true, false, true)
+			       : walk_blocks(f, drop, dropped, took, last, total, true, false,
+					     false);
+	/* (own_refill goes with own_bits) */
+	return walk_blocks(f, drop, dropped, took, last, total, false, false, drop->all);
 }
 
 static int proceed_no_event(struct rv_fast *f, struct pt_block *block,
-			    const struct rv_fast_drop *drop, uint64_t *dropped)
+			    const struct rv_fast_drop *drop, uint64_t *dropped,
+			    struct rv_fast_tick *took)
 {
 	uint32_t last = 0, total = 0;
-	int status = proceed_no_event_walk(f, drop, dropped, &last, &total);
+	int status = proceed_no_event_walk(f, drop, dropped, took, &last, &total);
 
 	if (last) {
 		const struct bb *b = bb_of(f->bbs, last);
@@ -1446,8 +1512,9 @@ int rv_fast_next(struct rv_fast *f, struct pt_block *block, const struct rv_fast
 	}
 	if (!f->enabled)
 		return (f->status & pts_eos) ? -pte_eos : RV_FAST_HANDOFF;
-	status = proceed_no_event(f, block, drop, dropped);
-	if (status < 0)
+	status = proceed_no_event(f, block, drop, dropped, tick);
+	/* an error, or the tick a return took (proceed_tip_return) */
+	if (status)
 		return status;
 	/* proceed_trailing_event's fast cases, where tracing is on (the walk
 	 * leaves it so): status_flags adds no pts_ip_suppressed, and
