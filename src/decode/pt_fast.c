@@ -130,7 +130,9 @@ struct rv_fast {
 	uint32_t ret_from[RETSTACK]; /* the call's block (0: unknown), for its succ[1] */
 	uint32_t ret_top, ret_nr;
 	uint32_t pop_from; /* ret_from of the last return address popped */
-	uint32_t hint;	   /* the block thought to start at ip (0: none) */
+	/* The block thought to start at ip (0: none): one of key's image
+	 * (expect_call, set_key), as the blocks it is linked from are. */
+	uint32_t hint;
 	/* The block whose succ[side] is the block at ip (0: none), with side
 	 * in its low bit (a block's number has none: struct bb's size). */
 	uint32_t link;
@@ -477,6 +479,18 @@ static inline void forget(struct rv_fast *f)
 	f->hint = f->link = 0;
 }
 
+/* expect(f, from, 1) for a call's block from the return stack, pushed
+ * maybe in another image or mode than f->key's: then nothing is expected,
+ * as the block there is not one of from's image. Returns 0. */
+static inline int expect_call(struct rv_fast *f, uint32_t from)
+{
+	if (bb_of(f->bbs, from)->image != f->key) {
+		forget(f);
+		return 0;
+	}
+	return expect(f, from, 1);
+}
+
 /* Return addresses near the top of the return stack that expect_return
  * looks at. */
 #define RETURN_GUESSES 4u
@@ -493,7 +507,7 @@ static inline int expect_return(struct rv_fast *f, uint32_t from)
 		uint32_t at = (f->ret_top + RETSTACK - 1 - k) % RETSTACK;
 
 		if (f->retstack[at] == f->ip && f->ret_from[at])
-			return expect(f, f->ret_from[at], 1);
+			return expect_call(f, f->ret_from[at]);
 	}
 	if (from)
 		return expect(f, from, 0);
@@ -519,18 +533,22 @@ static inline uint32_t bb_here(struct rv_fast *f)
 {
 	uint32_t n = f->hint;
 
-	/* a return address may have been pushed in another image, and the
-	 * mode may have changed: f->key says both (0 matches no block) */
-	if (!n || bb_of(f->bbs, n)->ip != f->ip || bb_of(f->bbs, n)->image != f->key)
+	/* (the block expected is of f->key's image: see struct rv_fast) */
+	if (!n || bb_of(f->bbs, n)->ip != f->ip)
 		n = bb_here_slow(f);
 	forget(f);
 	return n;
 }
 
-/* f->key from f->snap and f->mode: after every change of either. */
+/* f->key from f->snap and f->mode: after every change of either. The
+ * block expected, of the key's image, is forgotten when the key changes. */
 static inline void set_key(struct rv_fast *f)
 {
-	f->key = f->snap && f->mode == ptem_64bit ? f->snap->id : 0;
+	uint32_t key = f->snap && f->mode == ptem_64bit ? f->snap->id : 0;
+
+	if (key != f->key)
+		forget(f);
+	f->key = key;
 }
 
 static void retstack_push(struct rv_fast *f, uint64_t ip, uint32_t from)
@@ -1363,7 +1381,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				if (status < 0)
 					goto out_status_f;
 				/* a compressed return goes where its call said */
-				status = f->pop_from ? expect(f, f->pop_from, 1)
+				status = f->pop_from ? expect_call(f, f->pop_from)
 						     : expect_return(f, n);
 				goto out_status_f;
 			default: /* BB_FAR */
