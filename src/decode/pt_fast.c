@@ -1277,14 +1277,22 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				st = 0;
 				ip = b->to[side];
 			} else {
-				/* no tick to make when own_refill: query_cond's
-				 * after_query has nothing to do */
+				/* query_cond on rearview's packet layer (own_bits:
+				 * no bit in hand), with the tick after_query makes
+				 * when there are ticks (!own_refill), where tracing
+				 * is on and no event is in process */
 				q->tnt_index = tnt_index;
 				f->ip = ip;
-				status =
-					own_refill
-						? own_answer(f, rv_pq_cond_branch_refill(q, &taken))
-						: query_cond(f, &taken, b->end_ip);
+				if (own_bits) {
+					status = own_answer(f, rv_pq_cond_branch_refill(q, &taken));
+					if (!own_refill && status >= 0 &&
+					    q->last.tsc != f->event.tsc)
+						make_tick(f, b->end_ip, q->last.have_tsc,
+							  q->last.tsc, q->last.lost_mtc,
+							  q->last.lost_cyc);
+				} else {
+					status = query_cond(f, &taken, b->end_ip);
+				}
 				tnt = q->tnt;
 				tnt_index = q->tnt_index;
 				if (status < 0) {
