@@ -1240,7 +1240,6 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 {
 	struct rv_pq *q = &f->pq;
 	uint32_t n = bb_here(f), insns = 0;
-	uint64_t drop_count = 0;
 	/* The walk's state in registers, written back where the loop calls
 	 * out and where it ends: the address (f->ip), the last status
 	 * (f->status), the packet layer's TNT bits (q->tnt, q->tnt_index; not
@@ -1426,7 +1425,9 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 			status = 0;
 			goto out_status;
 		}
-		drop_count += (uint64_t)drops;
+		/* counted straight into *dropped: a count of the loop's own
+		 * would be one more variable on the stack, added at every end */
+		*dropped += (uint64_t)drops;
 		n = next;
 		b = bb_of(bbs, n);
 	}
@@ -1439,7 +1440,6 @@ out_status_f:
 	/* (a block that ends with a call or a return: the state is in f) */
 	*last = n;
 	*total = insns;
-	*dropped += drop_count;
 	return status;
 }
 
