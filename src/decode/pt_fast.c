@@ -127,8 +127,12 @@ struct rv_fast {
 	bool enabled, process_event;
 	struct pt_event event;
 	uint64_t retstack[RETSTACK];
+	/* Calls pushed less returns popped: the stack holds the last
+	 * min(ret_nr, RETSTACK) return addresses (a push only counts, and 64
+	 * bits do not wrap). */
+	uint64_t ret_nr;
 	uint32_t ret_from[RETSTACK]; /* the call's block (0: unknown), for its succ[1] */
-	uint32_t ret_top, ret_nr;
+	uint32_t ret_top;
 	uint32_t pop_from; /* ret_from of the last return address popped */
 	/* The block thought to start at ip (0: none): one of key's image
 	 * (expect_call, set_key), as the blocks it is linked from are. */
@@ -556,14 +560,15 @@ static void retstack_push(struct rv_fast *f, uint64_t ip, uint32_t from)
 	f->ret_from[f->ret_top] = from;
 	f->retstack[f->ret_top] = ip;
 	f->ret_top = (f->ret_top + 1) % RETSTACK;
-	if (f->ret_nr < RETSTACK)
-		f->ret_nr++;
+	f->ret_nr++;
 }
 
 static bool retstack_pop(struct rv_fast *f, uint64_t *ip)
 {
 	if (!f->ret_nr)
 		return false;
+	if (f->ret_nr > RETSTACK)
+		f->ret_nr = RETSTACK;
 	f->ret_top = (f->ret_top + RETSTACK - 1) % RETSTACK;
 	f->ret_nr--;
 	*ip = f->retstack[f->ret_top];
@@ -1206,7 +1211,8 @@ int rv_fast_sync_set(struct rv_fast *f, uint64_t offset)
 	f->enabled = false;
 	f->process_event = false;
 	memset(&f->event, 0, sizeof(f->event));
-	f->ret_top = f->ret_nr = 0;
+	f->ret_top = 0;
+	f->ret_nr = 0;
 	forget(f);
 	status = f->own ? own_answer(f, rv_pq_sync_set(&f->pq, &f->ip, offset))
 			: pt_qry_sync_set(f->qry, &f->ip, offset);
