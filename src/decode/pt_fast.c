@@ -39,15 +39,16 @@
 
 /* How a basic block ends. */
 enum bb_end {
-	BB_FALL,     /* no transfer: the section ended or the block was cut */
-	BB_COND,     /* jcc, loop, jrcxz */
-	BB_JUMP,     /* direct near jmp */
-	BB_CALL,     /* direct near call */
-	BB_JUMP_IND, /* indirect near jmp */
-	BB_CALL_IND, /* indirect near call */
-	BB_RETURN,   /* near ret */
-	BB_FAR,	     /* far transfers, syscalls, interrupts and their returns */
-	BB_SPECIAL,  /* an instruction events bind to (RV_PT_INSN_SPECIAL) */
+	BB_FALL,      /* no transfer: the section ended or the block was cut */
+	BB_COND,      /* jcc, loop, jrcxz */
+	BB_JUMP,      /* direct near jmp */
+	BB_CALL,      /* direct near call */
+	BB_CALL_NEXT, /* one to the next instruction: libipt pushes nothing */
+	BB_JUMP_IND,  /* indirect near jmp */
+	BB_CALL_IND,  /* indirect near call */
+	BB_RETURN,    /* near ret */
+	BB_FAR,	      /* far transfers, syscalls, interrupts and their returns */
+	BB_SPECIAL,   /* an instruction events bind to (RV_PT_INSN_SPECIAL) */
 };
 
 /* What the walk reads of a block at every step comes first. A block is
@@ -388,6 +389,9 @@ static bool decode_bb(struct rv_fast_cache *c, const struct snapshot *s, uint64_
 		}
 		if (insn.cls != RV_PT_INSN_OTHER) {
 			out->end = end_of(insn.cls);
+			/* (position-independent code reading its address) */
+			if (out->end == BB_CALL && out->to[1] == out->to[0])
+				out->end = BB_CALL_NEXT;
 			out->iclass = iclass_of(insn.cls);
 			return true;
 		}
@@ -880,13 +884,9 @@ static int walk_bb(struct rv_fast *f, uint32_t n)
 		f->ip = b->to[0];
 		return expect(f, n, 0);
 	case BB_CALL:
-		/* libipt does not push for a call to the next instruction
-		 * (position-independent code reading its address) */
-		if (b->to[1] != b->to[0])
-			retstack_push(f, b->to[0], n);
-		f->ip = b->to[1];
-		expect(f, n, 0);
-		return 1;
+		retstack_push(f, b->to[0], n);
+		/* fall through */
+	case BB_CALL_NEXT:
 	case BB_JUMP:
 		f->ip = b->to[1];
 		expect(f, n, 0);
@@ -1060,7 +1060,7 @@ static int proceed_event(struct rv_fast *f, struct pt_block *block)
 			/* libipt's pt_blk_set_disable_resume_ip */
 			const struct bb *b = bb_of(f->bbs, last);
 
-			if (b->end == BB_CALL || b->end == BB_CALL_IND ||
+			if (b->end == BB_CALL || b->end == BB_CALL_NEXT || b->end == BB_CALL_IND ||
 			    b->iclass == ptic_far_call) {
 				f->ip = b->to[0];
 				expect(f, last, 1);
@@ -1359,8 +1359,9 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				indirect = true;
 				break;
 			case BB_CALL:
-				if (b->to[1] != b->to[0])
-					retstack_push(f, b->to[0], n);
+				retstack_push(f, b->to[0], n);
+				/* fall through */
+			case BB_CALL_NEXT:
 				f->ip = b->to[1];
 				status = expect(f, n, 0);
 				goto out_status_f;
