@@ -1320,6 +1320,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 					status = expect(f, n, 1);
 					goto out_status;
 				}
+				*dropped += (uint64_t)drops;
 			}
 		} else {
 			/* the calls below read and write the state in f */
@@ -1337,6 +1338,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 					status = expect(f, n, 0);
 					goto out_status;
 				}
+				*dropped += (uint64_t)drops;
 				break;
 			case BB_JUMP_IND:
 				f->ip = ip;
@@ -1356,6 +1358,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 					status = expect(f, n, 0);
 					goto out_status;
 				}
+				*dropped += (uint64_t)drops;
 				indirect = true;
 				break;
 			case BB_CALL:
@@ -1409,8 +1412,12 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 		/* On to the next block, unless the trace has ended (the walker
 		 * looks for where the next chunk begins then). A transfer the
 		 * block ends with is the walker's to drop and count; one it
-		 * runs through is counted here. */
+		 * runs through is counted here: straight into *dropped as it
+		 * is dropped (drops; a count of the loop's own would be one
+		 * more variable on the stack), and taken back where the block
+		 * ends with it after all. */
 		if (st & pts_eos) {
+			*dropped -= (uint64_t)drops;
 			f->ip = ip;
 			status = expect(f, n, side);
 			goto out_status;
@@ -1428,13 +1435,11 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				bb_of(bbs, n)->succ[side] = next;
 		}
 		if (!next || insns + bb_of(bbs, next)->ninsn > UINT16_MAX - 1) {
+			*dropped -= (uint64_t)drops;
 			f->hint = next;
 			status = 0;
 			goto out_status;
 		}
-		/* counted straight into *dropped: a count of the loop's own
-		 * would be one more variable on the stack, added at every end */
-		*dropped += (uint64_t)drops;
 		n = next;
 		b = bb_of(bbs, n);
 	}
