@@ -111,6 +111,9 @@ struct rv_fast {
 	struct rv_fast_cache *cache;
 	struct pt_config config;
 	bool ticks;
+	/* own and ticks in one, for the walk's first test (a timed trace
+	 * on rearview's packet layer first: the softpt captures) */
+	enum { WALK_OWN_TIMED = 1, WALK_OWN_UNTIMED, WALK_LIBIPT } walk;
 	const struct snapshot *snap;
 	/* The image id of the blocks that may be used at f->ip: snap's id
 	 * when there is a snapshot and the mode is 64-bit, else 0, which no
@@ -595,6 +598,7 @@ struct rv_fast *rv_fast_alloc(const struct pt_config *config, struct rv_fast_cac
 	f->bbs = cache->bbs;
 	f->ticks = config->flags.variant.block.enable_tick_events;
 	f->own = rv_pq_init(&f->pq, config, cache->check_whole);
+	f->walk = !f->own ? WALK_LIBIPT : f->ticks ? WALK_OWN_TIMED : WALK_OWN_UNTIMED;
 	if (f->own)
 		return f;
 	/* libipt 2.0's query decoder has no flags of its own. */
@@ -1490,8 +1494,9 @@ static inline int proceed_no_event_walk(struct rv_fast *f, const struct rv_fast_
 	 * are equal as the loop begins, a compare that costs nothing and
 	 * makes the argument local. Refills go without the tick only with
 	 * no ticks. */
-	bool own_bits = f->own && (!f->ticks || q->last.tsc == f->event.tsc);
-	bool own_refill = f->own && !f->ticks;
+	bool own_bits = (f->walk == WALK_OWN_TIMED && q->last.tsc == f->event.tsc) ||
+			f->walk == WALK_OWN_UNTIMED;
+	bool own_refill = f->walk == WALK_OWN_UNTIMED;
 
 	/* the common settings, each walked whole or with the jumps inside
 	 * functions dropped: a trace without time, and one with time whose
