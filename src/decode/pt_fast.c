@@ -796,10 +796,11 @@ static inline __attribute__((always_inline)) int
 proceed_tip_return(struct rv_fast *f, const struct bb *b, bool ticks, struct rv_fast_tick *took)
 {
 	const struct rv_pq *q = &f->pq;
-	int status = own_answer(f, rv_pq_indirect_branch(&f->pq, &f->ip));
+	int status = rv_pq_indirect_branch(&f->pq, &f->ip);
 
+	/* (own_answer's check, among the errors) */
 	if (status < 0)
-		return failed(status);
+		return failed(own_answer(f, status));
 	f->status = status;
 	if (status & pts_ip_suppressed)
 		return RV_FAST_HANDOFF;
@@ -1293,7 +1294,7 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				q->tnt_index = tnt_index;
 				f->ip = ip;
 				if (own_bits) {
-					status = own_answer(f, rv_pq_cond_branch_refill(q, &taken));
+					status = rv_pq_cond_branch_refill(q, &taken);
 					if (!own_refill && status >= 0 &&
 					    q->last.tsc != f->event.tsc)
 						make_tick(f, b->end_ip, q->last.have_tsc,
@@ -1305,7 +1306,8 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 				tnt = q->tnt;
 				tnt_index = q->tnt_index;
 				if (status < 0) {
-					status = failed(status);
+					/* (own_answer's check, among the errors) */
+					status = failed(own_bits ? own_answer(f, status) : status);
 					goto out_status;
 				}
 				side = taken != 0;
