@@ -948,9 +948,21 @@ static bool tail_too_long(struct walker *w)
 	return true;
 }
 
-/* Inline (as stalled is) in both of walk's loops, where gcc would not. */
-static inline __attribute__((always_inline)) void on_block(struct walker *w,
-							   const struct pt_block *b, int status)
+/* A block of instructions (b->ninsn > 0) walked before the trace's end:
+ * what most blocks are, all that on_block does for them. Inline (as stalled
+ * is) in both of walk's loops, where gcc would not. */
+static inline __attribute__((always_inline)) void on_walked_block(struct walker *w,
+								  const struct pt_block *b)
+{
+	resolve_pending_at_block(w, b->ip);
+	emit_begin(w, b->ip, w->time);
+	w->insns += b->ninsn;
+	w->blocks++;
+	w->last_ip = b->end_ip;
+	set_pending(w, b);
+}
+
+static void on_block(struct walker *w, const struct pt_block *b, int status)
 {
 	struct ptd_chunk *ch = w->ch;
 
@@ -993,12 +1005,7 @@ static inline __attribute__((always_inline)) void on_block(struct walker *w,
 	} else if (w->at_eos && tail_too_long(w)) {
 		return;
 	}
-	resolve_pending_at_block(w, b->ip);
-	emit_begin(w, b->ip, w->time);
-	w->insns += b->ninsn;
-	w->blocks++;
-	w->last_ip = b->end_ip;
-	set_pending(w, b);
+	on_walked_block(w, b);
 }
 
 /* on_event for a tick event at `time` (the fast walker's, taken by
@@ -1332,15 +1339,23 @@ static inline __attribute__((always_inline)) void walk(struct walker *w, bool fa
 		/* libipt zeroes the block first, also on errors */
 		status = fast ? fast_next(w, &block, &tick)
 			      : pt_blk_next(w->dec, &block, sizeof(block));
-		if (fast && status == RV_FAST_HANDOFF) {
-			w->handoff = true;
-			break;
+		/* most blocks: no error, no end of trace, and instructions */
+		if (__builtin_expect(
+			    status >= 0 && !(status & pts_eos) && block.ninsn && !w->at_eos, 1)) {
+			on_walked_block(w, &block);
+			if (stalled(w, block.ninsn))
+				status = -pte_bad_query;
+		} else {
+			if (fast && status == RV_FAST_HANDOFF) {
+				w->handoff = true;
+				break;
+			}
+			on_block(w, &block, status);
+			if (status >= 0 && (status & pts_eos))
+				w->at_eos = true;
+			if (status >= 0 && !w->at_eos && stalled(w, block.ninsn))
+				status = -pte_bad_query;
 		}
-		on_block(w, &block, status);
-		if (status >= 0 && (status & pts_eos))
-			w->at_eos = true;
-		if (status >= 0 && !w->at_eos && stalled(w, block.ninsn))
-			status = -pte_bad_query;
 		/* (a thread has the fast walker only without max_insns) */
 		if (!fast && max_insns && d->insns_total + w->insns >= max_insns) {
 			d->stop = true;
