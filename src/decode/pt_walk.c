@@ -142,6 +142,7 @@ struct pending {
 	int isid;
 	int32_t disp;
 	uint64_t from, time;
+	uint64_t tail; /* PEND_PLAIN: its record's tail (ptd_record_tail) */
 };
 
 struct walker {
@@ -234,6 +235,7 @@ static void set_in_tx(struct walker *w, bool in_tx)
 			.kind = kind,
 			.flags = flags,
 			.dropped = w->ignore_jumps && kind == RV_BRANCH_JUMP && !flags,
+			.tail = ptd_record_tail(PTD_REC_BRANCH, kind, flags, 0, 0),
 		};
 	}
 }
@@ -543,8 +545,7 @@ static inline void resolve_pending_at_block(struct walker *w, uint64_t to)
 
 	if (p->valid == PEND_PLAIN) {
 		p->valid = false;
-		put(w, ptd_record_tail(PTD_REC_BRANCH, p->kind, p->flags, 0, 0), p->from, to,
-		    p->time);
+		put(w, p->tail, p->from, to, p->time);
 	} else {
 		resolve_pending(w, to);
 	}
