@@ -536,9 +536,13 @@ static inline void resolve_pending(struct walker *w, uint64_t to)
 	resolve_pending_slow(w, to);
 }
 
-/* resolve_pending for the block loop, where most pending branches are
- * calls and returns: those are emitted here, without resolve_pending_slow's
- * call or emit_branch's tests (set_pending told them apart). */
+/* resolve_pending and then emit_begin for the block loop's block at `to`,
+ * where most pending branches are calls and returns: those are emitted
+ * here, without resolve_pending_slow's call or emit_branch's tests
+ * (set_pending told them apart). A trace begin is owed only with no
+ * branch pending (after_sync, ptev_enabled and ptev_overflow drop it
+ * first, and a block's emit_begin comes before its set_pending), so such
+ * a branch alone looks for none. */
 static inline void resolve_pending_at_block(struct walker *w, uint64_t to)
 {
 	struct pending *p = &w->pend;
@@ -548,6 +552,7 @@ static inline void resolve_pending_at_block(struct walker *w, uint64_t to)
 		put(w, p->tail, p->from, to, p->time);
 	} else {
 		resolve_pending(w, to);
+		emit_begin(w, to, w->time);
 	}
 }
 
@@ -956,7 +961,6 @@ static inline __attribute__((always_inline)) void on_walked_block(struct walker 
 								  const struct pt_block *b)
 {
 	resolve_pending_at_block(w, b->ip);
-	emit_begin(w, b->ip, w->time);
 	w->insns += b->ninsn;
 	w->blocks++;
 	w->last_ip = b->end_ip;
