@@ -137,11 +137,13 @@ struct pending {
 	uint8_t size;  /* the instruction's length, 0 if unknown */
 	bool decoded;  /* size, direct and disp are known */
 	bool direct;   /* target = from + size + disp */
-	uint8_t mode;  /* enum pt_exec_mode */
 	bool dropped;  /* a jump to be dropped wherever it goes (options->ignore_jumps) */
-	int isid;
 	int32_t disp;
-	uint64_t from, time;
+	/* the block's end_ip, isid and mode, laid out as in struct pt_block */
+	uint64_t from;
+	int isid;
+	enum pt_exec_mode mode;
+	uint64_t time;
 	uint64_t tail; /* PEND_PLAIN: its record's tail (ptd_record_tail) */
 };
 
@@ -564,8 +566,7 @@ static void decode_pending(struct walker *w)
 		return;
 	p->decoded = true;
 
-	const struct rv_pt_insn *insn =
-		rv_pt_code_get(w->code, p->isid, p->from, (enum pt_exec_mode)p->mode, NULL, 0);
+	const struct rv_pt_insn *insn = rv_pt_code_get(w->code, p->isid, p->from, p->mode, NULL, 0);
 
 	if (!insn)
 		return;
@@ -820,7 +821,7 @@ static void set_pending_slow(struct walker *w, const struct pt_block *b)
 			*p = (struct pending){ .valid = true,
 					       .kind = RV_BRANCH_COND,
 					       .flags = flags,
-					       .mode = (uint8_t)b->mode,
+					       .mode = b->mode,
 					       .dropped = w->ignore_jumps && !flags,
 					       .isid = b->isid,
 					       .from = b->end_ip,
@@ -888,7 +889,7 @@ static void set_pending_slow(struct walker *w, const struct pt_block *b)
 	p->time = w->time;
 	w->pend_fresh = true;
 	p->isid = b->isid;
-	p->mode = (uint8_t)b->mode;
+	p->mode = b->mode;
 	p->decoded = insn != NULL;
 	p->size = insn ? insn->size : 0;
 	p->direct = insn && (insn->cls == RV_PT_INSN_JUMP || insn->cls == RV_PT_INSN_CALL ||
@@ -906,9 +907,9 @@ static inline void set_pending(struct walker *w, const struct pt_block *b)
 		/* A near call, return or jump: nothing to decode, and the
 		 * whole pending branch in one go. */
 		*p = w->near[b->iclass];
-		p->mode = (uint8_t)b->mode;
-		p->isid = b->isid;
 		p->from = b->end_ip;
+		p->isid = b->isid;
+		p->mode = b->mode;
 		p->time = w->time;
 		w->pend_fresh = true;
 		return;
