@@ -1345,9 +1345,12 @@ static inline __attribute__((always_inline)) void walk(struct walker *w, bool fa
 		/* libipt zeroes the block first, also on errors */
 		status = fast ? fast_next(w, &block, &tick)
 			      : pt_blk_next(w->dec, &block, sizeof(block));
-		/* most blocks: no error, no end of trace, and instructions */
-		if (__builtin_expect(
-			    status >= 0 && !(status & pts_eos) && block.ninsn && !w->at_eos, 1)) {
+		/* most blocks: no error, no end of trace, and instructions; a
+		 * status not negative and without pts_eos in one test (of its
+		 * sign bit and pts_eos) */
+		bool ok = !((uint32_t)status & (UINT32_C(1) << 31 | pts_eos));
+
+		if (__builtin_expect(ok && block.ninsn && !w->at_eos, 1)) {
 			on_walked_block(w, &block);
 			if (stalled(w, block.ninsn))
 				status = -pte_bad_query;
