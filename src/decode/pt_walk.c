@@ -1023,7 +1023,9 @@ static inline void on_tick(struct walker *w, uint64_t time)
 
 	w->pend_fresh = false;
 	w->time = time;
-	if (fresh && w->pend.valid)
+	/* without a test of pend.valid: the fields of a branch no longer
+	 * pending are not read before set_pending sets them again */
+	if (fresh)
 		w->pend.time = time;
 }
 
