@@ -416,9 +416,12 @@ static int packet_size(const uint8_t *pos, const uint8_t *end, uint8_t kind)
 
 /* ---- the event queues (libipt's pt_event_queue) ---- */
 
+/* An empty queue is at its start (dequeue puts it back there), so its end
+ * alone says whether it holds an event: one load, where the TIP's checks
+ * ask for every TIP. */
 static inline bool pending(const struct rv_pq_queue *qu)
 {
-	return qu->begin != qu->end;
+	return qu->end != 0;
 }
 
 static struct pt_event *enqueue(struct rv_pq_queue *qu)

@@ -47,7 +47,7 @@
 /* Events waiting for the packet they bind to, in the order they came. */
 struct rv_pq_queue {
 	struct pt_event ev[8];
-	uint8_t begin, end; /* ev[begin, end) */
+	uint8_t begin, end; /* ev[begin, end); both 0 when empty */
 };
 
 /* What rv_pq_time reports of the time: a query's answer copies it whole. */
@@ -136,8 +136,7 @@ enum { RV_PQ_KIND_TNT8 = 4, RV_PQ_KIND_TIP = 6 };
  * rv_pq_cond_branch answers the last bit (tnt_index 1) with status 0. */
 static inline bool rv_pq_next_plain(const struct rv_pq *q)
 {
-	return q->next == RV_PQ_KIND_TNT8 ||
-	       (q->next == RV_PQ_KIND_TIP && q->tip.begin == q->tip.end);
+	return q->next == RV_PQ_KIND_TNT8 || (q->next == RV_PQ_KIND_TIP && !q->tip.end);
 }
 
 /* Whether rv_pq_cond_branch would refuse (-pte_bad_query) having read
