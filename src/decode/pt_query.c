@@ -1976,15 +1976,18 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 	 * (read_ahead_flags). No call but to the read-ahead's rest, so no
 	 * register to save. */
 	if (__builtin_expect(q->next == K_TIP && !pending(&q->tip), 1)) {
-		static const uint64_t kept[8] = {
-			[1] = ~0xffffull, [2] = ~0xffffffffull, [4] = ~0xffffffffffffull
+		/* the packet's size by its first byte, 0 for the other
+		 * compressions, and the last IP's bits kept by each size */
+		static const uint8_t sizes[256] = {
+			[0x2d] = 3, [0x4d] = 5, [0x8d] = 7, [0xcd] = 9
 		};
-		/* the packet's size, 0 for the other compressions */
-		static const uint8_t sizes[8] = { [1] = 3, [2] = 5, [4] = 7, [6] = 9 };
-		unsigned ipc = p[0] >> 5, size = sizes[ipc];
+		static const uint64_t kept[10] = {
+			[3] = ~0xffffull, [5] = ~0xffffffffull, [7] = ~0xffffffffffffull
+		};
+		size_t size = sizes[p[0]];
 
 		if (__builtin_expect(size && p < q->end16, 1)) {
-			uint64_t to = (q->last_ip & kept[ipc]) | (read_le64(p + 1) & ~kept[ipc]);
+			uint64_t to = (q->last_ip & kept[size]) | (read_le64(p + 1) & ~kept[size]);
 			unsigned b;
 
 			q->last_ip = to;
