@@ -1578,12 +1578,13 @@ static int __attribute__((noinline)) read_ahead_rest(struct rv_pq *q, const uint
  * to it for the rest (so without registers to save): the run a timed
  * trace has after a TNT-64 (a CYC of one or two bytes, calibrated, and an
  * MTC a period like the last one) up to a TNT-64 or where read_ahead_flags
- * stops. */
+ * stops. Its packets are of two bytes at most, so up to end16 none asks
+ * whether its bytes are there; the last 16 bytes are the rest's. */
 static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_t *p)
 {
-	const uint8_t *const end = q->end;
+	const uint8_t *const end16 = q->end16;
 
-	while (p < end) {
+	while (p < end16) {
 		unsigned b = byte_class[p[0]];
 
 		if (b < B_RUN)
@@ -1592,16 +1593,16 @@ static int __attribute__((noinline)) read_ahead_at(struct rv_pq *q, const uint8_
 			if (!apply_cyc_calibrated(q, b - B_CYC1))
 				break;
 			p++;
-		} else if (b == B_CYC && end - p >= 2 && !(p[1] & 1)) {
+		} else if (b == B_CYC && !(p[1] & 1)) {
 			/* one extension byte */
 			if (!apply_cyc_calibrated(q, (p[0] >> 3) | (uint64_t)(p[1] >> 1) << 5))
 				break;
 			p += 2;
-		} else if (b == B_MTC && end - p >= 2 && apply_mtc_step(q, p[1])) {
+		} else if (b == B_MTC && apply_mtc_step(q, p[1])) {
 			p += 2;
 		} else if (b == B_PAD) {
 			p++;
-		} else if (b == B_EXT && end - p >= 2 && p[1] == 0xa3) {
+		} else if (b == B_EXT && p[1] == 0xa3) {
 			q->pos = p;
 			q->next = K_TNT64;
 			return 0;
