@@ -305,7 +305,7 @@ static inline void update_ip(struct rv_pq *q, unsigned ipc, uint64_t ip)
 {
 	switch (ipc) {
 	case 0:
-		q->ip_suppressed = true;
+		q->have_ip = false; /* suppressed */
 		return;
 	case 1:
 		q->last_ip = (q->last_ip & ~0xffffull) | ip;
@@ -324,13 +324,12 @@ static inline void update_ip(struct rv_pq *q, unsigned ipc, uint64_t ip)
 		break;
 	}
 	q->have_ip = true;
-	q->ip_suppressed = false;
 }
 
 /* libipt's pt_last_ip_query: 0 when there is an IP; *ip is 0 when not. */
 static int query_ip(const struct rv_pq *q, uint64_t *ip)
 {
-	if (!q->have_ip || q->ip_suppressed) {
+	if (!q->have_ip) {
 		if (ip)
 			*ip = 0;
 		return -1;
@@ -743,7 +742,7 @@ static void reset_state(struct rv_pq *q)
 {
 	q->tnt = q->tnt_index = 0;
 	q->last_ip = 0;
-	q->have_ip = q->ip_suppressed = false;
+	q->have_ip = false;
 	q->enabled = q->consume_packet = false;
 	q->event = NULL;
 	q->psbend.begin = q->psbend.end = 0;
@@ -1346,7 +1345,7 @@ static int decode_psb(struct rv_pq *q)
 		if (psb[i] != 0x02 || psb[i + 1] != 0x82)
 			return RV_PQ_UNMODELLED;
 	q->pos += PSB_BYTES;
-	q->have_ip = q->ip_suppressed = false;
+	q->have_ip = false;
 	q->last_ip = 0;
 	for (;;) {
 		status = fetch_kind(q->pos, q->end, &q->next);
@@ -1993,7 +1992,6 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip)
 
 			q->last_ip = to;
 			q->have_ip = true;
-			q->ip_suppressed = false;
 			*ip = to;
 			q->last = q->time.now;
 			/* read_ahead_flags' commonest run, a one-byte CYC and a

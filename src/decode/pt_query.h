@@ -86,7 +86,7 @@ struct rv_pq {
 	uint8_t next;		 /* the kind of packet at pos (0: none, after an error) */
 	uint64_t tnt, tnt_index; /* TNT bits, the next one at tnt_index (0: none) */
 	uint64_t last_ip;
-	bool have_ip, ip_suppressed;
+	bool have_ip; /* last_ip is there: not before an IP nor after a suppressed one */
 	bool enabled, consume_packet;
 	bool bdm70;		    /* erratum BDM70's workaround is on */
 	uint8_t mtc_freq, nom_freq; /* pt_config's */
