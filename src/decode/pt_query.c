@@ -49,8 +49,9 @@ enum {
 
 enum { F_TNT = 1, F_TIP = 2, F_EVENT = 4, F_PSBEND = 8, F_FUP = 16 };
 
-_Static_assert((int)K_TIP == (int)RV_PQ_KIND_TIP && (int)K_TNT8 == (int)RV_PQ_KIND_TNT8,
-	       "pt_query.h knows a TIP's and a TNT-8's kind");
+_Static_assert((int)K_TIP == (int)RV_PQ_KIND_TIP && (int)K_TNT8 == (int)RV_PQ_KIND_TNT8 &&
+		       (int)K_TNT64 == (int)RV_PQ_KIND_TNT64,
+	       "pt_query.h knows a TIP's, a TNT-8's and a TNT-64's kind");
 
 static const uint8_t kind_flags[K_CYC + 1] = {
 	[K_PSBEND] = F_PSBEND,

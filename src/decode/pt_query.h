@@ -127,9 +127,9 @@ int rv_pq_indirect_branch(struct rv_pq *q, uint64_t *ip);
 int rv_pq_event(struct rv_pq *q, struct pt_event *event);
 int rv_pq_cond_branch_refill(struct rv_pq *q, int *taken);
 
-/* The kinds of packet struct rv_pq's next names for a TNT-8 and a TIP
- * (pt_query.c has them all). */
-enum { RV_PQ_KIND_TNT8 = 4, RV_PQ_KIND_TIP = 6 };
+/* The kinds of packet struct rv_pq's next names for a TNT-8, a TNT-64
+ * and a TIP (pt_query.c has them all). */
+enum { RV_PQ_KIND_TNT8 = 4, RV_PQ_KIND_TNT64 = 5, RV_PQ_KIND_TIP = 6 };
 
 /* Whether the status flags once the TNT bits in hand are used say
  * nothing: the packet next is a TNT-8, or a TIP no event waits for. Then
@@ -161,12 +161,16 @@ static inline int rv_pq_time(const struct rv_pq *q, uint64_t *time, uint32_t *lo
 }
 
 /* A TNT bit from the cache is the common case: no flags while bits are
- * left (libipt reports events and the end only once they are used). */
+ * left (libipt reports events and the end only once they are used), nor
+ * after the last one when another TNT is next (a timed trace's TNT-64s,
+ * one after the other). */
 static inline int rv_pq_cond_branch(struct rv_pq *q, int *taken)
 {
-	if (q->tnt_index > 1) {
-		*taken = (q->tnt & q->tnt_index) != 0;
-		q->tnt_index >>= 1;
+	uint64_t index = q->tnt_index;
+
+	if (index > 1 || (index && (q->next == RV_PQ_KIND_TNT8 || q->next == RV_PQ_KIND_TNT64))) {
+		*taken = (q->tnt & index) != 0;
+		q->tnt_index = index >> 1;
 		return 0;
 	}
 	return rv_pq_cond_branch_refill(q, taken);
