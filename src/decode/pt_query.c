@@ -491,6 +491,7 @@ static bool ctc_fc(struct rv_pq *q, uint64_t *fc, uint32_t ctc)
 	if (ctc != q->memo.ctc) {
 		q->memo.ctc = ctc;
 		q->memo.fc = ((uint64_t)ctc * q->ctc_ebx) / q->ctc_eax;
+		q->memo.step_cyc = q->memo.fc == q->memo.cal_fc ? q->memo.cal_cyc : 0;
 	}
 	*fc = q->memo.fc;
 	return true;
@@ -592,6 +593,7 @@ static int tcal_mtc(struct rv_pq *q, uint32_t ctc)
 		q->memo.cal_fc = fc;
 		q->memo.cal_cyc = cyc;
 		q->memo.cal_fcr = (fc << FCR_SHR) / cyc;
+		q->memo.step_cyc = fc == q->memo.fc ? cyc : 0;
 	}
 	tcal->fcr = q->memo.cal_fcr;
 	return 0;
@@ -1497,8 +1499,7 @@ static inline bool apply_mtc_step(struct rv_pq *q, uint8_t payload)
 	uint64_t cyc = tcal->cyc - tcal->cyc_at_mtc;
 
 	if (!tcal->have_mtc || !t->have_mtc || !t->have_tma || t->ctc != tcal->ctc ||
-	    ctc < t->ctc || ctc - t->ctc != q->memo.ctc || !cyc || cyc != q->memo.cal_cyc ||
-	    q->memo.fc != q->memo.cal_fc)
+	    ctc < t->ctc || ctc - t->ctc != q->memo.ctc || !cyc || cyc != q->memo.step_cyc)
 		return false;
 	tcal->cyc_at_mtc = tcal->cyc;
 	tcal->ctc = ctc;

@@ -97,11 +97,13 @@ struct rv_pq {
 	/* The last answers of time's divisions, kept for the next equal
 	 * question (MTC periods are mostly alike): CTC ticks in TSC units
 	 * (zero is right for ctc 0), and the calibration's quotient (cal_cyc
-	 * 0: none, as it never divides by 0). */
+	 * 0: none, as it never divides by 0); step_cyc is cal_cyc when cal_fc
+	 * is fc, else 0 (the cycles of an MTC period like the last). */
 	struct {
 		uint32_t ctc;
 		uint64_t fc;
 		uint64_t cal_fc, cal_cyc, cal_fcr;
+		uint64_t step_cyc;
 	} memo;
 	const struct pt_event *event; /* the event the last packet published */
 	struct pt_event standalone;
