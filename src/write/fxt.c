@@ -127,8 +127,8 @@ struct thread_slot {
 };
 
 struct rv_fxt {
-	/* first: what the writer's inline path reads (rv_fxt_fast) */
-	struct rv_fxt_fast fast;
+	/* what the writer's inline path reads, in the writer (rv_fxt_open) */
+	struct rv_fxt_fast *fast;
 
 	struct string_slot *string_slots;
 	size_t string_slots_mask;
@@ -258,7 +258,7 @@ static void write_string_record(struct rv_fxt *fxt, uint16_t index, const char *
 {
 	size_t stored = copy_utf8(NULL, s, length, MAX_STRING_BYTES);
 	size_t words = 1 + stream_words(stored);
-	unsigned char *p = rv_out_take(fxt->fast.out, words * 8);
+	unsigned char *p = rv_out_take(fxt->fast->out, words * 8);
 
 	put_word(p, RECORD_STRING | (uint64_t)words << 4 | (uint64_t)index << 16 |
 			    (uint64_t)stored << 32);
@@ -544,7 +544,7 @@ static uint8_t assign_thread_index(struct rv_fxt *fxt, uint64_t key)
 	map[j].key = key;
 	map[j].index = (uint8_t)index;
 
-	p = rv_out_take(fxt->fast.out, 3 * 8);
+	p = rv_out_take(fxt->fast->out, 3 * 8);
 	put_word(p, RECORD_THREAD | 3 << 4 | (uint64_t)index << 16);
 	put_word(p + 8, key >> 32);
 	put_word(p + 16, key & 0xffffffffu);
@@ -566,8 +566,9 @@ static __attribute__((noinline)) uint8_t resolve_other_thread(struct rv_fxt *fxt
 	}
 	if (!index)
 		index = assign_thread_index(fxt, key);
-	fxt->fast.last_thread_key = key;
-	fxt->fast.last_thread_index = index;
+	fxt->fast->last_thread_key = key;
+	fxt->fast->last_thread_index = index;
+	fxt->fast->last_thread_bits = rv_fxt_thread_bits(index);
 	fxt->threads[index].last_use = ++fxt->clock;
 	return index;
 }
@@ -577,9 +578,9 @@ static __attribute__((noinline)) uint8_t resolve_other_thread(struct rv_fxt *fxt
 static inline uint8_t resolve_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid)
 {
 	uint64_t key = rv_trace_thread(pid, tid);
-	uint8_t index = fxt->fast.last_thread_index;
+	uint8_t index = fxt->fast->last_thread_index;
 
-	if (!index || fxt->fast.last_thread_key != key)
+	if (!index || fxt->fast->last_thread_key != key)
 		return resolve_other_thread(fxt, key);
 	return index;
 }
@@ -811,7 +812,7 @@ static bool shape_fits(const struct span_shape *shape, const char *category, con
 static void write_shaped(struct rv_fxt *fxt, const struct span_shape *shape, uint8_t thread,
 			 uint64_t ts, uint64_t end, const struct rv_arg *args)
 {
-	unsigned char *p = rv_out_take(fxt->fast.out, shape->words * 8);
+	unsigned char *p = rv_out_take(fxt->fast->out, shape->words * 8);
 
 	put_word(p, shape->header | (uint64_t)thread << 24);
 	put_word(p + 8, ts);
@@ -867,7 +868,7 @@ static int write_event(struct rv_fxt *fxt, unsigned type, uint8_t thread,
 	nr_strings += is_inline(category);
 	words = record_words(strings, nr_strings, fixed_words);
 
-	p = rv_out_take(fxt->fast.out, words * 8);
+	p = rv_out_take(fxt->fast->out, words * 8);
 	put_word(p, RECORD_EVENT | (uint64_t)words << 4 | (uint64_t)type << 16 |
 			    (uint64_t)nr_args << 20 | (uint64_t)thread << 24 |
 			    (uint64_t)category->ref << 32 | (uint64_t)name->ref << 48);
@@ -907,7 +908,7 @@ static int write_kernel_object(struct rv_fxt *fxt, unsigned object_type, uint64_
 	fixed_words = collect_inline(&name_ref, &plan, has_process, 2, strings, &nr_strings);
 	words = record_words(strings, nr_strings, fixed_words);
 
-	p = rv_out_take(fxt->fast.out, words * 8);
+	p = rv_out_take(fxt->fast->out, words * 8);
 	put_word(p, RECORD_KERNEL_OBJECT | (uint64_t)words << 4 | (uint64_t)object_type << 16 |
 			    (uint64_t)name_ref.ref << 24 | (uint64_t)has_process << 40);
 	put_word(p + 8, koid);
@@ -918,7 +919,8 @@ static int write_kernel_object(struct rv_fxt *fxt, unsigned object_type, uint64_
 	return 0;
 }
 
-int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *err)
+int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_fxt_fast *fast,
+		struct rv_error *err)
 {
 	struct rv_fxt *fxt = calloc(1, sizeof(*fxt));
 	unsigned char *p;
@@ -930,7 +932,9 @@ int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *er
 		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
 	}
 	fxt->string_slots_mask = STRING_TABLE_MIN_SLOTS - 1;
-	fxt->fast.out = out;
+	memset(fast, 0, sizeof(*fast));
+	fast->out = out;
+	fxt->fast = fast;
 
 	p = rv_out_take(out, 3 * 8);
 	put_word(p, FXT_MAGIC_RECORD);
@@ -1027,23 +1031,18 @@ static __attribute__((noinline)) int function_span_slow(struct rv_fxt *fxt,
 	return r;
 }
 
-struct rv_fxt_fast *rv_fxt_fast(struct rv_fxt *fxt)
-{
-	return &fxt->fast;
-}
-
 int rv_fxt_function_span(struct rv_fxt *fxt, const struct rv_function_span *span,
 			 struct rv_error *err)
 {
 	struct rv_fxt_function_shape *fshape =
-		&fxt->fast.function_shapes[rv_fxt_function_shape_slot(span->name)];
+		&fxt->fast->function_shapes[rv_fxt_function_shape_slot(span->name)];
 
 	if (rv_fxt_function_shape_fits(fshape, span)) {
 		/* The thread first: it may write the thread's record. */
 		uint8_t thread = resolve_thread(fxt, span->pid, span->tid);
 
-		rv_fxt_write_function(rv_out_take(fxt->fast.out, (size_t)fshape->words * 8), fshape,
-				      thread, span->begin_ns, span->end_ns, span->address);
+		rv_fxt_write_function(rv_out_take(fxt->fast->out, (size_t)fshape->words * 8),
+				      fshape, thread, span->begin_ns, span->end_ns, span->address);
 		return 0;
 	}
 	return function_span_slow(fxt, fshape, span, err);

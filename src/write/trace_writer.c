@@ -47,15 +47,21 @@
 
 /* A function rv_trace_writer_function gave a handle: its spans' fields but
  * their thread, times and depth, and (FXT) the words fxt.c laid out for its
- * first span, which the rest repeat (shape.name NULL: not laid out yet). */
+ * first span, which the rest repeat with their own thread and times. */
 struct writer_function {
-	struct rv_fxt_function_shape shape;
-	uint64_t address;
-	const char *category, *name, *file;
+	uint64_t header; /* the record's first word, with thread index 0 */
+	/* the words after the begin, as rv_fxt_write_function stores them:
+	 * the address's header and value, the file's and the line's headers */
+	unsigned char arg_words[4 * 8];
+	uint32_t record_bytes; /* 0: not laid out yet */
 	int32_t line;
+	const char *category, *name, *file;
+	uint64_t address;
 };
 
 #define FUNCTION_INDEX_MIN_SLOTS 256
+
+#define FAST_BELOW (RV_OUT_BUFFER_SIZE - RV_FXT_FUNCTION_MAX_BYTES + 1)
 
 enum writer_state {
 	WRITER_OPEN,
@@ -71,9 +77,12 @@ struct rv_trace_writer {
 	enum writer_state state;
 	struct rv_out out;
 	struct rv_fxt *fxt;
-	/* fxt's inline part while the writer is open, FXT and not failed;
-	 * else NULL */
-	struct rv_fxt_fast *fast;
+	/* The fast ways write while out.used is below this (FAST_BELOW: room
+	 * for a function's longest span), which is only once a span gave fast
+	 * its last thread, while the writer is FXT, open and has not failed;
+	 * else 0. */
+	size_t fast_below;
+	struct rv_fxt_fast fast; /* FXT: what fxt.c keeps for the fast ways */
 	struct rv_json json;
 	uint64_t spans;
 	uint64_t instants;
@@ -311,7 +320,7 @@ static int fail(struct rv_trace_writer *w, int code, struct rv_error *err)
 		rv_error_set(&w->failure, code, "cannot write the trace to '%s': %s", w->path,
 			     strerror(code));
 	w->failed = true;
-	w->fast = NULL;
+	w->fast_below = 0;
 	if (err)
 		*err = w->failure;
 	return -code;
@@ -520,10 +529,9 @@ int rv_trace_writer_open(struct rv_trace_writer **out, const char *path, struct 
 	if (r < 0)
 		goto fail;
 	if (w->format == RV_TRACE_FXT) {
-		r = rv_fxt_open(&w->fxt, &w->out, err);
+		r = rv_fxt_open(&w->fxt, &w->out, &w->fast, err);
 		if (r < 0)
 			goto fail;
-		w->fast = rv_fxt_fast(w->fxt);
 	} else {
 		rv_json_open(&w->json, &w->out);
 	}
@@ -674,7 +682,10 @@ static __attribute__((noinline)) int function_span_checked(struct rv_trace_write
 	}
 	if (r == 0)
 		w->spans++;
-	return finish_call(w, r, err);
+	r = finish_call(w, r, err);
+	if (r == 0 && w->fxt) /* fast knows the span's thread now */
+		w->fast_below = FAST_BELOW;
+	return r;
 }
 
 int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_function_span *span,
@@ -682,8 +693,8 @@ int rv_trace_writer_function_span(struct rv_trace_writer *w, const struct rv_fun
 {
 	/* Most spans: nothing to check but the times, and nothing that can
 	 * fail (the fast way neither flushes nor adds strings or threads). */
-	if (w && w->fast && span->end_ns >= span->begin_ns &&
-	    rv_fxt_function_span_fast(w->fast, span)) {
+	if (w && w->out.used < w->fast_below && span->end_ns >= span->begin_ns &&
+	    rv_fxt_function_span_fast(&w->fast, span)) {
 		w->spans++;
 		return 0;
 	}
@@ -750,10 +761,22 @@ uint32_t rv_trace_writer_function(struct rv_trace_writer *w, const char *categor
 	return w->function_index[i];
 }
 
+/* Makes the words fxt.c laid out for a span of the function (shape) the
+ * function's own. */
+static void lay_out_function(struct writer_function *fn, const struct rv_fxt_function_shape *shape)
+{
+	fn->header = shape->header;
+	rv_put_word(fn->arg_words, shape->address_header);
+	rv_put_word(fn->arg_words + 8, fn->address);
+	rv_put_word(fn->arg_words + 16, shape->file_header);
+	rv_put_word(fn->arg_words + 24, shape->line_header);
+	fn->record_bytes = (uint32_t)shape->words * 8;
+}
+
 /* rv_trace_writer_function_span_of when the function's words are not known
- * or rv_fxt_shaped_span_fast cannot write them: rv_trace_writer_function_span's
- * way, and the words fxt.c laid out for the span (it keeps them by the
- * name, where another name may take their place) become the function's. */
+ * or its fast way cannot write them: rv_trace_writer_function_span's way,
+ * and the words fxt.c laid out for the span (it keeps them by the name,
+ * where another name may take their place) become the function's. */
 static __attribute__((noinline)) int
 function_span_of_slow(struct rv_trace_writer *w, struct writer_function *fn, uint64_t thread,
 		      uint64_t begin_ns, uint64_t end_ns, uint32_t depth, struct rv_error *err)
@@ -772,12 +795,12 @@ function_span_of_slow(struct rv_trace_writer *w, struct writer_function *fn, uin
 	};
 	int r = function_span_checked(w, &span, err);
 
-	if (r == 0 && w->fast && !fn->shape.name) {
+	if (r == 0 && w->fxt && !fn->record_bytes) {
 		const struct rv_fxt_function_shape *shape =
-			&w->fast->function_shapes[rv_fxt_function_shape_slot(span.name)];
+			&w->fast.function_shapes[rv_fxt_function_shape_slot(span.name)];
 
 		if (rv_fxt_function_shape_fits(shape, &span))
-			fn->shape = *shape;
+			lay_out_function(fn, shape);
 	}
 	return r;
 }
@@ -786,15 +809,24 @@ int rv_trace_writer_function_span_of(struct rv_trace_writer *w, uint32_t functio
 				     uint64_t begin_ns, uint64_t end_ns, uint32_t depth,
 				     struct rv_error *err)
 {
-	struct writer_function *fn = &w->functions[function - 1];
+	struct writer_function *fn = &w->functions[(size_t)function - 1];
+	size_t used = w->out.used, bytes = fn->record_bytes;
+	unsigned char *p;
 
-	/* rv_trace_writer_function_span's fast way, with the shape known */
-	if (w->fast && fn->shape.name && end_ns >= begin_ns &&
-	    rv_fxt_shaped_span_fast(w->fast, &fn->shape, thread, begin_ns, end_ns, fn->address)) {
-		w->spans++;
-		return 0;
-	}
-	return function_span_of_slow(w, fn, thread, begin_ns, end_ns, depth, err);
+	/* rv_fxt_write_function with the function's words, where it has them
+	 * and the span is on the last span's thread, with room in the buffer:
+	 * nothing is written but its record, and nothing can fail */
+	if (used >= w->fast_below || thread != w->fast.last_thread_key || end_ns < begin_ns ||
+	    !bytes)
+		return function_span_of_slow(w, fn, thread, begin_ns, end_ns, depth, err);
+	p = w->out.buf + used;
+	rv_put_word(p, fn->header | w->fast.last_thread_bits);
+	rv_put_word(p + 8, begin_ns);
+	memcpy(p + 16, fn->arg_words, sizeof(fn->arg_words));
+	rv_put_word(p + bytes - 8, end_ns);
+	w->out.used = used + bytes;
+	w->spans++;
+	return 0;
 }
 
 int rv_trace_writer_instant(struct rv_trace_writer *w, uint32_t pid, uint32_t tid, const char *name,
@@ -850,7 +882,7 @@ static int put_in_place(const char *temp, const char *path)
 
 static void remove_temp_file(struct rv_trace_writer *w)
 {
-	w->fast = NULL;
+	w->fast_below = 0;
 	out_release(&w->out);
 	if (w->temp_created && unlink(w->temp_path) < 0 && errno != ENOENT)
 		rv_debug("cannot remove '%s': %s", w->temp_path, strerror(errno));
@@ -864,7 +896,7 @@ int rv_trace_writer_commit(struct rv_trace_writer *w, struct rv_error *err)
 
 	if (r < 0)
 		return r;
-	w->fast = NULL; /* nothing more is written */
+	w->fast_below = 0; /* nothing more is written */
 	if (w->format == RV_TRACE_JSON)
 		rv_json_close(&w->json);
 	out_finish(&w->out);

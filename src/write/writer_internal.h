@@ -155,16 +155,20 @@ struct rv_fxt_function_shape {
 
 #define RV_FXT_FUNCTION_SHAPES 512
 
-/* What rv_fxt_function_span_fast reads: the first member of struct rv_fxt
- * (rv_fxt_fast gives it), kept up to date by fxt.c. */
+/* The longest record of a function's span: header, begin, the address's
+ * header and value, the file's and the line's headers, end. */
+#define RV_FXT_FUNCTION_MAX_BYTES (7 * 8)
+
+/* What rv_fxt_function_span_fast reads, kept up to date by fxt.c in a place
+ * the writer owns (rv_fxt_open), so that its fast way finds the last
+ * thread without a pointer to follow. */
 struct rv_fxt_fast {
 	struct rv_out *out;
 	uint64_t last_thread_key;  /* rv_trace_thread of the last span's thread */
 	uint8_t last_thread_index; /* its index in the thread table; 0: none */
+	uint64_t last_thread_bits; /* last_thread_index's bits in a record's header */
 	struct rv_fxt_function_shape function_shapes[RV_FXT_FUNCTION_SHAPES];
 };
-
-struct rv_fxt_fast *rv_fxt_fast(struct rv_fxt *fxt);
 
 static inline size_t rv_fxt_function_shape_slot(const char *name)
 {
@@ -177,6 +181,12 @@ static inline size_t rv_fxt_function_shape_slot(const char *name)
 static inline unsigned rv_function_kind(const struct rv_function_span *span)
 {
 	return !span->address ? 1 : !span->file ? 2 : 3;
+}
+
+/* A thread index's bits in a record's header. */
+static inline uint64_t rv_fxt_thread_bits(uint8_t thread)
+{
+	return (uint64_t)thread << 24;
 }
 
 static inline void rv_put_word(unsigned char *p, uint64_t word)
@@ -204,7 +214,7 @@ static inline void rv_fxt_write_function(unsigned char *p,
 					 const struct rv_fxt_function_shape *shape, uint8_t thread,
 					 uint64_t begin_ns, uint64_t end_ns, uint64_t address)
 {
-	rv_put_word(p, shape->header | (uint64_t)thread << 24);
+	rv_put_word(p, shape->header | rv_fxt_thread_bits(thread));
 	rv_put_word(p + 8, begin_ns);
 	rv_put_word(p + 16, shape->address_header);
 	rv_put_word(p + 24, address);
@@ -213,42 +223,31 @@ static inline void rv_fxt_write_function(unsigned char *p,
 	rv_put_word(p + ((size_t)shape->words - 1) * 8, end_ns);
 }
 
-/* rv_fxt_function_span's common case for a span whose words are the shape's
- * (rv_fxt_function_shape_fits), inline in the writer's front: on the last
- * span's thread, with room in the buffer, so that nothing is written but
- * its record and nothing can fail. false: nothing written; the caller then
- * takes rv_fxt_function_span. */
-static inline bool rv_fxt_shaped_span_fast(struct rv_fxt_fast *f,
-					   const struct rv_fxt_function_shape *shape,
-					   uint64_t thread, uint64_t begin_ns, uint64_t end_ns,
-					   uint64_t address)
-{
-	struct rv_out *out = f->out;
-	size_t bytes = (size_t)shape->words * 8;
-
-	if (!f->last_thread_index || f->last_thread_key != thread ||
-	    RV_OUT_BUFFER_SIZE - out->used < bytes)
-		return false;
-	rv_fxt_write_function(out->buf + out->used, shape, f->last_thread_index, begin_ns, end_ns,
-			      address);
-	out->used += bytes;
-	return true;
-}
-
-/* rv_fxt_shaped_span_fast of a span whose shape is the one cached for its
- * name. */
+/* rv_fxt_function_span's common case, inline in the writer's front, for a
+ * span whose words are those of the shape cached for its name
+ * (rv_fxt_function_shape_fits), on the last span's thread, given that f
+ * has one and there is room for RV_FXT_FUNCTION_MAX_BYTES in the buffer:
+ * nothing is written but its record, and nothing can fail. false: nothing
+ * written; the caller then takes rv_fxt_function_span. */
 static inline bool rv_fxt_function_span_fast(struct rv_fxt_fast *f,
 					     const struct rv_function_span *span)
 {
 	const struct rv_fxt_function_shape *shape =
 		&f->function_shapes[rv_fxt_function_shape_slot(span->name)];
+	struct rv_out *out = f->out;
 
-	return rv_fxt_function_shape_fits(shape, span) &&
-	       rv_fxt_shaped_span_fast(f, shape, rv_trace_thread(span->pid, span->tid),
-				       span->begin_ns, span->end_ns, span->address);
+	if (!rv_fxt_function_shape_fits(shape, span) ||
+	    f->last_thread_key != rv_trace_thread(span->pid, span->tid))
+		return false;
+	rv_fxt_write_function(out->buf + out->used, shape, f->last_thread_index, span->begin_ns,
+			      span->end_ns, span->address);
+	out->used += (size_t)shape->words * 8;
+	return true;
 }
 
-int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_error *err);
+/* fast: zeroed, then kept up to date while the encoder is written to */
+int rv_fxt_open(struct rv_fxt **out_fxt, struct rv_out *out, struct rv_fxt_fast *fast,
+		struct rv_error *err);
 int rv_fxt_process(struct rv_fxt *fxt, uint32_t pid, const char *name, struct rv_error *err);
 int rv_fxt_thread(struct rv_fxt *fxt, uint32_t pid, uint32_t tid, const char *name,
 		  struct rv_error *err);
