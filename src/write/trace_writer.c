@@ -61,8 +61,6 @@ struct writer_function {
 
 #define FUNCTION_INDEX_MIN_SLOTS 256
 
-#define FAST_BELOW (RV_OUT_BUFFER_SIZE - RV_FXT_FUNCTION_MAX_BYTES + 1)
-
 enum writer_state {
 	WRITER_OPEN,
 	WRITER_COMMITTED,
@@ -77,8 +75,8 @@ struct rv_trace_writer {
 	enum writer_state state;
 	struct rv_out out;
 	struct rv_fxt *fxt;
-	/* The fast ways write while out.used is below this (FAST_BELOW: room
-	 * for a function's longest span), which is only once a span gave fast
+	/* The fast ways write while out.used is below this: RV_OUT_BUFFER_SIZE
+	 * (below it, the buffer has room for any record) once a span gave fast
 	 * its last thread, while the writer is FXT, open and has not failed;
 	 * else 0. */
 	size_t fast_below;
@@ -269,6 +267,20 @@ int rv_out_flush(struct rv_out *out)
 	if (r < 0)
 		out->error = -r;
 	return r;
+}
+
+int rv_out_flush_block(struct rv_out *out)
+{
+	size_t rest = out->used - RV_OUT_BUFFER_SIZE;
+	int r;
+
+	out->used = RV_OUT_BUFFER_SIZE;
+	r = rv_out_flush(out);
+	if (r < 0)
+		return r;
+	memcpy(out->buf, out->buf + RV_OUT_BUFFER_SIZE, rest);
+	out->used = rest;
+	return 0;
 }
 
 static int out_finish(struct rv_out *out)
@@ -473,7 +485,7 @@ static int init_output(struct rv_trace_writer *w, enum rv_trace_compression comp
 	struct rv_out *out = &w->out;
 
 	out->compression = compression;
-	out->buf = malloc(RV_OUT_BUFFER_SIZE + RV_OUT_SLACK);
+	out->buf = malloc(RV_OUT_BUFFER_SIZE + RV_OUT_TAKE_MAX + RV_OUT_SLACK);
 	if (!out->buf)
 		return rv_error_set(err, ENOMEM, "out of memory for the trace writer");
 	if (compression == RV_TRACE_PLAIN)
@@ -684,7 +696,7 @@ static __attribute__((noinline)) int function_span_checked(struct rv_trace_write
 		w->spans++;
 	r = finish_call(w, r, err);
 	if (r == 0 && w->fxt) /* fast knows the span's thread now */
-		w->fast_below = FAST_BELOW;
+		w->fast_below = RV_OUT_BUFFER_SIZE;
 	return r;
 }
 

@@ -23,12 +23,20 @@
 #include "util/error.h"
 #include "write/trace_writer.h"
 
-/* Large enough to hold the biggest FXT record (4095 words) many times over,
- * small enough to stay in cache. */
+/* The output goes to the file in blocks of this size, each at an offset
+ * that is a multiple of it (but the last), which the page cache takes in
+ * large folios: fewer pages to allocate and account than for writes that
+ * straddle page boundaries. Large enough to hold the biggest FXT record
+ * many times over, small enough to stay in cache. */
 #define RV_OUT_BUFFER_SIZE (256 * 1024)
-/* Bytes the buffer has after its RV_OUT_BUFFER_SIZE, which no record
- * takes: a writer may store past the end of what it took, up to 24 bytes
- * (rv_fxt_write_function), and those bytes are then not the output's. */
+/* The most a writer takes or reserves at once: the biggest FXT record
+ * (4095 words). A record that runs past RV_OUT_BUFFER_SIZE stays whole in
+ * the buffer, whose block is then written before the next is taken. */
+#define RV_OUT_TAKE_MAX (4095 * 8)
+/* Bytes the buffer has after its RV_OUT_BUFFER_SIZE + RV_OUT_TAKE_MAX,
+ * which no record takes: a writer may store past the end of what it took,
+ * up to 24 bytes (rv_fxt_write_function), and those bytes are then not the
+ * output's. */
 #define RV_OUT_SLACK 32
 
 struct rv_out {
@@ -52,24 +60,17 @@ struct rv_out {
  * check every step: the caller checks out->error once per call. */
 int rv_out_flush(struct rv_out *out);
 
-/* A pointer to n bytes (n <= RV_OUT_BUFFER_SIZE) at the end of the output,
- * which the caller fills; the bytes count as written. */
-static inline unsigned char *rv_out_take(struct rv_out *out, size_t n)
-{
-	unsigned char *p;
+/* rv_out_flush of the buffer's first RV_OUT_BUFFER_SIZE bytes (it holds at
+ * least as many), which keeps those after them. */
+int rv_out_flush_block(struct rv_out *out);
 
-	if (RV_OUT_BUFFER_SIZE - out->used < n)
-		rv_out_flush(out);
-	p = out->buf + out->used;
-	out->used += n;
-	return p;
-}
-
-/* Room for up to n bytes without committing them; rv_out_advance commits. */
+/* Room for up to n bytes (n <= RV_OUT_TAKE_MAX) at the end of the output,
+ * without committing them; rv_out_advance commits. */
 static inline unsigned char *rv_out_reserve(struct rv_out *out, size_t n)
 {
-	if (RV_OUT_BUFFER_SIZE - out->used < n)
-		rv_out_flush(out);
+	(void)n; /* below RV_OUT_BUFFER_SIZE, the buffer has room for any */
+	if (out->used >= RV_OUT_BUFFER_SIZE)
+		rv_out_flush_block(out);
 	return out->buf + out->used;
 }
 
@@ -78,12 +79,22 @@ static inline void rv_out_advance(struct rv_out *out, size_t n)
 	out->used += n;
 }
 
+/* A pointer to n bytes (n <= RV_OUT_TAKE_MAX) at the end of the output,
+ * which the caller fills; the bytes count as written. */
+static inline unsigned char *rv_out_take(struct rv_out *out, size_t n)
+{
+	unsigned char *p = rv_out_reserve(out, n);
+
+	rv_out_advance(out, n);
+	return p;
+}
+
 static inline void rv_out_write(struct rv_out *out, const void *data, size_t n)
 {
 	const unsigned char *p = data;
 
 	while (n > 0) {
-		size_t chunk = n < RV_OUT_BUFFER_SIZE ? n : RV_OUT_BUFFER_SIZE;
+		size_t chunk = n < RV_OUT_TAKE_MAX ? n : RV_OUT_TAKE_MAX;
 
 		memcpy(rv_out_take(out, chunk), p, chunk);
 		p += chunk;
@@ -155,10 +166,6 @@ struct rv_fxt_function_shape {
 
 #define RV_FXT_FUNCTION_SHAPES 512
 
-/* The longest record of a function's span: header, begin, the address's
- * header and value, the file's and the line's headers, end. */
-#define RV_FXT_FUNCTION_MAX_BYTES (7 * 8)
-
 /* What rv_fxt_function_span_fast reads, kept up to date by fxt.c in a place
  * the writer owns (rv_fxt_open), so that its fast way finds the last
  * thread without a pointer to follow. */
@@ -226,7 +233,7 @@ static inline void rv_fxt_write_function(unsigned char *p,
 /* rv_fxt_function_span's common case, inline in the writer's front, for a
  * span whose words are those of the shape cached for its name
  * (rv_fxt_function_shape_fits), on the last span's thread, given that f
- * has one and there is room for RV_FXT_FUNCTION_MAX_BYTES in the buffer:
+ * has one and out->used is below RV_OUT_BUFFER_SIZE (room for any record):
  * nothing is written but its record, and nothing can fail. false: nothing
  * written; the caller then takes rv_fxt_function_span. */
 static inline bool rv_fxt_function_span_fast(struct rv_fxt_fast *f,
