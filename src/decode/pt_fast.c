@@ -458,21 +458,6 @@ static inline const struct bb *bb_at(struct rv_fast *f, uint64_t ip)
 	return n ? bb_of(f->bbs, n) : NULL;
 }
 
-/* The block after block `from` on side `side` (see struct bb's succ),
- * which starts at f->ip: through the link, else looked up and linked. */
-static inline uint32_t bb_next(struct rv_fast *f, uint32_t from, int side)
-{
-	struct rv_fast_cache *c = f->cache;
-	uint32_t n = bb_of(c->bbs, from)->succ[side];
-
-	if (__builtin_expect(n && bb_of(c->bbs, n)->ip == f->ip, 1))
-		return n; /* a link stays inside one image's blocks */
-	n = bb_number(f, f->ip);
-	if (n)
-		bb_of(c->bbs, from)->succ[side] = n;
-	return n;
-}
-
 /* ---- the decoder: libipt's block decoder's state and flow ---- */
 
 /* The block at f->ip is thought to be block `from`'s succ[side]: the next
@@ -1428,10 +1413,10 @@ walk_blocks(struct rv_fast *f, const struct rv_fast_drop *drop, uint64_t *droppe
 			status = expect(f, n, side);
 			goto out_status;
 		}
-		/* bb_next, with the blocks in hand: a direct transfer's block
-		 * is always the one at its target (only a block's lookup and
-		 * expect() link them, both from there), an indirect one's the
-		 * last target's */
+		/* The next block through block n's link on this side, else
+		 * looked up and linked: a direct transfer's link is always the
+		 * block at its target (only a block's lookup and expect() link
+		 * them, both from there), an indirect one's the last target's */
 		next = succ_of(bbs, n, side);
 		if (__builtin_expect(!next || (indirect && bb_of(bbs, next)->ip != ip), 0)) {
 			f->ip = ip;
