@@ -131,16 +131,16 @@ static inline struct builder_function_entry *function_entry(struct rv_builder *b
 	return e;
 }
 
-/* frame_entry's way when e does not hold the function at ip in pid with
- * its frame made: makes the rest of the frame, builder_push_frame's for a
- * frame of the function, after looking the function up if need be. */
+/* frame_entry's way when e, ip's entry, does not hold the function at ip
+ * in pid with its frame made: makes the rest of the frame,
+ * builder_push_frame's for a frame of the function, after looking the
+ * function up if need be (function_entry, which fills e). */
 static __attribute__((noinline)) void
 frame_entry_slow(struct rv_builder *b, struct builder_function_entry *e, uint32_t pid, uint64_t ip)
 {
 	struct open_frame *f = &e->frame;
 
-	if (e->ip != ip || e->pid != pid || e->epoch != b->epoch)
-		lookup_function_slow(b, e, pid, ip);
+	function_entry(b, pid, ip);
 	f->addr = builder_frame_addr(f->lo);
 	builder_source_at(b, pid, f->addr, &f->file, &f->line);
 	/* hot_call's frames: user code, no category */
