@@ -729,7 +729,9 @@ static void *watch(void *arg)
 	struct watcher *w = arg;
 	uint64_t last[2] = { 0, 0 };
 
-	while (!atomic_load(&w->stop) && !w->problem) {
+	/* at least one round, however late this thread runs: on a loaded
+	 * machine both builders may be done and stop set before it starts */
+	do {
 		for (unsigned k = 0; k < 2; k++) {
 			struct rv_pt_section_list list;
 			uint64_t end;
@@ -755,7 +757,7 @@ static void *watch(void *arg)
 			(void)rv_pt_sections_generation(w->images[k]);
 			free(list.sections);
 		}
-	}
+	} while (!atomic_load(&w->stop) && !w->problem);
 	return NULL;
 }
 
