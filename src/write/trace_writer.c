@@ -774,14 +774,16 @@ uint32_t rv_trace_writer_function(struct rv_trace_writer *w, const char *categor
 }
 
 /* Makes the words fxt.c laid out for a span of the function (shape) the
- * function's own. */
+ * function's own: those rv_fxt_write_function stores after the begin. */
 static void lay_out_function(struct writer_function *fn, const struct rv_fxt_function_shape *shape)
 {
+	/* the header, the begin, the words kept and the end: the longest
+	 * function record */
+	unsigned char record[2 * 8 + sizeof(fn->arg_words) + 8];
+
+	rv_fxt_write_function(record, shape, 0, 0, 0, fn->address);
 	fn->header = shape->header;
-	rv_put_word(fn->arg_words, shape->address_header);
-	rv_put_word(fn->arg_words + 8, fn->address);
-	rv_put_word(fn->arg_words + 16, shape->file_header);
-	rv_put_word(fn->arg_words + 24, shape->line_header);
+	memcpy(fn->arg_words, record + 2 * 8, sizeof(fn->arg_words));
 	fn->record_bytes = (uint32_t)shape->words * 8;
 }
 
